@@ -1,0 +1,108 @@
+// QuantizationOps: the interface every backend plugin implements.
+//
+// A backend instance serves one device (CPU backends: the host). All data pointers passed to
+// the op methods live in that device's memory: host memory when host_memory() is true,
+// otherwise memory from allocate(). Params, zero points, scales and shapes always travel in
+// the descriptors, on the host. Ops are synchronous from the caller's view: when a call
+// returns, its outputs are written (GPU backends synchronise or the next copy_to_host does;
+// see each backend's docs).
+//
+// Capability is per op: supports() answers for a whole descriptor (dtype x scheme x layout x
+// shape) and, when it says yes, lists the kernel variants that can run it. An op called with a
+// descriptor that supports() rejects throws ErrorCode::unsupported with the same reason.
+//
+// Threading: one instance may be used from one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "qforge/export.h"
+#include "qforge/op_desc.h"
+#include "qforge/tensor.h"
+
+namespace qforge {
+
+// Whether the backend can run on this machine, and if not, why ("no CUDA device",
+// "CPU lacks AVX2"). score orders usable backends when nothing has been measured (0 = unusable).
+struct Availability {
+  bool usable = false;
+  int score = 0;
+  std::string reason;
+};
+
+struct DeviceInfo {
+  std::string name;                               // "Intel(R) Xeon ...", "NVIDIA H100 80GB HBM3"
+  std::string kind;                               // "cpu", "gpu"
+  std::uint64_t memory_bytes = 0;                 // 0 when unknown
+  std::map<std::string, std::string> properties;  // free-form facts worth printing
+};
+
+struct Support {
+  bool supported = false;
+  std::string reason;                 // why not, when !supported
+  std::vector<std::string> kernels;   // kernel variants able to run it, best guess first
+
+  static Support yes(std::vector<std::string> kernels) { return {true, {}, std::move(kernels)}; }
+  static Support no(std::string why) { return {false, std::move(why), {}}; }
+};
+
+// Selects a kernel variant for the next calls; empty = the backend's own choice.
+struct KernelChoice {
+  std::string name;
+};
+
+class QFORGE_API QuantizationOps {
+ public:
+  virtual ~QuantizationOps();
+
+  // ---- identity and devices ----
+  virtual std::string name() const = 0;     // plugin name, e.g. "cpu_scalar"
+  virtual std::string version() const = 0;  // plugin version
+  virtual Availability availability() const = 0;
+  virtual std::vector<DeviceInfo> devices() const = 0;
+  virtual int device_index() const { return 0; }
+  virtual bool select_device(int index);    // false when out of range
+
+  // ---- memory ----
+  virtual bool host_memory() const = 0;  // op pointers are host pointers
+  virtual std::shared_ptr<Buffer> allocate(std::size_t bytes);
+  virtual void copy_to_device(Buffer& dst, std::size_t dst_offset, const void* src,
+                              std::size_t bytes);
+  virtual void copy_to_host(void* dst, const Buffer& src, std::size_t src_offset,
+                            std::size_t bytes);
+  virtual void synchronize() {}
+
+  // ---- capability ----
+  virtual Support supports(const OpDesc& op) const = 0;
+  // Names the kernel used by the last op call (for reports and tests).
+  virtual std::string last_kernel() const = 0;
+  // Restricts the next calls to one kernel variant (accelerator, tests). Throws unsupported
+  // for an unknown name.
+  virtual void set_kernel(const KernelChoice& choice) = 0;
+
+  // ---- ops (see reference.h for the exact meaning of each) ----
+  virtual void quantize(const QuantizeDesc& desc, const void* x, void* q) = 0;
+  virtual void dequantize(const QuantizeDesc& desc, const void* q, float* x) = 0;
+  virtual void requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) = 0;
+  virtual void matmul_integer(const MatmulDesc& desc, const void* a, const void* b,
+                              std::int32_t* c) = 0;
+  virtual void matmul_dequant(const MatmulDesc& desc, const void* a, const void* b,
+                              const float* bias, void* y) = 0;
+  virtual void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b,
+                              void* y) = 0;
+  // Writes y (uint8) and returns the params it computed.
+  virtual QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc,
+                                                     const float* x, std::uint8_t* y) = 0;
+  virtual QuantizationParams linear_forward(const LinearDesc& desc, const float* x,
+                                            const std::int8_t* wq, const float* bias,
+                                            std::int8_t* xq, float* y) = 0;
+  virtual void linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
+                               const QuantizationParams& xq_params, const std::int8_t* wq,
+                               float* dx, float* dw, float* db) = 0;
+};
+
+}  // namespace qforge

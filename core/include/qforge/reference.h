@@ -1,0 +1,90 @@
+// The exact reference numerics: plain loops written for obviousness, not speed. They define
+// what every operation means; every backend's integer outputs equal these bit for bit and its
+// float outputs meet the op's stated tolerance (docs/NUMERICS.md). All pointers are host memory.
+//
+// Rounding is half to even. Saturation clamps to the range of the params' mapping (full range
+// for affine, narrow range for symmetric). +inf/-inf saturate; NaN maps to the zero point.
+// Every function validates its descriptor and throws qforge::Error on a mismatch.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "qforge/export.h"
+#include "qforge/op_desc.h"
+#include "qforge/params.h"
+
+namespace qforge::reference {
+
+// ---- params from an observed range (lo = min(lo, 0), hi = max(hi, 0), so 0.0 is exact) ----
+// affine:      s = (hi - lo) / (qmax - qmin), z = sat(rne(qmin - lo / s))
+// symmetric:   s = max(|lo|, |hi|) / narrow_qmax_above_zero, z = symmetric_zero_point
+// logarithmic: s = max(|lo|, |hi|)
+// A zero range gives s = 1. Non-finite lo/hi throw.
+QFORGE_API QuantizationParams params_from_range(DType dtype, Mapping mapping, float lo, float hi);
+// One pair per entry of lo/hi, for per-channel (axis) or block (block_size) granularity.
+QFORGE_API QuantizationParams params_from_ranges(DType dtype, const Scheme& scheme,
+                                                 std::span<const float> lo,
+                                                 std::span<const float> hi);
+
+// ---- scalar kernels: the single definition every op uses ----
+QFORGE_API std::int32_t quantize_value(float x, float scale, std::int32_t zero_point,
+                                       std::int32_t qmin, std::int32_t qmax) noexcept;
+QFORGE_API float dequantize_value(std::int32_t q, float scale, std::int32_t zero_point) noexcept;
+QFORGE_API std::int32_t quantize_log_value(float x, float scale, DType dtype) noexcept;
+QFORGE_API float dequantize_log_value(std::int32_t q, float scale) noexcept;
+
+// ---- tensors ----
+// x has element_count(desc.shape) elements of desc.float_type; q receives storage_bytes().
+QFORGE_API void quantize(const QuantizeDesc& desc, const void* x, void* q);
+// q packed -> x float32.
+QFORGE_API void dequantize(const QuantizeDesc& desc, const void* q, float* x);
+
+// TFLite's QuantizeMultiplier: real = multiplier * 2^(shift - 31), multiplier in [2^30, 2^31).
+struct FixedPointMultiplier {
+  std::int32_t multiplier = 0;
+  int shift = 0;  // > 0: left shift, < 0: right shift
+};
+QFORGE_API FixedPointMultiplier quantize_multiplier(double real_multiplier);
+QFORGE_API std::int32_t saturating_rounding_doubling_high_mul(std::int32_t a, std::int32_t b) noexcept;
+QFORGE_API std::int32_t rounding_divide_by_pot(std::int32_t x, int exponent) noexcept;
+// TFLite's MultiplyByQuantizedMultiplier.
+QFORGE_API std::int32_t multiply_by_quantized_multiplier(std::int32_t x,
+                                                         FixedPointMultiplier m) noexcept;
+// One requantized value in either mode, saturated to [qmin, qmax] of out dtype.
+QFORGE_API std::int32_t requantize_value(std::int32_t c, float multiplier, RequantMode mode,
+                                         std::int32_t zero_point, std::int32_t qmin,
+                                         std::int32_t qmax);
+
+QFORGE_API void requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y);
+
+// The largest K for which sum_k (a - za)(b - zb) cannot leave int32 for any operand values of
+// these params' dtypes and zero points. Backends that accumulate in int32 claim only K <= this.
+QFORGE_API std::int64_t int32_safe_k(const MatmulDesc& desc);
+
+// C[m, n] = sum_k (A[m, k] - za) * (B[k, n] - zb). The reference accumulates in int64, so it is
+// exact for every K; a result outside int32 throws ErrorCode::overflow naming (m, n) and value.
+QFORGE_API void matmul_integer(const MatmulDesc& desc, const void* a, const void* b,
+                               std::int32_t* c);
+// Y[m, n] = float(C[m, n]) * sa * sb + bias[n] (per-block partial sums for block-wise B), written
+// as desc.out_type. bias may be null when !desc.has_bias.
+QFORGE_API void matmul_dequant(const MatmulDesc& desc, const void* a, const void* b,
+                               const float* bias, void* y);
+// y = sat(rne(float(C) * ((sa * sb) / sy)) + zy) (float mode) or the fixed-point equivalent.
+QFORGE_API void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y);
+
+// ONNX DynamicQuantizeLinear. Returns the params it used.
+QFORGE_API QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc,
+                                                      const float* x, std::uint8_t* y);
+
+// Quantized linear (see LinearDesc). Forward writes Y and returns Xq's params; xq receives M*K
+// int8 values for the backward.
+QFORGE_API QuantizationParams linear_forward(const LinearDesc& desc, const float* x,
+                                             const std::int8_t* wq, const float* bias,
+                                             std::int8_t* xq, float* y);
+QFORGE_API void linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
+                                const QuantizationParams& xq_params, const std::int8_t* wq,
+                                float* dx, float* dw, float* db);
+
+}  // namespace qforge::reference

@@ -1,0 +1,80 @@
+// The plugin registry: finds, loads and keeps backend plugins.
+//
+// Search path, in order (first hit of a plugin name wins; later copies are reported as shadowed):
+//   1. QFORGE_PLUGIN_PATH, colon-separated directories (or files)
+//   2. the installed plugin directory (<prefix>/lib/qforge/plugins)
+//   3. the directory of the running executable
+// In each directory every file named libqforge_plugin_*.so is a candidate.
+//
+// Loading never takes the process down. Each failure — not a shared library, a library for
+// another architecture, a missing dependency library (named), a missing entry symbol, an ABI
+// version or struct size mismatch (both named), a create() that fails or throws — is logged
+// once and kept as a PluginFailure; the other plugins keep working. Libraries are never
+// unloaded while the registry lives (buffers and ops objects may point into them).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "qforge/export.h"
+#include "qforge/ops.h"
+
+namespace qforge {
+
+enum class PluginFailureKind {
+  not_shared_library,
+  wrong_architecture,
+  missing_dependency,
+  load_failed,        // any other dlopen failure (message from the loader)
+  missing_entry,
+  abi_mismatch,
+  create_failed,
+  shadowed,           // a plugin of the same name was already loaded from an earlier path
+};
+QFORGE_API std::string_view to_string(PluginFailureKind kind) noexcept;
+
+struct PluginFailure {
+  std::filesystem::path path;
+  PluginFailureKind kind;
+  std::string message;  // complete sentence: what was wrong and what was expected
+};
+
+struct LoadedPlugin {
+  std::filesystem::path path;
+  std::string name;
+  std::string version;
+  std::shared_ptr<QuantizationOps> ops;  // keeps the library loaded
+};
+
+class QFORGE_API PluginRegistry {
+ public:
+  PluginRegistry();
+  ~PluginRegistry();
+  PluginRegistry(const PluginRegistry&) = delete;
+  PluginRegistry& operator=(const PluginRegistry&) = delete;
+
+  // The search path described above, in order.
+  static std::vector<std::filesystem::path> default_search_path();
+
+  // Scans the directories (or plugin files) and loads every candidate not loaded yet.
+  void load_from(const std::vector<std::filesystem::path>& paths);
+  void load_default();
+  // Loads one file; returns false and records a PluginFailure when it fails.
+  bool load_file(const std::filesystem::path& file);
+
+  const std::vector<LoadedPlugin>& plugins() const noexcept;
+  const std::vector<PluginFailure>& failures() const noexcept;
+  // The plugin named `name`, or nullptr.
+  QuantizationOps* find(std::string_view name) const;
+
+  // A process-wide registry loaded from the default search path on first use.
+  static PluginRegistry& global();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace qforge

@@ -1,0 +1,70 @@
+#include "qforge/op_desc.h"
+
+#include <array>
+
+namespace qforge {
+namespace {
+
+constexpr std::array<std::string_view, kOpKindCount> kOpNames = {
+    "quantize",       "dequantize",     "requantize",
+    "matmul_integer", "matmul_dequant", "qlinear_matmul",
+    "dynamic_quantize_linear", "linear_forward", "linear_backward"};
+
+std::string params_text(const QuantizationParams& p) {
+  return std::string(name(p.dtype())) + "/" + to_string(p.scheme());
+}
+
+struct Describe {
+  OpKind op;
+  std::string operator()(const QuantizeDesc& d) const {
+    return std::string(to_string(op)) + " shape=" + to_string(d.shape) + " " +
+           params_text(d.params) + " float=" + name(d.float_type);
+  }
+  std::string operator()(const RequantizeDesc& d) const {
+    return std::string(to_string(op)) + " shape=" + to_string(d.shape) + " out=" +
+           std::string(name(d.out_dtype)) + " multipliers=" + std::to_string(d.multipliers.size()) +
+           " mode=" + std::string(to_string(d.mode));
+  }
+  std::string operator()(const MatmulDesc& d) const {
+    std::string s = std::string(to_string(op)) + " m=" + std::to_string(d.m) +
+                    " n=" + std::to_string(d.n) + " k=" + std::to_string(d.k) +
+                    " a=" + params_text(d.a) + " b=" + params_text(d.b) +
+                    " b_layout=" + std::string(to_string(d.b_layout));
+    if (op == OpKind::matmul_dequant)
+      s += std::string(" out=") + name(d.out_type) + (d.has_bias ? " bias" : "");
+    if (op == OpKind::qlinear_matmul && d.y)
+      s += " y=" + params_text(*d.y) + " mode=" + std::string(to_string(d.requant_mode));
+    return s;
+  }
+  std::string operator()(const DynamicQuantizeDesc& d) const {
+    return std::string(to_string(op)) + " shape=" + to_string(d.shape);
+  }
+  std::string operator()(const LinearDesc& d) const {
+    return std::string(to_string(op)) + " m=" + std::to_string(d.m) + " n=" +
+           std::to_string(d.n) + " k=" + std::to_string(d.k) + " w=" + params_text(d.w) +
+           (d.has_bias ? " bias" : "");
+  }
+};
+
+}  // namespace
+
+std::string_view to_string(OpKind op) noexcept {
+  const auto i = static_cast<std::size_t>(op);
+  return i < kOpNames.size() ? kOpNames[i] : "unknown";
+}
+
+std::optional<OpKind> parse_op_kind(std::string_view text) noexcept {
+  for (std::size_t i = 0; i < kOpNames.size(); ++i)
+    if (kOpNames[i] == text) return static_cast<OpKind>(i);
+  return std::nullopt;
+}
+
+std::string_view to_string(MatrixLayout l) noexcept { return l == MatrixLayout::kn ? "kn" : "nk"; }
+
+std::string_view to_string(RequantMode m) noexcept {
+  return m == RequantMode::float_multiplier ? "float_multiplier" : "fixed_point";
+}
+
+std::string describe(const OpDesc& op) { return std::visit(Describe{op.op}, op.desc); }
+
+}  // namespace qforge

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages qforge builds against. Idempotent: when nothing is
+# missing it prints nothing and touches nothing. Sourced by scripts/run and scripts/test.
+set -euo pipefail
+
+QFORGE_PACKAGES=(
+  cmake ninja-build g++ pkg-config
+  libboost-dev libspdlog-dev libfmt-dev libcpuinfo-dev
+  libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev
+  # optional backends: oneDNN, Vulkan (headers, loader, shader compiler, lavapipe, validation layers)
+  libdnnl-dev libopenblas-dev
+  libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers
+)
+
+qforge_install_deps() {
+  local missing=()
+  for p in "${QFORGE_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  echo "qforge: installing missing packages: ${missing[*]}"
+  local sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
