@@ -15,9 +15,73 @@ void check_range(const Buffer& buffer, std::size_t offset, std::size_t bytes, co
                     "-byte buffer; expected the range to lie inside the buffer");
 }
 
+// The default packed form: a plain copy of B in host memory.
+class CopiedWeights final : public PackedWeights {
+ public:
+  CopiedWeights(MatmulDesc desc, std::string backend, std::shared_ptr<Buffer> data)
+      : desc_(std::move(desc)), backend_(std::move(backend)), data_(std::move(data)) {}
+  const MatmulDesc& desc() const noexcept override { return desc_; }
+  std::string backend() const override { return backend_; }
+  std::size_t bytes() const noexcept override { return data_->size(); }
+  const void* data() const noexcept { return data_->data(); }
+
+ private:
+  MatmulDesc desc_;
+  std::string backend_;
+  std::shared_ptr<Buffer> data_;
+};
+
+// The packed weights must come from this backend's default packing and fit the call.
+const CopiedWeights& copied(const QuantizationOps& ops, const MatmulDesc& desc,
+                            const PackedWeights& b) {
+  const auto* w = dynamic_cast<const CopiedWeights*>(&b);
+  if (!w || b.backend() != ops.name())
+    throw Error(ErrorCode::invalid_argument,
+                "packed weights made by " + b.backend() + " passed to " + ops.name() +
+                    "; expected weights packed by the same backend");
+  const MatmulDesc& p = w->desc();
+  if (p.n != desc.n || p.k != desc.k || p.b_layout != desc.b_layout || !(p.b == desc.b))
+    throw Error(ErrorCode::shape_mismatch,
+                "packed weights for n=" + std::to_string(p.n) + " k=" + std::to_string(p.k) +
+                    " used with n=" + std::to_string(desc.n) + " k=" + std::to_string(desc.k) +
+                    "; expected the same B shape, layout and params it was packed for");
+  return *w;
+}
+
 }  // namespace
 
+PackedWeights::~PackedWeights() = default;
 QuantizationOps::~QuantizationOps() = default;
+
+bool QuantizationOps::set_option(std::string_view, std::string_view) { return false; }
+
+std::shared_ptr<PackedWeights> QuantizationOps::pack_weights(const MatmulDesc& desc,
+                                                             const void* b) {
+  if (!host_memory())
+    throw Error(ErrorCode::unsupported,
+                name() + ": pack_weights has no default for device memory; the backend must "
+                         "implement it");
+  const auto count = static_cast<std::size_t>(element_count(desc.b_shape()));
+  const std::size_t bytes = storage_bytes(desc.b.dtype(), count);
+  auto buffer = make_host_buffer(bytes);
+  if (bytes) std::memcpy(buffer->data(), b, bytes);
+  return std::make_shared<CopiedWeights>(desc, name(), std::move(buffer));
+}
+
+void QuantizationOps::matmul_integer_packed(const MatmulDesc& desc, const void* a,
+                                            const PackedWeights& b, std::int32_t* c) {
+  matmul_integer(desc, a, copied(*this, desc, b).data(), c);
+}
+
+void QuantizationOps::matmul_dequant_packed(const MatmulDesc& desc, const void* a,
+                                            const PackedWeights& b, const float* bias, void* y) {
+  matmul_dequant(desc, a, copied(*this, desc, b).data(), bias, y);
+}
+
+void QuantizationOps::qlinear_matmul_packed(const MatmulDesc& desc, const void* a,
+                                            const PackedWeights& b, void* y) {
+  qlinear_matmul(desc, a, copied(*this, desc, b).data(), y);
+}
 
 bool QuantizationOps::select_device(int index) { return index == 0; }
 

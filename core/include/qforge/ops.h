@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "qforge/export.h"
@@ -55,6 +56,19 @@ struct KernelChoice {
   std::string name;
 };
 
+// Weights (the B operand of a matmul) packed once into a backend's preferred layout and reused
+// across calls, with whatever the epilogue needs precomputed (column sums for zero-point
+// compensation, ...). Made by QuantizationOps::pack_weights of one backend and usable only by
+// that backend instance. desc() is the descriptor it was packed for; m is ignored, so one
+// packed B serves every M.
+class QFORGE_API PackedWeights {
+ public:
+  virtual ~PackedWeights();
+  virtual const MatmulDesc& desc() const noexcept = 0;
+  virtual std::string backend() const = 0;   // name() of the backend that packed it
+  virtual std::size_t bytes() const noexcept = 0;  // memory it holds
+};
+
 class QFORGE_API QuantizationOps {
  public:
   virtual ~QuantizationOps();
@@ -76,6 +90,11 @@ class QFORGE_API QuantizationOps {
                             std::size_t bytes);
   virtual void synchronize() {}
 
+  // ---- options ----
+  // Backend-specific knobs by name, e.g. "threads" = "4", "isa" = "avx2,avx512_vnni".
+  // Returns false for a key this backend does not know; throws invalid_argument for a bad value.
+  virtual bool set_option(std::string_view key, std::string_view value);
+
   // ---- capability ----
   virtual Support supports(const OpDesc& op) const = 0;
   // Names the kernel used by the last op call (for reports and tests).
@@ -94,6 +113,17 @@ class QFORGE_API QuantizationOps {
                               const float* bias, void* y) = 0;
   virtual void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b,
                               void* y) = 0;
+  // Prepacked weights. The default keeps a copy of B in a buffer of this backend (host-memory
+  // backends only) and the *_packed ops forward to the plain ones; fast backends override all
+  // four. b has desc.b_shape() elements.
+  virtual std::shared_ptr<PackedWeights> pack_weights(const MatmulDesc& desc, const void* b);
+  virtual void matmul_integer_packed(const MatmulDesc& desc, const void* a,
+                                     const PackedWeights& b, std::int32_t* c);
+  virtual void matmul_dequant_packed(const MatmulDesc& desc, const void* a,
+                                     const PackedWeights& b, const float* bias, void* y);
+  virtual void qlinear_matmul_packed(const MatmulDesc& desc, const void* a,
+                                     const PackedWeights& b, void* y);
+
   // Writes y (uint8) and returns the params it computed.
   virtual QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc,
                                                      const float* x, std::uint8_t* y) = 0;
