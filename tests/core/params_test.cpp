@@ -1,0 +1,124 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "qforge/error.h"
+#include "qforge/params.h"
+
+namespace qforge {
+namespace {
+
+// Runs f, expects a qforge::Error with `code` whose message contains every fragment.
+template <class F>
+void expect_error(F&& f, ErrorCode code, std::initializer_list<std::string> fragments) {
+  try {
+    f();
+    ADD_FAILURE() << "expected qforge::Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    for (const auto& frag : fragments)
+      EXPECT_NE(std::string(e.what()).find(frag), std::string::npos)
+          << "message \"" << e.what() << "\" lacks \"" << frag << "\"";
+  }
+}
+
+TEST(Params, RejectsNonFiniteAndNonPositiveScales) {
+  const float bad[] = {0.0f, -1.0f, std::numeric_limits<float>::quiet_NaN(),
+                       std::numeric_limits<float>::infinity()};
+  for (float s : bad)
+    expect_error([&] { QuantizationParams::per_tensor_affine(DType::int8, s, 0); },
+                 ErrorCode::invalid_argument, {"scale[0]", "expected a finite value > 0"});
+}
+
+TEST(Params, AcceptsTinyAndHugeScales) {
+  EXPECT_NO_THROW(QuantizationParams::per_tensor_affine(DType::int8, 1e-38f, 0));
+  EXPECT_NO_THROW(QuantizationParams::per_tensor_affine(DType::int8, 1e38f, 0));
+  EXPECT_NO_THROW(QuantizationParams::per_tensor_affine(DType::int8,
+                                                        std::numeric_limits<float>::denorm_min(), 0));
+}
+
+TEST(Params, ZeroPointMustLieInTheDTypeRange) {
+  expect_error([] { QuantizationParams::per_tensor_affine(DType::uint8, 1.0f, 256); },
+               ErrorCode::invalid_argument, {"zero_point[0] = 256", "uint8", "[0, 255]"});
+  expect_error([] { QuantizationParams::per_tensor_affine(DType::int4, 1.0f, -9); },
+               ErrorCode::invalid_argument, {"zero_point[0] = -9", "[-8, 7]"});
+  EXPECT_NO_THROW(QuantizationParams::per_tensor_affine(DType::uint4, 1.0f, 15));
+}
+
+TEST(Params, SymmetricFixesTheZeroPoint) {
+  const auto p = QuantizationParams::per_tensor_symmetric(DType::uint8, 0.5f);
+  EXPECT_EQ(p.zero_point(), 128);
+  EXPECT_EQ(p.qmin(), 1);
+  EXPECT_EQ(p.qmax(), 255);
+  const auto s = QuantizationParams::per_tensor_symmetric(DType::int8, 0.5f);
+  EXPECT_EQ(s.zero_point(), 0);
+  EXPECT_EQ(s.qmin(), -127);
+  expect_error(
+      [] { QuantizationParams(DType::int8, Scheme::per_tensor_symmetric(), {1.0f}, {3}); },
+      ErrorCode::invalid_argument, {"zero_point[0] = 3", "symmetric", "expected 0"});
+}
+
+TEST(Params, BinaryIsSymmetricOnly) {
+  expect_error([] { QuantizationParams::per_tensor_affine(DType::binary, 1.0f, 0); },
+               ErrorCode::invalid_argument, {"binary", "expected symmetric"});
+  EXPECT_NO_THROW(QuantizationParams::per_tensor_symmetric(DType::binary, 1.0f));
+}
+
+TEST(Params, LogarithmicRange) {
+  const auto p = QuantizationParams::logarithmic(DType::int4, 2.0f);
+  EXPECT_EQ(p.qmin(), -7);
+  EXPECT_EQ(p.qmax(), 7);
+  EXPECT_EQ(p.zero_point(), 0);
+  EXPECT_EQ(QuantizationParams::logarithmic(DType::uint8, 1.0f).qmin(), 0);
+}
+
+TEST(Params, CountsMustMatch) {
+  expect_error([] { QuantizationParams(DType::int8, Scheme::per_tensor_affine(), {1.0f, 2.0f}); },
+               ErrorCode::invalid_argument, {"2 scales", "exactly 1"});
+  expect_error(
+      [] { QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, {1.0f, 2.0f}, {0}); },
+      ErrorCode::invalid_argument, {"1 zero points for 2 scales"});
+  expect_error([] { QuantizationParams::blockwise(DType::int4, Mapping::symmetric, 0, {1.0f}); },
+               ErrorCode::invalid_argument, {"block_size = 0"});
+}
+
+TEST(Params, ValidateForShape) {
+  const auto pc = QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 1,
+                                                  {1.0f, 2.0f, 3.0f});
+  EXPECT_NO_THROW(pc.validate_for({4, 3}));
+  expect_error([&] { pc.validate_for({3, 4}); }, ErrorCode::shape_mismatch,
+               {"3 scales", "[3, 4]", "expected 4", "axis 1"});
+  expect_error([&] { pc.validate_for({3}); }, ErrorCode::shape_mismatch,
+               {"axis 1", "rank 1"});
+  const auto neg = QuantizationParams::per_channel(DType::int8, Mapping::affine, -1, {1.0f, 1.0f});
+  EXPECT_NO_THROW(neg.validate_for({5, 2}));
+  EXPECT_EQ(neg.channel_axis(2), 1);
+
+  // Block-wise: a partial last block is allowed: 2 rows x ceil(33 / 32) = 4 pairs.
+  const auto blk = QuantizationParams::blockwise(DType::int4, Mapping::affine, 32,
+                                                 {1, 1, 1, 1}, {0, 1, 2, 3});
+  EXPECT_NO_THROW(blk.validate_for({2, 33}));
+  expect_error([&] { blk.validate_for({2, 32}); }, ErrorCode::shape_mismatch,
+               {"4 scales", "expected 2"});
+  expect_error([&] { blk.validate_for({}); }, ErrorCode::shape_mismatch, {"rank-0"});
+  // Empty tensors carry no per-channel pairs.
+  const auto none = QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, {});
+  EXPECT_NO_THROW(none.validate_for({0, 5}));
+}
+
+TEST(Params, ParamIndex) {
+  const auto pc = QuantizationParams::per_channel(DType::int8, Mapping::affine, 1, {1, 2, 3});
+  const Shape shape{2, 3, 2};
+  // flat index 0..11 over [2,3,2]: channel = (i / 2) % 3
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(pc.param_index(shape, i), static_cast<std::size_t>((i / 2) % 3));
+  const auto blk = QuantizationParams::blockwise(DType::int8, Mapping::affine, 2,
+                                                 std::vector<float>(4, 1.0f));
+  const Shape bshape{2, 3};  // 2 rows x 2 blocks (sizes 2 and 1)
+  const std::size_t expect[] = {0, 0, 1, 2, 2, 3};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(blk.param_index(bshape, i), expect[i]);
+}
+
+}  // namespace
+}  // namespace qforge
