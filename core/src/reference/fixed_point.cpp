@@ -1,0 +1,72 @@
+// TFLite's integer-only requantization (tensorflow/lite/kernels/internal/quantization_util.cc,
+// common.h) and the gemmlowp primitives it is built on (gemmlowp/fixedpoint/fixedpoint.h).
+// Where TFLite leaves behaviour undefined (a left shift that overflows int32, exponents outside
+// [0, 31]), the reference defines it and docs/NUMERICS.md says how.
+#include <limits>
+
+#include "qforge/reference.h"
+#include "reference/detail.h"
+
+namespace qforge::reference {
+namespace {
+
+constexpr std::int64_t kInt32Min = std::numeric_limits<std::int32_t>::min();
+constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
+
+}  // namespace
+
+FixedPointMultiplier quantize_multiplier(double real_multiplier) {
+  if (!std::isfinite(real_multiplier))
+    detail::fail(ErrorCode::invalid_argument, "quantize_multiplier",
+                 "real multiplier = " + std::to_string(real_multiplier) +
+                     "; expected a finite value");
+  if (real_multiplier == 0.0) return {0, 0};
+  int shift = 0;
+  const double q = std::frexp(real_multiplier, &shift);  // |q| in [0.5, 1)
+  // TfLiteRound is std::round: half away from zero.
+  auto q_fixed = static_cast<std::int64_t>(std::round(q * static_cast<double>(1LL << 31)));
+  if (q_fixed == (1LL << 31) || q_fixed == -(1LL << 31)) {  // q rounded up to 1.0
+    q_fixed /= 2;
+    ++shift;
+  }
+  if (shift < -31) return {0, 0};  // every bit would be shifted out: TFLite flushes to zero
+  if (shift > 31)
+    detail::fail(ErrorCode::invalid_argument, "quantize_multiplier",
+                 "real multiplier = " + std::to_string(real_multiplier) +
+                     " needs a left shift of " + std::to_string(shift) +
+                     "; expected |multiplier| < 2^31");
+  return {static_cast<std::int32_t>(q_fixed), shift};
+}
+
+std::int32_t saturating_rounding_doubling_high_mul(std::int32_t a, std::int32_t b) noexcept {
+  // The one product that does not fit: (-1) * (-1) in Q0.31.
+  if (a == b && a == kInt32Min) return static_cast<std::int32_t>(kInt32Max);
+  const std::int64_t ab = static_cast<std::int64_t>(a) * static_cast<std::int64_t>(b);
+  const std::int64_t nudge = ab >= 0 ? (1LL << 30) : (1LL - (1LL << 30));
+  return static_cast<std::int32_t>((ab + nudge) / (1LL << 31));  // division truncates toward 0
+}
+
+std::int32_t rounding_divide_by_pot(std::int32_t x, int exponent) noexcept {
+  // gemmlowp asserts exponent in [0, 31]; larger ones are computed the same way in 64 bits
+  // (round half away from zero), negative ones are treated as 0.
+  if (exponent <= 0) return x;
+  if (exponent > 62) exponent = 62;
+  const std::int64_t v = x;
+  const std::int64_t mask = (1LL << exponent) - 1;
+  const std::int64_t remainder = v & mask;
+  const std::int64_t threshold = (mask >> 1) + (v < 0 ? 1 : 0);
+  return static_cast<std::int32_t>((v >> exponent) + (remainder > threshold ? 1 : 0));
+}
+
+std::int32_t multiply_by_quantized_multiplier(std::int32_t x, FixedPointMultiplier m) noexcept {
+  const int left_shift = m.shift > 0 ? m.shift : 0;
+  const int right_shift = m.shift > 0 ? 0 : -m.shift;
+  // TFLite computes x * (1 << left_shift) in int32, which is undefined on overflow; the
+  // reference saturates it (left_shift <= 31, so the 64-bit product is exact).
+  const std::int64_t shifted = static_cast<std::int64_t>(x) * (1LL << left_shift);
+  const auto sat = static_cast<std::int32_t>(std::clamp(shifted, kInt32Min, kInt32Max));
+  return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(sat, m.multiplier),
+                                right_shift);
+}
+
+}  // namespace qforge::reference

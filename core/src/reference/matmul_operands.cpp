@@ -1,0 +1,147 @@
+// Validation and unpacking of the A and B operands shared by matmul_integer, matmul_dequant and
+// qlinear_matmul, and the int32 safety bound that backends use to claim shapes.
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+
+#include "qforge/reference.h"
+#include "reference/detail.h"
+
+namespace qforge::reference {
+namespace detail {
+namespace {
+
+void validate_operand(const std::string& op, const char* which, const QuantizationParams& p,
+                      const Shape& shape, int channel_axis, const std::string& channel_text,
+                      const std::string& block_refusal) {
+  const std::string who = std::string(which) + " (" + p.to_string() + ")";
+  if (p.scheme().mapping == Mapping::logarithmic)
+    fail(ErrorCode::invalid_argument, op,
+         who + " uses the logarithmic mapping; expected affine or symmetric (log codes are not "
+               "linear in the value, so an integer dot product has no meaning)");
+  switch (p.scheme().granularity) {
+    case Granularity::per_tensor: break;
+    case Granularity::per_channel: {
+      const int axis = p.channel_axis(shape.size());
+      if (axis != channel_axis)
+        fail(ErrorCode::invalid_argument, op,
+             who + " is per_channel along axis " + std::to_string(axis) + " of " +
+                 to_string(shape) + "; expected axis " + std::to_string(channel_axis) + " (" +
+                 channel_text + ")");
+      break;
+    }
+    case Granularity::block:
+      if (!block_refusal.empty()) fail(ErrorCode::invalid_argument, op, who + " " + block_refusal);
+      break;
+  }
+  p.validate_for(shape);
+}
+
+}  // namespace
+
+std::size_t a_pair(const QuantizationParams& a, std::int64_t m) {
+  return a.scheme().granularity == Granularity::per_tensor ? 0 : static_cast<std::size_t>(m);
+}
+
+std::size_t b_pair(const QuantizationParams& b, std::int64_t n, std::int64_t k,
+                   std::int64_t depth) {
+  switch (b.scheme().granularity) {
+    case Granularity::per_tensor: return 0;
+    case Granularity::per_channel: return static_cast<std::size_t>(n);
+    case Granularity::block: break;
+  }
+  const std::int64_t bs = b.scheme().block_size;
+  const std::int64_t blocks = (depth + bs - 1) / bs;
+  return static_cast<std::size_t>(n * blocks + k / bs);
+}
+
+void validate_matmul(const std::string& op, const MatmulDesc& desc, bool allow_block_b) {
+  require_non_negative(op, "m", desc.m);
+  require_non_negative(op, "n", desc.n);
+  require_non_negative(op, "k", desc.k);
+  validate_operand(op, "A", desc.a, desc.a_shape(), 0, "one pair per row of the [M, K] A",
+                   "; expected per_tensor or per_channel(axis 0): blocks are only defined for B");
+  const bool kn = desc.b_layout == MatrixLayout::kn;
+  std::string block_refusal;
+  if (!allow_block_b)
+    block_refusal = "; expected per_tensor or per_channel B (block-wise partial sums cannot be "
+                    "requantized to one output scale)";
+  else if (kn)
+    block_refusal = "with b_layout kn; expected b_layout nk (blocks run along the last axis, "
+                    "which must be K)";
+  validate_operand(op, "B", desc.b, desc.b_shape(), kn ? 1 : 0,
+                   kn ? "one pair per column N of the [K, N] B" : "one pair per row N of the [N, K] B",
+                   block_refusal);
+}
+
+CenteredOperands center_operands(const MatmulDesc& desc, const void* a, const void* b) {
+  const std::int64_t M = desc.m, N = desc.n, K = desc.k;
+  CenteredOperands ops;
+  ops.a.resize(static_cast<std::size_t>(M * K));
+  ops.b.resize(static_cast<std::size_t>(N * K));
+  for (std::int64_t m = 0; m < M; ++m) {
+    const std::int32_t za = desc.a.zero_point(a_pair(desc.a, m));
+    for (std::int64_t k = 0; k < K; ++k) {
+      const auto i = static_cast<std::size_t>(m * K + k);
+      ops.a[i] = load_element(desc.a.dtype(), a, i) - za;
+    }
+  }
+  const bool kn = desc.b_layout == MatrixLayout::kn;
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t k = 0; k < K; ++k) {
+      const auto src = static_cast<std::size_t>(kn ? k * N + n : n * K + k);
+      const std::int32_t zb = desc.b.zero_point(b_pair(desc.b, n, k, K));
+      ops.b[static_cast<std::size_t>(n * K + k)] = load_element(desc.b.dtype(), b, src) - zb;
+    }
+  return ops;
+}
+
+std::int64_t dot(const CenteredOperands& ops, std::int64_t k, std::int64_t m, std::int64_t n,
+                 std::int64_t k0, std::int64_t k1) {
+  std::int64_t acc = 0;
+  const std::int32_t* a = ops.a.data() + m * k;
+  const std::int32_t* b = ops.b.data() + n * k;
+  for (std::int64_t i = k0; i < k1; ++i)
+    acc += static_cast<std::int64_t>(a[i]) * static_cast<std::int64_t>(b[i]);
+  return acc;
+}
+
+std::int32_t checked_int32(const std::string& op, std::int64_t v, std::int64_t m, std::int64_t n,
+                           const std::string& context) {
+  if (v < std::numeric_limits<std::int32_t>::min() || v > std::numeric_limits<std::int32_t>::max())
+    fail(ErrorCode::overflow, op,
+         "C[" + std::to_string(m) + ", " + std::to_string(n) + "]" + context + " = " +
+             std::to_string(v) + " does not fit int32; expected a result in [-2147483648, "
+             "2147483647] (reduce K or the operand ranges; int32_safe_k gives a safe K)");
+  return static_cast<std::int32_t>(v);
+}
+
+}  // namespace detail
+
+namespace {
+
+// The largest |q - z| over the dtype's full range and every zero point these params carry.
+std::int64_t max_centered_magnitude(const QuantizationParams& p) {
+  const auto& tr = traits(p.dtype());
+  std::int64_t best = 0;
+  for (const std::int32_t z : p.zero_points())
+    best = std::max<std::int64_t>({best, std::llabs(static_cast<std::int64_t>(tr.qmin) - z),
+                     std::llabs(static_cast<std::int64_t>(tr.qmax) - z)});
+  return best;
+}
+
+}  // namespace
+
+std::int64_t int32_safe_k(const MatmulDesc& desc) {
+  for (const auto* p : {&desc.a, &desc.b})
+    if (p->scheme().mapping == Mapping::logarithmic)
+      detail::fail(ErrorCode::invalid_argument, "int32_safe_k",
+                   "operand " + p->to_string() + " uses the logarithmic mapping; expected "
+                   "affine or symmetric");
+  // At least 1: params without any pair (a per-channel operand of extent 0) bound nothing.
+  const std::int64_t worst =
+      std::max<std::int64_t>(1, max_centered_magnitude(desc.a) * max_centered_magnitude(desc.b));
+  return std::numeric_limits<std::int32_t>::max() / worst;
+}
+
+}  // namespace qforge::reference

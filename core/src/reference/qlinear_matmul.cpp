@@ -1,0 +1,46 @@
+// ONNX QLinearMatMul: y = sat(rne(float(C) * ((sa * sb) / sy)) + zy), or TFLite's fixed-point
+// requantization of the same multiplier.
+#include "qforge/reference.h"
+#include "reference/detail.h"
+
+namespace qforge::reference {
+
+void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) {
+  const std::string op = "qlinear_matmul";
+  detail::validate_matmul(op, desc, /*allow_block_b=*/false);
+  if (!desc.y)
+    detail::fail(ErrorCode::invalid_argument, op,
+                 "no output params (desc.y is empty); expected per-tensor int8 or uint8 params");
+  const QuantizationParams& yp = *desc.y;
+  if (yp.scheme().granularity != Granularity::per_tensor ||
+      yp.scheme().mapping == Mapping::logarithmic ||
+      (yp.dtype() != DType::int8 && yp.dtype() != DType::uint8))
+    detail::fail(ErrorCode::invalid_argument, op,
+                 "output params " + yp.to_string() +
+                     "; expected per-tensor affine or symmetric int8 or uint8");
+  detail::require_data(op, "a", a, desc.m * desc.k);
+  detail::require_data(op, "b", b, desc.n * desc.k);
+  detail::require_data(op, "y", y, desc.m * desc.n);
+  const detail::CenteredOperands ops = detail::center_operands(desc, a, b);
+  const float sy = yp.scale();
+  for (std::int64_t m = 0; m < desc.m; ++m) {
+    const float sa = desc.a.scale(detail::a_pair(desc.a, m));
+    for (std::int64_t n = 0; n < desc.n; ++n) {
+      const float sb = desc.b.scale(detail::b_pair(desc.b, n, 0, desc.k));
+      const float multiplier = (sa * sb) / sy;  // float32, in this order
+      if (!std::isfinite(multiplier))
+        detail::fail(ErrorCode::invalid_argument, op,
+                     "multiplier (sa * sb) / sy = (" + detail::float_text(sa) + " * " +
+                         detail::float_text(sb) + ") / " + detail::float_text(sy) +
+                         " is not finite at (" + std::to_string(m) + ", " + std::to_string(n) +
+                         "); expected scales whose ratio fits float32");
+      const std::int32_t c =
+          detail::checked_int32(op, detail::dot(ops, desc.k, m, n, 0, desc.k), m, n);
+      const std::int32_t q = requantize_value(c, multiplier, desc.requant_mode, yp.zero_point(),
+                                              yp.qmin(), yp.qmax());
+      store_element(yp.dtype(), y, static_cast<std::size_t>(m * desc.n + n), q);
+    }
+  }
+}
+
+}  // namespace qforge::reference
