@@ -1,0 +1,31 @@
+// Where the registry looks for plugins, and which files in a directory are candidates.
+#pragma once
+
+#include <filesystem>
+#include <string_view>
+#include <vector>
+
+namespace qforge::detail {
+
+inline constexpr std::string_view kPluginPathVariable = "QFORGE_PLUGIN_PATH";
+inline constexpr std::string_view kPluginPrefix = "libqforge_plugin_";
+inline constexpr std::string_view kPluginSuffix = ".so";
+
+// Splits a colon-separated list, dropping empty entries ("a::b:" -> a, b).
+std::vector<std::filesystem::path> split_path_list(std::string_view list);
+
+// QFORGE_PLUGIN_PATH entries, then the installed plugin directory, then the executable's
+// directory. Entries are not checked for existence here.
+std::vector<std::filesystem::path> plugin_search_path();
+
+// The entries of QFORGE_PLUGIN_PATH alone (empty when unset).
+std::vector<std::filesystem::path> plugin_path_from_environment();
+
+// True for "libqforge_plugin_<something>.so".
+bool is_plugin_file_name(std::string_view file_name) noexcept;
+
+// The candidates in `dir`, sorted by name so that loading order does not depend on the file
+// system. Errors while listing (permissions) give the candidates found so far.
+std::vector<std::filesystem::path> plugin_candidates(const std::filesystem::path& dir);
+
+}  // namespace qforge::detail
