@@ -31,7 +31,7 @@ void validate_operand(const std::string& op, const char* which, const Quantizati
       break;
     }
     case Granularity::block:
-      if (!block_refusal.empty()) fail(ErrorCode::invalid_argument, op, who + " " + block_refusal);
+      if (!block_refusal.empty()) fail(ErrorCode::invalid_argument, op, who + block_refusal);
       break;
   }
   p.validate_for(shape);
@@ -60,15 +60,16 @@ void validate_matmul(const std::string& op, const MatmulDesc& desc, bool allow_b
   require_non_negative(op, "n", desc.n);
   require_non_negative(op, "k", desc.k);
   validate_operand(op, "A", desc.a, desc.a_shape(), 0, "one pair per row of the [M, K] A",
-                   "; expected per_tensor or per_channel(axis 0): blocks are only defined for B");
+                   " is block-wise; expected per_tensor or per_channel(axis 0): blocks are only "
+                   "defined for B");
   const bool kn = desc.b_layout == MatrixLayout::kn;
   std::string block_refusal;
   if (!allow_block_b)
-    block_refusal = "; expected per_tensor or per_channel B (block-wise partial sums cannot be "
-                    "requantized to one output scale)";
+    block_refusal = " is block-wise; expected per_tensor or per_channel B (block-wise partial "
+                    "sums cannot be requantized to one output scale)";
   else if (kn)
-    block_refusal = "with b_layout kn; expected b_layout nk (blocks run along the last axis, "
-                    "which must be K)";
+    block_refusal = " is block-wise with b_layout kn; expected b_layout nk (blocks run along "
+                    "the last axis, which must be K)";
   validate_operand(op, "B", desc.b, desc.b_shape(), kn ? 1 : 0,
                    kn ? "one pair per column N of the [K, N] B" : "one pair per row N of the [N, K] B",
                    block_refusal);
