@@ -83,6 +83,10 @@ TEST(FixedPoint, MultiplyByQuantizedMultiplier) {
   EXPECT_EQ(multiply_by_quantized_multiplier(1 << 30, quantize_multiplier(4.0)), 1 << 30);
   EXPECT_EQ(multiply_by_quantized_multiplier(kMin, quantize_multiplier(4.0)), -(1 << 30));
   EXPECT_EQ(multiply_by_quantized_multiplier(12345, quantize_multiplier(0.0)), 0);
+  // Hand-made multipliers with shifts quantize_multiplier never produces stay defined.
+  EXPECT_EQ(multiply_by_quantized_multiplier(3, FixedPointMultiplier{1 << 30, 40}), 1 << 30);
+  EXPECT_EQ(multiply_by_quantized_multiplier(-3, FixedPointMultiplier{1 << 30, 1000}), -(1 << 30));
+  EXPECT_EQ(multiply_by_quantized_multiplier(kMax, FixedPointMultiplier{1 << 30, kMin}), 0);
   // 0.0066 * 0.00705 / 0.0107 applied to 1000: 4.3486 -> 4
   EXPECT_EQ(multiply_by_quantized_multiplier(1000, quantize_multiplier(0.0066 * 0.00705 / 0.0107)), 4);
 }

@@ -26,6 +26,7 @@ TEST(Logarithmic, Encoding) {
   EXPECT_EQ(dequantize_log_value(3, 6.0f), 1.5f);
   EXPECT_EQ(dequantize_log_value(-4, 6.0f), -0.75f);
   EXPECT_EQ(dequantize_log_value(127, 1.0f), std::ldexp(1.0f, -126));
+  EXPECT_EQ(dequantize_log_value(std::numeric_limits<std::int32_t>::min(), 1e30f), 0.0f);  // underflow
 }
 
 TEST(Logarithmic, RoundsInTheLogDomainAtSqrt2) {

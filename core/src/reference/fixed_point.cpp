@@ -2,6 +2,7 @@
 // common.h) and the gemmlowp primitives it is built on (gemmlowp/fixedpoint/fixedpoint.h).
 // Where TFLite leaves behaviour undefined (a left shift that overflows int32, exponents outside
 // [0, 31]), the reference defines it and docs/NUMERICS.md says how.
+#include <algorithm>
 #include <limits>
 
 #include "qforge/reference.h"
@@ -59,8 +60,11 @@ std::int32_t rounding_divide_by_pot(std::int32_t x, int exponent) noexcept {
 }
 
 std::int32_t multiply_by_quantized_multiplier(std::int32_t x, FixedPointMultiplier m) noexcept {
-  const int left_shift = m.shift > 0 ? m.shift : 0;
-  const int right_shift = m.shift > 0 ? 0 : -m.shift;
+  // quantize_multiplier never produces shifts outside [-31, 31]; hand-made ones are clamped to
+  // where the result no longer changes (any nonzero x * 2^32 saturates; 2^-63 rounds to 0).
+  const int shift = std::clamp(m.shift, -63, 32);
+  const int left_shift = shift > 0 ? shift : 0;
+  const int right_shift = shift > 0 ? 0 : -shift;
   // TFLite computes x * (1 << left_shift) in int32, which is undefined on overflow; the
   // reference saturates it (left_shift <= 31, so the 64-bit product is exact).
   const std::int64_t shifted = static_cast<std::int64_t>(x) * (1LL << left_shift);

@@ -5,6 +5,9 @@
 // power of two in the log domain (Miyashita, Lee, Murmann 2016, "Convolutional Neural Networks
 // using Logarithmic Data Representation"): a = |x| / s goes to 2^round(log2 a), decided exactly
 // with frexp instead of a rounded log2().
+#include <algorithm>
+#include <cstdlib>
+
 #include "qforge/reference.h"
 #include "reference/detail.h"
 
@@ -39,8 +42,9 @@ std::int32_t quantize_log_value(float x, float scale, DType dtype) noexcept {
 
 float dequantize_log_value(std::int32_t q, float scale) noexcept {
   if (q == 0) return 0.0f;
-  const std::int32_t k = (q < 0 ? -q : q) - 1;
-  const float mag = std::ldexp(scale, -k);  // exact unless it lands in the subnormal range
+  // In 64 bits so that no int32 code overflows; beyond k = 400 every float scale underflows.
+  const std::int64_t k = std::min<std::int64_t>(std::llabs(static_cast<std::int64_t>(q)) - 1, 400);
+  const float mag = std::ldexp(scale, -static_cast<int>(k));  // exact unless subnormal
   return q < 0 ? -mag : mag;
 }
 
