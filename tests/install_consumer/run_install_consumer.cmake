@@ -2,8 +2,8 @@
 # command's output, so a broken install rule or package config is named in the ctest log.
 cmake_minimum_required(VERSION 3.25)
 
-foreach(var QFORGE_BUILD_DIR CONSUMER_SOURCE_DIR WORK_DIR GENERATOR CXX_COMPILER INSTALL_LIBDIR
-            INSTALL_BINDIR PLUGIN_INSTALL_DIR)
+foreach(var QFORGE_BUILD_DIR CONSUMER_SOURCE_DIR WORK_DIR GENERATOR MAKE_PROGRAM CXX_COMPILER
+            INSTALL_LIBDIR INSTALL_BINDIR PLUGIN_INSTALL_DIR)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
     message(FATAL_ERROR "run_install_consumer.cmake: -D${var}=... is required")
   endif()
@@ -38,7 +38,8 @@ foreach(required
 endforeach()
 
 step("configure consumer" ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${consumer_build}
-  -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release
+  -G ${GENERATOR} -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+  -DCMAKE_BUILD_TYPE=Release
   -DCMAKE_PREFIX_PATH=${prefix})
 step("build consumer" ${CMAKE_COMMAND} --build ${consumer_build})
 
