@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
                  "Directory or plugin file searched before QFORGE_PLUGIN_PATH (repeatable)")
       ->check(CLI::ExistingPath)
       ->allow_extra_args(false);
-  app.add_option("--op", op_name, "Report capabilities of this op only")
+  app.add_option("--op", op_name, "Report capabilities of this op only: " + op_names())
       ->check([](const std::string& text) -> std::string {
         if (qforge::parse_op_kind(text)) return {};
         return "unknown op '" + text + "'; expected one of: " + op_names();
