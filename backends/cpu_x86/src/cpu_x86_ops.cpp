@@ -1,0 +1,233 @@
+// Identity, options, capability and kernel selection of the cpu_x86 backend.
+#include "cpu_x86_ops.h"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdlib>
+
+#include "descriptor_rules.h"
+#include "qforge/error.h"
+#include "qforge/hardware.h"
+
+namespace qforge::cpu_x86 {
+namespace {
+
+std::uint64_t physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_size > 0
+             ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size)
+             : 0;
+}
+
+IsaSet allowed_from_environment() {
+  const char* env = std::getenv("QFORGE_CPU_X86_ISA");
+  return env ? parse_isa_list(env, "QFORGE_CPU_X86_ISA") : IsaSet::all();
+}
+
+// The always-exact AVX2 kernel of a GEMM role.
+std::string_view maddwd_for(KernelRole r) {
+  return r == KernelRole::gemm_block ? "q8_qbw_gemm_2x16c4__avx2_maddwd"
+         : r == KernelRole::gemv     ? "q8_gemv_2x16c4__avx2_maddwd"
+                                     : "q8_gemm_2x16c4__avx2_maddwd";
+}
+
+// Whether B's dtype and scheme rule out -128 in the s8 domain, the one value that breaks the
+// maddubs idiom: symmetric int8 (narrow range [-127, 127]) and uint8 ([1, 255], 1 - 128 =
+// -127), and any 4-bit type. The packed weights are checked again, byte by byte.
+bool scheme_avoids_min(const QuantizationParams& b) {
+  if (b.dtype() == DType::int4 || b.dtype() == DType::uint4) return true;
+  return b.scheme().mapping == Mapping::symmetric;
+}
+
+bool is_gemm_role(KernelRole r) {
+  return r == KernelRole::gemm || r == KernelRole::gemv || r == KernelRole::gemm_block;
+}
+
+}  // namespace
+
+CpuX86Ops::CpuX86Ops()
+    : compiled_(compiled_isas()),
+      detected_(detected_isas()),
+      allowed_(allowed_from_environment()),
+      pool_(std::make_unique<ThreadPool>(default_thread_count())) {}
+
+CpuX86Ops::~CpuX86Ops() = default;
+
+Availability CpuX86Ops::availability() const {
+  if (!detected_.has(Isa::avx2)) {
+    const CpuInfo& cpu = cpu_info();
+    return {false, 0,
+            cpu.architecture.empty() || cpu.architecture == "x86_64"
+                ? "CPU lacks AVX2 (cpu_x86 needs AVX2 and FMA)"
+                : "CPU is " + cpu.architecture + ", not x86-64"};
+  }
+  // Above cpu_scalar (1); more for the int8 dot-product tiers this process may use.
+  const IsaSet u = usable_isas();
+  const int score = 10 + (u.has(Isa::avx_vnni) ? 5 : 0) + (u.has(Isa::avx512_vnni) ? 10 : 0) +
+                    (u.has(Isa::amx_int8) ? 20 : 0);
+  return {true, score, {}};
+}
+
+std::vector<DeviceInfo> CpuX86Ops::devices() const {
+  const CpuInfo& cpu = cpu_info();
+  DeviceInfo host;
+  host.name = cpu.model.empty() ? "host CPU" : cpu.model;
+  host.kind = "cpu";
+  host.memory_bytes = physical_memory_bytes();
+  host.properties["vendor"] = cpu.vendor;
+  if (cpu.cores > 0) host.properties["cores"] = std::to_string(cpu.cores);
+  host.properties["threads_used"] = std::to_string(threads());
+  host.properties["isa_compiled"] = compiled_.to_string();
+  host.properties["isa_detected"] = detected_.to_string();
+  host.properties["isa_allowed"] = allowed_.to_string();
+  host.properties["isa_used"] = usable_isas().to_string();
+  return {host};
+}
+
+bool CpuX86Ops::set_option(std::string_view key, std::string_view value) {
+  if (key == "threads") {
+    int n = 0;
+    if (value == "default") {
+      n = 0;
+    } else {
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc{} || end != value.data() + value.size() || n < 0 || n > 1024)
+        throw Error(ErrorCode::invalid_argument,
+                    "cpu_x86: option threads = \"" + std::string(value) +
+                        "\"; expected an integer in [1, 1024], or 0 / \"default\" for the "
+                        "number of cores");
+    }
+    const int want = n == 0 ? default_thread_count() : n;
+    if (want != threads()) pool_ = std::make_unique<ThreadPool>(want);
+    return true;
+  }
+  if (key == "isa") {
+    allowed_ = parse_isa_list(value, "option isa");
+    return true;
+  }
+  return false;
+}
+
+void CpuX86Ops::set_kernel(const KernelChoice& choice) {
+  if (choice.name.empty()) {
+    forced_.clear();
+    return;
+  }
+  const KernelInfo* k = find_kernel(choice.name);
+  if (!k) {
+    std::string names;
+    for (const KernelInfo& info : all_kernels()) names += (names.empty() ? "" : ", ") + std::string(info.name);
+    throw Error(ErrorCode::unsupported, "cpu_x86: unknown kernel '" + choice.name +
+                                            "'; expected one of " + names +
+                                            ", or an empty name for the backend's choice");
+  }
+  if (!runnable(*k))
+    throw Error(ErrorCode::unsupported,
+                "cpu_x86: kernel '" + choice.name + "' needs " + std::string(feature_text(k->isa)) +
+                    ", which " +
+                    (!compiled_.has(k->isa) ? "this build left out"
+                     : !detected_.has(k->isa) ? "this CPU lacks"
+                                              : "the ISA restriction (" + allowed_.to_string() + ") excludes"));
+  forced_ = choice.name;
+}
+
+Support CpuX86Ops::supports(const OpDesc& op) const {
+  if (!detected_.has(Isa::avx2)) return Support::no("cpu_x86: " + availability().reason);
+  try {
+    check_descriptor(op);
+  } catch (const Error& e) {
+    return Support::no(e.what());
+  }
+  std::vector<std::string> kernels;
+  bool avoids_min = true;
+  if (const auto* m = std::get_if<MatmulDesc>(&op.desc)) avoids_min = scheme_avoids_min(m->b);
+  auto add_role = [&](KernelRole role) {
+    for (const KernelInfo& k : all_kernels())
+      if (k.role == role && runnable(k) && (!k.needs_no_min || avoids_min)) kernels.emplace_back(k.name);
+  };
+  switch (op.op) {
+    case OpKind::quantize:
+    case OpKind::dequantize:
+      if (vector_quantize(std::get<QuantizeDesc>(op.desc)))
+        add_role(op.op == OpKind::quantize ? KernelRole::quantize : KernelRole::dequantize);
+      break;
+    case OpKind::requantize:
+      if (std::get<RequantizeDesc>(op.desc).mode == RequantMode::float_multiplier)
+        add_role(KernelRole::requantize);
+      break;
+    case OpKind::matmul_integer:
+    case OpKind::matmul_dequant:
+    case OpKind::qlinear_matmul: {
+      const auto& d = std::get<MatmulDesc>(op.desc);
+      if (d.b.scheme().granularity == Granularity::block) add_role(KernelRole::gemm_block);
+      else add_role(d.m <= 16 ? KernelRole::gemv : KernelRole::gemm);
+      break;
+    }
+    case OpKind::dynamic_quantize_linear: add_role(KernelRole::dynamic_quantize); break;
+    case OpKind::linear_forward: {
+      const auto& d = std::get<LinearDesc>(op.desc);
+      if (vector_linear(d)) add_role(d.m <= 16 ? KernelRole::gemv : KernelRole::gemm);
+      break;
+    }
+    case OpKind::linear_backward: break;
+  }
+  const bool matmul = op.op == OpKind::matmul_integer || op.op == OpKind::matmul_dequant ||
+                      op.op == OpKind::qlinear_matmul;
+  // The matmuls always have a vector kernel (maddwd needs only AVX2); everything else can also
+  // run the reference.
+  if (!matmul) kernels.emplace_back(kReferenceKernel);
+  return Support::yes(std::move(kernels));
+}
+
+void CpuX86Ops::require_supported(const OpDesc& op) const {
+  const Support s = supports(op);
+  if (!s.supported) throw Error(ErrorCode::unsupported, s.reason);
+}
+
+const KernelInfo& CpuX86Ops::elementwise_kernel(KernelRole role, bool vector_ok, OpKind op) const {
+  if (!forced_.empty()) {
+    const KernelInfo& k = *find_kernel(forced_);
+    if (k.role == KernelRole::reference || (k.role == role && vector_ok)) return k;
+    throw Error(ErrorCode::unsupported, "cpu_x86: the forced kernel '" + forced_ + "' cannot run " +
+                                            std::string(to_string(op)) +
+                                            " for this descriptor; expected " +
+                                            (vector_ok ? "a kernel of that op or " : "") + "'reference'");
+  }
+  if (vector_ok)
+    for (const KernelInfo& k : all_kernels())
+      if (k.role == role && runnable(k)) return k;
+  return *find_kernel(kReferenceKernel);
+}
+
+const KernelInfo& CpuX86Ops::gemm_kernel(const MatmulDesc& desc, const X86PackedWeights& b,
+                                         OpKind op) const {
+  const KernelRole role = b.blocks.blocked ? KernelRole::gemm_block
+                          : desc.m <= 16  ? KernelRole::gemv
+                                          : KernelRole::gemm;
+  auto fits = [&](const KernelInfo& k) { return !(k.needs_no_min && b.holds_min); };
+  if (!forced_.empty()) {
+    const KernelInfo& k = *find_kernel(forced_);
+    // A forced GEMM kernel of the other M range still computes the same thing: allow gemm and
+    // gemv kernels for either, but block-wise weights need a block kernel and vice versa.
+    const bool role_ok = is_gemm_role(k.role) &&
+                         (k.role == KernelRole::gemm_block) == (role == KernelRole::gemm_block);
+    if (!role_ok)
+      throw Error(ErrorCode::unsupported,
+                  "cpu_x86: the forced kernel '" + forced_ + "' cannot run " +
+                      std::string(to_string(op)) + " with " +
+                      (b.blocks.blocked ? "block-wise" : "per-tensor/per-channel") +
+                      " weights; expected a " + (b.blocks.blocked ? "q8_qbw_" : "q8_gemm_/q8_gemv_") +
+                      " kernel");
+    // maddubs would saturate on these weights: the exact kernel of the same role runs instead
+    // and last_kernel() names it (supports() lists maddubs only for schemes without -128).
+    if (!fits(k)) return *find_kernel(maddwd_for(k.role));
+    return k;
+  }
+  for (const KernelInfo& k : all_kernels())
+    if (k.role == role && runnable(k) && fits(k)) return k;
+  throw Error(ErrorCode::internal, "cpu_x86: no GEMM kernel for role; the maddwd kernel needs only AVX2");
+}
+
+}  // namespace qforge::cpu_x86

@@ -1,0 +1,88 @@
+// The cpu_x86 backend: qforge::QuantizationOps with x86 SIMD kernels (AVX2, AVX-512 VNNI,
+// AVX-VNNI, AMX-INT8), chosen at run time from what the CPU supports, what this library was
+// built with and what the caller allows (docs/CPU_X86.md).
+//
+// Options (set_option):
+//   "threads"  positive integer, or "0"/"default" for the number of physical cores.
+//   "isa"      allowed ISA tiers, e.g. "avx2" or "avx2,avx512_vnni", or "all"; the initial value
+//              comes from the environment variable QFORGE_CPU_X86_ISA.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "gemm_driver.h"
+#include "isa.h"
+#include "kernel_table.h"
+#include "qforge/ops.h"
+#include "thread_pool.h"
+
+namespace qforge::cpu_x86 {
+
+class CpuX86Ops final : public QuantizationOps {
+ public:
+  CpuX86Ops();
+  ~CpuX86Ops() override;
+
+  std::string name() const override { return "cpu_x86"; }
+  std::string version() const override { return "0.1.0"; }
+  Availability availability() const override;
+  std::vector<DeviceInfo> devices() const override;
+  bool host_memory() const override { return true; }
+
+  bool set_option(std::string_view key, std::string_view value) override;
+
+  Support supports(const OpDesc& op) const override;
+  std::string last_kernel() const override { return last_kernel_; }
+  void set_kernel(const KernelChoice& choice) override;
+
+  void quantize(const QuantizeDesc& desc, const void* x, void* q) override;
+  void dequantize(const QuantizeDesc& desc, const void* q, float* x) override;
+  void requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) override;
+  void matmul_integer(const MatmulDesc& desc, const void* a, const void* b,
+                      std::int32_t* c) override;
+  void matmul_dequant(const MatmulDesc& desc, const void* a, const void* b, const float* bias,
+                      void* y) override;
+  void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) override;
+  std::shared_ptr<PackedWeights> pack_weights(const MatmulDesc& desc, const void* b) override;
+  void matmul_integer_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                             std::int32_t* c) override;
+  void matmul_dequant_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                             const float* bias, void* y) override;
+  void qlinear_matmul_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                             void* y) override;
+  QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc, const float* x,
+                                             std::uint8_t* y) override;
+  QuantizationParams linear_forward(const LinearDesc& desc, const float* x,
+                                    const std::int8_t* wq, const float* bias, std::int8_t* xq,
+                                    float* y) override;
+  void linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
+                       const QuantizationParams& xq_params, const std::int8_t* wq, float* dx,
+                       float* dw, float* db) override;
+
+  // The tiers kernels may use now: compiled in, detected, and allowed.
+  IsaSet usable_isas() const { return compiled_ & detected_ & allowed_; }
+  int threads() const { return pool_->threads(); }
+
+ private:
+  // Throws unsupported with supports()' reason when the descriptor is not accepted.
+  void require_supported(const OpDesc& op) const;
+  // The kernel for an elementwise role: the forced one, or the role's vector kernel, or the
+  // reference when `vector_ok` is false. Throws unsupported when a forced kernel cannot run it.
+  const KernelInfo& elementwise_kernel(KernelRole role, bool vector_ok, OpKind op) const;
+  // The GEMM kernel for desc with packed weights b (maddubs needs b without -128).
+  const KernelInfo& gemm_kernel(const MatmulDesc& desc, const X86PackedWeights& b,
+                                OpKind op) const;
+  const X86PackedWeights& own_packed(const MatmulDesc& desc, const PackedWeights& b) const;
+  void run_matmul(OpKind op, const MatmulDesc& desc, const void* a, const X86PackedWeights& b,
+                  const GemmOutput& out);
+  bool runnable(const KernelInfo& k) const { return usable_isas().has(k.isa); }
+
+  IsaSet compiled_, detected_, allowed_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::string forced_;       // set_kernel name, empty = automatic
+  std::string last_kernel_;
+  GemmScratch scratch_;
+};
+
+}  // namespace qforge::cpu_x86

@@ -1,0 +1,137 @@
+// AVX2 epilogue kernels (compiled with -mavx2 -mfma -ffp-contract=off: the float expressions
+// must round exactly as reference.h writes them, so no multiply-add may be fused).
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "gemm_epilogue.h"
+
+namespace qforge::cpu_x86 {
+namespace {
+
+constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
+inline __m256i lane_mask(int valid) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+inline void store8_f32(float* p, __m256 v, int valid) {
+  if (valid >= 8) _mm256_storeu_ps(p, v);
+  else _mm256_maskstore_ps(p, lane_mask(valid), v);
+}
+
+inline void store8_i32(std::int32_t* p, __m256i v, int valid) {
+  if (valid >= 8) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+  else _mm256_maskstore_epi32(reinterpret_cast<int*>(p), lane_mask(valid), v);
+}
+
+inline __m256i load8(const std::int32_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+}  // namespace
+
+void compensate_avx2(const TileRef& t, const Compensation& comp) {
+  for (int r = 0; r < t.rows; ++r) {
+    const __m256i rs = _mm256_set1_epi32(comp.rowsum[r * comp.rowsum_stride]);
+    const __m256i za = _mm256_set1_epi32(comp.za[r]);
+    const __m256i kza = _mm256_mullo_epi32(_mm256_set1_epi32(comp.k), za);
+    std::int32_t* row = t.d + r * t.ldd;
+    for (int c = 0; c < t.padded_cols; c += 8) {
+      const __m256i zb = load8(comp.zb + c);
+      const __m256i cs = load8(comp.colsum + c);
+      __m256i v = load8(row + c);
+      // D - zb*rowsum - za*colsum + k*za*zb  =  D - za*colsum + zb*(k*za - rowsum)
+      v = _mm256_sub_epi32(v, _mm256_mullo_epi32(za, cs));
+      v = _mm256_add_epi32(v, _mm256_mullo_epi32(zb, _mm256_sub_epi32(kza, rs)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + c), v);
+    }
+  }
+}
+
+void store_int32_avx2(const TileRef& t, std::int32_t* out, std::int64_t ldo) {
+  for (int r = 0; r < t.rows; ++r)
+    for (int c = 0; c < t.cols; c += 8) store8_i32(out + r * ldo + c, load8(t.d + r * t.ldd + c), t.cols - c);
+}
+
+void store_dequant_avx2(const TileRef& t, const float* sa, const float* sb, const float* bias,
+                        float* out, std::int64_t ldo) {
+  for (int r = 0; r < t.rows; ++r) {
+    const __m256 a = _mm256_set1_ps(sa[r]);
+    for (int c = 0; c < t.cols; c += 8) {
+      __m256 v = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(load8(t.d + r * t.ldd + c)), a),
+                               _mm256_loadu_ps(sb + c));
+      if (bias) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + c));
+      store8_f32(out + r * ldo + c, v, t.cols - c);
+    }
+  }
+}
+
+void accumulate_dequant_avx2(const TileRef& t, const float* sa, const float* sb, float* acc,
+                             std::int64_t ldacc) {
+  for (int r = 0; r < t.rows; ++r) {
+    const __m256 a = _mm256_set1_ps(sa[r]);
+    float* row = acc + r * ldacc;
+    for (int c = 0; c < t.padded_cols; c += 8) {
+      const __m256 v = _mm256_mul_ps(
+          _mm256_mul_ps(_mm256_cvtepi32_ps(load8(t.d + r * t.ldd + c)), a), _mm256_loadu_ps(sb + c));
+      _mm256_storeu_ps(row + c, _mm256_add_ps(_mm256_loadu_ps(row + c), v));
+    }
+  }
+}
+
+void accumulate_int32_avx2(const TileRef& t, std::int32_t* acc, std::int64_t ldacc) {
+  for (int r = 0; r < t.rows; ++r) {
+    std::int32_t* row = acc + r * ldacc;
+    for (int c = 0; c < t.padded_cols; c += 8)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + c),
+                          _mm256_add_epi32(load8(row + c), load8(t.d + r * t.ldd + c)));
+  }
+}
+
+void store_f32_avx2(const float* acc, std::int64_t ldacc, int rows, int cols, const float* bias,
+                    float* out, std::int64_t ldo) {
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; c += 8) {
+      __m256 v = _mm256_loadu_ps(acc + r * ldacc + c);
+      if (bias) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + c));
+      store8_f32(out + r * ldo + c, v, cols - c);
+    }
+}
+
+void store_i32_avx2(const std::int32_t* acc, std::int64_t ldacc, int rows, int cols,
+                    std::int32_t* out, std::int64_t ldo) {
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; c += 8) store8_i32(out + r * ldo + c, load8(acc + r * ldacc + c), cols - c);
+}
+
+void store_requant_float_avx2(const TileRef& t, const float* sa, const float* sb, float sy,
+                              std::int32_t zy, QuantRange range, void* out, std::int64_t ldo) {
+  const __m256 lo = _mm256_set1_ps(static_cast<float>(range.qmin - zy));
+  const __m256 hi = _mm256_set1_ps(static_cast<float>(range.qmax - zy));
+  const __m256i z = _mm256_set1_epi32(zy);
+  const __m256 y = _mm256_set1_ps(sy);
+  auto* bytes = static_cast<std::uint8_t*>(out);
+  for (int r = 0; r < t.rows; ++r) {
+    const __m256 a = _mm256_set1_ps(sa[r]);
+    for (int c = 0; c < t.cols; c += 8) {
+      const __m256 m = _mm256_div_ps(_mm256_mul_ps(a, _mm256_loadu_ps(sb + c)), y);
+      __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(load8(t.d + r * t.ldd + c)), m);
+      // rne, saturate, NaN-free here (finite multipliers are checked by the driver).
+      v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+      const __m256i q = _mm256_add_epi32(_mm256_cvttps_epi32(_mm256_round_ps(v, kRound)), z);
+      const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+      const __m128i b = range.is_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+      std::uint8_t* dst = bytes + r * ldo + c;
+      if (t.cols - c >= 8) {
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), b);
+      } else {
+        alignas(16) std::uint8_t tmp[16];
+        _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b);
+        std::memcpy(dst, tmp, static_cast<std::size_t>(t.cols - c));
+      }
+    }
+  }
+}
+
+}  // namespace qforge::cpu_x86

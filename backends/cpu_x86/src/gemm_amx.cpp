@@ -1,0 +1,87 @@
+// AMX-INT8 tiles (compiled with -mamx-tile -mamx-int8): tdpbusd multiplies a 16x64 u8 A tile
+// by a 16x64 s8 B tile in the VNNI layout (a B tile row = 4 k of 16 columns, which is exactly
+// 16 groups of one packed panel, gemm_kernels.h) and adds into a 16x16 int32 C tile. Like
+// vpdpbusd it does not saturate, so sums are exact modulo 2^32.
+//
+// Tile registers: C 0-3 (up to 2x2 output tiles = 32 rows x 32 columns), A 4-5, B 6-7. The
+// configuration is loaded at the start of each call and released at its end, so the kernel
+// never depends on, or leaves behind, tile state of other code on this thread. The process must
+// already hold the Linux permission for tile data (isa.cpp asks for it during detection).
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "gemm_kernels.h"
+
+namespace qforge::cpu_x86 {
+namespace {
+
+struct alignas(64) TileConfig {
+  std::uint8_t palette_id;
+  std::uint8_t start_row;
+  std::uint8_t reserved[14];
+  std::uint16_t colsb[16];
+  std::uint8_t rows[16];
+};
+static_assert(sizeof(TileConfig) == 64, "ldtilecfg reads 64 bytes");
+
+void configure() {
+  TileConfig cfg;
+  std::memset(&cfg, 0, sizeof cfg);
+  cfg.palette_id = 1;
+  for (int i = 0; i < 8; ++i) {
+    cfg.rows[i] = 16;
+    cfg.colsb[i] = 64;
+  }
+  _tile_loadconfig(&cfg);
+}
+
+template <int MT, int NT>
+void tile(const TileArgs& t) {
+  configure();
+  _tile_zero(0);
+  if (NT > 1) _tile_zero(1);
+  if (MT > 1) _tile_zero(2);
+  if (MT > 1 && NT > 1) _tile_zero(3);
+  const std::int64_t steps = t.groups / 16;
+  const std::uint8_t* a0 = t.a;
+  const std::uint8_t* a1 = t.a + 16 * t.lda;
+  const std::int8_t* b0 = t.b;
+  const std::int8_t* b1 = t.b + t.panel_stride;
+  for (std::int64_t s = 0; s < steps; ++s) {
+    _tile_loadd(6, b0 + s * 1024, 64);
+    _tile_loadd(4, a0 + s * 64, t.lda);
+    _tile_dpbusd(0, 4, 6);
+    if (NT > 1) {
+      _tile_loadd(7, b1 + s * 1024, 64);
+      _tile_dpbusd(1, 4, 7);
+    }
+    if (MT > 1) {
+      _tile_loadd(5, a1 + s * 64, t.lda);
+      _tile_dpbusd(2, 5, 6);
+      if (NT > 1) _tile_dpbusd(3, 5, 7);
+    }
+  }
+  const std::int64_t stride = t.ldd * 4;
+  _tile_stored(0, t.d, stride);
+  if (NT > 1) _tile_stored(1, t.d + 16, stride);
+  if (MT > 1) _tile_stored(2, t.d + 16 * t.ldd, stride);
+  if (MT > 1 && NT > 1) _tile_stored(3, t.d + 16 * t.ldd + 16, stride);
+  _tile_release();
+}
+
+}  // namespace
+
+void tile_amx(const TileArgs& t) {
+  const bool two_rows = t.mr > 16;
+  const bool two_cols = t.panels > 1;
+  if (two_rows) {
+    if (two_cols) tile<2, 2>(t);
+    else tile<2, 1>(t);
+  } else {
+    if (two_cols) tile<1, 2>(t);
+    else tile<1, 1>(t);
+  }
+}
+
+}  // namespace qforge::cpu_x86

@@ -1,0 +1,197 @@
+#include "gemm_driver.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "gemm_epilogue.h"
+#include "qforge/reference.h"
+
+namespace qforge::cpu_x86 {
+namespace {
+
+constexpr int kMaxTileRows = 32;
+constexpr int kMaxTileCols = 64;
+constexpr std::int64_t kLdd = kMaxTileCols;
+
+// Fixed-point requantization (TFLite), scalar: the multiplier of each (row, column) is
+// converted with reference::quantize_multiplier exactly as reference::requantize_value does.
+class FixedPointTable {
+ public:
+  FixedPointTable(const MatmulDesc& desc, const X86PackedWeights& b, const PackedA& a, float sy)
+      : sy_(sy), a_(a), b_(b) {
+    a_per_tensor_ = desc.a.scheme().granularity == Granularity::per_tensor;
+    b_per_tensor_ = desc.b.scheme().granularity == Granularity::per_tensor;
+    if (a_per_tensor_ && desc.m > 0)
+      for (std::int64_t n = 0; n < b.n; ++n) cols_.push_back(convert(a.sa[0], b.sb[static_cast<std::size_t>(n)]));
+    else if (b_per_tensor_)
+      for (std::int64_t m = 0; m < a.m; ++m) rows_.push_back(convert(a.sa[static_cast<std::size_t>(m)], b.sb[0]));
+  }
+  reference::FixedPointMultiplier at(std::int64_t m, std::int64_t n) const {
+    if (!cols_.empty()) return cols_[static_cast<std::size_t>(n)];
+    if (!rows_.empty()) return rows_[static_cast<std::size_t>(m)];
+    return convert(a_.sa[static_cast<std::size_t>(m)], b_.sb[static_cast<std::size_t>(n)]);
+  }
+
+ private:
+  reference::FixedPointMultiplier convert(float sa, float sb) const {
+    return reference::quantize_multiplier(static_cast<double>((sa * sb) / sy_));
+  }
+  float sy_;
+  const PackedA& a_;
+  const X86PackedWeights& b_;
+  bool a_per_tensor_ = false, b_per_tensor_ = false;
+  std::vector<reference::FixedPointMultiplier> cols_, rows_;
+};
+
+struct Plan {
+  int tile_rows;       // rows per tile call
+  int tile_panels;     // panels per tile call
+  std::int64_t m_tiles, n_tiles;
+  std::int64_t m_chunk, n_chunk;  // tiles per task in each direction
+};
+
+Plan make_plan(const KernelInfo& kernel, std::int64_t m, const X86PackedWeights& b, int threads) {
+  Plan p{};
+  if (kernel.role == KernelRole::gemv && kernel.isa == Isa::avx512_vnni) {
+    p.tile_rows = static_cast<int>(std::min<std::int64_t>(m, kAvx512VnniGemvShape.max_rows));
+    p.tile_panels = gemv_panels_for_rows(p.tile_rows);
+  } else {
+    p.tile_rows = kernel.shape.max_rows;
+    p.tile_panels = kernel.shape.max_panels;
+  }
+  p.m_tiles = (m + p.tile_rows - 1) / p.tile_rows;
+  p.n_tiles = (b.panels + p.tile_panels - 1) / p.tile_panels;
+  // A task covers about 128 rows and a slice of B of about 512 KiB (it stays in L2 while the
+  // task walks its rows); then shrink until every thread has a few tasks to balance.
+  const std::int64_t tile_cols = p.tile_panels * kPanel;
+  p.m_chunk = std::max<std::int64_t>(1, 128 / p.tile_rows);
+  p.n_chunk = std::max<std::int64_t>(1, (512 * 1024) / std::max<std::int64_t>(1, b.depth * tile_cols));
+  p.m_chunk = std::min(p.m_chunk, p.m_tiles);
+  p.n_chunk = std::min(p.n_chunk, p.n_tiles);
+  auto tasks = [&] {
+    return ((p.m_tiles + p.m_chunk - 1) / p.m_chunk) * ((p.n_tiles + p.n_chunk - 1) / p.n_chunk);
+  };
+  while (tasks() < 4 * threads && (p.n_chunk > 1 || p.m_chunk > 1)) {
+    if (p.n_chunk > 1) p.n_chunk = (p.n_chunk + 1) / 2;
+    else p.m_chunk = (p.m_chunk + 1) / 2;
+  }
+  return p;
+}
+
+}  // namespace
+
+void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
+              const X86PackedWeights& b, const GemmOutput& out, ThreadPool& pool,
+              GemmScratch& scratch) {
+  const std::int64_t M = desc.m, N = desc.n, K = desc.k;
+  if (M == 0 || N == 0) return;
+  PackedA& pa = scratch.a;
+  pack_activations(desc, a, b.depth, b.blocks, kernel.s8_domain, pa);
+
+  const std::int64_t pn = b.padded_n();
+  std::vector<float> bias;
+  if (out.kind == GemmOutput::Kind::dequant_f32 && out.bias) {
+    bias.assign(static_cast<std::size_t>(pn), 0.0f);
+    std::memcpy(bias.data(), out.bias, static_cast<std::size_t>(N) * sizeof(float));
+  }
+  std::unique_ptr<FixedPointTable> fixed;
+  if (out.kind == GemmOutput::Kind::requant && out.mode == RequantMode::fixed_point)
+    fixed = std::make_unique<FixedPointTable>(desc, b, pa, out.sy);
+
+  const Plan plan = make_plan(kernel, M, b, pool.threads());
+  const std::int64_t groups_all = kernel.amx ? b.depth / kGroup : (K + kGroup - 1) / kGroup;
+  const std::int64_t m_tasks = (plan.m_tiles + plan.m_chunk - 1) / plan.m_chunk;
+  const std::int64_t n_tasks = (plan.n_tiles + plan.n_chunk - 1) / plan.n_chunk;
+  const KBlocks& blocks = b.blocks;
+
+  auto run_tile = [&](std::int64_t mt, std::int64_t nt) {
+    alignas(64) std::int32_t d[kMaxTileRows * kMaxTileCols];
+    const std::int64_t m0 = mt * plan.tile_rows;
+    const int rows = static_cast<int>(std::min<std::int64_t>(plan.tile_rows, M - m0));
+    const std::int64_t p0 = nt * plan.tile_panels;
+    const int panels = static_cast<int>(std::min<std::int64_t>(plan.tile_panels, b.panels - p0));
+    const std::int64_t n0 = p0 * kPanel;
+    const int cols = static_cast<int>(std::min<std::int64_t>(panels * kPanel, N - n0));
+    TileArgs t{pa.data.data() + m0 * pa.depth, pa.depth, b.panel(p0), b.panel_stride, groups_all,
+               rows, panels, d, kLdd};
+    TileRef ref{d, kLdd, rows, cols, panels * kPanel};
+    const std::int64_t nb = pa.block_count;
+
+    if (!blocks.blocked) {
+      kernel.tile(t);
+      compensate_avx2(ref, {static_cast<std::int32_t>(K), pa.rowsum.data() + m0 * nb, nb,
+                            pa.za.data() + m0, b.colsum.data() + n0, b.zb.data() + n0});
+      switch (out.kind) {
+        case GemmOutput::Kind::int32:
+          store_int32_avx2(ref, static_cast<std::int32_t*>(out.out) + m0 * N + n0, N);
+          break;
+        case GemmOutput::Kind::dequant_f32:
+          store_dequant_avx2(ref, pa.sa.data() + m0, b.sb.data() + n0,
+                             bias.empty() ? nullptr : bias.data() + n0,
+                             static_cast<float*>(out.out) + m0 * N + n0, N);
+          break;
+        case GemmOutput::Kind::requant:
+          if (!fixed) {
+            store_requant_float_avx2(ref, pa.sa.data() + m0, b.sb.data() + n0, out.sy, out.zy,
+                                     out.range, static_cast<std::uint8_t*>(out.out) + m0 * N + n0, N);
+          } else {
+            auto* y = static_cast<std::uint8_t*>(out.out);
+            for (int r = 0; r < rows; ++r)
+              for (int c = 0; c < cols; ++c) {
+                const std::int64_t m = m0 + r, n = n0 + c;
+                const std::int64_t v =
+                    static_cast<std::int64_t>(reference::multiply_by_quantized_multiplier(
+                        d[r * kLdd + c], fixed->at(m, n))) + out.zy;
+                const auto q = static_cast<std::int32_t>(
+                    std::clamp<std::int64_t>(v, out.range.qmin, out.range.qmax));
+                y[m * N + n] = static_cast<std::uint8_t>(q);
+              }
+          }
+          break;
+      }
+      return;
+    }
+
+    // Block-wise B: one tile call per block, each block's exact sum folded into an accumulator.
+    alignas(64) float accf[kMaxTileRows * kMaxTileCols];
+    alignas(64) std::int32_t acci[kMaxTileRows * kMaxTileCols];
+    const bool dequant = out.kind == GemmOutput::Kind::dequant_f32;
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < ref.padded_cols; ++c) {
+        accf[r * kLdd + c] = 0.0f;
+        acci[r * kLdd + c] = 0;
+      }
+    for (std::int64_t j = 0; j < blocks.count; ++j) {
+      const std::int64_t k0 = j * blocks.size;
+      const std::int64_t len = blocks.length(j, K);
+      TileArgs tj = t;
+      tj.a = t.a + k0;
+      tj.b = t.b + k0 * kPanel;
+      tj.groups = (len + kGroup - 1) / kGroup;
+      kernel.tile(tj);
+      compensate_avx2(ref, {static_cast<std::int32_t>(len), pa.rowsum.data() + m0 * nb + j, nb,
+                            pa.za.data() + m0, b.colsum.data() + j * pn + n0,
+                            b.zb.data() + j * pn + n0});
+      if (dequant)
+        accumulate_dequant_avx2(ref, pa.sa.data() + m0, b.sb.data() + j * pn + n0, accf, kLdd);
+      else
+        accumulate_int32_avx2(ref, acci, kLdd);
+    }
+    if (dequant)
+      store_f32_avx2(accf, kLdd, rows, cols, bias.empty() ? nullptr : bias.data() + n0,
+                     static_cast<float*>(out.out) + m0 * N + n0, N);
+    else
+      store_i32_avx2(acci, kLdd, rows, cols, static_cast<std::int32_t*>(out.out) + m0 * N + n0, N);
+  };
+
+  pool.parallel_for(m_tasks * n_tasks, [&](std::int64_t task) {
+    const std::int64_t tm = task % m_tasks, tn = task / m_tasks;
+    const std::int64_t mt1 = std::min(plan.m_tiles, (tm + 1) * plan.m_chunk);
+    const std::int64_t nt1 = std::min(plan.n_tiles, (tn + 1) * plan.n_chunk);
+    for (std::int64_t nt = tn * plan.n_chunk; nt < nt1; ++nt)
+      for (std::int64_t mt = tm * plan.m_chunk; mt < mt1; ++mt) run_tile(mt, nt);
+  });
+}
+
+}  // namespace qforge::cpu_x86

@@ -1,0 +1,56 @@
+// The GEMM epilogue (AVX2 translation unit): turns a tile of raw dot products into the op's
+// output while it is still in L1, so no op makes a second pass over C.
+//
+// Zero-point compensation, with A_d / B_s8 the packed operands and za, zb their zero points in
+// the same domains (packing.h):
+//     C = sum (A_d - za)(B_s8 - zb) = D - zb*rowsum(A_d) - za*colsum(B_s8) + k*za*zb
+// evaluated in wrapping int32 (exact, see gemm_kernels.h). Then, per op:
+//     matmul_integer   C
+//     matmul_dequant   ((float(C) * sa) * sb) + bias        (reference.h's order, no FMA)
+//     block-wise B     acc = acc + ((float(C_j) * sa) * sb_j) per block j, then acc + bias
+//     qlinear_matmul   sat(rne(float(C) * ((sa * sb) / sy)) + zy)
+// Tiles are row-major int32 with `cols` a multiple of 8 readable in every row (panels are
+// padded); stores write only the `cols` valid columns.
+#pragma once
+
+#include <cstdint>
+
+#include "quantize_kernels.h"
+
+namespace qforge::cpu_x86 {
+
+struct Compensation {
+  std::int32_t k;               // depth of the sum (K, or the block's length)
+  const std::int32_t* rowsum;   // tile row r uses rowsum[r * rowsum_stride]
+  std::int64_t rowsum_stride;
+  const std::int32_t* za;       // per tile row
+  const std::int32_t* colsum;   // per tile column (padded)
+  const std::int32_t* zb;       // per tile column (padded)
+};
+
+struct TileRef {
+  std::int32_t* d;     // [rows][ldd]
+  std::int64_t ldd;
+  int rows;
+  int cols;            // valid columns
+  int padded_cols;     // multiple of 8, >= cols
+};
+
+void compensate_avx2(const TileRef& t, const Compensation& comp);
+void store_int32_avx2(const TileRef& t, std::int32_t* out, std::int64_t ldo);
+// sa per tile row; sb and bias (null: none) per tile column, padded.
+void store_dequant_avx2(const TileRef& t, const float* sa, const float* sb, const float* bias,
+                        float* out, std::int64_t ldo);
+void accumulate_dequant_avx2(const TileRef& t, const float* sa, const float* sb, float* acc,
+                             std::int64_t ldacc);
+void accumulate_int32_avx2(const TileRef& t, std::int32_t* acc, std::int64_t ldacc);
+// out = acc + bias (bias null: out = acc), valid columns only.
+void store_f32_avx2(const float* acc, std::int64_t ldacc, int rows, int cols, const float* bias,
+                    float* out, std::int64_t ldo);
+void store_i32_avx2(const std::int32_t* acc, std::int64_t ldacc, int rows, int cols,
+                    std::int32_t* out, std::int64_t ldo);
+// Float-multiplier requantization with m = (sa[r] * sb[c]) / sy.
+void store_requant_float_avx2(const TileRef& t, const float* sa, const float* sb, float sy,
+                              std::int32_t zy, QuantRange range, void* out, std::int64_t ldo);
+
+}  // namespace qforge::cpu_x86

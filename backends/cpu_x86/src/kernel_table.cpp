@@ -1,0 +1,77 @@
+#include "kernel_table.h"
+
+#include <array>
+
+namespace qforge::cpu_x86 {
+namespace {
+
+// Tiers left out of the build (CMake options) keep their table entries without an entry point;
+// isa.cpp does not report them as compiled, so they are never selected.
+#if QFORGE_CPU_X86_HAVE_AMX
+constexpr TileFn kAmx = &tile_amx;
+#else
+constexpr TileFn kAmx = nullptr;
+#endif
+#if QFORGE_CPU_X86_HAVE_AVX512VNNI
+constexpr TileFn kVnni512 = &tile_avx512vnni;
+constexpr TileFn kVnni512Gemv = &tile_avx512vnni_gemv;
+#else
+constexpr TileFn kVnni512 = nullptr;
+constexpr TileFn kVnni512Gemv = nullptr;
+#endif
+#if QFORGE_CPU_X86_HAVE_AVXVNNI
+constexpr TileFn kAvxVnni = &tile_avxvnni;
+#else
+constexpr TileFn kAvxVnni = nullptr;
+#endif
+
+// Best first within each role: selection walks this order and takes the first kernel the CPU,
+// the build and the ISA restriction allow (and, for maddubs, the packed weights).
+constexpr std::array kKernels = {
+    KernelInfo{"q8_gemm_32x32c4__amx", KernelRole::gemm, Isa::amx_int8, kAmx, kAmxShape,
+               false, false, true},
+    KernelInfo{"q8_gemm_6x64c4__avx512vnni", KernelRole::gemm, Isa::avx512_vnni,
+               kVnni512, kAvx512VnniShape},
+    KernelInfo{"q8_gemm_6x16c4__avxvnni", KernelRole::gemm, Isa::avx_vnni, kAvxVnni,
+               kAvxVnniShape},
+    KernelInfo{"q8_gemm_4x16c4__avx2_maddubs", KernelRole::gemm, Isa::avx2, &tile_avx2_maddubs,
+               kAvx2MaddubsShape, true, true},
+    KernelInfo{"q8_gemm_2x16c4__avx2_maddwd", KernelRole::gemm, Isa::avx2, &tile_avx2_maddwd,
+               kAvx2MaddwdShape},
+
+    KernelInfo{"q8_gemv_16x16c4__avx512vnni", KernelRole::gemv, Isa::avx512_vnni,
+               kVnni512Gemv, kAvx512VnniGemvShape},
+    KernelInfo{"q8_gemv_6x16c4__avxvnni", KernelRole::gemv, Isa::avx_vnni, kAvxVnni,
+               kAvxVnniShape},
+    KernelInfo{"q8_gemv_4x16c4__avx2_maddubs", KernelRole::gemv, Isa::avx2, &tile_avx2_maddubs,
+               kAvx2MaddubsShape, true, true},
+    KernelInfo{"q8_gemv_2x16c4__avx2_maddwd", KernelRole::gemv, Isa::avx2, &tile_avx2_maddwd,
+               kAvx2MaddwdShape},
+
+    KernelInfo{"q8_qbw_gemm_6x64c4__avx512vnni", KernelRole::gemm_block, Isa::avx512_vnni,
+               kVnni512, kAvx512VnniShape},
+    KernelInfo{"q8_qbw_gemm_6x16c4__avxvnni", KernelRole::gemm_block, Isa::avx_vnni,
+               kAvxVnni, kAvxVnniShape},
+    KernelInfo{"q8_qbw_gemm_4x16c4__avx2_maddubs", KernelRole::gemm_block, Isa::avx2,
+               &tile_avx2_maddubs, kAvx2MaddubsShape, true, true},
+    KernelInfo{"q8_qbw_gemm_2x16c4__avx2_maddwd", KernelRole::gemm_block, Isa::avx2,
+               &tile_avx2_maddwd, kAvx2MaddwdShape},
+
+    KernelInfo{"q8_quantize__avx2", KernelRole::quantize, Isa::avx2},
+    KernelInfo{"q8_dequantize__avx2", KernelRole::dequantize, Isa::avx2},
+    KernelInfo{"q8_requantize__avx2", KernelRole::requantize, Isa::avx2},
+    KernelInfo{"qu8_dynamic_quantize__avx2", KernelRole::dynamic_quantize, Isa::avx2},
+    KernelInfo{kReferenceKernel, KernelRole::reference, Isa::avx2},
+};
+
+}  // namespace
+
+std::span<const KernelInfo> all_kernels() { return kKernels; }
+
+const KernelInfo* find_kernel(std::string_view name) {
+  for (const KernelInfo& k : kKernels)
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+}  // namespace qforge::cpu_x86

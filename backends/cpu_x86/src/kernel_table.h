@@ -1,0 +1,46 @@
+// Every kernel variant of cpu_x86, by name (XNNPACK style: op, dtypes, tile, ISA), with what it
+// needs. One list drives kernel selection, supports()' kernel lists, set_kernel() and the
+// tests that force each variant.
+//
+// GEMM names: q8 = 8-bit activations (int8 or uint8, converted while packing) times packed
+// 8-bit weights; qbw = the same with block-wise weights (int8/uint8/int4/uint4, per-block
+// partial sums); "RxC" the largest output tile in rows x columns; c4 = four k per int32 lane.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "gemm_kernels.h"
+#include "isa.h"
+
+namespace qforge::cpu_x86 {
+
+enum class KernelRole : std::uint8_t {
+  gemm,         // matmul ops, M > 16
+  gemv,         // matmul ops, M <= 16 (streams the packed weights once per call)
+  gemm_block,   // block-wise B, any M
+  quantize,
+  dequantize,
+  requantize,
+  dynamic_quantize,
+  reference,    // qforge::reference, for whatever no vector kernel serves
+};
+
+struct KernelInfo {
+  std::string_view name;
+  KernelRole role;
+  Isa isa;
+  TileFn tile = nullptr;          // GEMM roles
+  TileShape shape{0, 0};
+  bool s8_domain = false;         // A packed as s8 (maddubs idiom)
+  bool needs_no_min = false;      // exact only when B holds no -128
+  bool amx = false;               // depth in steps of 64 k, rows in multiples of 16
+};
+
+std::span<const KernelInfo> all_kernels();
+const KernelInfo* find_kernel(std::string_view name);
+
+inline constexpr std::string_view kReferenceKernel = "reference";
+
+}  // namespace qforge::cpu_x86

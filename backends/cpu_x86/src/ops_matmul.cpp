@@ -1,0 +1,198 @@
+// The matmul ops, prepacked weights and the quantized linear layer.
+#include <algorithm>
+#include <cmath>
+
+#include "cpu_x86_ops.h"
+#include "descriptor_rules.h"
+#include "qforge/error.h"
+#include "qforge/reference.h"
+#include "quantize_kernels.h"
+
+namespace qforge::cpu_x86 {
+namespace {
+
+void require_pointers(OpKind op, std::initializer_list<std::pair<const char*, const void*>> ptrs,
+                      bool non_empty) {
+  if (!non_empty) return;
+  for (const auto& [what, p] : ptrs)
+    if (!p)
+      throw Error(ErrorCode::invalid_argument, "cpu_x86: " + std::string(to_string(op)) + ": " +
+                                                   what + " is null; expected a valid host pointer");
+}
+
+GemmOutput requant_output(const MatmulDesc& desc, void* y) {
+  const QuantizationParams& yp = *desc.y;
+  GemmOutput out;
+  out.kind = GemmOutput::Kind::requant;
+  out.out = y;
+  out.sy = yp.scale();
+  out.zy = yp.zero_point();
+  out.range = {yp.dtype() == DType::int8, yp.qmin(), yp.qmax()};
+  out.mode = desc.requant_mode;
+  return out;
+}
+
+}  // namespace
+
+const X86PackedWeights& CpuX86Ops::own_packed(const MatmulDesc& desc, const PackedWeights& b) const {
+  const auto* w = dynamic_cast<const X86PackedWeights*>(&b);
+  if (!w || b.backend() != name())
+    throw Error(ErrorCode::invalid_argument, "cpu_x86: packed weights made by " + b.backend() +
+                                                 " passed to cpu_x86; expected weights packed by "
+                                                 "this backend's pack_weights");
+  const MatmulDesc& p = w->desc();
+  if (p.n != desc.n || p.k != desc.k || p.b_layout != desc.b_layout || !(p.b == desc.b))
+    throw Error(ErrorCode::shape_mismatch,
+                "cpu_x86: packed weights for n=" + std::to_string(p.n) + " k=" + std::to_string(p.k) +
+                    " " + p.b.to_string() + " used with n=" + std::to_string(desc.n) +
+                    " k=" + std::to_string(desc.k) + " " + desc.b.to_string() +
+                    "; expected the same B shape, layout and params it was packed for");
+  return *w;
+}
+
+void CpuX86Ops::run_matmul(OpKind op, const MatmulDesc& desc, const void* a,
+                           const X86PackedWeights& b, const GemmOutput& out) {
+  const KernelInfo& k = gemm_kernel(desc, b, op);
+  last_kernel_ = k.name;
+  run_gemm(k, desc, a, b, out, *pool_, scratch_);
+}
+
+std::shared_ptr<PackedWeights> CpuX86Ops::pack_weights(const MatmulDesc& desc, const void* b) {
+  // The most permissive matmul: block-wise B is allowed (qlinear_matmul refuses it later).
+  // M does not matter to packing; pick one that fits A's params so they validate.
+  MatmulDesc d = desc;
+  if (d.a.scheme().granularity == Granularity::per_channel) d.m = static_cast<std::int64_t>(d.a.count());
+  require_supported({OpKind::matmul_integer, d});
+  require_pointers(OpKind::matmul_integer, {{"b", b}}, desc.n * desc.k > 0);
+  return std::make_shared<X86PackedWeights>(desc, b);
+}
+
+void CpuX86Ops::matmul_integer(const MatmulDesc& desc, const void* a, const void* b, std::int32_t* c) {
+  require_supported({OpKind::matmul_integer, desc});
+  if (forced_ == kReferenceKernel) {
+    last_kernel_ = kReferenceKernel;
+    return reference::matmul_integer(desc, a, b, c);
+  }
+  require_pointers(OpKind::matmul_integer, {{"b", b}}, desc.n * desc.k > 0);
+  const X86PackedWeights packed(desc, b);
+  matmul_integer_packed(desc, a, packed, c);
+}
+
+void CpuX86Ops::matmul_dequant(const MatmulDesc& desc, const void* a, const void* b,
+                               const float* bias, void* y) {
+  require_supported({OpKind::matmul_dequant, desc});
+  if (forced_ == kReferenceKernel) {
+    last_kernel_ = kReferenceKernel;
+    return reference::matmul_dequant(desc, a, b, bias, y);
+  }
+  require_pointers(OpKind::matmul_dequant, {{"b", b}}, desc.n * desc.k > 0);
+  const X86PackedWeights packed(desc, b);
+  matmul_dequant_packed(desc, a, packed, bias, y);
+}
+
+void CpuX86Ops::qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) {
+  require_supported({OpKind::qlinear_matmul, desc});
+  if (forced_ == kReferenceKernel) {
+    last_kernel_ = kReferenceKernel;
+    return reference::qlinear_matmul(desc, a, b, y);
+  }
+  require_pointers(OpKind::qlinear_matmul, {{"b", b}}, desc.n * desc.k > 0);
+  const X86PackedWeights packed(desc, b);
+  qlinear_matmul_packed(desc, a, packed, y);
+}
+
+void CpuX86Ops::matmul_integer_packed(const MatmulDesc& desc, const void* a,
+                                      const PackedWeights& b, std::int32_t* c) {
+  require_supported({OpKind::matmul_integer, desc});
+  const X86PackedWeights& w = own_packed(desc, b);
+  require_pointers(OpKind::matmul_integer, {{"a", a}, {"c", c}}, desc.m * desc.n > 0);
+  GemmOutput out;
+  out.kind = GemmOutput::Kind::int32;
+  out.out = c;
+  run_matmul(OpKind::matmul_integer, desc, a, w, out);
+}
+
+void CpuX86Ops::matmul_dequant_packed(const MatmulDesc& desc, const void* a,
+                                      const PackedWeights& b, const float* bias, void* y) {
+  require_supported({OpKind::matmul_dequant, desc});
+  const X86PackedWeights& w = own_packed(desc, b);
+  require_pointers(OpKind::matmul_dequant, {{"a", a}, {"y", y}}, desc.m * desc.n > 0);
+  if (desc.has_bias) require_pointers(OpKind::matmul_dequant, {{"bias (has_bias is set)", bias}}, desc.n > 0);
+  GemmOutput out;
+  out.kind = GemmOutput::Kind::dequant_f32;
+  out.out = y;
+  out.bias = desc.has_bias ? bias : nullptr;
+  run_matmul(OpKind::matmul_dequant, desc, a, w, out);
+}
+
+void CpuX86Ops::qlinear_matmul_packed(const MatmulDesc& desc, const void* a,
+                                      const PackedWeights& b, void* y) {
+  require_supported({OpKind::qlinear_matmul, desc});
+  const X86PackedWeights& w = own_packed(desc, b);
+  require_pointers(OpKind::qlinear_matmul, {{"a", a}, {"y", y}}, desc.m * desc.n > 0);
+  run_matmul(OpKind::qlinear_matmul, desc, a, w, requant_output(desc, y));
+}
+
+QuantizationParams CpuX86Ops::linear_forward(const LinearDesc& desc, const float* x,
+                                             const std::int8_t* wq, const float* bias,
+                                             std::int8_t* xq, float* y) {
+  require_supported({OpKind::linear_forward, desc});
+  if (forced_ == kReferenceKernel || !vector_linear(desc)) {
+    last_kernel_ = kReferenceKernel;
+    return reference::linear_forward(desc, x, wq, bias, xq, y);
+  }
+  const std::int64_t M = desc.m, N = desc.n, K = desc.k;
+  require_pointers(OpKind::linear_forward, {{"x", x}, {"xq", xq}}, M * K > 0);
+  require_pointers(OpKind::linear_forward, {{"wq", wq}}, N * K > 0);
+  require_pointers(OpKind::linear_forward, {{"y", y}}, M * N > 0);
+  if (desc.has_bias) require_pointers(OpKind::linear_forward, {{"bias (has_bias is set)", bias}}, N > 0);
+  // sx = max(max|X| / 127, 1e-8), as the reference; a non-finite X is an error it names.
+  float amax = 0.0f;
+  bool finite = true;
+  if (M * K > 0) {
+    const MinMax mm = minmax_f32_avx2(x, M * K);
+    finite = !mm.has_nan && std::isfinite(mm.lo) && std::isfinite(mm.hi);
+    amax = std::max(std::fabs(mm.lo), std::fabs(mm.hi));
+  }
+  if (!finite) return reference::linear_forward(desc, x, wq, bias, xq, y);
+  const auto& i8 = traits(DType::int8);
+  const float sx = std::max(amax / static_cast<float>(i8.narrow_qmax), 1e-8f);
+  const QuantRange range{true, i8.narrow_qmin, i8.narrow_qmax};
+  const std::int64_t n = M * K;
+  constexpr std::int64_t kChunk = 1 << 16;
+  pool_->parallel_for((n + kChunk - 1) / kChunk, [&](std::int64_t t) {
+    const std::int64_t e0 = t * kChunk;
+    quantize_run_avx2(x + e0, FloatKind::f32, xq + e0, std::min(n, e0 + kChunk) - e0, sx, 0, range);
+  });
+  // Y = ((float(Xq Wq^T) * sx) * sw[n]) + bias[n]: matmul_dequant with A = Xq, B = Wq as [N, K].
+  const MatmulDesc md{.m = M,
+                      .n = N,
+                      .k = K,
+                      .a = QuantizationParams::per_tensor_symmetric(DType::int8, sx),
+                      .b = desc.w,
+                      .b_layout = MatrixLayout::nk,
+                      .has_bias = desc.has_bias,
+                      .out_type = FloatType::f32,
+                      .y = std::nullopt};
+  const X86PackedWeights packed(md, wq);
+  GemmOutput out;
+  out.kind = GemmOutput::Kind::dequant_f32;
+  out.out = y;
+  out.bias = desc.has_bias ? bias : nullptr;
+  run_matmul(OpKind::linear_forward, md, xq, packed, out);
+  return QuantizationParams::per_tensor_symmetric(DType::int8, sx);
+}
+
+void CpuX86Ops::linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
+                                const QuantizationParams& xq_params, const std::int8_t* wq,
+                                float* dx, float* dw, float* db) {
+  require_supported({OpKind::linear_backward, desc});
+  if (!forced_.empty() && forced_ != kReferenceKernel)
+    throw Error(ErrorCode::unsupported, "cpu_x86: the forced kernel '" + forced_ +
+                                            "' cannot run linear_backward; expected 'reference'");
+  // Float gradients summed in double (reference.h): no int8 kernel applies.
+  last_kernel_ = kReferenceKernel;
+  reference::linear_backward(desc, dy, xq, xq_params, wq, dx, dw, db);
+}
+
+}  // namespace qforge::cpu_x86

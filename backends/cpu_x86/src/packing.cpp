@@ -1,0 +1,152 @@
+#include "packing.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "qforge/dtype.h"
+#include "qforge/error.h"
+#include "gemm_kernels.h"
+
+namespace qforge::cpu_x86 {
+namespace {
+
+std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
+
+// The shift into the kernel domain (packing.h).
+std::int32_t b_shift(DType t) { return t == DType::uint8 ? -128 : 0; }
+std::int32_t a_shift(DType t, bool s8_domain) {
+  if (s8_domain) return t == DType::uint8 ? -128 : 0;
+  return t == DType::int8 ? 128 : 0;
+}
+
+// B[k, n] as an integer, whatever the layout and dtype.
+struct BReader {
+  DType dtype;
+  const void* data;
+  bool kn;
+  std::int64_t n, k;
+  std::int32_t operator()(std::int64_t kk, std::int64_t nn) const {
+    const auto i = static_cast<std::size_t>(kn ? kk * n + nn : nn * k + kk);
+    switch (dtype) {
+      case DType::int8: return static_cast<const std::int8_t*>(data)[i];
+      case DType::uint8: return static_cast<const std::uint8_t*>(data)[i];
+      default: return load_element(dtype, data, i);  // int4 / uint4 nibbles
+    }
+  }
+};
+
+}  // namespace
+
+AlignedBytes::AlignedBytes(std::size_t n) { reset(n); }
+
+void AlignedBytes::Free::operator()(std::uint8_t* p) const noexcept { std::free(p); }
+
+void AlignedBytes::reset(std::size_t n) {
+  if (n > capacity_) {
+    const std::size_t cap = (std::max<std::size_t>(n, 64) + 63) / 64 * 64;
+    auto* p = static_cast<std::uint8_t*>(std::aligned_alloc(64, cap));
+    if (!p) throw std::bad_alloc();
+    p_.reset(p);
+    capacity_ = cap;
+  }
+  n_ = n;
+  if (n) std::memset(p_.get(), 0, n);
+}
+
+KBlocks k_blocks(const MatmulDesc& desc) {
+  KBlocks b;
+  if (desc.b.scheme().granularity == Granularity::block) {
+    b.blocked = true;
+    b.size = desc.b.scheme().block_size;
+    b.count = std::max<std::int64_t>(1, (desc.k + b.size - 1) / b.size);
+  } else {
+    b.size = desc.k;
+    b.count = 1;
+  }
+  return b;
+}
+
+X86PackedWeights::X86PackedWeights(const MatmulDesc& desc, const void* b)
+    : n(desc.n), k(desc.k), blocks(k_blocks(desc)), desc_(desc) {
+  desc_.m = 0;  // one packing serves every M
+  panels = (n + kPanel - 1) / kPanel;
+  depth = round_up(k, kDepthAlign);
+  panel_stride = depth * kPanel;
+  data.reset(static_cast<std::size_t>(panels * panel_stride));
+  const std::int64_t pn = padded_n();
+  colsum.assign(static_cast<std::size_t>(blocks.count * pn), 0);
+  zb.assign(static_cast<std::size_t>(blocks.count * pn), 0);
+  sb.assign(static_cast<std::size_t>(blocks.count * pn), 0.0f);
+
+  const QuantizationParams& p = desc.b;
+  const std::int32_t shift = b_shift(p.dtype());
+  const BReader read{p.dtype(), b, desc.b_layout == MatrixLayout::kn, n, k};
+  const Granularity g = p.scheme().granularity;
+  auto* bytes = reinterpret_cast<std::int8_t*>(data.data());
+  for (std::int64_t nn = 0; nn < n; ++nn) {
+    std::int8_t* col = bytes + (nn / kPanel) * panel_stride + (nn % kPanel) * kGroup;
+    for (std::int64_t kk = 0; kk < k; ++kk) {
+      const std::int32_t v = read(kk, nn) + shift;
+      holds_min = holds_min || v == -128;
+      col[(kk / kGroup) * (kPanel * kGroup) + kk % kGroup] = static_cast<std::int8_t>(v);
+      const std::int64_t j = blocks.blocked ? kk / blocks.size : 0;
+      colsum[static_cast<std::size_t>(j * pn + nn)] += v;
+    }
+    for (std::int64_t j = 0; j < blocks.count; ++j) {
+      const std::size_t pi = g == Granularity::per_tensor ? 0
+                             : g == Granularity::per_channel ? static_cast<std::size_t>(nn)
+                                                             : static_cast<std::size_t>(nn * blocks.count + j);
+      const auto at = static_cast<std::size_t>(j * pn + nn);
+      zb[at] = p.zero_point(pi) + shift;
+      sb[at] = p.scale(pi);
+    }
+  }
+}
+
+std::size_t X86PackedWeights::bytes() const noexcept {
+  return data.size() + (colsum.size() + zb.size()) * sizeof(std::int32_t) +
+         sb.size() * sizeof(float);
+}
+
+void pack_activations(const MatmulDesc& desc, const void* a, std::int64_t depth,
+                      const KBlocks& blocks, bool s8_domain, PackedA& out) {
+  const std::int64_t M = desc.m, K = desc.k;
+  out.m = M;
+  out.rows = round_up(std::max<std::int64_t>(M, 1), kRowAlign);
+  out.depth = depth;
+  out.s8_domain = s8_domain;
+  out.block_count = blocks.count;
+  out.data.reset(static_cast<std::size_t>(out.rows * depth));
+  out.rowsum.assign(static_cast<std::size_t>(M * blocks.count), 0);
+  out.za.resize(static_cast<std::size_t>(M));
+  out.sa.resize(static_cast<std::size_t>(M));
+  const QuantizationParams& p = desc.a;
+  const bool per_row = p.scheme().granularity != Granularity::per_tensor;
+  const std::int32_t shift = a_shift(p.dtype(), s8_domain);
+  // Both shifts are +-128 or 0 and flip the top bit: the byte pattern is a ^ 0x80.
+  const std::uint8_t flip = shift != 0 ? 0x80 : 0x00;
+  const auto* src = static_cast<const std::uint8_t*>(a);
+  const bool dst_signed = s8_domain;
+  for (std::int64_t m = 0; m < M; ++m) {
+    const std::uint8_t* in = src + m * K;
+    std::uint8_t* row = out.data.data() + m * depth;
+    for (std::int64_t j = 0; j < blocks.count; ++j) {
+      const std::int64_t k0 = blocks.blocked ? j * blocks.size : 0;
+      const std::int64_t k1 = blocks.blocked ? std::min(K, k0 + blocks.size) : K;
+      std::int32_t sum = 0;
+      for (std::int64_t kk = k0; kk < k1; ++kk) {
+        const std::uint8_t byte = static_cast<std::uint8_t>(in[kk] ^ flip);
+        row[kk] = byte;
+        sum += dst_signed ? static_cast<std::int32_t>(static_cast<std::int8_t>(byte)) : byte;
+      }
+      out.rowsum[static_cast<std::size_t>(m * blocks.count + j)] = sum;
+    }
+    const std::size_t pi = per_row ? static_cast<std::size_t>(m) : 0;
+    out.za[static_cast<std::size_t>(m)] = p.zero_point(pi) + shift;
+    out.sa[static_cast<std::size_t>(m)] = p.scale(pi);
+  }
+}
+
+}  // namespace qforge::cpu_x86

@@ -1,0 +1,97 @@
+// Packing of the GEMM operands into the layout of gemm_kernels.h, with the sums the epilogue
+// needs for zero-point compensation (gemm_epilogue.h).
+//
+// Domains: the kernels multiply A_d (u8 or s8) by B_s8. Each operand is shifted into its
+// domain and its zero point shifted by the same amount, so (a - za) == (a_d - za_d) exactly:
+//     A int8 -> u8: a + 128          A uint8 -> s8: a - 128
+//     B uint8 -> s8: b - 128         B int4 / uint4: widened unchanged (-8..7 / 0..15)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "qforge/op_desc.h"
+#include "qforge/ops.h"
+
+namespace qforge::cpu_x86 {
+
+// 64-byte aligned, zero-initialised bytes.
+class AlignedBytes {
+ public:
+  AlignedBytes() = default;
+  explicit AlignedBytes(std::size_t n);
+  std::uint8_t* data() noexcept { return p_.get(); }
+  const std::uint8_t* data() const noexcept { return p_.get(); }
+  std::size_t size() const noexcept { return n_; }
+  // Grows (never shrinks) and zero-fills the first n bytes.
+  void reset(std::size_t n);
+
+ private:
+  struct Free {
+    void operator()(std::uint8_t* p) const noexcept;
+  };
+  std::unique_ptr<std::uint8_t[], Free> p_;
+  std::size_t n_ = 0;
+  std::size_t capacity_ = 0;
+};
+
+// Block structure of the K axis: one block spanning K unless B is block-wise.
+struct KBlocks {
+  std::int64_t size = 0;   // block length (K when not blocked)
+  std::int64_t count = 1;  // number of blocks (>= 1, also for K == 0)
+  bool blocked = false;
+  std::int64_t length(std::int64_t j, std::int64_t k) const {
+    return blocked ? std::min(size, k - j * size) : k;
+  }
+};
+KBlocks k_blocks(const MatmulDesc& desc);
+
+class X86PackedWeights final : public PackedWeights {
+ public:
+  X86PackedWeights(const MatmulDesc& desc, const void* b);
+
+  const MatmulDesc& desc() const noexcept override { return desc_; }
+  std::string backend() const override { return "cpu_x86"; }
+  std::size_t bytes() const noexcept override;
+
+  std::int64_t n = 0, k = 0;
+  std::int64_t panels = 0;       // ceil(N / 16)
+  std::int64_t depth = 0;        // K padded to a multiple of 64
+  std::int64_t panel_stride = 0; // bytes per panel = depth * 16
+  KBlocks blocks;
+  bool holds_min = false;        // some stored value is -128 (the maddubs idiom is then inexact)
+  AlignedBytes data;             // the panels
+  // Per block j and padded column c (index j * panels * 16 + c); padded columns hold 0.
+  std::vector<std::int32_t> colsum;
+  std::vector<std::int32_t> zb;
+  std::vector<float> sb;
+
+  const std::int8_t* panel(std::int64_t p) const {
+    return reinterpret_cast<const std::int8_t*>(data.data()) + p * panel_stride;
+  }
+  std::int64_t padded_n() const { return panels * 16; }
+
+ private:
+  MatmulDesc desc_;
+};
+
+// The activations of one call, packed for one kernel family.
+struct PackedA {
+  std::int64_t m = 0;
+  std::int64_t rows = 0;    // m padded to a multiple of 16
+  std::int64_t depth = 0;   // same as the weights'
+  bool s8_domain = false;
+  AlignedBytes data;        // [rows][depth]
+  std::vector<std::int32_t> rowsum;  // [m][blocks]
+  std::vector<std::int32_t> za;      // [m]
+  std::vector<float> sa;             // [m]
+  std::int64_t block_count = 1;
+};
+
+// Packs A ([M, K] int8/uint8, row-major) into `out` (reusing its memory).
+void pack_activations(const MatmulDesc& desc, const void* a, std::int64_t depth,
+                      const KBlocks& blocks, bool s8_domain, PackedA& out);
+
+}  // namespace qforge::cpu_x86

@@ -1,0 +1,245 @@
+// AVX2 + F16C quantization kernels (compiled with -mavx2 -mfma -mf16c). See quantize_kernels.h.
+//
+// Everything here stays in this translation unit's anonymous namespace or carries an _avx2
+// suffix: no inline function or template shared with other translation units is instantiated,
+// so the linker can never pick an AVX2 copy of a common function for code that must run on a
+// lesser CPU (the usual hazard of per-source ISA flags).
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "quantize_kernels.h"
+
+namespace qforge::cpu_x86 {
+namespace {
+
+constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
+// 8 floats of any FloatKind, widened exactly to float32.
+inline __m256 load8(const void* x, FloatKind kind, std::int64_t i) {
+  switch (kind) {
+    case FloatKind::f32: return _mm256_loadu_ps(static_cast<const float*>(x) + i);
+    case FloatKind::f16:
+      return _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(x) + i)));
+    case FloatKind::bf16: {
+      const __m128i h =
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(x) + i));
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+  }
+  return _mm256_setzero_ps();
+}
+
+inline int float_bytes(FloatKind kind) { return kind == FloatKind::f32 ? 4 : 2; }
+
+// v = x / s already computed. Returns sat(rne(v) + z) as int32 lanes, NaN -> z. Clamping before
+// rounding is the same as after, because the bounds lo = qmin - z and hi = qmax - z are
+// integers; max(v, lo) turns NaN into lo, and the ordered mask then turns it into 0 (-> z).
+inline __m256i finish(__m256 v, __m256 lo, __m256 hi, __m256i z) {
+  const __m256 ordered = _mm256_cmp_ps(v, v, _CMP_ORD_Q);
+  v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+  v = _mm256_and_ps(_mm256_round_ps(v, kRound), ordered);
+  return _mm256_add_epi32(_mm256_cvttps_epi32(v), z);
+}
+
+// Four vectors of in-range int32 -> 32 bytes in element order.
+inline __m256i pack32(__m256i a, __m256i b, __m256i c, __m256i d, bool is_signed) {
+  const __m256i ab = _mm256_packs_epi32(a, b);  // lanes: a0-3 b0-3 | a4-7 b4-7
+  const __m256i cd = _mm256_packs_epi32(c, d);
+  const __m256i bytes = is_signed ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd);
+  // bytes holds dwords a0-3 b0-3 c0-3 d0-3 a4-7 b4-7 c4-7 d4-7 (each dword 4 elements).
+  return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+struct Bounds {
+  __m256 lo, hi;
+  __m256i z;
+};
+
+inline Bounds bounds(std::int32_t z, QuantRange r) {
+  return {_mm256_set1_ps(static_cast<float>(r.qmin - z)),
+          _mm256_set1_ps(static_cast<float>(r.qmax - z)), _mm256_set1_epi32(z)};
+}
+
+// Quantizes 32 elements starting at x[i] into out[0..32).
+inline void quantize32_same(const void* x, FloatKind kind, std::int64_t i, __m256 s, const Bounds& b,
+                            bool is_signed, void* out) {
+  const __m256i q0 = finish(_mm256_div_ps(load8(x, kind, i), s), b.lo, b.hi, b.z);
+  const __m256i q1 = finish(_mm256_div_ps(load8(x, kind, i + 8), s), b.lo, b.hi, b.z);
+  const __m256i q2 = finish(_mm256_div_ps(load8(x, kind, i + 16), s), b.lo, b.hi, b.z);
+  const __m256i q3 = finish(_mm256_div_ps(load8(x, kind, i + 24), s), b.lo, b.hi, b.z);
+  _mm256_storeu_si256(static_cast<__m256i*>(out), pack32(q0, q1, q2, q3, is_signed));
+}
+
+// Per-element params: eight at a time.
+inline __m256i quantize8_vec(const void* x, FloatKind kind, std::int64_t i, const float* scales,
+                             const std::int32_t* zps, QuantRange r) {
+  const __m256i z = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(zps + i));
+  const __m256 lo = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_set1_epi32(r.qmin), z));
+  const __m256 hi = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_set1_epi32(r.qmax), z));
+  const __m256 v = _mm256_div_ps(load8(x, kind, i), _mm256_loadu_ps(scales + i));
+  return finish(v, lo, hi, z);
+}
+
+inline __m256i load8_q(const void* q, bool is_signed, std::int64_t i) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(static_cast<const std::uint8_t*>(q) + i));
+  return is_signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+}
+
+// The tails below run the very same vector code on a zero-padded copy of the last few
+// elements, so the last partial vector is computed exactly like the others.
+template <class Body>
+inline void with_tail_copy(const void* src, int src_elem_bytes, std::int64_t count, void* dst,
+                           int dst_elem_bytes, Body body) {
+  alignas(32) unsigned char in[32 * 4] = {};
+  alignas(32) unsigned char out[32 * 4] = {};
+  std::memcpy(in, src, static_cast<std::size_t>(count * src_elem_bytes));
+  body(static_cast<const void*>(in), static_cast<void*>(out));
+  std::memcpy(dst, out, static_cast<std::size_t>(count * dst_elem_bytes));
+}
+
+}  // namespace
+
+void quantize_run_avx2(const void* x, FloatKind kind, void* q, std::int64_t count, float scale,
+                       std::int32_t zero_point, QuantRange range) {
+  const __m256 s = _mm256_set1_ps(scale);
+  const Bounds b = bounds(zero_point, range);
+  auto* out = static_cast<std::uint8_t*>(q);
+  std::int64_t i = 0;
+  for (; i + 32 <= count; i += 32) quantize32_same(x, kind, i, s, b, range.is_signed, out + i);
+  if (i < count) {
+    const int fb = float_bytes(kind);
+    with_tail_copy(static_cast<const unsigned char*>(x) + i * fb, fb, count - i, out + i, 1,
+                   [&](const void* in, void* o) { quantize32_same(in, kind, 0, s, b, range.is_signed, o); });
+  }
+}
+
+void quantize_vec_avx2(const void* x, FloatKind kind, void* q, std::int64_t count,
+                       const float* scales, const std::int32_t* zero_points, QuantRange range) {
+  auto* out = static_cast<std::uint8_t*>(q);
+  std::int64_t i = 0;
+  for (; i + 32 <= count; i += 32) {
+    const __m256i q0 = quantize8_vec(x, kind, i, scales, zero_points, range);
+    const __m256i q1 = quantize8_vec(x, kind, i + 8, scales, zero_points, range);
+    const __m256i q2 = quantize8_vec(x, kind, i + 16, scales, zero_points, range);
+    const __m256i q3 = quantize8_vec(x, kind, i + 24, scales, zero_points, range);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), pack32(q0, q1, q2, q3, range.is_signed));
+  }
+  if (i < count) {
+    // Pad the params too (scale 1, zero point 0) so the padded lanes stay harmless.
+    const std::int64_t rest = count - i;
+    alignas(32) float sc[32];
+    alignas(32) std::int32_t zp[32];
+    for (int j = 0; j < 32; ++j) {
+      sc[j] = j < rest ? scales[i + j] : 1.0f;
+      zp[j] = j < rest ? zero_points[i + j] : 0;
+    }
+    const int fb = float_bytes(kind);
+    with_tail_copy(static_cast<const unsigned char*>(x) + i * fb, fb, rest, out + i, 1,
+                   [&](const void* in, void* o) {
+                     const __m256i q0 = quantize8_vec(in, kind, 0, sc, zp, range);
+                     const __m256i q1 = quantize8_vec(in, kind, 8, sc, zp, range);
+                     const __m256i q2 = quantize8_vec(in, kind, 16, sc, zp, range);
+                     const __m256i q3 = quantize8_vec(in, kind, 24, sc, zp, range);
+                     _mm256_storeu_si256(static_cast<__m256i*>(o), pack32(q0, q1, q2, q3, range.is_signed));
+                   });
+  }
+}
+
+void dequantize_run_avx2(const void* q, bool is_signed, float* x, std::int64_t count, float scale,
+                         std::int32_t zero_point) {
+  const __m256 s = _mm256_set1_ps(scale);
+  const __m256i z = _mm256_set1_epi32(zero_point);
+  auto body = [&](const void* in, float* out, std::int64_t n) {
+    std::int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(out + i,
+                       _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(load8_q(in, is_signed, i), z)), s));
+  };
+  const std::int64_t main = count & ~std::int64_t{7};
+  body(q, x, main);
+  if (main < count)
+    with_tail_copy(static_cast<const std::uint8_t*>(q) + main, 1, count - main, x + main, 4,
+                   [&](const void* in, void* o) { body(in, static_cast<float*>(o), 8); });
+}
+
+void dequantize_vec_avx2(const void* q, bool is_signed, float* x, std::int64_t count,
+                         const float* scales, const std::int32_t* zero_points) {
+  std::int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const __m256i z = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(zero_points + i));
+    const __m256i d = _mm256_sub_epi32(load8_q(q, is_signed, i), z);
+    _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_cvtepi32_ps(d), _mm256_loadu_ps(scales + i)));
+  }
+  // Fewer than 8 left: scalar, the same single rounding of float(q - z) * s.
+  for (; i < count; ++i) {
+    const std::uint8_t byte = static_cast<const std::uint8_t*>(q)[i];
+    const std::int32_t v = is_signed ? static_cast<std::int8_t>(byte) : byte;
+    x[i] = static_cast<float>(v - zero_points[i]) * scales[i];
+  }
+}
+
+void requantize_float_avx2(const std::int32_t* c, void* y, std::int64_t count,
+                           const float* multipliers, bool per_element, std::int32_t zero_point,
+                           QuantRange range) {
+  const Bounds b = bounds(zero_point, range);
+  auto* out = static_cast<std::uint8_t*>(y);
+  auto one32 = [&](const std::int32_t* in, const float* m, void* o) {
+    __m256i r[4];
+    for (int j = 0; j < 4; ++j) {
+      const __m256 mul = per_element ? _mm256_loadu_ps(m + 8 * j) : _mm256_set1_ps(m[0]);
+      const __m256 v = _mm256_mul_ps(
+          _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 8 * j))), mul);
+      r[j] = finish(v, b.lo, b.hi, b.z);
+    }
+    _mm256_storeu_si256(static_cast<__m256i*>(o), pack32(r[0], r[1], r[2], r[3], range.is_signed));
+  };
+  std::int64_t i = 0;
+  for (; i + 32 <= count; i += 32) one32(c + i, per_element ? multipliers + i : multipliers, out + i);
+  if (i < count) {
+    const std::int64_t rest = count - i;
+    alignas(32) float mul[32];
+    for (int j = 0; j < 32; ++j) mul[j] = per_element ? (j < rest ? multipliers[i + j] : 0.0f) : multipliers[0];
+    with_tail_copy(c + i, 4, rest, out + i, 1, [&](const void* in, void* o) {
+      one32(static_cast<const std::int32_t*>(in), mul, o);
+    });
+  }
+}
+
+MinMax minmax_f32_avx2(const float* x, std::int64_t count) {
+  // Start from the first element (NaN-free lanes are fixed up below); NaN lanes are masked out
+  // by replacing them with +inf for the min and -inf for the max.
+  const __m256 pinf = _mm256_set1_ps(__builtin_inff());
+  const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
+  __m256 lo = pinf, hi = ninf;
+  __m256 nan_seen = _mm256_setzero_ps();
+  std::int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 unordered = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    nan_seen = _mm256_or_ps(nan_seen, unordered);
+    lo = _mm256_min_ps(lo, _mm256_blendv_ps(v, pinf, unordered));
+    hi = _mm256_max_ps(hi, _mm256_blendv_ps(v, ninf, unordered));
+  }
+  alignas(32) float l[8], h[8];
+  _mm256_store_ps(l, lo);
+  _mm256_store_ps(h, hi);
+  MinMax r{l[0], h[0], _mm256_movemask_ps(nan_seen) != 0};
+  for (int j = 1; j < 8; ++j) {
+    r.lo = l[j] < r.lo ? l[j] : r.lo;
+    r.hi = h[j] > r.hi ? h[j] : r.hi;
+  }
+  for (; i < count; ++i) {
+    const float v = x[i];
+    if (v != v) {
+      r.has_nan = true;
+      continue;
+    }
+    r.lo = v < r.lo ? v : r.lo;
+    r.hi = v > r.hi ? v : r.hi;
+  }
+  return r;
+}
+
+}  // namespace qforge::cpu_x86

@@ -1,0 +1,149 @@
+// Edges of the cpu_x86 contract: the int32 bound, descriptors the kernels refuse, empty
+// shapes, foreign or mismatched packed weights, the maddubs exactness rule.
+#include <gtest/gtest.h>
+
+#include "gemm_cases.h"
+#include "qforge/error.h"
+#include "qforge/reference.h"
+
+namespace qforge::cpu_x86_test {
+namespace {
+
+class CpuX86Edges : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    loaded_ = load_plugin();
+    if (!loaded_.ops) GTEST_SKIP() << loaded_.why_missing;
+    if (!loaded_.ops->availability().usable) GTEST_SKIP() << loaded_.ops->availability().reason;
+  }
+  static MatmulDesc desc(std::int64_t m, std::int64_t n, std::int64_t k) {
+    return MatmulDesc{.m = m, .n = n, .k = k,
+                      .a = QuantizationParams::per_tensor_affine(DType::uint8, 0.1f, 3),
+                      .b = QuantizationParams::per_tensor_affine(DType::int8, 0.2f, -5),
+                      .b_layout = MatrixLayout::kn, .has_bias = false, .out_type = FloatType::f32,
+                      .y = std::nullopt};
+  }
+  void expect_refused(const OpDesc& op, const std::string& words) {
+    const Support s = loaded_.ops->supports(op);
+    EXPECT_FALSE(s.supported) << describe(op);
+    EXPECT_NE(s.reason.find(words), std::string::npos) << s.reason;
+  }
+  Loaded loaded_;
+};
+
+TEST_F(CpuX86Edges, KBeyondTheInt32BoundIsRefused) {
+  MatmulDesc d = desc(2, 3, 1);
+  const std::int64_t safe = reference::int32_safe_k(d);
+  d.k = safe;
+  EXPECT_TRUE(loaded_.ops->supports({OpKind::matmul_integer, d}).supported);
+  d.k = safe + 1;
+  for (OpKind op : {OpKind::matmul_integer, OpKind::matmul_dequant}) expect_refused({op, d}, "int32");
+  std::vector<std::uint8_t> a(static_cast<std::size_t>(2 * d.k)), b(static_cast<std::size_t>(3 * d.k));
+  std::vector<std::int32_t> c(6);
+  try {
+    loaded_.ops->matmul_integer(d, a.data(), b.data(), c.data());
+    ADD_FAILURE() << "K beyond the bound ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::unsupported);
+  }
+  EXPECT_THROW(loaded_.ops->pack_weights(d, b.data()), Error);
+}
+
+TEST_F(CpuX86Edges, RefusesWhatTheKernelsDoNotTake) {
+  MatmulDesc d = desc(4, 4, 8);
+  d.a = QuantizationParams::per_tensor_affine(DType::int16, 0.1f, 0);
+  expect_refused({OpKind::matmul_integer, d}, "int16");
+  d = desc(4, 4, 8);
+  d.out_type = FloatType::f16;
+  expect_refused({OpKind::matmul_dequant, d}, "float32");
+  d = desc(4, 4, 10);
+  d.b_layout = MatrixLayout::nk;
+  d.b = QuantizationParams(DType::int8, Scheme::block_symmetric(5), std::vector<float>(8, 0.1f));
+  expect_refused({OpKind::matmul_dequant, d}, "multiple of 4");
+  d.b = QuantizationParams(DType::int8, Scheme::block_symmetric(4), std::vector<float>(12, 0.1f));
+  EXPECT_TRUE(loaded_.ops->supports({OpKind::matmul_dequant, d}).supported);
+  expect_refused({OpKind::qlinear_matmul, d}, "block-wise");
+  // What the reference refuses, cpu_x86 refuses too.
+  d = desc(4, 4, 8);
+  d.b = QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, std::vector<float>(8, 0.1f));
+  expect_refused({OpKind::matmul_integer, d}, "axis");
+}
+
+TEST_F(CpuX86Edges, EmptyShapesWriteNothingAndDoNotFail) {
+  for (auto [m, n, k] : {std::tuple<int, int, int>{0, 5, 7}, {5, 0, 7}, {5, 6, 0}, {0, 0, 0}}) {
+    const MatmulDesc d = desc(m, n, k);
+    std::vector<std::uint8_t> a(static_cast<std::size_t>(m * k) + 1), b(static_cast<std::size_t>(n * k) + 1);
+    std::vector<std::int32_t> got(static_cast<std::size_t>(m * n) + 1, 77), want(got.size(), 77);
+    reference::matmul_integer(d, a.data(), b.data(), want.data());
+    loaded_.ops->matmul_integer(d, a.data(), b.data(), got.data());
+    EXPECT_EQ(got, want) << m << "x" << n << "x" << k;
+  }
+}
+
+TEST_F(CpuX86Edges, PackedWeightsMustMatchAndComeFromCpuX86) {
+  SCOPED_TRACE(seed_text());
+  Rng rng = test_rng();
+  const MatmulProblem p = random_problem(rng, 5, 20, 30, {false, false, false});
+  const auto packed = loaded_.ops->pack_weights(p.desc, p.b.data());
+  MatmulDesc other = p.desc;
+  other.k = 31;  // a valid descriptor, but not the one the weights were packed for
+  std::vector<std::uint8_t> a(5 * 31);
+  std::vector<std::int32_t> c(5 * 20);
+  try {
+    loaded_.ops->matmul_integer_packed(other, a.data(), *packed, c.data());
+    ADD_FAILURE() << "mismatched packed weights ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::shape_mismatch) << e.what();
+  }
+  auto scalar = load_plugin("cpu_scalar");
+  if (!scalar.ops) GTEST_SKIP() << "cpu_scalar not built: " << scalar.why_missing;
+  const auto foreign = scalar.ops->pack_weights(p.desc, p.b.data());
+  try {
+    loaded_.ops->matmul_integer_packed(p.desc, p.a.data(), *foreign, c.data());
+    ADD_FAILURE() << "weights packed by cpu_scalar ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+  }
+}
+
+TEST_F(CpuX86Edges, MaddubsNeverRunsOnWeightsHoldingMinus128) {
+  std::string why;
+  if (!kernel_runnable(*loaded_.ops, "q8_gemm_4x16c4__avx2_maddubs", &why)) GTEST_SKIP() << why;
+  SCOPED_TRACE(seed_text());
+  Rng rng = test_rng();
+  MatmulProblem p = random_problem(rng, 20, 20, 30, {false, true, false});
+  p.desc.b = QuantizationParams::per_tensor_affine(DType::int8, 0.1f, 0);
+  // Affine int8 weights may hold -128, so supports() does not offer maddubs for them.
+  const Support s = loaded_.ops->supports({OpKind::matmul_integer, p.desc});
+  for (const auto& k : s.kernels) EXPECT_EQ(k.find("maddubs"), std::string::npos) << k;
+  // Forced anyway on weights that do hold -128 (|a| * 128 pairs could reach 32768 and
+  // saturate), the exact maddwd kernel runs instead and says so.
+  p.b[7] = 0x80;
+  loaded_.ops->set_kernel({"q8_gemm_4x16c4__avx2_maddubs"});
+  ASSERT_EQ(check_matmul(*loaded_.ops, OpKind::matmul_integer, p), "");
+  EXPECT_EQ(loaded_.ops->last_kernel(), "q8_gemm_2x16c4__avx2_maddwd");
+  // Without -128 the forced maddubs kernel runs.
+  p.b[7] = 0x81;
+  ASSERT_EQ(check_matmul(*loaded_.ops, OpKind::matmul_integer, p), "");
+  EXPECT_EQ(loaded_.ops->last_kernel(), "q8_gemm_4x16c4__avx2_maddubs");
+  // Automatic selection under an AVX2 restriction makes the same choice.
+  loaded_.ops->set_kernel({});
+  loaded_.ops->set_option("isa", "avx2");
+  p.b[7] = 0x80;
+  ASSERT_EQ(check_matmul(*loaded_.ops, OpKind::matmul_integer, p), "");
+  EXPECT_EQ(loaded_.ops->last_kernel(), "q8_gemm_2x16c4__avx2_maddwd");
+}
+
+TEST_F(CpuX86Edges, ForcedKernelOfAnotherOpIsRefused) {
+  loaded_.ops->set_kernel({"q8_quantize__avx2"});
+  const MatmulDesc d = desc(3, 3, 3);
+  std::vector<std::uint8_t> a(9), b(9);
+  std::vector<std::int32_t> c(9);
+  EXPECT_THROW(loaded_.ops->matmul_integer(d, a.data(), b.data(), c.data()), Error);
+  loaded_.ops->set_kernel({"reference"});
+  loaded_.ops->matmul_integer(d, a.data(), b.data(), c.data());
+  EXPECT_EQ(loaded_.ops->last_kernel(), "reference");
+}
+
+}  // namespace
+}  // namespace qforge::cpu_x86_test
