@@ -6,7 +6,7 @@
 // for AVX/AVX-512; the fallbacks below do the same for AVX-VNNI (YMM state, XCR0 bits 1-2) and
 // AMX (tile config and tile data state, XCR0 bits 17-18). On Linux >= 5.16 a process must still
 // ask for AMX tile data with arch_prctl(ARCH_REQ_XCOMP_PERM) before its first tile instruction;
-// that request belongs to the kernel that uses AMX, not to detection.
+// that request belongs to the backend whose kernels use AMX, not to detection.
 #include "qforge/hardware.h"
 
 #include <cpuinfo.h>
