@@ -1,0 +1,24 @@
+// Shared by the element-wise shaders: the linear invocation index of a 2-D dispatch (dispatches
+// wider than maxComputeWorkGroupCount[0] wrap into y) and the index of the (scale, zero point)
+// pair of an element.
+
+const uint QF_LOCAL = 256u;
+
+uint qf_linear_invocation() {
+  return (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * QF_LOCAL +
+         gl_LocalInvocationID.x;
+}
+
+// Granularity of the params: 0 per tensor, 1 per channel, 2 block-wise (see op_elementwise.cpp,
+// which fills the push constants).
+//   per channel: element e of this dispatch is global element base + e; t = base % inner + e;
+//                channel = (base / inner % channels + t / inner) % channels
+//   block:       t = base % last + e; pair = (t / last) * blocks_per_row + (t % last) / block,
+//                relative to the first pair of the dispatch's row
+uint qf_param_index(uint e, uint gran, uint inner, uint channels, uint block, uint base_a,
+                    uint base_b) {
+  if (gran == 0u) return 0u;
+  uint t = base_b + e;
+  if (gran == 1u) return (base_a + t / inner) % channels;
+  return (t / inner) * channels + (t % inner) / block;
+}

@@ -1,0 +1,122 @@
+// One logical device of the plugin: the device, its compute queue, memory-type choice, the
+// command buffer every op records into, and the validation check after each submission.
+//
+// Submission model: ops are synchronous. An op records its copies and dispatches into the one
+// command buffer (Commands), submits it and waits on a fence, so when the op returns its outputs
+// are written. Timestamps around each submission give the GPU time of the last op.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <span>
+#include <vector>
+
+#include "device_caps.h"
+#include "instance.h"
+
+namespace qforge::vulkan {
+
+struct Pipeline;
+class PipelineCache;
+class DeviceBuffer;
+
+// A storage-buffer binding: the window of `buffer` a shader sees as one array.
+struct BufferBinding {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceSize offset = 0;
+  VkDeviceSize range = 0;
+};
+
+class Context;
+
+// The command buffer of one submission. Obtained from Context::begin(); everything recorded
+// runs, in order, when submit() is called.
+class Commands {
+ public:
+  explicit Commands(Context& ctx);
+  ~Commands();
+  Commands(const Commands&) = delete;
+  Commands& operator=(const Commands&) = delete;
+
+  void begin();
+  VkCommandBuffer handle() const noexcept { return cmd_; }
+  // Makes every earlier transfer and compute write visible to later transfers and shaders.
+  void barrier();
+  void copy(VkBuffer src, VkDeviceSize src_offset, VkBuffer dst, VkDeviceSize dst_offset,
+            VkDeviceSize bytes);
+  void fill(VkBuffer dst, VkDeviceSize offset, VkDeviceSize bytes, std::uint32_t value);
+  // Binds `bindings` to bindings 0..n-1 of the pipeline's set 0, pushes `push` and dispatches.
+  void dispatch(const Pipeline& pipeline, std::span<const BufferBinding> bindings,
+                const void* push, std::uint32_t push_bytes, std::uint32_t gx, std::uint32_t gy,
+                std::uint32_t gz = 1);
+  // Ends, submits, waits; throws on a failed call or a collected validation error. Returns the
+  // GPU time between the first and last command in ns (0 when the queue has no timestamps).
+  double submit();
+
+  // Number of dispatches recorded since begin() (tests of the splitting read it).
+  std::uint32_t dispatch_count() const noexcept { return dispatches_; }
+
+ private:
+  VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
+
+  Context& ctx_;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  VkQueryPool queries_ = VK_NULL_HANDLE;
+  std::vector<VkDescriptorPool> descriptor_pools_;
+  std::size_t current_pool_ = 0;
+  bool recording_ = false;
+  std::uint32_t dispatches_ = 0;
+};
+
+class Context {
+ public:
+  Context(std::shared_ptr<Instance> instance, const DeviceCaps& caps);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  VkDevice device() const noexcept { return device_; }
+  VkQueue queue() const noexcept { return queue_; }
+  const DeviceCaps& caps() const noexcept { return caps_; }
+  Instance& instance() const noexcept { return *instance_; }
+
+  // A memory type allowed by `type_bits` with every `required` flag, preferring one that also
+  // has the `preferred` flags. Throws unsupported when none has the required flags.
+  std::uint32_t memory_type(std::uint32_t type_bits, VkMemoryPropertyFlags required,
+                            VkMemoryPropertyFlags preferred) const;
+  VkMemoryPropertyFlags memory_flags(std::uint32_t type) const;
+
+  // The one command stream (ops are synchronous and an instance is used from one thread).
+  Commands& commands() { return *commands_; }
+  PipelineCache& pipelines() { return *pipelines_; }
+  // Buffers kept between ops, by name (buffers.h: scratch()).
+  std::map<std::string, std::unique_ptr<DeviceBuffer>, std::less<>>& scratch_buffers() {
+    return scratch_;
+  }
+
+  // Lowers maxStorageBufferRange and maxComputeWorkGroupCount as the plugin sees them, so tests
+  // can drive the splitting with small data; 0 restores the device's own value.
+  void limit(std::uint64_t storage_range, std::uint32_t workgroups);
+
+  // Throws Error(backend) listing validation errors collected since the last check.
+  void check_validation(const char* where);
+
+ private:
+  std::shared_ptr<Instance> instance_;
+  DeviceCaps caps_;
+  DeviceCaps device_caps_;  // as the device reports them (limit() starts from these)
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  VkPhysicalDeviceMemoryProperties memory_{};
+  std::unique_ptr<Commands> commands_;
+  std::unique_ptr<PipelineCache> pipelines_;
+  std::map<std::string, std::unique_ptr<DeviceBuffer>, std::less<>> scratch_;
+};
+
+}  // namespace qforge::vulkan

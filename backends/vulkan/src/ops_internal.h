@@ -1,0 +1,31 @@
+// The op launchers behind VulkanOps: each records its dispatches into the context's command
+// buffer, submits, waits and returns the GPU time in ns (0 without timestamps). Arguments are
+// validated by supports() before these run; pointers are checked here (resolve()).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "context.h"
+#include "kernels.h"
+#include "qforge/ops.h"
+
+namespace qforge::vulkan {
+
+double run_quantize(Context& ctx, const QuantizeDesc& desc, const void* x, void* q);
+double run_dequantize(Context& ctx, const QuantizeDesc& desc, const void* q, float* x);
+double run_requantize(Context& ctx, const RequantizeDesc& desc, const std::int32_t* c, void* y);
+
+// B packed once for the GEMM kernels (pack_weights): [N, Kp] signed bytes and column sums, in
+// buffers of the context it was packed on.
+class VulkanPackedWeights;
+
+std::shared_ptr<PackedWeights> pack_gemm_weights(std::shared_ptr<Context> ctx,
+                                                 const MatmulDesc& desc, const void* b);
+
+// matmul_integer / matmul_dequant / qlinear_matmul with kernel `kernel`. Exactly one of b and
+// packed is set; bias only for matmul_dequant with has_bias.
+double run_gemm(Context& ctx, Kernel kernel, OpKind op, const MatmulDesc& desc, const void* a,
+                const void* b, const PackedWeights* packed, const float* bias, void* out);
+
+}  // namespace qforge::vulkan

@@ -1,0 +1,91 @@
+#include "pipelines.h"
+
+#include "context.h"
+#include "qforge/error.h"
+#include "shaders.h"
+#include "vk_error.h"
+
+namespace qforge::vulkan {
+
+PipelineCache::~PipelineCache() {
+  VkDevice dev = ctx_.device();
+  for (auto& [key, p] : pipelines_) {
+    vkDestroyPipeline(dev, p->pipeline, nullptr);
+    vkDestroyPipelineLayout(dev, p->layout, nullptr);
+    vkDestroyDescriptorSetLayout(dev, p->set_layout, nullptr);
+  }
+  for (auto& [name, m] : modules_) vkDestroyShaderModule(dev, m, nullptr);
+}
+
+VkShaderModule PipelineCache::module(std::string_view shader) {
+  if (auto it = modules_.find(shader); it != modules_.end()) return it->second;
+  for (const ShaderBlob& blob : shader_blobs()) {
+    if (shader != blob.name) continue;
+    VkShaderModuleCreateInfo info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    info.codeSize = blob.size;
+    info.pCode = reinterpret_cast<const std::uint32_t*>(blob.data);
+    VkShaderModule m = VK_NULL_HANDLE;
+    check(vkCreateShaderModule(ctx_.device(), &info, nullptr, &m),
+          "vkCreateShaderModule(" + std::string(shader) + ")");
+    modules_.emplace(std::string(shader), m);
+    return m;
+  }
+  throw Error(ErrorCode::internal, "vulkan: shader '" + std::string(shader) +
+                                       "' is not embedded in the plugin (see shader_table.cpp)");
+}
+
+const Pipeline& PipelineCache::get(std::string_view shader, std::uint32_t bindings,
+                                   std::uint32_t push_bytes, std::span<const std::uint32_t> spec) {
+  auto key = std::make_tuple(std::string(shader), std::vector<std::uint32_t>(spec.begin(), spec.end()));
+  if (auto it = pipelines_.find(key); it != pipelines_.end()) return *it->second;
+
+  VkDevice dev = ctx_.device();
+  auto p = std::make_unique<Pipeline>();
+  p->name = std::string(shader);
+  p->bindings = bindings;
+  p->push_bytes = push_bytes;
+
+  std::vector<VkDescriptorSetLayoutBinding> b(bindings);
+  for (std::uint32_t i = 0; i < bindings; ++i)
+    b[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  VkDescriptorSetLayoutCreateInfo set{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  set.bindingCount = bindings;
+  set.pBindings = b.data();
+  check(vkCreateDescriptorSetLayout(dev, &set, nullptr, &p->set_layout),
+        "vkCreateDescriptorSetLayout");
+
+  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes};
+  VkPipelineLayoutCreateInfo layout{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  layout.setLayoutCount = 1;
+  layout.pSetLayouts = &p->set_layout;
+  layout.pushConstantRangeCount = push_bytes > 0 ? 1 : 0;
+  layout.pPushConstantRanges = &range;
+  if (VkResult r = vkCreatePipelineLayout(dev, &layout, nullptr, &p->layout); r != VK_SUCCESS) {
+    vkDestroyDescriptorSetLayout(dev, p->set_layout, nullptr);
+    check(r, "vkCreatePipelineLayout");
+  }
+
+  std::vector<VkSpecializationMapEntry> entries(spec.size());
+  for (std::uint32_t i = 0; i < spec.size(); ++i)
+    entries[i] = {i, static_cast<std::uint32_t>(i * sizeof(std::uint32_t)), sizeof(std::uint32_t)};
+  VkSpecializationInfo special{static_cast<std::uint32_t>(entries.size()), entries.data(),
+                               spec.size() * sizeof(std::uint32_t), spec.data()};
+  VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+  info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  info.stage.module = module(shader);
+  info.stage.pName = "main";
+  info.stage.pSpecializationInfo = spec.empty() ? nullptr : &special;
+  info.layout = p->layout;
+  if (VkResult r = vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &info, nullptr, &p->pipeline);
+      r != VK_SUCCESS) {
+    vkDestroyPipelineLayout(dev, p->layout, nullptr);
+    vkDestroyDescriptorSetLayout(dev, p->set_layout, nullptr);
+    check(r, "vkCreateComputePipelines(" + std::string(shader) + ")");
+  }
+  const Pipeline& ref = *p;
+  pipelines_.emplace(std::move(key), std::move(p));
+  return ref;
+}
+
+}  // namespace qforge::vulkan

@@ -1,0 +1,21 @@
+// supports(): which descriptors the vulkan backend runs, decided from the descriptor and the
+// device's features before any data exists. Invalid descriptors (what the reference rejects)
+// and valid ones this backend does not implement both answer no, with the reason.
+#pragma once
+
+#include <optional>
+
+#include "device_caps.h"
+#include "kernels.h"
+#include "qforge/ops.h"
+
+namespace qforge::vulkan {
+
+// Support::yes(kernel names, best first) or Support::no(reason). `forced` (set_kernel) limits
+// the GEMM kernels to that one.
+Support check_support(const OpDesc& op, const DeviceCaps& caps, std::optional<Kernel> forced);
+
+// The GEMM kernels this device runs, best first.
+std::vector<Kernel> gemm_kernels(const DeviceCaps& caps);
+
+}  // namespace qforge::vulkan

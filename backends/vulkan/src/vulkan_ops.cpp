@@ -1,0 +1,296 @@
+#include "vulkan_ops.h"
+
+#include <charconv>
+#include <cstring>
+#include <cstdlib>
+
+#include "buffers.h"
+#include "ops_internal.h"
+#include "qforge/error.h"
+#include "support.h"
+
+namespace qforge::vulkan {
+namespace {
+
+// The device used by default: QFORGE_VULKAN_DEVICE when set (and valid), else the first
+// discrete GPU, else the first usable device; -1 when none is usable.
+int default_device(const std::vector<DeviceCaps>& devices) {
+  if (const char* env = std::getenv("QFORGE_VULKAN_DEVICE"); env && *env) {
+    int index = -1;
+    const auto [p, ec] = std::from_chars(env, env + std::strlen(env), index);
+    if (ec != std::errc() || *p != '\0' || index < 0 ||
+        index >= static_cast<int>(devices.size()))
+      throw Error(ErrorCode::invalid_argument,
+                  "QFORGE_VULKAN_DEVICE = '" + std::string(env) + "'; expected a device index in [0, " +
+                      std::to_string(static_cast<int>(devices.size()) - 1) + "]");
+    return index;
+  }
+  for (const auto& d : devices)
+    if (d.unusable_reason.empty() && d.type == "discrete-gpu") return d.index;
+  for (const auto& d : devices)
+    if (d.unusable_reason.empty()) return d.index;
+  return -1;
+}
+
+std::uint64_t parse_u64(std::string_view key, std::string_view value) {
+  std::uint64_t v = 0;
+  const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc() || p != value.data() + value.size())
+    throw Error(ErrorCode::invalid_argument, "vulkan: option " + std::string(key) + " = '" +
+                                                 std::string(value) +
+                                                 "'; expected a non-negative integer");
+  return v;
+}
+
+}  // namespace
+
+VulkanOps::VulkanOps() {
+  try {
+    instance_ = Instance::create();
+  } catch (const Error& e) {
+    instance_error_ = e.what();
+    return;
+  }
+  try {
+    device_ = default_device(instance_->devices());
+  } catch (const Error& e) {  // a bad QFORGE_VULKAN_DEVICE: loaded, but unusable until fixed
+    device_error_ = e.what();
+  }
+}
+
+VulkanOps::~VulkanOps() = default;
+
+Availability VulkanOps::availability() const {
+  if (!instance_) return {false, 0, "vulkan: " + instance_error_};
+  const auto& devs = instance_->devices();
+  if (devs.empty()) return {false, 0, "vulkan: the Vulkan loader found no physical device"};
+  if (!device_error_.empty()) return {false, 0, "vulkan: " + device_error_};
+  if (device_ < 0) {
+    std::string why = "vulkan: no usable device:";
+    for (const auto& d : devs) why += " " + d.unusable_reason + ";";
+    return {false, 0, why};
+  }
+  const DeviceCaps& d = devs[static_cast<std::size_t>(device_)];
+  if (!d.unusable_reason.empty()) return {false, 0, "vulkan: " + d.unusable_reason};
+  // A GPU is worth trying before any CPU backend; a CPU implementation (lavapipe) only after
+  // them, but above the scalar fallback.
+  const int score = d.type == "discrete-gpu" ? 90 : d.type == "integrated-gpu" ? 60 : 2;
+  return {true, score, {}};
+}
+
+std::vector<DeviceInfo> VulkanOps::devices() const {
+  std::vector<DeviceInfo> out;
+  if (!instance_) return out;
+  for (const auto& d : instance_->devices()) {
+    DeviceInfo info;
+    info.name = d.name;
+    info.kind = d.type == "cpu" ? "cpu" : "gpu";
+    info.memory_bytes = d.device_local_bytes;
+    info.properties = d.properties();
+    std::string kernels;
+    for (Kernel k : gemm_kernels(d)) kernels += (kernels.empty() ? "" : ",") + std::string(kernel_name(k));
+    info.properties["gemm_kernels"] = kernels;
+    info.properties["selected"] = d.index == device_ ? "yes" : "no";
+    if (d.index == device_) {
+      // The GPU time of the last op (timestamps around its submission) and its dispatch count:
+      // read by the benchmarks and the splitting tests.
+      info.properties["last_op_gpu_ns"] = std::to_string(static_cast<std::uint64_t>(last_gpu_ns_));
+      info.properties["last_op_dispatches"] = std::to_string(last_dispatches_);
+      info.properties["validation"] = instance_->validation_enabled() ? "on" : "off";
+    }
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+bool VulkanOps::select_device(int index) {
+  if (!instance_ || index < 0 || index >= static_cast<int>(instance_->devices().size()))
+    return false;
+  if (index != device_) {
+    device_ = index;
+    ctx_.reset();  // buffers of the old device keep their context alive
+  }
+  return true;
+}
+
+Context& VulkanOps::context() {
+  const Availability a = availability();
+  if (!a.usable) throw Error(ErrorCode::unavailable, a.reason);
+  if (!ctx_) {
+    ctx_ = std::make_shared<Context>(instance_, instance_->devices()[static_cast<std::size_t>(device_)]);
+    ctx_->limit(limit_storage_range_, limit_workgroups_);
+  }
+  return *ctx_;
+}
+
+std::shared_ptr<Buffer> VulkanOps::allocate(std::size_t bytes) {
+  context();
+  return std::make_shared<VulkanBuffer>(ctx_, bytes);
+}
+
+void VulkanOps::copy_to_device(Buffer& dst, std::size_t dst_offset, const void* src,
+                               std::size_t bytes) {
+  Context& ctx = context();
+  VulkanBuffer& vb = vulkan_buffer(ctx, dst, "copy_to_device");
+  if (dst_offset > vb.size() || bytes > vb.size() - dst_offset)
+    throw Error(ErrorCode::invalid_argument,
+                "copy_to_device: " + std::to_string(bytes) + " bytes at offset " +
+                    std::to_string(dst_offset) + " of a " + std::to_string(vb.size()) +
+                    "-byte buffer; expected the range to lie inside the buffer");
+  upload(ctx, vb.storage(), dst_offset, src, bytes);
+}
+
+void VulkanOps::copy_to_host(void* dst, const Buffer& src, std::size_t src_offset,
+                             std::size_t bytes) {
+  Context& ctx = context();
+  VulkanBuffer& vb = vulkan_buffer(ctx, const_cast<Buffer&>(src), "copy_to_host");
+  if (src_offset > vb.size() || bytes > vb.size() - src_offset)
+    throw Error(ErrorCode::invalid_argument,
+                "copy_to_host: " + std::to_string(bytes) + " bytes at offset " +
+                    std::to_string(src_offset) + " of a " + std::to_string(vb.size()) +
+                    "-byte buffer; expected the range to lie inside the buffer");
+  download(ctx, dst, vb.storage(), src_offset, bytes);
+}
+
+bool VulkanOps::set_option(std::string_view key, std::string_view value) {
+  // Test knobs: pretend the device has smaller limits, so that the splitting into several
+  // dispatches runs on small tensors. 0 restores the device's limits.
+  if (key == "max_storage_buffer_range") {
+    const std::uint64_t v = parse_u64(key, value);
+    if (v != 0 && v < 4096)
+      throw Error(ErrorCode::invalid_argument, "vulkan: option max_storage_buffer_range = " +
+                                                   std::string(value) + "; expected 0 or >= 4096");
+    limit_storage_range_ = v;
+  } else if (key == "max_workgroup_count") {
+    const std::uint64_t v = parse_u64(key, value);
+    if (v > UINT32_MAX)
+      throw Error(ErrorCode::invalid_argument, "vulkan: option max_workgroup_count = " +
+                                                   std::string(value) + "; expected < 2^32");
+    limit_workgroups_ = static_cast<std::uint32_t>(v);
+  } else {
+    return false;
+  }
+  if (ctx_) ctx_->limit(limit_storage_range_, limit_workgroups_);
+  return true;
+}
+
+Support VulkanOps::supports(const OpDesc& op) const {
+  const Availability a = availability();
+  if (!a.usable) return Support::no(a.reason);
+  const DeviceCaps& caps =
+      ctx_ ? ctx_->caps() : instance_->devices()[static_cast<std::size_t>(device_)];
+  return check_support(op, caps, forced_);
+}
+
+void VulkanOps::set_kernel(const KernelChoice& choice) {
+  if (choice.name.empty()) {
+    forced_.reset();
+    return;
+  }
+  const auto k = parse_kernel(choice.name);
+  if (!k) {
+    std::string known;
+    for (const auto& info : kKernels) known += (known.empty() ? "" : ", ") + std::string(info.name);
+    throw Error(ErrorCode::unsupported, "vulkan: unknown kernel '" + choice.name +
+                                            "'; expected one of " + known +
+                                            " or an empty name for the backend's choice");
+  }
+  if (instance_ && device_ >= 0) {
+    const std::string why =
+        kernel_unavailable_reason(*k, instance_->devices()[static_cast<std::size_t>(device_)]);
+    if (!why.empty())
+      throw Error(ErrorCode::unsupported, "vulkan: kernel " + choice.name + ": " + why);
+  }
+  forced_ = k;
+}
+
+Kernel VulkanOps::begin(const OpDesc& op) {
+  const Support s = supports(op);
+  if (!s.supported) throw Error(ErrorCode::unsupported, s.reason);
+  context();
+  return *parse_kernel(s.kernels.front());
+}
+
+void VulkanOps::finish(Kernel k, double gpu_ns) {
+  last_kernel_ = kernel_name(k);
+  last_gpu_ns_ = gpu_ns;
+  last_dispatches_ = ctx_->commands().dispatch_count();
+}
+
+void VulkanOps::quantize(const QuantizeDesc& desc, const void* x, void* q) {
+  const Kernel k = begin({OpKind::quantize, desc});
+  finish(k, run_quantize(*ctx_, desc, x, q));
+}
+
+void VulkanOps::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
+  const Kernel k = begin({OpKind::dequantize, desc});
+  finish(k, run_dequantize(*ctx_, desc, q, x));
+}
+
+void VulkanOps::requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) {
+  const Kernel k = begin({OpKind::requantize, desc});
+  finish(k, run_requantize(*ctx_, desc, c, y));
+}
+
+void VulkanOps::gemm(const MatmulDesc& desc, OpKind op, const void* a, const void* b,
+                     const PackedWeights* packed, const float* bias, void* out) {
+  const Kernel k = begin({op, desc});
+  finish(k, run_gemm(*ctx_, k, op, desc, a, b, packed, bias, out));
+}
+
+void VulkanOps::matmul_integer(const MatmulDesc& desc, const void* a, const void* b,
+                               std::int32_t* c) {
+  gemm(desc, OpKind::matmul_integer, a, b, nullptr, nullptr, c);
+}
+
+void VulkanOps::matmul_dequant(const MatmulDesc& desc, const void* a, const void* b,
+                               const float* bias, void* y) {
+  gemm(desc, OpKind::matmul_dequant, a, b, nullptr, bias, y);
+}
+
+void VulkanOps::qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) {
+  gemm(desc, OpKind::qlinear_matmul, a, b, nullptr, nullptr, y);
+}
+
+std::shared_ptr<PackedWeights> VulkanOps::pack_weights(const MatmulDesc& desc, const void* b) {
+  // Packed weights serve every matmul op; check the descriptor as matmul_integer would.
+  begin({OpKind::matmul_integer, desc});
+  return pack_gemm_weights(ctx_, desc, b);
+}
+
+void VulkanOps::matmul_integer_packed(const MatmulDesc& desc, const void* a,
+                                      const PackedWeights& b, std::int32_t* c) {
+  gemm(desc, OpKind::matmul_integer, a, nullptr, &b, nullptr, c);
+}
+
+void VulkanOps::matmul_dequant_packed(const MatmulDesc& desc, const void* a,
+                                      const PackedWeights& b, const float* bias, void* y) {
+  gemm(desc, OpKind::matmul_dequant, a, nullptr, &b, bias, y);
+}
+
+void VulkanOps::qlinear_matmul_packed(const MatmulDesc& desc, const void* a,
+                                      const PackedWeights& b, void* y) {
+  gemm(desc, OpKind::qlinear_matmul, a, nullptr, &b, nullptr, y);
+}
+
+QuantizationParams VulkanOps::dynamic_quantize_linear(const DynamicQuantizeDesc& desc,
+                                                      const float*, std::uint8_t*) {
+  begin({OpKind::dynamic_quantize_linear, desc});  // throws: supports() says no
+  throw Error(ErrorCode::internal, "vulkan: dynamic_quantize_linear reached");
+}
+
+QuantizationParams VulkanOps::linear_forward(const LinearDesc& desc, const float*,
+                                             const std::int8_t*, const float*, std::int8_t*,
+                                             float*) {
+  begin({OpKind::linear_forward, desc});
+  throw Error(ErrorCode::internal, "vulkan: linear_forward reached");
+}
+
+void VulkanOps::linear_backward(const LinearDesc& desc, const float*, const std::int8_t*,
+                                const QuantizationParams&, const std::int8_t*, float*, float*,
+                                float*) {
+  begin({OpKind::linear_backward, desc});
+  throw Error(ErrorCode::internal, "vulkan: linear_backward reached");
+}
+
+}  // namespace qforge::vulkan

@@ -1,0 +1,100 @@
+// The vulkan backend: QuantizationOps on one Vulkan device (docs/VULKAN.md).
+//
+// Construction never throws for a missing driver: availability() then says why (no loader, no
+// device, vkCreateInstance failed). Devices are listed in vkEnumeratePhysicalDevices order; the
+// one used is QFORGE_VULKAN_DEVICE=<index> when set, else the first discrete GPU, else the first
+// usable device; select_device() changes it. The logical device is created on first use.
+//
+// Memory is device memory (host_memory() is false): allocate() returns a VulkanBuffer whose
+// data() is an opaque handle (buffers.h), and ops take pointers inside such buffers. Ops are
+// synchronous: each records its work, submits it and waits.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "context.h"
+#include "instance.h"
+#include "kernels.h"
+#include "qforge/ops.h"
+
+namespace qforge::vulkan {
+
+inline constexpr const char* kPluginName = "vulkan";
+inline constexpr const char* kPluginVersion = "0.1.0";
+
+class VulkanOps final : public QuantizationOps {
+ public:
+  VulkanOps();
+  ~VulkanOps() override;
+
+  std::string name() const override { return kPluginName; }
+  std::string version() const override { return kPluginVersion; }
+  Availability availability() const override;
+  std::vector<DeviceInfo> devices() const override;
+  int device_index() const override { return device_; }
+  bool select_device(int index) override;
+
+  bool host_memory() const override { return false; }
+  std::shared_ptr<Buffer> allocate(std::size_t bytes) override;
+  void copy_to_device(Buffer& dst, std::size_t dst_offset, const void* src,
+                      std::size_t bytes) override;
+  void copy_to_host(void* dst, const Buffer& src, std::size_t src_offset,
+                    std::size_t bytes) override;
+  void synchronize() override {}
+
+  bool set_option(std::string_view key, std::string_view value) override;
+
+  Support supports(const OpDesc& op) const override;
+  std::string last_kernel() const override { return last_kernel_; }
+  void set_kernel(const KernelChoice& choice) override;
+
+  void quantize(const QuantizeDesc& desc, const void* x, void* q) override;
+  void dequantize(const QuantizeDesc& desc, const void* q, float* x) override;
+  void requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) override;
+  void matmul_integer(const MatmulDesc& desc, const void* a, const void* b,
+                      std::int32_t* c) override;
+  void matmul_dequant(const MatmulDesc& desc, const void* a, const void* b, const float* bias,
+                      void* y) override;
+  void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) override;
+  std::shared_ptr<PackedWeights> pack_weights(const MatmulDesc& desc, const void* b) override;
+  void matmul_integer_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                             std::int32_t* c) override;
+  void matmul_dequant_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                             const float* bias, void* y) override;
+  void qlinear_matmul_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                             void* y) override;
+  QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc, const float* x,
+                                             std::uint8_t* y) override;
+  QuantizationParams linear_forward(const LinearDesc& desc, const float* x,
+                                    const std::int8_t* wq, const float* bias, std::int8_t* xq,
+                                    float* y) override;
+  void linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
+                       const QuantizationParams& xq_params, const std::int8_t* wq, float* dx,
+                       float* dw, float* db) override;
+
+ private:
+  // The selected device's context, created on first use; throws unavailable.
+  Context& context();
+  // Throws unsupported with supports()'s reason when it says no; returns the kernel to run.
+  Kernel begin(const OpDesc& op);
+  void finish(Kernel k, double gpu_ns);
+  void gemm(const MatmulDesc& desc, OpKind op, const void* a, const void* b,
+            const PackedWeights* packed, const float* bias, void* out);
+
+  std::shared_ptr<Instance> instance_;
+  std::string instance_error_;  // why the instance could not be created
+  std::string device_error_;    // why QFORGE_VULKAN_DEVICE could not be honoured
+  int device_ = -1;
+  std::shared_ptr<Context> ctx_;
+  std::optional<Kernel> forced_;  // set_kernel()
+  std::string last_kernel_;
+  double last_gpu_ns_ = 0.0;
+  // Test knobs (set_option): smaller limits so the splitting runs on small data.
+  std::uint64_t limit_storage_range_ = 0;
+  std::uint32_t limit_workgroups_ = 0;
+  std::uint32_t last_dispatches_ = 0;
+};
+
+}  // namespace qforge::vulkan

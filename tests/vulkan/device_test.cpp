@@ -1,0 +1,128 @@
+// Device listing, selection (select_device and QFORGE_VULKAN_DEVICE) and the feature
+// properties every device reports.
+#include <cstdlib>
+#include <filesystem>
+
+#include "qforge/error.h"
+#include "vk_test_support.h"
+
+namespace qforge::vktest {
+namespace {
+
+using DeviceTest = VulkanTest;
+
+TEST_F(DeviceTest, ListsEveryDeviceWithItsFeatures) {
+  const auto devs = ops().devices();
+  ASSERT_FALSE(devs.empty());
+  int selected = 0;
+  for (std::size_t i = 0; i < devs.size(); ++i) {
+    const auto& p = devs[i].properties;
+    SCOPED_TRACE("device " + std::to_string(i) + ": " + devs[i].name);
+    EXPECT_FALSE(devs[i].name.empty());
+    EXPECT_TRUE(devs[i].kind == "gpu" || devs[i].kind == "cpu");
+    for (const char* key :
+         {"index", "vulkan_api", "shader_int8", "storage_buffer_8bit", "integer_dot_product",
+          "integer_dot_product_4x8_packed_accelerated", "cooperative_matrix_nv",
+          "cooperative_matrix_s8_shapes", "subgroup_size", "max_shared_memory_bytes",
+          "max_storage_buffer_range_bytes", "gemm_kernels", "selected"})
+      EXPECT_TRUE(p.count(key)) << "missing property " << key;
+    EXPECT_EQ(p.at("index"), std::to_string(i));
+    if (p.at("selected") == "yes") {
+      ++selected;
+      EXPECT_EQ(static_cast<int>(i), ops().device_index());
+    }
+    // Shapes are listed exactly when the NV extension is usable.
+    EXPECT_EQ(p.at("cooperative_matrix_nv") == "yes", p.at("cooperative_matrix_s8_shapes") != "none");
+    EXPECT_NE(p.at("gemm_kernels").find("vk_gemm_q8_s32acc_plain_64x64"), std::string::npos);
+  }
+  EXPECT_EQ(selected, 1);
+}
+
+// Mesa's lavapipe, the device of CI: its limits are what the splitting tests are built around.
+TEST_F(DeviceTest, LavapipeReportsItsKnownLimits) {
+  const auto devs = ops().devices();
+  const auto& d = devs[static_cast<std::size_t>(ops().device_index())];
+  if (d.name.find("llvmpipe") == std::string::npos) GTEST_SKIP() << "not lavapipe: " << d.name;
+  EXPECT_EQ(d.kind, "cpu");
+  EXPECT_EQ(d.properties.at("shader_int8"), "yes");
+  EXPECT_EQ(d.properties.at("storage_buffer_8bit"), "yes");
+  EXPECT_EQ(d.properties.at("cooperative_matrix_nv"), "no");
+  EXPECT_EQ(d.properties.at("max_shared_memory_bytes"), "32768");
+  EXPECT_EQ(d.properties.at("max_storage_buffer_range_bytes"), "134217728");
+}
+
+TEST_F(DeviceTest, SelectDeviceRejectsIndicesOutOfRange) {
+  const int count = static_cast<int>(ops().devices().size());
+  const int current = ops().device_index();
+  EXPECT_FALSE(ops().select_device(-1));
+  EXPECT_FALSE(ops().select_device(count));
+  EXPECT_EQ(ops().device_index(), current);
+  EXPECT_TRUE(ops().select_device(current));
+  EXPECT_EQ(ops().device_index(), current);
+}
+
+TEST_F(DeviceTest, SwitchingDevicesKeepsOldBuffersApart) {
+  const int count = static_cast<int>(ops().devices().size());
+  const int current = ops().device_index();
+  int other = -1;
+  for (int i = 0; i < count; ++i)
+    if (i != current && ops().devices()[static_cast<std::size_t>(i)].properties.count("unusable") == 0)
+      other = i;
+  if (other < 0) GTEST_SKIP() << "only one usable Vulkan device here";
+  auto buffer = ops().allocate(64);
+  ASSERT_TRUE(ops().select_device(other));
+  std::vector<std::uint8_t> bytes(64, 1);
+  try {
+    ops().copy_to_device(*buffer, 0, bytes.data(), bytes.size());
+    ADD_FAILURE() << "a buffer of device " << current << " was accepted by device " << other;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+  }
+  ASSERT_TRUE(ops().select_device(current));
+}
+
+// QFORGE_VULKAN_DEVICE is read when the plugin object is made: load a second copy of the
+// plugin in a fresh registry with the variable set.
+class EnvironmentSelection : public VulkanTest {
+ protected:
+  std::unique_ptr<PluginRegistry> load_with(const char* value) {
+    setenv("QFORGE_VULKAN_DEVICE", value, 1);
+    auto reg = std::make_unique<PluginRegistry>();
+    for (const auto& p : registry().plugins())
+      if (p.name == "vulkan") reg->load_file(p.path);
+    unsetenv("QFORGE_VULKAN_DEVICE");
+    return reg;
+  }
+};
+
+TEST_F(EnvironmentSelection, PicksTheIndexGiven) {
+  auto reg = load_with("0");
+  QuantizationOps* ops2 = reg->find("vulkan");
+  ASSERT_NE(ops2, nullptr);
+  EXPECT_EQ(ops2->device_index(), 0);
+}
+
+TEST_F(EnvironmentSelection, ABadIndexLeavesThePluginLoadedAndSaysWhy) {
+  auto reg = load_with("999");
+  QuantizationOps* ops2 = reg->find("vulkan");
+  ASSERT_NE(ops2, nullptr) << "a bad QFORGE_VULKAN_DEVICE must not stop the plugin loading";
+  const Availability a = ops2->availability();
+  EXPECT_FALSE(a.usable);
+  EXPECT_NE(a.reason.find("QFORGE_VULKAN_DEVICE"), std::string::npos) << a.reason;
+  EXPECT_NE(a.reason.find("999"), std::string::npos) << a.reason;
+}
+
+TEST_F(DeviceTest, ValidationIsOnWhereTheLayerIsInstalled) {
+  const char* env = std::getenv("QFORGE_VULKAN_VALIDATION");
+  const bool wanted = env && std::string(env) != "0";
+  bool installed = false;
+  for (const char* dir : {"/usr/share/vulkan/explicit_layer.d", "/etc/vulkan/explicit_layer.d",
+                          "/usr/local/share/vulkan/explicit_layer.d"})
+    installed |= std::filesystem::exists(std::string(dir) + "/VkLayer_khronos_validation.json");
+  if (!wanted || !installed)
+    GTEST_SKIP() << "validation layer " << (installed ? "not requested" : "not installed");
+  EXPECT_EQ(device_property(ops(), "validation"), "on");
+}
+
+}  // namespace
+}  // namespace qforge::vktest
