@@ -1,0 +1,28 @@
+// The two benchmark families of qforge_bench_cpu_gemm; each prints its rows and returns the
+// lines of the summary table printed last.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "qforge/ops.h"
+
+namespace qforge::bench {
+
+struct Options {
+  int threads = 0;          // 0 = each library's default (cores)
+  double min_time_s = 0.5;  // per measurement
+  int min_runs = 5;
+  std::size_t rotate_bytes = 256u << 20;  // weights rotated so one pass exceeds the caches
+  bool quick = false;       // smaller shapes only (smoke run)
+  std::string isa;          // cpu_x86 "isa" option, empty = all
+};
+
+// u8 x s8 -> f32 (matmul_dequant with prepacked weights) against onednn and OpenBLAS sgemm.
+std::vector<std::string> run_gemm_benchmarks(QuantizationOps& x86, QuantizationOps* onednn,
+                                             const Options& opt);
+// quantize / dequantize of 64 MiB of float32 against memcpy.
+std::vector<std::string> run_quant_benchmarks(QuantizationOps& x86, QuantizationOps* onednn,
+                                              const Options& opt);
+
+}  // namespace qforge::bench
