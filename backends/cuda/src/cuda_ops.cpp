@@ -1,0 +1,158 @@
+// Identity, devices, memory and capability of the CUDA backend. The ops live in
+// cuda_ops_quantize.cpp, cuda_ops_matmul.cpp and cuda_ops_linear.cpp.
+#include "cuda_ops.h"
+
+#include <algorithm>
+
+#include "check.h"
+#include "device_buffer.h"
+#include "kernel_names.h"
+#include "qforge/error.h"
+
+namespace qforge::cuda {
+namespace {
+
+void check_range(const Buffer& buffer, std::size_t offset, std::size_t bytes, const char* what) {
+  if (offset > buffer.size() || bytes > buffer.size() - offset)
+    throw Error(ErrorCode::invalid_argument,
+                std::string(what) + ": " + std::to_string(bytes) + " bytes at offset " +
+                    std::to_string(offset) + " of a " + std::to_string(buffer.size()) +
+                    "-byte buffer; expected the range to lie inside the buffer");
+}
+
+void check_ours(const Buffer& buffer, const char* what) {
+  if (buffer.device().backend != kBackendName)
+    throw Error(ErrorCode::invalid_argument,
+                std::string(what) + ": the buffer lives on " + buffer.device().backend +
+                    "; expected a buffer allocated by the cuda backend");
+}
+
+}  // namespace
+
+CudaOps::CudaOps() : probe_(probe_devices()) {
+  // Serve the first device that can run the kernels.
+  for (const auto& d : probe_.devices)
+    if (d.usable()) {
+      device_ = d.index;
+      break;
+    }
+}
+
+CudaOps::~CudaOps() {
+  // Buffers handed out stay valid (they free themselves); only the stream and scratch go.
+  workspace_.clear();
+  params_.clear();
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+std::vector<DeviceInfo> CudaOps::devices() const {
+  std::vector<DeviceInfo> out;
+  for (const auto& d : probe_.devices) out.push_back(to_device_info(d, probe_));
+  return out;
+}
+
+bool CudaOps::select_device(int index) {
+  const auto it = std::find_if(probe_.devices.begin(), probe_.devices.end(),
+                               [&](const DeviceProps& d) { return d.index == index; });
+  if (it == probe_.devices.end() || !it->usable()) return false;
+  if (index == device_) return true;
+  if (stream_) {
+    synchronize();
+    cudaStreamDestroy(stream_);
+    stream_ = nullptr;
+  }
+  workspace_.clear();
+  params_.clear();
+  device_ = index;
+  return true;
+}
+
+cudaStream_t CudaOps::stream() {
+  if (!probe_.availability.usable)
+    throw Error(ErrorCode::unavailable, "cuda: " + probe_.availability.reason);
+  check(cudaSetDevice(device_), "cudaSetDevice");
+  if (!stream_) check(cudaStreamCreate(&stream_), "cudaStreamCreate");
+  return stream_;
+}
+
+DeviceFacts CudaOps::facts() const {
+  if (!probe_.availability.usable) return {};
+  return {props().cc, props().multiprocessors};
+}
+
+std::shared_ptr<Buffer> CudaOps::allocate(std::size_t bytes) {
+  stream();  // usable device, current
+  return std::make_shared<DeviceBuffer>(bytes, device_);
+}
+
+void CudaOps::copy_to_device(Buffer& dst, std::size_t dst_offset, const void* src,
+                             std::size_t bytes) {
+  check_range(dst, dst_offset, bytes, "copy_to_device");
+  check_ours(dst, "copy_to_device");
+  if (bytes == 0) return;
+  cudaStream_t s = stream();
+  check(cudaMemcpyAsync(static_cast<std::byte*>(dst.data()) + dst_offset, src, bytes,
+                        cudaMemcpyHostToDevice, s),
+        "cudaMemcpyAsync(host to device)");
+  // The caller may reuse src as soon as this returns.
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+}
+
+void CudaOps::copy_to_host(void* dst, const Buffer& src, std::size_t src_offset,
+                           std::size_t bytes) {
+  check_range(src, src_offset, bytes, "copy_to_host");
+  check_ours(src, "copy_to_host");
+  if (bytes == 0) return;
+  cudaStream_t s = stream();
+  auto& buffer = const_cast<Buffer&>(src);
+  check(cudaMemcpyAsync(dst, static_cast<const std::byte*>(buffer.data()) + src_offset, bytes,
+                        cudaMemcpyDeviceToHost, s),
+        "cudaMemcpyAsync(device to host)");
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+}
+
+void CudaOps::synchronize() {
+  if (!stream_) return;
+  check(cudaSetDevice(device_), "cudaSetDevice");
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+}
+
+Support CudaOps::supports(const OpDesc& op) const {
+  if (!probe_.availability.usable) return Support::no("cuda: " + probe_.availability.reason);
+  return support_for(op, facts());
+}
+
+void CudaOps::set_kernel(const KernelChoice& choice) {
+  if (!choice.name.empty()) {
+    const auto& all = all_kernel_names();
+    if (std::find(all.begin(), all.end(), choice.name) == all.end()) {
+      std::string list;
+      for (const auto& n : all) list += (list.empty() ? "" : ", ") + n;
+      throw Error(ErrorCode::unsupported,
+                  "cuda: unknown kernel '" + choice.name + "'; expected one of " + list);
+    }
+  }
+  forced_kernel_ = choice.name;
+}
+
+void CudaOps::begin(const OpDesc& op) {
+  stream();
+  if (auto r = refusal_for(op))
+    throw Error(r->invalid ? ErrorCode::invalid_argument : ErrorCode::unsupported,
+                "cuda: " + std::string(to_string(op.op)) + ": " + r->reason);
+}
+
+GemmKernel CudaOps::pick_gemm(std::int64_t m, std::int64_t n) {
+  const auto candidates = gemm_candidates(m, n, facts());
+  if (auto forced = parse_gemm_kernel(forced_kernel_)) {
+    if (std::find(candidates.begin(), candidates.end(), *forced) == candidates.end())
+      throw Error(ErrorCode::unsupported, "cuda: kernel " + forced_kernel_ +
+                                              " cannot run on " + props().name);
+    return *forced;
+  }
+  if (candidates.empty())
+    throw Error(ErrorCode::unsupported, "cuda: no GEMM kernel for " + props().name);
+  return candidates.front();
+}
+
+}  // namespace qforge::cuda

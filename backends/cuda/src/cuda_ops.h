@@ -1,0 +1,137 @@
+// The CUDA backend: QuantizationOps on one NVIDIA GPU (docs/CUDA.md).
+//
+// Memory: op pointers are device pointers from allocate() (plain cudaMalloc), anywhere inside an
+// allocation. Parameters (scales, zero points) travel on the host in the descriptors and are
+// copied to the device on demand, cached by content.
+// Ordering: ops queue their kernels on the instance's stream and return; copy_to_host and
+// synchronize() wait for them. Ops that return host values (dynamic_quantize_linear,
+// linear_forward) wait before returning. The stream is a blocking one, so work queued on the
+// legacy default stream by the caller is ordered with it too.
+// Errors: every CUDA call is checked; failures become qforge::Error(ErrorCode::backend) naming
+// the call and CUDA's message. Without a usable GPU the plugin still loads; availability() says
+// why and every op throws ErrorCode::unavailable with that reason.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "device_probe.h"
+#include "kernels/gemm.h"
+#include "param_cache.h"
+#include "qforge/ops.h"
+#include "support.h"
+#include "workspace.h"
+
+namespace qforge::cuda {
+
+inline constexpr const char* kPluginVersion = "0.1.0";
+
+class CudaPackedWeights;
+
+class CudaOps final : public QuantizationOps {
+ public:
+  CudaOps();
+  ~CudaOps() override;
+  CudaOps(const CudaOps&) = delete;
+  CudaOps& operator=(const CudaOps&) = delete;
+
+  std::string name() const override { return kBackendName; }
+  std::string version() const override { return kPluginVersion; }
+  Availability availability() const override { return probe_.availability; }
+  std::vector<DeviceInfo> devices() const override;
+  int device_index() const override { return device_; }
+  bool select_device(int index) override;
+
+  bool host_memory() const override { return false; }
+  std::shared_ptr<Buffer> allocate(std::size_t bytes) override;
+  void copy_to_device(Buffer& dst, std::size_t dst_offset, const void* src,
+                      std::size_t bytes) override;
+  void copy_to_host(void* dst, const Buffer& src, std::size_t src_offset,
+                    std::size_t bytes) override;
+  void synchronize() override;
+
+  Support supports(const OpDesc& op) const override;
+  std::string last_kernel() const override { return last_kernel_; }
+  void set_kernel(const KernelChoice& choice) override;
+
+  void quantize(const QuantizeDesc& desc, const void* x, void* q) override;
+  void dequantize(const QuantizeDesc& desc, const void* q, float* x) override;
+  void requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) override;
+  void matmul_integer(const MatmulDesc& desc, const void* a, const void* b,
+                      std::int32_t* c) override;
+  void matmul_dequant(const MatmulDesc& desc, const void* a, const void* b, const float* bias,
+                      void* y) override;
+  void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) override;
+
+  std::shared_ptr<PackedWeights> pack_weights(const MatmulDesc& desc, const void* b) override;
+  void matmul_integer_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                             std::int32_t* c) override;
+  void matmul_dequant_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                             const float* bias, void* y) override;
+  void qlinear_matmul_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                             void* y) override;
+
+  QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc, const float* x,
+                                             std::uint8_t* y) override;
+  QuantizationParams linear_forward(const LinearDesc& desc, const float* x,
+                                    const std::int8_t* wq, const float* bias, std::int8_t* xq,
+                                    float* y) override;
+  void linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
+                       const QuantizationParams& xq_params, const std::int8_t* wq, float* dx,
+                       float* dw, float* db) override;
+
+  // ---- for the op implementations (cuda_ops_*.cpp) ----
+  // The B operand as the GEMM kernels read it, with what the epilogue needs about B.
+  struct BOperand {
+    const std::int8_t* data = nullptr;  // [N, ld] int8
+    std::int64_t ld = 0;
+    const std::int32_t* col_sums = nullptr;  // sums of each row of data, or null
+    IntVec zb;                               // zb' (zero points in the int8 domain)
+    bool zb_all_zero = true;
+    FloatVec sb;
+  };
+
+ private:
+  // Checks the device is usable and the descriptor supported (throws otherwise), makes the
+  // device current and the stream ready.
+  void begin(const OpDesc& op);
+  cudaStream_t stream();
+  DeviceFacts facts() const;
+  const DeviceProps& props() const { return probe_.devices.at(static_cast<std::size_t>(device_)); }
+
+  template <class T>
+  const T* upload(std::span<const T> host) {
+    return params_.get(host, device_, stream());
+  }
+
+  // Matmul plumbing (cuda_ops_matmul.cpp).
+  GemmKernel pick_gemm(std::int64_t m, std::int64_t n);
+  struct AOperand {
+    const std::int8_t* data = nullptr;
+    std::int64_t ld = 0;
+    IntVec za;
+    bool za_all_zero = true;
+    FloatVec sa;
+  };
+  AOperand prepare_a(const MatmulDesc& desc, const void* a, std::int64_t kp);
+  BOperand prepare_b(const MatmulDesc& desc, const void* b, std::int64_t kp, Slot data_slot,
+                     Slot sums_slot, bool need_sums);
+  const BOperand& packed_b(const MatmulDesc& desc, const PackedWeights& b);
+  void run_matmul(OpKind kind, const MatmulDesc& desc, const void* a, const BOperand* packed,
+                  const void* b, const float* bias, void* out);
+  IntVec int_vec(std::span<const std::int32_t> values, std::int32_t shift, bool& all_zero);
+  FloatVec float_vec(std::span<const float> values);
+
+  Probe probe_;
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  Workspace workspace_;
+  ParamCache params_;
+  std::string last_kernel_;
+  std::string forced_kernel_;
+};
+
+}  // namespace qforge::cuda

@@ -1,0 +1,294 @@
+// matmul_integer, matmul_dequant, qlinear_matmul and their prepacked forms: operand
+// preparation (gemm.h explains the int8 form and the zero-point compensation), kernel choice,
+// epilogue set-up.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "check.h"
+#include "cuda_ops.h"
+#include "kernel_names.h"
+#include "kernels/gemm_prep.h"
+#include "qforge/error.h"
+#include "qforge/reference.h"
+
+namespace qforge::cuda {
+namespace {
+
+bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
+std::int64_t round16(std::int64_t k) { return (k + 15) / 16 * 16; }
+std::int32_t int8_shift(DType t) { return t == DType::uint8 ? 128 : 0; }
+
+std::string float_text(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
+  return buf;
+}
+
+std::size_t element_bytes(OpKind kind, const MatmulDesc& d) {
+  switch (kind) {
+    case OpKind::matmul_integer: return 4;
+    case OpKind::matmul_dequant: return static_cast<std::size_t>(size_of(d.out_type));
+    default: return 1;
+  }
+}
+
+}  // namespace
+
+// Weights converted once to the kernels' int8 [N, kp] form, with their row sums (the column
+// sums of B) and the zero points and scales in device memory of their own.
+class CudaPackedWeights final : public PackedWeights {
+ public:
+  CudaPackedWeights(MatmulDesc desc, int device) : desc_(std::move(desc)), device_(device) {}
+  const MatmulDesc& desc() const noexcept override { return desc_; }
+  std::string backend() const override { return kBackendName; }
+  std::size_t bytes() const noexcept override {
+    std::size_t total = 0;
+    for (const auto& b : buffers_) total += b->size();
+    return total;
+  }
+  int device() const { return device_; }
+
+  template <class T>
+  T* own(std::size_t count) {
+    buffers_.push_back(std::make_unique<DeviceBuffer>(count * sizeof(T), device_));
+    return static_cast<T*>(buffers_.back()->data());
+  }
+
+  CudaOps::BOperand operand;
+
+ private:
+  MatmulDesc desc_;
+  int device_;
+  std::vector<std::unique_ptr<DeviceBuffer>> buffers_;
+};
+
+IntVec CudaOps::int_vec(std::span<const std::int32_t> values, std::int32_t shift, bool& all_zero) {
+  all_zero = std::all_of(values.begin(), values.end(), [&](std::int32_t v) { return v == shift; });
+  if (values.size() == 1) return {nullptr, values[0] - shift, 1};
+  std::vector<std::int32_t> shifted(values.begin(), values.end());
+  for (auto& v : shifted) v -= shift;
+  return {upload(std::span<const std::int32_t>(shifted)), 0, 1};
+}
+
+FloatVec CudaOps::float_vec(std::span<const float> values) {
+  if (values.size() == 1) return {nullptr, values[0], 1};
+  return {upload(values), 1.0f, 1};
+}
+
+CudaOps::AOperand CudaOps::prepare_a(const MatmulDesc& desc, const void* a, std::int64_t kp) {
+  AOperand op;
+  const bool u8 = desc.a.dtype() == DType::uint8;
+  if (!u8 && desc.k == kp && aligned16(a)) {
+    op.data = static_cast<const std::int8_t*>(a);
+    op.ld = kp;
+  } else {
+    auto* dst = workspace_.get<std::int8_t>(Slot::a_operand, static_cast<std::size_t>(desc.m * kp), device_, stream());
+    launch_to_s8_operand(static_cast<const std::uint8_t*>(a), false, desc.m, desc.k, desc.k, u8, dst, kp,
+                         stream());
+    op.data = dst;
+    op.ld = kp;
+  }
+  op.za = int_vec(desc.a.zero_points(), int8_shift(desc.a.dtype()), op.za_all_zero);
+  op.sa = float_vec(desc.a.scales());
+  return op;
+}
+
+CudaOps::BOperand CudaOps::prepare_b(const MatmulDesc& desc, const void* b, std::int64_t kp,
+                                     Slot data_slot, Slot sums_slot, bool need_sums) {
+  BOperand op;
+  const bool u8 = desc.b.dtype() == DType::uint8;
+  const bool kn = desc.b_layout == MatrixLayout::kn;
+  if (!u8 && !kn && desc.k == kp && aligned16(b)) {
+    op.data = static_cast<const std::int8_t*>(b);
+  } else {
+    auto* dst = workspace_.get<std::int8_t>(data_slot, static_cast<std::size_t>(desc.n * kp), device_, stream());
+    launch_to_s8_operand(static_cast<const std::uint8_t*>(b), kn, desc.n, desc.k, kn ? desc.n : desc.k, u8,
+                         dst, kp, stream());
+    op.data = dst;
+  }
+  op.ld = kp;
+  op.zb = int_vec(desc.b.zero_points(), int8_shift(desc.b.dtype()), op.zb_all_zero);
+  op.sb = float_vec(desc.b.scales());
+  if (need_sums) {
+    auto* sums = workspace_.get<std::int32_t>(sums_slot, static_cast<std::size_t>(desc.n), device_, stream());
+    launch_row_sums(op.data, desc.n, op.ld, sums, stream());
+    op.col_sums = sums;
+  }
+  return op;
+}
+
+void CudaOps::run_matmul(OpKind kind, const MatmulDesc& desc, const void* a, const BOperand* packed,
+                         const void* b, const float* bias, void* out) {
+  const std::int64_t M = desc.m, N = desc.n, K = desc.k, kp = round16(K);
+  cudaStream_t s = stream();
+  const GemmKernel kernel = pick_gemm(M, N);
+
+  Epilogue ep;
+  if (kind == OpKind::qlinear_matmul) {
+    // The reference rejects a multiplier (sa * sb) / sy that is not finite, and a fixed-point
+    // one that needs a shift above 31. Float products and quotients are monotonic, so the
+    // largest scales give the largest multiplier: checking it checks them all.
+    const float sa = *std::max_element(desc.a.scales().begin(), desc.a.scales().end());
+    const float sb = *std::max_element(desc.b.scales().begin(), desc.b.scales().end());
+    const float sy = desc.y->scale();
+    const float largest = (sa * sb) / sy;
+    if (!std::isfinite(largest))
+      throw Error(ErrorCode::invalid_argument,
+                  "cuda: qlinear_matmul: multiplier (sa * sb) / sy = (" + float_text(sa) + " * " +
+                      float_text(sb) + ") / " + float_text(sy) +
+                      " is not finite; expected scales whose ratio fits float32");
+    if (desc.requant_mode == RequantMode::fixed_point) reference::quantize_multiplier(largest);
+    ep.kind = EpilogueKind::requantize;
+    ep.sy = sy;
+    ep.zy = desc.y->zero_point();
+    ep.qmin = desc.y->qmin();
+    ep.qmax = desc.y->qmax();
+    ep.fixed_point = desc.requant_mode == RequantMode::fixed_point;
+  } else if (kind == OpKind::matmul_dequant) {
+    ep.kind = EpilogueKind::float_out;
+    ep.out_type = desc.out_type;
+    ep.bias = desc.has_bias ? bias : nullptr;
+  } else {
+    ep.kind = EpilogueKind::int32_out;
+  }
+  last_kernel_ = gemm_kernel_name(kernel);
+  if (M == 0 || N == 0) return;
+
+  const AOperand A = prepare_a(desc, a, kp);
+  BOperand B = packed ? *packed
+                      : prepare_b(desc, b, kp, Slot::b_operand, Slot::b_sums, !A.za_all_zero);
+  ep.out = out;
+  ep.ldc = N;
+  ep.m = M;
+  ep.n = N;
+  ep.k = K;
+  const std::size_t eb = element_bytes(kind, desc);
+  ep.paired = reinterpret_cast<std::uintptr_t>(out) % (2 * eb) == 0 && N % 2 == 0;
+  ep.za = A.za;
+  ep.zb = B.zb;
+  ep.sa = A.sa;
+  ep.sb = B.sb;
+  if (!B.zb_all_zero) {
+    auto* sums = workspace_.get<std::int32_t>(Slot::a_sums, static_cast<std::size_t>(M), device_, s);
+    launch_row_sums(A.data, M, A.ld, sums, s);
+    ep.a_rowsum = sums;
+  }
+  if (!A.za_all_zero) ep.b_colsum = B.col_sums;
+
+  GemmOperands op;
+  op.a = A.data;
+  op.b = B.data;
+  op.m = M;
+  op.n = N;
+  op.k = K;
+  op.kp = kp;
+  op.lda = A.ld;
+  op.ldb = B.ld;
+  GemmLaunch how;
+  how.kernel = kernel;
+  how.device = device_;
+  how.splits = choose_splits(kernel, M, N, kp, props().multiprocessors);
+  if (how.splits > 1)
+    how.workspace = workspace_.get<std::int32_t>(Slot::split_k, static_cast<std::size_t>(M * N), device_, s);
+  launch_gemm(how, op, ep, s);
+}
+
+void CudaOps::matmul_integer(const MatmulDesc& desc, const void* a, const void* b, std::int32_t* c) {
+  begin({OpKind::matmul_integer, desc});
+  run_matmul(OpKind::matmul_integer, desc, a, nullptr, b, nullptr, c);
+}
+
+void CudaOps::matmul_dequant(const MatmulDesc& desc, const void* a, const void* b, const float* bias,
+                             void* y) {
+  begin({OpKind::matmul_dequant, desc});
+  run_matmul(OpKind::matmul_dequant, desc, a, nullptr, b, bias, y);
+}
+
+void CudaOps::qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) {
+  begin({OpKind::qlinear_matmul, desc});
+  run_matmul(OpKind::qlinear_matmul, desc, a, nullptr, b, nullptr, y);
+}
+
+std::shared_ptr<PackedWeights> CudaOps::pack_weights(const MatmulDesc& desc, const void* b) {
+  begin({OpKind::matmul_integer, desc});
+  cudaStream_t s = stream();
+  auto packed = std::make_shared<CudaPackedWeights>(desc, device_);
+  const std::int64_t kp = round16(desc.k);
+  const bool u8 = desc.b.dtype() == DType::uint8;
+  const bool kn = desc.b_layout == MatrixLayout::kn;
+  BOperand& op = packed->operand;
+  auto* data = packed->own<std::int8_t>(static_cast<std::size_t>(desc.n * kp));
+  launch_to_s8_operand(static_cast<const std::uint8_t*>(b), kn, desc.n, desc.k, kn ? desc.n : desc.k, u8,
+                       data, kp, s);
+  op.data = data;
+  op.ld = kp;
+  auto* sums = packed->own<std::int32_t>(static_cast<std::size_t>(desc.n));
+  launch_row_sums(data, desc.n, kp, sums, s);
+  op.col_sums = sums;
+  // Zero points and scales in buffers of the packed weights (the parameter cache may evict).
+  const auto zps = desc.b.zero_points();
+  const std::int32_t shift = int8_shift(desc.b.dtype());
+  op.zb_all_zero = std::all_of(zps.begin(), zps.end(), [&](std::int32_t v) { return v == shift; });
+  if (zps.size() == 1) {
+    op.zb = {nullptr, zps[0] - shift, 1};
+  } else {
+    std::vector<std::int32_t> shifted(zps.begin(), zps.end());
+    for (auto& v : shifted) v -= shift;
+    auto* dz = packed->own<std::int32_t>(shifted.size());
+    check(cudaMemcpyAsync(dz, shifted.data(), shifted.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice, s),
+          "cudaMemcpyAsync(packed zero points)");
+    op.zb = {dz, 0, 1};
+  }
+  const auto scales = desc.b.scales();
+  if (scales.size() == 1) {
+    op.sb = {nullptr, scales[0], 1};
+  } else {
+    auto* ds = packed->own<float>(scales.size());
+    check(cudaMemcpyAsync(ds, scales.data(), scales.size_bytes(), cudaMemcpyHostToDevice, s),
+          "cudaMemcpyAsync(packed scales)");
+    op.sb = {ds, 1.0f, 1};
+  }
+  // The host vectors above must outlive the copies.
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  return packed;
+}
+
+const CudaOps::BOperand& CudaOps::packed_b(const MatmulDesc& desc, const PackedWeights& b) {
+  const auto* w = dynamic_cast<const CudaPackedWeights*>(&b);
+  if (!w || b.backend() != kBackendName)
+    throw Error(ErrorCode::invalid_argument, "packed weights made by " + b.backend() +
+                                                 " passed to cuda; expected weights packed by the same backend");
+  if (w->device() != device_)
+    throw Error(ErrorCode::invalid_argument,
+                "cuda: packed weights live on device " + std::to_string(w->device()) + " but device " +
+                    std::to_string(device_) + " is selected; expected weights packed on the same device");
+  const MatmulDesc& p = w->desc();
+  if (p.n != desc.n || p.k != desc.k || p.b_layout != desc.b_layout || !(p.b == desc.b))
+    throw Error(ErrorCode::shape_mismatch,
+                "packed weights for n=" + std::to_string(p.n) + " k=" + std::to_string(p.k) +
+                    " used with n=" + std::to_string(desc.n) + " k=" + std::to_string(desc.k) +
+                    "; expected the same B shape, layout and params it was packed for");
+  return w->operand;
+}
+
+void CudaOps::matmul_integer_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                                    std::int32_t* c) {
+  begin({OpKind::matmul_integer, desc});
+  run_matmul(OpKind::matmul_integer, desc, a, &packed_b(desc, b), nullptr, nullptr, c);
+}
+
+void CudaOps::matmul_dequant_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                                    const float* bias, void* y) {
+  begin({OpKind::matmul_dequant, desc});
+  run_matmul(OpKind::matmul_dequant, desc, a, &packed_b(desc, b), nullptr, bias, y);
+}
+
+void CudaOps::qlinear_matmul_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                                    void* y) {
+  begin({OpKind::qlinear_matmul, desc});
+  run_matmul(OpKind::qlinear_matmul, desc, a, &packed_b(desc, b), nullptr, nullptr, y);
+}
+
+}  // namespace qforge::cuda

@@ -1,0 +1,26 @@
+// The kernel variants of the CUDA backend by name: what supports() lists, last_kernel() reports
+// and set_kernel() accepts. Names carry the op, the operand types, the instruction and the tile
+// (XNNPACK's naming), e.g. s8_gemm_mma_m16n8k32_128x256.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/gemm.h"
+
+namespace qforge::cuda {
+
+inline constexpr const char* kQuantizeKernel = "quantize_elementwise_vec16";
+inline constexpr const char* kDequantizeKernel = "dequantize_elementwise_vec16";
+inline constexpr const char* kRequantizeKernel = "requantize_elementwise";
+inline constexpr const char* kDynamicQuantizeKernel = "dynamic_quantize_minmax_vec16";
+inline constexpr const char* kLinearBackwardKernel = "linear_backward_f32_simt_128x128";
+
+const char* gemm_kernel_name(GemmKernel k);
+std::optional<GemmKernel> parse_gemm_kernel(std::string_view name);
+// Every name set_kernel() accepts.
+const std::vector<std::string>& all_kernel_names();
+
+}  // namespace qforge::cuda

@@ -1,0 +1,69 @@
+// The GEMM dispatcher and the stand-alone epilogue that finishes split-K sums.
+#include <algorithm>
+
+#include "kernels/epilogue.cuh"
+#include "kernels/gemm_mma.cuh"
+#include "check.h"
+
+namespace qforge::cuda {
+namespace {
+
+// One thread per column pair of one row.
+__global__ void __launch_bounds__(256)
+epilogue_kernel(const std::int32_t* __restrict__ c, Epilogue ep) {
+  const std::int64_t pairs_per_row = (ep.n + 1) / 2;
+  const std::int64_t p = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (p >= pairs_per_row * ep.m) return;
+  const std::int64_t m = p / pairs_per_row, n = (p % pairs_per_row) * 2;
+  const std::int32_t r0 = c[m * ep.n + n];
+  const std::int32_t r1 = n + 1 < ep.n ? c[m * ep.n + n + 1] : 0;
+  dev::store_pair(ep, m, n, r0, r1);
+}
+
+}  // namespace
+
+void launch_epilogue(const std::int32_t* c, const Epilogue& ep, cudaStream_t stream) {
+  const std::int64_t pairs = ep.m * ((ep.n + 1) / 2);
+  if (pairs == 0) return;
+  epilogue_kernel<<<static_cast<unsigned>((pairs + 255) / 256), 256, 0, stream>>>(c, ep);
+  check_launch("epilogue_kernel");
+}
+
+int choose_splits(GemmKernel kernel, std::int64_t m, std::int64_t n, std::int64_t kp,
+                  int multiprocessors) {
+  if (kernel != GemmKernel::mma_32x128) return 1;
+  // Skinny M streams B once: split K until about two CTAs per SM are busy, keeping at least
+  // 4 K-tiles (256 bytes of each B row) per CTA so that the pipeline fills.
+  const std::int64_t tiles = ((m + 31) / 32) * ((n + 127) / 128);
+  const std::int64_t k_tiles = (kp + 63) / 64;
+  const std::int64_t want = (2 * std::max(1, multiprocessors) + tiles - 1) / tiles;
+  return static_cast<int>(std::clamp<std::int64_t>(std::min(want, k_tiles / 4), 1, 64));
+}
+
+void launch_gemm(const GemmLaunch& how, const GemmOperands& op, const Epilogue& ep,
+                 cudaStream_t stream) {
+  if (op.m == 0 || op.n == 0) return;
+  if (how.kernel == GemmKernel::dp4a_128x128) {
+    launch_gemm_dp4a(op, ep, stream);
+    return;
+  }
+  if (how.splits <= 1 || how.workspace == nullptr) {
+    launch_gemm_mma(how.kernel, op, ep, 1, how.device, stream);
+    return;
+  }
+  // Split-K: raw partial sums meet in an int32 workspace (integer addition is exact and
+  // order-free), then one pass applies the epilogue.
+  check(cudaMemsetAsync(how.workspace, 0, static_cast<std::size_t>(op.m * op.n) * sizeof(std::int32_t), stream),
+        "cudaMemsetAsync(split-K workspace)");
+  Epilogue partial;
+  partial.kind = EpilogueKind::accumulate;
+  partial.out = how.workspace;
+  partial.ldc = op.n;
+  partial.m = op.m;
+  partial.n = op.n;
+  partial.k = op.k;
+  launch_gemm_mma(how.kernel, op, partial, how.splits, how.device, stream);
+  launch_epilogue(how.workspace, ep, stream);
+}
+
+}  // namespace qforge::cuda

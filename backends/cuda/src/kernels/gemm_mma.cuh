@@ -1,0 +1,15 @@
+// The mma.sync int8 GEMM (sm_80+), declared for gemm_mma.cu and the dispatcher.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/gemm.h"
+
+namespace qforge::cuda {
+
+void launch_gemm_mma(GemmKernel kernel, const GemmOperands& op, const Epilogue& ep, int splits,
+                     int device, cudaStream_t stream);
+void launch_gemm_dp4a(const GemmOperands& op, const Epilogue& ep, cudaStream_t stream);
+void launch_epilogue(const std::int32_t* c, const Epilogue& ep, cudaStream_t stream);
+
+}  // namespace qforge::cuda

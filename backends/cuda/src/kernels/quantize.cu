@@ -1,0 +1,213 @@
+// Element-wise quantize / dequantize. Each thread handles kVec = 16 consecutive elements: with
+// 16-byte aligned pointers and a full group it uses 16-byte loads and stores (the kernels are
+// memory-bound: float32 -> int8 moves 5 bytes per element), otherwise element by element.
+#include "kernels/elementwise.cuh"
+#include "kernels/numerics.cuh"
+#include "kernels/quantize.h"
+#include "check.h"
+
+namespace qforge::cuda {
+namespace {
+
+using dev::kVec;
+
+// Writes codes[0..count) of elements i0.. as `Bits`-bit storage (count == kVec and aligned:
+// one or two 16-byte stores; otherwise byte by byte). 4-bit: element 2i in the low nibble; i0
+// is even, so a thread owns whole bytes, and the high nibble past the end stays zero.
+template <int Bits>
+__device__ __forceinline__ void store_codes(void* q, std::int64_t i0, const std::int32_t (&c)[kVec],
+                                            int count, bool vector) {
+  if constexpr (Bits == 8) {
+    auto* out = static_cast<std::uint8_t*>(q) + i0;
+    if (vector) {
+      std::uint32_t w[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        w[j] = (c[4 * j] & 0xFFu) | ((c[4 * j + 1] & 0xFFu) << 8) | ((c[4 * j + 2] & 0xFFu) << 16) |
+               ((static_cast<std::uint32_t>(c[4 * j + 3]) & 0xFFu) << 24);
+      *reinterpret_cast<uint4*>(out) = make_uint4(w[0], w[1], w[2], w[3]);
+    } else {
+      for (int e = 0; e < count; ++e) out[e] = static_cast<std::uint8_t>(c[e] & 0xFF);
+    }
+  } else if constexpr (Bits == 16) {
+    auto* out = static_cast<std::uint16_t*>(q) + i0;
+    if (vector) {
+      std::uint32_t w[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        w[j] = (c[2 * j] & 0xFFFFu) | ((static_cast<std::uint32_t>(c[2 * j + 1]) & 0xFFFFu) << 16);
+      reinterpret_cast<uint4*>(out)[0] = make_uint4(w[0], w[1], w[2], w[3]);
+      reinterpret_cast<uint4*>(out)[1] = make_uint4(w[4], w[5], w[6], w[7]);
+    } else {
+      for (int e = 0; e < count; ++e) out[e] = static_cast<std::uint16_t>(c[e] & 0xFFFF);
+    }
+  } else {
+    static_assert(Bits == 4);
+    auto* out = static_cast<std::uint8_t*>(q) + i0 / 2;
+    if (vector) {
+      std::uint32_t w[2];
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        w[j] = 0;
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          w[j] |= (static_cast<std::uint32_t>(c[8 * j + e]) & 0xFu) << (4 * e);
+      }
+      *reinterpret_cast<uint2*>(out) = make_uint2(w[0], w[1]);
+    } else {
+      for (int e = 0; e < count; e += 2) {
+        const std::uint32_t lo = c[e] & 0xF;
+        const std::uint32_t hi = e + 1 < count ? (c[e + 1] & 0xF) : 0u;
+        out[e / 2] = static_cast<std::uint8_t>(lo | (hi << 4));
+      }
+    }
+  }
+}
+
+template <FloatType In, int Bits>
+__global__ void __launch_bounds__(256)
+quantize_kernel(const void* __restrict__ x, void* __restrict__ q, std::int64_t n, PairIndexing p,
+                bool aligned) {
+  const std::int64_t i0 = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
+  if (i0 >= n) return;
+  const int count = n - i0 < kVec ? static_cast<int>(n - i0) : kVec;
+  const bool vector = aligned && count == kVec;
+  float v[kVec];
+  if (vector) {
+    dev::load_float_vec<In>(x, i0, v);
+  } else {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) v[e] = e < count ? dev::load_float<In>(x, i0 + e) : 0.0f;
+  }
+  std::int32_t c[kVec];
+  if (p.layout == ParamLayout::per_tensor) {
+    const float s = p.scales ? p.scales[0] : p.scale0;
+    const std::int32_t z = p.zero_points ? p.zero_points[0] : p.zero_point0;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) c[e] = dev::quantize_value(v[e], s, z, p.qmin, p.qmax);
+  } else {
+    dev::PairCursor cur;
+    cur.init(p, i0);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      c[e] = e < count ? dev::quantize_value(v[e], cur.scale(p), cur.zero_point(p), p.qmin, p.qmax) : 0;
+      cur.advance(p);
+    }
+  }
+  store_codes<Bits>(q, i0, c, count, vector);
+}
+
+// Reads code e of a group starting at i0 (sign-extended for signed types).
+template <int Bits, bool Signed>
+__device__ __forceinline__ std::int32_t load_code(const void* q, std::int64_t i) {
+  if constexpr (Bits == 8) {
+    const std::uint8_t b = static_cast<const std::uint8_t*>(q)[i];
+    return Signed ? static_cast<std::int32_t>(static_cast<std::int8_t>(b)) : b;
+  } else if constexpr (Bits == 16) {
+    const std::uint16_t h = static_cast<const std::uint16_t*>(q)[i];
+    return Signed ? static_cast<std::int32_t>(static_cast<std::int16_t>(h)) : h;
+  } else {
+    const std::uint8_t b = static_cast<const std::uint8_t*>(q)[i / 2];
+    const std::int32_t nib = (i & 1) ? (b >> 4) : (b & 0xF);
+    return Signed ? (nib ^ 8) - 8 : nib;
+  }
+}
+
+template <int Bits, bool Signed>
+__global__ void __launch_bounds__(256)
+dequantize_kernel(const void* __restrict__ q, float* __restrict__ x, std::int64_t n, PairIndexing p,
+                  bool aligned) {
+  const std::int64_t i0 = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
+  if (i0 >= n) return;
+  const int count = n - i0 < kVec ? static_cast<int>(n - i0) : kVec;
+  const bool vector = aligned && count == kVec;
+  std::int32_t c[kVec];
+  if (vector && Bits == 8) {
+    const uint4 u = *reinterpret_cast<const uint4*>(static_cast<const std::uint8_t*>(q) + i0);
+    const std::uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      const std::uint32_t b = (w[e / 4] >> (8 * (e % 4))) & 0xFFu;
+      c[e] = Signed ? static_cast<std::int32_t>(static_cast<std::int8_t>(b)) : static_cast<std::int32_t>(b);
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) c[e] = e < count ? load_code<Bits, Signed>(q, i0 + e) : 0;
+  }
+  float v[kVec];
+  if (p.layout == ParamLayout::per_tensor) {
+    const float s = p.scales ? p.scales[0] : p.scale0;
+    const std::int32_t z = p.zero_points ? p.zero_points[0] : p.zero_point0;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) v[e] = dev::dequantize_value(c[e], s, z);
+  } else {
+    dev::PairCursor cur;
+    cur.init(p, i0);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      v[e] = e < count ? dev::dequantize_value(c[e], cur.scale(p), cur.zero_point(p)) : 0.0f;
+      cur.advance(p);
+    }
+  }
+  if (vector) {
+    float4* out = reinterpret_cast<float4*>(x + i0);
+#pragma unroll
+    for (int j = 0; j < kVec / 4; ++j) out[j] = make_float4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
+  } else {
+    for (int e = 0; e < count; ++e) x[i0 + e] = v[e];
+  }
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
+
+unsigned blocks_for(std::int64_t n) {
+  const std::int64_t threads = (n + kVec - 1) / kVec;
+  return static_cast<unsigned>((threads + 255) / 256);
+}
+
+template <FloatType In>
+void quantize_to(DType out, const void* x, void* q, std::int64_t n, const PairIndexing& p,
+                 bool aligned, cudaStream_t stream) {
+  const unsigned grid = blocks_for(n);
+  switch (traits(out).bits) {
+    case 8: quantize_kernel<In, 8><<<grid, 256, 0, stream>>>(x, q, n, p, aligned); break;
+    case 16: quantize_kernel<In, 16><<<grid, 256, 0, stream>>>(x, q, n, p, aligned); break;
+    case 4: quantize_kernel<In, 4><<<grid, 256, 0, stream>>>(x, q, n, p, aligned); break;
+    default: return;  // the caller only passes 4-, 8- and 16-bit types
+  }
+  check_launch("quantize_kernel");
+}
+
+}  // namespace
+
+void launch_quantize(FloatType in, const void* x, DType out, void* q, std::int64_t n,
+                     const PairIndexing& p, cudaStream_t stream) {
+  if (n <= 0) return;
+  // A vector of 16 codes is 16 (8-bit), 32 (16-bit) or 8 bytes (4-bit): 16-byte alignment of
+  // both pointers covers every case (the 4-bit group starts at byte i0 / 2, a multiple of 8).
+  const bool aligned = aligned16(x) && aligned16(q);
+  switch (in) {
+    case FloatType::f32: quantize_to<FloatType::f32>(out, x, q, n, p, aligned, stream); break;
+    case FloatType::f16: quantize_to<FloatType::f16>(out, x, q, n, p, aligned, stream); break;
+    case FloatType::bf16: quantize_to<FloatType::bf16>(out, x, q, n, p, aligned, stream); break;
+  }
+}
+
+void launch_dequantize(DType in, const void* q, float* x, std::int64_t n, const PairIndexing& p,
+                       cudaStream_t stream) {
+  if (n <= 0) return;
+  const bool aligned = aligned16(x) && aligned16(q);
+  const unsigned grid = blocks_for(n);
+  switch (in) {
+    case DType::int8: dequantize_kernel<8, true><<<grid, 256, 0, stream>>>(q, x, n, p, aligned); break;
+    case DType::uint8: dequantize_kernel<8, false><<<grid, 256, 0, stream>>>(q, x, n, p, aligned); break;
+    case DType::int16: dequantize_kernel<16, true><<<grid, 256, 0, stream>>>(q, x, n, p, aligned); break;
+    case DType::uint16: dequantize_kernel<16, false><<<grid, 256, 0, stream>>>(q, x, n, p, aligned); break;
+    case DType::int4: dequantize_kernel<4, true><<<grid, 256, 0, stream>>>(q, x, n, p, aligned); break;
+    case DType::uint4: dequantize_kernel<4, false><<<grid, 256, 0, stream>>>(q, x, n, p, aligned); break;
+    case DType::binary: return;  // not claimed by supports()
+  }
+  check_launch("dequantize_kernel");
+}
+
+}  // namespace qforge::cuda

@@ -1,0 +1,37 @@
+#include "param_cache.h"
+
+#include "check.h"
+
+namespace qforge::cuda {
+
+const void* ParamCache::get(const void* host, std::size_t bytes, int device, cudaStream_t stream) {
+  std::string key(static_cast<const char*>(host), bytes);
+  auto it = entries_.find(key);
+  if (it != entries_.end()) {
+    it->second.last_use = ++clock_;
+    return it->second.buffer->data();
+  }
+  if (entries_.size() >= kCapacity) {
+    auto oldest = entries_.begin();
+    for (auto e = entries_.begin(); e != entries_.end(); ++e)
+      if (e->second.last_use < oldest->second.last_use) oldest = e;
+    // Queued kernels may still read it.
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    entries_.erase(oldest);
+  }
+  Entry entry;
+  entry.buffer = std::make_unique<DeviceBuffer>(bytes, device);
+  entry.last_use = ++clock_;
+  // From pageable memory the copy is staged before cudaMemcpyAsync returns, so `host` may go
+  // away right after; the kernels that read the copy are queued behind it on the same stream.
+  if (bytes)
+    check(cudaMemcpyAsync(entry.buffer->data(), host, bytes, cudaMemcpyHostToDevice, stream),
+          "cudaMemcpyAsync(parameters)");
+  const void* p = entry.buffer->data();
+  entries_.emplace(std::move(key), std::move(entry));
+  return p;
+}
+
+void ParamCache::clear() noexcept { entries_.clear(); }
+
+}  // namespace qforge::cuda

@@ -1,0 +1,209 @@
+#include "support.h"
+
+#include <cmath>
+
+#include "kernel_names.h"
+#include "kernels/gemm_mma.cuh"
+#include "qforge/error.h"
+#include "qforge/reference.h"
+
+namespace qforge::cuda {
+namespace {
+
+Refusal unsupported(std::string why) { return {false, std::move(why)}; }
+Refusal invalid(std::string why) { return {true, std::move(why)}; }
+
+// validate_for's message when the params do not fit the shape.
+std::optional<Refusal> fits(const QuantizationParams& p, const Shape& shape, const char* what) {
+  try {
+    p.validate_for(shape);
+  } catch (const Error& e) {
+    return invalid(std::string(what) + ": " + e.what());
+  }
+  return std::nullopt;
+}
+
+bool elementwise_dtype(DType t) { return t != DType::binary; }
+
+std::optional<Refusal> check_quantize(const QuantizeDesc& d) {
+  const auto& p = d.params;
+  if (p.scheme().mapping == Mapping::logarithmic)
+    return unsupported("the CUDA backend does not implement the logarithmic mapping; expected "
+                       "affine or symmetric params");
+  if (!elementwise_dtype(p.dtype()))
+    return unsupported("the CUDA backend does not implement binary codes; expected int8, uint8, "
+                       "int16, uint16, int4 or uint4");
+  return fits(p, d.shape, "params");
+}
+
+std::optional<Refusal> check_requantize(const RequantizeDesc& d) {
+  if (d.out_dtype != DType::int8 && d.out_dtype != DType::uint8)
+    return invalid("out_dtype = " + std::string(name(d.out_dtype)) + "; expected int8 or uint8");
+  const auto& tr = traits(d.out_dtype);
+  if (d.out_zero_point < tr.qmin || d.out_zero_point > tr.qmax)
+    return invalid("out_zero_point = " + std::to_string(d.out_zero_point) + "; expected a value in [" +
+                   std::to_string(tr.qmin) + ", " + std::to_string(tr.qmax) + "]");
+  if (d.multipliers.empty())
+    return invalid("no multipliers; expected 1 (per tensor) or one per index along axis");
+  for (std::size_t i = 0; i < d.multipliers.size(); ++i)
+    if (!std::isfinite(d.multipliers[i]) || d.multipliers[i] < 0.0f)
+      return invalid("multipliers[" + std::to_string(i) + "] = " + std::to_string(d.multipliers[i]) +
+                     "; expected a finite value >= 0");
+  if (d.multipliers.size() > 1) {
+    const int rank = static_cast<int>(d.shape.size());
+    const int axis = d.axis < 0 ? d.axis + rank : d.axis;
+    if (axis < 0 || axis >= rank)
+      return invalid("axis " + std::to_string(d.axis) + " for shape " + to_string(d.shape) +
+                     "; expected an axis in [" + std::to_string(-rank) + ", " + std::to_string(rank - 1) + "]");
+    if (d.shape[static_cast<std::size_t>(axis)] != static_cast<std::int64_t>(d.multipliers.size()))
+      return invalid(std::to_string(d.multipliers.size()) + " multipliers for shape " + to_string(d.shape) +
+                     " along axis " + std::to_string(axis) + "; expected 1 or " +
+                     std::to_string(d.shape[static_cast<std::size_t>(axis)]));
+  }
+  if (d.mode == RequantMode::fixed_point) {
+    try {
+      for (const float m : d.multipliers) reference::quantize_multiplier(m);
+    } catch (const Error& e) {
+      return invalid(e.what());
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Refusal> check_operand(const QuantizationParams& p, const Shape& shape, int channel_axis,
+                                     const char* which) {
+  const std::string who = std::string(which) + " (" + p.to_string() + ")";
+  if (p.scheme().mapping == Mapping::logarithmic)
+    return invalid(who + " uses the logarithmic mapping; expected affine or symmetric");
+  if (p.dtype() != DType::int8 && p.dtype() != DType::uint8)
+    return unsupported(who + ": the CUDA matmuls take int8 or uint8 operands");
+  if (p.scheme().granularity == Granularity::block)
+    return unsupported(who + " is block-wise; the CUDA matmuls implement per-tensor and "
+                             "per-channel params");
+  if (p.scheme().granularity == Granularity::per_channel) {
+    int axis = 0;
+    try {
+      axis = p.channel_axis(shape.size());
+    } catch (const Error& e) {
+      return invalid(who + ": " + e.what());
+    }
+    if (axis != channel_axis)
+      return invalid(who + " is per_channel along axis " + std::to_string(axis) + "; expected axis " +
+                     std::to_string(channel_axis));
+  }
+  return fits(p, shape, which);
+}
+
+std::optional<Refusal> check_matmul(OpKind kind, const MatmulDesc& d) {
+  if (d.m < 0 || d.n < 0 || d.k < 0)
+    return invalid("m, n, k = " + std::to_string(d.m) + ", " + std::to_string(d.n) + ", " +
+                   std::to_string(d.k) + "; expected sizes >= 0");
+  if (auto r = check_operand(d.a, d.a_shape(), 0, "A")) return r;
+  if (auto r = check_operand(d.b, d.b_shape(), d.b_layout == MatrixLayout::kn ? 1 : 0, "B")) return r;
+  if (kind == OpKind::qlinear_matmul) {
+    if (!d.y) return invalid("no output params (desc.y is empty); expected per-tensor int8 or uint8 params");
+    const auto& y = *d.y;
+    if (y.scheme().granularity != Granularity::per_tensor || y.scheme().mapping == Mapping::logarithmic ||
+        (y.dtype() != DType::int8 && y.dtype() != DType::uint8))
+      return invalid("output params " + y.to_string() + "; expected per-tensor affine or symmetric int8 or uint8");
+  }
+  const std::int64_t safe = reference::int32_safe_k(d);
+  if (d.k > safe)
+    return unsupported("k = " + std::to_string(d.k) + " exceeds " + std::to_string(safe) +
+                       ", the largest depth whose int32 accumulation cannot overflow for these "
+                       "operand types and zero points; the CUDA kernels accumulate in int32");
+  return std::nullopt;
+}
+
+std::optional<Refusal> check_linear(const LinearDesc& d, bool forward) {
+  if (d.m < 0 || d.n < 0 || d.k < 0)
+    return invalid("m, n, k = " + std::to_string(d.m) + ", " + std::to_string(d.n) + ", " +
+                   std::to_string(d.k) + "; expected sizes >= 0");
+  const auto& w = d.w;
+  const bool per_row = w.scheme().granularity == Granularity::per_channel && w.channel_axis(2) == 0;
+  if (w.dtype() != DType::int8 || w.scheme().mapping != Mapping::symmetric ||
+      !(w.scheme().granularity == Granularity::per_tensor || per_row))
+    return invalid("weight params " + w.to_string() +
+                   "; expected int8 symmetric, per_tensor or per_channel(axis 0) of [N, K]");
+  if (auto r = fits(w, {d.n, d.k}, "weight params")) return r;
+  if (forward) {
+    const MatmulDesc md{d.m, d.n, d.k, QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f),
+                        QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f)};
+    const std::int64_t safe = reference::int32_safe_k(md);
+    if (d.k > safe)
+      return unsupported("k = " + std::to_string(d.k) + " exceeds " + std::to_string(safe) +
+                         ", the int32-safe depth of an int8 x int8 product");
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> names(const std::vector<GemmKernel>& ks) {
+  std::vector<std::string> out;
+  for (const auto k : ks) out.emplace_back(gemm_kernel_name(k));
+  return out;
+}
+
+}  // namespace
+
+std::optional<Refusal> refusal_for(const OpDesc& op) {
+  try {
+    switch (op.op) {
+      case OpKind::quantize:
+      case OpKind::dequantize: return check_quantize(std::get<QuantizeDesc>(op.desc));
+      case OpKind::requantize: return check_requantize(std::get<RequantizeDesc>(op.desc));
+      case OpKind::matmul_integer:
+      case OpKind::matmul_dequant:
+      case OpKind::qlinear_matmul: return check_matmul(op.op, std::get<MatmulDesc>(op.desc));
+      case OpKind::dynamic_quantize_linear: return std::nullopt;
+      case OpKind::linear_forward: return check_linear(std::get<LinearDesc>(op.desc), true);
+      case OpKind::linear_backward: return check_linear(std::get<LinearDesc>(op.desc), false);
+    }
+  } catch (const std::bad_variant_access&) {
+    return invalid("descriptor type does not match op " + std::string(to_string(op.op)));
+  } catch (const Error& e) {
+    return invalid(e.what());
+  }
+  return invalid("unknown op");
+}
+
+std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, const DeviceFacts& device) {
+  std::vector<GemmKernel> out;
+  if (device.cc < 80) return out;
+  if (m <= 64) {
+    out = {GemmKernel::mma_32x128, GemmKernel::mma_128x128, GemmKernel::mma_128x256};
+  } else {
+    // The large tile only when it still gives every SM a CTA.
+    const std::int64_t big_tiles = ((m + 127) / 128) * ((n + 255) / 256);
+    if (big_tiles >= device.multiprocessors)
+      out.insert(out.end(), {GemmKernel::mma_128x256, GemmKernel::mma_128x128});
+    else
+      out.insert(out.end(), {GemmKernel::mma_128x128, GemmKernel::mma_128x256});
+    out.push_back(GemmKernel::mma_32x128);
+  }
+  out.push_back(GemmKernel::dp4a_128x128);
+  return out;
+}
+
+Support support_for(const OpDesc& op, const DeviceFacts& device) {
+  if (auto r = refusal_for(op)) return Support::no(r->reason);
+  switch (op.op) {
+    case OpKind::quantize: return Support::yes({kQuantizeKernel});
+    case OpKind::dequantize: return Support::yes({kDequantizeKernel});
+    case OpKind::requantize: return Support::yes({kRequantizeKernel});
+    case OpKind::dynamic_quantize_linear: return Support::yes({kDynamicQuantizeKernel});
+    case OpKind::linear_backward: return Support::yes({kLinearBackwardKernel});
+    case OpKind::matmul_integer:
+    case OpKind::matmul_dequant:
+    case OpKind::qlinear_matmul: {
+      const auto& d = std::get<MatmulDesc>(op.desc);
+      return Support::yes(names(gemm_candidates(d.m, d.n, device)));
+    }
+    case OpKind::linear_forward: {
+      const auto& d = std::get<LinearDesc>(op.desc);
+      return Support::yes(names(gemm_candidates(d.m, d.n, device)));
+    }
+  }
+  return Support::no("unknown op");
+}
+
+}  // namespace qforge::cuda

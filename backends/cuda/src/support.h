@@ -1,0 +1,40 @@
+// What the CUDA backend claims, per op descriptor (dtype x scheme x layout x shape), and which
+// kernel variants can run it on a device of a given compute capability, best guess first.
+//
+// Claimed: quantize/dequantize for int8, uint8, int16, uint16, int4, uint4 with affine or
+// symmetric mappings at every granularity, float32/float16/bfloat16 input; requantize; the three
+// matmuls for int8/uint8 A and B with per-tensor or per-row A params and per-tensor or
+// per-column B params, kn or nk, K up to reference::int32_safe_k, every output type;
+// dynamic_quantize_linear; linear forward (same K bound) and backward. Not claimed: the
+// logarithmic mapping, binary, block-wise B in matmuls, 16- and 4-bit matmul operands.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm.h"
+#include "qforge/ops.h"
+
+namespace qforge::cuda {
+
+struct DeviceFacts {
+  int cc = 0;               // 0 when no usable device
+  int multiprocessors = 1;
+};
+
+Support support_for(const OpDesc& op, const DeviceFacts& device);
+
+// GEMM kernels able to run an M x N problem on this device, best guess first.
+std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, const DeviceFacts& device);
+
+// Why a descriptor is refused (nullopt: accepted). Shared by supports() and the ops, which
+// throw ErrorCode::unsupported (or invalid_argument for a malformed descriptor) with it.
+struct Refusal {
+  bool invalid = false;  // the descriptor itself is malformed (the reference rejects it too)
+  std::string reason;
+};
+std::optional<Refusal> refusal_for(const OpDesc& op);
+
+}  // namespace qforge::cuda
