@@ -113,6 +113,8 @@ TEST_F(CpuX86Edges, MaddubsNeverRunsOnWeightsHoldingMinus128) {
   Rng rng = test_rng();
   MatmulProblem p = random_problem(rng, 20, 20, 30, {false, true, false});
   p.desc.b = QuantizationParams::per_tensor_affine(DType::int8, 0.1f, 0);
+  p.desc.b_layout = MatrixLayout::kn;
+  p.b = random_codes(rng, DType::int8, 20 * 30, -127, 127);
   // Affine int8 weights may hold -128, so supports() does not offer maddubs for them.
   const Support s = loaded_.ops->supports({OpKind::matmul_integer, p.desc});
   for (const auto& k : s.kernels) EXPECT_EQ(k.find("maddubs"), std::string::npos) << k;

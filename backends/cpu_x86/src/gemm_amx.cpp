@@ -3,10 +3,12 @@
 // 16 groups of one packed panel, gemm_kernels.h) and adds into a 16x16 int32 C tile. Like
 // vpdpbusd it does not saturate, so sums are exact modulo 2^32.
 //
-// Tile registers: C 0-3 (up to 2x2 output tiles = 32 rows x 32 columns), A 4-5, B 6-7. The
-// configuration is loaded at the start of each call and released at its end, so the kernel
-// never depends on, or leaves behind, tile state of other code on this thread. The process must
-// already hold the Linux permission for tile data (isa.cpp asks for it during detection).
+// Tile registers: C 0-3 (up to 2x2 output tiles = 32 rows x 32 columns), A 4-5, B 6-7. Loading
+// the configuration costs about as much as a few tile products, so the driver loads it once per
+// task (amx_begin) and releases it at the task's end (amx_end): no other code runs on the
+// thread in between, so the kernel never depends on, or leaves behind, tile state of other
+// code. The process must already hold the Linux permission for tile data (isa.cpp asks for it
+// during detection).
 #include <immintrin.h>
 
 #include <cstring>
@@ -25,20 +27,32 @@ struct alignas(64) TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64, "ldtilecfg reads 64 bytes");
 
-void configure() {
-  TileConfig cfg;
-  std::memset(&cfg, 0, sizeof cfg);
+// Palette 1, tiles 0-7 all 16 rows x 64 bytes. A constant object in memory rather than a local:
+// GCC 12 does not see that ldtilecfg reads all 64 bytes of its operand and drops the stores of
+// a local configuration's row and column fields (seen here: a zero configuration, then #GP).
+constexpr TileConfig make_config() {
+  TileConfig cfg{};
   cfg.palette_id = 1;
   for (int i = 0; i < 8; ++i) {
     cfg.rows[i] = 16;
     cfg.colsb[i] = 64;
   }
-  _tile_loadconfig(&cfg);
+  return cfg;
 }
+constexpr TileConfig kConfig = make_config();
+
+}  // namespace
+
+void amx_begin() {
+  _tile_loadconfig(&kConfig);
+}
+
+void amx_end() { _tile_release(); }
+
+namespace {
 
 template <int MT, int NT>
 void tile(const TileArgs& t) {
-  configure();
   _tile_zero(0);
   if (NT > 1) _tile_zero(1);
   if (MT > 1) _tile_zero(2);
@@ -67,7 +81,6 @@ void tile(const TileArgs& t) {
   if (NT > 1) _tile_stored(1, t.d + 16, stride);
   if (MT > 1) _tile_stored(2, t.d + 16 * t.ldd, stride);
   if (MT > 1 && NT > 1) _tile_stored(3, t.d + 16 * t.ldd + 16, stride);
-  _tile_release();
 }
 
 }  // namespace

@@ -87,7 +87,7 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
   const std::int64_t M = desc.m, N = desc.n, K = desc.k;
   if (M == 0 || N == 0) return;
   PackedA& pa = scratch.a;
-  pack_activations(desc, a, b.depth, b.blocks, kernel.s8_domain, pa);
+  pack_activations(desc, a, b.depth, b.blocks, kernel.s8_domain, pa, pool);
 
   const std::int64_t pn = b.padded_n();
   std::vector<float> bias;
@@ -113,7 +113,7 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
     const int panels = static_cast<int>(std::min<std::int64_t>(plan.tile_panels, b.panels - p0));
     const std::int64_t n0 = p0 * kPanel;
     const int cols = static_cast<int>(std::min<std::int64_t>(panels * kPanel, N - n0));
-    TileArgs t{pa.data.data() + m0 * pa.depth, pa.depth, b.panel(p0), b.panel_stride, groups_all,
+    TileArgs t{pa.data.data() + m0 * pa.stride, pa.stride, b.panel(p0), b.panel_stride, groups_all,
                rows, panels, d, kLdd};
     TileRef ref{d, kLdd, rows, cols, panels * kPanel};
     const std::int64_t nb = pa.block_count;
@@ -189,6 +189,11 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
     const std::int64_t tm = task % m_tasks, tn = task / m_tasks;
     const std::int64_t mt1 = std::min(plan.m_tiles, (tm + 1) * plan.m_chunk);
     const std::int64_t nt1 = std::min(plan.n_tiles, (tn + 1) * plan.n_chunk);
+    if (kernel.begin) kernel.begin();
+    struct End {  // undo the setup even when a tile throws (fixed-point conversion can)
+      void (*end)();
+      ~End() { if (end) end(); }
+    } end{kernel.end};
     for (std::int64_t nt = tn * plan.n_chunk; nt < nt1; ++nt)
       for (std::int64_t mt = tm * plan.m_chunk; mt < mt1; ++mt) run_tile(mt, nt);
   });

@@ -68,7 +68,10 @@ inline constexpr TileShape kAvx512VnniGemvShape{16, 4};
 constexpr int gemv_panels_for_rows(int rows) { return rows <= 4 ? 4 : rows <= 8 ? 2 : 1; }
 // AMX-INT8: tdpbusd, 16x16 int32 tiles, up to 2x2 of them (A in u8 domain, groups % 16 == 0,
 // rows padded to 16). mr rounds up to 16 or 32 internally: packed A must hold those rows.
+// Call between amx_begin() and amx_end() on the same thread (tile configuration).
 void tile_amx(const TileArgs& t);
+void amx_begin();
+void amx_end();
 inline constexpr TileShape kAmxShape{32, 2};
 
 }  // namespace qforge::cpu_x86

@@ -9,8 +9,12 @@ namespace {
 // isa.cpp does not report them as compiled, so they are never selected.
 #if QFORGE_CPU_X86_HAVE_AMX
 constexpr TileFn kAmx = &tile_amx;
+constexpr void (*kAmxBegin)() = &amx_begin;
+constexpr void (*kAmxEnd)() = &amx_end;
 #else
 constexpr TileFn kAmx = nullptr;
+constexpr void (*kAmxBegin)() = nullptr;
+constexpr void (*kAmxEnd)() = nullptr;
 #endif
 #if QFORGE_CPU_X86_HAVE_AVX512VNNI
 constexpr TileFn kVnni512 = &tile_avx512vnni;
@@ -29,7 +33,7 @@ constexpr TileFn kAvxVnni = nullptr;
 // the build and the ISA restriction allow (and, for maddubs, the packed weights).
 constexpr std::array kKernels = {
     KernelInfo{"q8_gemm_32x32c4__amx", KernelRole::gemm, Isa::amx_int8, kAmx, kAmxShape,
-               false, false, true},
+               false, false, true, kAmxBegin, kAmxEnd},
     KernelInfo{"q8_gemm_6x64c4__avx512vnni", KernelRole::gemm, Isa::avx512_vnni,
                kVnni512, kAvx512VnniShape},
     KernelInfo{"q8_gemm_6x16c4__avxvnni", KernelRole::gemm, Isa::avx_vnni, kAvxVnni,

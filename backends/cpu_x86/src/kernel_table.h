@@ -36,6 +36,8 @@ struct KernelInfo {
   bool s8_domain = false;         // A packed as s8 (maddubs idiom)
   bool needs_no_min = false;      // exact only when B holds no -128
   bool amx = false;               // depth in steps of 64 k, rows in multiples of 16
+  void (*begin)() = nullptr;      // per-thread setup before a run of tiles, and its undo
+  void (*end)() = nullptr;
 };
 
 std::span<const KernelInfo> all_kernels();

@@ -15,6 +15,9 @@ namespace qforge::cpu_x86 {
 namespace {
 
 constexpr std::int64_t kTaskElements = 1 << 16;  // ~64K elements per task
+// Outputs at least this large are written with non-temporal stores: they cannot stay in the
+// caches anyway, and streaming saves reading every output line before writing it.
+constexpr std::int64_t kStreamBytes = std::int64_t{8} << 20;
 
 FloatKind float_kind(FloatType t) {
   return t == FloatType::f32 ? FloatKind::f32 : t == FloatType::f16 ? FloatKind::f16 : FloatKind::bf16;
@@ -114,6 +117,7 @@ void CpuX86Ops::quantize(const QuantizeDesc& desc, const void* x, void* q) {
   auto* qs = static_cast<std::uint8_t*>(q);
   const auto scales = p.scales();
   const auto zps = p.zero_points();
+  const bool stream = n >= kStreamBytes;
   split(*pool_, w, [&](std::int64_t r0, std::int64_t r1, std::int64_t e0, std::int64_t e1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const std::int64_t base = r * w.row_len;
@@ -124,7 +128,8 @@ void CpuX86Ops::quantize(const QuantizeDesc& desc, const void* x, void* q) {
       for (std::int64_t e = e0; e < e1;) {
         const std::int64_t end = std::min(e1, (e / w.run + 1) * w.run);
         const std::size_t pi = pair_of(w, r, e);
-        quantize_run_avx2(xs + (base + e) * fb, kind, qs + base + e, end - e, scales[pi], zps[pi], range);
+        quantize_run_avx2(xs + (base + e) * fb, kind, qs + base + e, end - e, scales[pi], zps[pi], range,
+                          stream);
         e = end;
       }
     }
@@ -146,6 +151,7 @@ void CpuX86Ops::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
   const auto* qs = static_cast<const std::uint8_t*>(q);
   const auto scales = p.scales();
   const auto zps = p.zero_points();
+  const bool stream = n * 4 >= kStreamBytes;
   split(*pool_, w, [&](std::int64_t r0, std::int64_t r1, std::int64_t e0, std::int64_t e1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const std::int64_t base = r * w.row_len;
@@ -156,7 +162,7 @@ void CpuX86Ops::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
       for (std::int64_t e = e0; e < e1;) {
         const std::int64_t end = std::min(e1, (e / w.run + 1) * w.run);
         const std::size_t pi = pair_of(w, r, e);
-        dequantize_run_avx2(qs + base + e, is_signed, x + base + e, end - e, scales[pi], zps[pi]);
+        dequantize_run_avx2(qs + base + e, is_signed, x + base + e, end - e, scales[pi], zps[pi], stream);
         e = end;
       }
     }
@@ -246,7 +252,7 @@ QuantizationParams CpuX86Ops::dynamic_quantize_linear(const DynamicQuantizeDesc&
   pool_->parallel_for(qt, [&](std::int64_t t) {
     const std::int64_t e0 = t * kTaskElements;
     quantize_run_avx2(x + e0, FloatKind::f32, y + e0, std::min(n, e0 + kTaskElements) - e0, p.scale(),
-                      p.zero_point(), range);
+                      p.zero_point(), range, n >= kStreamBytes);
   });
   return p;
 }

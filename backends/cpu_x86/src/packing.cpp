@@ -8,6 +8,8 @@
 #include "qforge/dtype.h"
 #include "qforge/error.h"
 #include "gemm_kernels.h"
+#include "pack_kernels.h"
+#include "thread_pool.h"
 
 namespace qforge::cpu_x86 {
 namespace {
@@ -43,7 +45,7 @@ AlignedBytes::AlignedBytes(std::size_t n) { reset(n); }
 
 void AlignedBytes::Free::operator()(std::uint8_t* p) const noexcept { std::free(p); }
 
-void AlignedBytes::reset(std::size_t n) {
+void AlignedBytes::reset(std::size_t n, bool zero) {
   if (n > capacity_) {
     const std::size_t cap = (std::max<std::size_t>(n, 64) + 63) / 64 * 64;
     auto* p = static_cast<std::uint8_t*>(std::aligned_alloc(64, cap));
@@ -52,7 +54,7 @@ void AlignedBytes::reset(std::size_t n) {
     capacity_ = cap;
   }
   n_ = n;
-  if (n) std::memset(p_.get(), 0, n);
+  if (n && zero) std::memset(p_.get(), 0, n);
 }
 
 KBlocks k_blocks(const MatmulDesc& desc) {
@@ -111,15 +113,16 @@ std::size_t X86PackedWeights::bytes() const noexcept {
 }
 
 void pack_activations(const MatmulDesc& desc, const void* a, std::int64_t depth,
-                      const KBlocks& blocks, bool s8_domain, PackedA& out) {
+                      const KBlocks& blocks, bool s8_domain, PackedA& out, ThreadPool& pool) {
   const std::int64_t M = desc.m, K = desc.k;
   out.m = M;
   out.rows = round_up(std::max<std::int64_t>(M, 1), kRowAlign);
   out.depth = depth;
+  out.stride = depth + 64;
   out.s8_domain = s8_domain;
   out.block_count = blocks.count;
-  out.data.reset(static_cast<std::size_t>(out.rows * depth));
-  out.rowsum.assign(static_cast<std::size_t>(M * blocks.count), 0);
+  out.data.reset(static_cast<std::size_t>(out.rows * out.stride), /*zero=*/false);
+  out.rowsum.resize(static_cast<std::size_t>(M * blocks.count));
   out.za.resize(static_cast<std::size_t>(M));
   out.sa.resize(static_cast<std::size_t>(M));
   const QuantizationParams& p = desc.a;
@@ -128,21 +131,20 @@ void pack_activations(const MatmulDesc& desc, const void* a, std::int64_t depth,
   // Both shifts are +-128 or 0 and flip the top bit: the byte pattern is a ^ 0x80.
   const std::uint8_t flip = shift != 0 ? 0x80 : 0x00;
   const auto* src = static_cast<const std::uint8_t*>(a);
-  const bool dst_signed = s8_domain;
-  for (std::int64_t m = 0; m < M; ++m) {
-    const std::uint8_t* in = src + m * K;
-    std::uint8_t* row = out.data.data() + m * depth;
-    for (std::int64_t j = 0; j < blocks.count; ++j) {
-      const std::int64_t k0 = blocks.blocked ? j * blocks.size : 0;
-      const std::int64_t k1 = blocks.blocked ? std::min(K, k0 + blocks.size) : K;
-      std::int32_t sum = 0;
-      for (std::int64_t kk = k0; kk < k1; ++kk) {
-        const std::uint8_t byte = static_cast<std::uint8_t>(in[kk] ^ flip);
-        row[kk] = byte;
-        sum += dst_signed ? static_cast<std::int32_t>(static_cast<std::int8_t>(byte)) : byte;
-      }
-      out.rowsum[static_cast<std::size_t>(m * blocks.count + j)] = sum;
+  std::uint8_t* dst = out.data.data();
+  // Padded rows (up to a multiple of 16) are all zero: their dot products are discarded.
+  if (out.rows > M)
+    std::memset(dst + M * out.stride, 0, static_cast<std::size_t>((out.rows - M) * out.stride));
+  constexpr std::int64_t kRowsPerTask = 16;
+  pool.parallel_for((M + kRowsPerTask - 1) / kRowsPerTask, [&](std::int64_t t) {
+    for (std::int64_t m = t * kRowsPerTask; m < std::min(M, (t + 1) * kRowsPerTask); ++m) {
+      std::uint8_t* row = dst + m * out.stride;
+      pack_row_avx2(src + m * K, row, K, flip, s8_domain, blocks.blocked ? blocks.size : K,
+                    blocks.count, out.rowsum.data() + m * blocks.count);
+      std::memset(row + K, 0, static_cast<std::size_t>(out.stride - K));
     }
+  });
+  for (std::int64_t m = 0; m < M; ++m) {
     const std::size_t pi = per_row ? static_cast<std::size_t>(m) : 0;
     out.za[static_cast<std::size_t>(m)] = p.zero_point(pi) + shift;
     out.sa[static_cast<std::size_t>(m)] = p.scale(pi);

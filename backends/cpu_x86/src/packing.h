@@ -25,8 +25,8 @@ class AlignedBytes {
   std::uint8_t* data() noexcept { return p_.get(); }
   const std::uint8_t* data() const noexcept { return p_.get(); }
   std::size_t size() const noexcept { return n_; }
-  // Grows (never shrinks) and zero-fills the first n bytes.
-  void reset(std::size_t n);
+  // Grows (never shrinks); zero-fills the first n bytes when `zero`.
+  void reset(std::size_t n, bool zero = true);
 
  private:
   struct Free {
@@ -82,16 +82,20 @@ struct PackedA {
   std::int64_t m = 0;
   std::int64_t rows = 0;    // m padded to a multiple of 16
   std::int64_t depth = 0;   // same as the weights'
+  // Bytes between rows: depth plus one cache line, so that the 16 rows of an AMX tile (or the
+  // rows of a VNNI tile) do not all fall into the same L1 set when depth is a power of two.
+  std::int64_t stride = 0;
   bool s8_domain = false;
-  AlignedBytes data;        // [rows][depth]
+  AlignedBytes data;        // [rows][stride]
   std::vector<std::int32_t> rowsum;  // [m][blocks]
   std::vector<std::int32_t> za;      // [m]
   std::vector<float> sa;             // [m]
   std::int64_t block_count = 1;
 };
 
-// Packs A ([M, K] int8/uint8, row-major) into `out` (reusing its memory).
+class ThreadPool;
+// Packs A ([M, K] int8/uint8, row-major) into `out` (reusing its memory), rows in parallel.
 void pack_activations(const MatmulDesc& desc, const void* a, std::int64_t depth,
-                      const KBlocks& blocks, bool s8_domain, PackedA& out);
+                      const KBlocks& blocks, bool s8_domain, PackedA& out, ThreadPool& pool);
 
 }  // namespace qforge::cpu_x86

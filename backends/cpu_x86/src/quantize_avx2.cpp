@@ -6,6 +6,8 @@
 // lesser CPU (the usual hazard of per-source ISA flags).
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "quantize_kernels.h"
@@ -102,17 +104,31 @@ inline void with_tail_copy(const void* src, int src_elem_bytes, std::int64_t cou
 }  // namespace
 
 void quantize_run_avx2(const void* x, FloatKind kind, void* q, std::int64_t count, float scale,
-                       std::int32_t zero_point, QuantRange range) {
+                       std::int32_t zero_point, QuantRange range, bool stream) {
   const __m256 s = _mm256_set1_ps(scale);
   const Bounds b = bounds(zero_point, range);
   auto* out = static_cast<std::uint8_t*>(q);
-  std::int64_t i = 0;
-  for (; i + 32 <= count; i += 32) quantize32_same(x, kind, i, s, b, range.is_signed, out + i);
-  if (i < count) {
-    const int fb = float_bytes(kind);
-    with_tail_copy(static_cast<const unsigned char*>(x) + i * fb, fb, count - i, out + i, 1,
+  const int fb = float_bytes(kind);
+  auto partial = [&](std::int64_t i, std::int64_t n) {  // fewer than 32 elements at i
+    with_tail_copy(static_cast<const unsigned char*>(x) + i * fb, fb, n, out + i, 1,
                    [&](const void* in, void* o) { quantize32_same(in, kind, 0, s, b, range.is_signed, o); });
+  };
+  std::int64_t i = 0;
+  if (stream && count >= 4096) {  // short runs (blocks) are not worth the fence
+    // Peel up to the first 32-byte aligned output byte, then stream whole vectors.
+    const auto misalign = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(out) % 32);
+    const std::int64_t head = std::min<std::int64_t>(count, misalign ? 32 - misalign : 0);
+    if (head) partial(0, head);
+    for (i = head; i + 32 <= count; i += 32) {
+      alignas(32) unsigned char tmp[32];
+      quantize32_same(x, kind, i, s, b, range.is_signed, tmp);
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(out + i), _mm256_load_si256(reinterpret_cast<const __m256i*>(tmp)));
+    }
+    _mm_sfence();  // order the streamed stores before whatever signals completion
+  } else {
+    for (; i + 32 <= count; i += 32) quantize32_same(x, kind, i, s, b, range.is_signed, out + i);
   }
+  if (i < count) partial(i, count - i);
 }
 
 void quantize_vec_avx2(const void* x, FloatKind kind, void* q, std::int64_t count,
@@ -148,20 +164,27 @@ void quantize_vec_avx2(const void* x, FloatKind kind, void* q, std::int64_t coun
 }
 
 void dequantize_run_avx2(const void* q, bool is_signed, float* x, std::int64_t count, float scale,
-                         std::int32_t zero_point) {
+                         std::int32_t zero_point, bool stream) {
   const __m256 s = _mm256_set1_ps(scale);
   const __m256i z = _mm256_set1_epi32(zero_point);
-  auto body = [&](const void* in, float* out, std::int64_t n) {
-    std::int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-      _mm256_storeu_ps(out + i,
-                       _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(load8_q(in, is_signed, i), z)), s));
+  auto eight = [&](const void* in, std::int64_t i) {
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(load8_q(in, is_signed, i), z)), s);
   };
-  const std::int64_t main = count & ~std::int64_t{7};
-  body(q, x, main);
-  if (main < count)
-    with_tail_copy(static_cast<const std::uint8_t*>(q) + main, 1, count - main, x + main, 4,
-                   [&](const void* in, void* o) { body(in, static_cast<float*>(o), 8); });
+  auto partial = [&](std::int64_t i, std::int64_t n) {  // fewer than 8 elements at i
+    with_tail_copy(static_cast<const std::uint8_t*>(q) + i, 1, n, x + i, 4,
+                   [&](const void* in, void* o) { _mm256_storeu_ps(static_cast<float*>(o), eight(in, 0)); });
+  };
+  std::int64_t i = 0;
+  const auto addr = reinterpret_cast<std::uintptr_t>(x);
+  if (stream && addr % 4 == 0 && count >= 1024) {
+    const std::int64_t head = std::min<std::int64_t>(count, static_cast<std::int64_t>((32 - addr % 32) % 32 / 4));
+    if (head) partial(0, head);
+    for (i = head; i + 8 <= count; i += 8) _mm256_stream_ps(x + i, eight(q, i));
+    _mm_sfence();
+  } else {
+    for (; i + 8 <= count; i += 8) _mm256_storeu_ps(x + i, eight(q, i));
+  }
+  if (i < count) partial(i, count - i);
 }
 
 void dequantize_vec_avx2(const void* q, bool is_signed, float* x, std::int64_t count,
