@@ -6,8 +6,14 @@
 //       nonzero bins and 0 on its empty bins
 //   divergence = scipy.stats.entropy(P, Q) = sum P/|P| log((P/|P|) / (Q/|Q|))
 // and the threshold is calib_bin_edges[i] for the last i of minimal divergence. bins[0] is
-// replaced by bins[1] first. NVIDIA's code is O(n^2) Python per candidate; this is the same sum
-// with each group's log(Q) computed once, O(i) per candidate.
+// replaced by bins[1] first.
+//
+// NVIDIA's loop is O(i) Python per candidate. Here each group's terms are summed in O(1) with
+// prefix sums of b and b log b: inside a group every nonzero bin has the same q = S / N, so
+//   sum_group b (log b - log q + log(|Q|/|P|)) = L_group - S log q + S log(|Q|/|P|),
+// and a group with one nonzero bin (q = b exactly) contributes exactly b log(|Q|/|P|), so that
+// the exact ties NVIDIA breaks by "last minimum" stay exact ties. One guard is added (below):
+// candidates that clip more than half of the values are not considered.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -24,53 +30,72 @@ double entropy_threshold(std::span<const double> counts, double bin_width,
   std::vector<double> bins(counts.begin(), counts.end());
   if (n > 1) bins[0] = bins[1];  // NVIDIA: discount the spike of exact zeros (e.g. after ReLU)
 
-  // Prefix sums of counts and of nonzero bins; total is the last prefix so that a candidate
-  // without clipped mass has |Q| == |P| exactly.
-  std::vector<double> sum(static_cast<std::size_t>(n) + 1, 0.0);
-  std::vector<std::int64_t> nonzero(static_cast<std::size_t>(n) + 1, 0);
-  std::vector<double> log_bin(static_cast<std::size_t>(n), 0.0);
-  for (std::int64_t k = 0; k < n; ++k) {
-    const auto u = static_cast<std::size_t>(k);
-    sum[u + 1] = sum[u] + bins[u];
-    nonzero[u + 1] = nonzero[u] + (bins[u] != 0.0 ? 1 : 0);
-    if (bins[u] > 0.0) log_bin[u] = std::log(bins[u]);
+  // Prefix sums: S of counts, Z of nonzero bins, L of b log b. The total is the last prefix so
+  // that a candidate without clipped mass has |Q| == |P| exactly.
+  const auto un = static_cast<std::size_t>(n);
+  std::vector<double> S(un + 1, 0.0), L(un + 1, 0.0), log_bin(un, 0.0);
+  std::vector<std::int64_t> Z(un + 1, 0);
+  for (std::size_t k = 0; k < un; ++k) {
+    if (bins[k] > 0.0) log_bin[k] = std::log(bins[k]);
+    S[k + 1] = S[k] + bins[k];
+    L[k + 1] = L[k] + bins[k] * log_bin[k];
+    Z[k + 1] = Z[k] + (bins[k] != 0.0 ? 1 : 0);
   }
-  const double total = sum[static_cast<std::size_t>(n)];
+  const double total = S[un];
   if (!(total > 0.0)) return static_cast<double>(n) * bin_width;
   const double log_total = std::log(total);
   const std::int64_t nq = std::max<std::int64_t>(quantized_bins, 1);
 
+  // qforge's one addition: candidates that would clip more than half of the values are
+  // skipped. For data away from zero (e.g. all in [-5, -1]) every bin below min|x| is empty, and
+  // the first candidate past it clips everything into one bin where P and Q are the same lone
+  // spike (divergence 0): NVIDIA's search then returns ~min|x| and clips all values. For data
+  // around zero the median |x| lies far below every plausible minimum, so nothing changes.
+  std::int64_t half = 1;
+  while (half < n && S[static_cast<std::size_t>(half)] < 0.5 * total) ++half;
+  // The first candidate on NVIDIA's grid start_bin + k * stride at or above `half`.
+  const std::int64_t step = std::max(stride, 1);
+  std::int64_t first = std::clamp<std::int64_t>(start_bin, 1, n);
+  if (half > first) first += (half - first + step - 1) / step * step;
+
   double best = std::numeric_limits<double>::infinity();
   std::int64_t best_i = n;
-  const std::int64_t first = std::clamp<std::int64_t>(start_bin, 1, n);
-  for (std::int64_t i = first; i <= n; i += std::max(stride, 1)) {
+  for (std::int64_t i = first; i <= n; i += step) {
     const auto ui = static_cast<std::size_t>(i);
-    const double kept = sum[ui];            // |Q|
-    const double clipped = total - kept;   // added to P[i - 1]
-    if (!(kept > 0.0)) continue;           // Q is all zeros: divergence undefined
-    if (clipped > 0.0 && bins[ui - 1] == 0.0) continue;  // P > 0 where Q = 0: infinite
+    const double kept = S[ui];            // |Q|
+    const double clipped = total - kept;  // added to P[i - 1]
+    if (!(kept > 0.0)) continue;          // Q is all zeros: divergence undefined
+    const double last = bins[ui - 1];
+    if (clipped > 0.0 && last == 0.0) continue;  // P > 0 where Q = 0: infinite
     const double log_ratio = std::log(kept) - log_total;  // log(|Q| / |P|)
-    double kl = 0.0;
-    for (std::int64_t a = 0; a < i;) {
-      const std::int64_t group = a * nq / i;
-      const std::int64_t b = std::min(i, ((group + 1) * i + nq - 1) / nq);
-      const auto ua = static_cast<std::size_t>(a), ub = static_cast<std::size_t>(b);
-      const std::int64_t members = nonzero[ub] - nonzero[ua];
-      if (members > 0) {
-        const double group_sum = sum[ub] - sum[ua];
-        const double log_q = members == 1 ? std::log(group_sum)
-                                          : std::log(group_sum / static_cast<double>(members));
-        for (std::size_t k = ua; k < ub; ++k) {
-          if (bins[k] == 0.0) continue;
-          double p = bins[k], log_p = log_bin[k];
-          if (k == ui - 1 && clipped > 0.0) {
-            p += clipped;
-            log_p = std::log(p);
-          }
-          kl += p * ((log_p - log_q) + log_ratio);
+
+    double kl = 0.0;      // sum over bins of b (log b - log q + log_ratio), unclipped P
+    double log_q_last = log_bin[ui - 1];
+    if (nq >= i) {
+      // Every bin is its own group: q = b everywhere.
+      kl = kept * log_ratio;
+    } else {
+      for (std::int64_t k = 0; k < nq; ++k) {
+        // Group k holds bins ceil(k i / nq) .. ceil((k + 1) i / nq) - 1 (at least one: i > nq).
+        const auto a = static_cast<std::size_t>((k * i + nq - 1) / nq);
+        const auto b = static_cast<std::size_t>(((k + 1) * i + nq - 1) / nq);
+        const std::int64_t members = Z[b] - Z[a];
+        if (members == 0) continue;
+        const double sum = S[b] - S[a];
+        if (members == 1) {
+          kl += sum * log_ratio;
+          continue;
         }
+        const double log_q = std::log(sum / static_cast<double>(members));
+        kl += (L[b] - L[a]) - sum * log_q + sum * log_ratio;
+        if (b == ui) log_q_last = log_q;
       }
-      a = b;
+    }
+    if (clipped > 0.0) {
+      // P[i - 1] = last + clipped instead of last.
+      const double p = last + clipped;
+      kl += p * (std::log(p) - log_q_last + log_ratio) -
+            last * (log_bin[ui - 1] - log_q_last + log_ratio);
     }
     kl /= total;
     if (kl <= best) {  // <=: the last minimum, as NVIDIA's reversed argmin

@@ -69,7 +69,8 @@ Histogram Histogram::from_parts(int bins, float limit, float min, float max,
   std::copy(positive.begin(), positive.end(), h.counts_.begin() + bins);
   for (double c : h.counts_)
     if (!std::isfinite(c) || c < 0.0) bad("a count of " + text::number(c) + "; expected >= 0");
-  const bool has_counts = h.total() > 0.0;
+  h.total_ = std::accumulate(h.counts_.begin(), h.counts_.end(), 0.0);
+  const bool has_counts = h.total_ > 0.0;
   const bool has_range = min <= max;
   if (has_counts != has_range)
     bad("min = " + text::number(min) + ", max = " + text::number(max) + " with total count " +
@@ -82,10 +83,6 @@ Histogram Histogram::from_parts(int bins, float limit, float min, float max,
   h.min_ = has_range ? min : kInf;
   h.max_ = has_range ? max : -kInf;
   return h;
-}
-
-double Histogram::total() const noexcept {
-  return std::accumulate(counts_.begin(), counts_.end(), 0.0);
 }
 
 std::vector<double> Histogram::magnitude() const {
@@ -125,6 +122,7 @@ std::int64_t Histogram::add(std::span<const float> values) {
   const kernels::Extremes e = kernels::scan(values.data(), values.size());
   HistogramAccess::include(*this, e.lo, e.hi);
   if (e.lo > e.hi) return e.non_finite;  // nothing finite to count
+  total_ += static_cast<double>(values.size()) - static_cast<double>(e.non_finite);
   const float inv = kernels::inverse_width(limit_, bins_);
   if (values.size() < kScratchThreshold) {
     kernels::bin_run(values.data(), values.size(), inv, bins_, counts_.data());

@@ -40,15 +40,19 @@ std::int64_t HistogramObserver::observe_batch(const float* data, const BatchLayo
     counts[c] = HistogramAccess::counts(hist_[c]);
   }
   // Pass 2: count.
+  std::vector<double> added(channels, 0.0);
   if (layout.inner == 1) {
-    kernels::bin_rows(data, layout.outer, layout.channels, inv.data(), bins_, counts.data());
-    return bad;
+    kernels::bin_rows(data, layout.outer, layout.channels, inv.data(), bins_, counts.data(),
+                      added.data());
+  } else {
+    const auto inner = static_cast<std::size_t>(layout.inner);
+    for (std::int64_t o = 0; o < layout.outer; ++o)
+      for (std::size_t c = 0; c < channels; ++c)
+        added[c] += static_cast<double>(kernels::bin_run(
+            data + (static_cast<std::size_t>(o) * channels + c) * inner, inner, inv[c], bins_,
+            counts[c]));
   }
-  const auto inner = static_cast<std::size_t>(layout.inner);
-  for (std::int64_t o = 0; o < layout.outer; ++o)
-    for (std::size_t c = 0; c < channels; ++c)
-      kernels::bin_run(data + (static_cast<std::size_t>(o) * channels + c) * inner, inner, inv[c],
-                       bins_, counts[c]);
+  for (std::size_t c = 0; c < channels; ++c) HistogramAccess::add_total(hist_[c], added[c]);
   return bad;
 }
 

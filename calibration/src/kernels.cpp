@@ -162,18 +162,27 @@ void bin_counts(const float* x, std::size_t n, float inv_width, int bins,
   }
 }
 
-void bin_run(const float* x, std::size_t n, float inv_width, int bins, double* counts) noexcept {
+std::size_t bin_run(const float* x, std::size_t n, float inv_width, int bins,
+                    double* counts) noexcept {
+  std::size_t added = 0;
   for (std::size_t i = 0; i < n; ++i)
-    if (is_finite(x[i])) counts[bin_index(x[i], inv_width, bins)] += 1.0;
+    if (is_finite(x[i])) {
+      counts[bin_index(x[i], inv_width, bins)] += 1.0;
+      ++added;
+    }
+  return added;
 }
 
 void bin_rows(const float* x, std::int64_t rows, std::int64_t channels, const float* inv_width,
-              int bins, double* const* counts) noexcept {
+              int bins, double* const* counts, double* added) noexcept {
   const auto nc = static_cast<std::size_t>(channels);
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* row = x + static_cast<std::size_t>(r) * nc;
     for (std::size_t c = 0; c < nc; ++c)
-      if (is_finite(row[c])) counts[c][bin_index(row[c], inv_width[c], bins)] += 1.0;
+      if (is_finite(row[c])) {
+        counts[c][bin_index(row[c], inv_width[c], bins)] += 1.0;
+        added[c] += 1.0;
+      }
   }
 }
 

@@ -45,13 +45,14 @@ inline int bin_index(float x, float inv_width, int bins) noexcept {
 void bin_counts(const float* x, std::size_t n, float inv_width, int bins,
                 std::uint32_t* counts4) noexcept;
 
-// Adds each finite value of x[0, n) to counts[bin_index(x)] (2 * bins doubles); per-channel
-// runs, where values spread over many histograms.
-void bin_run(const float* x, std::size_t n, float inv_width, int bins, double* counts) noexcept;
+// Adds each finite value of x[0, n) to counts[bin_index(x)] (2 * bins doubles) and returns
+// how many it added; per-channel runs, where values spread over many histograms.
+std::size_t bin_run(const float* x, std::size_t n, float inv_width, int bins,
+                    double* counts) noexcept;
 
 // Rows of `channels` values where value c of each row belongs to channel c (per-channel along
-// the last axis): adds it to counts[c][bin_index(x, inv_width[c])].
+// the last axis): adds it to counts[c][bin_index(x, inv_width[c])] and 1 to added[c].
 void bin_rows(const float* x, std::int64_t rows, std::int64_t channels, const float* inv_width,
-              int bins, double* const* counts) noexcept;
+              int bins, double* const* counts, double* added) noexcept;
 
 }  // namespace qforge::calibration::kernels

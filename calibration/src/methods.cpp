@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "error_model.h"
 #include "qforge/calibration/methods.h"
 #include "qforge/error.h"
 #include "text.h"
@@ -73,11 +74,12 @@ QuantizationParams params_of(const Range& r, const Target& target) {
 // NVIDIA's _compute_amax_mse candidates: bin centres from start_bin (stride), plus max|x| so
 // that the search never does worse than min-max. The first minimum wins (np.argmin).
 Range mse_range(const Histogram& h, const Target& target, const MethodOptions& o) {
+  ErrorModel model(h);
   double best = std::numeric_limits<double>::infinity();
   Range best_range = clip(h, target, h.limit());
   auto consider = [&](double threshold) {
     const Range r = clip(h, target, threshold);
-    const double e = expected_mse(h, params_of(r, target));
+    const double e = model.mse(params_of(r, target));
     if (e < best) {
       best = e;
       best_range = r;
@@ -163,12 +165,13 @@ AdaptiveChoice select_adaptive(const Histogram& h, const Target& target,
   validate(options);
   require_histogram(h, "select_adaptive");
   AdaptiveChoice out{Method::minmax, {}, {}};
+  ErrorModel model(h);
   double best = std::numeric_limits<double>::infinity();
   for (Method m : {Method::minmax, Method::percentile, Method::entropy, Method::mse}) {
     MethodOptions o = options;
     o.method = m;
     const Range r = select_range(h, target, o);
-    const double e = expected_mse(h, params_of(r, target));
+    const double e = model.mse(params_of(r, target));
     out.scores.push_back({m, r, e});
     if (e < best) {
       best = e;

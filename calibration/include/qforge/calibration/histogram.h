@@ -50,7 +50,7 @@ class QFORGE_CALIBRATION_API Histogram {
   double bin_width() const noexcept { return static_cast<double>(limit_) / bins_; }
   float min() const noexcept { return min_; }  // +inf while empty
   float max() const noexcept { return max_; }  // -inf while empty
-  double total() const noexcept;
+  double total() const noexcept { return total_; }  // values counted (growth keeps it)
   bool empty() const noexcept { return !(max_ >= min_); }
 
   // Counts by |x| bin, negative values and positive values.
@@ -66,6 +66,7 @@ class QFORGE_CALIBRATION_API Histogram {
   int bins_;
   float limit_ = 0.0f;
   float min_, max_;
+  double total_ = 0.0;
   std::vector<double> counts_;  // [negative | positive], bins_ each
 };
 

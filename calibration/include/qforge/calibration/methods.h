@@ -68,8 +68,10 @@ QFORGE_CALIBRATION_API double percentile_threshold(std::span<const double> count
 
 // NVIDIA's entropy search on `counts` (a copy; bin 0 is replaced by bin 1 as NVIDIA does, to
 // discount a spike of zeros). Returns the chosen threshold i * bin_width. Candidates whose
-// divergence is undefined (no mass below the threshold) are skipped; when every candidate is
-// infinite the top edge is returned.
+// divergence is undefined (no mass below the threshold) are skipped, and so are candidates that
+// would clip more than half of the values (qforge's guard: for data away from zero NVIDIA's
+// search collapses onto a one-bin histogram with divergence 0 and clips everything); when no
+// candidate has a finite divergence the top edge is returned.
 QFORGE_CALIBRATION_API double entropy_threshold(std::span<const double> counts, double bin_width,
                                                 std::int64_t quantized_bins, int start_bin,
                                                 int stride);
