@@ -1,6 +1,9 @@
 # Runs qforge-hwinfo with QFORGE_PLUGIN_PATH naming only the broken plugins and checks that it
 # still exits 0 and that its own report (logging off) names every broken plugin and the reason.
 #   cmake -DHWINFO=<qforge-hwinfo> -DBROKEN_DIR=<dir> -P check_hwinfo.cmake
+if(NOT EXISTS "${HWINFO}")
+  message(FATAL_ERROR "${HWINFO} does not exist; build the qforge-hwinfo target first")
+endif()
 execute_process(
   COMMAND ${CMAKE_COMMAND} -E env QFORGE_PLUGIN_PATH=${BROKEN_DIR} QFORGE_LOG_LEVEL=off ${HWINFO}
   RESULT_VARIABLE rc
