@@ -28,9 +28,11 @@ TEST_F(KernelSelection, GemmKernelsFollowTheDeviceFeatures) {
   const std::string shapes = device_property(ops(), "cooperative_matrix_s8_shapes");
   const bool coop = device_property(ops(), "cooperative_matrix_nv") == "yes" &&
                     device_property(ops(), "subgroup_size") == "32";
-  EXPECT_EQ(lists(s, "vk_gemm_q8_s32acc_coopmat_nv_16x16x32"),
+  EXPECT_EQ(lists(s, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128"),
             coop && shapes.find("16x16x32") != std::string::npos);
-  EXPECT_EQ(lists(s, "vk_gemm_q8_s32acc_coopmat_nv_16x8x32"),
+  EXPECT_EQ(lists(s, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x256"),
+            coop && shapes.find("16x16x32") != std::string::npos);
+  EXPECT_EQ(lists(s, "vk_gemm_q8_s32acc_coopmat_nv16x8x32_128x128"),
             coop && shapes.find("16x8x32") != std::string::npos);
   EXPECT_EQ(device_property(ops(), "gemm_kernels").find(s.kernels.front()), 0u)
       << "the best kernel comes first in both lists";
@@ -69,7 +71,7 @@ TEST_F(KernelSelection, UnknownOrUnavailableKernelsAreRefused) {
   }
   if (device_property(ops(), "cooperative_matrix_nv") == "yes") GTEST_SKIP() << "device has coopmat";
   try {
-    ops().set_kernel({"vk_gemm_q8_s32acc_coopmat_nv_16x16x32"});
+    ops().set_kernel({"vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128"});
     ADD_FAILURE() << "a cooperative-matrix kernel was accepted on a device without it";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::unsupported);

@@ -17,8 +17,12 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
 #endif
 
-layout(std430, binding = 0) readonly buffer PackedA { uint a_words[]; };
-layout(std430, binding = 1) readonly buffer PackedB { uint b_words[]; };
+// The cooperative-matrix kernel reads the packed operands 16 bytes at a time.
+#ifndef QF_AB_TYPE
+#define QF_AB_TYPE uint
+#endif
+layout(std430, binding = 0) readonly buffer PackedA { QF_AB_TYPE a_words[]; };
+layout(std430, binding = 1) readonly buffer PackedB { QF_AB_TYPE b_words[]; };
 layout(std430, binding = 2) readonly buffer RowSums { int row_sums[]; };
 layout(std430, binding = 3) readonly buffer ColSums { int col_sums[]; };
 layout(std430, binding = 4) readonly buffer Params { uint params[]; };

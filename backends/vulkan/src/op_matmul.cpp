@@ -188,6 +188,7 @@ KernelShape kernel_shape(Kernel k) {
     case Kernel::gemm_plain: return {"gemm_plain", "gemm_plain_q8", 64, 64};
     case Kernel::gemm_dot: return {"gemm_dot", "gemm_dot_q8", 64, 64};
     case Kernel::gemm_coopmat_16x16x32: return {"gemm_coop16", "gemm_coop16_q8", 128, 128};
+    case Kernel::gemm_coopmat_16x16x32_wide: return {"gemm_coop16w", "gemm_coop16w_q8", 128, 256};
     case Kernel::gemm_coopmat_16x8x32: return {"gemm_coop8", "gemm_coop8_q8", 128, 128};
     default: throw Error(ErrorCode::internal, "vulkan: not a GEMM kernel");
   }
