@@ -216,7 +216,9 @@ std::unique_ptr<Observer> read_observer(std::string_view text, const std::string
           read_method(j, ctx), bins, axis, channels, stats, std::move(hists)));
     }
   } catch (const Error& e) {
-    if (e.code() == ErrorCode::corrupt_data) throw;
+    // Errors of this reader already name the file; those of the validating constructors do
+    // not, and become corrupt_data that does.
+    if (e.code() == ErrorCode::corrupt_data && std::string_view(e.what()).starts_with(ctx)) throw;
     corrupt(ctx, e.what());
   }
   corrupt(ctx, "observer kind '" + kind +
