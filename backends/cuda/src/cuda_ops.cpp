@@ -7,6 +7,7 @@
 #include "check.h"
 #include "device_buffer.h"
 #include "kernel_names.h"
+#include "kernels/gemm_mma.cuh"
 #include "qforge/error.h"
 
 namespace qforge::cuda {
@@ -77,7 +78,7 @@ cudaStream_t CudaOps::stream() {
 
 DeviceFacts CudaOps::facts() const {
   if (!probe_.availability.usable) return {};
-  return {props().cc, props().multiprocessors};
+  return {props().cc, props().multiprocessors, wgmma_available(device_)};
 }
 
 std::shared_ptr<Buffer> CudaOps::allocate(std::size_t bytes) {
@@ -142,8 +143,8 @@ void CudaOps::begin(const OpDesc& op) {
                 "cuda: " + std::string(to_string(op.op)) + ": " + r->reason);
 }
 
-GemmKernel CudaOps::pick_gemm(std::int64_t m, std::int64_t n) {
-  const auto candidates = gemm_candidates(m, n, facts());
+GemmKernel CudaOps::pick_gemm(std::int64_t m, std::int64_t n, std::int64_t k) {
+  const auto candidates = gemm_candidates(m, n, k, facts());
   if (auto forced = parse_gemm_kernel(forced_kernel_)) {
     if (std::find(candidates.begin(), candidates.end(), *forced) == candidates.end())
       throw Error(ErrorCode::unsupported, "cuda: kernel " + forced_kernel_ +

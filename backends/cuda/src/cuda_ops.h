@@ -108,7 +108,7 @@ class CudaOps final : public QuantizationOps {
   }
 
   // Matmul plumbing (cuda_ops_matmul.cpp).
-  GemmKernel pick_gemm(std::int64_t m, std::int64_t n);
+  GemmKernel pick_gemm(std::int64_t m, std::int64_t n, std::int64_t k);
   struct AOperand {
     const std::int8_t* data = nullptr;
     std::int64_t ld = 0;

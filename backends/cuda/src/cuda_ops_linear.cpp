@@ -32,7 +32,7 @@ QuantizationParams CudaOps::linear_forward(const LinearDesc& desc, const float* 
   begin({OpKind::linear_forward, desc});
   const std::int64_t M = desc.m, N = desc.n, K = desc.k;
   cudaStream_t s = stream();
-  const GemmKernel kernel = pick_gemm(M, N);
+  const GemmKernel kernel = pick_gemm(M, N, K);
 
   // 1. max|X| and sx = max(max|X| / 127, 1e-8), left in device memory for the next kernels.
   auto* partials = workspace_.get<RangeStats>(Slot::stats_partials, kRangeStatsMaxBlocks, device_, s);

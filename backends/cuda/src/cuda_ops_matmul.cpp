@@ -123,7 +123,7 @@ void CudaOps::run_matmul(OpKind kind, const MatmulDesc& desc, const void* a, con
                          const void* b, const float* bias, void* out) {
   const std::int64_t M = desc.m, N = desc.n, K = desc.k, kp = round16(K);
   cudaStream_t s = stream();
-  const GemmKernel kernel = pick_gemm(M, N);
+  const GemmKernel kernel = pick_gemm(M, N, K);
 
   Epilogue ep;
   if (kind == OpKind::qlinear_matmul) {

@@ -6,7 +6,8 @@
 namespace qforge::cuda {
 namespace {
 
-constexpr std::array<std::pair<GemmKernel, const char*>, 4> kGemmNames = {{
+constexpr std::array<std::pair<GemmKernel, const char*>, 5> kGemmNames = {{
+    {GemmKernel::wgmma_128x256, "s8_gemm_wgmma_m64n256k32_128x256"},
     {GemmKernel::mma_128x256, "s8_gemm_mma_m16n8k32_128x256"},
     {GemmKernel::mma_128x128, "s8_gemm_mma_m16n8k32_128x128"},
     {GemmKernel::mma_32x128, "s8_gemm_mma_m16n8k32_32x128_splitk"},

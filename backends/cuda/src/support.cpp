@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "kernel_names.h"
-#include "kernels/gemm_mma.cuh"
 #include "qforge/error.h"
 #include "qforge/reference.h"
 
@@ -166,12 +165,16 @@ std::optional<Refusal> refusal_for(const OpDesc& op) {
   return invalid("unknown op");
 }
 
-std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, const DeviceFacts& device) {
+std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, std::int64_t k,
+                                        const DeviceFacts& device) {
   std::vector<GemmKernel> out;
   if (device.cc < 80) return out;
+  const bool wgmma = device.wgmma && k > 0;
   if (m <= 64) {
     out = {GemmKernel::mma_32x128, GemmKernel::mma_128x128, GemmKernel::mma_128x256};
+    if (wgmma) out.push_back(GemmKernel::wgmma_128x256);
   } else {
+    if (wgmma) out.push_back(GemmKernel::wgmma_128x256);
     // The large tile only when it still gives every SM a CTA.
     const std::int64_t big_tiles = ((m + 127) / 128) * ((n + 255) / 256);
     if (big_tiles >= device.multiprocessors)
@@ -196,11 +199,11 @@ Support support_for(const OpDesc& op, const DeviceFacts& device) {
     case OpKind::matmul_dequant:
     case OpKind::qlinear_matmul: {
       const auto& d = std::get<MatmulDesc>(op.desc);
-      return Support::yes(names(gemm_candidates(d.m, d.n, device)));
+      return Support::yes(names(gemm_candidates(d.m, d.n, d.k, device)));
     }
     case OpKind::linear_forward: {
       const auto& d = std::get<LinearDesc>(op.desc);
-      return Support::yes(names(gemm_candidates(d.m, d.n, device)));
+      return Support::yes(names(gemm_candidates(d.m, d.n, d.k, device)));
     }
   }
   return Support::no("unknown op");

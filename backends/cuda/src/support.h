@@ -22,12 +22,14 @@ namespace qforge::cuda {
 struct DeviceFacts {
   int cc = 0;               // 0 when no usable device
   int multiprocessors = 1;
+  bool wgmma = false;       // the sm_90a wgmma kernel runs on this device
 };
 
 Support support_for(const OpDesc& op, const DeviceFacts& device);
 
 // GEMM kernels able to run an M x N problem on this device, best guess first.
-std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, const DeviceFacts& device);
+std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, std::int64_t k,
+                                        const DeviceFacts& device);
 
 // Why a descriptor is refused (nullopt: accepted). Shared by supports() and the ops, which
 // throw ErrorCode::unsupported (or invalid_argument for a malformed descriptor) with it.

@@ -75,6 +75,7 @@ enum class GemmKernel : int {
   mma_128x128,       // 128x128x64, 4 warps of 64x64, 4 stages
   mma_32x128,        // 32x128x64, 4 warps of 32x32, 6 stages, split-K: skinny M (GEMV-like)
   dp4a_128x128,      // __dp4a SIMT, 128x128x32 tile, 8x8 per thread
+  wgmma_128x256,     // Hopper wgmma m64n256k32 + TMA, 2 consumer warpgroups, persistent (sm_90a)
 };
 
 struct GemmLaunch {

@@ -4,6 +4,7 @@
 #include "kernels/epilogue.cuh"
 #include "kernels/gemm_mma.cuh"
 #include "check.h"
+#include "qforge/error.h"
 
 namespace qforge::cuda {
 namespace {
@@ -45,6 +46,12 @@ void launch_gemm(const GemmLaunch& how, const GemmOperands& op, const Epilogue& 
   if (op.m == 0 || op.n == 0) return;
   if (how.kernel == GemmKernel::dp4a_128x128) {
     launch_gemm_dp4a(op, ep, stream);
+    return;
+  }
+  if (how.kernel == GemmKernel::wgmma_128x256) {
+    if (!launch_gemm_wgmma(op, ep, how.device, stream))
+      throw Error(ErrorCode::unsupported, "s8_gemm_wgmma: needs an sm_90 GPU running this build's sm_90a "
+                                          "image and K > 0");
     return;
   }
   if (how.splits <= 1 || how.workspace == nullptr) {

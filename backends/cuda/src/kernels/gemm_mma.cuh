@@ -10,6 +10,10 @@ namespace qforge::cuda {
 void launch_gemm_mma(GemmKernel kernel, const GemmOperands& op, const Epilogue& ep, int splits,
                      int device, cudaStream_t stream);
 void launch_gemm_dp4a(const GemmOperands& op, const Epilogue& ep, cudaStream_t stream);
+// Hopper only: whether the sm_90a wgmma kernel runs on `device`, and launching it (false
+// when it cannot: another GPU, or K == 0).
+bool wgmma_available(int device);
+bool launch_gemm_wgmma(const GemmOperands& op, const Epilogue& ep, int device, cudaStream_t stream);
 void launch_epilogue(const std::int32_t* c, const Epilogue& ep, cudaStream_t stream);
 
 }  // namespace qforge::cuda

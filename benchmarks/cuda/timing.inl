@@ -1,0 +1,31 @@
+// time_ms (anchors.h): CUDA events around each run, median of the runs.
+#include <algorithm>
+#include <vector>
+
+namespace qforge::bench {
+
+template <class F>
+float time_ms(F&& fn, int warmup, int reps) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<cudaEvent_t> start(reps), stop(reps);
+  for (int i = 0; i < reps; ++i) {
+    check_cuda(cudaEventCreate(&start[i]), "cudaEventCreate");
+    check_cuda(cudaEventCreate(&stop[i]), "cudaEventCreate");
+  }
+  for (int i = 0; i < reps; ++i) {
+    check_cuda(cudaEventRecord(start[i], nullptr), "cudaEventRecord");
+    fn();
+    check_cuda(cudaEventRecord(stop[i], nullptr), "cudaEventRecord");
+  }
+  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  std::vector<float> ms(reps);
+  for (int i = 0; i < reps; ++i) {
+    check_cuda(cudaEventElapsedTime(&ms[i], start[i], stop[i]), "cudaEventElapsedTime");
+    cudaEventDestroy(start[i]);
+    cudaEventDestroy(stop[i]);
+  }
+  std::nth_element(ms.begin(), ms.begin() + reps / 2, ms.end());
+  return ms[reps / 2];
+}
+
+}  // namespace qforge::bench
