@@ -13,7 +13,8 @@ namespace qforge::cpu_x86_test {
 // The GEMM kernels, as docs/CPU_X86.md lists them.
 inline const std::vector<std::string> kGemmKernels = {
     "q8_gemm_32x32c4__amx",         "q8_gemm_6x64c4__avx512vnni",  "q8_gemm_6x16c4__avxvnni",
-    "q8_gemm_4x16c4__avx2_maddubs", "q8_gemm_2x16c4__avx2_maddwd", "q8_gemv_16x16c4__avx512vnni",
+    "q8_gemm_4x16c4__avx2_maddubs", "q8_gemm_2x16c4__avx2_maddwd", "q8_gemv_16x32c4__amx",
+    "q8_gemv_16x16c4__avx512vnni",
     "q8_gemv_6x16c4__avxvnni",      "q8_gemv_4x16c4__avx2_maddubs", "q8_gemv_2x16c4__avx2_maddwd"};
 inline const std::vector<std::string> kBlockKernels = {
     "q8_qbw_gemm_6x64c4__avx512vnni", "q8_qbw_gemm_6x16c4__avxvnni",

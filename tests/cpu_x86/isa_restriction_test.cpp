@@ -60,7 +60,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Expect{"avx_vnni", "avx_vnni", 9, false, "q8_gemv_6x16c4__avxvnni"},
                       Expect{"avx2,avx512_vnni", "avx512_vnni", 64, false, "q8_gemm_6x64c4__avx512vnni"},
                       Expect{"avx512_vnni,avx_vnni", "avx512_vnni", 16, false, "q8_gemv_16x16c4__avx512vnni"},
-                      Expect{"all", "amx_int8", 64, false, "q8_gemm_32x32c4__amx"}),
+                      Expect{"all", "amx_int8", 64, false, "q8_gemm_32x32c4__amx"},
+                      Expect{"all", "amx_int8", 9, false, "q8_gemv_16x32c4__amx"},
+                      Expect{"all", "avx512_vnni", 4, false, "q8_gemv_16x16c4__avx512vnni"}),
     [](const auto& info) {
       std::string s = info.param.kernel + "_m" + std::to_string(info.param.m) + (info.param.no_min ? "" : "_min");
       return s;

@@ -54,7 +54,8 @@ struct Case {
 
 std::vector<Case> cases() {
   std::vector<Case> out;
-  const std::vector<Shape> shapes = {{}, {1}, {7}, {31}, {33}, {100}, {3, 5}, {2, 3, 37}, {4, 64}, {5, 1, 9}, {2, 1000}};
+  const std::vector<Shape> shapes = {{}, {1}, {7}, {31}, {33}, {100}, {3, 5}, {2, 3, 37}, {4, 64}, {5, 1, 9}, {2, 1000},
+                                     {70001}, {2, 65600}};  // rows longer than one task
   for (const auto& s : shapes) {
     out.push_back({s, Granularity::per_tensor, 0, 0});
     for (int axis = 0; axis < static_cast<int>(s.size()); ++axis) out.push_back({s, Granularity::per_channel, axis, 0});

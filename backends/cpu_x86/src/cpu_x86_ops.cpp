@@ -142,10 +142,16 @@ Support CpuX86Ops::supports(const OpDesc& op) const {
   }
   std::vector<std::string> kernels;
   bool avoids_min = true;
-  if (const auto* m = std::get_if<MatmulDesc>(&op.desc)) avoids_min = scheme_avoids_min(m->b);
+  std::int64_t rows = 0;
+  if (const auto* m = std::get_if<MatmulDesc>(&op.desc)) {
+    avoids_min = scheme_avoids_min(m->b);
+    rows = m->m;
+  }
+  if (const auto* l = std::get_if<LinearDesc>(&op.desc)) rows = l->m;
   auto add_role = [&](KernelRole role) {
     for (const KernelInfo& k : all_kernels())
-      if (k.role == role && runnable(k) && (!k.needs_no_min || avoids_min)) kernels.emplace_back(k.name);
+      if (k.role == role && runnable(k) && (!k.needs_no_min || avoids_min) && rows >= k.min_rows)
+        kernels.emplace_back(k.name);
   };
   switch (op.op) {
     case OpKind::quantize:
@@ -226,7 +232,7 @@ const KernelInfo& CpuX86Ops::gemm_kernel(const MatmulDesc& desc, const X86Packed
     return k;
   }
   for (const KernelInfo& k : all_kernels())
-    if (k.role == role && runnable(k) && fits(k)) return k;
+    if (k.role == role && runnable(k) && fits(k) && desc.m >= k.min_rows) return k;
   throw Error(ErrorCode::internal, "cpu_x86: no GEMM kernel for role; the maddwd kernel needs only AVX2");
 }
 

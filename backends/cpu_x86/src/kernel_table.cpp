@@ -43,6 +43,11 @@ constexpr std::array kKernels = {
     KernelInfo{"q8_gemm_2x16c4__avx2_maddwd", KernelRole::gemm, Isa::avx2, &tile_avx2_maddwd,
                kAvx2MaddwdShape},
 
+    // For 5..16 rows the VNNI GEMV tile is bound by its broadcasts, while one 16-row AMX A tile
+    // against two B tiles still streams the weights at memory speed; for 1..4 rows VNNI
+    // already streams at memory speed and AMX would multiply mostly padding.
+    KernelInfo{"q8_gemv_16x32c4__amx", KernelRole::gemv, Isa::amx_int8, kAmx, {16, 2}, false,
+               false, true, kAmxBegin, kAmxEnd, 5},
     KernelInfo{"q8_gemv_16x16c4__avx512vnni", KernelRole::gemv, Isa::avx512_vnni,
                kVnni512Gemv, kAvx512VnniGemvShape},
     KernelInfo{"q8_gemv_6x16c4__avxvnni", KernelRole::gemv, Isa::avx_vnni, kAvxVnni,

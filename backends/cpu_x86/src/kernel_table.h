@@ -38,6 +38,7 @@ struct KernelInfo {
   bool amx = false;               // depth in steps of 64 k, rows in multiples of 16
   void (*begin)() = nullptr;      // per-thread setup before a run of tiles, and its undo
   void (*end)() = nullptr;
+  int min_rows = 0;               // automatic selection skips it for smaller M
 };
 
 std::span<const KernelInfo> all_kernels();

@@ -73,16 +73,19 @@ Walk make_walk(const QuantizeDesc& d) {
   return w;
 }
 
-// Runs fn(row0, row1, e0, e1) over tasks of about kTaskElements elements: a task is either a
-// range of whole rows or, for one long row (per tensor), a range of its elements.
+// Runs fn(row0, row1, e0, e1) over tasks of about kTaskElements elements: a task is a range of
+// whole rows (e0 = 0, e1 = row_len) or, when rows are long, a slice [e0, e1) of one row cut at
+// run boundaries, so that a slice never splits a run's (scale, zero point).
 template <class Fn>
 void split(ThreadPool& pool, const Walk& w, Fn fn) {
   if (w.rows == 0 || w.row_len == 0) return;
-  if (w.rows == 1 && !w.per_element && w.run == w.row_len) {
-    const std::int64_t tasks = (w.row_len + kTaskElements - 1) / kTaskElements;
-    pool.parallel_for(tasks, [&](std::int64_t t) {
-      const std::int64_t e0 = t * kTaskElements;
-      fn(0, 1, e0, std::min(w.row_len, e0 + kTaskElements));
+  if (w.row_len > kTaskElements) {
+    std::int64_t chunk = kTaskElements;
+    if (!w.per_element && w.run < w.row_len) chunk = std::max(w.run, chunk / w.run * w.run);
+    const std::int64_t per_row = (w.row_len + chunk - 1) / chunk;
+    pool.parallel_for(w.rows * per_row, [&](std::int64_t t) {
+      const std::int64_t r = t / per_row, e0 = (t % per_row) * chunk;
+      fn(r, r + 1, e0, std::min(w.row_len, e0 + chunk));
     });
     return;
   }
@@ -122,7 +125,8 @@ void CpuX86Ops::quantize(const QuantizeDesc& desc, const void* x, void* q) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const std::int64_t base = r * w.row_len;
       if (w.per_element) {
-        quantize_vec_avx2(xs + base * fb, kind, qs + base, w.row_len, scales.data(), zps.data(), range);
+        quantize_vec_avx2(xs + (base + e0) * fb, kind, qs + base + e0, e1 - e0, scales.data() + e0,
+                          zps.data() + e0, range);
         continue;
       }
       for (std::int64_t e = e0; e < e1;) {
@@ -156,7 +160,8 @@ void CpuX86Ops::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const std::int64_t base = r * w.row_len;
       if (w.per_element) {
-        dequantize_vec_avx2(qs + base, is_signed, x + base, w.row_len, scales.data(), zps.data());
+        dequantize_vec_avx2(qs + base + e0, is_signed, x + base + e0, e1 - e0, scales.data() + e0,
+                            zps.data() + e0);
         continue;
       }
       for (std::int64_t e = e0; e < e1;) {
@@ -209,7 +214,8 @@ void CpuX86Ops::requantize(const RequantizeDesc& desc, const std::int32_t* c, vo
     for (std::int64_t r = r0; r < r1; ++r) {
       const std::int64_t base = r * w.row_len;
       if (w.per_element) {
-        requantize_float_avx2(c + base, out + base, w.row_len, mult, true, desc.out_zero_point, range);
+        requantize_float_avx2(c + base + e0, out + base + e0, e1 - e0, mult + e0, true,
+                              desc.out_zero_point, range);
         continue;
       }
       const std::size_t pi = pair_of(w, r, e0);

@@ -47,6 +47,13 @@ void ThreadPool::worker_loop() {
   std::uint64_t seen = 0;
   std::unique_lock lock(mutex_);
   for (;;) {
+    if (!stop_ && generation_ == seen) {
+      // About 50-100 us of polling (pause is ~40-140 cycles), then sleep on the condition.
+      lock.unlock();
+      for (int i = 0; i < 2000 && posted_.load(std::memory_order_acquire) == seen; ++i)
+        __builtin_ia32_pause();
+      lock.lock();
+    }
     wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
     if (stop_) return;
     seen = generation_;
@@ -71,6 +78,7 @@ void ThreadPool::parallel_for(std::int64_t tasks, const std::function<void(std::
     next_ = 0;
     error_ = nullptr;
     ++generation_;
+    posted_.store(generation_, std::memory_order_release);
   }
   wake_.notify_all();
   run_tasks();

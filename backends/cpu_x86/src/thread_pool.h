@@ -4,6 +4,7 @@
 // (the kernels split work into output tiles whose arithmetic is fixed by the tile alone).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -40,6 +41,9 @@ class ThreadPool {
   std::int64_t next_ = 0;        // next task index (guarded by mutex_)
   int busy_ = 0;                 // workers inside run_tasks for the current generation
   std::uint64_t generation_ = 0;
+  // generation_ readable without the lock: workers poll it for a short while before sleeping,
+  // so back-to-back calls (a decode loop's GEMVs) do not pay a futex wake-up each.
+  std::atomic<std::uint64_t> posted_{0};
   bool stop_ = false;
   std::exception_ptr error_;
 };
