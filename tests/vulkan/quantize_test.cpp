@@ -98,6 +98,13 @@ TEST_F(QuantizeTest, MatchesTheReferenceBitForBit) {
       }
 }
 
+// Half a MiB of block-wise params: large enough that GPUs read them from device-local memory
+// (copied there in the op's submission) rather than from the upload buffer.
+TEST_F(QuantizeTest, LargeBlockwiseParams) {
+  run_case(ops(), rng(), {{64, 4096}, DType::uint8, Mapping::affine, Granularity::block, 0, 4});
+  run_case(ops(), rng(), {{4096, 64}, DType::int8, Mapping::affine, Granularity::per_channel, 0});
+}
+
 TEST_F(QuantizeTest, EmptyTensorsWriteNothing) {
   const QuantizeDesc desc{{0, 5}, QuantizationParams::per_tensor_affine(DType::int8, 0.5f, 3)};
   DeviceArray dx(ops(), 16), dq(ops(), 16);

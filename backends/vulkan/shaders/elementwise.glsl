@@ -22,3 +22,21 @@ uint qf_param_index(uint e, uint gran, uint inner, uint channels, uint block, ui
   if (gran == 1u) return (base_a + t / inner) % channels;
   return (t / inner) * channels + (t % inner) / block;
 }
+
+// The same pair index, and how many consecutive elements from e on share it (at least 1), so a
+// word of four elements usually needs one index computation and one pair load.
+uint qf_param_run(uint e, uint gran, uint inner, uint channels, uint block, uint base_a,
+                  uint base_b, out uint run) {
+  if (gran == 0u) {
+    run = 4u;
+    return 0u;
+  }
+  uint t = base_b + e;
+  uint col = t % inner;
+  if (gran == 1u) {
+    run = inner - col;
+    return (base_a + t / inner) % channels;
+  }
+  run = min(block - col % block, inner - col);
+  return (t / inner) * channels + col / block;
+}

@@ -1,7 +1,7 @@
 // Bindings, push constants and the fused epilogue shared by every GEMM variant.
 //
 // The kernels multiply packed operands (pack_rows.comp / pack_cols.comp): A is [M, Kp] and B
-// is [N, Kp] signed bytes, K contiguous, Kp a multiple of 64, zero padded. The accumulator is
+// is [N, Kp] signed bytes, K contiguous, Kp a multiple of 128, zero padded. The accumulator is
 // acc = sum_k a'[m, k] b'[n, k] in int32 (wrapping); the epilogue applies the zero points
 //   C = acc - zb' rowsum(a') - za' colsum(b') + K za' zb'
 // which is exact: the true C fits int32 (the host claims only K <= int32_safe_k) and int32

@@ -1,6 +1,7 @@
 // gemm_plain / gemm_dot: int8 GEMM with int32 accumulation on a 64x64 output tile per
 // workgroup, 16 x 16 invocations each computing 4 x 4 outputs, K in steps of 64 bytes through
-// shared memory (8.5 KiB, inside lavapipe's 32 KiB).
+// shared memory (8.5 KiB, inside lavapipe's 32 KiB). Loops over the 4 x 4 accumulators are
+// unrolled so they stay in registers.
 //   QF_DOT=0: plain int8 arithmetic (bytes unpacked and multiplied in int32); runs anywhere.
 //   QF_DOT=1: OpSDot on packed 4x8-bit words (SPV_KHR_integer_dot_product, the non-saturating
 //             form), accelerated where integerDotProduct4x8BitPackedSignedAccelerated.
@@ -9,6 +10,7 @@
 // DotProductInput4x8BitPacked).
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #if QF_DOT
 #extension GL_EXT_spirv_intrinsics : require
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018],
@@ -40,26 +42,26 @@ void main() {
   uint tx = lid % 16u, ty = lid / 16u;
   uint m0 = gl_WorkGroupID.y * 64u, n0 = gl_WorkGroupID.x * 64u;
   int acc[4][4];
-  for (uint i = 0u; i < 4u; ++i)
-    for (uint j = 0u; j < 4u; ++j) acc[i][j] = 0;
+  [[unroll]] for (uint i = 0u; i < 4u; ++i)
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) acc[i][j] = 0;
 
   for (uint kt = 0u; kt < pc.kp_words; kt += 16u) {
-    for (uint l = 0u; l < 4u; ++l) {
+    [[unroll]] for (uint l = 0u; l < 4u; ++l) {
       uint idx = lid + 256u * l;
       uint r = idx / 16u, w = idx % 16u;
       tile_a[r][w] = m0 + r < pc.m ? a_words[pc.a_lead + (m0 + r) * pc.kp_words + kt + w] : 0u;
       tile_b[r][w] = n0 + r < pc.n ? b_words[pc.b_lead + (n0 + r) * pc.kp_words + kt + w] : 0u;
     }
     barrier();
-    for (uint w = 0u; w < 16u; ++w) {
+    [[unroll]] for (uint w = 0u; w < 16u; ++w) {
       uint a[4], b[4];
-      for (uint i = 0u; i < 4u; ++i) a[i] = tile_a[ty + 16u * i][w];
-      for (uint j = 0u; j < 4u; ++j) b[j] = tile_b[tx + 16u * j][w];
-      for (uint i = 0u; i < 4u; ++i)
-        for (uint j = 0u; j < 4u; ++j) acc[i][j] += dot4(a[i], b[j]);
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) a[i] = tile_a[ty + 16u * i][w];
+      [[unroll]] for (uint j = 0u; j < 4u; ++j) b[j] = tile_b[tx + 16u * j][w];
+      [[unroll]] for (uint i = 0u; i < 4u; ++i)
+        [[unroll]] for (uint j = 0u; j < 4u; ++j) acc[i][j] += dot4(a[i], b[j]);
     }
     barrier();
   }
-  for (uint i = 0u; i < 4u; ++i)
-    for (uint j = 0u; j < 4u; ++j) qf_epilogue(m0 + ty + 16u * i, n0 + tx + 16u * j, acc[i][j]);
+  [[unroll]] for (uint i = 0u; i < 4u; ++i)
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) qf_epilogue(m0 + ty + 16u * i, n0 + tx + 16u * j, acc[i][j]);
 }

@@ -1,5 +1,5 @@
 // pack_rows: R rows of K int8/uint8 bytes (row stride K, starting at any byte) -> R rows of Kp
-// bytes (Kp a multiple of 64, zero padded) of signed int8, plus each row's sum.
+// bytes (Kp a multiple of 128, zero padded) of signed int8, plus each row's sum.
 //
 // The GEMM kernels run on signed bytes only: a uint8 operand with zero point z is the same
 // matrix as the int8 operand (q ^ 0x80) = q - 128 with zero point z - 128, so uint8 rows are

@@ -32,7 +32,8 @@ std::string kernel_unavailable_reason(Kernel k, const DeviceCaps& caps) {
       if (caps.subgroup_size != 32)
         return dev + " has subgroups of " + std::to_string(caps.subgroup_size) +
                "; the cooperative-matrix kernel is written for 32";
-      const std::uint32_t need = k == Kernel::gemm_coopmat_16x16x32_wide ? 30720u : 20480u;
+      // Shared memory: A and B slices of the K step, rows padded by 16 bytes (gemm_coopmat.comp).
+      const std::uint32_t need = k == Kernel::gemm_coopmat_16x16x32_wide ? 30720u : 36864u;
       if (caps.max_shared_memory < need)
         return dev + " has " + std::to_string(caps.max_shared_memory) +
                " bytes of shared memory; this cooperative-matrix kernel needs " +

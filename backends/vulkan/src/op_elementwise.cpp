@@ -93,17 +93,31 @@ void require_aligned(const Resolved& r, const char* what) {
                     " of its buffer; expected 4-byte alignment for float32/int32 data");
 }
 
-// The params as (scale bits, zero point) pairs in the context's parameter buffer.
+// The params as (scale bits, zero point) pairs, written straight into the context's mapped
+// upload buffer (block-wise params of a large tensor are tens of MB: no extra host copy).
 DeviceBuffer& upload_pairs(Context& ctx, const QuantizationParams& p) {
-  std::vector<std::uint32_t> words(2 * p.count());
-  for (std::size_t i = 0; i < p.count(); ++i) {
-    const float s = p.scale(i);
-    std::memcpy(&words[2 * i], &s, 4);
-    words[2 * i + 1] = static_cast<std::uint32_t>(p.zero_point(i));
+  DeviceBuffer& buf = scratch(ctx, "params", p.count() * 8, MemoryKind::upload);
+  auto* words = reinterpret_cast<std::uint32_t*>(buf.mapped());
+  const auto scales = p.scales();
+  const auto zps = p.zero_points();
+  for (std::size_t i = 0; i < scales.size(); ++i) {
+    std::memcpy(&words[2 * i], &scales[i], 4);
+    words[2 * i + 1] = static_cast<std::uint32_t>(zps[i]);
   }
-  DeviceBuffer& buf = scratch(ctx, "params", words.size() * 4, MemoryKind::upload);
-  std::memcpy(buf.mapped(), words.data(), words.size() * 4);
   return buf;
+}
+
+// Where the shaders read the params from. Small ones straight from the upload buffer; large
+// ones (block-wise params are 1/4 of the tensor's int8 bytes) are copied to device-local memory
+// first, in the same submission, so the GPU does not read them across the bus for every element.
+DeviceBuffer& params_for_gpu(Context& ctx, Commands& cmd, DeviceBuffer& upload, std::uint64_t bytes) {
+  constexpr std::uint64_t kDirectBytes = 64 * 1024;
+  if (bytes <= kDirectBytes || upload.mapped() == nullptr) return upload;
+  DeviceBuffer& dev = scratch(ctx, "params_device", bytes, MemoryKind::device);
+  if (dev.mapped() != nullptr) return upload;  // device memory is host memory here (lavapipe)
+  cmd.copy(upload.handle(), 0, dev.handle(), 0, (bytes + 3) / 4 * 4);
+  cmd.barrier();
+  return dev;
 }
 
 struct QuantizePush {
@@ -121,12 +135,11 @@ struct RequantizePush {
   std::uint32_t fixed_point, words, p_lead;
 };
 
-// Runs `record(base, count)` for each chunk of n elements, with a barrier between chunks (an
-// output word at a chunk boundary is owned by both dispatches, one after the other).
+// Runs `record(cmd, base, count)` for each chunk of n elements, with a barrier between chunks
+// (an output word at a chunk boundary is owned by both dispatches, one after the other).
 template <class F>
 double for_chunks(Context& ctx, std::uint64_t n, std::uint64_t chunk, F&& record) {
   Commands& cmd = ctx.commands();
-  cmd.begin();
   for (std::uint64_t base = 0; base < n; base += chunk) {
     if (base > 0) cmd.barrier();
     record(cmd, base, std::min(chunk, n - base));
@@ -160,8 +173,10 @@ double run_quantize(Context& ctx, const QuantizeDesc& desc, const void* x, void*
   const DeviceCaps& caps = ctx.caps();
   const QuantizationParams& p = desc.params;
   const ParamLayout layout = param_layout(desc.shape, p);
-  DeviceBuffer& pairs = upload_pairs(ctx, p);
   const Pipeline& pipe = ctx.pipelines().get("quantize", 3, sizeof(QuantizePush));
+  DeviceBuffer& upload = upload_pairs(ctx, p);
+  ctx.commands().begin();
+  DeviceBuffer& pairs = params_for_gpu(ctx, ctx.commands(), upload, p.count() * 8);
   return for_chunks(ctx, n, chunk_elements(caps, 4), [&](Commands& cmd, std::uint64_t base,
                                                           std::uint64_t count) {
     const Window wx = window(caps, *rx.buffer, rx.offset + base * 4, count * 4);
@@ -190,8 +205,10 @@ double run_dequantize(Context& ctx, const QuantizeDesc& desc, const void* q, flo
   const DeviceCaps& caps = ctx.caps();
   const QuantizationParams& p = desc.params;
   const ParamLayout layout = param_layout(desc.shape, p);
-  DeviceBuffer& pairs = upload_pairs(ctx, p);
   const Pipeline& pipe = ctx.pipelines().get("dequantize", 3, sizeof(DequantizePush));
+  DeviceBuffer& upload = upload_pairs(ctx, p);
+  ctx.commands().begin();
+  DeviceBuffer& pairs = params_for_gpu(ctx, ctx.commands(), upload, p.count() * 8);
   return for_chunks(ctx, n, chunk_elements(caps, 4), [&](Commands& cmd, std::uint64_t base,
                                                           std::uint64_t count) {
     const Window wq = window(caps, *rq.buffer, rq.offset + base, count);
@@ -230,6 +247,7 @@ double run_requantize(Context& ctx, const RequantizeDesc& desc, const std::int32
   std::memcpy(mult.mapped(), desc.multipliers.data(), desc.multipliers.size() * 4);
   const auto& tr = traits(desc.out_dtype);
   const Pipeline& pipe = ctx.pipelines().get("requantize", 3, sizeof(RequantizePush));
+  ctx.commands().begin();
   return for_chunks(ctx, n, chunk_elements(caps, 4), [&](Commands& cmd, std::uint64_t base,
                                                           std::uint64_t count) {
     const Window wc = window(caps, *rc.buffer, rc.offset + base * 4, count * 4);

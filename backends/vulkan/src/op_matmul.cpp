@@ -15,7 +15,7 @@
 namespace qforge::vulkan {
 namespace {
 
-constexpr std::uint64_t kKAlign = 64;  // Kp: K rounded up to 64 bytes (the kernels' K step)
+constexpr std::uint64_t kKAlign = 128;  // Kp: K rounded up to the largest K step of a kernel
 
 std::uint64_t padded_k(std::int64_t k) {
   return (static_cast<std::uint64_t>(k) + kKAlign - 1) / kKAlign * kKAlign;
