@@ -1,6 +1,7 @@
 // The main qforge public header: everything a user program needs.
 #pragma once
 
+#include "qforge/accelerator.h"
 #include "qforge/dtype.h"
 #include "qforge/error.h"
 #include "qforge/half.h"

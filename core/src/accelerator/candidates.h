@@ -1,0 +1,46 @@
+// Which (plugin, device, kernel) may run a workload: every usable plugin allowed by the policy,
+// on every device of the policy's kind, with every kernel its supports() lists.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "qforge/accelerator.h"
+
+namespace qforge::accel {
+
+// The accelerator's view of one loaded plugin, read once when the accelerator is built.
+struct PluginState {
+  LoadedPlugin plugin;
+  Availability availability;
+  std::vector<DeviceInfo> devices;
+  bool host_memory = true;
+  std::string quarantine;  // non-empty once it hung: why it is not used any more
+};
+
+struct Candidate {
+  CandidateId id;
+  std::shared_ptr<QuantizationOps> ops;
+  std::size_t plugin = 0;  // index into the accelerator's PluginState list
+  int score = 0;
+  bool host_memory = true;
+};
+
+struct Enumeration {
+  std::vector<Candidate> candidates;  // highest availability score first
+  std::vector<std::string> refusals;  // what each plugin (or device) said, for error messages
+  std::vector<std::string> notes;     // exclusions by policy, quarantined plugins
+};
+
+Enumeration enumerate_candidates(const OpDesc& op, const std::vector<PluginState>& plugins,
+                                 const Policy& policy);
+
+// "no plugin can run <op>: cpu_scalar: ...; cuda: ..." as an ErrorCode::unsupported.
+[[noreturn]] void throw_no_candidate(const OpDesc& op, const Enumeration& e);
+
+// Selects a device and kernel on a plugin. Takes a KernelChoice the caller keeps, so that the
+// dispatch hot path builds no string.
+void bind(QuantizationOps& ops, int device, const KernelChoice& kernel);
+
+}  // namespace qforge::accel

@@ -1,0 +1,109 @@
+// One generic call per op, on a plugin or on the reference, from arrays in io_layout order.
+#include <variant>
+
+#include "accelerator/operands.h"
+#include "qforge/error.h"
+#include "qforge/reference.h"
+
+namespace qforge::accel {
+namespace {
+
+// The reference with the method names of QuantizationOps, so one template serves both.
+struct ReferenceTarget {
+  void quantize(const QuantizeDesc& d, const void* x, void* q) { reference::quantize(d, x, q); }
+  void dequantize(const QuantizeDesc& d, const void* q, float* x) { reference::dequantize(d, q, x); }
+  void requantize(const RequantizeDesc& d, const std::int32_t* c, void* y) {
+    reference::requantize(d, c, y);
+  }
+  void matmul_integer(const MatmulDesc& d, const void* a, const void* b, std::int32_t* c) {
+    reference::matmul_integer(d, a, b, c);
+  }
+  void matmul_dequant(const MatmulDesc& d, const void* a, const void* b, const float* bias,
+                      void* y) {
+    reference::matmul_dequant(d, a, b, bias, y);
+  }
+  void qlinear_matmul(const MatmulDesc& d, const void* a, const void* b, void* y) {
+    reference::qlinear_matmul(d, a, b, y);
+  }
+  QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& d, const float* x,
+                                             std::uint8_t* y) {
+    return reference::dynamic_quantize_linear(d, x, y);
+  }
+  QuantizationParams linear_forward(const LinearDesc& d, const float* x, const std::int8_t* wq,
+                                    const float* bias, std::int8_t* xq, float* y) {
+    return reference::linear_forward(d, x, wq, bias, xq, y);
+  }
+  void linear_backward(const LinearDesc& d, const float* dy, const std::int8_t* xq,
+                       const QuantizationParams& xp, const std::int8_t* wq, float* dx, float* dw,
+                       float* db) {
+    reference::linear_backward(d, dy, xq, xp, wq, dx, dw, db);
+  }
+};
+
+template <class Target>
+std::optional<QuantizationParams> call(Target& t, const OpDesc& op, const void* const* in,
+                                       void* const* out,
+                                       const std::optional<QuantizationParams>& xq_params) {
+  auto f32 = [](const void* p) { return static_cast<const float*>(p); };
+  switch (op.op) {
+    case OpKind::quantize:
+      t.quantize(std::get<QuantizeDesc>(op.desc), in[0], out[0]);
+      return std::nullopt;
+    case OpKind::dequantize:
+      t.dequantize(std::get<QuantizeDesc>(op.desc), in[0], static_cast<float*>(out[0]));
+      return std::nullopt;
+    case OpKind::requantize:
+      t.requantize(std::get<RequantizeDesc>(op.desc), static_cast<const std::int32_t*>(in[0]),
+                   out[0]);
+      return std::nullopt;
+    case OpKind::matmul_integer:
+      t.matmul_integer(std::get<MatmulDesc>(op.desc), in[0], in[1],
+                       static_cast<std::int32_t*>(out[0]));
+      return std::nullopt;
+    case OpKind::matmul_dequant: {
+      const auto& d = std::get<MatmulDesc>(op.desc);
+      t.matmul_dequant(d, in[0], in[1], d.has_bias ? f32(in[2]) : nullptr, out[0]);
+      return std::nullopt;
+    }
+    case OpKind::qlinear_matmul:
+      t.qlinear_matmul(std::get<MatmulDesc>(op.desc), in[0], in[1], out[0]);
+      return std::nullopt;
+    case OpKind::dynamic_quantize_linear:
+      return t.dynamic_quantize_linear(std::get<DynamicQuantizeDesc>(op.desc), f32(in[0]),
+                                       static_cast<std::uint8_t*>(out[0]));
+    case OpKind::linear_forward: {
+      const auto& d = std::get<LinearDesc>(op.desc);
+      return t.linear_forward(d, f32(in[0]), static_cast<const std::int8_t*>(in[1]),
+                              d.has_bias ? f32(in[2]) : nullptr,
+                              static_cast<std::int8_t*>(out[0]), static_cast<float*>(out[1]));
+    }
+    case OpKind::linear_backward: {
+      const auto& d = std::get<LinearDesc>(op.desc);
+      if (!xq_params)
+        throw Error(ErrorCode::internal, "accelerator: linear_backward called without xq params");
+      t.linear_backward(d, f32(in[0]), static_cast<const std::int8_t*>(in[1]), *xq_params,
+                        static_cast<const std::int8_t*>(in[2]), static_cast<float*>(out[0]),
+                        static_cast<float*>(out[1]),
+                        d.has_bias ? static_cast<float*>(out[2]) : nullptr);
+      return std::nullopt;
+    }
+  }
+  throw Error(ErrorCode::internal, "accelerator: unknown op kind");
+}
+
+}  // namespace
+
+std::optional<QuantizationParams> invoke(QuantizationOps& ops, const OpDesc& op,
+                                         const void* const* in, void* const* out,
+                                         const std::optional<QuantizationParams>& xq_params) {
+  return call(ops, op, in, out, xq_params);
+}
+
+std::optional<QuantizationParams> invoke_reference(
+    const OpDesc& op, const void* const* in, void* const* out,
+    const std::optional<QuantizationParams>& xq_params) {
+  ReferenceTarget t;
+  return call(t, op, in, out, xq_params);
+}
+
+}  // namespace qforge::accel

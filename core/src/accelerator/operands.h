@@ -1,0 +1,84 @@
+// The arrays of one op call, generically: what the accelerator needs to verify a candidate
+// against the reference, to time it on any device, and to stage host data for a device plugin
+// without knowing each op's signature at every step.
+//
+// Arrays are listed in the order of the op's parameters in ops.h; optional ones (bias, db) are
+// present only when the descriptor asks for them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "qforge/half.h"
+#include "qforge/op_desc.h"
+#include "qforge/ops.h"
+
+namespace qforge::accel {
+
+using Rng = std::mt19937_64;
+
+enum class Check : std::uint8_t { exact, nmse };
+
+struct ArraySpec {
+  const char* name = "";
+  std::size_t bytes = 0;
+  std::size_t count = 0;                  // elements
+  Check check = Check::exact;             // outputs: how they are compared
+  FloatType float_type = FloatType::f32;  // Check::nmse
+  double tolerance = 0;                   // NMSE bound (docs/NUMERICS.md)
+};
+
+struct IoLayout {
+  std::vector<ArraySpec> inputs;
+  std::vector<ArraySpec> outputs;
+  bool returns_params = false;  // dynamic_quantize_linear, linear_forward
+  bool needs_xq_params = false; // linear_backward
+  std::size_t input_bytes() const;
+  std::size_t output_bytes() const;
+};
+
+IoLayout io_layout(const OpDesc& op);
+
+// Host copies of every array of one call.
+struct HostArrays {
+  std::vector<std::vector<std::byte>> inputs;
+  std::vector<std::vector<std::byte>> outputs;
+  std::optional<QuantizationParams> xq_params;  // linear_backward's host-side input
+  std::optional<QuantizationParams> returned;   // what the op returned
+  std::vector<const void*> input_pointers() const;
+  std::vector<void*> output_pointers();
+};
+
+// The byte every output is filled with before a call, so an output left unwritten differs.
+inline constexpr std::byte kPoison{0xA5};
+
+// Random inputs valid for the op (integer operands kept inside windows whose int32 sums cannot
+// overflow; `specials` adds NaN, infinities, -0, denormals and exact ties where the op defines
+// them) and poisoned outputs.
+HostArrays random_arrays(const OpDesc& op, Rng& rng, bool specials);
+// Fresh random params of the same dtype and scheme for a tensor of `shape`.
+QuantizationParams random_params(Rng& rng, DType dtype, const Scheme& scheme, const Shape& shape);
+
+// The descriptor verified before timing: level 0 tiny, 1 small, 2 the real shape (nullopt when
+// too large to check against the reference quickly, or when identical to a smaller level).
+// Dtypes, schemes, layout, bias and modes are kept; params are drawn afresh.
+inline constexpr int kProbeLevels = 3;
+std::optional<OpDesc> probe_desc(const OpDesc& real, int level, Rng& rng);
+
+// Calls the op on `ops` (pointers in its memory, io_layout order) or on the reference (host).
+std::optional<QuantizationParams> invoke(QuantizationOps& ops, const OpDesc& op,
+                                         const void* const* in, void* const* out,
+                                         const std::optional<QuantizationParams>& xq_params);
+std::optional<QuantizationParams> invoke_reference(const OpDesc& op, const void* const* in,
+                                                   void* const* out,
+                                                   const std::optional<QuantizationParams>& xq_params);
+
+// nullopt when `got` matches `expected` (integers exactly, floats within NMSE), else what differs.
+std::optional<std::string> compare_outputs(const IoLayout& layout, const HostArrays& got,
+                                           const HostArrays& expected);
+
+}  // namespace qforge::accel

@@ -1,0 +1,123 @@
+#include "accelerator/probe.h"
+
+#include <algorithm>
+
+#include "accelerator/staging.h"
+#include "qforge/error.h"
+
+namespace qforge::accel {
+namespace {
+
+// A probe waits at least this long even when the budget is nearly spent: a first call may
+// initialise a device context or compile a pipeline.
+constexpr double kMinProbeTimeout = 0.05;
+
+bool same_sizes(const IoLayout& a, const IoLayout& b) {
+  if (a.inputs.size() != b.inputs.size() || a.outputs.size() != b.outputs.size()) return false;
+  for (std::size_t i = 0; i < a.inputs.size(); ++i)
+    if (a.inputs[i].count != b.inputs[i].count) return false;
+  for (std::size_t i = 0; i < a.outputs.size(); ++i)
+    if (a.outputs[i].count != b.outputs[i].count) return false;
+  return true;
+}
+
+bool lists_kernel(const Support& s, const std::string& kernel) {
+  return kernel.empty() || std::find(s.kernels.begin(), s.kernels.end(), kernel) != s.kernels.end();
+}
+
+}  // namespace
+
+double seconds_until(Clock::time_point t) {
+  return std::chrono::duration<double>(t - Clock::now()).count();
+}
+
+ProbeSet::ProbeSet(OpDesc real, std::uint64_t seed) : real_(std::move(real)), seed_(seed) {}
+
+std::shared_ptr<const ProbeCase> ProbeSet::level(int level) {
+  const auto i = static_cast<std::size_t>(level);
+  if (built_[i]) return cases_[i];
+  built_[i] = true;
+  Rng rng(seed_ + i);
+  auto desc = probe_desc(real_, level, rng);
+  if (!desc) return nullptr;
+  IoLayout layout = io_layout(*desc);
+  auto c = std::make_shared<ProbeCase>(ProbeCase{std::move(*desc), std::move(layout), {}, {}});
+  for (int j = level - 1; j >= 0; --j)
+    if (auto smaller = this->level(j); smaller && same_sizes(smaller->layout, c->layout))
+      return nullptr;
+  c->inputs = random_arrays(c->desc, rng, /*specials=*/true);
+  c->expected = c->inputs;
+  auto out = c->expected.output_pointers();
+  c->expected.returned = invoke_reference(c->desc, c->expected.input_pointers().data(),
+                                          out.data(), c->expected.xq_params);
+  cases_[i] = c;
+  return c;
+}
+
+Verdict verify_candidate(const Candidate& c, ProbeSet& probes, Worker& worker,
+                         Clock::time_point deadline, std::size_t still_to_verify) {
+  std::string refusal;
+  for (int level = 0; level < kProbeLevels; ++level) {
+    std::shared_ptr<const ProbeCase> pc;
+    try {
+      pc = probes.level(level);
+    } catch (const std::exception& e) {
+      throw Error(ErrorCode::internal,
+                  "accelerator: building probe data failed (seed " + std::to_string(probes.seed()) +
+                      "): " + e.what());
+    }
+    if (!pc) continue;
+    Support s;
+    try {
+      bind(*c.ops, c.id.device, KernelChoice{});
+      s = c.ops->supports(pc->desc);
+    } catch (const std::exception& e) {
+      return {CandidateStatus::threw, std::string("supports() threw: ") + e.what()};
+    }
+    if (!s.supported || !lists_kernel(s, c.id.kernel)) {
+      refusal = s.supported ? "kernel not offered for " + describe(pc->desc) : s.reason;
+      continue;
+    }
+    if (seconds_until(deadline) <= 0)
+      return {CandidateStatus::not_verified, "the tuning budget ran out before its probe"};
+
+    // Everything the task touches is owned by it: an abandoned task may outlive this call.
+    auto got = std::make_shared<HostArrays>(pc->inputs);
+    auto ops = c.ops;
+    const CandidateId id = c.id;
+    const bool host = c.host_memory;
+    auto task = [pc, got, ops, id, host] {
+      bind(*ops, id.device, KernelChoice{id.kernel});
+      auto in = got->input_pointers();
+      auto out = got->output_pointers();
+      if (host) {
+        got->returned = invoke(*ops, pc->desc, in.data(), out.data(), got->xq_params);
+        ops->synchronize();
+        return;
+      }
+      DeviceArrays dev;
+      dev.reserve(*ops, pc->layout);
+      dev.upload_inputs(*ops, pc->layout, in.data());
+      dev.upload_outputs(*ops, pc->layout, reinterpret_cast<const void* const*>(out.data()));
+      got->returned = invoke(*ops, pc->desc, dev.inputs(), dev.outputs(), got->xq_params);
+      dev.download_outputs(*ops, pc->layout, out.data());
+    };
+    // An equal share of what is left for each candidate still to verify: one that hangs cannot
+    // take the others' time.
+    const double share = seconds_until(deadline) / static_cast<double>(std::max<std::size_t>(still_to_verify, 1));
+    const TaskOutcome o = worker.run(task, std::max(share, kMinProbeTimeout));
+    const std::string where = "probe " + describe(pc->desc) + " (seed " +
+                              std::to_string(probes.seed()) + ")";
+    if (o.kind == TaskOutcome::Kind::threw) return {CandidateStatus::threw, where + ": " + o.message};
+    if (o.kind == TaskOutcome::Kind::timed_out)
+      return {CandidateStatus::timed_out, where + " " + o.message, true};
+    if (auto diff = compare_outputs(pc->layout, *got, pc->expected))
+      return {CandidateStatus::wrong_result, where + ": " + *diff};
+    return {};
+  }
+  return {CandidateStatus::unsupported,
+          "could not be verified: it refuses every probe shape small enough to check against "
+          "the reference (" + refusal + ")"};
+}
+
+}  // namespace qforge::accel
