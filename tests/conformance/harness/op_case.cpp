@@ -1,0 +1,191 @@
+#include "harness/op_case.h"
+
+#include <array>
+#include <cstring>
+#include <exception>
+#include <memory>
+
+#include "harness/guarded_buffer.h"
+
+namespace qforge::conformance {
+namespace {
+
+// 0xCD for integer outputs (MSVC's "uninitialised heap" byte); a quiet NaN with a recognisable
+// payload for float outputs, so an element never written reads as NaN where the reference is
+// finite.
+std::vector<std::byte> poison_element(const OutputSpec& spec, int round) {
+  const auto b = static_cast<std::byte>(round == 0 ? 0xCD : 0x35);
+  if (spec.kind != ValueKind::floating) return std::vector<std::byte>(spec.element_bytes(), b);
+  switch (spec.float_type) {
+    case FloatType::f32:
+      return {std::byte{0xCD}, std::byte{0xCD}, std::byte{0xCD}, std::byte{0x7F}};
+    case FloatType::f16:
+      return {std::byte{0xCD}, std::byte{0x7E}};
+    case FloatType::bf16:
+      return {std::byte{0xCD}, std::byte{0x7F}};
+  }
+  return {b};
+}
+
+// True when some expected element is stored exactly as the poison: a run that never wrote that
+// element would still compare equal, so the case runs again under a second poison.
+bool expected_matches_poison(const ExpectedOutput& out) {
+  if (out.spec.kind == ValueKind::floating) return false;  // NaN poison never matches
+  const auto poison = poison_element(out.spec, 0);
+  const std::size_t unit = poison.size();
+  for (std::size_t i = 0; i + unit <= out.bytes.size(); i += unit)
+    if (std::memcmp(out.bytes.data() + i, poison.data(), unit) == 0) return true;
+  return false;
+}
+
+std::string kernel_label(const std::string& kernel) {
+  return kernel.empty() ? "kernel <backend's choice>" : "kernel " + kernel;
+}
+
+// The plugin claims a descriptor the reference rejects or whose result overflows: each kernel
+// must throw qforge::Error (ErrorCode::overflow for an overflow) instead of answering.
+void expect_refusal(Target& target, const OpCase& c, const std::vector<std::string>& kernels) {
+  QuantizationOps& ops = *target.ops;
+  // Valid-sized buffers, so that a plugin that does compute writes inside them.
+  std::vector<std::unique_ptr<GuardedBuffer>> in, out;
+  std::vector<void*> in_ptrs, out_ptrs;
+  for (const auto& i : c.inputs) {
+    in.push_back(std::make_unique<GuardedBuffer>(ops, i.bytes.size(), "input " + i.name));
+    in.back()->write(i.bytes);
+    in_ptrs.push_back(in.back()->payload());
+  }
+  for (const auto& o : c.outputs) {
+    out.push_back(std::make_unique<GuardedBuffer>(ops, o.spec.bytes(), "output " + o.spec.name));
+    out.back()->poison(poison_element(o.spec, 0));
+    out_ptrs.push_back(out.back()->payload());
+  }
+  const bool overflow = c.reference == ReferenceOutcome::overflow;
+  for (const auto& kernel : kernels)
+    for (const auto& launch : c.launches) {
+      SCOPED_TRACE(kernel_label(kernel) + ", launch " + launch.name);
+      ops.set_kernel({kernel});
+      try {
+        launch.fn(ops, in_ptrs, out_ptrs);
+        ops.synchronize();
+        ADD_FAILURE() << target.name << " returned a result where the reference "
+                      << (overflow ? "reports an int32 overflow" : "rejects the descriptor") << " ("
+                      << c.reference_error << "); expected supports() to say no or the op to throw "
+                      << (overflow ? "qforge::Error with ErrorCode::overflow" : "qforge::Error");
+      } catch (const Error& e) {
+        if (overflow && e.code() != ErrorCode::overflow)
+          ADD_FAILURE() << target.name << " threw ErrorCode::" << to_string(e.code()) << " ("
+                        << e.what() << ") where the reference reports an overflow; expected "
+                        << "ErrorCode::overflow";
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << target.name << " threw a non-qforge exception: " << e.what();
+      } catch (const LaunchUnavailable&) {
+        // That way of launching does not exist for this plugin; nothing was computed.
+      }
+      for (const auto& b : out) EXPECT_TRUE(b->guards_intact());
+    }
+}
+
+void run_one_launch(Target& target, const OpCase& c, const std::string& kernel,
+                    const Launch& launch, std::vector<std::unique_ptr<GuardedBuffer>>& in,
+                    std::vector<std::unique_ptr<GuardedBuffer>>& out) {
+  QuantizationOps& ops = *target.ops;
+  SCOPED_TRACE(kernel_label(kernel) + ", launch " + launch.name);
+  ops.set_kernel({kernel});
+  std::vector<void*> in_ptrs, out_ptrs;
+  for (auto& b : in) in_ptrs.push_back(b->payload());
+  for (auto& b : out) out_ptrs.push_back(b->payload());
+
+  bool second_round = false;
+  for (const auto& o : c.outputs) second_round = second_round || expected_matches_poison(o);
+  for (int round = 0; round < (second_round ? 2 : 1); ++round) {
+    SCOPED_TRACE(round == 0 ? "poison 0xCD/NaN" : "second run under poison 0x35");
+    for (std::size_t i = 0; i < out.size(); ++i)
+      out[i]->poison(poison_element(c.outputs[i].spec, round));
+    try {
+      launch.fn(ops, in_ptrs, out_ptrs);
+      ops.synchronize();
+    } catch (const LaunchUnavailable& u) {
+      ++target.tally.launches_unavailable;
+      if (target.must_support)
+        ADD_FAILURE() << target.name << " must offer every launch variant: " << u.reason;
+      return;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << target.name << " threw although supports() accepted the case: " << e.what();
+      return;
+    }
+    if (const auto last = ops.last_kernel(); last.empty())
+      ADD_FAILURE() << target.name << ": last_kernel() is empty after an op ran";
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      EXPECT_TRUE(in[i]->guards_intact());
+      EXPECT_TRUE(in[i]->read() == c.inputs[i].bytes)
+          << "input " << c.inputs[i].name << " was modified by the op";
+    }
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      EXPECT_TRUE(out[i]->guards_intact());
+      EXPECT_TRUE(compare_output(c.outputs[i].spec, out[i]->read(), c.outputs[i].bytes));
+    }
+    if (c.check_returned) {
+      EXPECT_TRUE(c.check_returned());
+    }
+  }
+}
+
+}  // namespace
+
+void run_case(Target& target, const OpCase& c) {
+  SCOPED_TRACE(target.name + ": " + c.label);
+  QuantizationOps& ops = *target.ops;
+
+  Support support;
+  try {
+    support = ops.supports(c.op);
+  } catch (const std::exception& e) {
+    // A descriptor the reference rejects may be refused by throwing; anything else must answer.
+    if (c.reference == ReferenceOutcome::invalid) {
+      ++target.tally.invalid;
+      return;
+    }
+    ADD_FAILURE() << target.name << ": supports() threw instead of answering: " << e.what();
+    return;
+  }
+  std::vector<std::string> kernels = support.kernels;
+  if (support.supported && kernels.empty()) {
+    ADD_FAILURE() << target.name << ": supports() accepted the case but listed no kernel variant";
+    kernels.push_back("");
+  }
+
+  if (c.reference != ReferenceOutcome::ok) {
+    if (c.reference == ReferenceOutcome::invalid) ++target.tally.invalid;
+    if (support.supported) {
+      expect_refusal(target, c, kernels);
+      ops.set_kernel({});
+    }
+    if (c.reference == ReferenceOutcome::overflow) ++target.tally.refusals_checked;
+    return;
+  }
+
+  if (!support.supported) {
+    ++target.tally.rejected;
+    if (target.tally.first_rejection.empty())
+      target.tally.first_rejection = c.label + ": " + support.reason;
+    if (target.must_support && !c.optional_capability)
+      ADD_FAILURE() << target.name << " must run every case the reference defines, but supports() "
+                    << "said no: " << support.reason;
+    return;
+  }
+
+  std::vector<std::unique_ptr<GuardedBuffer>> in, out;
+  for (const auto& i : c.inputs) {
+    in.push_back(std::make_unique<GuardedBuffer>(ops, i.bytes.size(), "input " + i.name));
+    in.back()->write(i.bytes);
+  }
+  for (const auto& o : c.outputs)
+    out.push_back(std::make_unique<GuardedBuffer>(ops, o.spec.bytes(), "output " + o.spec.name));
+
+  for (const auto& kernel : kernels)
+    for (const auto& launch : c.launches) run_one_launch(target, c, kernel, launch, in, out);
+  ops.set_kernel({});
+  ++target.tally.compared;
+}
+
+}  // namespace qforge::conformance

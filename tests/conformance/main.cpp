@@ -1,0 +1,24 @@
+// The conformance suite's entry point: fixes the run's seed before anything draws from it,
+// and prints it with the plugins found, so a log always says how to replay the run.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "harness/plugins.h"
+#include "harness/seed.h"
+#include "qforge/error.h"
+
+int main(int argc, char** argv) {
+  using namespace qforge::conformance;
+  try {
+    run_seed();
+  } catch (const qforge::Error& e) {
+    std::fprintf(stderr, "qforge_test_conformance: %s\n", e.what());
+    return 2;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  // Test listing (gtest_discover_tests) must print nothing but the list.
+  if (!::testing::GTEST_FLAG(list_tests))
+    std::printf("qforge conformance: %s\n%s", seed_text().c_str(), registry_report().c_str());
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,126 @@
+#include "testers/linear_tester.h"
+
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include "harness/random_data.h"
+#include "harness/tolerances.h"
+#include "qforge/reference.h"
+
+namespace qforge::conformance {
+
+struct LinearTester::Weights {
+  LinearDesc desc;
+  std::vector<std::int8_t> wq;
+  std::vector<float> bias;
+  std::vector<float> x;
+};
+
+LinearTester::Weights LinearTester::make_weights(Rng& rng) const {
+  Weights w{
+      LinearDesc{m_, n_, k_, QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f), bias_},
+      {},
+      {},
+      {}};
+  if (per_channel_) {
+    std::vector<float> scales(static_cast<std::size_t>(n_));
+    for (auto& s : scales) s = static_cast<float>(log_uniform(rng, 1e-4, 1e-1));
+    w.desc.w =
+        QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0, std::move(scales));
+  } else {
+    w.desc.w = QuantizationParams::per_tensor_symmetric(
+        DType::int8, static_cast<float>(log_uniform(rng, 1e-4, 1e-1)));
+  }
+  w.wq.resize(static_cast<std::size_t>(n_ * k_));
+  for (auto& v : w.wq) v = static_cast<std::int8_t>(uniform_int(rng, -127, 127));
+  if (bias_) w.bias = normal_floats(rng, static_cast<std::size_t>(n_), 1.0);
+  w.x = normal_floats(rng, static_cast<std::size_t>(m_ * k_), log_uniform(rng, 1e-2, 1e2));
+  return w;
+}
+
+void LinearTester::test_forward(Target& target, Rng& rng) const {
+  Weights w = make_weights(rng);
+  const LinearDesc desc = w.desc;
+  ExpectedOutput y{OutputSpec::floating("y", {m_, n_}, FloatType::f32, tolerance::kLinearForward),
+                   {}};
+  ExpectedOutput xq{OutputSpec::quantized("xq", {m_, k_}, DType::int8), {}};
+  y.bytes.resize(y.spec.bytes());
+  xq.bytes.resize(xq.spec.bytes());
+
+  OpCase oc{OpDesc{OpKind::linear_forward, desc}};
+  oc.label = describe(oc.op);
+  std::optional<QuantizationParams> expected;
+  run_reference(oc, [&] {
+    expected = reference::linear_forward(
+        desc, w.x.data(), w.wq.data(), bias_ ? w.bias.data() : nullptr,
+        reinterpret_cast<std::int8_t*>(xq.bytes.data()), reinterpret_cast<float*>(y.bytes.data()));
+  });
+  oc.inputs = {{"x", to_bytes(w.x)}, {"wq", to_bytes(w.wq)}};
+  if (bias_) oc.inputs.push_back({"bias", to_bytes(w.bias)});
+  oc.outputs = {std::move(y), std::move(xq)};
+  auto returned = std::make_shared<std::optional<QuantizationParams>>();
+  const bool has_bias = bias_;
+  oc.launches = {
+      {"direct", [desc, has_bias, returned](QuantizationOps& ops, const std::vector<void*>& in,
+                                            const std::vector<void*>& out) {
+         *returned = ops.linear_forward(
+             desc, static_cast<const float*>(in[0]), static_cast<const std::int8_t*>(in[1]),
+             has_bias ? static_cast<const float*>(in[2]) : nullptr,
+             static_cast<std::int8_t*>(out[1]), static_cast<float*>(out[0]));
+       }}};
+  oc.check_returned = [returned, expected]() -> ::testing::AssertionResult {
+    if (!*returned || !expected || **returned == *expected) return ::testing::AssertionSuccess();
+    std::ostringstream msg;
+    msg.precision(9);
+    msg << "returned Xq params " << (*returned)->to_string() << " (scale " << (*returned)->scale()
+        << "), expected " << expected->to_string() << " (scale " << expected->scale() << ")";
+    return ::testing::AssertionFailure() << msg.str();
+  };
+  run_case(target, oc);
+}
+
+void LinearTester::test_backward(Target& target, Rng& rng) const {
+  Weights w = make_weights(rng);
+  const LinearDesc desc = w.desc;
+  // Xq and its params as the forward pass makes them.
+  std::vector<std::int8_t> xq(static_cast<std::size_t>(m_ * k_));
+  std::vector<float> y(static_cast<std::size_t>(m_ * n_));
+  const QuantizationParams xq_params = reference::linear_forward(
+      desc, w.x.data(), w.wq.data(), bias_ ? w.bias.data() : nullptr, xq.data(), y.data());
+  const std::vector<float> dy =
+      normal_floats(rng, static_cast<std::size_t>(m_ * n_), log_uniform(rng, 1e-3, 1e1));
+
+  ExpectedOutput dx{
+      OutputSpec::floating("dx", {m_, k_}, FloatType::f32, tolerance::kLinearBackward), {}};
+  ExpectedOutput dw{
+      OutputSpec::floating("dw", {n_, k_}, FloatType::f32, tolerance::kLinearBackward), {}};
+  // db exists only with a bias (the reference leaves it alone otherwise, and takes null).
+  ExpectedOutput db{OutputSpec::floating("db", {n_}, FloatType::f32, tolerance::kLinearBackward),
+                    {}};
+  for (auto* o : {&dx, &dw, &db}) o->bytes.resize(o->spec.bytes());
+  const bool has_bias = bias_;
+
+  OpCase oc{OpDesc{OpKind::linear_backward, desc}};
+  oc.label = describe(oc.op);
+  run_reference(oc, [&] {
+    reference::linear_backward(desc, dy.data(), xq.data(), xq_params, w.wq.data(),
+                               reinterpret_cast<float*>(dx.bytes.data()),
+                               reinterpret_cast<float*>(dw.bytes.data()),
+                               has_bias ? reinterpret_cast<float*>(db.bytes.data()) : nullptr);
+  });
+  oc.inputs = {{"dy", to_bytes(dy)}, {"xq", to_bytes(xq)}, {"wq", to_bytes(w.wq)}};
+  oc.outputs = {std::move(dx), std::move(dw)};
+  if (has_bias) oc.outputs.push_back(std::move(db));
+  oc.launches = {
+      {"direct", [desc, xq_params, has_bias](QuantizationOps& ops, const std::vector<void*>& in,
+                                             const std::vector<void*>& out) {
+         ops.linear_backward(
+             desc, static_cast<const float*>(in[0]), static_cast<const std::int8_t*>(in[1]),
+             xq_params, static_cast<const std::int8_t*>(in[2]), static_cast<float*>(out[0]),
+             static_cast<float*>(out[1]), has_bias ? static_cast<float*>(out[2]) : nullptr);
+       }}};
+  run_case(target, oc);
+}
+
+}  // namespace qforge::conformance
