@@ -19,8 +19,6 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 // Batches below this size are counted straight into the double counters; above it the
 // interleaved 32-bit counters pay for their zeroing and summing.
 constexpr std::size_t kScratchThreshold = 16384;
-// bin_counts' 32-bit counters take at most this many values per call.
-constexpr std::size_t kMaxScratchRun = std::size_t{1} << 31;
 
 // Spreads one side's counts from bins of width `old_w` into bins of width `new_w` >= old_w,
 // each old bin's count uniformly over its width (the limit of PyTorch's upsampling).
@@ -117,28 +115,116 @@ void HistogramAccess::include(Histogram& h, float lo, float hi) {
   h.max_ = std::max(h.max_, hi);
 }
 
+namespace {
+
+// A batch's counts at one limit, in four interleaved copies of 32-bit counters (fast to
+// increment, and small enough for L1/L2), summed into doubles every 2^30 values so that no
+// counter can overflow. Kept apart from the histogram until the batch is done, so that counting
+// can start before the batch's range is known and be thrown away if the range must grow.
+class BatchCounts {
+ public:
+  explicit BatchCounts(int bins)
+      : bins_(bins), stride_(2 * static_cast<std::size_t>(bins) + 1), scratch_(4 * stride_, 0u),
+        sums_(2 * static_cast<std::size_t>(bins), 0.0) {}
+
+  void count(const float* x, std::size_t n, float inv_width, bool all_finite) {
+    for (std::size_t at = 0; at < n;) {
+      const std::size_t m = std::min(n - at, kFlushEvery - pending_);
+      kernels::bin_counts(x + at, m, inv_width, bins_, all_finite, scratch_.data());
+      pending_ += m;
+      at += m;
+      if (pending_ == kFlushEvery) flush();
+    }
+  }
+
+  void reset() {
+    std::fill(scratch_.begin(), scratch_.end(), 0u);
+    std::fill(sums_.begin(), sums_.end(), 0.0);
+    pending_ = 0;
+  }
+
+  void add_to(double* counts) {
+    flush();
+    for (std::size_t i = 0; i < sums_.size(); ++i) counts[i] += sums_[i];
+  }
+
+ private:
+  static constexpr std::size_t kFlushEvery = std::size_t{1} << 30;
+
+  void flush() {
+    const std::uint32_t* c = scratch_.data();
+    for (std::size_t i = 0; i < sums_.size(); ++i)
+      sums_[i] += static_cast<double>(c[i]) + c[stride_ + i] + c[2 * stride_ + i] +
+                  c[3 * stride_ + i];
+    std::fill(scratch_.begin(), scratch_.end(), 0u);
+    pending_ = 0;
+  }
+
+  int bins_;
+  std::size_t stride_;
+  std::vector<std::uint32_t> scratch_;
+  std::vector<double> sums_;
+  std::size_t pending_ = 0;
+};
+
+// Values scanned, then counted while still in L1 (steady state: one pass over memory).
+constexpr std::size_t kChunk = 4096;
+
+void merge(kernels::Extremes& into, const kernels::Extremes& e) {
+  into.lo = std::min(into.lo, e.lo);
+  into.hi = std::max(into.hi, e.hi);
+  into.non_finite += e.non_finite;
+}
+
+}  // namespace
+
 std::int64_t Histogram::add(std::span<const float> values) {
-  if (values.empty()) return 0;
-  const kernels::Extremes e = kernels::scan(values.data(), values.size());
-  HistogramAccess::include(*this, e.lo, e.hi);
-  if (e.lo > e.hi) return e.non_finite;  // nothing finite to count
-  total_ += static_cast<double>(values.size()) - static_cast<double>(e.non_finite);
-  const float inv = kernels::inverse_width(limit_, bins_);
-  if (values.size() < kScratchThreshold) {
-    kernels::bin_run(values.data(), values.size(), inv, bins_, counts_.data());
+  const std::size_t n = values.size();
+  const float* x = values.data();
+  if (n == 0) return 0;
+  if (n < kScratchThreshold) {
+    // Small batches: one pass for the extremes, one counting straight into the doubles.
+    const kernels::Extremes e = kernels::scan(x, n);
+    HistogramAccess::include(*this, e.lo, e.hi);
+    if (e.lo > e.hi) return e.non_finite;  // nothing finite to count
+    kernels::bin_run(x, n, kernels::inverse_width(limit_, bins_), bins_, counts_.data());
+    total_ += static_cast<double>(n - static_cast<std::size_t>(e.non_finite));
     return e.non_finite;
   }
-  const std::size_t stride = 2 * size() + 1;
-  std::vector<std::uint32_t> scratch(4 * stride);
-  for (std::size_t at = 0; at < values.size(); at += kMaxScratchRun) {
-    const std::size_t n = std::min(kMaxScratchRun, values.size() - at);
-    std::fill(scratch.begin(), scratch.end(), 0u);
-    kernels::bin_counts(values.data() + at, n, inv, bins_, scratch.data());
-    for (std::size_t i = 0; i < 2 * size(); ++i)
-      counts_[i] += static_cast<double>(scratch[i]) + scratch[stride + i] +
-                    scratch[2 * stride + i] + scratch[3 * stride + i];
+  BatchCounts batch(bins_);
+  auto finish = [&](const kernels::Extremes& seen) {
+    batch.add_to(counts_.data());
+    total_ += static_cast<double>(n - static_cast<std::size_t>(seen.non_finite));
+    return seen.non_finite;
+  };
+  // The whole batch at the range it needs: a pass for the extremes, a pass to count. The first
+  // batch always goes this way (there is no range yet), and so does a batch that turns out to
+  // widen the range (after the chunks counted so far are thrown away).
+  auto two_pass = [&](kernels::Extremes seen) {
+    HistogramAccess::include(*this, seen.lo, seen.hi);
+    batch.reset();
+    if (seen.lo <= seen.hi)
+      batch.count(x, n, kernels::inverse_width(limit_, bins_), seen.non_finite == 0);
+    return finish(seen);
+  };
+  if (empty()) return two_pass(kernels::scan(x, n));
+
+  // Steady state: scan a chunk; while it fits the current range, count it at once.
+  const float inv = kernels::inverse_width(limit_, bins_);
+  kernels::Extremes seen{std::numeric_limits<float>::infinity(),
+                         -std::numeric_limits<float>::infinity(), 0};
+  for (std::size_t at = 0; at < n; at += kChunk) {
+    const std::size_t m = std::min(kChunk, n - at);
+    const kernels::Extremes e = kernels::scan(x + at, m);
+    if (e.lo <= e.hi && std::max(-e.lo, e.hi) > limit_) {
+      merge(seen, kernels::scan(x + at, n - at));
+      return two_pass(seen);
+    }
+    merge(seen, e);
+    batch.count(x + at, m, inv, e.non_finite == 0);
   }
-  return e.non_finite;
+  HistogramAccess::include(*this, seen.lo, seen.hi);  // within the range: min / max only
+  return finish(seen);
 }
 
 }  // namespace qforge::calibration

@@ -1,5 +1,6 @@
 #include "qforge/calibration/histogram_observer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -39,13 +40,24 @@ std::int64_t HistogramObserver::observe_batch(const float* data, const BatchLayo
     inv[c] = kernels::inverse_width(hist_[c].limit(), bins_);
     counts[c] = HistogramAccess::counts(hist_[c]);
   }
-  // Pass 2: count.
+  // Pass 2: count (without per-value finiteness tests when the scan found no other values).
   std::vector<double> added(channels, 0.0);
-  if (layout.inner == 1) {
+  const auto inner = static_cast<std::size_t>(layout.inner);
+  if (bad == 0) {
+    if (inner == 1) {
+      kernels::bin_rows_finite(data, layout.outer, layout.channels, inv.data(), bins_,
+                               counts.data());
+    } else {
+      for (std::int64_t o = 0; o < layout.outer; ++o)
+        for (std::size_t c = 0; c < channels; ++c)
+          kernels::bin_run_finite(data + (static_cast<std::size_t>(o) * channels + c) * inner,
+                                  inner, inv[c], bins_, counts[c]);
+    }
+    std::fill(added.begin(), added.end(), static_cast<double>(layout.outer * layout.inner));
+  } else if (inner == 1) {
     kernels::bin_rows(data, layout.outer, layout.channels, inv.data(), bins_, counts.data(),
                       added.data());
   } else {
-    const auto inner = static_cast<std::size_t>(layout.inner);
     for (std::int64_t o = 0; o < layout.outer; ++o)
       for (std::size_t c = 0; c < channels; ++c)
         added[c] += static_cast<double>(kernels::bin_run(

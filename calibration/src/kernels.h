@@ -40,15 +40,24 @@ inline int bin_index(float x, float inv_width, int bins) noexcept {
 
 // Counts the finite values of x[0, n) into four interleaved copies of a 2 * bins + 1 counter
 // array (the last counter of each copy collects non-finite values): consecutive values go to
-// different copies, so runs of equal bins do not serialise on one counter. The caller sums the
-// copies; n must be below 2^32 per call.
-void bin_counts(const float* x, std::size_t n, float inv_width, int bins,
+// different copies, so runs of equal bins do not serialise on one counter. `all_finite` (known
+// from the scan) selects a loop without the non-finite test. The caller sums the copies and
+// keeps each counter below 2^32.
+void bin_counts(const float* x, std::size_t n, float inv_width, int bins, bool all_finite,
                 std::uint32_t* counts4) noexcept;
 
 // Adds each finite value of x[0, n) to counts[bin_index(x)] (2 * bins doubles) and returns
 // how many it added; per-channel runs, where values spread over many histograms.
 std::size_t bin_run(const float* x, std::size_t n, float inv_width, int bins,
                     double* counts) noexcept;
+
+// bin_run for values known to be finite (the batch's scan found no other): vector indices.
+void bin_run_finite(const float* x, std::size_t n, float inv_width, int bins,
+                    double* counts) noexcept;
+
+// bin_rows for rows known to hold only finite values.
+void bin_rows_finite(const float* x, std::int64_t rows, std::int64_t channels,
+                     const float* inv_width, int bins, double* const* counts) noexcept;
 
 // Rows of `channels` values where value c of each row belongs to channel c (per-channel along
 // the last axis): adds it to counts[c][bin_index(x, inv_width[c])] and 1 to added[c].
