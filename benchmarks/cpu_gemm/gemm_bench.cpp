@@ -31,8 +31,8 @@ int copies_for(std::size_t bytes, std::size_t rotate) {
 }
 
 Result time_plugin(QuantizationOps& ops, const MatmulDesc& d, const std::vector<std::uint8_t>& a,
-                   const std::vector<std::int8_t>& b, const std::vector<float>& bias,
-                   std::vector<float>& y, const Options& opt) {
+                   const void* b, const std::vector<float>& bias, std::vector<float>& y,
+                   const Options& opt) {
   Result r;
   const Support s = ops.supports({OpKind::matmul_dequant, d});
   if (!s.supported) {
@@ -40,9 +40,9 @@ Result time_plugin(QuantizationOps& ops, const MatmulDesc& d, const std::vector<
     return r;
   }
   std::vector<std::shared_ptr<PackedWeights>> packed;
-  packed.push_back(ops.pack_weights(d, b.data()));
+  packed.push_back(ops.pack_weights(d, b));
   const int copies = copies_for(packed[0]->bytes(), opt.rotate_bytes);
-  for (int i = 1; i < copies; ++i) packed.push_back(ops.pack_weights(d, b.data()));
+  for (int i = 1; i < copies; ++i) packed.push_back(ops.pack_weights(d, b));
   const Timing t = measure(
       [&](int i) {
         ops.matmul_dequant_packed(d, a.data(), *packed[static_cast<std::size_t>(i) % packed.size()],
@@ -108,7 +108,7 @@ std::vector<std::string> run_gemm_benchmarks(QuantizationOps& x86, QuantizationO
                        .b_layout = MatrixLayout::nk, .has_bias = true, .out_type = FloatType::f32,
                        .y = std::nullopt};
     std::vector<float> y(static_cast<std::size_t>(s.m * s.n));
-    const Result rx = time_plugin(x86, d, a, b, bias, y, opt);
+    const Result rx = time_plugin(x86, d, a, b.data(), bias, y, opt);
     // Sanity: the first row equals the reference bit for bit.
     {
       MatmulDesc d1 = d;
@@ -120,7 +120,7 @@ std::vector<std::string> run_gemm_benchmarks(QuantizationOps& x86, QuantizationO
                     static_cast<long long>(s.m), static_cast<long long>(s.n), static_cast<long long>(s.k));
     }
     Result ro;
-    if (onednn) ro = time_plugin(*onednn, d, a, b, bias, y, opt);
+    if (onednn) ro = time_plugin(*onednn, d, a, b.data(), bias, y, opt);
     const Result rs = time_sgemm(s, a, b, opt);
     const std::string shape = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
     std::printf("gemm %-16s cpu_x86 %8.1f GOPS (%s)  onednn %s  sgemm %8.1f GFLOPS\n", shape.c_str(), rx.gops,
@@ -131,6 +131,32 @@ std::vector<std::string> run_gemm_benchmarks(QuantizationOps& x86, QuantizationO
                     pad(ro.ran ? fixed(rx.gops / ro.gops, 2) : "n/a", 12) + pad(fixed(rs.gops, 1), 14) +
                     pad(fixed(rx.gops / rs.gops, 2), 11) + rx.kernel);
   }
+  // Block-wise int4 weights (blocks of 32 along K, ggml Q4_0-like) against int8 activations:
+  // the weight-only GEMV of LLM decoding. The anchor is the int8 per-channel row above.
+  if (!opt.quick)
+    for (std::int64_t m : {1, 16}) {
+      const std::int64_t n = 4096, k = 4096, blocks = k / 32;
+      std::vector<std::uint8_t> a(static_cast<std::size_t>(m * k));
+      std::vector<std::uint8_t> b4(static_cast<std::size_t>(n * k / 2));
+      std::uniform_int_distribution<int> du(0, 255);
+      for (auto& v : a) v = static_cast<std::uint8_t>(du(rng));
+      for (auto& v : b4) v = static_cast<std::uint8_t>(du(rng));
+      std::vector<float> scales(static_cast<std::size_t>(n * blocks), 0.01f), bias(static_cast<std::size_t>(n), 0.5f);
+      const MatmulDesc d{.m = m, .n = n, .k = k,
+                         .a = QuantizationParams::per_tensor_affine(DType::int8, 0.02f, 0),
+                         .b = QuantizationParams(DType::int4, Scheme::block_symmetric(32), scales),
+                         .b_layout = MatrixLayout::nk, .has_bias = true, .out_type = FloatType::f32,
+                         .y = std::nullopt};
+      std::vector<float> y(static_cast<std::size_t>(m * n));
+      const Result rx = time_plugin(x86, d, a, b4.data(), bias, y, opt);
+      Result ro;
+      if (onednn) ro = time_plugin(*onednn, d, a, b4.data(), bias, y, opt);
+      const std::string shape = std::to_string(m) + "x4096x4096 q4b32";
+      std::printf("gemm %-16s cpu_x86 %8.1f GOPS (%s)  onednn %s\n", shape.c_str(), rx.gops, rx.kernel.c_str(),
+                  ro.ran ? fixed(ro.gops, 1).c_str() : "n/a");
+      table.push_back(pad(shape, 18) + pad(fixed(rx.gops, 1), 14) + pad(ro.ran ? fixed(ro.gops, 1) : "n/a", 13) +
+                      pad(ro.ran ? fixed(rx.gops / ro.gops, 2) : "n/a", 12) + pad("-", 14) + pad("-", 11) + rx.kernel);
+    }
   return table;
 }
 

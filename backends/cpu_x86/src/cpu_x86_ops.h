@@ -73,7 +73,8 @@ class CpuX86Ops final : public QuantizationOps {
   // The GEMM kernel for desc with packed weights b (maddubs needs b without -128).
   const KernelInfo& gemm_kernel(const MatmulDesc& desc, const X86PackedWeights& b,
                                 OpKind op) const;
-  const X86PackedWeights& own_packed(const MatmulDesc& desc, const PackedWeights& b) const;
+  // b as this backend's packing, or invalid_argument.
+  const X86PackedWeights& own_packed(const PackedWeights& b) const;
   void run_matmul(OpKind op, const MatmulDesc& desc, const void* a, const X86PackedWeights& b,
                   const GemmOutput& out);
   bool runnable(const KernelInfo& k) const { return usable_isas().has(k.isa); }

@@ -17,6 +17,20 @@ namespace qforge::cpu_x86 {
 // with the op name.
 void check_descriptor(const OpDesc& op);
 
+// What pack_weights computes once about B for the per-call checks of the *_packed ops.
+struct PackedFacts {
+  std::int64_t max_b_centered = 0;  // largest |q - z| of B (reference::int32_safe_k)
+  float max_sb = 0.0f;              // largest B scale
+};
+PackedFacts packed_facts(const MatmulDesc& d);
+
+// The per-call checks of a *_packed op: the B side was validated when the weights were packed,
+// so only A, the op's output fields, the K bound and the match with the packing are checked,
+// without touching B's (possibly per-block) params beyond one comparison. Throws
+// shape_mismatch when desc does not match the packing, unsupported otherwise.
+void check_packed_call(OpKind op, const MatmulDesc& d, const MatmulDesc& packed,
+                       const PackedFacts& facts);
+
 // True when the int8/uint8 vector kernels serve this quantize/dequantize descriptor.
 bool vector_quantize(const QuantizeDesc& d);
 // True when linear_forward fits the int32 GEMM (else it runs the reference, exact in int64).

@@ -50,7 +50,63 @@ constexpr Fn kGemvTable[16] = {&tile<1, 4>,  &tile<2, 4>,  &tile<3, 4>,  &tile<4
                                &tile<9, 1>,  &tile<10, 1>, &tile<11, 1>, &tile<12, 1>,
                                &tile<13, 1>, &tile<14, 1>, &tile<15, 1>, &tile<16, 1>};
 
+template <int R, int P>
+void block_tile(const BlockTileArgs& t) {
+  __m512 facc[R][P];
+  for (int r = 0; r < R; ++r)
+    for (int p = 0; p < P; ++p) facc[r][p] = _mm512_setzero_ps();
+  const std::int64_t groups_total = (t.k + 3) / 4;
+  const std::int64_t bg = t.block_size / 4;
+  for (std::int64_t j = 0; j < t.blocks; ++j) {
+    __m512i acc[R][P];
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_si512();
+    const std::int64_t g0 = j * bg;
+    const std::int64_t g1 = g0 + bg < groups_total ? g0 + bg : groups_total;
+    for (std::int64_t g = g0; g < g1; ++g) {
+      __m512i bv[P];
+      for (int p = 0; p < P; ++p) bv[p] = _mm512_loadu_si512(t.b + p * t.panel_stride + g * 64);
+      for (int r = 0; r < R; ++r) {
+        const __m512i av = broadcast_a(t.a + r * t.lda + g * 4);
+        for (int p = 0; p < P; ++p) acc[r][p] = _mm512_dpbusd_epi32(acc[r][p], av, bv[p]);
+      }
+    }
+    const std::int64_t k0 = j * t.block_size;
+    const auto len = static_cast<std::int32_t>(t.k - k0 < t.block_size ? t.k - k0 : t.block_size);
+    for (int p = 0; p < P; ++p) {
+      const std::int64_t c = p * t.panel_meta_stride + j * 16;
+      const __m512i cs = _mm512_loadu_si512(t.colsum + c);
+      const __m512i zb = _mm512_loadu_si512(t.zb + c);
+      const __m512 sb = _mm512_loadu_ps(t.sb + c);
+      for (int r = 0; r < R; ++r) {
+        const std::int32_t za = t.za[r];
+        const __m512i za_v = _mm512_set1_epi32(za);
+        // len * za - rowsum, wrapping like the rest
+        const auto w = static_cast<std::int32_t>(static_cast<std::uint32_t>(len) * static_cast<std::uint32_t>(za) -
+                                                 static_cast<std::uint32_t>(t.rowsum[r * t.blocks + j]));
+        __m512i cj = _mm512_sub_epi32(acc[r][p], _mm512_mullo_epi32(za_v, cs));
+        cj = _mm512_add_epi32(cj, _mm512_mullo_epi32(zb, _mm512_set1_epi32(w)));
+        const __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(cj), _mm512_set1_ps(t.sa[r])), sb);
+        facc[r][p] = _mm512_add_ps(facc[r][p], v);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int p = 0; p < P; ++p) _mm512_storeu_ps(t.out + r * t.ldo + p * 16, facc[r][p]);
+}
+
+using BlockFn = void (*)(const BlockTileArgs&);
+#define QF_BROW(R) {&block_tile<R, 1>, &block_tile<R, 2>, &block_tile<R, 4>}
+// rows 1-6 x panels {1, 2, 4}; the driver keeps rows * panels <= 12.
+constexpr BlockFn kBlockTable[6][3] = {QF_BROW(1), QF_BROW(2), QF_BROW(3),
+                                       QF_BROW(4), QF_BROW(5), QF_BROW(6)};
+#undef QF_BROW
+
 }  // namespace
+
+void block_tile_avx512vnni(const BlockTileArgs& t) {
+  kBlockTable[t.mr - 1][t.panels == 4 ? 2 : t.panels - 1](t);
+}
 
 void tile_avx512vnni(const TileArgs& t) { kTable[t.mr - 1][t.panels - 1](t); }
 

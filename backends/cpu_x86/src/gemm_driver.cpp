@@ -51,9 +51,14 @@ struct Plan {
   std::int64_t m_chunk, n_chunk;  // tiles per task in each direction
 };
 
-Plan make_plan(const KernelInfo& kernel, std::int64_t m, const X86PackedWeights& b, int threads) {
+Plan make_plan(const KernelInfo& kernel, std::int64_t m, const X86PackedWeights& b, int threads,
+               bool block_fused) {
   Plan p{};
-  if (kernel.role == KernelRole::gemv && kernel.isa == Isa::avx512_vnni) {
+  if (kernel.block_tile && block_fused) {
+    // rows * panels <= 12: 1-3 rows take 4 panels, 4-6 rows take 2.
+    p.tile_rows = static_cast<int>(std::min<std::int64_t>(m, 6));
+    p.tile_panels = p.tile_rows <= 3 ? 4 : 2;
+  } else if (kernel.role == KernelRole::gemv && kernel.isa == Isa::avx512_vnni) {
     p.tile_rows = static_cast<int>(std::min<std::int64_t>(m, kAvx512VnniGemvShape.max_rows));
     p.tile_panels = gemv_panels_for_rows(p.tile_rows);
   } else {
@@ -99,7 +104,8 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
   if (out.kind == GemmOutput::Kind::requant && out.mode == RequantMode::fixed_point)
     fixed = std::make_unique<FixedPointTable>(desc, b, pa, out.sy);
 
-  const Plan plan = make_plan(kernel, M, b, pool.threads());
+  const bool block_fused = b.blocks.blocked && out.kind == GemmOutput::Kind::dequant_f32;
+  const Plan plan = make_plan(kernel, M, b, pool.threads(), block_fused);
   const std::int64_t groups_all = kernel.amx ? b.depth / kGroup : (K + kGroup - 1) / kGroup;
   const std::int64_t m_tasks = (plan.m_tiles + plan.m_chunk - 1) / plan.m_chunk;
   const std::int64_t n_tasks = (plan.n_tiles + plan.n_chunk - 1) / plan.n_chunk;
@@ -153,10 +159,20 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
       return;
     }
 
-    // Block-wise B: one tile call per block, each block's exact sum folded into an accumulator.
-    alignas(64) float accf[kMaxTileRows * kMaxTileCols];
-    alignas(64) std::int32_t acci[kMaxTileRows * kMaxTileCols];
     const bool dequant = out.kind == GemmOutput::Kind::dequant_f32;
+    alignas(64) float accf[kMaxTileRows * kMaxTileCols];
+    if (dequant && kernel.block_tile) {  // fused: every block's epilogue in registers
+      BlockTileArgs bt{t.a, t.lda, t.b, t.panel_stride, rows, panels, K, blocks.size, blocks.count,
+                       pa.rowsum.data() + m0 * nb, pa.za.data() + m0, pa.sa.data() + m0,
+                       b.colsum.data() + b.meta(0, n0), b.zb.data() + b.meta(0, n0),
+                       b.sb.data() + b.meta(0, n0), blocks.count * kPanel, accf, kLdd};
+      kernel.block_tile(bt);
+      store_f32_avx2(accf, kLdd, rows, cols, bias.empty() ? nullptr : bias.data() + n0,
+                     static_cast<float*>(out.out) + m0 * N + n0, N);
+      return;
+    }
+    // Block-wise B: one tile call per block, each block's exact sum folded into an accumulator.
+    alignas(64) std::int32_t acci[kMaxTileRows * kMaxTileCols];
     for (int r = 0; r < rows; ++r)
       for (int c = 0; c < ref.padded_cols; ++c) {
         accf[r * kLdd + c] = 0.0f;
@@ -170,13 +186,16 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
       tj.b = t.b + k0 * kPanel;
       tj.groups = (len + kGroup - 1) / kGroup;
       kernel.tile(tj);
-      compensate_avx2(ref, {static_cast<std::int32_t>(len), pa.rowsum.data() + m0 * nb + j, nb,
-                            pa.za.data() + m0, b.colsum.data() + j * pn + n0,
-                            b.zb.data() + j * pn + n0});
-      if (dequant)
-        accumulate_dequant_avx2(ref, pa.sa.data() + m0, b.sb.data() + j * pn + n0, accf, kLdd);
-      else
-        accumulate_int32_avx2(ref, acci, kLdd);
+      for (int p = 0; p < panels; ++p) {  // the per-block sums are stored per panel
+        const std::int64_t at = b.meta(j, n0 + p * kPanel);
+        const TileRef sub{d + p * kPanel, kLdd, rows, kPanel, kPanel};
+        compensate_avx2(sub, {static_cast<std::int32_t>(len), pa.rowsum.data() + m0 * nb + j, nb,
+                              pa.za.data() + m0, b.colsum.data() + at, b.zb.data() + at});
+        if (dequant)
+          accumulate_dequant_avx2(sub, pa.sa.data() + m0, b.sb.data() + at, accf + p * kPanel, kLdd);
+        else
+          accumulate_int32_avx2(sub, acci + p * kPanel, kLdd);
+      }
     }
     if (dequant)
       store_f32_avx2(accf, kLdd, rows, cols, bias.empty() ? nullptr : bias.data() + n0,

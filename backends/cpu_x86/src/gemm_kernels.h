@@ -74,4 +74,31 @@ void amx_begin();
 void amx_end();
 inline constexpr TileShape kAmxShape{32, 2};
 
+// Block-wise weights with a float32 result (matmul_dequant): the whole computation of
+// reference.h in registers, per block j of `block_groups` groups:
+//     C_j = D_j - za*colsum_j + zb_j*(len_j*za - rowsum_j)      (exact, wrapping int32)
+//     acc = acc + ((float(C_j) * sa) * sb_j)                      (float32, in this order)
+// so no tile of partial sums goes through memory between blocks. `out` receives acc.
+struct BlockTileArgs {
+  const std::uint8_t* a;      // packed A at the tile's first row, k = 0
+  std::int64_t lda;
+  const std::int8_t* b;       // first panel, k = 0
+  std::int64_t panel_stride;
+  int mr, panels;             // panels: 1, 2 or 4 (rows <= 6; rows * panels <= 12)
+  std::int64_t k;             // K
+  std::int64_t block_size;    // multiple of 4
+  std::int64_t blocks;
+  const std::int32_t* rowsum; // row r, block j: rowsum[r * blocks + j]
+  const std::int32_t* za;     // per row
+  const float* sa;            // per row
+  // Panel p of the tile, block j, column c < 16: colsum[p * panel_meta_stride + j * 16 + c]
+  const std::int32_t* colsum;
+  const std::int32_t* zb;
+  const float* sb;
+  std::int64_t panel_meta_stride;  // blocks * 16
+  float* out;                 // [mr][ldo]
+  std::int64_t ldo;
+};
+void block_tile_avx512vnni(const BlockTileArgs& t);
+
 }  // namespace qforge::cpu_x86

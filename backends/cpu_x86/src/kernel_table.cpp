@@ -19,7 +19,9 @@ constexpr void (*kAmxEnd)() = nullptr;
 #if QFORGE_CPU_X86_HAVE_AVX512VNNI
 constexpr TileFn kVnni512 = &tile_avx512vnni;
 constexpr TileFn kVnni512Gemv = &tile_avx512vnni_gemv;
+constexpr void (*kVnni512Block)(const BlockTileArgs&) = &block_tile_avx512vnni;
 #else
+constexpr void (*kVnni512Block)(const BlockTileArgs&) = nullptr;
 constexpr TileFn kVnni512 = nullptr;
 constexpr TileFn kVnni512Gemv = nullptr;
 #endif
@@ -58,7 +60,7 @@ constexpr std::array kKernels = {
                kAvx2MaddwdShape},
 
     KernelInfo{"q8_qbw_gemm_6x64c4__avx512vnni", KernelRole::gemm_block, Isa::avx512_vnni,
-               kVnni512, kAvx512VnniShape},
+               kVnni512, kAvx512VnniShape, false, false, false, nullptr, nullptr, 0, kVnni512Block},
     KernelInfo{"q8_qbw_gemm_6x16c4__avxvnni", KernelRole::gemm_block, Isa::avx_vnni,
                kAvxVnni, kAvxVnniShape},
     KernelInfo{"q8_qbw_gemm_4x16c4__avx2_maddubs", KernelRole::gemm_block, Isa::avx2,

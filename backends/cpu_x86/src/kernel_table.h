@@ -39,6 +39,8 @@ struct KernelInfo {
   void (*begin)() = nullptr;      // per-thread setup before a run of tiles, and its undo
   void (*end)() = nullptr;
   int min_rows = 0;               // automatic selection skips it for smaller M
+  // Block-wise weights, float output: a fused per-block kernel (gemm_kernels.h), if any.
+  void (*block_tile)(const BlockTileArgs&) = nullptr;
 };
 
 std::span<const KernelInfo> all_kernels();

@@ -34,19 +34,12 @@ GemmOutput requant_output(const MatmulDesc& desc, void* y) {
 
 }  // namespace
 
-const X86PackedWeights& CpuX86Ops::own_packed(const MatmulDesc& desc, const PackedWeights& b) const {
+const X86PackedWeights& CpuX86Ops::own_packed(const PackedWeights& b) const {
   const auto* w = dynamic_cast<const X86PackedWeights*>(&b);
   if (!w || b.backend() != name())
     throw Error(ErrorCode::invalid_argument, "cpu_x86: packed weights made by " + b.backend() +
                                                  " passed to cpu_x86; expected weights packed by "
                                                  "this backend's pack_weights");
-  const MatmulDesc& p = w->desc();
-  if (p.n != desc.n || p.k != desc.k || p.b_layout != desc.b_layout || !(p.b == desc.b))
-    throw Error(ErrorCode::shape_mismatch,
-                "cpu_x86: packed weights for n=" + std::to_string(p.n) + " k=" + std::to_string(p.k) +
-                    " " + p.b.to_string() + " used with n=" + std::to_string(desc.n) +
-                    " k=" + std::to_string(desc.k) + " " + desc.b.to_string() +
-                    "; expected the same B shape, layout and params it was packed for");
   return *w;
 }
 
@@ -67,6 +60,9 @@ std::shared_ptr<PackedWeights> CpuX86Ops::pack_weights(const MatmulDesc& desc, c
   return std::make_shared<X86PackedWeights>(desc, b);
 }
 
+// The unpacked ops validate the whole descriptor, pack B for this call and run; the packed ops
+// check only what the packing did not (descriptor_rules.h), so a GEMV with per-block weight
+// params does not pay for re-validating them on every call.
 void CpuX86Ops::matmul_integer(const MatmulDesc& desc, const void* a, const void* b, std::int32_t* c) {
   require_supported({OpKind::matmul_integer, desc});
   if (forced_ == kReferenceKernel) {
@@ -74,8 +70,9 @@ void CpuX86Ops::matmul_integer(const MatmulDesc& desc, const void* a, const void
     return reference::matmul_integer(desc, a, b, c);
   }
   require_pointers(OpKind::matmul_integer, {{"b", b}}, desc.n * desc.k > 0);
+  require_pointers(OpKind::matmul_integer, {{"a", a}, {"c", c}}, desc.m * desc.n > 0);
   const X86PackedWeights packed(desc, b);
-  matmul_integer_packed(desc, a, packed, c);
+  run_matmul(OpKind::matmul_integer, desc, a, packed, {GemmOutput::Kind::int32, c});
 }
 
 void CpuX86Ops::matmul_dequant(const MatmulDesc& desc, const void* a, const void* b,
@@ -86,8 +83,11 @@ void CpuX86Ops::matmul_dequant(const MatmulDesc& desc, const void* a, const void
     return reference::matmul_dequant(desc, a, b, bias, y);
   }
   require_pointers(OpKind::matmul_dequant, {{"b", b}}, desc.n * desc.k > 0);
+  require_pointers(OpKind::matmul_dequant, {{"a", a}, {"y", y}}, desc.m * desc.n > 0);
+  if (desc.has_bias) require_pointers(OpKind::matmul_dequant, {{"bias (has_bias is set)", bias}}, desc.n > 0);
   const X86PackedWeights packed(desc, b);
-  matmul_dequant_packed(desc, a, packed, bias, y);
+  run_matmul(OpKind::matmul_dequant, desc, a, packed,
+             {GemmOutput::Kind::dequant_f32, y, desc.has_bias ? bias : nullptr});
 }
 
 void CpuX86Ops::qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) {
@@ -97,38 +97,33 @@ void CpuX86Ops::qlinear_matmul(const MatmulDesc& desc, const void* a, const void
     return reference::qlinear_matmul(desc, a, b, y);
   }
   require_pointers(OpKind::qlinear_matmul, {{"b", b}}, desc.n * desc.k > 0);
+  require_pointers(OpKind::qlinear_matmul, {{"a", a}, {"y", y}}, desc.m * desc.n > 0);
   const X86PackedWeights packed(desc, b);
-  qlinear_matmul_packed(desc, a, packed, y);
+  run_matmul(OpKind::qlinear_matmul, desc, a, packed, requant_output(desc, y));
 }
 
 void CpuX86Ops::matmul_integer_packed(const MatmulDesc& desc, const void* a,
                                       const PackedWeights& b, std::int32_t* c) {
-  require_supported({OpKind::matmul_integer, desc});
-  const X86PackedWeights& w = own_packed(desc, b);
+  const X86PackedWeights& w = own_packed(b);
+  check_packed_call(OpKind::matmul_integer, desc, w.desc(), w.facts);
   require_pointers(OpKind::matmul_integer, {{"a", a}, {"c", c}}, desc.m * desc.n > 0);
-  GemmOutput out;
-  out.kind = GemmOutput::Kind::int32;
-  out.out = c;
-  run_matmul(OpKind::matmul_integer, desc, a, w, out);
+  run_matmul(OpKind::matmul_integer, desc, a, w, {GemmOutput::Kind::int32, c});
 }
 
 void CpuX86Ops::matmul_dequant_packed(const MatmulDesc& desc, const void* a,
                                       const PackedWeights& b, const float* bias, void* y) {
-  require_supported({OpKind::matmul_dequant, desc});
-  const X86PackedWeights& w = own_packed(desc, b);
+  const X86PackedWeights& w = own_packed(b);
+  check_packed_call(OpKind::matmul_dequant, desc, w.desc(), w.facts);
   require_pointers(OpKind::matmul_dequant, {{"a", a}, {"y", y}}, desc.m * desc.n > 0);
   if (desc.has_bias) require_pointers(OpKind::matmul_dequant, {{"bias (has_bias is set)", bias}}, desc.n > 0);
-  GemmOutput out;
-  out.kind = GemmOutput::Kind::dequant_f32;
-  out.out = y;
-  out.bias = desc.has_bias ? bias : nullptr;
-  run_matmul(OpKind::matmul_dequant, desc, a, w, out);
+  run_matmul(OpKind::matmul_dequant, desc, a, w,
+             {GemmOutput::Kind::dequant_f32, y, desc.has_bias ? bias : nullptr});
 }
 
 void CpuX86Ops::qlinear_matmul_packed(const MatmulDesc& desc, const void* a,
                                       const PackedWeights& b, void* y) {
-  require_supported({OpKind::qlinear_matmul, desc});
-  const X86PackedWeights& w = own_packed(desc, b);
+  const X86PackedWeights& w = own_packed(b);
+  check_packed_call(OpKind::qlinear_matmul, desc, w.desc(), w.facts);
   require_pointers(OpKind::qlinear_matmul, {{"a", a}, {"y", y}}, desc.m * desc.n > 0);
   run_matmul(OpKind::qlinear_matmul, desc, a, w, requant_output(desc, y));
 }
@@ -175,11 +170,8 @@ QuantizationParams CpuX86Ops::linear_forward(const LinearDesc& desc, const float
                       .out_type = FloatType::f32,
                       .y = std::nullopt};
   const X86PackedWeights packed(md, wq);
-  GemmOutput out;
-  out.kind = GemmOutput::Kind::dequant_f32;
-  out.out = y;
-  out.bias = desc.has_bias ? bias : nullptr;
-  run_matmul(OpKind::linear_forward, md, xq, packed, out);
+  run_matmul(OpKind::linear_forward, md, xq, packed,
+             {GemmOutput::Kind::dequant_f32, y, desc.has_bias ? bias : nullptr});
   return QuantizationParams::per_tensor_symmetric(DType::int8, sx);
 }
 

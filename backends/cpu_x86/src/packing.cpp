@@ -71,7 +71,7 @@ KBlocks k_blocks(const MatmulDesc& desc) {
 }
 
 X86PackedWeights::X86PackedWeights(const MatmulDesc& desc, const void* b)
-    : n(desc.n), k(desc.k), blocks(k_blocks(desc)), desc_(desc) {
+    : n(desc.n), k(desc.k), blocks(k_blocks(desc)), facts(packed_facts(desc)), desc_(desc) {
   desc_.m = 0;  // one packing serves every M
   panels = (n + kPanel - 1) / kPanel;
   depth = round_up(k, kDepthAlign);
@@ -94,13 +94,13 @@ X86PackedWeights::X86PackedWeights(const MatmulDesc& desc, const void* b)
       holds_min = holds_min || v == -128;
       col[(kk / kGroup) * (kPanel * kGroup) + kk % kGroup] = static_cast<std::int8_t>(v);
       const std::int64_t j = blocks.blocked ? kk / blocks.size : 0;
-      colsum[static_cast<std::size_t>(j * pn + nn)] += v;
+      colsum[static_cast<std::size_t>(meta(j, nn))] += v;
     }
     for (std::int64_t j = 0; j < blocks.count; ++j) {
       const std::size_t pi = g == Granularity::per_tensor ? 0
                              : g == Granularity::per_channel ? static_cast<std::size_t>(nn)
                                                              : static_cast<std::size_t>(nn * blocks.count + j);
-      const auto at = static_cast<std::size_t>(j * pn + nn);
+      const auto at = static_cast<std::size_t>(meta(j, nn));
       zb[at] = p.zero_point(pi) + shift;
       sb[at] = p.scale(pi);
     }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "descriptor_rules.h"
 #include "qforge/op_desc.h"
 #include "qforge/ops.h"
 
@@ -62,8 +63,12 @@ class X86PackedWeights final : public PackedWeights {
   std::int64_t panel_stride = 0; // bytes per panel = depth * 16
   KBlocks blocks;
   bool holds_min = false;        // some stored value is -128 (the maddubs idiom is then inexact)
+  PackedFacts facts;             // for the per-call checks (descriptor_rules.h)
   AlignedBytes data;             // the panels
-  // Per block j and padded column c (index j * panels * 16 + c); padded columns hold 0.
+  // Per block j and padded column c, panel-major: index meta(j, c) = ((c / 16) * blocks + j) * 16
+  // + c % 16, so a kernel walking one panel down K reads them sequentially (with one block it is
+  // just c). Padded columns hold 0.
+  std::int64_t meta(std::int64_t j, std::int64_t c) const { return ((c / 16) * blocks.count + j) * 16 + c % 16; }
   std::vector<std::int32_t> colsum;
   std::vector<std::int32_t> zb;
   std::vector<float> sb;
