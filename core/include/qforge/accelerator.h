@@ -148,7 +148,7 @@ struct AcceleratorOptions {
   std::filesystem::path cache_path;  // empty: TuningCache::default_path()
   TuningBudget budget;
   TunerSettings tuner;
-  double sample_seconds = 0.002;  // target length of one timing sample (many calls when fast)
+  double sample_seconds = 0.005;  // target length of one timing sample (many calls when fast)
   // Tests: when set, timing does not run candidates but asks this for the seconds each phase
   // of one call costs (probes still run for real). Lets timing-dependent choices be tested
   // without real timings.

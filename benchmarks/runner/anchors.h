@@ -1,0 +1,21 @@
+// Anchors measured in the same run (DESIGN.md, "Performance method"): memcpy moving the same
+// bytes for memory-bound ops; for matmuls the onednn plugin when it loaded (its time comes from
+// the tuning itself) and otherwise OpenBLAS sgemm on the same M, N, K when qforge-bench was
+// built with it.
+#pragma once
+
+#include <optional>
+
+#include "results.h"
+
+namespace qforge::bench {
+
+// memcpy of amount/2 bytes (a copy reads and writes each byte: the same traffic).
+Anchor memcpy_anchor(double bytes_moved);
+// sgemm of [m, k] x [k, n] floats; nullopt when built without OpenBLAS.
+std::optional<Anchor> sgemm_anchor(std::int64_t m, std::int64_t n, std::int64_t k);
+
+// Picks and measures the anchor for one workload result (report filled in).
+void add_anchor(WorkloadResult& r, const OpDesc& op);
+
+}  // namespace qforge::bench

@@ -1,0 +1,57 @@
+#include "work.h"
+
+#include <variant>
+
+namespace qforge::bench {
+namespace {
+
+double count(const Shape& s) { return static_cast<double>(element_count(s)); }
+double bytes_per(DType t) { return traits(t).bits / 8.0; }
+
+}  // namespace
+
+Work work_of(const OpDesc& op) {
+  switch (op.op) {
+    case OpKind::quantize: {
+      const auto& d = std::get<QuantizeDesc>(op.desc);
+      return {count(d.shape) * (size_of(d.float_type) + bytes_per(d.params.dtype())), "GB/s"};
+    }
+    case OpKind::dequantize: {
+      const auto& d = std::get<QuantizeDesc>(op.desc);
+      return {count(d.shape) * (4 + bytes_per(d.params.dtype())), "GB/s"};
+    }
+    case OpKind::requantize: {
+      const auto& d = std::get<RequantizeDesc>(op.desc);
+      return {count(d.shape) * (4 + bytes_per(d.out_dtype)), "GB/s"};
+    }
+    case OpKind::dynamic_quantize_linear: {
+      const auto& d = std::get<DynamicQuantizeDesc>(op.desc);
+      return {count(d.shape) * 5, "GB/s"};
+    }
+    case OpKind::matmul_integer:
+    case OpKind::matmul_dequant:
+    case OpKind::qlinear_matmul: {
+      const auto& d = std::get<MatmulDesc>(op.desc);
+      return {2.0 * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k), "GOPS"};
+    }
+    case OpKind::linear_forward:
+    case OpKind::linear_backward: {
+      const auto& d = std::get<LinearDesc>(op.desc);
+      const double products = op.op == OpKind::linear_forward ? 1 : 2;  // dX and dW
+      return {products * 2.0 * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k), "GOPS"};
+    }
+  }
+  return {};
+}
+
+std::optional<double> WorkloadResult::speedup_vs_scalar() const {
+  if (!report || !scalar_seconds || report->winner_seconds <= 0) return std::nullopt;
+  return *scalar_seconds / report->winner_seconds;
+}
+
+std::optional<double> WorkloadResult::speedup_vs_anchor() const {
+  if (!report || !anchor || report->winner_seconds <= 0 || anchor->seconds <= 0) return std::nullopt;
+  return anchor->seconds / report->winner_seconds;
+}
+
+}  // namespace qforge::bench
