@@ -50,7 +50,20 @@ constexpr Fn kGemvTable[16] = {&tile<1, 4>,  &tile<2, 4>,  &tile<3, 4>,  &tile<4
                                &tile<9, 1>,  &tile<10, 1>, &tile<11, 1>, &tile<12, 1>,
                                &tile<13, 1>, &tile<14, 1>, &tile<15, 1>, &tile<16, 1>};
 
-template <int R, int P>
+// One group of a panel: 64 bytes, or 32 bytes of nibbles widened in registers.
+template <bool NIB>
+inline __m512i load_group(const std::int8_t* panel, std::int64_t g) {
+  if constexpr (NIB) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + g * 32));
+    const __m256i mask = _mm256_set1_epi8(0x0F);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(x, mask)),
+                              _mm256_and_si256(_mm256_srli_epi16(x, 4), mask), 1);
+  } else {
+    return _mm512_loadu_si512(panel + g * 64);
+  }
+}
+
+template <int R, int P, bool NIB>
 void block_tile(const BlockTileArgs& t) {
   __m512 facc[R][P];
   for (int r = 0; r < R; ++r)
@@ -65,7 +78,7 @@ void block_tile(const BlockTileArgs& t) {
     const std::int64_t g1 = g0 + bg < groups_total ? g0 + bg : groups_total;
     for (std::int64_t g = g0; g < g1; ++g) {
       __m512i bv[P];
-      for (int p = 0; p < P; ++p) bv[p] = _mm512_loadu_si512(t.b + p * t.panel_stride + g * 64);
+      for (int p = 0; p < P; ++p) bv[p] = load_group<NIB>(t.b + p * t.panel_stride, g);
       for (int r = 0; r < R; ++r) {
         const __m512i av = broadcast_a(t.a + r * t.lda + g * 4);
         for (int p = 0; p < P; ++p) acc[r][p] = _mm512_dpbusd_epi32(acc[r][p], av, bv[p]);
@@ -96,16 +109,19 @@ void block_tile(const BlockTileArgs& t) {
 }
 
 using BlockFn = void (*)(const BlockTileArgs&);
-#define QF_BROW(R) {&block_tile<R, 1>, &block_tile<R, 2>, &block_tile<R, 4>}
-// rows 1-6 x panels {1, 2, 4}; the driver keeps rows * panels <= 12.
-constexpr BlockFn kBlockTable[6][3] = {QF_BROW(1), QF_BROW(2), QF_BROW(3),
-                                       QF_BROW(4), QF_BROW(5), QF_BROW(6)};
+#define QF_BROW(R, N) {&block_tile<R, 1, N>, &block_tile<R, 2, N>, &block_tile<R, 4, N>}
+// [bytes, nibbles] x rows 1-6 x panels {1, 2, 4}; the driver keeps rows * panels <= 12.
+constexpr BlockFn kBlockTable[2][6][3] = {
+    {QF_BROW(1, false), QF_BROW(2, false), QF_BROW(3, false), QF_BROW(4, false), QF_BROW(5, false),
+     QF_BROW(6, false)},
+    {QF_BROW(1, true), QF_BROW(2, true), QF_BROW(3, true), QF_BROW(4, true), QF_BROW(5, true),
+     QF_BROW(6, true)}};
 #undef QF_BROW
 
 }  // namespace
 
 void block_tile_avx512vnni(const BlockTileArgs& t) {
-  kBlockTable[t.mr - 1][t.panels == 4 ? 2 : t.panels - 1](t);
+  kBlockTable[t.nibbles ? 1 : 0][t.mr - 1][t.panels == 4 ? 2 : t.panels - 1](t);
 }
 
 void tile_avx512vnni(const TileArgs& t) { kTable[t.mr - 1][t.panels - 1](t); }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gemm_epilogue.h"
+#include "pack_kernels.h"
 #include "qforge/reference.h"
 
 namespace qforge::cpu_x86 {
@@ -162,7 +163,7 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
     const bool dequant = out.kind == GemmOutput::Kind::dequant_f32;
     alignas(64) float accf[kMaxTileRows * kMaxTileCols];
     if (dequant && kernel.block_tile) {  // fused: every block's epilogue in registers
-      BlockTileArgs bt{t.a, t.lda, t.b, t.panel_stride, rows, panels, K, blocks.size, blocks.count,
+      BlockTileArgs bt{t.a, t.lda, t.b, t.panel_stride, b.nibbles, rows, panels, K, blocks.size, blocks.count,
                        pa.rowsum.data() + m0 * nb, pa.za.data() + m0, pa.sa.data() + m0,
                        b.colsum.data() + b.meta(0, n0), b.zb.data() + b.meta(0, n0),
                        b.sb.data() + b.meta(0, n0), blocks.count * kPanel, accf, kLdd};
@@ -178,6 +179,16 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
         accf[r * kLdd + c] = 0.0f;
         acci[r * kLdd + c] = 0;
       }
+    if (b.nibbles) {  // the byte kernels read bytes: unpack this tile's panels first
+      thread_local AlignedBytes unpacked;
+      const std::int64_t bytes_per_panel = b.depth * kPanel;
+      unpacked.reset(static_cast<std::size_t>(panels * bytes_per_panel), /*zero=*/false);
+      for (int p = 0; p < panels; ++p)
+        unpack_nibbles_avx2(reinterpret_cast<const std::uint8_t*>(b.panel(p0 + p)),
+                            unpacked.data() + p * bytes_per_panel, b.depth / kGroup);
+      t.b = reinterpret_cast<const std::int8_t*>(unpacked.data());
+      t.panel_stride = bytes_per_panel;
+    }
     for (std::int64_t j = 0; j < blocks.count; ++j) {
       const std::int64_t k0 = j * blocks.size;
       const std::int64_t len = blocks.length(j, K);

@@ -84,6 +84,7 @@ struct BlockTileArgs {
   std::int64_t lda;
   const std::int8_t* b;       // first panel, k = 0
   std::int64_t panel_stride;
+  bool nibbles;               // B groups are 32 bytes of nibbles (packing.h), else 64 bytes
   int mr, panels;             // panels: 1, 2 or 4 (rows <= 6; rows * panels <= 12)
   std::int64_t k;             // K
   std::int64_t block_size;    // multiple of 4

@@ -44,4 +44,14 @@ void pack_row_avx2(const std::uint8_t* in, std::uint8_t* out, std::int64_t len, 
   }
 }
 
+void unpack_nibbles_avx2(const std::uint8_t* in, std::uint8_t* out, std::int64_t groups) {
+  const __m256i mask = _mm256_set1_epi8(0x0F);
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + g * 32));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + g * 64), _mm256_and_si256(x, mask));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + g * 64 + 32),
+                        _mm256_and_si256(_mm256_srli_epi16(x, 4), mask));
+  }
+}
+
 }  // namespace qforge::cpu_x86

@@ -12,4 +12,8 @@ namespace qforge::cpu_x86 {
 void pack_row_avx2(const std::uint8_t* in, std::uint8_t* out, std::int64_t len, std::uint8_t flip,
                    bool s8_domain, std::int64_t block, std::int64_t blocks, std::int32_t* rowsum);
 
+// Unpacks `groups` nibble-packed groups (32 bytes each, packing.h) into the byte layout
+// (64 bytes each).
+void unpack_nibbles_avx2(const std::uint8_t* in, std::uint8_t* out, std::int64_t groups);
+
 }  // namespace qforge::cpu_x86

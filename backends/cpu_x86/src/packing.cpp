@@ -17,7 +17,8 @@ namespace {
 std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
 
 // The shift into the kernel domain (packing.h).
-std::int32_t b_shift(DType t) { return t == DType::uint8 ? -128 : 0; }
+// int4 is stored as v + 8 in [0, 15], like uint4, so that two fit a byte as unsigned nibbles.
+std::int32_t b_shift(DType t) { return t == DType::uint8 ? -128 : t == DType::int4 ? 8 : 0; }
 std::int32_t a_shift(DType t, bool s8_domain) {
   if (s8_domain) return t == DType::uint8 ? -128 : 0;
   return t == DType::int8 ? 128 : 0;
@@ -75,7 +76,8 @@ X86PackedWeights::X86PackedWeights(const MatmulDesc& desc, const void* b)
   desc_.m = 0;  // one packing serves every M
   panels = (n + kPanel - 1) / kPanel;
   depth = round_up(k, kDepthAlign);
-  panel_stride = depth * kPanel;
+  nibbles = blocks.blocked && (desc.b.dtype() == DType::int4 || desc.b.dtype() == DType::uint4);
+  panel_stride = nibbles ? depth * kPanel / 2 : depth * kPanel;
   data.reset(static_cast<std::size_t>(panels * panel_stride));
   const std::int64_t pn = padded_n();
   colsum.assign(static_cast<std::size_t>(blocks.count * pn), 0);
@@ -92,7 +94,15 @@ X86PackedWeights::X86PackedWeights(const MatmulDesc& desc, const void* b)
     for (std::int64_t kk = 0; kk < k; ++kk) {
       const std::int32_t v = read(kk, nn) + shift;
       holds_min = holds_min || v == -128;
-      col[(kk / kGroup) * (kPanel * kGroup) + kk % kGroup] = static_cast<std::int8_t>(v);
+      if (nibbles) {
+        // Group g's 64 values (16 columns x 4 k) in 32 bytes: value i < 32 in the low nibble of
+        // byte i, value 32 + i in the high nibble (one vpsrlw + two vpand unpack a group).
+        const std::int64_t i = (nn % kPanel) * kGroup + kk % kGroup;
+        auto* byte = reinterpret_cast<std::uint8_t*>(bytes) + (nn / kPanel) * panel_stride + (kk / kGroup) * 32 + i % 32;
+        *byte = static_cast<std::uint8_t>(*byte | (v << (i < 32 ? 0 : 4)));
+      } else {
+        col[(kk / kGroup) * (kPanel * kGroup) + kk % kGroup] = static_cast<std::int8_t>(v);
+      }
       const std::int64_t j = blocks.blocked ? kk / blocks.size : 0;
       colsum[static_cast<std::size_t>(meta(j, nn))] += v;
     }

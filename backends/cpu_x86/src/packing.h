@@ -4,7 +4,11 @@
 // Domains: the kernels multiply A_d (u8 or s8) by B_s8. Each operand is shifted into its
 // domain and its zero point shifted by the same amount, so (a - za) == (a_d - za_d) exactly:
 //     A int8 -> u8: a + 128          A uint8 -> s8: a - 128
-//     B uint8 -> s8: b - 128         B int4 / uint4: widened unchanged (-8..7 / 0..15)
+//     B uint8 -> s8: b - 128         B int4 -> b + 8, uint4 unchanged (both 0..15)
+// Block-wise 4-bit weights stay 4-bit in the packing ("nibbles", half the bytes to stream):
+// each 64-byte group of the layout is stored in 32 bytes, value i < 32 in the low nibble of
+// byte i and value 32 + i in the high nibble. Kernels that read bytes unpack a tile's panels
+// first (unpack_nibbles_avx2).
 #pragma once
 
 #include <cstdint>
@@ -60,9 +64,10 @@ class X86PackedWeights final : public PackedWeights {
   std::int64_t n = 0, k = 0;
   std::int64_t panels = 0;       // ceil(N / 16)
   std::int64_t depth = 0;        // K padded to a multiple of 64
-  std::int64_t panel_stride = 0; // bytes per panel = depth * 16
+  std::int64_t panel_stride = 0; // bytes per panel: depth * 16, or depth * 8 with nibbles
   KBlocks blocks;
   bool holds_min = false;        // some stored value is -128 (the maddubs idiom is then inexact)
+  bool nibbles = false;          // block-wise 4-bit weights stored two per byte (see above)
   PackedFacts facts;             // for the per-call checks (descriptor_rules.h)
   AlignedBytes data;             // the panels
   // Per block j and padded column c, panel-major: index meta(j, c) = ((c / 16) * blocks + j) * 16
