@@ -6,6 +6,7 @@
 
 #include "harness/plugins.h"
 #include "harness/seed.h"
+#include "harness/summary.h"
 #include "qforge/error.h"
 
 int main(int argc, char** argv) {
@@ -18,7 +19,12 @@ int main(int argc, char** argv) {
   }
   ::testing::InitGoogleTest(&argc, argv);
   // Test listing (gtest_discover_tests) must print nothing but the list.
-  if (!::testing::GTEST_FLAG(list_tests))
+  const bool listing = ::testing::GTEST_FLAG(list_tests);
+  if (!listing)
     std::printf("qforge conformance: %s\n%s", seed_text().c_str(), registry_report().c_str());
-  return RUN_ALL_TESTS();
+  const int result = RUN_ALL_TESTS();
+  if (!listing)
+    std::printf("qforge conformance summary (%s):\n%s", seed_text().c_str(),
+                summary_report().c_str());
+  return result;
 }

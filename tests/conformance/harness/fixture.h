@@ -19,6 +19,7 @@
 #include "harness/op_case.h"
 #include "harness/plugins.h"
 #include "harness/seed.h"
+#include "harness/summary.h"
 
 namespace qforge::conformance {
 
@@ -39,8 +40,13 @@ class PluginTest : public ::testing::TestWithParam<Param> {
   }
 
   void TearDown() override {
-    ::testing::Test::RecordProperty("compared", target_.tally.compared);
-    ::testing::Test::RecordProperty("rejected", target_.tally.rejected);
+    if (target_.ops == nullptr) return;  // skipped in SetUp
+    const Tally& t = target_.tally;
+    ::testing::Test::RecordProperty("compared", t.compared);
+    ::testing::Test::RecordProperty("refusals_checked", t.refusals_checked);
+    ::testing::Test::RecordProperty("rejected", t.rejected);
+    ::testing::Test::RecordProperty("launches_unavailable", t.launches_unavailable);
+    record_tally(target_.name, t);
   }
 
   // Fails a test that checked nothing; skips one whose every case the plugin rejected.

@@ -143,6 +143,7 @@ void run_case(Target& target, const OpCase& c) {
     // A descriptor the reference rejects may be refused by throwing; anything else must answer.
     if (c.reference == ReferenceOutcome::invalid) {
       ++target.tally.invalid;
+      if (target.tally.first_invalid.empty()) target.tally.first_invalid = c.reference_error;
       return;
     }
     ADD_FAILURE() << target.name << ": supports() threw instead of answering: " << e.what();
@@ -155,7 +156,10 @@ void run_case(Target& target, const OpCase& c) {
   }
 
   if (c.reference != ReferenceOutcome::ok) {
-    if (c.reference == ReferenceOutcome::invalid) ++target.tally.invalid;
+    if (c.reference == ReferenceOutcome::invalid) {
+      ++target.tally.invalid;
+      if (target.tally.first_invalid.empty()) target.tally.first_invalid = c.reference_error;
+    }
     if (support.supported) {
       expect_refusal(target, c, kernels);
       ops.set_kernel({});

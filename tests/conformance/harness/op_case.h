@@ -92,6 +92,7 @@ struct Tally {
   int invalid = 0;               // cases the reference itself rejects
   int launches_unavailable = 0;  // launch variants the plugin does not offer
   std::string first_rejection;
+  std::string first_invalid;  // the reference's message for the first invalid case
 };
 
 // The plugin a test runs against.
