@@ -6,6 +6,9 @@
 // broadcasts per k group. The GEMM driver uses up to 6x4 (24 accumulators, 4 B registers);
 // the GEMV driver (M <= 16) uses up to 16 rows with rows * panels <= 16 so that every panel of
 // the streamed weights is read once per call.
+// GCC 12's AVX-512 conversion intrinsics pass _mm512_undefined_*() as the masked-off source and
+// then warn that it "may be used uninitialized" (the mask is all ones): a false positive.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <cstring>
@@ -56,7 +59,7 @@ inline __m512i load_group(const std::int8_t* panel, std::int64_t g) {
   if constexpr (NIB) {
     const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + g * 32));
     const __m256i mask = _mm256_set1_epi8(0x0F);
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(x, mask)),
+    return _mm512_inserti64x4(_mm512_zextsi256_si512(_mm256_and_si256(x, mask)),
                               _mm256_and_si256(_mm256_srli_epi16(x, 4), mask), 1);
   } else {
     return _mm512_loadu_si512(panel + g * 64);

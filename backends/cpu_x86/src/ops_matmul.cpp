@@ -57,7 +57,7 @@ std::shared_ptr<PackedWeights> CpuX86Ops::pack_weights(const MatmulDesc& desc, c
   if (d.a.scheme().granularity == Granularity::per_channel) d.m = static_cast<std::int64_t>(d.a.count());
   require_supported({OpKind::matmul_integer, d});
   require_pointers(OpKind::matmul_integer, {{"b", b}}, desc.n * desc.k > 0);
-  return std::make_shared<X86PackedWeights>(desc, b);
+  return std::make_shared<X86PackedWeights>(desc, b, pool_.get());
 }
 
 // The unpacked ops validate the whole descriptor, pack B for this call and run; the packed ops
@@ -71,7 +71,7 @@ void CpuX86Ops::matmul_integer(const MatmulDesc& desc, const void* a, const void
   }
   require_pointers(OpKind::matmul_integer, {{"b", b}}, desc.n * desc.k > 0);
   require_pointers(OpKind::matmul_integer, {{"a", a}, {"c", c}}, desc.m * desc.n > 0);
-  const X86PackedWeights packed(desc, b);
+  const X86PackedWeights packed(desc, b, pool_.get());
   run_matmul(OpKind::matmul_integer, desc, a, packed, {GemmOutput::Kind::int32, c});
 }
 
@@ -85,7 +85,7 @@ void CpuX86Ops::matmul_dequant(const MatmulDesc& desc, const void* a, const void
   require_pointers(OpKind::matmul_dequant, {{"b", b}}, desc.n * desc.k > 0);
   require_pointers(OpKind::matmul_dequant, {{"a", a}, {"y", y}}, desc.m * desc.n > 0);
   if (desc.has_bias) require_pointers(OpKind::matmul_dequant, {{"bias (has_bias is set)", bias}}, desc.n > 0);
-  const X86PackedWeights packed(desc, b);
+  const X86PackedWeights packed(desc, b, pool_.get());
   run_matmul(OpKind::matmul_dequant, desc, a, packed,
              {GemmOutput::Kind::dequant_f32, y, desc.has_bias ? bias : nullptr});
 }
@@ -98,7 +98,7 @@ void CpuX86Ops::qlinear_matmul(const MatmulDesc& desc, const void* a, const void
   }
   require_pointers(OpKind::qlinear_matmul, {{"b", b}}, desc.n * desc.k > 0);
   require_pointers(OpKind::qlinear_matmul, {{"a", a}, {"y", y}}, desc.m * desc.n > 0);
-  const X86PackedWeights packed(desc, b);
+  const X86PackedWeights packed(desc, b, pool_.get());
   run_matmul(OpKind::qlinear_matmul, desc, a, packed, requant_output(desc, y));
 }
 
@@ -169,7 +169,7 @@ QuantizationParams CpuX86Ops::linear_forward(const LinearDesc& desc, const float
                       .has_bias = desc.has_bias,
                       .out_type = FloatType::f32,
                       .y = std::nullopt};
-  const X86PackedWeights packed(md, wq);
+  const X86PackedWeights packed(md, wq, pool_.get());
   run_matmul(OpKind::linear_forward, md, xq, packed,
              {GemmOutput::Kind::dequant_f32, y, desc.has_bias ? bias : nullptr});
   return QuantizationParams::per_tensor_symmetric(DType::int8, sx);

@@ -71,7 +71,7 @@ KBlocks k_blocks(const MatmulDesc& desc) {
   return b;
 }
 
-X86PackedWeights::X86PackedWeights(const MatmulDesc& desc, const void* b)
+X86PackedWeights::X86PackedWeights(const MatmulDesc& desc, const void* b, ThreadPool* pool)
     : n(desc.n), k(desc.k), blocks(k_blocks(desc)), facts(packed_facts(desc)), desc_(desc) {
   desc_.m = 0;  // one packing serves every M
   panels = (n + kPanel - 1) / kPanel;
@@ -89,11 +89,15 @@ X86PackedWeights::X86PackedWeights(const MatmulDesc& desc, const void* b)
   const BReader read{p.dtype(), b, desc.b_layout == MatrixLayout::kn, n, k};
   const Granularity g = p.scheme().granularity;
   auto* bytes = reinterpret_cast<std::int8_t*>(data.data());
-  for (std::int64_t nn = 0; nn < n; ++nn) {
+  // Panels are independent (their columns, sums and bytes), so they pack in parallel.
+  std::vector<char> panel_min(static_cast<std::size_t>(panels), 0);
+  auto pack_panel = [&](std::int64_t panel) {
+  bool any_min = false;
+  for (std::int64_t nn = panel * kPanel; nn < std::min(n, (panel + 1) * kPanel); ++nn) {
     std::int8_t* col = bytes + (nn / kPanel) * panel_stride + (nn % kPanel) * kGroup;
     for (std::int64_t kk = 0; kk < k; ++kk) {
       const std::int32_t v = read(kk, nn) + shift;
-      holds_min = holds_min || v == -128;
+      any_min = any_min || v == -128;
       if (nibbles) {
         // Group g's 64 values (16 columns x 4 k) in 32 bytes: value i < 32 in the low nibble of
         // byte i, value 32 + i in the high nibble (one vpsrlw + two vpand unpack a group).
@@ -115,6 +119,11 @@ X86PackedWeights::X86PackedWeights(const MatmulDesc& desc, const void* b)
       sb[at] = p.scale(pi);
     }
   }
+  panel_min[static_cast<std::size_t>(panel)] = any_min;
+  };
+  if (pool) pool->parallel_for(panels, pack_panel);
+  else for (std::int64_t q = 0; q < panels; ++q) pack_panel(q);
+  for (const char m : panel_min) holds_min = holds_min || m;
 }
 
 std::size_t X86PackedWeights::bytes() const noexcept {

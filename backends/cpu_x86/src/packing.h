@@ -53,9 +53,12 @@ struct KBlocks {
 };
 KBlocks k_blocks(const MatmulDesc& desc);
 
+class ThreadPool;
+
 class X86PackedWeights final : public PackedWeights {
  public:
-  X86PackedWeights(const MatmulDesc& desc, const void* b);
+  // Packs B (desc.b_shape() elements); panels in parallel on `pool` when given.
+  X86PackedWeights(const MatmulDesc& desc, const void* b, ThreadPool* pool = nullptr);
 
   const MatmulDesc& desc() const noexcept override { return desc_; }
   std::string backend() const override { return "cpu_x86"; }
@@ -103,7 +106,6 @@ struct PackedA {
   std::int64_t block_count = 1;
 };
 
-class ThreadPool;
 // Packs A ([M, K] int8/uint8, row-major) into `out` (reusing its memory), rows in parallel.
 void pack_activations(const MatmulDesc& desc, const void* a, std::int64_t depth,
                       const KBlocks& blocks, bool s8_domain, PackedA& out, ThreadPool& pool);
