@@ -144,12 +144,12 @@ float inverse_width(float limit, int bins) noexcept {
 }
 
 void bin_counts(const float* x, std::size_t n, float inv_width, int bins, bool all_finite,
-                std::uint32_t* counts4) noexcept {
+                std::uint16_t* counts4) noexcept {
   const std::size_t stride = 2 * static_cast<std::size_t>(bins) + 1;
-  std::uint32_t* c0 = counts4;
-  std::uint32_t* c1 = c0 + stride;
-  std::uint32_t* c2 = c1 + stride;
-  std::uint32_t* c3 = c2 + stride;
+  std::uint16_t* c0 = counts4;
+  std::uint16_t* c1 = c0 + stride;
+  std::uint16_t* c2 = c1 + stride;
+  std::uint16_t* c3 = c2 + stride;
   // Indices are computed for a chunk with vector code, then counted with scalar increments
   // (no vector scatter-add exists that handles repeated bins). Computing and counting in one
   // loop measured slower: lane extraction costs more than a store and a reload.
