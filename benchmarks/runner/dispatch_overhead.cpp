@@ -3,6 +3,11 @@
 // directly, for every usable plugin that runs it. The difference is the dispatch overhead; the
 // target is at most 1 us per call (docs/ACCELERATOR.md records the figure).
 //
+// Loaded plugins re-check their descriptor on every call (microseconds for cpu_scalar), which
+// buries a difference of nanoseconds in noise; so the program also registers "inline", an
+// in-process QuantizationOps whose op is one plain loop (tens of nanoseconds), where the
+// accelerator's share shows.
+//
 //   qforge_bench_dispatch [--benchmark_filter=...] [--benchmark_repetitions=N]
 #include <benchmark/benchmark.h>
 
@@ -11,11 +16,55 @@
 #include <vector>
 
 #include "qforge/accelerator.h"
+#include "qforge/error.h"
 #include "qforge/registry.h"
 
 namespace {
 
 using namespace qforge;
+
+// About the cheapest correct backend there is: one plain loop for uint8 x int8 per-tensor
+// matmul_integer (what the benchmark and its probes use), nothing else, no checks of its own.
+class InlineOps final : public QuantizationOps {
+ public:
+  std::string name() const override { return "inline"; }
+  std::string version() const override { return "0"; }
+  Availability availability() const override { return {true, 1, {}}; }
+  std::vector<DeviceInfo> devices() const override { return {{"host", "cpu", 0, {}}}; }
+  bool host_memory() const override { return true; }
+  Support supports(const OpDesc& op) const override {
+    const auto* d = std::get_if<MatmulDesc>(&op.desc);
+    const bool ok = op.op == OpKind::matmul_integer && d && d->a.dtype() == DType::uint8 &&
+                    d->b.dtype() == DType::int8 && d->a.count() == 1 && d->b.count() == 1 &&
+                    d->b_layout == MatrixLayout::kn && d->k < 4096;
+    return ok ? Support::yes({"loop"}) : Support::no("inline: only u8 x s8 per-tensor kn, K < 4096");
+  }
+  std::string last_kernel() const override { return "loop"; }
+  void set_kernel(const KernelChoice&) override {}
+  void matmul_integer(const MatmulDesc& d, const void* a, const void* b, std::int32_t* c) override {
+    const auto* qa = static_cast<const std::uint8_t*>(a);
+    const auto* qb = static_cast<const std::int8_t*>(b);
+    const std::int32_t za = d.a.zero_point(), zb = d.b.zero_point();
+    for (std::int64_t m = 0; m < d.m; ++m)
+      for (std::int64_t n = 0; n < d.n; ++n) {
+        std::int32_t acc = 0;
+        for (std::int64_t k = 0; k < d.k; ++k)
+          acc += (qa[m * d.k + k] - za) * (qb[k * d.n + n] - zb);
+        c[m * d.n + n] = acc;
+      }
+  }
+  [[noreturn]] static void no() { throw Error(ErrorCode::unsupported, "inline: matmul_integer only"); }
+  void quantize(const QuantizeDesc&, const void*, void*) override { no(); }
+  void dequantize(const QuantizeDesc&, const void*, float*) override { no(); }
+  void requantize(const RequantizeDesc&, const std::int32_t*, void*) override { no(); }
+  void matmul_dequant(const MatmulDesc&, const void*, const void*, const float*, void*) override { no(); }
+  void qlinear_matmul(const MatmulDesc&, const void*, const void*, void*) override { no(); }
+  QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc&, const float*, std::uint8_t*) override { no(); }
+  QuantizationParams linear_forward(const LinearDesc&, const float*, const std::int8_t*, const float*,
+                                    std::int8_t*, float*) override { no(); }
+  void linear_backward(const LinearDesc&, const float*, const std::int8_t*, const QuantizationParams&,
+                       const std::int8_t*, float*, float*, float*) override { no(); }
+};
 
 MatmulDesc tiny_gemm() {
   return MatmulDesc{4,
@@ -61,14 +110,16 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   PluginRegistry& registry = PluginRegistry::global();
   const Workload w{{OpKind::matmul_integer, tiny_gemm()}};
-  for (const auto& p : registry.plugins()) {
+  std::vector<LoadedPlugin> plugins = registry.plugins();
+  plugins.push_back({"(in process)", "inline", "0", std::make_shared<InlineOps>()});
+  for (const auto& p : plugins) {
     if (!p.ops->availability().usable || !p.ops->supports(w.op).supported) continue;
     // One accelerator per plugin, restricted to it, so both sides run the same plugin; no cache
     // file is touched.
     AcceleratorOptions o;
     o.use_cache = false;
     o.policy.plugins = {p.name};
-    auto acc = std::make_shared<Accelerator>(registry, o);
+    auto acc = std::make_shared<Accelerator>(std::vector<LoadedPlugin>{p}, o);
     const TuneReport r = acc->tune(w);
     // Direct calls use the kernel the accelerator chose.
     r.winner.kernel.empty() ? p.ops->set_kernel({}) : p.ops->set_kernel({r.winner.kernel});

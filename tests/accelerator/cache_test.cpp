@@ -174,6 +174,33 @@ INSTANTIATE_TEST_SUITE_P(
         std::pair<const char*, std::string>{
             "incompatible", R"({"format": "qforge-tuning-cache", "version": 99, "machines": {}})"}));
 
+TEST(TuningCache, ReadOnlyReportsDamageButLeavesTheFile) {
+  const auto dir = acc_test::scratch_dir("c");
+  const auto cache = dir / "tuning.json";
+  write(cache, "{ truncated");
+  TuningCache c(cache, CacheMode::read_only);
+  ASSERT_EQ(c.warnings().size(), 1u);
+  EXPECT_NE(c.warnings()[0].find("left in place"), std::string::npos) << c.warnings()[0];
+  EXPECT_EQ(slurp(cache), "{ truncated");
+  EXPECT_TRUE(files_starting(dir, "tuning.json.corrupt").empty());
+  EXPECT_THROW(c.store(HardwareFingerprint{}, CacheEntry{}), Error);
+  EXPECT_THROW(c.clear(), Error);
+}
+
+TEST(TuningCache, ReadOnlyFindsWhatATunerWrote) {
+  const auto cache = acc_test::scratch_dir("c") / "tuning.json";
+  Accelerator acc(acc_test::plugins({"cpu_scalar", "acc_good"}), fast(cache));
+  const auto w = acc_test::small_matmul(8);
+  acc.tune(w);
+  // What qforge-hwinfo does: the fingerprint of the loaded plugins, the workload's key.
+  TuningCache c(cache, CacheMode::read_only);
+  const auto e = c.find(hardware_fingerprint(acc.plugins()), workload_cache_key(w));
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->winner.label(), "acc_good[0]/fast");
+  EXPECT_EQ(c.entries(acc.fingerprint()).size(), 1u);
+  EXPECT_FALSE(c.find(hardware_fingerprint(acc_test::plugins({"cpu_scalar"})), workload_cache_key(w)));
+}
+
 TEST(TuningCache, ClearForgetsEverything) {
   const auto cache = acc_test::scratch_dir("c") / "tuning.json";
   Accelerator acc(acc_test::plugins({"cpu_scalar", "acc_good"}), fast(cache));

@@ -87,6 +87,10 @@ struct CacheEntry {
   std::vector<CachedCandidate> candidates;
 };
 
+// read_only: for tools that report on a cache (qforge-hwinfo): a damaged file is reported but
+// left in place, and store()/clear() throw.
+enum class CacheMode { read_write, read_only };
+
 class QFORGE_API TuningCache {
  public:
   // $QFORGE_TUNING_CACHE, else $XDG_CACHE_HOME/qforge/tuning.json, else
@@ -94,7 +98,7 @@ class QFORGE_API TuningCache {
   static std::filesystem::path default_path();
 
   // Reads the file now (a missing file is an empty cache).
-  explicit TuningCache(std::filesystem::path path);
+  explicit TuningCache(std::filesystem::path path, CacheMode mode = CacheMode::read_write);
   ~TuningCache();
   TuningCache(const TuningCache&) = delete;
   TuningCache& operator=(const TuningCache&) = delete;

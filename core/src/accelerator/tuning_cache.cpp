@@ -131,6 +131,7 @@ bool first_report(const std::filesystem::path& p, const std::string& contents) {
 
 struct TuningCache::Impl {
   std::filesystem::path path;
+  CacheMode mode = CacheMode::read_write;
   json doc = empty_document();
   std::vector<std::string> warnings;
 
@@ -148,12 +149,16 @@ struct TuningCache::Impl {
       problem = {"corrupt", text->empty() ? std::string("it is empty")
                                           : std::string("it does not parse: ") + e.what()};
     }
-    const std::filesystem::path moved = accel::set_aside(path, problem.first);
+    const bool writable = mode == CacheMode::read_write;
+    const std::filesystem::path moved = writable ? accel::set_aside(path, problem.first) : std::filesystem::path();
     if (first_report(path, *text)) {
       std::string msg = "tuning cache " + path.string() + " is unusable: " + problem.second + "; ";
-      msg += moved.empty() ? std::string("it could not be renamed and will be overwritten")
-                           : "set aside as " + moved.string();
-      msg += "; it is rebuilt as workloads are tuned";
+      if (!writable)
+        msg += "left in place (opened read-only); the next program that tunes sets it aside";
+      else
+        msg += (moved.empty() ? std::string("it could not be renamed and will be overwritten")
+                              : "set aside as " + moved.string()) +
+               "; it is rebuilt as workloads are tuned";
       logger().warn("{}", msg);
       warnings.push_back(msg);
     }
@@ -176,8 +181,10 @@ std::filesystem::path TuningCache::default_path() {
               "expected one of them to say where the cache lives");
 }
 
-TuningCache::TuningCache(std::filesystem::path path) : impl_(std::make_unique<Impl>()) {
+TuningCache::TuningCache(std::filesystem::path path, CacheMode mode)
+    : impl_(std::make_unique<Impl>()) {
   impl_->path = std::move(path);
+  impl_->mode = mode;
   reload();
 }
 
@@ -225,8 +232,18 @@ std::vector<CacheEntry> TuningCache::entries(const HardwareFingerprint& fp) cons
 
 std::size_t TuningCache::machine_count() const { return impl_->doc.at("machines").size(); }
 
+namespace {
+void require_writable(CacheMode mode, const std::filesystem::path& p, const char* what) {
+  if (mode == CacheMode::read_only)
+    throw Error(ErrorCode::invalid_argument, std::string("tuning cache ") + p.string() +
+                                                 " was opened read-only; " + what +
+                                                 " needs CacheMode::read_write");
+}
+}  // namespace
+
 void TuningCache::store(const HardwareFingerprint& fp, const CacheEntry& entry) {
   const std::filesystem::path& p = impl_->path;
+  require_writable(impl_->mode, p, "store()");
   std::error_code ec;
   if (p.has_parent_path()) {
     std::filesystem::create_directories(p.parent_path(), ec);
@@ -260,6 +277,7 @@ void TuningCache::store(const HardwareFingerprint& fp, const CacheEntry& entry) 
 
 void TuningCache::clear() {
   const std::filesystem::path& p = impl_->path;
+  require_writable(impl_->mode, p, "clear()");
   std::error_code ec;
   if (std::filesystem::exists(p, ec)) {
     FileLock lock(accel::lock_path(p), /*exclusive=*/true);
