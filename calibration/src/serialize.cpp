@@ -304,7 +304,8 @@ std::string observer_to_json(const Observer& observer) {
                 "observer_to_json: observer kind '" + std::string(observer.kind()) +
                     "'; expected minmax, moving_average_minmax or histogram");
   }
-  return j.dump(1);
+  // Compact: histograms are thousands of numbers, one per line would triple the file.
+  return j.dump();
 }
 
 std::unique_ptr<Observer> observer_from_json(std::string_view text) {

@@ -164,15 +164,15 @@ TEST(Serialize, TruncatedAndCorruptFilesAreClearErrors) {
   };
   edit("qforge.calibration.observer", "something.else");
   expect_corrupt(bad, "format 'something.else'");
-  edit("\"version\": 1", "\"version\": 7");
+  edit("\"version\":1", "\"version\":7");
   expect_corrupt(bad, "version 7");
-  edit("\"bins\": 16", "\"bins\": \"16\"");
+  edit("\"bins\":16", "\"bins\":\"16\"");
   expect_corrupt(bad, "field 'bins' is string");
-  edit("\"kind\": \"histogram\"", "\"kind\": \"tdigest\"");
+  edit("\"kind\":\"histogram\"", "\"kind\":\"tdigest\"");
   expect_corrupt(bad, "observer kind 'tdigest'");
   edit("\"stats\"", "\"statz\"");
   expect_corrupt(bad, "missing field 'stats'");
-  edit("\"bins\": 16", "\"bins\": 17");
+  edit("\"bins\":16", "\"bins\":17");
   expect_corrupt(bad, "expected 17 each");
   // The good file is still there and loads.
   EXPECT_EQ(observer_to_json(*load_observer(good)), text);
