@@ -105,6 +105,29 @@ TEST_F(QuantizeTest, LargeBlockwiseParams) {
   run_case(ops(), rng(), {{4096, 64}, DType::int8, Mapping::affine, Granularity::per_channel, 0});
 }
 
+// Large params stay in device memory between ops that repeat them; different params of the
+// same size must replace them (params A, then B, then A again).
+TEST_F(QuantizeTest, RepeatedAndChangedLargeParams) {
+  const Shape shape{32, 8192};
+  const std::size_t n = 32 * 8192, pairs = n / 8;
+  auto params = [&](float scale) {
+    std::vector<float> s(pairs);
+    for (std::size_t i = 0; i < pairs; ++i) s[i] = scale * static_cast<float>(1 + i % 7);
+    return QuantizationParams::blockwise(DType::int8, Mapping::symmetric, 8, s);
+  };
+  const QuantizeDesc a{shape, params(0.01f)}, b{shape, params(0.003f)};
+  std::vector<float> per_element(n, 0.01f);
+  DeviceArray dq(ops(), n);
+  for (const QuantizeDesc* d : {&a, &b, &a, &a}) {
+    const auto x = tricky_values(rng(), n, per_element, 300.0f);
+    std::vector<std::int8_t> expected(n);
+    reference::quantize(*d, x.data(), expected.data());
+    DeviceArray dx(ops(), x);
+    ops().quantize(*d, dx.ptr(), dq.ptr());
+    ASSERT_EQ(dq.read<std::int8_t>(), expected) << "params " << (d == &a ? "A" : "B");
+  }
+}
+
 TEST_F(QuantizeTest, EmptyTensorsWriteNothing) {
   const QuantizeDesc desc{{0, 5}, QuantizationParams::per_tensor_affine(DType::int8, 0.5f, 3)};
   DeviceArray dx(ops(), 16), dq(ops(), 16);

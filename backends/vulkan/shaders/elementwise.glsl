@@ -9,17 +9,19 @@ uint qf_linear_invocation() {
          gl_LocalInvocationID.x;
 }
 
-// Granularity of the params: 0 per tensor, 1 per channel, 2 block-wise (see op_elementwise.cpp,
-// which fills the push constants).
+// Granularity of the params: 0 per tensor, 1 per channel, 2 block-wise, 3 block-wise with rows a
+// whole number of blocks (see op_elementwise.cpp, which fills the push constants).
 //   per channel: element e of this dispatch is global element base + e; t = base % inner + e;
 //                channel = (base / inner % channels + t / inner) % channels
 //   block:       t = base % last + e; pair = (t / last) * blocks_per_row + (t % last) / block,
-//                relative to the first pair of the dispatch's row
+//                relative to the first pair of the dispatch's row; when last is a multiple of
+//                block (3) that is t / block, one division instead of three
 uint qf_param_index(uint e, uint gran, uint inner, uint channels, uint block, uint base_a,
                     uint base_b) {
   if (gran == 0u) return 0u;
   uint t = base_b + e;
   if (gran == 1u) return (base_a + t / inner) % channels;
+  if (gran == 3u) return t / block;
   return (t / inner) * channels + (t % inner) / block;
 }
 
@@ -32,6 +34,10 @@ uint qf_param_run(uint e, uint gran, uint inner, uint channels, uint block, uint
     return 0u;
   }
   uint t = base_b + e;
+  if (gran == 3u) {
+    run = block - t % block;
+    return t / block;
+  }
   uint col = t % inner;
   if (gran == 1u) {
     run = inner - col;

@@ -47,6 +47,7 @@ layout(push_constant) uniform Push {
   uint sy_bits;
   int zy, qmin, qmax;
   uint has_bias;
+  uint zero;                // always 0 (see the matmul_dequant epilogue)
 } pc;
 
 #include "quant_math.glsl"
@@ -73,6 +74,10 @@ void qf_epilogue(uint lm, uint ln, int acc) {
     float sa = uintBitsToFloat(params[pc.sa_off + gm * pc.sa_step]);
     float sb = uintBitsToFloat(params[pc.sb_off + gn * pc.sb_step]);
     precise float y = (float(c) * sa) * sb;
+    // 'precise' alone is not enough: glslc -O inlines this function and the copies lose their
+    // NoContraction decoration, so a driver may fuse the product into the bias add. Passing the
+    // product through its bits, xor-ed with a zero the compiler cannot see, rounds it first.
+    y = uintBitsToFloat(floatBitsToUint(y) ^ pc.zero);
     if (pc.has_bias != 0u) y = y + bias[pc.bias_lead + ln];
     out32[o] = floatBitsToUint(y);
   }

@@ -79,8 +79,10 @@ int quantize_offset(float x, float s, int lo, int hi) {
   if (!exact) {
     float q = x / s;
     float aq = abs(q);
-    // Within 2.5 ULP of fl(x / s): only a quotient this close to n + 0.5 can round differently.
-    if (aq < 4096.0 && abs(fract(aq) - 0.5) < 1.0 / 256.0) exact = true;
+    // q is within 2.5 ULP of the true quotient, so within 3 ULP of fl(x / s): only a quotient
+    // within 8 ULP (|q| 2^-20, or 2^-20 below 1) of n + 0.5 can round differently; those few
+    // (about 1 in 10^4 for |q| near 100) take the exact path.
+    if (aq < 4096.0 && abs(fract(aq) - 0.5) <= max(aq, 1.0) * (1.0 / 1048576.0)) exact = true;
     r = roundEven(q);
   }
   if (exact) r = float(qf_exact_rne_div(xb, sb));

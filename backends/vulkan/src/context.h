@@ -95,6 +95,10 @@ class Context {
   // The one command stream (ops are synchronous and an instance is used from one thread).
   Commands& commands() { return *commands_; }
   PipelineCache& pipelines() { return *pipelines_; }
+  // The host copy of the params last copied into the "params_device" scratch buffer
+  // (op_elementwise.cpp): an op that repeats them skips the upload.
+  std::vector<std::uint32_t>& params_cache() { return params_cache_; }
+
   // Buffers kept between ops, by name (buffers.h: scratch()).
   std::map<std::string, std::unique_ptr<DeviceBuffer>, std::less<>>& scratch_buffers() {
     return scratch_;
@@ -117,6 +121,7 @@ class Context {
   std::unique_ptr<Commands> commands_;
   std::unique_ptr<PipelineCache> pipelines_;
   std::map<std::string, std::unique_ptr<DeviceBuffer>, std::less<>> scratch_;
+  std::vector<std::uint32_t> params_cache_;
 };
 
 }  // namespace qforge::vulkan

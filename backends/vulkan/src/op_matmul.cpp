@@ -174,6 +174,7 @@ struct GemmPush {
   std::uint32_t m_base, n_base, sy_bits;
   std::int32_t zy, qmin, qmax;
   std::uint32_t has_bias;
+  std::uint32_t zero;  // 0: keeps the driver from fusing the dequantization product into the bias add
 };
 static_assert(sizeof(GemmPush) <= 128, "push constants beyond the guaranteed 128 bytes");
 

@@ -159,55 +159,65 @@ std::vector<Kernel> gemm_kernels(const DeviceCaps& caps) {
   return out;
 }
 
-Support check_support(const OpDesc& op, const DeviceCaps& caps, std::optional<Kernel> forced) {
-  const std::string prefix = "vulkan: " + std::string(to_string(op.op)) + ": ";
+namespace {
+
+template <class F>
+Support answer(OpKind op, F&& check) {
+  const std::string prefix = "vulkan: " + std::string(to_string(op)) + ": ";
   try {
-    std::vector<Kernel> kernels;
-    switch (op.op) {
-      case OpKind::quantize:
-      case OpKind::dequantize: {
-        const auto* d = std::get_if<QuantizeDesc>(&op.desc);
-        if (!d) refuse("descriptor is not a QuantizeDesc");
-        check_quantize(*d, caps);
-        kernels = {op.op == OpKind::quantize ? Kernel::quantize : Kernel::dequantize};
-        break;
-      }
-      case OpKind::requantize: {
-        const auto* d = std::get_if<RequantizeDesc>(&op.desc);
-        if (!d) refuse("descriptor is not a RequantizeDesc");
-        check_requantize(*d, caps);
-        kernels = {Kernel::requantize};
-        break;
-      }
-      case OpKind::matmul_integer:
-      case OpKind::matmul_dequant:
-      case OpKind::qlinear_matmul: {
-        const auto* d = std::get_if<MatmulDesc>(&op.desc);
-        if (!d) refuse("descriptor is not a MatmulDesc");
-        check_matmul(*d, op.op, caps);
-        kernels = gemm_kernels(caps);
-        if (forced && kernel_name(*forced).starts_with("vk_gemm")) {
-          if (std::find(kernels.begin(), kernels.end(), *forced) == kernels.end())
-            refuse("kernel " + std::string(kernel_name(*forced)) + " was selected but " +
-                   kernel_unavailable_reason(*forced, caps));
-          kernels = {*forced};
-        }
-        break;
-      }
-      case OpKind::dynamic_quantize_linear:
-      case OpKind::linear_forward:
-      case OpKind::linear_backward:
-        refuse("not implemented by the vulkan backend (its float reductions and float GEMMs run "
-               "on the CPU backends)");
-    }
     std::vector<std::string> names;
-    for (Kernel k : kernels) names.emplace_back(kernel_name(k));
+    for (Kernel k : check()) names.emplace_back(kernel_name(k));
     return Support::yes(std::move(names));
   } catch (const Refusal& r) {
     return Support::no(prefix + r.why);
   } catch (const Error& e) {
     return Support::no(prefix + e.what());
   }
+}
+
+}  // namespace
+
+Support check_support(OpKind op, const QuantizeDesc& d, const DeviceCaps& caps) {
+  return answer(op, [&]() -> std::vector<Kernel> {
+    if (op != OpKind::quantize && op != OpKind::dequantize) refuse("descriptor is a QuantizeDesc");
+    check_quantize(d, caps);
+    return {op == OpKind::quantize ? Kernel::quantize : Kernel::dequantize};
+  });
+}
+
+Support check_support(OpKind op, const RequantizeDesc& d, const DeviceCaps& caps) {
+  return answer(op, [&]() -> std::vector<Kernel> {
+    if (op != OpKind::requantize) refuse("descriptor is a RequantizeDesc");
+    check_requantize(d, caps);
+    return {Kernel::requantize};
+  });
+}
+
+Support check_support(OpKind op, const MatmulDesc& d, const DeviceCaps& caps,
+                      std::optional<Kernel> forced) {
+  return answer(op, [&]() -> std::vector<Kernel> {
+    if (op != OpKind::matmul_integer && op != OpKind::matmul_dequant && op != OpKind::qlinear_matmul)
+      refuse("descriptor is a MatmulDesc");
+    check_matmul(d, op, caps);
+    std::vector<Kernel> kernels = gemm_kernels(caps);
+    if (forced && kernel_name(*forced).starts_with("vk_gemm")) {
+      if (std::find(kernels.begin(), kernels.end(), *forced) == kernels.end())
+        refuse("kernel " + std::string(kernel_name(*forced)) + " was selected but " +
+               kernel_unavailable_reason(*forced, caps));
+      kernels = {*forced};
+    }
+    return kernels;
+  });
+}
+
+Support check_support(const OpDesc& op, const DeviceCaps& caps, std::optional<Kernel> forced) {
+  if (const auto* d = std::get_if<QuantizeDesc>(&op.desc)) return check_support(op.op, *d, caps);
+  if (const auto* d = std::get_if<RequantizeDesc>(&op.desc)) return check_support(op.op, *d, caps);
+  if (const auto* d = std::get_if<MatmulDesc>(&op.desc)) return check_support(op.op, *d, caps, forced);
+  return answer(op.op, []() -> std::vector<Kernel> {
+    refuse("not implemented by the vulkan backend (its float reductions and float GEMMs run on "
+           "the CPU backends)");
+  });
 }
 
 }  // namespace qforge::vulkan

@@ -15,6 +15,13 @@ namespace qforge::vulkan {
 // the GEMM kernels to that one.
 Support check_support(const OpDesc& op, const DeviceCaps& caps, std::optional<Kernel> forced);
 
+// The same for one descriptor type, without building an OpDesc (which would copy the params:
+// block-wise params of a large tensor are tens of MB).
+Support check_support(OpKind op, const QuantizeDesc& d, const DeviceCaps& caps);
+Support check_support(OpKind op, const RequantizeDesc& d, const DeviceCaps& caps);
+Support check_support(OpKind op, const MatmulDesc& d, const DeviceCaps& caps,
+                      std::optional<Kernel> forced);
+
 // The GEMM kernels this device runs, best first.
 std::vector<Kernel> gemm_kernels(const DeviceCaps& caps);
 

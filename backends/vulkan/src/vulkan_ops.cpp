@@ -174,12 +174,14 @@ bool VulkanOps::set_option(std::string_view key, std::string_view value) {
   return true;
 }
 
+const DeviceCaps& VulkanOps::caps() const {
+  return ctx_ ? ctx_->caps() : instance_->devices()[static_cast<std::size_t>(device_)];
+}
+
 Support VulkanOps::supports(const OpDesc& op) const {
   const Availability a = availability();
   if (!a.usable) return Support::no(a.reason);
-  const DeviceCaps& caps =
-      ctx_ ? ctx_->caps() : instance_->devices()[static_cast<std::size_t>(device_)];
-  return check_support(op, caps, forced_);
+  return check_support(op, caps(), forced_);
 }
 
 void VulkanOps::set_kernel(const KernelChoice& choice) {
@@ -204,8 +206,7 @@ void VulkanOps::set_kernel(const KernelChoice& choice) {
   forced_ = k;
 }
 
-Kernel VulkanOps::begin(const OpDesc& op) {
-  const Support s = supports(op);
+Kernel VulkanOps::begin(const Support& s) {
   if (!s.supported) throw Error(ErrorCode::unsupported, s.reason);
   context();
   return *parse_kernel(s.kernels.front());
@@ -218,23 +219,27 @@ void VulkanOps::finish(Kernel k, double gpu_ns) {
 }
 
 void VulkanOps::quantize(const QuantizeDesc& desc, const void* x, void* q) {
-  const Kernel k = begin({OpKind::quantize, desc});
+  context();  // availability first: caps() needs a usable device
+  const Kernel k = begin(check_support(OpKind::quantize, desc, caps()));
   finish(k, run_quantize(*ctx_, desc, x, q));
 }
 
 void VulkanOps::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
-  const Kernel k = begin({OpKind::dequantize, desc});
+  context();
+  const Kernel k = begin(check_support(OpKind::dequantize, desc, caps()));
   finish(k, run_dequantize(*ctx_, desc, q, x));
 }
 
 void VulkanOps::requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) {
-  const Kernel k = begin({OpKind::requantize, desc});
+  context();
+  const Kernel k = begin(check_support(OpKind::requantize, desc, caps()));
   finish(k, run_requantize(*ctx_, desc, c, y));
 }
 
 void VulkanOps::gemm(const MatmulDesc& desc, OpKind op, const void* a, const void* b,
                      const PackedWeights* packed, const float* bias, void* out) {
-  const Kernel k = begin({op, desc});
+  context();
+  const Kernel k = begin(check_support(op, desc, caps(), forced_));
   finish(k, run_gemm(*ctx_, k, op, desc, a, b, packed, bias, out));
 }
 
@@ -254,7 +259,8 @@ void VulkanOps::qlinear_matmul(const MatmulDesc& desc, const void* a, const void
 
 std::shared_ptr<PackedWeights> VulkanOps::pack_weights(const MatmulDesc& desc, const void* b) {
   // Packed weights serve every matmul op; check the descriptor as matmul_integer would.
-  begin({OpKind::matmul_integer, desc});
+  context();
+  begin(check_support(OpKind::matmul_integer, desc, caps(), forced_));
   return pack_gemm_weights(ctx_, desc, b);
 }
 
@@ -275,21 +281,21 @@ void VulkanOps::qlinear_matmul_packed(const MatmulDesc& desc, const void* a,
 
 QuantizationParams VulkanOps::dynamic_quantize_linear(const DynamicQuantizeDesc& desc,
                                                       const float*, std::uint8_t*) {
-  begin({OpKind::dynamic_quantize_linear, desc});  // throws: supports() says no
+  begin(supports({OpKind::dynamic_quantize_linear, desc}));  // throws: supports() says no
   throw Error(ErrorCode::internal, "vulkan: dynamic_quantize_linear reached");
 }
 
 QuantizationParams VulkanOps::linear_forward(const LinearDesc& desc, const float*,
                                              const std::int8_t*, const float*, std::int8_t*,
                                              float*) {
-  begin({OpKind::linear_forward, desc});
+  begin(supports({OpKind::linear_forward, desc}));
   throw Error(ErrorCode::internal, "vulkan: linear_forward reached");
 }
 
 void VulkanOps::linear_backward(const LinearDesc& desc, const float*, const std::int8_t*,
                                 const QuantizationParams&, const std::int8_t*, float*, float*,
                                 float*) {
-  begin({OpKind::linear_backward, desc});
+  begin(supports({OpKind::linear_backward, desc}));
   throw Error(ErrorCode::internal, "vulkan: linear_backward reached");
 }
 

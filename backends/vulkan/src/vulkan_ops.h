@@ -78,7 +78,8 @@ class VulkanOps final : public QuantizationOps {
   // The selected device's context, created on first use; throws unavailable.
   Context& context();
   // Throws unsupported with supports()'s reason when it says no; returns the kernel to run.
-  Kernel begin(const OpDesc& op);
+  Kernel begin(const Support& s);
+  const DeviceCaps& caps() const;
   void finish(Kernel k, double gpu_ns);
   void gemm(const MatmulDesc& desc, OpKind op, const void* a, const void* b,
             const PackedWeights* packed, const float* bias, void* out);
