@@ -241,7 +241,7 @@ CpuInfo detect() noexcept {
 }  // namespace
 
 // CpuInfo is a plain struct without QFORGE_API; export its one member function explicitly.
-QFORGE_API bool CpuInfo::has(std::string_view feature) const {
+bool CpuInfo::has(std::string_view feature) const {
   const auto it = std::find_if(features.begin(), features.end(),
                                [&](const auto& f) { return f.first == feature; });
   return it != features.end() && it->second;

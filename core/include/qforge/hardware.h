@@ -18,7 +18,7 @@ struct CacheLevel {
   std::uint32_t shared_by_cores = 0;  // logical processors sharing one instance
 };
 
-struct CpuInfo {
+struct QFORGE_API CpuInfo {
   std::string vendor;        // "Intel", "AMD", "ARM"
   std::string model;         // package name, "Intel(R) Xeon(R) Platinum 8480+"
   std::string architecture;  // "x86_64", "aarch64"

@@ -28,6 +28,17 @@ std::vector<std::filesystem::path> plugin_path_from_environment() {
 std::vector<std::filesystem::path> plugin_search_path() {
   std::vector<std::filesystem::path> out = plugin_path_from_environment();
   out.emplace_back(QFORGE_INSTALL_PLUGINDIR);
+  // An installed tree that was moved after `cmake --install --prefix X` still finds its plugins
+  // beside libqforge_core: <libdir>/qforge/plugins. Skipped when it is the directory above.
+  std::error_code lib_ec;
+  const std::filesystem::path core_lib = boost::dll::this_line_location(lib_ec);
+  if (!lib_ec && core_lib.has_parent_path()) {
+    auto beside = core_lib.parent_path() / "qforge" / "plugins";
+    std::error_code same_ec;
+    if (std::filesystem::is_directory(beside, same_ec) &&
+        !std::filesystem::equivalent(beside, QFORGE_INSTALL_PLUGINDIR, same_ec))
+      out.push_back(std::move(beside));
+  }
   // program_location() reads /proc/self/exe; it can fail in odd sandboxes, and then the
   // executable's directory is simply not searched.
   std::error_code ec;
