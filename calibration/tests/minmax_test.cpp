@@ -217,15 +217,18 @@ TEST(MinMaxObserver, PerChannelRandomShapesAndAxes) {
 }
 
 TEST(MinMaxObserver, LongBatchesMatchNaiveExtremes) {
-  // Lengths around the 16-wide vector blocks, with non-finite values in any lane.
+  // Lengths around the 16-wide vector steps and the 4096-value blocks (a block that holds an
+  // infinity is scanned again exactly), with non-finite values in any lane.
   SCOPED_TRACE(test::seed_text());
   auto gen = test::rng(2);
   std::uniform_real_distribution<float> u(-100.0f, 100.0f);
-  for (std::size_t n : {1u, 7u, 15u, 16u, 17u, 31u, 33u, 1000u, 4099u}) {
+  for (std::size_t n : {1u, 7u, 15u, 16u, 17u, 31u, 33u, 1000u, 4095u, 4096u, 4099u, 9000u,
+                        20000u}) {
     std::vector<float> x(n);
     for (float& v : x) v = u(gen);
     const float specials[] = {kNaN, kInf, -kInf, -0.0f};
     for (int k = 0; k < 3; ++k) x[gen() % n] = specials[gen() % 4];
+    if (n > 4096 && (gen() & 1)) x[gen() % 4096] = gen() & 1 ? kInf : -kInf;  // in block 0
     MinMaxObserver obs;
     obs.observe(x);
     // One channel: the whole batch viewed as [1, n] along axis 0.
