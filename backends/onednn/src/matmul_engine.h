@@ -1,0 +1,99 @@
+// dnnl::matmul primitives, created once per (shape, dtypes, attributes, threads) and reused.
+//
+// Creating a primitive costs far more than a small matmul (JIT code generation), so the plugin
+// keeps every primitive it made in an unordered_map keyed by MatmulKey. Zero points and output
+// scales are runtime arguments (DNNL_RUNTIME_*_VAL), so their values are not part of the key:
+// a new batch of activations with new scales reuses the primitive. The thread count is, because
+// an OpenMP-runtime primitive fixes its work split when it is created (threads.h).
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+namespace qforge::onednn {
+
+// Layout of the weights memory a primitive expects.
+enum class WeightsFormat : std::uint8_t {
+  kn,   // plain [K, N] row-major (format_tag::ab): the caller's kn buffer
+  nk,   // plain [N, K] row-major, i.e. [K, N] with format_tag::ba: the caller's nk buffer
+  any,  // oneDNN's choice (format_tag::any): prepacked weights reordered into it
+};
+
+enum class MatmulKind : std::uint8_t {
+  int8_s32,  // u8/s8 x s8 -> s32, no scales, no bias
+  int8_f32,  // u8/s8 x s8 -> f32 with runtime output scales and optional bias
+  f32,       // f32 x f32 -> f32
+};
+
+struct MatmulKey {
+  std::int64_t m = 0, n = 0, k = 0;
+  MatmulKind kind = MatmulKind::int8_s32;
+  bool a_unsigned = false;
+  WeightsFormat weights = WeightsFormat::kn;
+  bool src_zero_point = false;      // runtime per-tensor source zero point
+  bool weights_zero_point = false;  // runtime per-tensor weights zero point
+  int scale_mask = -1;              // int8_f32: 0 per tensor, 1 << 1 per column
+  bool bias = false;                // int8_f32: f32 bias [1, N], a binary-add post-op
+  int threads = 1;
+  friend bool operator==(const MatmulKey&, const MatmulKey&) = default;
+};
+
+struct MatmulKeyHash {
+  std::size_t operator()(const MatmulKey& k) const noexcept;
+};
+
+struct CachedMatmul {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul primitive;
+  std::string impl;  // oneDNN's implementation name, e.g. "brg:avx512_core_amx_int8"
+};
+
+// The runtime arguments of one execution. weights must be in pd.weights_desc()'s format.
+struct MatmulArgs {
+  const void* a = nullptr;
+  const dnnl::memory* weights = nullptr;
+  void* dst = nullptr;
+  std::int32_t src_zero_point = 0;
+  std::int32_t weights_zero_point = 0;
+  const float* scales = nullptr;  // 1 or N values (scale_mask)
+  const float* bias = nullptr;
+};
+
+class MatmulEngine {
+ public:
+  MatmulEngine();
+
+  // The primitive for `key`, created on first use. Throws qforge::Error (backend) when oneDNN
+  // cannot make one.
+  const CachedMatmul& primitive(const MatmulKey& key);
+  // Executes and waits.
+  void run(const MatmulKey& key, const CachedMatmul& prim, const MatmulArgs& args);
+
+  // A memory object over the caller's plain weights (no copy).
+  dnnl::memory wrap_weights(const MatmulKey& key, const void* b);
+
+  dnnl::engine& engine() { return engine_; }
+  dnnl::stream& stream() { return stream_; }
+
+  std::size_t cached() const noexcept { return cache_.size(); }
+  std::uint64_t hits() const noexcept { return hits_; }
+  std::uint64_t misses() const noexcept { return misses_; }
+
+  // The memory descriptor of the weights for a plain format (kn or nk).
+  static dnnl::memory::desc plain_weights_desc(const MatmulKey& key);
+
+ private:
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  std::unordered_map<MatmulKey, CachedMatmul, MatmulKeyHash> cache_;
+  std::uint64_t hits_ = 0;
+  std::uint64_t misses_ = 0;
+};
+
+// "m=.. n=.. k=.. u8s8->s32 weights=any zp(src,wei) scales(mask 2) bias threads=4"
+std::string describe(const MatmulKey& key);
+
+}  // namespace qforge::onednn

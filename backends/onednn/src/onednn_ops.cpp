@@ -1,0 +1,125 @@
+// Identity, devices, options, capability and kernel choice. The ops are in ops_*.cpp.
+#include "onednn_ops.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "qforge/error.h"
+#include "qforge/hardware.h"
+#include "threads.h"
+
+namespace qforge::onednn {
+namespace {
+
+std::uint64_t physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_size > 0
+             ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size)
+             : 0;
+}
+
+// Whether kernel `k` belongs to op `op` at all (a choice for another op is ignored by it).
+bool serves(OpKind op, const std::string& k) {
+  switch (op) {
+    case OpKind::quantize: return k == kernel::loop_quantize;
+    case OpKind::dequantize: return k == kernel::loop_dequantize || k == kernel::reorder_dequantize;
+    case OpKind::requantize: return k == kernel::loop_requantize;
+    case OpKind::dynamic_quantize_linear: return k == kernel::loop_dynamic_quantize;
+    case OpKind::linear_backward: return k == kernel::matmul_f32;
+    case OpKind::matmul_integer:
+    case OpKind::matmul_dequant:
+    case OpKind::qlinear_matmul:
+    case OpKind::linear_forward:
+      return k.rfind("dnnl_matmul_", 0) == 0 && k != kernel::matmul_f32;
+  }
+  return false;
+}
+
+}  // namespace
+
+OnednnOps::OnednnOps()
+    : facts_(detect_facts()), reorder_(engine_.engine(), engine_.stream()) {}
+
+Availability OnednnOps::availability() const {
+  // oneDNN runs on any x86-64 CPU (its reference kernels need nothing), so the plugin is usable
+  // everywhere it loads; above cpu_scalar (1) because its matmuls are far faster. Where its
+  // int8 matmul would not be exact, supports() refuses the matmuls with the reason.
+  return {true, 2, {}};
+}
+
+std::vector<DeviceInfo> OnednnOps::devices() const {
+  const CpuInfo& cpu = cpu_info();
+  DeviceInfo host;
+  host.name = cpu.model.empty() ? "host CPU" : cpu.model;
+  host.kind = "cpu";
+  host.memory_bytes = physical_memory_bytes();
+  host.properties["vendor"] = cpu.vendor;
+  if (cpu.cores > 0) host.properties["cores"] = std::to_string(cpu.cores);
+  const dnnl_version_t* v = dnnl::version();
+  host.properties["onednn_version"] = std::to_string(v->major) + "." + std::to_string(v->minor) +
+                                      "." + std::to_string(v->patch);
+  host.properties["onednn_cpu_runtime"] = v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other";
+  host.properties["isa_used"] = effective_isa_name();
+  host.properties["threads_used"] = std::to_string(threads_ > 0 ? threads_ : default_threads());
+  host.properties["int8_matmul"] = facts_.int8_exact ? "exact (VNNI/AMX)" : "refused: " + facts_.int8_refusal;
+  host.properties["matmul_primitives"] = "entries=" + std::to_string(engine_.cached()) +
+                                         " hits=" + std::to_string(engine_.hits()) +
+                                         " misses=" + std::to_string(engine_.misses());
+  host.properties["reorder_primitives"] = std::to_string(reorder_.cached());
+  std::string kernels;
+  for (const auto& k : all_kernels()) kernels += (kernels.empty() ? "" : ",") + k;
+  host.properties["kernels"] = kernels;
+  return {host};
+}
+
+bool OnednnOps::set_option(std::string_view key, std::string_view value) {
+  if (key != "threads") return false;
+  int n = -1;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (ec != std::errc() || end != value.data() + value.size() || n < 0)
+    throw Error(ErrorCode::invalid_argument,
+                "onednn: option threads = '" + std::string(value) +
+                    "'; expected a whole number >= 0 (0 = OpenMP's default)");
+  threads_ = n;
+  return true;
+}
+
+Support OnednnOps::supports(const OpDesc& op) const { return check_support(op, facts_); }
+
+void OnednnOps::set_kernel(const KernelChoice& choice) {
+  if (choice.name.empty()) {
+    forced_.clear();
+    return;
+  }
+  const auto& names = all_kernels();
+  if (std::find(names.begin(), names.end(), choice.name) == names.end()) {
+    std::string list;
+    for (const auto& k : names) list += (list.empty() ? "" : ", ") + k;
+    throw Error(ErrorCode::unsupported, "onednn: unknown kernel '" + choice.name +
+                                            "'; expected one of " + list +
+                                            ", or an empty name for the backend's choice");
+  }
+  forced_ = choice.name;
+}
+
+std::string OnednnOps::begin(const OpDesc& op) {
+  const Support s = supports(op);
+  if (!s.supported) throw Error(ErrorCode::unsupported, s.reason);
+  if (!forced_.empty() && serves(op.op, forced_)) {
+    if (std::find(s.kernels.begin(), s.kernels.end(), forced_) == s.kernels.end()) {
+      std::string list;
+      for (const auto& k : s.kernels) list += (list.empty() ? "" : ", ") + k;
+      throw Error(ErrorCode::unsupported, "onednn: " + std::string(to_string(op.op)) + ": kernel '" +
+                                              forced_ + "' (set_kernel) cannot run " + describe(op) +
+                                              "; kernels that can: " + list);
+    }
+    return forced_;
+  }
+  return s.kernels.front();
+}
+
+}  // namespace qforge::onednn

@@ -1,0 +1,108 @@
+// The onednn backend: QuantizationOps over oneDNN 2.6 (Debian's libdnnl) on the host CPU.
+//
+//   - int8 matmuls run dnnl::matmul (u8/s8 x s8, runtime zero points), primitives cached per
+//     shape, dtypes and attributes (matmul_engine.h); int32 results are exact and the
+//     dequantizing/requantizing epilogues use the reference's arithmetic (epilogue.h), or, for
+//     matmul_dequant, oneDNN's own output scales and bias (kernel dnnl_matmul_*_f32);
+//   - pack_weights keeps B in oneDNN's blocked format for repeated calls (packed_weights.h);
+//   - quantize, requantize and DynamicQuantizeLinear are loops with the reference's formulas;
+//     dequantize goes through a oneDNN reorder where that is bit-exact;
+//   - linear_backward is two float32 dnnl::matmul calls.
+// support_rules.h says what is claimed; docs/ONEDNN.md explains why.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "matmul_engine.h"
+#include "qforge/ops.h"
+#include "reorder_dequantize.h"
+#include "support_rules.h"
+
+namespace qforge::onednn {
+
+inline constexpr const char* kPluginName = "onednn";
+inline constexpr const char* kPluginVersion = "0.1.0";
+
+class OnednnPackedWeights;
+class ThreadScope;
+
+class OnednnOps final : public QuantizationOps {
+ public:
+  OnednnOps();
+
+  std::string name() const override { return kPluginName; }
+  std::string version() const override { return kPluginVersion; }
+  Availability availability() const override;
+  std::vector<DeviceInfo> devices() const override;
+  bool host_memory() const override { return true; }
+  // "threads" = N (> 0) or 0 for OpenMP's default (OMP_NUM_THREADS, else the cores).
+  bool set_option(std::string_view key, std::string_view value) override;
+
+  Support supports(const OpDesc& op) const override;
+  std::string last_kernel() const override { return last_kernel_; }
+  void set_kernel(const KernelChoice& choice) override;
+
+  void quantize(const QuantizeDesc& desc, const void* x, void* q) override;
+  void dequantize(const QuantizeDesc& desc, const void* q, float* x) override;
+  void requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) override;
+  void matmul_integer(const MatmulDesc& desc, const void* a, const void* b,
+                      std::int32_t* c) override;
+  void matmul_dequant(const MatmulDesc& desc, const void* a, const void* b, const float* bias,
+                      void* y) override;
+  void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) override;
+
+  std::shared_ptr<PackedWeights> pack_weights(const MatmulDesc& desc, const void* b) override;
+  void matmul_integer_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                             std::int32_t* c) override;
+  void matmul_dequant_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                             const float* bias, void* y) override;
+  void qlinear_matmul_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                             void* y) override;
+
+  QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc, const float* x,
+                                             std::uint8_t* y) override;
+  QuantizationParams linear_forward(const LinearDesc& desc, const float* x,
+                                    const std::int8_t* wq, const float* bias, std::int8_t* xq,
+                                    float* y) override;
+  void linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
+                       const QuantizationParams& xq_params, const std::int8_t* wq, float* dx,
+                       float* dw, float* db) override;
+
+ private:
+  // B of a matmul: the caller's buffer, or weights this backend packed.
+  struct Weights {
+    const void* b = nullptr;
+    const OnednnPackedWeights* packed = nullptr;
+  };
+
+  // Throws unsupported with supports()'s reason when it says no; returns the kernel to run
+  // (set_kernel's choice when it serves this descriptor).
+  std::string begin(const OpDesc& op);
+  // The int32 C = (A - za)(B - zb), exact, into c [M, N].
+  void matmul_s32(const MatmulDesc& d, const void* a, const Weights& w, std::int32_t* c,
+                  const ThreadScope& threads, const std::string& kernel);
+  // matmul_dequant (also linear_forward's matmul) with the kernel begin() chose.
+  void dequant(const MatmulDesc& d, const void* a, const Weights& w, const float* bias, void* y,
+               const std::string& kernel);
+  void fused_dequant(const MatmulDesc& d, const void* a, const Weights& w, const float* bias,
+                     float* y, const ThreadScope& threads, const std::string& kernel);
+  void qlinear(const MatmulDesc& d, const void* a, const Weights& w, void* y,
+               const std::string& kernel);
+  void integer(const MatmulDesc& d, const void* a, const Weights& w, std::int32_t* c,
+               const std::string& kernel);
+
+  Facts facts_;
+  MatmulEngine engine_;
+  ReorderDequantizer reorder_;
+  int threads_ = 0;  // 0: OpenMP's default
+  std::string forced_;
+  std::string last_kernel_;
+  // Reused between calls so that repeated matmuls do not page in fresh memory.
+  std::vector<std::int32_t> c_scratch_;
+  std::vector<std::uint8_t> a_scratch_;
+  std::vector<std::int8_t> b_scratch_;
+};
+
+}  // namespace qforge::onednn

@@ -1,0 +1,283 @@
+#include "support_rules.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <span>
+#include <variant>
+
+#include "qforge/error.h"
+#include "qforge/reference.h"
+
+namespace qforge::onednn {
+namespace {
+
+// Thrown by the checks below and turned into Support::no by check_support().
+struct Refusal {
+  std::string why;
+};
+[[noreturn]] void refuse(std::string why) { throw Refusal{std::move(why)}; }
+
+std::string isa_name(dnnl::cpu_isa isa) {
+  switch (isa) {
+    case dnnl::cpu_isa::sse41: return "sse41";
+    case dnnl::cpu_isa::avx: return "avx";
+    case dnnl::cpu_isa::avx2: return "avx2";
+    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+    case dnnl::cpu_isa::avx512_mic: return "avx512_mic";
+    case dnnl::cpu_isa::avx512_mic_4ops: return "avx512_mic_4ops";
+    case dnnl::cpu_isa::avx512_core: return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
+    default: return "isa " + std::to_string(static_cast<int>(isa));
+  }
+}
+
+bool uniform(std::span<const std::int32_t> v) {
+  return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end();
+}
+bool uniform(std::span<const float> v) {
+  return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end();
+}
+
+// Turns a params problem (QuantizationParams::validate_for throws qforge::Error) into a refusal.
+void require_fits(const char* what, const QuantizationParams& p, const Shape& shape) {
+  try {
+    p.validate_for(shape);
+  } catch (const Error& e) {
+    refuse(std::string(what) + ": " + e.what());
+  }
+}
+
+bool widenable_to_8bit(DType t) {
+  return t == DType::int8 || t == DType::uint8 || t == DType::int4 || t == DType::uint4 ||
+         t == DType::binary;
+}
+
+void check_operand(const char* which, const QuantizationParams& p, const Shape& shape,
+                   int channel_axis) {
+  const std::string who = std::string(which) + " (" + p.to_string() + ")";
+  if (!widenable_to_8bit(p.dtype()))
+    refuse(who + " is " + std::string(name(p.dtype())) +
+           "; expected int8, uint8, int4, uint4 or binary (oneDNN 2.6 has no 16-bit integer "
+           "matmul; cpu_scalar runs it)");
+  if (p.scheme().mapping == Mapping::logarithmic)
+    refuse(who + " uses the logarithmic mapping; expected affine or symmetric");
+  if (p.scheme().granularity == Granularity::block)
+    refuse(who + " is block-wise; expected per_tensor or per_channel (block-wise partial sums "
+                 "are not claimed by onednn; cpu_scalar and cpu_x86 run them)");
+  if (p.scheme().granularity == Granularity::per_channel) {
+    const int axis = p.channel_axis(shape.size());
+    if (axis != channel_axis)
+      refuse(who + " is per_channel along axis " + std::to_string(axis) + " of " +
+             to_string(shape) + "; expected axis " + std::to_string(channel_axis));
+  }
+  require_fits(which, p, shape);
+}
+
+void check_matmul(const MatmulDesc& d, const Facts& facts) {
+  if (d.m < 0 || d.n < 0 || d.k < 0)
+    refuse("m, n, k = " + std::to_string(d.m) + ", " + std::to_string(d.n) + ", " +
+           std::to_string(d.k) + "; expected sizes >= 0");
+  check_operand("A", d.a, d.a_shape(), 0);
+  check_operand("B", d.b, d.b_shape(), d.b_layout == MatrixLayout::kn ? 1 : 0);
+  if (!facts.int8_exact) refuse(facts.int8_refusal);
+  const std::int64_t safe = reference::int32_safe_k(d);
+  if (d.k > safe)
+    refuse("k = " + std::to_string(d.k) + " exceeds " + std::to_string(safe) +
+           ", the largest K whose int32 accumulation cannot overflow for these dtypes and zero "
+           "points (reference::int32_safe_k); oneDNN accumulates in int32");
+}
+
+void check_qlinear_output(const MatmulDesc& d) {
+  if (!d.y) refuse("no output params (desc.y is empty); expected per-tensor int8 or uint8");
+  const QuantizationParams& y = *d.y;
+  if (y.scheme().granularity != Granularity::per_tensor ||
+      y.scheme().mapping == Mapping::logarithmic ||
+      (y.dtype() != DType::int8 && y.dtype() != DType::uint8))
+    refuse("output params " + y.to_string() +
+           "; expected per-tensor affine or symmetric int8 or uint8");
+  // (sa * sb) / sy must be finite for every pair; float multiplication and division are
+  // monotonic, so the largest scales decide.
+  if (d.m > 0 && d.n > 0) {
+    const float sa = *std::max_element(d.a.scales().begin(), d.a.scales().end());
+    const float sb = *std::max_element(d.b.scales().begin(), d.b.scales().end());
+    if (!std::isfinite((sa * sb) / y.scale()))
+      refuse("multiplier (sa * sb) / sy overflows float32 for sa = " + std::to_string(sa) +
+             ", sb = " + std::to_string(sb) + ", sy = " + std::to_string(y.scale()) +
+             "; expected scales whose ratio fits float32");
+  }
+}
+
+void check_requantize(const RequantizeDesc& d) {
+  element_count(d.shape);
+  if (d.out_dtype != DType::int8 && d.out_dtype != DType::uint8)
+    refuse("out_dtype = " + std::string(name(d.out_dtype)) + "; expected int8 or uint8");
+  const auto& tr = traits(d.out_dtype);
+  if (d.out_zero_point < tr.qmin || d.out_zero_point > tr.qmax)
+    refuse("out_zero_point = " + std::to_string(d.out_zero_point) + "; expected a value in [" +
+           std::to_string(tr.qmin) + ", " + std::to_string(tr.qmax) + "]");
+  if (d.multipliers.empty()) refuse("no multipliers; expected 1 (per tensor) or one per index along axis");
+  for (std::size_t i = 0; i < d.multipliers.size(); ++i)
+    if (!std::isfinite(d.multipliers[i]) || d.multipliers[i] < 0.0f)
+      refuse("multipliers[" + std::to_string(i) + "] = " + std::to_string(d.multipliers[i]) +
+             "; expected a finite value >= 0");
+  if (d.multipliers.size() > 1) {
+    const int rank = static_cast<int>(d.shape.size());
+    const int axis = d.axis < 0 ? d.axis + rank : d.axis;
+    if (axis < 0 || axis >= rank)
+      refuse("axis " + std::to_string(d.axis) + " for shape " + to_string(d.shape) +
+             "; expected an axis in [" + std::to_string(-rank) + ", " + std::to_string(rank - 1) + "]");
+    if (d.shape[static_cast<std::size_t>(axis)] != static_cast<std::int64_t>(d.multipliers.size()))
+      refuse(std::to_string(d.multipliers.size()) + " multipliers for shape " + to_string(d.shape) +
+             " along axis " + std::to_string(axis) + "; expected 1 or " +
+             std::to_string(d.shape[static_cast<std::size_t>(axis)]));
+  }
+}
+
+void check_linear(const LinearDesc& d) {
+  if (d.m < 0 || d.n < 0 || d.k < 0)
+    refuse("m, n, k = " + std::to_string(d.m) + ", " + std::to_string(d.n) + ", " +
+           std::to_string(d.k) + "; expected sizes >= 0");
+  const QuantizationParams& w = d.w;
+  const bool per_row = w.scheme().granularity == Granularity::per_channel && w.channel_axis(2) == 0;
+  if (w.dtype() != DType::int8 || w.scheme().mapping != Mapping::symmetric ||
+      !(w.scheme().granularity == Granularity::per_tensor || per_row))
+    refuse("weight params " + w.to_string() +
+           "; expected int8 symmetric, per_tensor or per_channel(axis 0) of [N, K]");
+  require_fits("W", w, {d.n, d.k});
+}
+
+std::string matmul_s32_kernel(const MatmulDesc& d) {
+  return a_is_unsigned(d.a.dtype()) ? kernel::matmul_u8s8_s32 : kernel::matmul_s8s8_s32;
+}
+std::string matmul_f32_kernel(const MatmulDesc& d) {
+  return a_is_unsigned(d.a.dtype()) ? kernel::matmul_u8s8_f32 : kernel::matmul_s8s8_f32;
+}
+
+struct Check {
+  OpKind op;
+  const Facts& facts;
+
+  std::vector<std::string> operator()(const QuantizeDesc& d) const {
+    if (op != OpKind::quantize && op != OpKind::dequantize) mismatch("QuantizeDesc");
+    try {
+      element_count(d.shape);
+    } catch (const Error& e) {
+      refuse(e.what());
+    }
+    require_fits("params", d.params, d.shape);
+    if (op == OpKind::quantize) return {kernel::loop_quantize};
+    if (reorder_can_dequantize(d)) return {kernel::reorder_dequantize, kernel::loop_dequantize};
+    return {kernel::loop_dequantize};
+  }
+  std::vector<std::string> operator()(const RequantizeDesc& d) const {
+    if (op != OpKind::requantize) mismatch("RequantizeDesc");
+    try {
+      check_requantize(d);
+    } catch (const Error& e) {
+      refuse(e.what());
+    }
+    return {kernel::loop_requantize};
+  }
+  std::vector<std::string> operator()(const MatmulDesc& d) const {
+    if (op != OpKind::matmul_integer && op != OpKind::matmul_dequant && op != OpKind::qlinear_matmul)
+      mismatch("MatmulDesc");
+    check_matmul(d, facts);
+    if (op == OpKind::qlinear_matmul) check_qlinear_output(d);
+    if (op == OpKind::matmul_dequant && fused_dequant_possible(d))
+      return {matmul_s32_kernel(d), matmul_f32_kernel(d)};
+    return {matmul_s32_kernel(d)};
+  }
+  std::vector<std::string> operator()(const DynamicQuantizeDesc& d) const {
+    if (op != OpKind::dynamic_quantize_linear) mismatch("DynamicQuantizeDesc");
+    try {
+      element_count(d.shape);
+    } catch (const Error& e) {
+      refuse(e.what());
+    }
+    return {kernel::loop_dynamic_quantize};
+  }
+  std::vector<std::string> operator()(const LinearDesc& d) const {
+    if (op != OpKind::linear_forward && op != OpKind::linear_backward) mismatch("LinearDesc");
+    check_linear(d);
+    if (op == OpKind::linear_backward) return {kernel::matmul_f32};
+    if (!facts.int8_exact) refuse(facts.int8_refusal);
+    // Xq (narrow int8) times W (raw int8 codes): the matmul bound of those operands.
+    MatmulDesc md{.m = d.m, .n = d.n, .k = d.k,
+                  .a = QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f), .b = d.w,
+                  .b_layout = MatrixLayout::nk, .has_bias = false, .out_type = FloatType::f32,
+                  .y = std::nullopt};
+    const std::int64_t safe = reference::int32_safe_k(md);
+    if (d.k > safe)
+      refuse("k = " + std::to_string(d.k) + " exceeds " + std::to_string(safe) +
+             ", the largest K whose int32 accumulation of int8 x int8 cannot overflow");
+    return {kernel::matmul_s8s8_s32};
+  }
+  [[noreturn]] void mismatch(const char* given) const {
+    refuse(std::string("descriptor is a ") + given +
+           "; expected the descriptor type of this op (op_desc.h)");
+  }
+};
+
+}  // namespace
+
+const std::vector<std::string>& all_kernels() {
+  static const std::vector<std::string> names = {
+      kernel::loop_quantize,   kernel::loop_dequantize, kernel::loop_requantize,
+      kernel::loop_dynamic_quantize, kernel::reorder_dequantize, kernel::matmul_u8s8_s32,
+      kernel::matmul_s8s8_s32, kernel::matmul_u8s8_f32, kernel::matmul_s8s8_f32,
+      kernel::matmul_f32};
+  return names;
+}
+
+Facts detect_facts() {
+  Facts f;
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  f.int8_exact = isa == dnnl::cpu_isa::avx512_core_vnni || isa == dnnl::cpu_isa::avx512_core_bf16 ||
+                 isa == dnnl::cpu_isa::avx512_core_amx || isa == dnnl::cpu_isa::avx2_vnni;
+  if (!f.int8_exact)
+    f.int8_refusal =
+        "oneDNN's effective ISA here is " + isa_name(isa) +
+        ", on which oneDNN 2.6 computes int8 matmul with vpmaddubsw, whose int16 pair sums "
+        "saturate (measured: wrong results on random u8 x s8 data); exact int8 matmul needs "
+        "AVX-512 VNNI, AVX-VNNI or AMX (check DNNL_MAX_CPU_ISA); cpu_x86 or cpu_scalar run it";
+  return f;
+}
+
+std::string effective_isa_name() { return isa_name(dnnl::get_effective_cpu_isa()); }
+
+bool a_is_unsigned(DType a) { return a == DType::uint8 || a == DType::uint4; }
+
+bool reorder_can_dequantize(const QuantizeDesc& d) {
+  const QuantizationParams& p = d.params;
+  if (p.dtype() != DType::int8 && p.dtype() != DType::uint8) return false;
+  if (p.scheme().mapping == Mapping::logarithmic) return false;
+  if (d.shape.empty() || element_count(d.shape) == 0) return false;
+  // oneDNN 2.6's reorder creates a primitive for per-channel source zero points but fails to
+  // execute it ("could not execute a primitive", measured): zero points go as one value.
+  if (!uniform(p.zero_points())) return false;
+  if (p.scheme().granularity == Granularity::block)
+    return d.shape.back() % p.scheme().block_size == 0;  // whole blocks: a [rows, nb, B] view
+  return true;
+}
+
+bool fused_dequant_possible(const MatmulDesc& d) {
+  return d.out_type == FloatType::f32 && uniform(d.a.scales()) && uniform(d.a.zero_points()) &&
+         uniform(d.b.zero_points());
+}
+
+Support check_support(const OpDesc& op, const Facts& facts) {
+  try {
+    return Support::yes(std::visit(Check{op.op, facts}, op.desc));
+  } catch (const Refusal& r) {
+    return Support::no("onednn: " + std::string(to_string(op.op)) + ": " + r.why);
+  } catch (const Error& e) {
+    return Support::no("onednn: " + std::string(to_string(op.op)) + ": " + e.what());
+  }
+}
+
+}  // namespace qforge::onednn
