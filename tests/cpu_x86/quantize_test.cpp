@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <limits>
 
 #include "qforge/error.h"
@@ -124,6 +126,37 @@ TEST_F(CpuX86Quantize, MatchesReferenceBitForBit) {
           ++checked;
         }
   EXPECT_GT(checked, 100);
+}
+
+// Tensors over 8 MiB are written with non-temporal stores after an aligning head; check them,
+// with outputs deliberately misaligned, per tensor and block-wise.
+TEST_F(CpuX86Quantize, LargeTensorsWithStreamingStoresMatchReference) {
+  SCOPED_TRACE(seed_text());
+  Rng rng = test_rng();
+  QuantizationOps& ops = *loaded_.ops;
+  const std::int64_t n = (std::int64_t{9} << 20) + 37;  // 9 Mi + 37 elements: > 8 MiB of bytes
+  const auto x = nasty_floats(rng, n, 0.25f);
+  for (bool block : {false, true}) {
+    const QuantizationParams p =
+        block ? random_params(rng, DType::int8, Granularity::block, false, (n + 31) / 32, 0, 32)
+              : QuantizationParams::per_tensor_affine(DType::uint8, 0.25f, 100);
+    const QuantizeDesc d{{n}, p, FloatType::f32};
+    std::vector<std::uint8_t> want(static_cast<std::size_t>(n)), got(static_cast<std::size_t>(n) + 1, 0);
+    reference::quantize(d, x.data(), want.data());
+    ops.quantize(d, x.data(), got.data() + 1);  // odd address
+    ASSERT_EQ(0, std::memcmp(got.data() + 1, want.data(), want.size())) << p.to_string();
+    std::vector<float> fwant(static_cast<std::size_t>(n));
+    reference::dequantize(d, want.data(), fwant.data());
+    // 64-byte aligned (the streaming path) and 4 bytes past that (head, then streaming).
+    std::unique_ptr<float[], decltype(&std::free)> fgot(
+        static_cast<float*>(std::aligned_alloc(64, (static_cast<std::size_t>(n) + 16) * sizeof(float))), &std::free);
+    for (int offset : {0, 1}) {
+      std::fill(fgot.get(), fgot.get() + n + 16, -1.0f);
+      ops.dequantize(d, want.data(), fgot.get() + offset);
+      ASSERT_EQ(0, std::memcmp(fgot.get() + offset, fwant.data(), fwant.size() * sizeof(float)))
+          << p.to_string() << " offset " << offset;
+    }
+  }
 }
 
 TEST_F(CpuX86Quantize, OtherDtypesRunTheReferenceAndSaySo) {

@@ -121,12 +121,19 @@ void CpuX86Ops::quantize(const QuantizeDesc& desc, const void* x, void* q) {
   const auto scales = p.scales();
   const auto zps = p.zero_points();
   const bool stream = n >= kStreamBytes;
+  const bool blockwise = p.scheme().granularity == Granularity::block;
   split(*pool_, w, [&](std::int64_t r0, std::int64_t r1, std::int64_t e0, std::int64_t e1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const std::int64_t base = r * w.row_len;
       if (w.per_element) {
         quantize_vec_avx2(xs + (base + e0) * fb, kind, qs + base + e0, e1 - e0, scales.data() + e0,
                           zps.data() + e0, range);
+        continue;
+      }
+      if (blockwise) {  // slices start at block boundaries (split)
+        const std::size_t pi = pair_of(w, r, e0);
+        quantize_blocks_avx2(xs + (base + e0) * fb, kind, qs + base + e0, e1 - e0, w.run,
+                             scales.data() + pi, zps.data() + pi, range);
         continue;
       }
       for (std::int64_t e = e0; e < e1;) {
@@ -156,12 +163,19 @@ void CpuX86Ops::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
   const auto scales = p.scales();
   const auto zps = p.zero_points();
   const bool stream = n * 4 >= kStreamBytes;
+  const bool blockwise = p.scheme().granularity == Granularity::block;
   split(*pool_, w, [&](std::int64_t r0, std::int64_t r1, std::int64_t e0, std::int64_t e1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const std::int64_t base = r * w.row_len;
       if (w.per_element) {
         dequantize_vec_avx2(qs + base + e0, is_signed, x + base + e0, e1 - e0, scales.data() + e0,
                             zps.data() + e0);
+        continue;
+      }
+      if (blockwise) {
+        const std::size_t pi = pair_of(w, r, e0);
+        dequantize_blocks_avx2(qs + base + e0, is_signed, x + base + e0, e1 - e0, w.run,
+                               scales.data() + pi, zps.data() + pi, stream);
         continue;
       }
       for (std::int64_t e = e0; e < e1;) {

@@ -203,6 +203,45 @@ void dequantize_vec_avx2(const void* q, bool is_signed, float* x, std::int64_t c
   }
 }
 
+void quantize_blocks_avx2(const void* x, FloatKind kind, void* q, std::int64_t count,
+                          std::int64_t block, const float* scales, const std::int32_t* zero_points,
+                          QuantRange range) {
+  auto* out = static_cast<std::uint8_t*>(q);
+  const int fb = float_bytes(kind);
+  std::int64_t i = 0, j = 0;
+  if (block == 32)
+    for (; i + 32 <= count; i += 32, ++j)
+      quantize32_same(x, kind, i, _mm256_set1_ps(scales[j]), bounds(zero_points[j], range), range.is_signed, out + i);
+  for (; i < count; i += block, ++j)
+    quantize_run_avx2(static_cast<const unsigned char*>(x) + i * fb, kind, out + i,
+                      count - i < block ? count - i : block, scales[j], zero_points[j], range);
+}
+
+void dequantize_blocks_avx2(const void* q, bool is_signed, float* x, std::int64_t count,
+                            std::int64_t block, const float* scales,
+                            const std::int32_t* zero_points, bool stream) {
+  const auto* in = static_cast<const std::uint8_t*>(q);
+  std::int64_t i = 0, j = 0;
+  // Non-temporal stores need 32-byte aligned addresses: blocks of 32 floats keep the
+  // alignment of the slice's start.
+  const bool nt = stream && reinterpret_cast<std::uintptr_t>(x) % 32 == 0 && count >= 1024;
+  if (block == 32) {
+    for (; i + 32 <= count; i += 32, ++j) {
+      const __m256 s = _mm256_set1_ps(scales[j]);
+      const __m256i z = _mm256_set1_epi32(zero_points[j]);
+      for (int v = 0; v < 32; v += 8) {
+        const __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(load8_q(in, is_signed, i + v), z)), s);
+        if (nt) _mm256_stream_ps(x + i + v, f);
+        else _mm256_storeu_ps(x + i + v, f);
+      }
+    }
+    if (nt) _mm_sfence();
+  }
+  for (; i < count; i += block, ++j)
+    dequantize_run_avx2(in + i, is_signed, x + i, count - i < block ? count - i : block, scales[j],
+                        zero_points[j]);
+}
+
 void requantize_float_avx2(const std::int32_t* c, void* y, std::int64_t count,
                            const float* multipliers, bool per_element, std::int32_t zero_point,
                            QuantRange range) {

@@ -30,6 +30,15 @@ void dequantize_run_avx2(const void* q, bool is_signed, float* x, std::int64_t c
                          std::int32_t zero_point, bool stream = false);
 void dequantize_vec_avx2(const void* q, bool is_signed, float* x, std::int64_t count,
                          const float* scales, const std::int32_t* zero_points);
+// Block-wise: `count` elements in consecutive blocks of `block` (the last may be shorter), block
+// i using (scales[i], zero_points[i]). One call per row slice instead of one per block; blocks
+// of 32 (ggml's Q8_0/Q4_0) take a loop of exactly one vector step each.
+void quantize_blocks_avx2(const void* x, FloatKind kind, void* q, std::int64_t count,
+                          std::int64_t block, const float* scales, const std::int32_t* zero_points,
+                          QuantRange range);
+void dequantize_blocks_avx2(const void* q, bool is_signed, float* x, std::int64_t count,
+                            std::int64_t block, const float* scales,
+                            const std::int32_t* zero_points, bool stream = false);
 // float-multiplier requantization of int32 values; multipliers per element when `per_element`.
 void requantize_float_avx2(const std::int32_t* c, void* y, std::int64_t count,
                            const float* multipliers, bool per_element, std::int32_t zero_point,
