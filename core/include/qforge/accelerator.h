@@ -23,9 +23,9 @@
 // accelerators built from one registry share plugin instances, so they must not run
 // concurrently either. Several processes may share one cache file.
 //
-// Tuning runs each candidate on a worker thread and waits for it at most as long as the budget
-// allows; a candidate that overruns is abandoned (its thread is left to finish on its own, the
-// plugin is not used again by this accelerator) and reported as timed_out. A plugin that crashes
+// Tuning runs each candidate on a worker thread and waits for one call at most
+// TuningBudget::hang_s; a candidate that overruns is abandoned (its thread is left to finish on
+// its own, the plugin is not used again by this accelerator) and reported as timed_out. A plugin that crashes
 // the process cannot be survived in-process; see docs/ACCELERATOR.md for the limits.
 #pragma once
 
@@ -127,9 +127,13 @@ enum class CostPhase : std::uint8_t {
   transfer,  // host->device copies of the inputs plus device->host copies of the outputs
 };
 
+// Budgets are checked between calls: no new probe or sample starts once they are spent, so a
+// workload may overrun its budget by the one call in flight. A single call that has not
+// returned after hang_s is abandoned as hung (its plugin is not used again by this accelerator).
 struct TuningBudget {
   double per_workload_s = 2.0;  // probes + timing of one workload
   double total_s = 60.0;        // everything this accelerator tunes in its lifetime
+  double hang_s = 10.0;         // one call (probe, warm-up, or one sample's calls) at most
 };
 
 // Progress of one workload's tuning, for progress bars.
@@ -165,7 +169,7 @@ enum class CandidateStatus : std::uint8_t {
   measured,        // verified and timed (possibly fewer samples than wanted, see samples)
   wrong_result,    // differed from the reference on the probe
   threw,           // threw during probe or timing; message is the exception's
-  timed_out,       // did not return within the budget; abandoned
+  timed_out,       // a call did not return within TuningBudget::hang_s; abandoned
   not_verified,    // the budget ran out before its probe
   not_measured,    // verified, but the budget ran out before it was timed
   quarantined,     // its plugin hung earlier; not run again

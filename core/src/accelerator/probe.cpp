@@ -8,10 +8,6 @@
 namespace qforge::accel {
 namespace {
 
-// A probe waits at least this long even when the budget is nearly spent: a first call may
-// initialise a device context or compile a pipeline.
-constexpr double kMinProbeTimeout = 0.05;
-
 bool same_sizes(const IoLayout& a, const IoLayout& b) {
   if (a.inputs.size() != b.inputs.size() || a.outputs.size() != b.outputs.size()) return false;
   for (std::size_t i = 0; i < a.inputs.size(); ++i)
@@ -55,7 +51,7 @@ std::shared_ptr<const ProbeCase> ProbeSet::level(int level) {
 }
 
 Verdict verify_candidate(const Candidate& c, ProbeSet& probes, Worker& worker,
-                         Clock::time_point deadline, std::size_t still_to_verify) {
+                         Clock::time_point deadline, double hang_s) {
   std::string refusal;
   for (int level = 0; level < kProbeLevels; ++level) {
     std::shared_ptr<const ProbeCase> pc;
@@ -102,10 +98,9 @@ Verdict verify_candidate(const Candidate& c, ProbeSet& probes, Worker& worker,
       got->returned = invoke(*ops, pc->desc, dev.inputs(), dev.outputs(), got->xq_params);
       dev.download_outputs(*ops, pc->layout, out.data());
     };
-    // An equal share of what is left for each candidate still to verify: one that hangs cannot
-    // take the others' time.
-    const double share = seconds_until(deadline) / static_cast<double>(std::max<std::size_t>(still_to_verify, 1));
-    const TaskOutcome o = worker.run(task, std::max(share, kMinProbeTimeout));
+    // Not the budget: a first call may initialise a device context or compile pipelines, and a
+    // slow candidate must not be mistaken for a hung one.
+    const TaskOutcome o = worker.run(task, hang_s);
     const std::string where = "probe " + describe(pc->desc) + " (seed " +
                               std::to_string(probes.seed()) + ")";
     if (o.kind == TaskOutcome::Kind::threw) return {CandidateStatus::threw, where + ": " + o.message};

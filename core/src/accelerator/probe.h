@@ -46,10 +46,10 @@ struct Verdict {
   bool hung = false;  // the plugin must not be used again
 };
 
-// `still_to_verify` counts this candidate and those after it: each may wait for an equal share
-// of the time left before `deadline`.
+// No probe starts after `deadline`; a probe call that has not returned after `hang_s` is
+// abandoned (Verdict::hung).
 Verdict verify_candidate(const Candidate& c, ProbeSet& probes, Worker& worker,
-                         Clock::time_point deadline, std::size_t still_to_verify);
+                         Clock::time_point deadline, double hang_s);
 
 // Seconds from now to `t` (negative when past).
 double seconds_until(Clock::time_point t);

@@ -11,7 +11,6 @@ namespace qforge::accel {
 namespace {
 
 constexpr std::size_t kMaxInputSets = 8;
-constexpr double kGrace = 0.1;  // seconds a sample may overrun its share before it counts as hung
 
 std::size_t last_level_cache_bytes() {
   std::size_t llc = 0;
@@ -117,21 +116,32 @@ Verdict time_candidate(const Candidate& c, AutoTune& tuner, const OpDesc& desc,
   s->host_memory = c.host_memory;
   s->transfers = count_transfers;
 
-  // Set-up and warm-up: staging, one call to load code and fill caches, one timed call.
+  // Set-up and warm-up: staging and one call to load code and fill caches, timed. Every task
+  // may run until hang_s: budgets are checked between calls, never by abandoning one.
+  const double hang_s = options.budget.hang_s;
   const TaskOutcome setup = worker.run(
       [s] {
         bind(*s->ops, s->id.device, KernelChoice{s->id.kernel});
         s->prepare();
-        s->call_once();
-        s->ops->synchronize();
         s->measure(1);
       },
-      std::max(seconds_until(deadline), 0.0) + kGrace);
+      hang_s);
   if (setup.kind != TaskOutcome::Kind::ok) {
     tuner.skip();
     return from_outcome(setup, "warm-up");
   }
-  // The timed warm-up call is a sample too: a candidate whose share runs out now still has one.
+  if (seconds_until(deadline) <= 0) {
+    // A call as long as the whole share: the warm-up call is the only measurement there is.
+    tuner.notify_cost(s->seconds);
+    tuner.skip();
+    return {CandidateStatus::measured, "one call took its whole share of the budget"};
+  }
+  // One timed call after the warm-up: a sample too, so a candidate whose share ends now has one.
+  const TaskOutcome first = worker.run([s] { s->measure(1); }, hang_s);
+  if (first.kind != TaskOutcome::Kind::ok) {
+    tuner.skip();
+    return from_outcome(first, "timing");
+  }
   const double single = std::max(s->seconds, 1e-9);
   tuner.notify_cost(s->seconds);
   const auto calls = static_cast<std::int64_t>(
@@ -144,7 +154,7 @@ Verdict time_candidate(const Candidate& c, AutoTune& tuner, const OpDesc& desc,
       return {CandidateStatus::measured, "the tuning budget ended its sampling"};
     }
     const TaskOutcome o = worker.run([s, calls] { s->measure(calls); },
-                                     left + kGrace + 2 * single * static_cast<double>(calls));
+                                     hang_s + 2 * single * static_cast<double>(calls));
     if (o.kind != TaskOutcome::Kind::ok) {
       tuner.skip();
       return from_outcome(o, "timing");

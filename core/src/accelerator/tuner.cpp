@@ -54,7 +54,7 @@ TuneOutcome tune_workload(const Workload& w, const Enumeration& e,
       continue;
     }
     progress(options, r, "probe", cands[i].id.label(), i);
-    const Verdict v = verify_candidate(cands[i], probes, worker, deadline, cands.size() - i);
+    const Verdict v = verify_candidate(cands[i], probes, worker, deadline, options.budget.hang_s);
     if (v.hung) out.hung.push_back(cands[i].plugin);
     if (v.status == CandidateStatus::measured) {
       verified.push_back(i);
