@@ -48,10 +48,16 @@ double gpu_seconds(QuantizationOps& ops) {
   return it == p.end() ? 0.0 : std::stod(it->second) * 1e-9;
 }
 
-// Runs f once to warm up, then reps times; medians of GPU (when `gpu`) and wall time.
+// Runs f for at least 0.3 s to warm up (after a host-bound phase the H200 ran the next GEMMs up
+// to 5x slower for about half a second), then reps times; medians of GPU (when `gpu`) and wall
+// time.
 std::pair<double, double> time_op(QuantizationOps& ops, int reps, bool gpu,
                                   const std::function<void()>& f) {
-  f();
+  const auto warm_start = Clock::now();
+  do {
+    f();
+    ops.synchronize();
+  } while (Clock::now() - warm_start < std::chrono::milliseconds(300));
   std::vector<double> g, w;
   for (int i = 0; i < reps; ++i) {
     const auto t0 = Clock::now();

@@ -120,15 +120,23 @@ DeviceBuffer& stage_pairs(Context& ctx, Commands& cmd, const QuantizationParams&
     fill(reinterpret_cast<std::uint32_t*>(upload.mapped()));
     return upload;
   }
-  std::vector<std::uint32_t> words(2 * scales.size());
-  fill(words.data());
+  // Compare with the cached copy in place (a temporary the size of the params would cost page
+  // faults on every call); on a difference, rewrite the cache and upload it.
   auto& cache = ctx.params_cache();
-  if (cache == words) return *device;
+  const std::size_t count = scales.size();
+  bool same = cache.size() == 2 * count;
+  for (std::size_t i = 0; same && i < count; ++i) {
+    std::uint32_t s = 0;
+    std::memcpy(&s, &scales[i], 4);
+    same = cache[2 * i] == s && cache[2 * i + 1] == static_cast<std::uint32_t>(zps[i]);
+  }
+  if (same) return *device;
+  cache.resize(2 * count);
+  fill(cache.data());
   DeviceBuffer& upload = scratch(ctx, "params", bytes, MemoryKind::upload);
-  std::memcpy(upload.mapped(), words.data(), bytes);
+  std::memcpy(upload.mapped(), cache.data(), bytes);
   cmd.copy(upload.handle(), 0, device->handle(), 0, bytes);
   cmd.barrier();
-  cache = std::move(words);
   return *device;
 }
 
