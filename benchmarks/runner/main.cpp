@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   std::string json_path, csv_path, chart_path, cache_path, plugins, device_kind, residency;
   std::string progress = "auto";
   bool no_cache = false, retune = false, clear = false, exclude_transfers = false, list_only = false;
-  double budget = 0, total_budget = 0;
+  double budget = 0, total_budget = 0, hang = 0;
   app.add_option("--suite", suite, "Workload suite: quick (about a minute on a small CPU) or full")
       ->check(CLI::IsMember({"quick", "full"}));
   app.add_option("--workloads", workloads_file, "Run the workloads of this JSON file instead of a suite")
@@ -77,6 +77,8 @@ int main(int argc, char** argv) {
   app.add_flag("--clear-cache", clear, "Empty the tuning cache before running");
   app.add_option("--budget", budget, "Seconds of tuning per workload (default 2)")->check(CLI::PositiveNumber);
   app.add_option("--total-budget", total_budget, "Seconds of tuning for the whole run (default 600)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--hang", hang, "Seconds one call may take before it counts as hung (default 10)")
       ->check(CLI::PositiveNumber);
   app.add_option("--plugins", plugins, "Only these plugins, comma-separated");
   app.add_option("--device-kind", device_kind, "Only devices of this kind")->check(CLI::IsMember({"cpu", "gpu"}));
@@ -104,6 +106,7 @@ int main(int argc, char** argv) {
     s.accelerator.budget.total_s = 600;
     if (budget > 0) s.accelerator.budget.per_workload_s = budget;
     if (total_budget > 0) s.accelerator.budget.total_s = total_budget;
+    if (hang > 0) s.accelerator.budget.hang_s = hang;
     if (no_cache) s.accelerator.use_cache = false;
     if (!cache_path.empty()) {
       s.accelerator.use_cache = true;

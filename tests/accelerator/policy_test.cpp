@@ -138,7 +138,9 @@ TEST(Policy, EnvironmentKnobs) {
   ::setenv("QFORGE_ONLINE_TUNING", "0", 1);
   ::setenv("QFORGE_TUNING_BUDGET", "0.25", 1);
   ::setenv("QFORGE_TUNING_CACHE", "off", 1);
+  ::setenv("QFORGE_TUNING_HANG", "3", 1);
   auto o = AcceleratorOptions::from_environment();
+  EXPECT_DOUBLE_EQ(o.budget.hang_s, 3);
   EXPECT_FALSE(o.online_tuning);
   EXPECT_DOUBLE_EQ(o.budget.per_workload_s, 0.25);
   EXPECT_FALSE(o.use_cache);
@@ -152,6 +154,7 @@ TEST(Policy, EnvironmentKnobs) {
   ::unsetenv("QFORGE_ONLINE_TUNING");
   ::unsetenv("QFORGE_TUNING_BUDGET");
   ::unsetenv("QFORGE_TUNING_CACHE");
+  ::unsetenv("QFORGE_TUNING_HANG");
 }
 
 }  // namespace

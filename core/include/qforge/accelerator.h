@@ -161,7 +161,8 @@ struct AcceleratorOptions {
   std::function<void(const TuningProgress&)> on_progress;
 
   // Defaults, overridden by QFORGE_ONLINE_TUNING (0/1), QFORGE_TUNING_CACHE (a path, or "off"),
-  // QFORGE_TUNING_BUDGET (seconds per workload) and QFORGE_TUNING_TOTAL_BUDGET (seconds).
+  // QFORGE_TUNING_BUDGET (seconds per workload), QFORGE_TUNING_TOTAL_BUDGET (seconds) and
+  // QFORGE_TUNING_HANG (seconds one call may take before it counts as hung).
   QFORGE_API static AcceleratorOptions from_environment();
 };
 

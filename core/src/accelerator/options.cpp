@@ -48,6 +48,7 @@ AcceleratorOptions AcceleratorOptions::from_environment() {
     o.budget.per_workload_s = parse_seconds("QFORGE_TUNING_BUDGET", *v);
   if (auto v = env("QFORGE_TUNING_TOTAL_BUDGET"))
     o.budget.total_s = parse_seconds("QFORGE_TUNING_TOTAL_BUDGET", *v);
+  if (auto v = env("QFORGE_TUNING_HANG")) o.budget.hang_s = parse_seconds("QFORGE_TUNING_HANG", *v);
   return o;
 }
 
