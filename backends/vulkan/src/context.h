@@ -96,8 +96,11 @@ class Context {
   Commands& commands() { return *commands_; }
   PipelineCache& pipelines() { return *pipelines_; }
   // The host copy of the params last copied into the "params_device" scratch buffer
-  // (op_elementwise.cpp): an op that repeats them skips the upload.
+  // (op_elementwise.cpp): an op that repeats them skips the upload. `pending` holds params whose
+  // copy is recorded but not yet submitted; they become the cache only once the submission
+  // succeeded.
   std::vector<std::uint32_t>& params_cache() { return params_cache_; }
+  std::vector<std::uint32_t>& params_pending() { return params_pending_; }
 
   // Buffers kept between ops, by name (buffers.h: scratch()).
   std::map<std::string, std::unique_ptr<DeviceBuffer>, std::less<>>& scratch_buffers() {
@@ -122,6 +125,7 @@ class Context {
   std::unique_ptr<PipelineCache> pipelines_;
   std::map<std::string, std::unique_ptr<DeviceBuffer>, std::less<>> scratch_;
   std::vector<std::uint32_t> params_cache_;
+  std::vector<std::uint32_t> params_pending_;
 };
 
 }  // namespace qforge::vulkan

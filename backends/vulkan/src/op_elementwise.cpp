@@ -101,6 +101,7 @@ void require_aligned(const Resolved& r, const char* what) {
 // same params (static quantization, a benchmark loop) skips the upload and the copy.
 DeviceBuffer& stage_pairs(Context& ctx, Commands& cmd, const QuantizationParams& p) {
   constexpr std::size_t kDirectBytes = 64 * 1024;
+  ctx.params_pending().clear();  // left over only if an earlier op failed before submitting
   const auto scales = p.scales();
   const auto zps = p.zero_points();
   auto fill = [&](std::uint32_t* words) {
@@ -131,13 +132,23 @@ DeviceBuffer& stage_pairs(Context& ctx, Commands& cmd, const QuantizationParams&
     same = cache[2 * i] == s && cache[2 * i + 1] == static_cast<std::uint32_t>(zps[i]);
   }
   if (same) return *device;
-  cache.resize(2 * count);
-  fill(cache.data());
+  // The device copy is about to change: until the submission succeeds nothing is cached.
+  cache.clear();
+  auto& pending = ctx.params_pending();
+  pending.resize(2 * count);
+  fill(pending.data());
   DeviceBuffer& upload = scratch(ctx, "params", bytes, MemoryKind::upload);
-  std::memcpy(upload.mapped(), cache.data(), bytes);
+  std::memcpy(upload.mapped(), pending.data(), bytes);
   cmd.copy(upload.handle(), 0, device->handle(), 0, bytes);
   cmd.barrier();
   return *device;
+}
+
+// After a successful submission: params copied by stage_pairs() are now in device memory.
+double commit_params(Context& ctx, double gpu_ns) {
+  if (!ctx.params_pending().empty()) ctx.params_cache().swap(ctx.params_pending());
+  ctx.params_pending().clear();
+  return gpu_ns;
 }
 
 struct QuantizePush {
@@ -196,8 +207,9 @@ double run_quantize(Context& ctx, const QuantizeDesc& desc, const void* x, void*
   const Pipeline& pipe = ctx.pipelines().get("quantize", 3, sizeof(QuantizePush));
   ctx.commands().begin();
   DeviceBuffer& pairs = stage_pairs(ctx, ctx.commands(), p);
-  return for_chunks(ctx, n, chunk_elements(caps, 4), [&](Commands& cmd, std::uint64_t base,
-                                                          std::uint64_t count) {
+  const double ns = for_chunks(ctx, n, chunk_elements(caps, 4), [&](Commands& cmd,
+                                                                     std::uint64_t base,
+                                                                     std::uint64_t count) {
     const Window wx = window(caps, *rx.buffer, rx.offset + base * 4, count * 4);
     const Window wq = window(caps, *rq.buffer, rq.offset + base, count);
     std::uint64_t first_pair = 0;
@@ -213,6 +225,7 @@ double run_quantize(Context& ctx, const QuantizeDesc& desc, const void* x, void*
     const BufferBinding b[] = {wx.binding, wq.binding, wp.binding};
     cmd.dispatch(pipe, b, &push, sizeof push, g.x, g.y);
   });
+  return commit_params(ctx, ns);
 }
 
 double run_dequantize(Context& ctx, const QuantizeDesc& desc, const void* q, float* x) {
@@ -227,8 +240,9 @@ double run_dequantize(Context& ctx, const QuantizeDesc& desc, const void* q, flo
   const Pipeline& pipe = ctx.pipelines().get("dequantize", 3, sizeof(DequantizePush));
   ctx.commands().begin();
   DeviceBuffer& pairs = stage_pairs(ctx, ctx.commands(), p);
-  return for_chunks(ctx, n, chunk_elements(caps, 4), [&](Commands& cmd, std::uint64_t base,
-                                                          std::uint64_t count) {
+  const double ns = for_chunks(ctx, n, chunk_elements(caps, 4), [&](Commands& cmd,
+                                                                     std::uint64_t base,
+                                                                     std::uint64_t count) {
     const Window wq = window(caps, *rq.buffer, rq.offset + base, count);
     const Window wx = window(caps, *rx.buffer, rx.offset + base * 4, count * 4);
     std::uint64_t first_pair = 0;
@@ -243,6 +257,7 @@ double run_dequantize(Context& ctx, const QuantizeDesc& desc, const void* q, flo
     const BufferBinding b[] = {wq.binding, wx.binding, wp.binding};
     cmd.dispatch(pipe, b, &push, sizeof push, g.x, g.y);
   });
+  return commit_params(ctx, ns);
 }
 
 double run_requantize(Context& ctx, const RequantizeDesc& desc, const std::int32_t* c, void* y) {
