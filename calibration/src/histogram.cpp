@@ -127,17 +127,15 @@ class BatchCounts {
       : bins_(bins), stride_(2 * static_cast<std::size_t>(bins) + 1), scratch_(4 * stride_, 0),
         sums_(2 * static_cast<std::size_t>(bins), 0.0) {}
 
-  // Counts x[0, n); with `prefetch`, each 4096-value piece asks for the next one first, so that
-  // memory works while the (compute-bound) counting runs.
+  // Counts x[0, n) in 4096-value pieces. With `ahead`, the piece at offset i first asks for
+  // ahead[i, i + 4096) (clipped to ahead_n values), so that memory streams the next data while
+  // the (compute-bound) counting runs.
   void count(const float* x, std::size_t n, float inv_width, bool all_finite,
-             bool prefetch = false) {
-    const std::size_t piece = prefetch ? kPiece : n;
+             const float* ahead = nullptr, std::size_t ahead_n = 0) {
     for (std::size_t at = 0; at < n;) {
-      const std::size_t m = std::min({n - at, kFlushEvery - pending_, piece});
-      if (prefetch) {
-        const std::size_t next = std::min(kPiece, n - at - m);
-        for (std::size_t i = 0; i < next; i += 16) __builtin_prefetch(x + at + m + i);
-      }
+      const std::size_t m = std::min({n - at, kFlushEvery - pending_, kPiece});
+      for (std::size_t i = at; i < std::min(at + m, ahead_n); i += 16)
+        __builtin_prefetch(ahead + i);
       kernels::bin_counts(x + at, m, inv_width, bins_, all_finite, scratch_.data());
       pending_ += m;
       at += m;
@@ -151,9 +149,12 @@ class BatchCounts {
     pending_ = 0;
   }
 
-  void add_to(double* counts) {
+  // Adds the counts so far to `counts`; with `and_reset`, starts over (the histogram is about
+  // to be re-binned, and what follows is counted at the new range).
+  void add_to(double* counts, bool and_reset = false) {
     flush();
     for (std::size_t i = 0; i < sums_.size(); ++i) counts[i] += sums_[i];
+    if (and_reset) std::fill(sums_.begin(), sums_.end(), 0.0);
   }
 
  private:
@@ -178,6 +179,12 @@ class BatchCounts {
 
 // Values scanned, then counted while still in L1 (steady state: one pass over memory).
 constexpr std::size_t kChunk = 4096;
+
+// The first batch's chunks (256 KiB): each is scanned, the range grown to it, then counted from
+// L2 while the next chunk is prefetched. Larger than kChunk so that data whose range keeps
+// widening (sorted or drifting values) re-bins at most once per 64 Ki values (|x| rising
+// through 64 MiB, 256 growths, measured as fast as the former two passes).
+constexpr std::size_t kFirstChunk = 65536;
 
 void merge(kernels::Extremes& into, const kernels::Extremes& e) {
   into.lo = std::min(into.lo, e.lo);
@@ -206,17 +213,41 @@ std::int64_t Histogram::add(std::span<const float> values) {
     total_ += static_cast<double>(n - static_cast<std::size_t>(seen.non_finite));
     return seen.non_finite;
   };
-  // The whole batch at the range it needs: a pass for the extremes, a pass to count. The first
-  // batch always goes this way (there is no range yet), and so does a batch that turns out to
-  // widen the range (after the chunks counted so far are thrown away).
+  // The whole batch at the range it needs: a pass for the extremes, a pass to count. A later
+  // batch that turns out to widen the range goes this way (after the chunks counted so far are
+  // thrown away), as PyTorch counts each batch at its own final range.
   auto two_pass = [&](kernels::Extremes seen) {
     HistogramAccess::include(*this, seen.lo, seen.hi);
     batch.reset();
     if (seen.lo <= seen.hi)
-      batch.count(x, n, kernels::inverse_width(limit_, bins_), seen.non_finite == 0, true);
+      batch.count(x, n, kernels::inverse_width(limit_, bins_), seen.non_finite == 0, x + kChunk,
+                  n > kChunk ? n - kChunk : 0);
     return finish(seen);
   };
-  if (empty()) return two_pass(kernels::scan(x, n));
+  if (empty()) {
+    // The first batch in one pass over memory: there is no range to count against until a
+    // value was seen, so each 64 Ki-value chunk is scanned, the range grown to it (re-binning
+    // what the batch counted so far, exactly as a later batch re-bins the histogram), then
+    // counted while in cache. The result is the histogram of observing the chunks as separate
+    // batches (docs/CALIBRATION.md, "Histogram collection").
+    kernels::Extremes seen{kInf, -kInf, 0};
+    float inv = 0.0f;
+    for (std::size_t at = 0; at < n; at += kFirstChunk) {
+      const std::size_t m = std::min(kFirstChunk, n - at);
+      const kernels::Extremes e = kernels::scan(x + at, m);
+      merge(seen, e);
+      if (!(e.lo <= e.hi)) continue;  // nothing finite in this chunk
+      if (empty() || std::max(-e.lo, e.hi) > limit_) {
+        batch.add_to(counts_.data(), true);
+        HistogramAccess::include(*this, e.lo, e.hi);
+        inv = kernels::inverse_width(limit_, bins_);
+      }
+      const std::size_t next = n - at - m;
+      batch.count(x + at, m, inv, e.non_finite == 0, x + at + m, std::min(next, kFirstChunk));
+    }
+    HistogramAccess::include(*this, seen.lo, seen.hi);  // min / max within the range
+    return finish(seen);
+  }
 
   // Steady state: scan a chunk; while it fits the current range, count it at once.
   const float inv = kernels::inverse_width(limit_, bins_);

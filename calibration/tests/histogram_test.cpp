@@ -2,6 +2,7 @@
 // large-batch paths), re-binning on range growth by hand, no counts lost, and bad state.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -82,8 +83,9 @@ TEST(Histogram, RandomBatchesMatchNaiveBinningAndKeepTotals) {
   auto gen = test::rng(11);
   std::normal_distribution<float> value(0.0f, 1.0f);
   std::uniform_real_distribution<float> u(0.0f, 1.0f);
-  // Both paths: small batches count into doubles, large ones through 32-bit counters.
-  for (std::size_t n : {1u, 13u, 1000u, 16383u, 16384u, 70001u}) {
+  // Both paths: small batches count into doubles, large ones through 16-bit counters (up to
+  // one 65536-value chunk of a first batch, which is then counted at the batch's own range).
+  for (std::size_t n : {1u, 13u, 1000u, 16383u, 16384u, 65535u, 65536u}) {
     SCOPED_TRACE(n);
     Histogram h(2048);
     std::vector<float> x(n);
@@ -110,6 +112,69 @@ TEST(Histogram, RandomBatchesMatchNaiveBinningAndKeepTotals) {
     count += 500;
     EXPECT_NEAR(h.total(), count, 1e-9 * count);
     for (double c : h.positive()) ASSERT_GE(c, 0.0);
+  }
+}
+
+// A first batch larger than one 65536-value chunk is read once: each chunk grows the range and
+// is counted at it, so the result is that of observing the chunks as separate batches (equal up
+// to the rounding of adding re-binned fractions in another order). Spreads that widen from
+// chunk to chunk force a re-binning in the middle of the batch; a leading chunk of zeros (limit
+// 0) or of non-finite values only, and NaN / inf inside a chunk, go through the same path.
+TEST(Histogram, FirstBatchEqualsItsChunksObservedAsBatches) {
+  SCOPED_TRACE(test::seed_text());
+  auto gen = test::rng(13);
+  std::normal_distribution<float> value(0.0f, 1.0f);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  constexpr std::size_t kChunk = 65536;
+  enum class Lead { none, zeros, non_finite };
+  for (const Lead lead : {Lead::none, Lead::zeros, Lead::non_finite})
+  for (const bool widening : {false, true})
+  for (const std::size_t n : {kChunk + 1, 3 * kChunk + 4321, 5 * kChunk}) {
+    SCOPED_TRACE("n " + std::to_string(n) + (widening ? " widening" : "") +
+                 (lead == Lead::zeros ? " zeros first" : lead == Lead::non_finite ? " NaN first" : ""));
+    std::vector<float> x(n);
+    std::int64_t bad = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t chunk = i / kChunk;
+      const float spread = widening ? 1.0f + 0.5f * static_cast<float>(chunk) : 1.0f;
+      const float r = u(gen);
+      float v = r < 0.0005f ? kNaN : r < 0.001f ? kInf : spread * value(gen);
+      if (chunk == 0 && lead == Lead::zeros) v = 0.0f;
+      if (chunk == 0 && lead == Lead::non_finite) v = r < 0.5f ? kNaN : -kInf;
+      x[i] = v;
+      bad += std::isfinite(v) ? 0 : 1;
+    }
+    Histogram whole(2048), chunks(2048);
+    EXPECT_EQ(whole.add(x), bad);
+    std::int64_t chunk_bad = 0;
+    for (std::size_t at = 0; at < n; at += kChunk)
+      chunk_bad += chunks.add(std::span(x).subspan(at, std::min(kChunk, n - at)));
+    EXPECT_EQ(chunk_bad, bad);
+    EXPECT_EQ(whole.limit(), chunks.limit());
+    EXPECT_EQ(whole.min(), chunks.min());
+    EXPECT_EQ(whole.max(), chunks.max());
+    EXPECT_EQ(whole.total(), static_cast<double>(static_cast<std::int64_t>(n) - bad));
+    EXPECT_NEAR(whole.total(), chunks.total(), 1e-9 * whole.total());
+    double max_diff = 0.0;
+    for (std::size_t j = 0; j < 2048; ++j) {
+      max_diff = std::max(max_diff, std::fabs(whole.positive()[j] - chunks.positive()[j]));
+      max_diff = std::max(max_diff, std::fabs(whole.negative()[j] - chunks.negative()[j]));
+      ASSERT_GE(whole.positive()[j], 0.0);
+      ASSERT_GE(whole.negative()[j], 0.0);
+    }
+    EXPECT_LT(max_diff, 1e-7) << "largest bin difference";
+    if (!widening && lead == Lead::none) {
+      // No chunk widened after the first, or did so at most a few times; either way the counts
+      // are whole numbers exactly when no re-binning happened. Check the naive binning then.
+      std::vector<double> neg(2048, 0.0), pos(2048, 0.0);
+      naive_add(neg, pos, x, whole.limit());
+      const bool rebinned = std::any_of(whole.positive().begin(), whole.positive().end(),
+                                        [](double c) { return c != std::floor(c); });
+      if (!rebinned) {
+        EXPECT_EQ(vec(whole.negative()), neg);
+        EXPECT_EQ(vec(whole.positive()), pos);
+      }
+    }
   }
 }
 
