@@ -7,6 +7,7 @@
 #include "qforge/reference.h"
 #include "rounding.h"
 #include "threads.h"
+#include "vector_loops.h"
 
 namespace qforge::onednn {
 namespace {
@@ -131,12 +132,12 @@ void requant_epilogue(const std::int32_t* c, const MatmulDesc& d, void* y, int t
           codes[static_cast<std::size_t>(j)] = saturate64(
               static_cast<std::int64_t>(reference::multiply_by_quantized_multiplier(cr[j], fm[static_cast<std::size_t>(j)])) + zy,
               qmin, qmax);
+        for (std::int64_t j = 0; j < n; ++j) store_code(out, y, r * n + j, codes[static_cast<std::size_t>(j)]);
+      } else if (out == DType::int8) {
+        requantize_s8(cr, mult.data(), static_cast<std::int8_t*>(y) + r * n, n, zy, qmin, qmax);
       } else {
-        const float* m = mult.data();
-        std::int32_t* q = codes.data();
-        for (std::int64_t j = 0; j < n; ++j) q[j] = requantize_float(cr[j], m[j], zy, qmin, qmax);
+        requantize_u8(cr, mult.data(), static_cast<std::uint8_t*>(y) + r * n, n, zy, qmin, qmax);
       }
-      for (std::int64_t j = 0; j < n; ++j) store_code(out, y, r * n + j, codes[static_cast<std::size_t>(j)]);
     }
   });
 }
@@ -169,13 +170,11 @@ void requantize_loop(const RequantizeDesc& d, const std::int32_t* c, void* y, in
                                 tr.qmin, tr.qmax));
       } else {
         const float m = d.multipliers[ch];
-        if (d.out_dtype == DType::int8) {
-          auto* q = static_cast<std::int8_t*>(y);
-          for (; i < run_end; ++i) q[i] = static_cast<std::int8_t>(requantize_float(c[i], m, z, tr.qmin, tr.qmax));
-        } else {
-          auto* q = static_cast<std::uint8_t*>(y);
-          for (; i < run_end; ++i) q[i] = static_cast<std::uint8_t>(requantize_float(c[i], m, z, tr.qmin, tr.qmax));
-        }
+        if (d.out_dtype == DType::int8)
+          requantize_s8(c + i, m, static_cast<std::int8_t*>(y) + i, run_end - i, z, tr.qmin, tr.qmax);
+        else
+          requantize_u8(c + i, m, static_cast<std::uint8_t*>(y) + i, run_end - i, z, tr.qmin, tr.qmax);
+        i = run_end;
       }
     }
   });

@@ -24,13 +24,18 @@ CachedMatmul create(const dnnl::engine& engine, const MatmulKey& key) {
   dnnl::primitive_attr attr;
   if (key.src_zero_point) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
   if (key.weights_zero_point) attr.set_zero_points(DNNL_ARG_WEIGHTS, 0, {DNNL_RUNTIME_S32_VAL});
-  if (key.scale_mask >= 0) attr.set_output_scales(key.scale_mask, {DNNL_RUNTIME_F32_VAL});
-  // The bias is a binary-add post-op, not the matmul's bias argument: oneDNN 2.x adds an int8
-  // matmul's bias before the output scales (dst = scale * (acc + bias), measured), and
-  // matmul_dequant means float(C) * scale + bias. Post-ops run after the scales.
-  if (key.bias) {
+  if (key.kind == MatmulKind::int8_f32) {
+    // ((float(C) * sa) * sb) + bias in this order: oneDNN applies the output scale to the
+    // converted int32 sum, then the post-ops one by one (separate vector multiply and add, no
+    // FMA), which reproduces reference::matmul_dequant bit for bit (tests/onednn checks it).
+    // The bias is not the matmul's bias argument because oneDNN 2.x adds an int8 matmul's bias
+    // before the output scales (dst = scale * (acc + bias), measured).
+    attr.set_output_scales(0, {DNNL_RUNTIME_F32_VAL});
     dnnl::post_ops ops;
-    ops.append_binary(dnnl::algorithm::binary_add, dnnl::memory::desc({1, key.n}, dt::f32, tag::ab));
+    ops.append_binary(dnnl::algorithm::binary_mul,
+                      dnnl::memory::desc({1, key.sb_per_column ? key.n : 1}, dt::f32, tag::ab));
+    if (key.bias)
+      ops.append_binary(dnnl::algorithm::binary_add, dnnl::memory::desc({1, key.n}, dt::f32, tag::ab));
     attr.set_post_ops(ops);
   }
   const dnnl::matmul::desc desc(src, weights, dst);
@@ -50,7 +55,7 @@ std::size_t MatmulKeyHash::operator()(const MatmulKey& k) const noexcept {
   mix((static_cast<std::uint64_t>(k.kind) << 0) | (static_cast<std::uint64_t>(k.a_unsigned) << 4) |
       (static_cast<std::uint64_t>(k.weights) << 5) | (static_cast<std::uint64_t>(k.src_zero_point) << 8) |
       (static_cast<std::uint64_t>(k.weights_zero_point) << 9) | (static_cast<std::uint64_t>(k.bias) << 10) |
-      (static_cast<std::uint64_t>(k.scale_mask + 1) << 12));
+      (static_cast<std::uint64_t>(k.sb_per_column) << 12));
   mix(static_cast<std::uint64_t>(k.threads));
   return h;
 }
@@ -107,14 +112,16 @@ void MatmulEngine::run(const MatmulKey& key, const CachedMatmul& prim, const Mat
       m.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, dnnl::memory(one_s32, engine_, &src_zp));
     if (key.weights_zero_point)
       m.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_WEIGHTS, dnnl::memory(one_s32, engine_, &wei_zp));
-    if (key.scale_mask >= 0) {
-      const dnnl::memory::dim count = key.scale_mask == 0 ? 1 : key.n;
+    if (key.kind == MatmulKind::int8_f32) {
       m.emplace(DNNL_ARG_ATTR_OUTPUT_SCALES,
-                dnnl::memory({{count}, dt::f32, tag::x}, engine_, const_cast<float*>(args.scales)));
-    }
-    if (key.bias)
+                dnnl::memory({{1}, dt::f32, tag::x}, engine_, const_cast<float*>(args.sa)));
       m.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
-                dnnl::memory({{1, key.n}, dt::f32, tag::ab}, engine_, const_cast<float*>(args.bias)));
+                dnnl::memory({{1, key.sb_per_column ? key.n : 1}, dt::f32, tag::ab}, engine_,
+                             const_cast<float*>(args.sb)));
+      if (key.bias)
+        m.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1,
+                  dnnl::memory({{1, key.n}, dt::f32, tag::ab}, engine_, const_cast<float*>(args.bias)));
+    }
     prim.primitive.execute(stream_, m);
     stream_.wait();
   } catch (const dnnl::error& e) {
@@ -133,7 +140,7 @@ std::string describe(const MatmulKey& k) {
   s += k.weights == WeightsFormat::any ? " weights=any" : k.weights == WeightsFormat::nk ? " weights=nk" : " weights=kn";
   if (k.src_zero_point) s += " src_zp";
   if (k.weights_zero_point) s += " wei_zp";
-  if (k.scale_mask >= 0) s += " scales(mask " + std::to_string(k.scale_mask) + ")";
+  if (k.kind == MatmulKind::int8_f32) s += k.sb_per_column ? " sb(per column)" : " sb(per tensor)";
   if (k.bias) s += " bias";
   s += " threads=" + std::to_string(k.threads);
   return s;

@@ -35,8 +35,11 @@ struct MatmulKey {
   WeightsFormat weights = WeightsFormat::kn;
   bool src_zero_point = false;      // runtime per-tensor source zero point
   bool weights_zero_point = false;  // runtime per-tensor weights zero point
-  int scale_mask = -1;              // int8_f32: 0 per tensor, 1 << 1 per column
-  bool bias = false;                // int8_f32: f32 bias [1, N], a binary-add post-op
+  // int8_f32 only: y = ((float(C) * sa) * sb) + bias, the reference's order, as a runtime
+  // output scale sa (mask 0), a binary-mul post-op by sb ([1, 1] or [1, N]) and a binary-add
+  // post-op of the bias [1, N].
+  bool sb_per_column = false;
+  bool bias = false;
   int threads = 1;
   friend bool operator==(const MatmulKey&, const MatmulKey&) = default;
 };
@@ -58,8 +61,9 @@ struct MatmulArgs {
   void* dst = nullptr;
   std::int32_t src_zero_point = 0;
   std::int32_t weights_zero_point = 0;
-  const float* scales = nullptr;  // 1 or N values (scale_mask)
-  const float* bias = nullptr;
+  const float* sa = nullptr;      // int8_f32: the output scale (1 value)
+  const float* sb = nullptr;      // int8_f32: 1 or N values
+  const float* bias = nullptr;    // int8_f32 with bias: N values
 };
 
 class MatmulEngine {
@@ -93,7 +97,7 @@ class MatmulEngine {
   std::uint64_t misses_ = 0;
 };
 
-// "m=.. n=.. k=.. u8s8->s32 weights=any zp(src,wei) scales(mask 2) bias threads=4"
+// "m=.. n=.. k=.. u8s8->f32 weights=any src_zp wei_zp sb(per column) bias threads=4"
 std::string describe(const MatmulKey& key);
 
 }  // namespace qforge::onednn

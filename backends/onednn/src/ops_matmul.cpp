@@ -96,15 +96,12 @@ void OnednnOps::fused_dequant(const MatmulDesc& d, const void* a, const Weights&
   key.weights = w.packed ? WeightsFormat::any : plain_format(d);
   key.src_zero_point = plan.za.whole != 0;
   key.weights_zero_point = plan.zb.whole != 0;
-  key.scale_mask = d.b.count() == 1 ? 0 : 1 << 1;
+  key.sb_per_column = d.b.count() != 1;
   key.bias = d.has_bias;
   key.threads = threads.threads();
   const CachedMatmul& prim = engine_.primitive(key);
 
-  // oneDNN computes float(C) * scale[n] + bias[n] with scale = sa * sb[n].
-  const float sa = d.a.scale(0);
-  std::vector<float> scales(d.b.count());
-  for (std::size_t j = 0; j < scales.size(); ++j) scales[j] = sa * d.b.scale(j);
+  const float sa = d.a.scale(0);  // uniform (fused_dequant_possible)
 
   MatmulKey plain_key = key;
   plain_key.weights = plain_format(d);
@@ -118,7 +115,8 @@ void OnednnOps::fused_dequant(const MatmulDesc& d, const void* a, const Weights&
   args.dst = y;
   args.src_zero_point = plan.za.whole;
   args.weights_zero_point = plan.zb.whole;
-  args.scales = scales.data();
+  args.sa = &sa;
+  args.sb = d.b.scales().data();
   args.bias = bias;
   engine_.run(key, prim, args);
   last_kernel_ = kernel + " [" + prim.impl + "]";

@@ -12,6 +12,7 @@
 #include "qforge/reference.h"
 #include "rounding.h"
 #include "threads.h"
+#include "vector_loops.h"
 
 namespace qforge::onednn {
 namespace {
@@ -62,12 +63,6 @@ class ParamRuns {
 };
 
 template <class T>
-void quantize_run(const float* x, T* q, std::int64_t n, float s, std::int32_t z,
-                  std::int32_t qmin, std::int32_t qmax) {
-  for (std::int64_t i = 0; i < n; ++i) q[i] = static_cast<T>(quantize_linear(x[i], s, z, qmin, qmax));
-}
-
-template <class T>
 void dequantize_run(const T* q, float* x, std::int64_t n, float s, std::int32_t z) {
   for (std::int64_t i = 0; i < n; ++i) x[i] = dequantize_linear(static_cast<std::int32_t>(q[i]), s, z);
 }
@@ -114,12 +109,12 @@ void quantize_range(const QuantizeDesc& d, const ParamRuns& runs, const void* x,
     const float s = p.scale(pi);
     const std::int32_t z = p.zero_point(pi);
     if (f32 && !log && t == DType::int8) {
-      quantize_run(static_cast<const float*>(x) + i, static_cast<std::int8_t*>(q) + i, run_end - i, s, z, p.qmin(), p.qmax());
+      quantize_f32_s8(static_cast<const float*>(x) + i, static_cast<std::int8_t*>(q) + i, run_end - i, s, z, p.qmin(), p.qmax());
       i = run_end;
       continue;
     }
     if (f32 && !log && t == DType::uint8) {
-      quantize_run(static_cast<const float*>(x) + i, static_cast<std::uint8_t*>(q) + i, run_end - i, s, z, p.qmin(), p.qmax());
+      quantize_f32_u8(static_cast<const float*>(x) + i, static_cast<std::uint8_t*>(q) + i, run_end - i, s, z, p.qmin(), p.qmax());
       i = run_end;
       continue;
     }
@@ -165,8 +160,8 @@ void dequantize_range(const QuantizeDesc& d, const ParamRuns& runs, const void* 
         x[j] = reference::dequantize_log_value(load_element(t, q, static_cast<std::size_t>(j)), s);
     } else {
       switch (t) {
-        case DType::int8: dequantize_run(static_cast<const std::int8_t*>(q) + i, x + i, len, s, z); break;
-        case DType::uint8: dequantize_run(static_cast<const std::uint8_t*>(q) + i, x + i, len, s, z); break;
+        case DType::int8: dequantize_s8_f32(static_cast<const std::int8_t*>(q) + i, x + i, len, s, z); break;
+        case DType::uint8: dequantize_u8_f32(static_cast<const std::uint8_t*>(q) + i, x + i, len, s, z); break;
         case DType::int16: dequantize_run(static_cast<const std::int16_t*>(q) + i, x + i, len, s, z); break;
         case DType::uint16: dequantize_run(static_cast<const std::uint16_t*>(q) + i, x + i, len, s, z); break;
         default:
@@ -266,7 +261,7 @@ QuantizationParams dynamic_quantize_loop(const DynamicQuantizeDesc& d, const flo
   const float scale = p.scale();
   const std::int32_t z = p.zero_point();
   parallel_ranges(n, 64, threads, kMinPerThread, [&](std::int64_t b, std::int64_t e) {
-    quantize_run(x + b, y + b, e - b, scale, z, 0, 255);
+    quantize_f32_u8(x + b, y + b, e - b, scale, z, 0, 255);
   });
   return p;
 }
@@ -283,7 +278,7 @@ float absmax_finite(const float* x, std::int64_t n, int threads, const char* op,
 void quantize_int8(const float* x, std::int8_t* q, std::int64_t n, float s, std::int32_t qmin,
                    std::int32_t qmax, int threads) {
   parallel_ranges(n, 64, threads, kMinPerThread, [&](std::int64_t b, std::int64_t e) {
-    quantize_run(x + b, q + b, e - b, s, 0, qmin, qmax);
+    quantize_f32_s8(x + b, q + b, e - b, s, 0, qmin, qmax);
   });
 }
 

@@ -16,12 +16,12 @@ namespace qforge::onednn {
 // requantization product float(c) * m) the reference rounds.
 inline std::int32_t round_add_saturate(float v, std::int32_t z, std::int32_t qmin,
                                        std::int32_t qmax) noexcept {
-  // Clamping v to one step beyond the codes that can land inside [qmin, qmax] changes no
-  // result (rne is monotonic, so everything beyond still saturates) and keeps the int32
-  // conversion below in range for +/-inf and huge quotients. Both bounds are small integers
-  // (|.| <= 65537), exact in float32.
-  const float lo = static_cast<float>(qmin - z - 1);
-  const float hi = static_cast<float>(qmax - z + 1);
+  // Clamping v to [qmin - z, qmax - z] first changes no result: rne is monotonic and those
+  // bounds are integers, so a v beyond one rounds to a value that saturates to the same code.
+  // It keeps +/-inf and huge quotients inside int32 and makes the integer clamp unnecessary.
+  // Both bounds are small integers (|.| <= 65535), exact in float32.
+  const float lo = static_cast<float>(qmin - z);
+  const float hi = static_cast<float>(qmax - z);
   const bool nan = v != v;
   v = v < lo ? lo : v;
   v = v > hi ? hi : v;
@@ -29,12 +29,11 @@ inline std::int32_t round_add_saturate(float v, std::int32_t z, std::int32_t qmi
   const std::int32_t t = static_cast<std::int32_t>(v);  // toward zero
   const float f = v - static_cast<float>(t);             // exact: |v| < 2^17
   const std::int32_t odd = t & 1;
-  std::int32_t r = t + static_cast<std::int32_t>(f > 0.5f) - static_cast<std::int32_t>(f < -0.5f);
-  r += (f == 0.5f ? odd : 0) - (f == -0.5f ? odd : 0);  // ties go to the even neighbour
-  r += z;
-  r = r < qmin ? qmin : r;
-  r = r > qmax ? qmax : r;
-  return r;
+  // Up when the fraction is above one half, or exactly one half and t is odd (ties to even);
+  // the mirror image below zero.
+  const std::int32_t up = static_cast<std::int32_t>(f > 0.5f) | (static_cast<std::int32_t>(f == 0.5f) & odd);
+  const std::int32_t down = static_cast<std::int32_t>(f < -0.5f) | (static_cast<std::int32_t>(f == -0.5f) & odd);
+  return t + up - down + z;
 }
 
 // reference::quantize_value for every linear mapping (not binary, which the caller handles).

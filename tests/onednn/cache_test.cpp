@@ -1,0 +1,107 @@
+// Primitive reuse: a dnnl::matmul is made once per (shape, dtypes, attributes, threads) and
+// reused whatever the data, zero points and scales of later calls; packed weights are reordered
+// once and serve every M. Read through devices()[0].properties["matmul_primitives"]
+// ("entries=E hits=H misses=M"), which the plugin reports for exactly this purpose.
+#include <gtest/gtest.h>
+
+#include "matmul_check.h"
+
+namespace qforge::onednn_test {
+namespace {
+
+std::map<std::string, std::uint64_t> stats(const QuantizationOps& ops) {
+  return counters(device_property(ops, "matmul_primitives"));
+}
+
+#define SKIP_UNLESS_MATMULS(ops)                                                            \
+  do {                                                                                      \
+    const std::string why = device_property(ops, "int8_matmul");                            \
+    if (why.rfind("exact", 0) != 0) GTEST_SKIP() << "onednn refuses int8 matmul here: " << why; \
+  } while (0)
+
+MatmulDesc desc_with(Rng& rng, std::int64_t m, std::int32_t za, std::int32_t zb) {
+  return matmul_desc(m, 48, 200, QuantizationParams::per_tensor_affine(DType::uint8, random_scale(rng), za),
+                     QuantizationParams::per_tensor_affine(DType::int8, random_scale(rng), zb), MatrixLayout::nk);
+}
+
+TEST(PrimitiveCache, SameShapeReusesThePrimitive) {
+  ONEDNN_OR_SKIP(ops);
+  SKIP_UNLESS_MATMULS(ops);
+  Rng rng = test_rng();
+  ops.set_kernel({"dnnl_matmul_u8s8_s32"});
+  ASSERT_EQ(expect_exact(ops, random_run(rng, OpKind::matmul_integer, desc_with(rng, 7, 3, 5))), 2);
+  const auto first = stats(ops);
+  ASSERT_GE(first.at("entries"), 1u);
+  // New data, new (non-zero) zero points and scales: runtime arguments, same primitives.
+  for (int i = 0; i < 3; ++i) {
+    ops.set_kernel({"dnnl_matmul_u8s8_s32"});
+    const std::int32_t za = 1 + static_cast<std::int32_t>(rng() % 254), zb = 1 + static_cast<std::int32_t>(rng() % 100);
+    expect_exact(ops, random_run(rng, OpKind::matmul_integer, desc_with(rng, 7, za, zb)));
+  }
+  const auto later = stats(ops);
+  EXPECT_EQ(later.at("entries"), first.at("entries"));
+  EXPECT_EQ(later.at("misses"), first.at("misses"));
+  EXPECT_GE(later.at("hits"), first.at("hits") + 6);  // 3 rounds x (direct, packed)
+
+  // Another M is another primitive.
+  ops.set_kernel({"dnnl_matmul_u8s8_s32"});
+  ops.matmul_integer(desc_with(rng, 9, 3, 5), std::vector<std::uint8_t>(9 * 200).data(),
+                     std::vector<std::uint8_t>(48 * 200).data(), std::vector<std::int32_t>(9 * 48).data());
+  EXPECT_EQ(stats(ops).at("entries"), later.at("entries") + 1);
+  ops.set_kernel({});
+}
+
+TEST(PrimitiveCache, LastKernelNamesOneDnnsImplementation) {
+  ONEDNN_OR_SKIP(ops);
+  SKIP_UNLESS_MATMULS(ops);
+  Rng rng = test_rng();
+  const MatmulRun run = random_run(rng, OpKind::matmul_integer, desc_with(rng, 4, 3, 0));
+  std::vector<std::int32_t> c(4 * 48);
+  ops.matmul_integer(run.desc, run.a.data(), run.b.data(), c.data());
+  const std::string k = ops.last_kernel();
+  EXPECT_EQ(k.rfind("dnnl_matmul_u8s8_s32 [", 0), 0u) << k;
+  EXPECT_NE(k.find(':'), std::string::npos) << "expected oneDNN's impl name such as brg:avx512_core_vnni: " << k;
+}
+
+TEST(PackedWeights, ReorderedOnceServeEveryM) {
+  ONEDNN_OR_SKIP(ops);
+  SKIP_UNLESS_MATMULS(ops);
+  Rng rng = test_rng();
+  MatmulDesc d = desc_with(rng, 16, 131, 0);
+  d.n = 256;
+  d.k = 512;
+  d.b = QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0, std::vector<float>(256, 0.01f));
+  d.has_bias = true;
+  const auto b = random_codes(rng, DType::int8, d.n * d.k);
+  ops.set_kernel({"dnnl_matmul_u8s8_s32"});
+  const auto w = ops.pack_weights(d, b.data());
+  const std::size_t bytes = w->bytes();
+  EXPECT_GT(bytes, static_cast<std::size_t>(d.n * d.k));  // the plain copy and oneDNN's format
+  for (const std::int64_t m : {1, 16, 128, 3}) {
+    SCOPED_TRACE("m = " + std::to_string(m));
+    MatmulRun run = random_run(rng, OpKind::matmul_dequant, d);
+    run.desc.m = m;
+    run.a = random_codes(rng, DType::uint8, m * d.k);
+    run.b = b;
+    const auto want = reference_output(run);
+    std::vector<std::uint8_t> got(want.size(), 0xCD);
+    ops.matmul_dequant_packed(run.desc, run.a.data(), *w, run.bias.data(), got.data());
+    EXPECT_TRUE(same_bytes(got.data(), want.data(), want.size(), 4)) << ops.last_kernel();
+    EXPECT_EQ(w->bytes(), bytes) << "the int32 kernel asked for a new weights format at this M";
+  }
+  ops.set_kernel({});
+}
+
+TEST(PrimitiveCache, ReorderDequantizeIsCachedToo) {
+  ONEDNN_OR_SKIP(ops);
+  Rng rng = test_rng();
+  const QuantizeDesc d{{64, 33}, QuantizationParams::per_tensor_affine(DType::uint8, 0.1f, 7), FloatType::f32};
+  ASSERT_EQ(ops.supports({OpKind::dequantize, d}).kernels.front(), "dnnl_reorder_dequantize");
+  const auto q = random_codes(rng, DType::uint8, 64 * 33);
+  std::vector<float> x(64 * 33);
+  for (int i = 0; i < 3; ++i) ops.dequantize(d, q.data(), x.data());
+  EXPECT_EQ(device_property(ops, "reorder_primitives"), "1");
+}
+
+}  // namespace
+}  // namespace qforge::onednn_test
