@@ -25,13 +25,15 @@ CachedMatmul create(const dnnl::engine& engine, const MatmulKey& key) {
   if (key.src_zero_point) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
   if (key.weights_zero_point) attr.set_zero_points(DNNL_ARG_WEIGHTS, 0, {DNNL_RUNTIME_S32_VAL});
   if (key.kind == MatmulKind::int8_f32) {
-    // ((float(C) * sa) * sb) + bias in this order: oneDNN applies the output scale to the
-    // converted int32 sum, then the post-ops one by one (separate vector multiply and add, no
-    // FMA), which reproduces reference::matmul_dequant bit for bit (tests/onednn checks it).
-    // The bias is not the matmul's bias argument because oneDNN 2.x adds an int8 matmul's bias
-    // before the output scales (dst = scale * (acc + bias), measured).
-    attr.set_output_scales(0, {DNNL_RUNTIME_F32_VAL});
+    // ((float(C) * sa) * sb) + bias in this order, as three binary post-ops (multiply by sa
+    // [1, 1], multiply by sb [1, 1] or [1, N], add the bias [1, N]) on the converted int32 sum:
+    // oneDNN applies them one by one (separate vector multiplies and add, no FMA), which
+    // reproduces reference::matmul_dequant bit for bit (tests/onednn checks it). Not output
+    // scales: runtime output scales send oneDNN 2.6 from its brgemm/AMX kernels to gemm:jit
+    // (measured 5-7x slower), and its matmul bias argument is added before the output scales
+    // for int8 (dst = scale * (acc + bias), measured).
     dnnl::post_ops ops;
+    ops.append_binary(dnnl::algorithm::binary_mul, dnnl::memory::desc({1, 1}, dt::f32, tag::ab));
     ops.append_binary(dnnl::algorithm::binary_mul,
                       dnnl::memory::desc({1, key.sb_per_column ? key.n : 1}, dt::f32, tag::ab));
     if (key.bias)
@@ -113,13 +115,13 @@ void MatmulEngine::run(const MatmulKey& key, const CachedMatmul& prim, const Mat
     if (key.weights_zero_point)
       m.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_WEIGHTS, dnnl::memory(one_s32, engine_, &wei_zp));
     if (key.kind == MatmulKind::int8_f32) {
-      m.emplace(DNNL_ARG_ATTR_OUTPUT_SCALES,
-                dnnl::memory({{1}, dt::f32, tag::x}, engine_, const_cast<float*>(args.sa)));
       m.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                dnnl::memory({{1, 1}, dt::f32, tag::ab}, engine_, const_cast<float*>(args.sa)));
+      m.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1,
                 dnnl::memory({{1, key.sb_per_column ? key.n : 1}, dt::f32, tag::ab}, engine_,
                              const_cast<float*>(args.sb)));
       if (key.bias)
-        m.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1,
+        m.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(2) | DNNL_ARG_SRC_1,
                   dnnl::memory({{1, key.n}, dt::f32, tag::ab}, engine_, const_cast<float*>(args.bias)));
     }
     prim.primitive.execute(stream_, m);

@@ -1,10 +1,11 @@
 // dnnl::matmul primitives, created once per (shape, dtypes, attributes, threads) and reused.
 //
 // Creating a primitive costs far more than a small matmul (JIT code generation), so the plugin
-// keeps every primitive it made in an unordered_map keyed by MatmulKey. Zero points and output
-// scales are runtime arguments (DNNL_RUNTIME_*_VAL), so their values are not part of the key:
-// a new batch of activations with new scales reuses the primitive. The thread count is, because
-// an OpenMP-runtime primitive fixes its work split when it is created (threads.h).
+// keeps every primitive it made in an unordered_map keyed by MatmulKey. Zero points are runtime
+// arguments (DNNL_RUNTIME_S32_VAL) and scales and bias are operands of binary post-ops, so
+// their values are not part of the key: a new batch of activations with new scales and zero
+// points reuses the primitive. The thread count is, because an OpenMP-runtime primitive fixes
+// its work split when it is created (threads.h).
 #pragma once
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -24,7 +25,7 @@ enum class WeightsFormat : std::uint8_t {
 
 enum class MatmulKind : std::uint8_t {
   int8_s32,  // u8/s8 x s8 -> s32, no scales, no bias
-  int8_f32,  // u8/s8 x s8 -> f32 with runtime output scales and optional bias
+  int8_f32,  // u8/s8 x s8 -> f32 with scales and bias as post-ops
   f32,       // f32 x f32 -> f32
 };
 
@@ -35,9 +36,8 @@ struct MatmulKey {
   WeightsFormat weights = WeightsFormat::kn;
   bool src_zero_point = false;      // runtime per-tensor source zero point
   bool weights_zero_point = false;  // runtime per-tensor weights zero point
-  // int8_f32 only: y = ((float(C) * sa) * sb) + bias, the reference's order, as a runtime
-  // output scale sa (mask 0), a binary-mul post-op by sb ([1, 1] or [1, N]) and a binary-add
-  // post-op of the bias [1, N].
+  // int8_f32 only: y = ((float(C) * sa) * sb) + bias, the reference's order, as binary
+  // post-ops: multiply by sa [1, 1], by sb ([1, 1] or [1, N]), add the bias [1, N].
   bool sb_per_column = false;
   bool bias = false;
   int threads = 1;
