@@ -190,25 +190,34 @@ std::shared_ptr<PackedWeights> OnednnOps::pack_weights(const MatmulDesc& desc, c
   std::vector<std::int64_t> sums = column_sums(b8.data(), desc.b_layout, desc.n, desc.k);
   auto packed = std::make_shared<OnednnPackedWeights>(desc, std::move(b8), std::move(sums));
 
-  // Reorder now into the format the int32 kernel takes for this M (the same for every M, see
-  // packed_weights.h), so the first matmul does not pay for it.
+  // Reorder now into the formats the int32 and (where it applies) the fused kernel take for this
+  // M, so that the first matmul does not pay for it. Usually one format serves both and every M
+  // (packed_weights.h); another one is made on first use.
   if (desc.n > 0 && desc.k > 0) {
     const ThreadScope scope(threads_);
     MatmulKey key;
     key.m = std::max<std::int64_t>(desc.m, 1);
     key.n = desc.n;
     key.k = desc.k;
-    key.kind = MatmulKind::int8_s32;
     key.a_unsigned = plan.a_unsigned;
     key.weights = WeightsFormat::any;
     key.src_zero_point = plan.za.whole != 0;
     key.weights_zero_point = plan.zb.whole != 0;
     key.threads = scope.threads();
-    const CachedMatmul& prim = engine_.primitive(key);
     MatmulKey plain_key = key;
     plain_key.weights = plain_format(desc);
     const dnnl::memory plain = engine_.wrap_weights(plain_key, packed->plain());
-    packed->formatted(prim.pd.weights_desc(), plain, engine_.engine(), engine_.stream());
+    std::vector<MatmulKey> keys{key};
+    if (fused_dequant_possible(desc)) {
+      key.kind = MatmulKind::int8_f32;
+      key.sb_per_column = desc.b.count() != 1;
+      key.bias = desc.has_bias;
+      keys.push_back(key);
+    }
+    for (const MatmulKey& k : keys) {
+      const CachedMatmul& prim = engine_.primitive(k);
+      packed->formatted(prim.pd.weights_desc(), plain, engine_.engine(), engine_.stream());
+    }
   }
   return packed;
 }
