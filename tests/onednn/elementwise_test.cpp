@@ -129,7 +129,7 @@ TEST(Elementwise, ReorderOnlyWhereExact) {
     return ops.supports({OpKind::dequantize, QuantizeDesc{s, p, FloatType::f32}}).kernels;
   };
   using V = std::vector<std::string>;
-  const V both = {"dnnl_reorder_dequantize", "loop_dequantize"}, loop = {"loop_dequantize"};
+  const V both = {"loop_dequantize", "dnnl_reorder_dequantize"}, loop = {"loop_dequantize"};
   EXPECT_EQ(kernels(QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 3), {10}), both);
   EXPECT_EQ(kernels(QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 1, {0.5f, 0.25f}), {3, 2}), both);
   // Zero points that differ per channel: oneDNN 2.6 cannot execute that reorder.

@@ -53,9 +53,12 @@ TEST(Identity, KernelChoice) {
   ops.quantize(qd, xf.data(), out.data());
   EXPECT_EQ(ops.last_kernel(), "loop_quantize");
   EXPECT_EQ(out, (std::vector<std::uint8_t>{1, 3, 5, 0}));
-  ops.set_kernel({});
+  ops.set_kernel({"dnnl_reorder_dequantize"});
   ops.dequantize(qd, out.data(), x.data());
   EXPECT_EQ(ops.last_kernel().rfind("dnnl_reorder_dequantize [", 0), 0u) << ops.last_kernel();
+  ops.set_kernel({});
+  ops.dequantize(qd, out.data(), x.data());
+  EXPECT_EQ(ops.last_kernel(), "loop_dequantize");
 }
 
 }  // namespace
