@@ -2,13 +2,18 @@
 // (docs/PERFORMANCE.md, section "cuda"). Ops run through the plugin loaded by the registry, as
 // users run them; the per-row absmax kernel, which has no op yet, is called directly.
 //
-//   qforge_bench_cuda [--quick]
+//   qforge_bench_cuda [--quick] [--only SECTION]...
+//
+// SECTION: anchors, gemm, dp4a, quantize, linear, variants (K rotation on/off for the large
+// tiles), profile (one call of each tensor-core kernel at 4096^3, for a profiler).
 //
 // Prints one table; every GEMM result is spot-checked against a host computation first, so a
 // wrong kernel shows as WRONG instead of as a fast one.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -132,9 +137,11 @@ void gemm_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_gbps) 
     d.has_bias = true;
     const Support sup = ops.supports({OpKind::matmul_dequant, d});
     std::vector<std::string> kernels = sup.kernels;
-    if (!s.all_kernels) kernels = {""};  // the backend's own choice
+    // Skinny shapes: the backend's own choice, and the mma.sync split-K kernel for comparison.
+    if (!s.all_kernels) kernels = {"", "s8_gemm_mma_m16n8k32_32x128_splitk"};
     for (const auto& kernel : kernels) {
       if (kernel.find("dp4a") != std::string::npos) continue;  // measured on its own below
+      if (s.all_kernels && kernel.find("32x128") != std::string::npos) continue;  // built for skinny M
       ops.set_kernel({kernel});
       auto run = [&] {
         ops.matmul_dequant(d, da.p(), db.p(), static_cast<const float*>(dsb.p()), dc.p());
@@ -151,9 +158,82 @@ void gemm_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_gbps) 
         // Weight streaming: B is read once per call.
         const double gbps = static_cast<double>(s.n * s.k) / (ms * 1e-3) / 1e9;
         add({"  weight stream (B bytes / time)", shape, ms, gbps, "GB/s", "x d2d copy", copy_gbps, "report", ok});
+        const float ten = time_ms([&] { for (int i = 0; i < 10; ++i) run(); }, 1, 5) / 10;
+        std::printf("    %s: per call %.4f ms, 10 back-to-back %.4f ms each\n", used.c_str(), ms, ten);
       }
     }
     ops.set_kernel({});
+    if (!s.all_kernels) {
+      // Inference keeps its weights packed: B converted once, its scales on the device.
+      const auto packed = ops.pack_weights(d, db.p());
+      auto run = [&] {
+        ops.matmul_dequant_packed(d, da.p(), *packed, static_cast<const float*>(dsb.p()), dc.p());
+      };
+      run();
+      const std::string used = ops.last_kernel();
+      const bool ok = spot_check(ops, dc, true, a, b, s.m, s.n, s.k, sa, sb, bias, rng);
+      const float ms = time_ms(run, 3, g_reps);
+      add({"dequant f32+bias packed " + used, shape, ms, ops_count / (ms * 1e-3) / 1e12, "TOPS", "x cuBLASLt",
+           lt_tops, ">= 1.0x", ok});
+      add({"  weight stream, packed", shape, ms, static_cast<double>(s.n * s.k) / (ms * 1e-3) / 1e9, "GB/s",
+           "x d2d copy", copy_gbps, "report", ok});
+    }
+  }
+}
+
+// One square GEMM through matmul_integer with a forced kernel; returns the median ms.
+float square_gemm_ms(QuantizationOps& ops, std::int64_t s, const std::string& kernel, int reps, bool batch_too,
+                     std::mt19937_64& rng, bool& ok) {
+  const auto a = random_s8(static_cast<std::size_t>(s * s), rng);
+  const auto b = random_s8(static_cast<std::size_t>(s * s), rng);
+  Dev da = upload(ops, a.data(), a.size()), db = upload(ops, b.data(), b.size());
+  Dev dc = upload(ops, nullptr, static_cast<std::size_t>(s * s) * 4);
+  MatmulDesc d{s, s, s, QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f),
+               QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f), MatrixLayout::nk};
+  ops.set_kernel({kernel});
+  auto run = [&] { ops.matmul_integer(d, da.p(), db.p(), static_cast<std::int32_t*>(dc.p())); };
+  run();
+  ok = spot_check(ops, dc, false, a, b, s, s, s, 1.0f, {}, {}, rng);
+  const float ms = reps > 0 ? time_ms(run, 2, reps) : 0.0f;
+  if (batch_too && reps > 0) {
+    // Ten calls between one pair of events: if this differs from the per-call median, the
+    // per-call figure carries host gaps.
+    const float ten = time_ms([&] { for (int i = 0; i < 10; ++i) run(); }, 1, 3);
+    std::printf("    %s %lld^3: per call %.4f ms, 10 back-to-back %.4f ms each\n", kernel.c_str(),
+                static_cast<long long>(s), ms, ten / 10);
+  }
+  ops.set_kernel({});
+  return ms;
+}
+
+void variants_section(QuantizationOps& ops, std::mt19937_64& rng) {
+  std::printf("\nvariants: K rotation (QFORGE_CUDA_GEMM_KROTATE) off / on, matmul_integer\n");
+  const Support sup = ops.supports({OpKind::matmul_integer,
+                                    MatmulDesc{4096, 4096, 4096, QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f),
+                                               QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f)}});
+  for (const std::int64_t s : {std::int64_t{4096}, std::int64_t{8192}})
+    for (const auto& kernel : sup.kernels) {
+      if (kernel.find("dp4a") != std::string::npos || kernel.find("32x128") != std::string::npos) continue;
+      for (const char* rot : {"0", "1"}) {
+        setenv("QFORGE_CUDA_GEMM_KROTATE", rot, 1);
+        bool ok = false;
+        const float ms = square_gemm_ms(ops, s, kernel, g_reps / 2, rot[0] == '0', rng, ok);
+        add({"int32 " + kernel + " krot=" + rot, dims(s, s, s), ms, 2.0 * s * s * s / (ms * 1e-3) / 1e12, "TOPS", "",
+             0, "experiment", ok});
+      }
+    }
+  unsetenv("QFORGE_CUDA_GEMM_KROTATE");
+}
+
+void profile_section(QuantizationOps& ops, std::mt19937_64& rng) {
+  const Support sup = ops.supports({OpKind::matmul_integer,
+                                    MatmulDesc{4096, 4096, 4096, QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f),
+                                               QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f)}});
+  for (const auto& kernel : sup.kernels) {
+    if (kernel.find("dp4a") != std::string::npos) continue;
+    bool ok = false;
+    square_gemm_ms(ops, 4096, kernel, 0, false, rng, ok);
+    std::printf("profiled %s: %s\n", kernel.c_str(), ok ? "correct" : "WRONG");
   }
 }
 
@@ -273,8 +353,14 @@ void linear_section(QuantizationOps& ops, std::mt19937_64& rng) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-  if (quick) g_reps = 5;
+  std::vector<std::string> only;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) g_reps = 5;
+    else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only.emplace_back(argv[++i]);
+  }
+  auto want = [&](const char* section) {
+    return only.empty() || std::find(only.begin(), only.end(), section) != only.end();
+  };
   PluginRegistry registry;
   registry.load_default();
   QuantizationOps* ops = registry.find("cuda");
@@ -296,22 +382,29 @@ int main(int argc, char** argv) {
                 dev.properties.at("driver").c_str());
     std::mt19937_64 rng(12345);
 
-    std::printf("\nanchors\n");
-    const std::size_t copy_bytes = std::size_t{1} << 30;
-    Dev c0 = upload(*ops, nullptr, copy_bytes), c1 = upload(*ops, nullptr, copy_bytes);
-    const double copy_gbps = bench::d2d_copy_gbps(c1.p(), c0.p(), copy_bytes, g_reps);
-    c0.buf.reset();
-    c1.buf.reset();
-    add({"device-to-device copy (read + write)", "1 GiB", 0, copy_gbps, "GB/s", "", 0, "anchor"});
-    const double dp4a_peak = bench::dp4a_peak_tops(sms);
-    add({"__dp4a register-only peak", "", 0, dp4a_peak, "TOPS", "", 0, "anchor"});
-    const double mma_peak = bench::mma_peak_tops(sms);
-    add({"mma.sync s8 m16n8k32 register-only peak", "", 0, mma_peak, "TOPS", "", 0, "anchor"});
-
-    gemm_section(*ops, rng, copy_gbps);
-    dp4a_section(*ops, rng, dp4a_peak);
-    quantize_section(*ops, rng, copy_gbps);
-    linear_section(*ops, rng);
+    if (std::find(only.begin(), only.end(), "profile") != only.end()) {
+      profile_section(*ops, rng);
+      return 0;
+    }
+    double copy_gbps = 0, dp4a_peak = 0;
+    if (want("anchors") || want("gemm") || want("dp4a") || want("quantize")) {
+      std::printf("\nanchors\n");
+      const std::size_t copy_bytes = std::size_t{1} << 30;
+      Dev c0 = upload(*ops, nullptr, copy_bytes), c1 = upload(*ops, nullptr, copy_bytes);
+      copy_gbps = bench::d2d_copy_gbps(c1.p(), c0.p(), copy_bytes, g_reps);
+      c0.buf.reset();
+      c1.buf.reset();
+      add({"device-to-device copy (read + write)", "1 GiB", 0, copy_gbps, "GB/s", "", 0, "anchor"});
+      dp4a_peak = bench::dp4a_peak_tops(sms);
+      add({"__dp4a register-only peak", "", 0, dp4a_peak, "TOPS", "", 0, "anchor"});
+      const double mma_peak = bench::mma_peak_tops(sms);
+      add({"mma.sync s8 m16n8k32 register-only peak", "", 0, mma_peak, "TOPS", "", 0, "anchor"});
+    }
+    if (want("variants")) variants_section(*ops, rng);
+    if (want("gemm")) gemm_section(*ops, rng, copy_gbps);
+    if (want("dp4a")) dp4a_section(*ops, rng, dp4a_peak);
+    if (want("quantize")) quantize_section(*ops, rng, copy_gbps);
+    if (want("linear")) linear_section(*ops, rng);
   } catch (const std::exception& e) {
     std::printf("qforge_bench_cuda: %s\n", e.what());
     return 1;

@@ -167,6 +167,20 @@ TEST_F(CudaMatmul, QLinearMatmulBothModesOnEveryKernel) {
       }
 }
 
+// 4-bit operands (two codes per byte) are unpacked to int8 before the GEMM: every byte is a
+// valid pair of int4 or uint4 codes, so random bytes cover the whole range.
+TEST_F(CudaMatmul, FourBitOperandsOnEveryKernel) {
+  for (const auto& sh : {Shape3{5, 7, 3}, Shape3{33, 65, 129}, Shape3{1, 40, 256}})
+    for (const bool kn : {false, true}) {
+      MatmulDesc d{sh.m, sh.n, sh.k, operand_params(DType::int4, true, 0, sh.m, true),
+                   operand_params(DType::uint4, false, kn ? 1 : 0, sh.n, true),
+                   kn ? MatrixLayout::kn : MatrixLayout::nk};
+      const auto a = random_codes(DType::int4, static_cast<std::int64_t>(storage_bytes(DType::int4, sh.m * sh.k)), 0, 255);
+      const auto b = random_codes(DType::uint4, static_cast<std::int64_t>(storage_bytes(DType::uint4, sh.n * sh.k)), 0, 255);
+      check_all_kernels(OpKind::matmul_integer, d, a, b, {});
+    }
+}
+
 // K at the int32-safe bound with operands at the ends of their ranges: the exact result sits
 // right below 2^31 in magnitude, so any lost carry or wrong compensation shows.
 TEST_F(CudaMatmul, ExactAtTheInt32Bound) {
@@ -202,7 +216,11 @@ TEST_F(CudaMatmul, PackedWeightsGiveTheSameResults) {
     DeviceArray da(ops(), a.size()), db(ops(), b.size()), dc(ops(), static_cast<std::size_t>(sh.m * sh.n) * 4);
     da.write(a);
     db.write(b);
-    const auto packed = ops().pack_weights(d, db.data());
+    // Packed for another M and another A: only B may matter to the packing.
+    MatmulDesc pack_desc = d;
+    pack_desc.m = 1;
+    pack_desc.a = QuantizationParams::per_tensor_symmetric(DType::int8, 0.5f);
+    const auto packed = ops().pack_weights(pack_desc, db.data());
     EXPECT_EQ(packed->backend(), "cuda");
     EXPECT_GT(packed->bytes(), 0u);
     db.poison(0x11);  // the packed copy must not read the original any more

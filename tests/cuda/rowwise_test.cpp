@@ -20,7 +20,7 @@ TEST_F(CudaRowwise, ScalesAndCodesMatchTheHostEvaluation) {
   struct Dims {
     std::int64_t rows, cols;
   };
-  for (const Dims dm : {Dims{1, 1}, Dims{3, 17}, Dims{8, 4096}, Dims{5, 1000}, Dims{64, 48}})
+  for (const Dims dm : {Dims{1, 1}, Dims{3, 17}, Dims{8, 4096}, Dims{5, 1000}, Dims{64, 48}, Dims{2, 20000}})
     for (const FloatType t : {FloatType::f32, FloatType::f16, FloatType::bf16}) {
       SCOPED_TRACE(std::to_string(dm.rows) + "x" + std::to_string(dm.cols) + " " + name(t));
       const auto n = static_cast<std::size_t>(dm.rows * dm.cols);

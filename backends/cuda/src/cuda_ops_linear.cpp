@@ -60,14 +60,14 @@ QuantizationParams CudaOps::linear_forward(const LinearDesc& desc, const float* 
       op.a = xq;
     } else {
       auto* a = workspace_.get<std::int8_t>(Slot::a_operand, static_cast<std::size_t>(M * kp), device_, s);
-      launch_to_s8_operand(reinterpret_cast<const std::uint8_t*>(xq), false, M, K, K, false, a, kp, s);
+      launch_to_s8_operand(reinterpret_cast<const std::uint8_t*>(xq), SourceCodes{}, false, M, K, K, a, kp, s);
       op.a = a;
     }
     if (K == kp && aligned16(wq)) {
       op.b = wq;
     } else {
       auto* b = workspace_.get<std::int8_t>(Slot::b_operand, static_cast<std::size_t>(N * kp), device_, s);
-      launch_to_s8_operand(reinterpret_cast<const std::uint8_t*>(wq), false, N, K, K, false, b, kp, s);
+      launch_to_s8_operand(reinterpret_cast<const std::uint8_t*>(wq), SourceCodes{}, false, N, K, K, b, kp, s);
       op.b = b;
     }
     op.lda = kp;

@@ -20,6 +20,15 @@ bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15
 std::int64_t round16(std::int64_t k) { return (k + 15) / 16 * 16; }
 std::int32_t int8_shift(DType t) { return t == DType::uint8 ? 128 : 0; }
 
+// How an int8/uint8/int4/uint4 operand is stored (gemm_prep.h).
+SourceCodes codes_of(DType t) {
+  SourceCodes c;
+  c.bits = traits(t).bits;
+  c.flip_sign = t == DType::uint8;
+  c.is_signed = traits(t).is_signed;
+  return c;
+}
+
 std::string float_text(float v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
@@ -79,14 +88,13 @@ FloatVec CudaOps::float_vec(std::span<const float> values) {
 
 CudaOps::AOperand CudaOps::prepare_a(const MatmulDesc& desc, const void* a, std::int64_t kp) {
   AOperand op;
-  const bool u8 = desc.a.dtype() == DType::uint8;
-  if (!u8 && desc.k == kp && aligned16(a)) {
+  if (desc.a.dtype() == DType::int8 && desc.k == kp && aligned16(a)) {
     op.data = static_cast<const std::int8_t*>(a);
     op.ld = kp;
   } else {
     auto* dst = workspace_.get<std::int8_t>(Slot::a_operand, static_cast<std::size_t>(desc.m * kp), device_, stream());
-    launch_to_s8_operand(static_cast<const std::uint8_t*>(a), false, desc.m, desc.k, desc.k, u8, dst, kp,
-                         stream());
+    launch_to_s8_operand(static_cast<const std::uint8_t*>(a), codes_of(desc.a.dtype()), false, desc.m, desc.k,
+                         desc.k, dst, kp, stream());
     op.data = dst;
     op.ld = kp;
   }
@@ -98,14 +106,13 @@ CudaOps::AOperand CudaOps::prepare_a(const MatmulDesc& desc, const void* a, std:
 CudaOps::BOperand CudaOps::prepare_b(const MatmulDesc& desc, const void* b, std::int64_t kp,
                                      Slot data_slot, Slot sums_slot, bool need_sums) {
   BOperand op;
-  const bool u8 = desc.b.dtype() == DType::uint8;
   const bool kn = desc.b_layout == MatrixLayout::kn;
-  if (!u8 && !kn && desc.k == kp && aligned16(b)) {
+  if (desc.b.dtype() == DType::int8 && !kn && desc.k == kp && aligned16(b)) {
     op.data = static_cast<const std::int8_t*>(b);
   } else {
     auto* dst = workspace_.get<std::int8_t>(data_slot, static_cast<std::size_t>(desc.n * kp), device_, stream());
-    launch_to_s8_operand(static_cast<const std::uint8_t*>(b), kn, desc.n, desc.k, kn ? desc.n : desc.k, u8,
-                         dst, kp, stream());
+    launch_to_s8_operand(static_cast<const std::uint8_t*>(b), codes_of(desc.b.dtype()), kn, desc.n, desc.k,
+                         kn ? desc.n : desc.k, dst, kp, stream());
     op.data = dst;
   }
   op.ld = kp;
@@ -212,16 +219,22 @@ void CudaOps::qlinear_matmul(const MatmulDesc& desc, const void* a, const void* 
 }
 
 std::shared_ptr<PackedWeights> CudaOps::pack_weights(const MatmulDesc& desc, const void* b) {
-  begin({OpKind::matmul_integer, desc});
+  // Only B matters here: m and A's params are those of whatever call comes later. An int8
+  // symmetric A gives the loosest int32 bound (every 8-bit A reaches |q - z| >= 128), so the
+  // later call's own check is the one that can refuse K.
+  MatmulDesc b_only = desc;
+  b_only.m = 0;
+  b_only.a = QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f);
+  b_only.y.reset();
+  begin({OpKind::matmul_integer, b_only});
   cudaStream_t s = stream();
   auto packed = std::make_shared<CudaPackedWeights>(desc, device_);
   const std::int64_t kp = round16(desc.k);
-  const bool u8 = desc.b.dtype() == DType::uint8;
   const bool kn = desc.b_layout == MatrixLayout::kn;
   BOperand& op = packed->operand;
   auto* data = packed->own<std::int8_t>(static_cast<std::size_t>(desc.n * kp));
-  launch_to_s8_operand(static_cast<const std::uint8_t*>(b), kn, desc.n, desc.k, kn ? desc.n : desc.k, u8,
-                       data, kp, s);
+  launch_to_s8_operand(static_cast<const std::uint8_t*>(b), codes_of(desc.b.dtype()), kn, desc.n, desc.k,
+                       kn ? desc.n : desc.k, data, kp, s);
   op.data = data;
   op.ld = kp;
   auto* sums = packed->own<std::int32_t>(static_cast<std::size_t>(desc.n));

@@ -1,14 +1,22 @@
 #include "param_cache.h"
 
+#include <cstring>
+
 #include "check.h"
 
 namespace qforge::cuda {
 
 const void* ParamCache::get(const void* host, std::size_t bytes, int device, cudaStream_t stream) {
+  if (last_ && last_key_->size() == bytes && std::memcmp(last_key_->data(), host, bytes) == 0) {
+    last_->last_use = ++clock_;
+    return last_->buffer->data();
+  }
   std::string key(static_cast<const char*>(host), bytes);
   auto it = entries_.find(key);
   if (it != entries_.end()) {
     it->second.last_use = ++clock_;
+    last_key_ = &it->first;
+    last_ = &it->second;
     return it->second.buffer->data();
   }
   if (entries_.size() >= kCapacity) {
@@ -17,6 +25,7 @@ const void* ParamCache::get(const void* host, std::size_t bytes, int device, cud
       if (e->second.last_use < oldest->second.last_use) oldest = e;
     // Queued kernels may still read it.
     check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    if (&oldest->second == last_) last_ = nullptr, last_key_ = nullptr;
     entries_.erase(oldest);
   }
   Entry entry;
@@ -28,10 +37,17 @@ const void* ParamCache::get(const void* host, std::size_t bytes, int device, cud
     check(cudaMemcpyAsync(entry.buffer->data(), host, bytes, cudaMemcpyHostToDevice, stream),
           "cudaMemcpyAsync(parameters)");
   const void* p = entry.buffer->data();
-  entries_.emplace(std::move(key), std::move(entry));
+  const auto [pos, inserted] = entries_.emplace(std::move(key), std::move(entry));
+  (void)inserted;
+  last_key_ = &pos->first;
+  last_ = &pos->second;
   return p;
 }
 
-void ParamCache::clear() noexcept { entries_.clear(); }
+void ParamCache::clear() noexcept {
+  entries_.clear();
+  last_ = nullptr;
+  last_key_ = nullptr;
+}
 
 }  // namespace qforge::cuda

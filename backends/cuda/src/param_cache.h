@@ -36,6 +36,10 @@ class ParamCache {
   };
   std::unordered_map<std::string, Entry> entries_;
   std::uint64_t clock_ = 0;
+  // The entry returned last: a call that asks for the same array again (the usual case: one
+  // layer's scales, call after call) is answered with one memcmp, without building a key.
+  const std::string* last_key_ = nullptr;
+  Entry* last_ = nullptr;
 };
 
 }  // namespace qforge::cuda

@@ -1,6 +1,8 @@
 #include "support.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "kernel_names.h"
 #include "qforge/error.h"
@@ -74,8 +76,9 @@ std::optional<Refusal> check_operand(const QuantizationParams& p, const Shape& s
   const std::string who = std::string(which) + " (" + p.to_string() + ")";
   if (p.scheme().mapping == Mapping::logarithmic)
     return invalid(who + " uses the logarithmic mapping; expected affine or symmetric");
-  if (p.dtype() != DType::int8 && p.dtype() != DType::uint8)
-    return unsupported(who + ": the CUDA matmuls take int8 or uint8 operands");
+  if (p.dtype() != DType::int8 && p.dtype() != DType::uint8 && p.dtype() != DType::int4 &&
+      p.dtype() != DType::uint4)
+    return unsupported(who + ": the CUDA matmuls take int8, uint8, int4 or uint4 operands");
   if (p.scheme().granularity == Granularity::block)
     return unsupported(who + " is block-wise; the CUDA matmuls implement per-tensor and "
                              "per-channel params");
@@ -126,14 +129,36 @@ std::optional<Refusal> check_linear(const LinearDesc& d, bool forward) {
                    "; expected int8 symmetric, per_tensor or per_channel(axis 0) of [N, K]");
   if (auto r = fits(w, {d.n, d.k}, "weight params")) return r;
   if (forward) {
-    const MatmulDesc md{d.m, d.n, d.k, QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f),
-                        QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f)};
+    const MatmulDesc md{d.m, d.n, d.k,
+                        QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f),
+                        QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f),
+                        MatrixLayout::nk, false, FloatType::f32, std::nullopt,
+                        RequantMode::float_multiplier};
     const std::int64_t safe = reference::int32_safe_k(md);
     if (d.k > safe)
       return unsupported("k = " + std::to_string(d.k) + " exceeds " + std::to_string(safe) +
                          ", the int32-safe depth of an int8 x int8 product");
   }
   return std::nullopt;
+}
+
+// QFORGE_CUDA_KERNELS: a comma-separated list of the GEMM kernels that may run (all when unset),
+// so that every path can be forced or excluded without rebuilding (ruy's RUY_PATHS).
+bool allowed_by_environment(GemmKernel k) {
+  static const std::vector<std::string> allowed = [] {
+    std::vector<std::string> v;
+    const char* env = std::getenv("QFORGE_CUDA_KERNELS");
+    if (env == nullptr || *env == '\0') return v;
+    std::string text(env);
+    std::size_t start = 0;
+    while (start <= text.size()) {
+      const std::size_t end = std::min(text.find(',', start), text.size());
+      if (end > start) v.push_back(text.substr(start, end - start));
+      start = end + 1;
+    }
+    return v;
+  }();
+  return allowed.empty() || std::find(allowed.begin(), allowed.end(), gemm_kernel_name(k)) != allowed.end();
 }
 
 std::vector<std::string> names(const std::vector<GemmKernel>& ks) {
@@ -169,12 +194,15 @@ std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, std::int
                                         const DeviceFacts& device) {
   std::vector<GemmKernel> out;
   if (device.cc < 80) return out;
+  // On Hopper the wgmma kernel leads, splitting K when there are fewer tiles than SMs, except
+  // for M <= 32, where the 32-row split-K mma.sync tile wastes less of each tensor-core tile
+  // (measured on an H200, docs/PERFORMANCE.md).
   const bool wgmma = device.wgmma && k > 0;
+  if (wgmma && m > 32) out.push_back(GemmKernel::wgmma_128x256);
   if (m <= 64) {
-    out = {GemmKernel::mma_32x128, GemmKernel::mma_128x128, GemmKernel::mma_128x256};
-    if (wgmma) out.push_back(GemmKernel::wgmma_128x256);
+    out.insert(out.end(), {GemmKernel::mma_32x128, GemmKernel::mma_128x128, GemmKernel::mma_128x256});
+    if (wgmma && m <= 32) out.push_back(GemmKernel::wgmma_128x256);
   } else {
-    if (wgmma) out.push_back(GemmKernel::wgmma_128x256);
     // The large tile only when it still gives every SM a CTA.
     const std::int64_t big_tiles = ((m + 127) / 128) * ((n + 255) / 256);
     if (big_tiles >= device.multiprocessors)
@@ -184,6 +212,7 @@ std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, std::int
     out.push_back(GemmKernel::mma_32x128);
   }
   out.push_back(GemmKernel::dp4a_128x128);
+  std::erase_if(out, [](GemmKernel k) { return !allowed_by_environment(k); });
   return out;
 }
 

@@ -3,10 +3,14 @@
 //
 // Claimed: quantize/dequantize for int8, uint8, int16, uint16, int4, uint4 with affine or
 // symmetric mappings at every granularity, float32/float16/bfloat16 input; requantize; the three
-// matmuls for int8/uint8 A and B with per-tensor or per-row A params and per-tensor or
+// matmuls for int8/uint8/int4/uint4 A and B (4-bit codes are unpacked to int8 before the GEMM)
+// with per-tensor or per-row A params and per-tensor or
 // per-column B params, kn or nk, K up to reference::int32_safe_k, every output type;
 // dynamic_quantize_linear; linear forward (same K bound) and backward. Not claimed: the
-// logarithmic mapping, binary, block-wise B in matmuls, 16- and 4-bit matmul operands.
+// logarithmic mapping, binary, block-wise B in matmuls, 16-bit matmul operands.
+//
+// QFORGE_CUDA_KERNELS (environment, comma-separated GEMM kernel names) limits the GEMM kernels
+// that may be listed and chosen; set_kernel() picks one of those per call.
 #pragma once
 
 #include <cstdint>

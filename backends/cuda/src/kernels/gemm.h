@@ -27,6 +27,9 @@ struct GemmOperands {
   std::int64_t k = 0;    // true depth: the epilogue's k * za' * zb' term
   std::int64_t kp = 0;   // depth the kernels run over: k rounded up to a multiple of 16
   std::int64_t lda = 0, ldb = 0;  // multiples of 16
+  // Start each tile's K loop at a different K tile (integer sums do not depend on the order),
+  // so that CTAs running in lock-step do not all read the same column band of A and B.
+  bool k_rotate = false;
 };
 
 // A per-row / per-column value: ptr[i * stride] when ptr is set (stride 0: one value in device
@@ -49,8 +52,14 @@ enum class EpilogueKind : int {
   accumulate,  // split-K partial: atomically add C' (raw, uncompensated) into int32 `out`
 };
 
+// The common epilogues without zero-point compensation, with paired stores: these run inline
+// in the kernels; everything else goes through one out-of-line function (epilogue.cuh), which
+// keeps the unrolled epilogue of a tile small enough for the instruction cache.
+enum class FastPath : int { none, i32, acc, f32, f16, bf16 };
+
 struct Epilogue {
   EpilogueKind kind = EpilogueKind::int32_out;
+  FastPath fast = FastPath::none;  // set by launch_gemm / launch_epilogue (fast_path_of)
   void* out = nullptr;
   std::int64_t ldc = 0;
   std::int64_t m = 0, n = 0, k = 0;
@@ -68,6 +77,9 @@ struct Epilogue {
   std::int32_t zy = 0, qmin = -128, qmax = 127;
   bool fixed_point = false;
 };
+
+// The inline path an epilogue may take (FastPath::none: the general one).
+FastPath fast_path_of(const Epilogue& ep);
 
 // The kernel variants. Names (kernel_names.cpp) carry op, dtypes, instruction and tile.
 enum class GemmKernel : int {

@@ -19,7 +19,7 @@ constexpr int kLd = 132;
 constexpr int kThreads = 256;
 
 __global__ void __launch_bounds__(kThreads)
-s8_gemm_dp4a_kernel(GemmOperands op, Epilogue ep) {
+s8_gemm_dp4a_kernel(GemmOperands op, const __grid_constant__ Epilogue ep) {
   __shared__ __align__(16) int sA[2][kBKW][kLd];
   __shared__ __align__(16) int sB[2][kBKW][kLd];
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
@@ -30,8 +30,10 @@ s8_gemm_dp4a_kernel(GemmOperands op, Epilogue ep) {
   const std::int64_t gm = m0 + lrow, gn = n0 + lrow;
   const int k_steps = static_cast<int>((op.kp + 31) / 32);
 
+  const int rot = op.k_rotate && k_steps > 0 ? static_cast<int>((blockIdx.y * gridDim.x + blockIdx.x) % k_steps) : 0;
   auto fetch = [&](int step, int4& ra, int4& rb) {
-    const std::int64_t k = static_cast<std::int64_t>(step) * 32 + lhalf * 16;
+    const int phys = step + rot >= k_steps ? step + rot - k_steps : step + rot;  // GemmOperands::k_rotate
+    const std::int64_t k = static_cast<std::int64_t>(phys) * 32 + lhalf * 16;
     ra = (gm < op.m && k < op.kp) ? *reinterpret_cast<const int4*>(op.a + gm * op.lda + k) : int4{0, 0, 0, 0};
     rb = (gn < op.n && k < op.kp) ? *reinterpret_cast<const int4*>(op.b + gn * op.ldb + k) : int4{0, 0, 0, 0};
   };
@@ -79,16 +81,10 @@ s8_gemm_dp4a_kernel(GemmOperands op, Epilogue ep) {
     __syncthreads();
   }
 
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const std::int64_t row = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + (i - 4));
-#pragma unroll
-    for (int jp = 0; jp < 4; ++jp) {
-      const int j = jp * 2;
-      const std::int64_t col = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + (j - 4));
-      dev::store_pair(ep, row, col, acc[i][j], acc[i][j + 1]);
-    }
-  }
+  dev::store_fragment<8, 4>(
+      ep, [&](int r) { return m0 + (r < 4 ? ty * 4 + r : 64 + ty * 4 + (r - 4)); },
+      [&](int c) { return n0 + (c < 2 ? tx * 4 + 2 * c : 64 + tx * 4 + 2 * (c - 2)); },
+      [&](int r, int c, int h) { return acc[r][2 * c + h]; });
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The GEMM dispatcher and the stand-alone epilogue that finishes split-K sums.
 #include <algorithm>
+#include <cstdlib>
 
 #include "kernels/epilogue.cuh"
 #include "kernels/gemm_mma.cuh"
@@ -11,7 +12,7 @@ namespace {
 
 // One thread per column pair of one row.
 __global__ void __launch_bounds__(256)
-epilogue_kernel(const std::int32_t* __restrict__ c, Epilogue ep) {
+epilogue_kernel(const std::int32_t* __restrict__ c, const __grid_constant__ Epilogue ep) {
   const std::int64_t pairs_per_row = (ep.n + 1) / 2;
   const std::int64_t p = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (p >= pairs_per_row * ep.m) return;
@@ -23,15 +24,26 @@ epilogue_kernel(const std::int32_t* __restrict__ c, Epilogue ep) {
 
 }  // namespace
 
-void launch_epilogue(const std::int32_t* c, const Epilogue& ep, cudaStream_t stream) {
-  const std::int64_t pairs = ep.m * ((ep.n + 1) / 2);
+FastPath fast_path_of(const Epilogue& ep) {
+  if (ep.kind == EpilogueKind::accumulate) return FastPath::acc;  // raw sums, never compensated
+  if (!ep.paired || ep.a_rowsum || ep.b_colsum) return FastPath::none;
+  if (ep.kind == EpilogueKind::int32_out) return FastPath::i32;
+  if (ep.kind != EpilogueKind::float_out) return FastPath::none;
+  return ep.out_type == FloatType::f32 ? FastPath::f32 : ep.out_type == FloatType::f16 ? FastPath::f16 : FastPath::bf16;
+}
+
+void launch_epilogue(const std::int32_t* c, const Epilogue& ep_in, cudaStream_t stream) {
+  const std::int64_t pairs = ep_in.m * ((ep_in.n + 1) / 2);
   if (pairs == 0) return;
+  Epilogue ep = ep_in;
+  ep.fast = fast_path_of(ep);
   epilogue_kernel<<<static_cast<unsigned>((pairs + 255) / 256), 256, 0, stream>>>(c, ep);
   check_launch("epilogue_kernel");
 }
 
 int choose_splits(GemmKernel kernel, std::int64_t m, std::int64_t n, std::int64_t kp,
                   int multiprocessors) {
+  if (kernel == GemmKernel::wgmma_128x256) return wgmma_splits(m, n, kp, multiprocessors);
   if (kernel != GemmKernel::mma_32x128) return 1;
   // Skinny M streams B once: split K until about two CTAs per SM are busy, keeping at least
   // 4 K-tiles (256 bytes of each B row) per CTA so that the pipeline fills.
@@ -41,21 +53,30 @@ int choose_splits(GemmKernel kernel, std::int64_t m, std::int64_t n, std::int64_
   return static_cast<int>(std::clamp<std::int64_t>(std::min(want, k_tiles / 4), 1, 64));
 }
 
-void launch_gemm(const GemmLaunch& how, const GemmOperands& op, const Epilogue& ep,
+void launch_gemm(const GemmLaunch& how, const GemmOperands& op_in, const Epilogue& ep_in,
                  cudaStream_t stream) {
-  if (op.m == 0 || op.n == 0) return;
+  if (op_in.m == 0 || op_in.n == 0) return;
+  Epilogue ep = ep_in;
+  ep.fast = fast_path_of(ep);
+  GemmOperands op = op_in;
+  // QFORGE_CUDA_GEMM_KROTATE=1 turns on the K rotation (GemmOperands::k_rotate).
+  if (const char* env = std::getenv("QFORGE_CUDA_GEMM_KROTATE"); env != nullptr)
+    op.k_rotate = env[0] == '1';
   if (how.kernel == GemmKernel::dp4a_128x128) {
     launch_gemm_dp4a(op, ep, stream);
     return;
   }
-  if (how.kernel == GemmKernel::wgmma_128x256) {
-    if (!launch_gemm_wgmma(op, ep, how.device, stream))
-      throw Error(ErrorCode::unsupported, "s8_gemm_wgmma: needs an sm_90 GPU running this build's sm_90a "
-                                          "image and K > 0");
-    return;
-  }
+  auto run = [&](const Epilogue& e, int splits) {
+    if (how.kernel == GemmKernel::wgmma_128x256) {
+      if (!launch_gemm_wgmma(op, e, splits, how.device, stream))
+        throw Error(ErrorCode::unsupported, "s8_gemm_wgmma: needs an sm_90 GPU running this build's "
+                                            "sm_90a image and K > 0");
+    } else {
+      launch_gemm_mma(how.kernel, op, e, splits, how.device, stream);
+    }
+  };
   if (how.splits <= 1 || how.workspace == nullptr) {
-    launch_gemm_mma(how.kernel, op, ep, 1, how.device, stream);
+    run(ep, 1);
     return;
   }
   // Split-K: raw partial sums meet in an int32 workspace (integer addition is exact and
@@ -69,8 +90,9 @@ void launch_gemm(const GemmLaunch& how, const GemmOperands& op, const Epilogue& 
   partial.m = op.m;
   partial.n = op.n;
   partial.k = op.k;
-  launch_gemm_mma(how.kernel, op, partial, how.splits, how.device, stream);
-  launch_epilogue(how.workspace, ep, stream);
+  partial.fast = fast_path_of(partial);
+  run(partial, how.splits);
+  launch_epilogue(how.workspace, ep_in, stream);
 }
 
 }  // namespace qforge::cuda

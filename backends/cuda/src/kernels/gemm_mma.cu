@@ -51,7 +51,7 @@ __device__ __forceinline__ void tile_coords(int tiles_m, int tiles_n, int& tm, i
 
 template <class T>
 __global__ void __launch_bounds__(T::THREADS)
-s8_gemm_mma_kernel(GemmOperands op, Epilogue ep, int k_tiles_per_split) {
+s8_gemm_mma_kernel(GemmOperands op, const __grid_constant__ Epilogue ep, int k_tiles_per_split) {
   extern __shared__ __align__(128) std::uint8_t smem[];
   const std::uint32_t sA = dev::smem_addr(smem);
   const std::uint32_t sB = sA + T::STAGES * T::BM * T::BK;
@@ -69,6 +69,11 @@ s8_gemm_mma_kernel(GemmOperands op, Epilogue ep, int k_tiles_per_split) {
   const int kt_begin = blockIdx.y * k_tiles_per_split;
   const int kt_count = max(0, min(k_tiles, kt_begin + k_tiles_per_split) - kt_begin);
 
+  const int rot = op.k_rotate && kt_count > 0 ? static_cast<int>(blockIdx.x % kt_count) : 0;
+  auto k_tile = [&](int i) {
+    const int j = i + rot;
+    return kt_begin + (j >= kt_count ? j - kt_count : j);
+  };
   auto load_tile = [&](int stage, int kt) {
     const std::int64_t k0 = static_cast<std::int64_t>(kt) * T::BK;
 #pragma unroll
@@ -101,7 +106,7 @@ s8_gemm_mma_kernel(GemmOperands op, Epilogue ep, int k_tiles_per_split) {
   // that wait_group<STAGES - 2> always means "the tile about to be used has landed".
 #pragma unroll
   for (int s = 0; s < T::STAGES - 1; ++s) {
-    if (s < kt_count) load_tile(s, kt_begin + s);
+    if (s < kt_count) load_tile(s, k_tile(s));
     dev::cp_async_commit();
   }
 
@@ -109,7 +114,7 @@ s8_gemm_mma_kernel(GemmOperands op, Epilogue ep, int k_tiles_per_split) {
     dev::cp_async_wait<T::STAGES - 2>();
     __syncthreads();  // tile `it` visible to all; everyone is done with the buffer refilled next
     const int next = it + T::STAGES - 1;
-    if (next < kt_count) load_tile(next % T::STAGES, kt_begin + next);
+    if (next < kt_count) load_tile(next % T::STAGES, k_tile(next));
     dev::cp_async_commit();
 
     const int stage = it % T::STAGES;
@@ -142,15 +147,10 @@ s8_gemm_mma_kernel(GemmOperands op, Epilogue ep, int k_tiles_per_split) {
 
   // Accumulator fragment: c0, c1 at (row g, cols 2t, 2t+1), c2, c3 at row g + 8.
   const int g = lane / 4, t = lane % 4;
-#pragma unroll
-  for (int mt = 0; mt < T::MT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < T::NT; ++nt) {
-      const std::int64_t row = m0 + wm * T::TM + mt * 16 + g;
-      const std::int64_t col = n0 + wn * T::TN + nt * 8 + t * 2;
-      dev::store_pair(ep, row, col, acc[mt][nt][0], acc[mt][nt][1]);
-      dev::store_pair(ep, row + 8, col, acc[mt][nt][2], acc[mt][nt][3]);
-    }
+  const std::int64_t row0 = m0 + wm * T::TM + g, col0 = n0 + wn * T::TN + t * 2;
+  dev::store_fragment<2 * T::MT, T::NT>(
+      ep, [&](int r) { return row0 + (r / 2) * 16 + (r % 2) * 8; }, [&](int c) { return col0 + 8 * c; },
+      [&](int r, int c, int h) { return acc[r / 2][c][(r % 2) * 2 + h]; });
 }
 
 // Raising a kernel's dynamic shared-memory limit is per device; do it once per device.

@@ -9,10 +9,19 @@ namespace {
 
 constexpr int kTile = 32;
 
+// Element i of the source as the int8 byte the GEMM kernels read.
+__device__ __forceinline__ std::uint32_t source_code(const std::uint8_t* src, std::int64_t i, SourceCodes codes) {
+  if (codes.bits == 8) return static_cast<std::uint32_t>(src[i]) ^ (codes.flip_sign ? 0x80u : 0u);
+  const std::uint32_t byte = src[i / 2];
+  const std::uint32_t nib = (i & 1) ? (byte >> 4) : (byte & 0xFu);
+  const std::int32_t v = codes.is_signed ? static_cast<std::int32_t>(nib ^ 8u) - 8 : static_cast<std::int32_t>(nib);
+  return static_cast<std::uint32_t>(v) & 0xFFu;
+}
+
 // Plain copy with padding: one thread per 4 output bytes.
 __global__ void __launch_bounds__(256)
 copy_operand_kernel(const std::uint8_t* __restrict__ src, std::int64_t rows, std::int64_t cols,
-                    std::int64_t src_ld, std::uint32_t flip, std::int8_t* __restrict__ dst,
+                    std::int64_t src_ld, SourceCodes codes, std::int8_t* __restrict__ dst,
                     std::int64_t dst_ld) {
   const std::int64_t words_per_row = dst_ld / 4;
   const std::int64_t w = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -23,7 +32,7 @@ copy_operand_kernel(const std::uint8_t* __restrict__ src, std::int64_t rows, std
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
     const std::int64_t c = c0 + e;
-    if (c < cols) word |= (static_cast<std::uint32_t>(src[r * src_ld + c]) ^ flip) << (8 * e);
+    if (c < cols) word |= source_code(src, r * src_ld + c, codes) << (8 * e);
   }
   reinterpret_cast<std::uint32_t*>(dst + r * dst_ld)[c0 / 4] = word;
 }
@@ -32,7 +41,7 @@ copy_operand_kernel(const std::uint8_t* __restrict__ src, std::int64_t rows, std
 // writes rows of dst coalesced along c.
 __global__ void __launch_bounds__(kTile * 8)
 transpose_operand_kernel(const std::uint8_t* __restrict__ src, std::int64_t rows, std::int64_t cols,
-                         std::int64_t src_ld, std::uint32_t flip, std::int8_t* __restrict__ dst,
+                         std::int64_t src_ld, SourceCodes codes, std::int8_t* __restrict__ dst,
                          std::int64_t dst_ld) {
   __shared__ std::uint8_t tile[kTile][kTile + 4];
   const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.x) * kTile;  // dst rows (N)
@@ -40,7 +49,7 @@ transpose_operand_kernel(const std::uint8_t* __restrict__ src, std::int64_t rows
   const int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
   for (int i = ty; i < kTile; i += 8) {
     const std::int64_t c = c0 + i, r = r0 + tx;
-    tile[i][tx] = (c < cols && r < rows) ? static_cast<std::uint8_t>(src[c * src_ld + r] ^ flip) : 0;
+    tile[i][tx] = (c < cols && r < rows) ? static_cast<std::uint8_t>(source_code(src, c * src_ld + r, codes)) : 0;
   }
   __syncthreads();
   for (int i = ty; i < kTile; i += 8) {
@@ -71,20 +80,19 @@ row_sums_kernel(const std::int8_t* __restrict__ m, std::int64_t rows, std::int64
 
 }  // namespace
 
-void launch_to_s8_operand(const std::uint8_t* src, bool transposed, std::int64_t rows,
-                          std::int64_t cols, std::int64_t src_ld, bool flip_sign,
+void launch_to_s8_operand(const std::uint8_t* src, SourceCodes codes, bool transposed,
+                          std::int64_t rows, std::int64_t cols, std::int64_t src_ld,
                           std::int8_t* dst, std::int64_t dst_ld, cudaStream_t stream) {
   if (rows <= 0 || dst_ld <= 0) return;
-  const std::uint32_t flip = flip_sign ? 0x80u : 0u;
   if (transposed) {
     const dim3 grid(static_cast<unsigned>((rows + kTile - 1) / kTile),
                     static_cast<unsigned>((dst_ld + kTile - 1) / kTile));
-    transpose_operand_kernel<<<grid, kTile * 8, 0, stream>>>(src, rows, cols, src_ld, flip, dst, dst_ld);
+    transpose_operand_kernel<<<grid, kTile * 8, 0, stream>>>(src, rows, cols, src_ld, codes, dst, dst_ld);
     check_launch("transpose_operand_kernel");
   } else {
     const std::int64_t words = rows * (dst_ld / 4);
     copy_operand_kernel<<<static_cast<unsigned>((words + 255) / 256), 256, 0, stream>>>(
-        src, rows, cols, src_ld, flip, dst, dst_ld);
+        src, rows, cols, src_ld, codes, dst, dst_ld);
     check_launch("copy_operand_kernel");
   }
 }

@@ -9,11 +9,20 @@
 
 namespace qforge::cuda {
 
+// How the source codes are stored: 8-bit (uint8 values flipped to int8 by XOR 0x80, i.e.
+// u - 128) or packed 4-bit (two per byte, element 2i in the low nibble; int4 sign-extended,
+// uint4 kept as 0..15, both exact in int8).
+struct SourceCodes {
+  int bits = 8;            // 8 or 4
+  bool flip_sign = false;  // 8-bit only: uint8 -> int8
+  bool is_signed = true;   // 4-bit only: int4 vs uint4
+};
+
 // dst[r, c] for r < rows, c < dst_ld: element (r, c) of src when c < cols, else 0. Element
-// (r, c) of src is src[r * src_ld + c], or src[c * src_ld + r] when `transposed` (a kn B read
-// as [N, K]). flip_sign XORs 0x80 into each byte: uint8 u becomes the int8 u - 128.
-void launch_to_s8_operand(const std::uint8_t* src, bool transposed, std::int64_t rows,
-                          std::int64_t cols, std::int64_t src_ld, bool flip_sign,
+// (r, c) of src is element r * src_ld + c, or c * src_ld + r when `transposed` (a kn B read
+// as [N, K]).
+void launch_to_s8_operand(const std::uint8_t* src, SourceCodes codes, bool transposed,
+                          std::int64_t rows, std::int64_t cols, std::int64_t src_ld,
                           std::int8_t* dst, std::int64_t dst_ld, cudaStream_t stream);
 
 // sums[r] = sum over c < ld of m[r * ld + c] (ld a multiple of 16, m 16-byte aligned).

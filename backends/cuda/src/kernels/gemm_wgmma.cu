@@ -33,6 +33,8 @@ constexpr int kABytes = kBM * kBK, kBBytes = kBN * kBK, kStageBytes = kABytes + 
 constexpr int kThreads = 384;
 constexpr int kSmem = kStages * kStageBytes + 1024 /* alignment slack */ + 2 * kStages * 8;
 
+// The device code exists in the sm_90a pass only (the kernel is empty elsewhere).
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // ---- mbarrier, TMA and wgmma wrappers (PTX ISA 8.0, sm_90) ----
 __device__ __forceinline__ void mbar_init(std::uint32_t bar, int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
@@ -126,9 +128,11 @@ __device__ __forceinline__ void tile_of(int tile, int tiles_m, int tiles_n, int&
   tn = (tile % per_group) / group_m;
 }
 
+#endif  // sm_90a
+
 __global__ void __launch_bounds__(kThreads, 1)
 s8_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                     GemmOperands op, Epilogue ep) {
+                     GemmOperands op, const __grid_constant__ Epilogue ep, int splits) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(1024) std::uint8_t smem[];
   const std::uint32_t base = (dev::smem_addr(smem) + 1023u) & ~1023u;
@@ -149,20 +153,28 @@ s8_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_con
   const int tiles_n = static_cast<int>((op.n + kBN - 1) / kBN);
   const int tiles = tiles_m * tiles_n;
   const int k_tiles = static_cast<int>((op.kp + kBK - 1) / kBK);
+  // Work item w: tile w / splits, K tiles [k_begin, k_end) of split w % splits. With splits > 1
+  // the epilogue adds raw partial sums into an int32 workspace (EpilogueKind::accumulate).
+  const int per_split = (k_tiles + splits - 1) / splits;
+  const int items = tiles * splits;
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if (threadIdx.x == 0) {
       int it = 0;
-      for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      for (int w = blockIdx.x; w < items; w += gridDim.x) {
+        const int tile = w / splits, k_begin = (w % splits) * per_split;
+        const int k_count = min(k_tiles, k_begin + per_split) - k_begin;
         int tm, tn;
         tile_of(tile, tiles_m, tiles_n, tm, tn);
-        for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+        const int rot = op.k_rotate && k_count > 0 ? tile % k_count : 0;
+        for (int kt = 0; kt < k_count; ++kt, ++it) {
           const int s = it % kStages;
+          const int k = k_begin + (kt + rot) % k_count;  // see GemmOperands::k_rotate
           if (it >= kStages) mbar_wait(empty + s * 8, ((it / kStages) - 1) & 1);
           mbar_arrive_expect_tx(full + s * 8, kStageBytes);
-          tma_load_2d(base + s * kStageBytes, &map_a, kt * kBK, tm * kBM, full + s * 8);
-          tma_load_2d(base + s * kStageBytes + kABytes, &map_b, kt * kBK, tn * kBN, full + s * 8);
+          tma_load_2d(base + s * kStageBytes, &map_a, k * kBK, tm * kBM, full + s * 8);
+          tma_load_2d(base + s * kStageBytes + kABytes, &map_b, k * kBK, tn * kBN, full + s * 8);
         }
       }
     }
@@ -174,10 +186,12 @@ s8_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_con
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0;
     int it = 0;
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    for (int w = blockIdx.x; w < items; w += gridDim.x) {
+      const int tile = w / splits, k_begin = (w % splits) * per_split;
+      const int k_count = min(k_tiles, k_begin + per_split) - k_begin;
       int tm, tn;
       tile_of(tile, tiles_m, tiles_n, tm, tn);
-      for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+      for (int kt = 0; kt < k_count; ++kt, ++it) {
         const int s = it % kStages;
         mbar_wait(full + s * 8, (it / kStages) & 1);
         const std::uint64_t da = smem_desc(base + s * kStageBytes + consumer * 64 * kBK);
@@ -194,17 +208,20 @@ s8_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_con
       }
       wgmma_wait<0>();
       fence_accumulators(acc);
-      if (k_tiles > 0 && lane == 0) mbar_arrive(empty + ((it - 1) % kStages) * 8);
+      if (k_count > 0 && lane == 0) mbar_arrive(empty + ((it - 1) % kStages) * 8);
+      if (k_count == 0) {
+#pragma unroll
+        for (int i = 0; i < 128; ++i) acc[i] = 0;
+      }
 
       // Accumulator layout: for each n8 column block j, acc[4j], acc[4j+1] at (row g, cols 2t,
       // 2t+1) and acc[4j+2], acc[4j+3] at row g + 8, within the warp's 16 rows.
       const std::int64_t row = static_cast<std::int64_t>(tm) * kBM + consumer * 64 + warp * 16 + lane / 4;
       const std::int64_t col0 = static_cast<std::int64_t>(tn) * kBN + (lane % 4) * 2;
-#pragma unroll
-      for (int j = 0; j < 32; ++j) {
-        dev::store_pair(ep, row, col0 + j * 8, acc[4 * j], acc[4 * j + 1]);
-        dev::store_pair(ep, row + 8, col0 + j * 8, acc[4 * j + 2], acc[4 * j + 3]);
-      }
+      dev::store_fragment<2, 32>(
+          ep, [&](int r) { return row + 8 * r; }, [&](int c) { return col0 + 8 * c; },
+          [&](int r, int c, int h) { return acc[4 * c + 2 * r + h]; });
+      fence_accumulators(acc);  // the next item's first wgmma overwrites them
     }
   }
 #endif
@@ -275,14 +292,23 @@ DeviceState& state_of(int device) {
 
 bool wgmma_available(int device) { return state_of(device).available; }
 
-bool launch_gemm_wgmma(const GemmOperands& op, const Epilogue& ep, int device, cudaStream_t stream) {
+int wgmma_splits(std::int64_t m, std::int64_t n, std::int64_t kp, int multiprocessors) {
+  // Few tiles (skinny M): split K so that every SM gets a work item, each at least 8 K tiles
+  // (1024 bytes of every row) long so that the pipeline fills.
+  const std::int64_t tiles = ((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN);
+  const std::int64_t k_tiles = (kp + kBK - 1) / kBK;
+  if (tiles >= multiprocessors) return 1;
+  return static_cast<int>(std::clamp<std::int64_t>(std::min(multiprocessors / tiles, k_tiles / 8), 1, 16));
+}
+
+bool launch_gemm_wgmma(const GemmOperands& op, const Epilogue& ep, int splits, int device, cudaStream_t stream) {
   const DeviceState& st = state_of(device);
   if (!st.available || op.kp == 0) return false;
   const CUtensorMap map_a = make_map(op.a, op.m, op.kp, op.lda, kBM);
   const CUtensorMap map_b = make_map(op.b, op.n, op.kp, op.ldb, kBN);
   const std::int64_t tiles = ((op.m + kBM - 1) / kBM) * ((op.n + kBN - 1) / kBN);
-  const int grid = static_cast<int>(std::min<std::int64_t>(tiles, st.multiprocessors));
-  s8_gemm_wgmma_kernel<<<grid, kThreads, kSmem, stream>>>(map_a, map_b, op, ep);
+  const int grid = static_cast<int>(std::min<std::int64_t>(tiles * splits, st.multiprocessors));
+  s8_gemm_wgmma_kernel<<<grid, kThreads, kSmem, stream>>>(map_a, map_b, op, ep, splits);
   check_launch("s8_gemm_wgmma_kernel");
   return true;
 }

@@ -1,6 +1,8 @@
-// Element-wise quantize / dequantize. Each thread handles kVec = 16 consecutive elements: with
-// 16-byte aligned pointers and a full group it uses 16-byte loads and stores (the kernels are
-// memory-bound: float32 -> int8 moves 5 bytes per element), otherwise element by element.
+// Element-wise quantize / dequantize (memory-bound: float32 -> int8 moves 5 bytes per element).
+// Per-tensor params take a fully coalesced path (groups of 4 elements, adjacent across a warp).
+// Per-channel and block-wise params take the general path: 16 consecutive elements per thread,
+// so that the pair index is found with one division per 16 elements and then stepped; with
+// 16-byte aligned pointers and a full group it uses 16-byte loads and stores.
 #include "kernels/elementwise.cuh"
 #include "kernels/numerics.cuh"
 #include "kernels/quantize.h"
@@ -158,6 +160,152 @@ dequantize_kernel(const void* __restrict__ q, float* __restrict__ x, std::int64_
   }
 }
 
+// ---- per-tensor fast path: fully coalesced ----
+// Each thread takes groups of 16 input bytes (4 float32 or 8 float16/bfloat16 elements), and
+// the groups of one warp are adjacent, so every load and store instruction of a warp covers one
+// contiguous run (512 bytes in). kIters groups per thread keep several loads in flight. The
+// dequantize direction uses groups of 4 codes (16 bytes of float32 out).
+constexpr int kIters = 4;
+constexpr int kGroup = 4;
+constexpr int kThreads = 256;
+constexpr std::int64_t kPerBlock = std::int64_t{kThreads} * kIters * kGroup;
+
+// Elements per group: 16 bytes of input (4 float32 or 8 float16/bfloat16).
+template <FloatType T>
+constexpr int group_of() { return T == FloatType::f32 ? 4 : 8; }
+
+template <FloatType T, int G>
+__device__ __forceinline__ void load_group(const void* x, std::int64_t i, float (&v)[G]) {
+  if constexpr (T == FloatType::f32) {
+    const float4 f = *reinterpret_cast<const float4*>(static_cast<const float*>(x) + i);
+    v[0] = f.x;
+    v[1] = f.y;
+    v[2] = f.z;
+    v[3] = f.w;
+  } else {
+    const uint4 u = *reinterpret_cast<const uint4*>(static_cast<const std::uint16_t*>(x) + i);
+    const std::uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int h = 0; h < 4; ++h) {
+      const auto lo = static_cast<unsigned short>(w[h] & 0xFFFFu), hi = static_cast<unsigned short>(w[h] >> 16);
+      if constexpr (T == FloatType::f16) {
+        v[2 * h] = __half2float(__ushort_as_half(lo));
+        v[2 * h + 1] = __half2float(__ushort_as_half(hi));
+      } else {
+        v[2 * h] = __bfloat162float(__ushort_as_bfloat16(lo));
+        v[2 * h + 1] = __bfloat162float(__ushort_as_bfloat16(hi));
+      }
+    }
+  }
+}
+
+// Packs G codes of `Bits` bits into 32-bit words (little endian, element 0 lowest).
+template <int Bits, int G>
+__device__ __forceinline__ void store_group(void* q, std::int64_t i, const std::int32_t (&c)[G]) {
+  constexpr int kWords = (G * Bits + 31) / 32;
+  constexpr int kPerWord = 32 / Bits;
+  std::uint32_t w[kWords > 0 ? kWords : 1] = {};
+#pragma unroll
+  for (int e = 0; e < G; ++e)
+    w[e / kPerWord] |= (static_cast<std::uint32_t>(c[e]) & ((1u << Bits) - 1u)) << (Bits * (e % kPerWord));
+  auto* base = static_cast<std::uint8_t*>(q) + i * Bits / 8;
+  if constexpr (G * Bits == 16) {
+    *reinterpret_cast<std::uint16_t*>(base) = static_cast<std::uint16_t>(w[0]);
+  } else if constexpr (kWords == 1) {
+    *reinterpret_cast<std::uint32_t*>(base) = w[0];
+  } else if constexpr (kWords == 2) {
+    *reinterpret_cast<uint2*>(base) = make_uint2(w[0], w[1]);
+  } else {
+    *reinterpret_cast<uint4*>(base) = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+}
+
+// Groups per thread: 16 elements per thread whatever the input width, so that the values held
+// across the divisions (whose rare slow path is a call) stay few.
+template <FloatType T>
+constexpr int iters_of() { return T == FloatType::f32 ? kIters : kIters / 2; }
+
+template <FloatType In, int Bits>
+__global__ void __launch_bounds__(kThreads)
+quantize_per_tensor_kernel(const void* __restrict__ x, void* __restrict__ q, std::int64_t n, PairIndexing p,
+                           bool aligned) {
+  constexpr int G = group_of<In>();
+  constexpr int kSteps = iters_of<In>();
+  constexpr std::int64_t kBlockElems = std::int64_t{kThreads} * kSteps * G;
+  const float s = p.scales ? p.scales[0] : p.scale0;
+  const std::int32_t z = p.zero_points ? p.zero_points[0] : p.zero_point0;
+  const std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kBlockElems;
+  float v[kSteps][G];
+#pragma unroll
+  for (int j = 0; j < kSteps; ++j) {
+    const std::int64_t i0 = base + (static_cast<std::int64_t>(j) * kThreads + threadIdx.x) * G;
+    if (aligned && i0 + G <= n) {
+      load_group<In, G>(x, i0, v[j]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < G; ++e) v[j][e] = i0 + e < n ? dev::load_float<In>(x, i0 + e) : 0.0f;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kSteps; ++j) {
+    const std::int64_t i0 = base + (static_cast<std::int64_t>(j) * kThreads + threadIdx.x) * G;
+    if (i0 >= n) break;
+    std::int32_t c[G];
+#pragma unroll
+    for (int e = 0; e < G; ++e) c[e] = dev::quantize_value(v[j][e], s, z, p.qmin, p.qmax);
+    if (aligned && i0 + G <= n) {
+      store_group<Bits, G>(q, i0, c);
+    } else {
+      std::int32_t all[kVec] = {};
+      for (int e = 0; e < G; ++e) all[e] = c[e];
+      store_codes<Bits>(q, i0, all, static_cast<int>(n - i0 < G ? n - i0 : G), false);
+    }
+  }
+}
+
+template <int Bits, bool Signed>
+__global__ void __launch_bounds__(kThreads)
+dequantize_per_tensor_kernel(const void* __restrict__ q, float* __restrict__ x, std::int64_t n, PairIndexing p,
+                             bool aligned) {
+  const float s = p.scales ? p.scales[0] : p.scale0;
+  const std::int32_t z = p.zero_points ? p.zero_points[0] : p.zero_point0;
+  const std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kPerBlock;
+  std::int32_t c[kIters][kGroup];
+#pragma unroll
+  for (int j = 0; j < kIters; ++j) {
+    const std::int64_t i0 = base + (static_cast<std::int64_t>(j) * kThreads + threadIdx.x) * kGroup;
+    if (aligned && i0 + kGroup <= n) {
+      if constexpr (Bits == 8) {
+        const std::uint32_t w = *reinterpret_cast<const std::uint32_t*>(static_cast<const std::uint8_t*>(q) + i0);
+#pragma unroll
+        for (int e = 0; e < kGroup; ++e) {
+          const std::uint32_t b = (w >> (8 * e)) & 0xFFu;
+          c[j][e] = Signed ? static_cast<std::int32_t>(static_cast<std::int8_t>(b)) : static_cast<std::int32_t>(b);
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < kGroup; ++e) c[j][e] = load_code<Bits, Signed>(q, i0 + e);
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < kGroup; ++e) c[j][e] = i0 + e < n ? load_code<Bits, Signed>(q, i0 + e) : 0;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kIters; ++j) {
+    const std::int64_t i0 = base + (static_cast<std::int64_t>(j) * kThreads + threadIdx.x) * kGroup;
+    if (i0 >= n) break;
+    float v[kGroup];
+#pragma unroll
+    for (int e = 0; e < kGroup; ++e) v[e] = dev::dequantize_value(c[j][e], s, z);
+    if (aligned && i0 + kGroup <= n) {
+      *reinterpret_cast<float4*>(x + i0) = make_float4(v[0], v[1], v[2], v[3]);
+    } else {
+      for (int e = 0; e < kGroup && i0 + e < n; ++e) x[i0 + e] = v[e];
+    }
+  }
+}
+
 bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
 
 unsigned blocks_for(std::int64_t n) {
@@ -168,6 +316,18 @@ unsigned blocks_for(std::int64_t n) {
 template <FloatType In>
 void quantize_to(DType out, const void* x, void* q, std::int64_t n, const PairIndexing& p,
                  bool aligned, cudaStream_t stream) {
+  if (p.layout == ParamLayout::per_tensor) {
+    const std::int64_t per_block = std::int64_t{kThreads} * iters_of<In>() * group_of<In>();
+    const auto grid = static_cast<unsigned>((n + per_block - 1) / per_block);
+    switch (traits(out).bits) {
+      case 8: quantize_per_tensor_kernel<In, 8><<<grid, kThreads, 0, stream>>>(x, q, n, p, aligned); break;
+      case 16: quantize_per_tensor_kernel<In, 16><<<grid, kThreads, 0, stream>>>(x, q, n, p, aligned); break;
+      case 4: quantize_per_tensor_kernel<In, 4><<<grid, kThreads, 0, stream>>>(x, q, n, p, aligned); break;
+      default: return;
+    }
+    check_launch("quantize_per_tensor_kernel");
+    return;
+  }
   const unsigned grid = blocks_for(n);
   switch (traits(out).bits) {
     case 8: quantize_kernel<In, 8><<<grid, 256, 0, stream>>>(x, q, n, p, aligned); break;
@@ -197,6 +357,20 @@ void launch_dequantize(DType in, const void* q, float* x, std::int64_t n, const 
                        cudaStream_t stream) {
   if (n <= 0) return;
   const bool aligned = aligned16(x) && aligned16(q);
+  if (p.layout == ParamLayout::per_tensor) {
+    const auto grid = static_cast<unsigned>((n + kPerBlock - 1) / kPerBlock);
+    switch (in) {
+      case DType::int8: dequantize_per_tensor_kernel<8, true><<<grid, kThreads, 0, stream>>>(q, x, n, p, aligned); break;
+      case DType::uint8: dequantize_per_tensor_kernel<8, false><<<grid, kThreads, 0, stream>>>(q, x, n, p, aligned); break;
+      case DType::int16: dequantize_per_tensor_kernel<16, true><<<grid, kThreads, 0, stream>>>(q, x, n, p, aligned); break;
+      case DType::uint16: dequantize_per_tensor_kernel<16, false><<<grid, kThreads, 0, stream>>>(q, x, n, p, aligned); break;
+      case DType::int4: dequantize_per_tensor_kernel<4, true><<<grid, kThreads, 0, stream>>>(q, x, n, p, aligned); break;
+      case DType::uint4: dequantize_per_tensor_kernel<4, false><<<grid, kThreads, 0, stream>>>(q, x, n, p, aligned); break;
+      case DType::binary: return;
+    }
+    check_launch("dequantize_per_tensor_kernel");
+    return;
+  }
   const unsigned grid = blocks_for(n);
   switch (in) {
     case DType::int8: dequantize_kernel<8, true><<<grid, 256, 0, stream>>>(q, x, n, p, aligned); break;

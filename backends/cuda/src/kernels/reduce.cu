@@ -71,24 +71,36 @@ __device__ __forceinline__ RangeStats to_stats(const Acc& a) {
   return s;
 }
 
+// Groups of 4 elements, adjacent across the grid (coalesced), grid-stride.
 template <FloatType T>
 __global__ void __launch_bounds__(kThreads)
 range_partial_kernel(const void* __restrict__ x, std::int64_t n, bool aligned, RangeStats* partials) {
   Acc acc = Acc::identity();
-  const std::int64_t groups = (n + dev::kVec - 1) / dev::kVec;
-  for (std::int64_t g = static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x; g < groups;
-       g += static_cast<std::int64_t>(gridDim.x) * kThreads) {
-    const std::int64_t i0 = g * dev::kVec;
-    if (aligned && i0 + dev::kVec <= n) {
-      float v[dev::kVec];
-      dev::load_float_vec<T>(x, i0, v);
+  const std::int64_t groups = n / 4;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kThreads;
+  for (std::int64_t g = static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x; g < groups; g += stride) {
+    const std::int64_t i0 = g * 4;
+    float v[4];
+    if (aligned) {
+      if constexpr (T == FloatType::f32) {
+        const float4 f = *reinterpret_cast<const float4*>(static_cast<const float*>(x) + i0);
+        v[0] = f.x;
+        v[1] = f.y;
+        v[2] = f.z;
+        v[3] = f.w;
+      } else {
 #pragma unroll
-      for (int e = 0; e < dev::kVec; ++e) acc.add(v[e], static_cast<std::uint64_t>(i0 + e));
+        for (int e = 0; e < 4; ++e) v[e] = dev::load_float<T>(x, i0 + e);
+      }
     } else {
-      for (std::int64_t i = i0; i < n && i < i0 + dev::kVec; ++i)
-        acc.add(dev::load_float<T>(x, i), static_cast<std::uint64_t>(i));
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[e] = dev::load_float<T>(x, i0 + e);
     }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc.add(v[e], static_cast<std::uint64_t>(i0 + e));
   }
+  for (std::int64_t i = groups * 4 + static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride)
+    acc.add(dev::load_float<T>(x, i), static_cast<std::uint64_t>(i));
   acc = block_reduce(acc);
   if (threadIdx.x == 0) partials[blockIdx.x] = to_stats(acc);
 }
@@ -108,11 +120,11 @@ range_final_kernel(const RangeStats* __restrict__ partials, int count, RangeStat
 
 void launch_range_stats(FloatType type, const void* x, std::int64_t n, RangeStats* partials,
                         RangeStats* out, int multiprocessors, cudaStream_t stream) {
-  const std::int64_t groups = (n + dev::kVec - 1) / dev::kVec;
+  const std::int64_t groups = (n + 3) / 4;
   // Enough blocks to fill the GPU a few times over, never more than there is work for.
   const std::int64_t wanted = std::max<std::int64_t>(1, (groups + kThreads - 1) / kThreads);
   const int blocks = static_cast<int>(
-      std::min<std::int64_t>({wanted, std::int64_t{4} * std::max(1, multiprocessors),
+      std::min<std::int64_t>({wanted, std::int64_t{8} * std::max(1, multiprocessors),
                               kRangeStatsMaxBlocks}));
   const bool aligned = (reinterpret_cast<std::uintptr_t>(x) & 15u) == 0;
   switch (type) {

@@ -7,7 +7,37 @@ namespace qforge::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-using dev::kVec;
+
+// Groups of 4 elements, adjacent across the block: every warp load covers one contiguous run.
+template <FloatType T>
+__device__ __forceinline__ void load_group(const void* x, std::int64_t i, bool vector, float (&v)[4]) {
+  if (vector) {
+    if constexpr (T == FloatType::f32) {
+      const float4 f = *reinterpret_cast<const float4*>(static_cast<const float*>(x) + i);
+      v[0] = f.x;
+      v[1] = f.y;
+      v[2] = f.z;
+      v[3] = f.w;
+    } else {
+      const uint2 u = *reinterpret_cast<const uint2*>(static_cast<const std::uint16_t*>(x) + i);
+      const std::uint32_t w[2] = {u.x, u.y};
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const auto lo = static_cast<unsigned short>(w[h] & 0xFFFFu), hi = static_cast<unsigned short>(w[h] >> 16);
+        if constexpr (T == FloatType::f16) {
+          v[2 * h] = __half2float(__ushort_as_half(lo));
+          v[2 * h + 1] = __half2float(__ushort_as_half(hi));
+        } else {
+          v[2 * h] = __bfloat162float(__ushort_as_bfloat16(lo));
+          v[2 * h + 1] = __bfloat162float(__ushort_as_bfloat16(hi));
+        }
+      }
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) v[e] = dev::load_float<T>(x, i + e);
+  }
+}
 
 template <FloatType T>
 __global__ void __launch_bounds__(kThreads)
@@ -18,21 +48,17 @@ rowwise_absmax_quantize_kernel(const void* __restrict__ x, std::int64_t cols,
   __shared__ float row_scale;
   const std::int64_t row = blockIdx.x;
   const std::int64_t base = row * cols;
-  const std::int64_t groups = (cols + kVec - 1) / kVec;
+  const std::int64_t groups = cols / 4;  // whole groups; the tail (cols % 4) goes element-wise
 
   float amax = 0.0f;
   for (std::int64_t g = threadIdx.x; g < groups; g += kThreads) {
-    const std::int64_t c0 = g * kVec;
-    if (aligned && c0 + kVec <= cols) {
-      float v[kVec];
-      dev::load_float_vec<T>(x, base + c0, v);
+    float v[4];
+    load_group<T>(x, base + g * 4, aligned, v);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) amax = fmaxf(amax, fabsf(v[e]));  // fmaxf drops NaN
-    } else {
-      for (std::int64_t c = c0; c < cols && c < c0 + kVec; ++c)
-        amax = fmaxf(amax, fabsf(dev::load_float<T>(x, base + c)));
-    }
+    for (int e = 0; e < 4; ++e) amax = fmaxf(amax, fabsf(v[e]));  // fmaxf drops NaN
   }
+  for (std::int64_t c = groups * 4 + threadIdx.x; c < cols; c += kThreads)
+    amax = fmaxf(amax, fabsf(dev::load_float<T>(x, base + c)));
   for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_down_sync(0xFFFFFFFFu, amax, o));
   if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = amax;
   __syncthreads();
@@ -45,25 +71,109 @@ rowwise_absmax_quantize_kernel(const void* __restrict__ x, std::int64_t cols,
   __syncthreads();
   const float s = row_scale;
 
+  // Second pass over the row: it was just read by this block, so it comes from cache.
   for (std::int64_t g = threadIdx.x; g < groups; g += kThreads) {
-    const std::int64_t c0 = g * kVec;
-    if (aligned && c0 + kVec <= cols) {
-      float v[kVec];
-      dev::load_float_vec<T>(x, base + c0, v);
-      std::uint32_t w[4];
+    float v[4];
+    load_group<T>(x, base + g * 4, aligned, v);
+    std::uint32_t w = 0;
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        w[j] = 0;
+    for (int e = 0; e < 4; ++e)
+      w |= (static_cast<std::uint32_t>(dev::quantize_value(v[e], s, 0, -127, 127)) & 0xFFu) << (8 * e);
+    if (aligned) {
+      *reinterpret_cast<std::uint32_t*>(q + base + g * 4) = w;
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) q[base + g * 4 + e] = static_cast<std::int8_t>((w >> (8 * e)) & 0xFFu);
+    }
+  }
+  for (std::int64_t c = groups * 4 + threadIdx.x; c < cols; c += kThreads)
+    q[base + c] = static_cast<std::int8_t>(dev::quantize_value(dev::load_float<T>(x, base + c), s, 0, -127, 127));
+}
+
+// Rows that fit in the block's registers (up to kResident groups of 16 bytes per thread) are
+// read exactly once: load, reduce, quantize from the registers.
+constexpr int kResident = 8;
+
+template <FloatType T>
+constexpr int group_elems() { return T == FloatType::f32 ? 4 : 8; }
+// At most 32 values per thread whatever the width (8 groups of 4 float32, 4 groups of 8 halves).
+template <FloatType T>
+constexpr int resident_groups() { return T == FloatType::f32 ? kResident : kResident / 2; }
+
+template <FloatType T>
+__device__ __forceinline__ void load16(const void* x, std::int64_t i, float (&v)[group_elems<T>()]) {
+  if constexpr (T == FloatType::f32) {
+    const float4 f = *reinterpret_cast<const float4*>(static_cast<const float*>(x) + i);
+    v[0] = f.x;
+    v[1] = f.y;
+    v[2] = f.z;
+    v[3] = f.w;
+  } else {
+    const uint4 u = *reinterpret_cast<const uint4*>(static_cast<const std::uint16_t*>(x) + i);
+    const std::uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int h = 0; h < 4; ++h) {
+      const auto lo = static_cast<unsigned short>(w[h] & 0xFFFFu), hi = static_cast<unsigned short>(w[h] >> 16);
+      if constexpr (T == FloatType::f16) {
+        v[2 * h] = __half2float(__ushort_as_half(lo));
+        v[2 * h + 1] = __half2float(__ushort_as_half(hi));
+      } else {
+        v[2 * h] = __bfloat162float(__ushort_as_bfloat16(lo));
+        v[2 * h + 1] = __bfloat162float(__ushort_as_bfloat16(hi));
+      }
+    }
+  }
+}
+
+template <FloatType T>
+__global__ void __launch_bounds__(kThreads)
+rowwise_resident_kernel(const void* __restrict__ x, std::int64_t cols, std::int8_t* __restrict__ q,
+                        float* __restrict__ scales) {
+  constexpr int G = group_elems<T>();
+  __shared__ float warp_max[kThreads / 32];
+  __shared__ float row_scale;
+  const std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * cols;
+  constexpr int R = resident_groups<T>();
+  const int groups = static_cast<int>(cols / G);
+  float v[R][G];
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int g = threadIdx.x + i * kThreads;
+    if (g < groups) {
+      load16<T>(x, base + static_cast<std::int64_t>(g) * G, v[i]);
+#pragma unroll
+      for (int e = 0; e < G; ++e) amax = fmaxf(amax, fabsf(v[i][e]));  // fmaxf drops NaN
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_down_sync(0xFFFFFFFFu, amax, o));
+  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = amax;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float m = warp_max[0];
+    for (int w = 1; w < kThreads / 32; ++w) m = fmaxf(m, warp_max[w]);
+    row_scale = fmaxf(__fdiv_rn(m, 127.0f), 1e-8f);
+    scales[blockIdx.x] = row_scale;
+  }
+  __syncthreads();
+  const float s = row_scale;
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int g = threadIdx.x + i * kThreads;
+    if (g < groups) {
+      std::uint32_t w[G / 4];
+#pragma unroll
+      for (int h = 0; h < G / 4; ++h) {
+        w[h] = 0;
 #pragma unroll
         for (int e = 0; e < 4; ++e)
-          w[j] |= (static_cast<std::uint32_t>(dev::quantize_value(v[4 * j + e], s, 0, -127, 127)) & 0xFFu)
-                  << (8 * e);
+          w[h] |= (static_cast<std::uint32_t>(dev::quantize_value(v[i][4 * h + e], s, 0, -127, 127)) & 0xFFu) << (8 * e);
       }
-      *reinterpret_cast<uint4*>(q + base + c0) = make_uint4(w[0], w[1], w[2], w[3]);
-    } else {
-      for (std::int64_t c = c0; c < cols && c < c0 + kVec; ++c)
-        q[base + c] = static_cast<std::int8_t>(
-            dev::quantize_value(dev::load_float<T>(x, base + c), s, 0, -127, 127));
+      std::int8_t* out = q + base + static_cast<std::int64_t>(g) * G;
+      if constexpr (G == 4)
+        *reinterpret_cast<std::uint32_t*>(out) = w[0];
+      else
+        *reinterpret_cast<uint2*>(out) = make_uint2(w[0], w[1]);
     }
   }
 }
@@ -74,12 +184,27 @@ void launch_rowwise_absmax_quantize(FloatType type, const void* x, std::int64_t 
                                     std::int64_t cols, std::int8_t* q, float* scales,
                                     cudaStream_t stream) {
   if (rows <= 0) return;
-  // Vector accesses need every row start 16-byte aligned on both sides.
-  const auto in_row_bytes = cols * size_of(type);
+  // Vector accesses need every group of 4 aligned: rows of a multiple of 4 elements starting
+  // at 16-byte aligned pointers.
   const bool aligned = (reinterpret_cast<std::uintptr_t>(x) & 15u) == 0 &&
-                       (reinterpret_cast<std::uintptr_t>(q) & 15u) == 0 && in_row_bytes % 16 == 0 &&
-                       cols % 16 == 0;
+                       (reinterpret_cast<std::uintptr_t>(q) & 3u) == 0 && cols % 4 == 0;
   const auto grid = static_cast<unsigned>(rows);
+  // Register-resident when every row is a whole number of 16-byte groups, 16-byte aligned, and
+  // fits the block's registers; otherwise two reads per row (the second from cache).
+  const int g = type == FloatType::f32 ? 4 : 8;
+  const bool resident = (reinterpret_cast<std::uintptr_t>(x) & 15u) == 0 &&
+                        (reinterpret_cast<std::uintptr_t>(q) & 7u) == 0 && cols % g == 0 &&
+                        cols / g <= std::int64_t{kThreads} * (type == FloatType::f32 ? kResident : kResident / 2) &&
+                        (cols * size_of(type)) % 16 == 0;
+  if (resident) {
+    switch (type) {
+      case FloatType::f32: rowwise_resident_kernel<FloatType::f32><<<grid, kThreads, 0, stream>>>(x, cols, q, scales); break;
+      case FloatType::f16: rowwise_resident_kernel<FloatType::f16><<<grid, kThreads, 0, stream>>>(x, cols, q, scales); break;
+      case FloatType::bf16: rowwise_resident_kernel<FloatType::bf16><<<grid, kThreads, 0, stream>>>(x, cols, q, scales); break;
+    }
+    check_launch("rowwise_resident_kernel");
+    return;
+  }
   switch (type) {
     case FloatType::f32: rowwise_absmax_quantize_kernel<FloatType::f32><<<grid, kThreads, 0, stream>>>(x, cols, q, scales, aligned); break;
     case FloatType::f16: rowwise_absmax_quantize_kernel<FloatType::f16><<<grid, kThreads, 0, stream>>>(x, cols, q, scales, aligned); break;
