@@ -1,5 +1,6 @@
 #include "harness/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -137,7 +138,8 @@ std::string header(const OutputSpec& spec) {
 }
 
 ::testing::AssertionResult compare_floating(const OutputSpec& spec, std::span<const std::byte> got,
-                                            std::span<const std::byte> expected) {
+                                            std::span<const std::byte> expected,
+                                            std::span<const double> magnitude) {
   const std::size_t n = spec.count();
   double error = 0.0, energy = 0.0, worst = -1.0;
   std::size_t worst_index = 0;
@@ -159,7 +161,9 @@ std::string header(const OutputSpec& spec) {
              << (std::isnan(g) ? " (NaN: not written, or computed as NaN)" : "");
     const double d = static_cast<double>(g) - static_cast<double>(e);
     error += d * d;
-    energy += static_cast<double>(e) * static_cast<double>(e);
+    const double size = std::max(std::fabs(static_cast<double>(e)),
+                                 magnitude.empty() ? 0.0 : std::fabs(magnitude[i]));
+    energy += size * size;
     if (d * d > worst) worst = d * d, worst_index = i;
   }
   const double nmse =
@@ -178,7 +182,11 @@ std::string header(const OutputSpec& spec) {
 }  // namespace
 
 ::testing::AssertionResult compare_output(const OutputSpec& spec, std::span<const std::byte> got,
-                                          std::span<const std::byte> expected) {
+                                          std::span<const std::byte> expected,
+                                          std::span<const double> magnitude) {
+  if (!magnitude.empty() && magnitude.size() != spec.count())
+    return ::testing::AssertionFailure() << header(spec) << ": " << magnitude.size()
+                                         << " magnitudes for " << spec.count() << " elements";
   if (got.size() != spec.bytes() || expected.size() != spec.bytes())
     return ::testing::AssertionFailure()
            << header(spec) << ": " << got.size() << " bytes read back and " << expected.size()
@@ -189,7 +197,7 @@ std::string header(const OutputSpec& spec) {
     case ValueKind::int32:
       return compare_int32(spec, got, expected);
     case ValueKind::floating:
-      return compare_floating(spec, got, expected);
+      return compare_floating(spec, got, expected, magnitude);
   }
   return ::testing::AssertionFailure() << "unknown output kind";
 }

@@ -4,10 +4,14 @@
 // padding bits of a last partial byte included (dtype.h: they are zero). A mismatch names the
 // first differing element by flat and multi-index with got vs expected, and how many differ.
 //
-// Float outputs pass when NMSE = sum (got - ref)^2 / sum ref^2 (ggml's test-backend-ops metric,
-// accumulated in double) is at most the op's tolerance (tolerances.h), no element is NaN or
-// infinite where the reference is finite, and non-finite reference elements are matched
-// exactly (inf by sign, NaN by NaN). An all-zero reference requires an all-zero output.
+// Float outputs pass when NMSE = sum (got - ref)^2 / sum max(ref, mag)^2 is at most the op's
+// tolerance (tolerances.h), no element is NaN or infinite where the reference is finite, and
+// non-finite reference elements are matched exactly (inf by sign, NaN by NaN). This is ggml's
+// test-backend-ops metric (accumulated in double) with one change: where the tester knows the
+// size `mag` of the terms an element was summed from (|C * sa * sb| + |bias|, sum |dy * w|), the
+// denominator uses it, so a result that cancels to almost nothing does not turn legitimate
+// rounding in its terms into a huge relative error (the bound BLAS tests use: error <= c * eps *
+// |A||B|). Without magnitudes mag = |ref|. An all-zero denominator requires an exact match.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -42,8 +46,10 @@ struct OutputSpec {
   std::size_t element_bytes() const;
 };
 
+// `magnitude` is empty or has one entry per element (floating outputs only).
 ::testing::AssertionResult compare_output(const OutputSpec& spec, std::span<const std::byte> got,
-                                          std::span<const std::byte> expected);
+                                          std::span<const std::byte> expected,
+                                          std::span<const double> magnitude = {});
 
 // "[1, 4]" for flat index 12 of shape [3, 8].
 std::string multi_index(const Shape& shape, std::size_t flat);

@@ -122,7 +122,8 @@ void run_one_launch(Target& target, const OpCase& c, const std::string& kernel,
     }
     for (std::size_t i = 0; i < out.size(); ++i) {
       EXPECT_TRUE(out[i]->guards_intact());
-      EXPECT_TRUE(compare_output(c.outputs[i].spec, out[i]->read(), c.outputs[i].bytes));
+      EXPECT_TRUE(compare_output(c.outputs[i].spec, out[i]->read(), c.outputs[i].bytes,
+                                 c.outputs[i].magnitude));
     }
     if (c.check_returned) {
       EXPECT_TRUE(c.check_returned());

@@ -34,6 +34,9 @@ struct HostInput {
 struct ExpectedOutput {
   OutputSpec spec;
   std::vector<std::byte> bytes;  // the reference's result
+  // Float outputs: per element, the size of the terms it was summed from (see compare.h);
+  // empty = the reference value itself.
+  std::vector<double> magnitude = {};
 };
 
 enum class ReferenceOutcome { ok, invalid, overflow };

@@ -1,5 +1,7 @@
 #include "testers/linear_tester.h"
 
+#include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -39,6 +41,54 @@ LinearTester::Weights LinearTester::make_weights(Rng& rng) const {
   return w;
 }
 
+namespace {
+
+float w_scale(const LinearDesc& d, std::int64_t n) {
+  return d.w.scale(d.w.count() == 1 ? 0 : static_cast<std::size_t>(n));
+}
+
+// Sizes of the terms each float output is rounded from (compare.h): forward |C * sx * sw| +
+// |bias|; backward the sums of |products| behind dX, dW and db.
+std::vector<double> forward_magnitudes(const LinearDesc& d, const std::vector<std::byte>& xq,
+                                       const std::vector<std::int8_t>& wq, float sx,
+                                       const std::vector<float>& bias) {
+  std::vector<double> mag(static_cast<std::size_t>(d.m * d.n));
+  const auto* x = reinterpret_cast<const std::int8_t*>(xq.data());
+  for (std::int64_t m = 0; m < d.m; ++m)
+    for (std::int64_t n = 0; n < d.n; ++n) {
+      std::int64_t c = 0;
+      for (std::int64_t k = 0; k < d.k; ++k) c += std::int64_t{x[m * d.k + k]} * wq[n * d.k + k];
+      mag[static_cast<std::size_t>(m * d.n + n)] =
+          std::fabs(static_cast<double>(c) * sx * w_scale(d, n)) +
+          (d.has_bias ? std::fabs(static_cast<double>(bias[n])) : 0.0);
+    }
+  return mag;
+}
+
+struct BackwardMagnitudes {
+  std::vector<double> dx, dw, db;
+};
+
+BackwardMagnitudes backward_magnitudes(const LinearDesc& d, const std::vector<float>& dy,
+                                       const std::vector<std::int8_t>& xq, float sx,
+                                       const std::vector<std::int8_t>& wq) {
+  BackwardMagnitudes mag{std::vector<double>(static_cast<std::size_t>(d.m * d.k)),
+                         std::vector<double>(static_cast<std::size_t>(d.n * d.k)),
+                         std::vector<double>(static_cast<std::size_t>(d.n))};
+  for (std::int64_t m = 0; m < d.m; ++m)
+    for (std::int64_t n = 0; n < d.n; ++n) {
+      const double g = std::fabs(static_cast<double>(dy[m * d.n + n]));
+      mag.db[n] += g;
+      for (std::int64_t k = 0; k < d.k; ++k) {
+        mag.dx[m * d.k + k] += g * std::abs(wq[n * d.k + k]) * w_scale(d, n);
+        mag.dw[n * d.k + k] += g * std::abs(xq[m * d.k + k]) * sx;
+      }
+    }
+  return mag;
+}
+
+}  // namespace
+
 void LinearTester::test_forward(Target& target, Rng& rng) const {
   Weights w = make_weights(rng);
   const LinearDesc desc = w.desc;
@@ -56,6 +106,7 @@ void LinearTester::test_forward(Target& target, Rng& rng) const {
         desc, w.x.data(), w.wq.data(), bias_ ? w.bias.data() : nullptr,
         reinterpret_cast<std::int8_t*>(xq.bytes.data()), reinterpret_cast<float*>(y.bytes.data()));
   });
+  if (expected) y.magnitude = forward_magnitudes(desc, xq.bytes, w.wq, expected->scale(), w.bias);
   oc.inputs = {{"x", to_bytes(w.x)}, {"wq", to_bytes(w.wq)}};
   if (bias_) oc.inputs.push_back({"bias", to_bytes(w.bias)});
   oc.outputs = {std::move(y), std::move(xq)};
@@ -109,6 +160,10 @@ void LinearTester::test_backward(Target& target, Rng& rng) const {
                                reinterpret_cast<float*>(dw.bytes.data()),
                                has_bias ? reinterpret_cast<float*>(db.bytes.data()) : nullptr);
   });
+  BackwardMagnitudes mag = backward_magnitudes(desc, dy, xq, xq_params.scale(), w.wq);
+  dx.magnitude = std::move(mag.dx);
+  dw.magnitude = std::move(mag.dw);
+  db.magnitude = std::move(mag.db);
   oc.inputs = {{"dy", to_bytes(dy)}, {"xq", to_bytes(xq)}, {"wq", to_bytes(w.wq)}};
   oc.outputs = {std::move(dx), std::move(dw)};
   if (has_bias) oc.outputs.push_back(std::move(db));

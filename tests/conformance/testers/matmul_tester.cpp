@@ -79,6 +79,44 @@ double product_rms(const MatmulDesc& desc, const std::vector<std::byte>& a,
   return c.empty() ? 0.0 : std::sqrt(sum / static_cast<double>(c.size()));
 }
 
+// Per element of Y, the size of what the epilogue rounds: |C_j * sa * sb_j| summed over the
+// groups of K that share a B scale (one for per-tensor / per-column B, one per block), plus
+// |bias|. Y itself can cancel to almost nothing; its rounding errors scale with this.
+std::vector<double> dequant_magnitudes(const MatmulDesc& d, const std::vector<std::byte>& a,
+                                       const std::vector<std::byte>& b,
+                                       const std::vector<float>& bias) {
+  const Shape b_shape = d.b_shape();
+  std::vector<double> mag(static_cast<std::size_t>(d.m * d.n));
+  for (std::int64_t m = 0; m < d.m; ++m) {
+    const std::size_t ap =
+        d.a.scheme().granularity == Granularity::per_tensor ? 0 : static_cast<std::size_t>(m);
+    const std::int64_t za = d.a.zero_point(ap);
+    const double sa = d.a.scale(ap);
+    for (std::int64_t n = 0; n < d.n; ++n) {
+      double total = d.has_bias ? std::fabs(static_cast<double>(bias[n])) : 0.0;
+      std::int64_t partial = 0;
+      std::size_t group = 0;
+      for (std::int64_t k = 0; k < d.k; ++k) {
+        const std::int64_t bi = d.b_layout == MatrixLayout::kn ? k * d.n + n : n * d.k + k;
+        const std::size_t bp = d.b.param_index(b_shape, bi);
+        if (k > 0 && bp != group) {
+          total += std::fabs(static_cast<double>(partial)) * sa * d.b.scale(group);
+          partial = 0;
+        }
+        group = bp;
+        const std::int64_t av =
+            load_element(d.a.dtype(), a.data(), static_cast<std::size_t>(m * d.k + k)) - za;
+        const std::int64_t bv =
+            load_element(d.b.dtype(), b.data(), static_cast<std::size_t>(bi)) - d.b.zero_point(bp);
+        partial += av * bv;
+      }
+      if (d.k > 0) total += std::fabs(static_cast<double>(partial)) * sa * d.b.scale(group);
+      mag[static_cast<std::size_t>(m * d.n + n)] = total;
+    }
+  }
+  return mag;
+}
+
 // B packed for the prepacked launch. It is packed for a different M on purpose: a packed B
 // serves every M (ops.h). A plugin without any packed form (pack_weights throws unsupported,
 // the default for device memory) makes the launch unavailable rather than failed.
@@ -166,6 +204,8 @@ OpCase MatmulTester::matmul_dequant_case(const MatmulDesc& desc, std::vector<std
     reference::matmul_dequant(desc, a.data(), b.data(), desc.has_bias ? bias.data() : nullptr,
                               y.bytes.data());
   });
+  // Only computable when the operands fit the descriptor, which the reference just confirmed.
+  if (oc.reference == ReferenceOutcome::ok) y.magnitude = dequant_magnitudes(desc, a, b, bias);
   oc.inputs = {{"a", std::move(a)}, {"b", std::move(b)}};
   if (desc.has_bias) oc.inputs.push_back({"bias", to_bytes(bias)});
   oc.outputs = {std::move(y)};
