@@ -113,7 +113,10 @@ int main(int argc, char** argv) {
   std::vector<LoadedPlugin> plugins = registry.plugins();
   plugins.push_back({"(in process)", "inline", "0", std::make_shared<InlineOps>()});
   for (const auto& p : plugins) {
-    if (!p.ops->availability().usable || !p.ops->supports(w.op).supported) continue;
+    // Host pointers only: a device plugin's direct call would need device buffers, and through
+    // the accelerator host data to it is staged, which is a copy benchmark, not dispatch.
+    if (!p.ops->availability().usable || !p.ops->host_memory() || !p.ops->supports(w.op).supported)
+      continue;
     // One accelerator per plugin, restricted to it, so both sides run the same plugin; no cache
     // file is touched.
     AcceleratorOptions o;

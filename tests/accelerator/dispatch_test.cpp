@@ -180,6 +180,33 @@ TEST(Dispatch, DeviceResidentDataThroughADecision) {
   EXPECT_EQ(got, want);
 }
 
+TEST(Dispatch, EachCallRunsItsBucketsKernelOnASharedPlugin) {
+  // Two buckets, two kernels of one plugin: alternating calls must select the right one each
+  // time, also after someone else changed the plugin's kernel.
+  auto o = acc_test::options(acc_test::scratch_dir("c") / "t.json");
+  o.injected_cost = [](const CandidateId& id, const OpDesc& op, CostPhase) {
+    const bool small = std::get<MatmulDesc>(op.desc).m <= 8;
+    return id.kernel == (small ? "fast" : "slow") ? 1e-6 : 1e-3;
+  };
+  Accelerator acc(acc_test::plugins({"acc_good"}), o);
+  const Workload ws = acc_test::small_matmul(8), wl = acc_test::small_matmul(64);
+  const auto& small = std::get<MatmulDesc>(ws.op.desc);
+  const auto& large = std::get<MatmulDesc>(wl.op.desc);
+  std::vector<std::uint8_t> a(64 * 40, 140);
+  std::vector<std::int8_t> b(40 * 24, 2);
+  std::vector<std::int32_t> c(64 * 24);
+  const auto ops = acc.plugins()[0].ops;
+  for (int round = 0; round < 3; ++round) {
+    acc.matmul_integer(small, a.data(), b.data(), c.data());
+    EXPECT_EQ(ops->last_kernel(), "fast");
+    acc.matmul_integer(large, a.data(), b.data(), c.data());
+    EXPECT_EQ(ops->last_kernel(), "slow");
+    ops->set_kernel(KernelChoice{"fast"});  // behind the accelerator's back
+    acc.matmul_integer(large, a.data(), b.data(), c.data());
+  }
+  EXPECT_EQ(acc.stats().buckets_tuned, 2u);
+}
+
 TEST(Dispatch, OpErrorsPropagateUnchanged) {
   Accelerator acc(acc_test::plugins({"cpu_scalar"}), acc_test::options(acc_test::scratch_dir("c") / "t.json"));
   // A matmul whose result leaves int32: the plugin's overflow error, not "unsupported".

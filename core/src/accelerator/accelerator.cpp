@@ -82,6 +82,7 @@ std::unique_ptr<DecisionSlot> Accelerator::Impl::make_slot(const CandidateId& id
   const auto pi = plugin_index(id.plugin);
   if (!pi) throw Error(ErrorCode::internal, "accelerator: decision names unknown plugin " + id.plugin);
   auto s = std::make_unique<DecisionSlot>();
+  s->serial = ++next_serial;
   s->keep = plugins[*pi].plugin.ops;
   s->ops = s->keep.get();
   s->device = id.device;
@@ -154,13 +155,10 @@ std::unique_ptr<DecisionSlot> Accelerator::Impl::by_tuning(const Workload& w) {
   if (left <= 0) return by_default(w, "the total tuning budget is spent");
   const accel::Enumeration e = accel::enumerate_candidates(w.op, plugins, options.policy);
   if (e.candidates.empty()) accel::throw_no_candidate(w.op, e);
-  const double budget = std::min(options.budget.per_workload_s, left);
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(budget));
   const auto start = Clock::now();
   accel::TuneOutcome out;
   try {
-    out = accel::tune_workload(w, e, options, worker, deadline, seeds());
+    out = accel::tune_workload(w, e, options, worker, left, seeds());
   } catch (...) {
     stats.tuning_seconds += std::chrono::duration<double>(Clock::now() - start).count();
     throw;
@@ -193,6 +191,7 @@ std::unique_ptr<DecisionSlot> Accelerator::Impl::by_tuning(const Workload& w) {
 
 DecisionSlot& Accelerator::Impl::resolve(const accel::WorkloadKey& key, const Workload& w,
                                          bool dispatching, bool retune) {
+  unbind_all();  // enumeration and tuning select devices and kernels of their own
   std::unique_ptr<DecisionSlot> s;
   if (!retune) s = from_cache(w, key.hex() + "@" + policy_tag);
   if (!s) {

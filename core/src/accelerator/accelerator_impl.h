@@ -24,6 +24,7 @@ struct DecisionSlot {
   KernelChoice kernel;
   bool host_memory = true;
 
+  std::uint64_t serial = 0;               // unique per accelerator, never 0
   std::shared_ptr<QuantizationOps> keep;  // keeps ops alive
   std::size_t plugin = 0;                 // index into Impl::plugins
   CandidateId id;
@@ -44,6 +45,12 @@ struct Accelerator::Impl {
   accel::Worker worker;
   AcceleratorStats stats;
   std::mt19937_64 seeds{std::random_device{}()};
+  std::uint64_t next_serial = 0;
+
+  // Forgets which decision is bound on every plugin (after tuning or a fallback bound others).
+  void unbind_all() {
+    for (auto& p : plugins) p.bound_slot = 0;
+  }
 
   Impl(std::vector<LoadedPlugin> plugins, AcceleratorOptions options);
 

@@ -17,6 +17,9 @@ struct PluginState {
   std::vector<DeviceInfo> devices;
   bool host_memory = true;
   std::string quarantine;  // non-empty once it hung: why it is not used any more
+  // The decision (DecisionSlot::serial) whose device and kernel were last selected on this
+  // plugin by the dispatch path; 0 when unknown (tuning or a fallback selected something else).
+  std::uint64_t bound_slot = 0;
 };
 
 struct Candidate {

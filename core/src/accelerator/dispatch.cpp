@@ -1,7 +1,8 @@
 // The op calls: the dispatch hot path. A cached decision costs a key built from the descriptor
-// (a few shifts), one hash-map lookup, selecting the device and kernel on the plugin, and the
-// plugin's own call: no strings, no JSON, no allocation. Everything else (first use of a
-// bucket, device staging, a winner refusing one shape of its bucket) goes to slow_call.
+// (a few shifts), one hash-map lookup, selecting the device and kernel on the plugin when
+// another decision was bound there last, and the plugin's own call: no strings, no JSON, no
+// allocation. Everything else (first use of a bucket, device staging, a winner refusing one
+// shape of its bucket) goes to slow_call.
 #include <algorithm>
 #include <type_traits>
 
@@ -22,12 +23,24 @@ Result Accelerator::Impl::dispatch(OpKind op, const Desc& d, Call&& call,
   DecisionSlot& s = slot(op, d);
   bool refused = false;
   if (s.host_memory) {
-    try {
-      accel::bind(*s.ops, s.device, s.kernel);
-      return call(*s.ops);
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::unsupported) throw;
-      refused = true;
+    // set_kernel is skipped when this decision is still bound: a plugin's set_kernel may look
+    // the name up or copy it, which costs more than the rest of the dispatch. If someone else
+    // selected another kernel meanwhile, the call still computes the same result (every kernel
+    // is exact), and one that refuses the shape is caught below and the binding redone.
+    accel::PluginState& ps = plugins[s.plugin];
+    for (int attempt = 0; attempt < 2 && !refused; ++attempt) {
+      const bool was_bound = ps.bound_slot == s.serial;
+      if (!was_bound) {
+        accel::bind(*s.ops, s.device, s.kernel);
+        ps.bound_slot = s.serial;
+      }
+      try {
+        return call(*s.ops);
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::unsupported) throw;
+        ps.bound_slot = 0;
+        refused = !was_bound;  // bound just now and still refused: the shape itself
+      }
     }
   }
   auto r = slow_call(s, OpDesc{op, d}, in.data(), out.data(),
@@ -39,6 +52,7 @@ std::optional<QuantizationParams> Accelerator::Impl::slow_call(
     DecisionSlot& s, const OpDesc& op, const void* const* in, void* const* out,
     const std::optional<QuantizationParams>& xq, bool winner_refused) {
   const accel::IoLayout layout = accel::io_layout(op);
+  unbind_all();  // this path binds plugins itself
   if (!winner_refused) {
     // A device winner with host-resident data: copy in, run, copy back.
     try {

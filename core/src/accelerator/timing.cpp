@@ -130,13 +130,9 @@ Verdict time_candidate(const Candidate& c, AutoTune& tuner, const OpDesc& desc,
     tuner.skip();
     return from_outcome(setup, "warm-up");
   }
-  if (seconds_until(deadline) <= 0) {
-    // A call as long as the whole share: the warm-up call is the only measurement there is.
-    tuner.notify_cost(s->seconds);
-    tuner.skip();
-    return {CandidateStatus::measured, "one call took its whole share of the budget"};
-  }
-  // One timed call after the warm-up: a sample too, so a candidate whose share ends now has one.
+  // One timed call after the warm-up, even when the share has ended: the warm-up call may have
+  // paid for first-use costs (pipelines compiled for this shape, pages faulted in) that would
+  // make a fast candidate look slow.
   const TaskOutcome first = worker.run([s] { s->measure(1); }, hang_s);
   if (first.kind != TaskOutcome::Kind::ok) {
     tuner.skip();

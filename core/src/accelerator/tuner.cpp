@@ -29,9 +29,13 @@ bool excluded(CandidateStatus s) {
 }  // namespace
 
 TuneOutcome tune_workload(const Workload& w, const Enumeration& e,
-                          const AcceleratorOptions& options, Worker& worker,
-                          Clock::time_point deadline, std::uint64_t seed) {
+                          const AcceleratorOptions& options, Worker& worker, double total_left_s,
+                          std::uint64_t seed) {
   const auto start = Clock::now();
+  auto after = [](Clock::time_point t, double s) {
+    return t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  };
+  const Clock::time_point total_deadline = after(start, total_left_s);
   TuneOutcome out;
   TuneReport& r = out.report;
   r.description = describe(w.op);
@@ -54,7 +58,7 @@ TuneOutcome tune_workload(const Workload& w, const Enumeration& e,
       continue;
     }
     progress(options, r, "probe", cands[i].id.label(), i);
-    const Verdict v = verify_candidate(cands[i], probes, worker, deadline, options.budget.hang_s);
+    const Verdict v = verify_candidate(cands[i], probes, worker, total_deadline, options.budget.hang_s);
     if (v.hung) out.hung.push_back(cands[i].plugin);
     if (v.status == CandidateStatus::measured) {
       verified.push_back(i);
@@ -68,7 +72,9 @@ TuneOutcome tune_workload(const Workload& w, const Enumeration& e,
                     to_string(v.status), v.message);
   }
 
-  // 2. Time the survivors on the real shape.
+  // 2. Time the survivors on the real shape, within the per-workload budget.
+  const Clock::time_point deadline =
+      std::min(total_deadline, after(Clock::now(), options.budget.per_workload_s));
   const bool host_data = w.residency == Residency::host;
   std::shared_ptr<const TimingInputs> inputs;
   if (!verified.empty() && !options.injected_cost) inputs = make_timing_inputs(w.op, seed ^ 0x5eed);

@@ -16,10 +16,13 @@ struct TuneOutcome {
   std::vector<std::size_t> hung;     // plugin indexes that hung: quarantine them
 };
 
-// Decides by `deadline`. Throws ErrorCode::unsupported naming every candidate's failure when
-// none is usable (all wrong, throwing or hung).
+// Verification of every candidate is bounded by `total_left_s` (what is left of the total
+// budget) and hang_s per call: a candidate is never trusted unverified while time is left, and
+// the first calls into a plugin (device contexts, pipeline compilation) land here. Timing then
+// gets options.budget.per_workload_s (or what is left of the total, if less). Throws
+// ErrorCode::unsupported naming every candidate's failure when none is usable.
 TuneOutcome tune_workload(const Workload& workload, const Enumeration& candidates,
-                          const AcceleratorOptions& options, Worker& worker,
-                          Clock::time_point deadline, std::uint64_t seed);
+                          const AcceleratorOptions& options, Worker& worker, double total_left_s,
+                          std::uint64_t seed);
 
 }  // namespace qforge::accel
