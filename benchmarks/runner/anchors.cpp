@@ -1,9 +1,12 @@
 #include "anchors.h"
 
 #include <algorithm>
+#include <barrier>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <random>
+#include <thread>
 #include <vector>
 
 #if defined(QFORGE_BENCH_HAVE_OPENBLAS)
@@ -30,13 +33,56 @@ double median_seconds(F&& f, int reps) {
 
 }  // namespace
 
+// memcpy on every core, each thread copying its own slice: the memory system's rate, which is
+// what the fast kernels compete with (they use every core too). Persistent threads meet at a
+// barrier, so a measured copy pays no thread start-up.
+class ParallelCopy {
+ public:
+  ParallelCopy(std::size_t bytes, unsigned threads)
+      : src_(bytes, 1), dst_(bytes), threads_(threads), start_(threads), done_(threads) {
+    for (unsigned t = 1; t < threads_; ++t)
+      workers_.emplace_back([this, t] {
+        for (;;) {
+          start_.arrive_and_wait();
+          if (quit_) return;
+          slice(t);
+          done_.arrive_and_wait();
+        }
+      });
+  }
+  ~ParallelCopy() {
+    quit_ = true;
+    start_.arrive_and_wait();
+    for (auto& w : workers_) w.join();
+  }
+  void operator()() {
+    start_.arrive_and_wait();
+    slice(0);
+    done_.arrive_and_wait();
+  }
+  unsigned char probe() const { return dst_[dst_.size() / 2]; }
+
+ private:
+  void slice(unsigned t) {
+    const std::size_t per = (src_.size() + threads_ - 1) / threads_;
+    const std::size_t lo = std::min(src_.size(), per * t), hi = std::min(src_.size(), lo + per);
+    if (hi > lo) std::memcpy(dst_.data() + lo, src_.data() + lo, hi - lo);
+  }
+  std::vector<unsigned char> src_, dst_;
+  unsigned threads_;
+  std::barrier<> start_, done_;
+  std::vector<std::thread> workers_;
+  bool quit_ = false;
+};
+
 Anchor memcpy_anchor(double bytes_moved) {
   const auto n = static_cast<std::size_t>(std::max(bytes_moved / 2, 1.0));
-  std::vector<unsigned char> src(n, 1), dst(n);
-  // The compiler may not drop a copy whose result is observed.
-  volatile unsigned char sink = 0;
-  const double s = median_seconds([&] { std::memcpy(dst.data(), src.data(), n); sink = sink + dst[n / 2]; }, 31);
-  return {"memcpy", s};
+  // Below a few hundred KiB a copy is over before threads could help.
+  const unsigned threads = n < (std::size_t{1} << 19) ? 1u : std::max(1u, std::thread::hardware_concurrency());
+  ParallelCopy copy(n, threads);
+  volatile unsigned char sink = 0;  // the compiler may not drop a copy whose result is observed
+  const double s = median_seconds([&] { copy(); sink = sink + copy.probe(); }, 31);
+  return {threads == 1 ? std::string("memcpy") : "memcpy x" + std::to_string(threads), s};
 }
 
 std::optional<Anchor> sgemm_anchor(std::int64_t m, std::int64_t n, std::int64_t k) {

@@ -1,5 +1,5 @@
 // Anchors measured in the same run (DESIGN.md, "Performance method"): memcpy moving the same
-// bytes for memory-bound ops; for matmuls the onednn plugin when it loaded (its time comes from
+// bytes for memory-bound ops (on every core when the copy is large enough to gain from it); for matmuls the onednn plugin when it loaded (its time comes from
 // the tuning itself) and otherwise OpenBLAS sgemm on the same M, N, K when qforge-bench was
 // built with it.
 #pragma once
@@ -10,7 +10,8 @@
 
 namespace qforge::bench {
 
-// memcpy of amount/2 bytes (a copy reads and writes each byte: the same traffic).
+// memcpy of amount/2 bytes (a copy reads and writes each byte: the same traffic), split over
+// every core from 512 KiB on.
 Anchor memcpy_anchor(double bytes_moved);
 // sgemm of [m, k] x [k, n] floats; nullopt when built without OpenBLAS.
 std::optional<Anchor> sgemm_anchor(std::int64_t m, std::int64_t n, std::int64_t k);
