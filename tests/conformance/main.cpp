@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "harness/plugins.h"
 #include "harness/seed.h"
@@ -11,6 +12,9 @@
 
 int main(int argc, char** argv) {
   using namespace qforge::conformance;
+  // libgomp (loaded with the onednn plugin) reads this when it loads. Its default busy-waiting
+  // starves everything else on a small shared machine (docs/ONEDNN.md); a caller's value wins.
+  setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
   try {
     run_seed();
   } catch (const qforge::Error& e) {
