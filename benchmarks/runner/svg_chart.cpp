@@ -11,12 +11,11 @@
 namespace qforge::bench {
 namespace {
 
-constexpr int kLabelWidth = 300;   // candidate labels
 constexpr int kBarWidth = 420;     // the longest bar
 constexpr int kValueWidth = 110;   // the value after each bar
 constexpr int kRow = 18;
 constexpr int kHeading = 24;
-constexpr int kWidth = kLabelWidth + kBarWidth + kValueWidth + 20;
+constexpr double kCharWidth = 7.0; // a generous average glyph width at 12 px sans-serif
 
 std::string escape(const std::string& s) {
   std::string out;
@@ -51,6 +50,13 @@ struct Bar {
 }  // namespace
 
 std::string svg_chart(const BenchRun& run) {
+  // Labels are right-aligned against the bars: leave room for the longest one.
+  std::size_t longest = 20;
+  for (const auto& r : run.workloads)
+    if (r.report)
+      for (const auto& c : r.report->candidates) longest = std::max(longest, c.id.label().size() + 2);
+  const int kLabelWidth = static_cast<int>(static_cast<double>(longest) * kCharWidth) + 16;
+  const int kWidth = kLabelWidth + kBarWidth + kValueWidth + 20;
   std::ostringstream body;
   std::vector<std::string> plugins;
   int y = 50;
