@@ -77,8 +77,15 @@ std::optional<QuantizationParams> invoke_reference(const OpDesc& op, const void*
                                                    void* const* out,
                                                    const std::optional<QuantizationParams>& xq_params);
 
-// nullopt when `got` matches `expected` (integers exactly, floats within NMSE), else what differs.
+// Per output, the size of the terms each element was summed from, where the output is a sum
+// that can cancel (matmul_dequant, linear_forward Y, linear_backward); empty otherwise.
+// `expected` holds the inputs and the reference's outputs (magnitude.cpp).
+std::vector<std::vector<double>> output_magnitudes(const OpDesc& op, const HostArrays& expected);
+
+// nullopt when `got` matches `expected` (integers exactly, floats within NMSE), else what
+// differs. Float NMSE is sum (got - ref)^2 / sum max(|ref|, magnitude)^2.
 std::optional<std::string> compare_outputs(const IoLayout& layout, const HostArrays& got,
-                                           const HostArrays& expected);
+                                           const HostArrays& expected,
+                                           const std::vector<std::vector<double>>& magnitudes = {});
 
 }  // namespace qforge::accel

@@ -37,7 +37,7 @@ std::shared_ptr<const ProbeCase> ProbeSet::level(int level) {
   auto desc = probe_desc(real_, level, rng);
   if (!desc) return nullptr;
   IoLayout layout = io_layout(*desc);
-  auto c = std::make_shared<ProbeCase>(ProbeCase{std::move(*desc), std::move(layout), {}, {}});
+  auto c = std::make_shared<ProbeCase>(ProbeCase{std::move(*desc), std::move(layout), {}, {}, {}});
   for (int j = level - 1; j >= 0; --j)
     if (auto smaller = this->level(j); smaller && same_sizes(smaller->layout, c->layout))
       return nullptr;
@@ -46,6 +46,7 @@ std::shared_ptr<const ProbeCase> ProbeSet::level(int level) {
   auto out = c->expected.output_pointers();
   c->expected.returned = invoke_reference(c->desc, c->expected.input_pointers().data(),
                                           out.data(), c->expected.xq_params);
+  c->magnitudes = output_magnitudes(c->desc, c->expected);
   cases_[i] = c;
   return c;
 }
@@ -106,7 +107,7 @@ Verdict verify_candidate(const Candidate& c, ProbeSet& probes, Worker& worker,
     if (o.kind == TaskOutcome::Kind::threw) return {CandidateStatus::threw, where + ": " + o.message};
     if (o.kind == TaskOutcome::Kind::timed_out)
       return {CandidateStatus::timed_out, where + " " + o.message, true};
-    if (auto diff = compare_outputs(pc->layout, *got, pc->expected))
+    if (auto diff = compare_outputs(pc->layout, *got, pc->expected, pc->magnitudes))
       return {CandidateStatus::wrong_result, where + ": " + *diff};
     return {};
   }

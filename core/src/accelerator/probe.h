@@ -23,6 +23,7 @@ struct ProbeCase {
   IoLayout layout;
   HostArrays inputs;    // outputs poisoned
   HostArrays expected;  // the reference's outputs
+  std::vector<std::vector<double>> magnitudes;  // per output, for sums that can cancel
 };
 
 class ProbeSet {
