@@ -56,6 +56,9 @@ void list(const std::vector<NamedWorkload>& workloads) {
 int main(int argc, char** argv) {
   CLI::App app{"qforge-bench: tunes a suite of workloads across every loaded plugin and reports "
                "each candidate's time, the winner, and speed-ups over cpu_scalar and an anchor"};
+  // A later option wins over an earlier one, so a script can set defaults and pass the user's
+  // arguments after them (scripts/run: --suite quick ... "$@").
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::string suite = "quick", workloads_file, out_dir = "qforge-bench-results";
   std::string json_path, csv_path, chart_path, cache_path, plugins, device_kind, residency;
   std::string progress = "auto";
