@@ -18,6 +18,7 @@
 #include "qforge/hardware.h"
 #include "qforge/op_desc.h"
 #include "qforge/registry.h"
+#include "suite_report.h"
 
 namespace {
 
@@ -47,11 +48,13 @@ int run(bool as_json, const std::vector<std::string>& plugin_dirs,
   const auto search_path = PluginRegistry::default_search_path();
   PluginRegistry& registry = PluginRegistry::global();
   const auto plugins = hwinfo::collect_plugins(registry, hwinfo::ops_to_report(only_op));
+  const auto suite = hwinfo::collect_suite(registry);
 
   if (as_json) {
+    auto report = hwinfo::report_json(cpu, search_path, plugins, registry.failures());
+    report["default_suite"] = hwinfo::suite_json(suite);
     // Replace invalid UTF-8 (a driver's device name) instead of failing the whole document.
-    std::cout << hwinfo::report_json(cpu, search_path, plugins, registry.failures())
-                     .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+    std::cout << report.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
               << '\n';
     return 0;
   }
@@ -62,6 +65,8 @@ int run(bool as_json, const std::vector<std::string>& plugin_dirs,
   hwinfo::print_plugins(std::cout, plugins);
   std::cout << '\n';
   hwinfo::print_failures(std::cout, registry.failures());
+  std::cout << '\n';
+  hwinfo::print_suite(std::cout, suite);
   return 0;
 }
 
