@@ -1,5 +1,9 @@
 #include "anchors.h"
 
+#if defined(QFORGE_BENCH_HAVE_CUBLASLT)
+#include "gpu_anchors.h"
+#endif
+
 #include <algorithm>
 #include <barrier>
 #include <chrono>
@@ -108,9 +112,27 @@ std::optional<Anchor> sgemm_anchor(std::int64_t m, std::int64_t n, std::int64_t 
 }
 
 void add_anchor(WorkloadResult& r, const OpDesc& op) {
+  const bool gpu_winner =
+      r.report && (r.report->winner.plugin == "cuda" || r.report->winner.plugin == "vulkan");
   if (r.work.unit == "GB/s") {
+#if defined(QFORGE_BENCH_HAVE_CUBLASLT)
+    if (gpu_winner)
+      if (auto a = cuda_copy_anchor(r.work.amount)) {
+        r.anchor = a;
+        return;
+      }
+#endif
     r.anchor = memcpy_anchor(r.work.amount);
     return;
+  }
+  // A matmul won by a GPU plugin is measured against cuBLASLt's int8 GEMM on the same GPU.
+  if (const auto* d = std::get_if<MatmulDesc>(&op.desc); d && gpu_winner) {
+#if defined(QFORGE_BENCH_HAVE_CUBLASLT)
+    if (auto a = cublaslt_anchor(d->m, d->n, d->k)) {
+      r.anchor = a;
+      return;
+    }
+#endif
   }
   if (r.report) {
     double best = 0;

@@ -1,7 +1,8 @@
 // Anchors measured in the same run (DESIGN.md, "Performance method"): memcpy moving the same
-// bytes for memory-bound ops (on every core when the copy is large enough to gain from it); for matmuls the onednn plugin when it loaded (its time comes from
-// the tuning itself) and otherwise OpenBLAS sgemm on the same M, N, K when qforge-bench was
-// built with it.
+// bytes for memory-bound ops (on every core when the copy is large enough to gain from it); for
+// matmuls won by a GPU plugin cuBLASLt's int8 GEMM (when built with the CUDA toolkit and a GPU
+// is there), otherwise the onednn plugin when it loaded (its time comes from the tuning itself)
+// and otherwise OpenBLAS sgemm on the same M, N, K when qforge-bench was built with it.
 #pragma once
 
 #include <optional>
