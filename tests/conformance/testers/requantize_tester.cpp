@@ -27,12 +27,16 @@ void RequantizeTester::test(Target& target, Rng& rng) const {
     float m = chance(rng, 0.25) ? std::ldexp(1.0f, static_cast<int>(uniform_int(rng, -20, -1)))
                                 : static_cast<float>(log_uniform(rng, std::ldexp(1.0, -24), top));
     if (m >= top) m = std::nextafter(static_cast<float>(top), 0.0f);
-    desc.multipliers.push_back(m);
+    desc.multipliers.push_back(ties_only_ ? 0.5f : m);
   }
 
   const auto count = static_cast<std::size_t>(element_count(shape_));
   std::vector<std::int32_t> c(count);
   for (auto& v : c) {
+    if (ties_only_) {  // |c / 2| <= 100: inside the int8 range for most zero points
+      v = static_cast<std::int32_t>(2 * uniform_int(rng, -100, 99) + 1);
+      continue;
+    }
     const double pick = uniform_real(rng, 0.0, 1.0);
     if (pick < 0.03)
       v = std::numeric_limits<std::int32_t>::min();
