@@ -141,16 +141,24 @@ TEST_F(CpuX86Quantize, LargeTensorsWithStreamingStoresMatchReference) {
         block ? random_params(rng, DType::int8, Granularity::block, false, (n + 31) / 32, 0, 32)
               : QuantizationParams::per_tensor_affine(DType::uint8, 0.25f, 100);
     const QuantizeDesc d{{n}, p, FloatType::f32};
-    std::vector<std::uint8_t> want(static_cast<std::size_t>(n)), got(static_cast<std::size_t>(n) + 1, 0);
+    std::vector<std::uint8_t> want(static_cast<std::size_t>(n));
     reference::quantize(d, x.data(), want.data());
-    ops.quantize(d, x.data(), got.data() + 1);  // odd address
-    ASSERT_EQ(0, std::memcmp(got.data() + 1, want.data(), want.size())) << p.to_string();
+    // Outputs 32-byte aligned, 16-byte aligned and odd: the three store kinds of the kernels.
+    std::unique_ptr<std::uint8_t[], decltype(&std::free)> got(
+        static_cast<std::uint8_t*>(std::aligned_alloc(64, static_cast<std::size_t>(n) + 64)), &std::free);
+    for (int offset : {0, 16, 1}) {
+      std::fill(got.get(), got.get() + n + 64, std::uint8_t{0xAB});
+      ops.quantize(d, x.data(), got.get() + offset);
+      ASSERT_EQ(0, std::memcmp(got.get() + offset, want.data(), want.size())) << p.to_string() << " offset " << offset;
+      EXPECT_EQ(got[static_cast<std::size_t>(n + offset)], 0xAB) << "wrote past the end, offset " << offset;
+    }
     std::vector<float> fwant(static_cast<std::size_t>(n));
     reference::dequantize(d, want.data(), fwant.data());
-    // 64-byte aligned (the streaming path) and 4 bytes past that (head, then streaming).
+    // 64-byte aligned (the streaming path), 16 bytes past that (16-byte streaming stores for
+    // blocks) and 4 bytes past it (head, then streaming).
     std::unique_ptr<float[], decltype(&std::free)> fgot(
         static_cast<float*>(std::aligned_alloc(64, (static_cast<std::size_t>(n) + 16) * sizeof(float))), &std::free);
-    for (int offset : {0, 1}) {
+    for (int offset : {0, 4, 1}) {
       std::fill(fgot.get(), fgot.get() + n + 16, -1.0f);
       ops.dequantize(d, want.data(), fgot.get() + offset);
       ASSERT_EQ(0, std::memcmp(fgot.get() + offset, fwant.data(), fwant.size() * sizeof(float)))

@@ -133,7 +133,7 @@ void CpuX86Ops::quantize(const QuantizeDesc& desc, const void* x, void* q) {
       if (blockwise) {  // slices start at block boundaries (split)
         const std::size_t pi = pair_of(w, r, e0);
         quantize_blocks_avx2(xs + (base + e0) * fb, kind, qs + base + e0, e1 - e0, w.run,
-                             scales.data() + pi, zps.data() + pi, range);
+                             scales.data() + pi, zps.data() + pi, range, stream);
         continue;
       }
       for (std::int64_t e = e0; e < e1;) {

@@ -64,6 +64,37 @@ inline Bounds bounds(std::int32_t z, QuantRange r) {
           _mm256_set1_ps(static_cast<float>(r.qmax - z)), _mm256_set1_epi32(z)};
 }
 
+// How 32 output bytes (or 8 floats) are stored: normal stores, or non-temporal ones where the
+// destination is 32- or 16-byte aligned (a large vector's data is often only 16-byte aligned).
+enum class Store : std::uint8_t { normal, nt32, nt16 };
+
+inline Store store_kind(const void* dst, bool stream) {
+  const auto a = reinterpret_cast<std::uintptr_t>(dst);
+  if (!stream) return Store::normal;
+  return a % 32 == 0 ? Store::nt32 : a % 16 == 0 ? Store::nt16 : Store::normal;
+}
+
+inline void store32(void* dst, __m256i v, Store how) {
+  switch (how) {
+    case Store::normal: _mm256_storeu_si256(static_cast<__m256i*>(dst), v); return;
+    case Store::nt32: _mm256_stream_si256(static_cast<__m256i*>(dst), v); return;
+    case Store::nt16:
+      _mm_stream_si128(static_cast<__m128i*>(dst), _mm256_castsi256_si128(v));
+      _mm_stream_si128(static_cast<__m128i*>(dst) + 1, _mm256_extracti128_si256(v, 1));
+      return;
+  }
+}
+
+// Streaming loops read far ahead with software prefetches: one core's hardware prefetchers
+// alone left its read bandwidth about 25% below what it reaches with them (measured with a
+// 64 MiB quantize on the development machine); 4 KiB ahead was the best of 0.25-16 KiB.
+constexpr std::int64_t kPrefetchBytes = 4096;
+
+inline void prefetch_ahead(const void* p, std::int64_t byte_offset, int lines) {
+  const char* a = static_cast<const char*>(p) + byte_offset + kPrefetchBytes;
+  for (int l = 0; l < lines; ++l) _mm_prefetch(a + 64 * l, _MM_HINT_T0);
+}
+
 // Quantizes 32 elements starting at x[i] into out[0..32).
 inline void quantize32_same(const void* x, FloatKind kind, std::int64_t i, __m256 s, const Bounds& b,
                             bool is_signed, void* out) {
@@ -120,6 +151,7 @@ void quantize_run_avx2(const void* x, FloatKind kind, void* q, std::int64_t coun
     const std::int64_t head = std::min<std::int64_t>(count, misalign ? 32 - misalign : 0);
     if (head) partial(0, head);
     for (i = head; i + 32 <= count; i += 32) {
+      prefetch_ahead(x, i * fb, fb / 2);  // 32 elements are fb / 2 cache lines
       alignas(32) unsigned char tmp[32];
       quantize32_same(x, kind, i, s, b, range.is_signed, tmp);
       _mm256_stream_si256(reinterpret_cast<__m256i*>(out + i), _mm256_load_si256(reinterpret_cast<const __m256i*>(tmp)));
@@ -179,7 +211,10 @@ void dequantize_run_avx2(const void* q, bool is_signed, float* x, std::int64_t c
   if (stream && addr % 4 == 0 && count >= 1024) {
     const std::int64_t head = std::min<std::int64_t>(count, static_cast<std::int64_t>((32 - addr % 32) % 32 / 4));
     if (head) partial(0, head);
-    for (i = head; i + 8 <= count; i += 8) _mm256_stream_ps(x + i, eight(q, i));
+    for (i = head; i + 8 <= count; i += 8) {
+      if ((i - head) % 64 == 0) prefetch_ahead(q, i, 1);  // 64 codes per cache line
+      _mm256_stream_ps(x + i, eight(q, i));
+    }
     _mm_sfence();
   } else {
     for (; i + 8 <= count; i += 8) _mm256_storeu_ps(x + i, eight(q, i));
@@ -205,13 +240,21 @@ void dequantize_vec_avx2(const void* q, bool is_signed, float* x, std::int64_t c
 
 void quantize_blocks_avx2(const void* x, FloatKind kind, void* q, std::int64_t count,
                           std::int64_t block, const float* scales, const std::int32_t* zero_points,
-                          QuantRange range) {
+                          QuantRange range, bool stream) {
   auto* out = static_cast<std::uint8_t*>(q);
   const int fb = float_bytes(kind);
   std::int64_t i = 0, j = 0;
-  if (block == 32)
-    for (; i + 32 <= count; i += 32, ++j)
-      quantize32_same(x, kind, i, _mm256_set1_ps(scales[j]), bounds(zero_points[j], range), range.is_signed, out + i);
+  if (block == 32) {
+    // Blocks keep the slice's alignment, so one store kind serves every block.
+    const Store how = store_kind(out, stream && count >= 1024);
+    for (; i + 32 <= count; i += 32, ++j) {
+      if (how != Store::normal) prefetch_ahead(x, i * fb, fb / 2);
+      alignas(32) unsigned char tmp[32];
+      quantize32_same(x, kind, i, _mm256_set1_ps(scales[j]), bounds(zero_points[j], range), range.is_signed, tmp);
+      store32(out + i, _mm256_load_si256(reinterpret_cast<const __m256i*>(tmp)), how);
+    }
+    if (how != Store::normal) _mm_sfence();
+  }
   for (; i < count; i += block, ++j)
     quantize_run_avx2(static_cast<const unsigned char*>(x) + i * fb, kind, out + i,
                       count - i < block ? count - i : block, scales[j], zero_points[j], range);
@@ -222,20 +265,19 @@ void dequantize_blocks_avx2(const void* q, bool is_signed, float* x, std::int64_
                             const std::int32_t* zero_points, bool stream) {
   const auto* in = static_cast<const std::uint8_t*>(q);
   std::int64_t i = 0, j = 0;
-  // Non-temporal stores need 32-byte aligned addresses: blocks of 32 floats keep the
-  // alignment of the slice's start.
-  const bool nt = stream && reinterpret_cast<std::uintptr_t>(x) % 32 == 0 && count >= 1024;
   if (block == 32) {
+    // Blocks of 32 floats keep the alignment of the slice's start.
+    const Store how = store_kind(x, stream && count >= 1024);
     for (; i + 32 <= count; i += 32, ++j) {
+      if (how != Store::normal && i % 64 == 0) prefetch_ahead(in, i, 1);
       const __m256 s = _mm256_set1_ps(scales[j]);
       const __m256i z = _mm256_set1_epi32(zero_points[j]);
       for (int v = 0; v < 32; v += 8) {
         const __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(load8_q(in, is_signed, i + v), z)), s);
-        if (nt) _mm256_stream_ps(x + i + v, f);
-        else _mm256_storeu_ps(x + i + v, f);
+        store32(x + i + v, _mm256_castps_si256(f), how);
       }
     }
-    if (nt) _mm_sfence();
+    if (how != Store::normal) _mm_sfence();
   }
   for (; i < count; i += block, ++j)
     dequantize_run_avx2(in + i, is_signed, x + i, count - i < block ? count - i : block, scales[j],

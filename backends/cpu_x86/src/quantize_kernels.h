@@ -35,7 +35,7 @@ void dequantize_vec_avx2(const void* q, bool is_signed, float* x, std::int64_t c
 // of 32 (ggml's Q8_0/Q4_0) take a loop of exactly one vector step each.
 void quantize_blocks_avx2(const void* x, FloatKind kind, void* q, std::int64_t count,
                           std::int64_t block, const float* scales, const std::int32_t* zero_points,
-                          QuantRange range);
+                          QuantRange range, bool stream = false);
 void dequantize_blocks_avx2(const void* q, bool is_signed, float* x, std::int64_t count,
                             std::int64_t block, const float* scales,
                             const std::int32_t* zero_points, bool stream = false);
