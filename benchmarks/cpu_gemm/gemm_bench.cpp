@@ -86,6 +86,10 @@ std::vector<std::string> run_gemm_benchmarks(QuantizationOps& x86, QuantizationO
   std::vector<Shape3> shapes = {{1, 4096, 4096}, {16, 4096, 4096}, {128, 4096, 4096},
                                 {2048, 4096, 4096}, {1024, 1024, 1024}, {2048, 2048, 2048}};
   if (opt.quick) shapes = {{1, 1024, 1024}, {16, 1024, 1024}, {256, 256, 256}};
+  if (!opt.shapes.empty()) {
+    shapes.clear();
+    for (const auto& s : opt.shapes) shapes.push_back({s[0], s[1], s[2]});
+  }
   if (opt.threads > 0) openblas_set_num_threads(opt.threads);
   std::mt19937 rng(12345);
   std::vector<std::string> table;
@@ -133,7 +137,7 @@ std::vector<std::string> run_gemm_benchmarks(QuantizationOps& x86, QuantizationO
   }
   // Block-wise int4 weights (blocks of 32 along K, ggml Q4_0-like) against int8 activations:
   // the weight-only GEMV of LLM decoding. The anchor is the int8 per-channel row above.
-  if (!opt.quick)
+  if (!opt.quick && opt.shapes.empty())
     for (std::int64_t m : {1, 16}) {
       const std::int64_t n = 4096, k = 4096, blocks = k / 32;
       std::vector<std::uint8_t> a(static_cast<std::size_t>(m * k));

@@ -3,6 +3,7 @@
 // with their ratios to the anchors measured in the same run, then a short summary table.
 //
 //   qforge_bench_cpu_gemm [--quick] [--threads N] [--min-time S] [--isa LIST] [--only gemm|quant]
+//                         [--shape MxNxK]...   (only these GEMM shapes, no int4 rows)
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -29,9 +30,20 @@ int main(int argc, char** argv) {
     else if (arg == "--min-time") opt.min_time_s = std::stod(next());
     else if (arg == "--isa") opt.isa = next();
     else if (arg == "--only") only = next();
+    else if (arg == "--shape") {
+      const std::string v = next();
+      long long m = 0, n = 0, k = 0;
+      char tail = 0;
+      if (std::sscanf(v.c_str(), "%lldx%lldx%lld%c", &m, &n, &k, &tail) != 3 || m < 1 || n < 1 || k < 1) {
+        std::fprintf(stderr, "--shape %s: expected MxNxK with positive sizes, e.g. 1024x1024x1024\n", v.c_str());
+        return 2;
+      }
+      opt.shapes.push_back({m, n, k});
+    }
     else {
       std::fprintf(stderr,
-                   "usage: %s [--quick] [--threads N] [--min-time S] [--isa LIST] [--only gemm|quant]\n",
+                   "usage: %s [--quick] [--threads N] [--min-time S] [--isa LIST] [--only gemm|quant] "
+                   "[--shape MxNxK]...\n",
                    argv[0]);
       return 2;
     }

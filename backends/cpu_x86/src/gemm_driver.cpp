@@ -89,7 +89,7 @@ Plan make_plan(const KernelInfo& kernel, std::int64_t m, const X86PackedWeights&
 
 void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
               const X86PackedWeights& b, const GemmOutput& out, ThreadPool& pool,
-              GemmScratch& scratch) {
+              GemmScratch& scratch, [[maybe_unused]] bool avx512_epilogue) {
   const std::int64_t M = desc.m, N = desc.n, K = desc.k;
   if (M == 0 || N == 0) return;
   PackedA& pa = scratch.a;
@@ -104,6 +104,20 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
   std::unique_ptr<FixedPointTable> fixed;
   if (out.kind == GemmOutput::Kind::requant && out.mode == RequantMode::fixed_point)
     fixed = std::make_unique<FixedPointTable>(desc, b, pa, out.sy);
+
+  // Column terms of the fused dequantizing epilogue (not block-wise): za * colsum when za is
+  // the same for every row, and whether every zb is 0.
+  std::vector<std::int32_t> za_colsum;
+  bool zb_zero = true;
+  if (out.kind == GemmOutput::Kind::dequant_f32 && !b.blocks.blocked) {
+    zb_zero = std::all_of(b.zb.begin(), b.zb.end(), [](std::int32_t z) { return z == 0; });
+    if (std::all_of(pa.za.begin(), pa.za.begin() + M, [&](std::int32_t z) { return z == pa.za[0]; })) {
+      za_colsum.resize(static_cast<std::size_t>(pn));
+      for (std::int64_t n = 0; n < pn; ++n)  // modulo 2^32, like the kernels' sums
+        za_colsum[static_cast<std::size_t>(n)] = static_cast<std::int32_t>(
+            static_cast<std::uint32_t>(pa.za[0]) * static_cast<std::uint32_t>(b.colsum[static_cast<std::size_t>(n)]));
+    }
+  }
 
   const bool block_fused = b.blocks.blocked && out.kind == GemmOutput::Kind::dequant_f32;
   const Plan plan = make_plan(kernel, M, b, pool.threads(), block_fused);
@@ -127,16 +141,27 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
 
     if (!blocks.blocked) {
       kernel.tile(t);
-      compensate_avx2(ref, {static_cast<std::int32_t>(K), pa.rowsum.data() + m0 * nb, nb,
-                            pa.za.data() + m0, b.colsum.data() + n0, b.zb.data() + n0});
+      const Compensation comp{static_cast<std::int32_t>(K), pa.rowsum.data() + m0 * nb, nb,
+                              pa.za.data() + m0, b.colsum.data() + n0, b.zb.data() + n0};
+      if (out.kind == GemmOutput::Kind::dequant_f32) {
+        const auto* zc = za_colsum.empty() ? nullptr : za_colsum.data() + n0;
+        const float* bc = bias.empty() ? nullptr : bias.data() + n0;
+        float* y = static_cast<float*>(out.out) + m0 * N + n0;
+#if QFORGE_CPU_X86_HAVE_AVX512VNNI
+        if (avx512_epilogue) {
+          store_dequant_compensated_avx512(ref, comp, zc, zb_zero, pa.sa.data() + m0, b.sb.data() + n0, bc, y, N);
+          return;
+        }
+#endif
+        store_dequant_compensated_avx2(ref, comp, zc, zb_zero, pa.sa.data() + m0, b.sb.data() + n0, bc, y, N);
+        return;
+      }
+      compensate_avx2(ref, comp);
       switch (out.kind) {
         case GemmOutput::Kind::int32:
           store_int32_avx2(ref, static_cast<std::int32_t*>(out.out) + m0 * N + n0, N);
           break;
-        case GemmOutput::Kind::dequant_f32:
-          store_dequant_avx2(ref, pa.sa.data() + m0, b.sb.data() + n0,
-                             bias.empty() ? nullptr : bias.data() + n0,
-                             static_cast<float*>(out.out) + m0 * N + n0, N);
+        case GemmOutput::Kind::dequant_f32:  // handled above
           break;
         case GemmOutput::Kind::requant:
           if (!fixed) {

@@ -31,9 +31,10 @@ struct GemmScratch {
   PackedA a;
 };
 
-// Runs desc (desc.n, desc.k and the B params must match `b`) with `kernel`.
+// Runs desc (desc.n, desc.k and the B params must match `b`) with `kernel`. `avx512_epilogue`:
+// the AVX-512 tier may run (compiled, detected and allowed), so the float epilogue uses it.
 void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
               const X86PackedWeights& b, const GemmOutput& out, ThreadPool& pool,
-              GemmScratch& scratch);
+              GemmScratch& scratch, bool avx512_epilogue);
 
 }  // namespace qforge::cpu_x86

@@ -39,8 +39,19 @@ struct TileRef {
 void compensate_avx2(const TileRef& t, const Compensation& comp);
 void store_int32_avx2(const TileRef& t, std::int32_t* out, std::int64_t ldo);
 // sa per tile row; sb and bias (null: none) per tile column, padded.
-void store_dequant_avx2(const TileRef& t, const float* sa, const float* sb, const float* bias,
-                        float* out, std::int64_t ldo);
+// compensate_avx2 and store_dequant_avx2 in one pass over the tile (the tile is read once and
+// never written back). `za_colsum` (per tile column, or null) holds za * colsum when every row
+// has the same za; `zb_zero` says every zb of the tile is 0 (symmetric B), dropping that term.
+// Integer arithmetic is modulo 2^32 like compensate_avx2's, so the sum is exact whenever the
+// true result fits int32.
+void store_dequant_compensated_avx2(const TileRef& t, const Compensation& comp, const std::int32_t* za_colsum,
+                                    bool zb_zero, const float* sa, const float* sb, const float* bias,
+                                    float* out, std::int64_t ldo);
+// The same with AVX-512 (epilogue_avx512.cpp, present when the AVX-512 VNNI tier is compiled:
+// QFORGE_CPU_X86_HAVE_AVX512VNNI). It reads whole 16-column groups of the padded tile columns.
+void store_dequant_compensated_avx512(const TileRef& t, const Compensation& comp, const std::int32_t* za_colsum,
+                                      bool zb_zero, const float* sa, const float* sb, const float* bias,
+                                      float* out, std::int64_t ldo);
 void accumulate_dequant_avx2(const TileRef& t, const float* sa, const float* sb, float* acc,
                              std::int64_t ldacc);
 void accumulate_int32_avx2(const TileRef& t, std::int32_t* acc, std::int64_t ldacc);
