@@ -4,9 +4,12 @@
 //
 //   qforge_bench_cpu_gemm [--quick] [--threads N] [--min-time S] [--isa LIST] [--only gemm|quant]
 //                         [--shape MxNxK]...   (only these GEMM shapes, no int4 rows)
+//                         [--x86-option KEY=VALUE]...   (cpu_x86 set_option, e.g. gemv_prefetch=0)
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bench.h"
 #include "qforge/hardware.h"
@@ -16,6 +19,7 @@ int main(int argc, char** argv) {
   using namespace qforge;
   bench::Options opt;
   std::string only;
+  std::vector<std::pair<std::string, std::string>> x86_options;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> std::string {
@@ -30,7 +34,15 @@ int main(int argc, char** argv) {
     else if (arg == "--min-time") opt.min_time_s = std::stod(next());
     else if (arg == "--isa") opt.isa = next();
     else if (arg == "--only") only = next();
-    else if (arg == "--shape") {
+    else if (arg == "--x86-option") {
+      const std::string v = next();
+      const auto eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        std::fprintf(stderr, "--x86-option %s: expected KEY=VALUE\n", v.c_str());
+        return 2;
+      }
+      x86_options.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    } else if (arg == "--shape") {
       const std::string v = next();
       long long m = 0, n = 0, k = 0;
       char tail = 0;
@@ -43,7 +55,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--threads N] [--min-time S] [--isa LIST] [--only gemm|quant] "
-                   "[--shape MxNxK]...\n",
+                   "[--shape MxNxK]... [--x86-option KEY=VALUE]...\n",
                    argv[0]);
       return 2;
     }
@@ -61,6 +73,11 @@ int main(int argc, char** argv) {
   for (QuantizationOps* ops : {x86, onednn})
     if (ops && opt.threads > 0) ops->set_option("threads", std::to_string(opt.threads));
   if (!opt.isa.empty()) x86->set_option("isa", opt.isa);
+  for (const auto& [key, value] : x86_options)
+    if (!x86->set_option(key, value)) {
+      std::fprintf(stderr, "cpu_x86 has no option '%s'\n", key.c_str());
+      return 2;
+    }
 
   const CpuInfo& cpu = cpu_info();
   const auto props = x86->devices()[0].properties;

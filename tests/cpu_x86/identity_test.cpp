@@ -63,6 +63,21 @@ TEST(CpuX86Options, ThreadsAcceptsCountsAndRejectsGarbage) {
   EXPECT_FALSE(ops.set_option("no_such_option", "1"));
 }
 
+TEST(CpuX86Options, GemvPrefetchTakesBytesInRange) {
+  auto l = load_plugin();
+  SKIP_UNLESS_USABLE(l);
+  for (const char* good : {"0", "4096", "65536", "default"}) EXPECT_TRUE(l.ops->set_option("gemv_prefetch", good));
+  for (const char* bad : {"", "-64", "65537", "4k", "lots"}) {
+    try {
+      l.ops->set_option("gemv_prefetch", bad);
+      ADD_FAILURE() << "gemv_prefetch = \"" << bad << "\" was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("[0, 65536]"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(CpuX86Options, IsaRejectsUnknownNames) {
   auto l = load_plugin();
   SKIP_UNLESS_USABLE(l);

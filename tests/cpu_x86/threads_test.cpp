@@ -43,6 +43,29 @@ TEST_P(CpuX86Threads, SameBytesForOneTwoThreeThreads) {
   }
 }
 
+// The GEMV kernels' weight prefetch is a hint: no distance may change a byte. M <= 16 picks
+// the GEMV role; prefetches past the end of the packed weights are harmless hints too.
+TEST_P(CpuX86Threads, SameBytesForEveryGemvPrefetchDistance) {
+  SCOPED_TRACE(seed_text());
+  Rng rng = test_rng();
+  QuantizationOps& ops = *loaded_.ops;
+  ops.set_kernel({GetParam()});
+  const bool qbw = GetParam().find("_qbw_") != std::string::npos;
+  const bool maddubs = GetParam().find("maddubs") != std::string::npos;
+  for (auto [m, n, k] : {std::tuple<int, int, int>{1, 300, 700}, {16, 129, 256}, {7, 40, 64}}) {
+    const MatmulProblem p = random_problem(rng, m, n, k, {qbw, maddubs, !qbw});
+    for (OpKind op : {OpKind::matmul_integer, OpKind::matmul_dequant}) {
+      std::vector<std::vector<std::uint8_t>> outs;
+      for (const char* bytes : {"0", "64", "4096", "65536"}) {
+        ops.set_option("gemv_prefetch", bytes);
+        outs.push_back(run_matmul(ops, op, p));
+      }
+      ops.set_option("gemv_prefetch", "default");
+      for (std::size_t i = 1; i < outs.size(); ++i) EXPECT_EQ(outs[0], outs[i]) << to_string(op) << " " << p.text();
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, CpuX86Threads,
                          ::testing::ValuesIn([] {
                            std::vector<std::string> all = kGemmKernels;

@@ -107,6 +107,17 @@ bool CpuX86Ops::set_option(std::string_view key, std::string_view value) {
     allowed_ = parse_isa_list(value, "option isa");
     return true;
   }
+  if (key == "gemv_prefetch") {
+    std::int64_t bytes = kDefaultGemvPrefetch;
+    if (value != "default") {
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), bytes);
+      if (ec != std::errc{} || end != value.data() + value.size() || bytes < 0 || bytes > 65536)
+        throw Error(ErrorCode::invalid_argument, "cpu_x86: option gemv_prefetch = \"" + std::string(value) +
+                                                     "\"; expected bytes in [0, 65536], or \"default\"");
+    }
+    gemv_prefetch_ = bytes;
+    return true;
+  }
   return false;
 }
 

@@ -6,6 +6,8 @@
 //   "threads"  positive integer, or "0"/"default" for the number of physical cores.
 //   "isa"      allowed ISA tiers, e.g. "avx2" or "avx2,avx512_vnni", or "all"; the initial value
 //              comes from the environment variable QFORGE_CPU_X86_ISA.
+//   "gemv_prefetch"  bytes the GEMV kernels (M <= 16) prefetch ahead on each weight panel,
+//              0 to 65536 (0: hardware prefetch only); "default" for kDefaultGemvPrefetch.
 #pragma once
 
 #include <memory>
@@ -18,6 +20,9 @@
 #include "thread_pool.h"
 
 namespace qforge::cpu_x86 {
+
+// Measured on the GPU host's 16-core CPU and on the development machine (docs/CPU_X86.md).
+inline constexpr std::int64_t kDefaultGemvPrefetch = 4096;
 
 class CpuX86Ops final : public QuantizationOps {
  public:
@@ -81,6 +86,7 @@ class CpuX86Ops final : public QuantizationOps {
 
   IsaSet compiled_, detected_, allowed_;
   std::unique_ptr<ThreadPool> pool_;
+  std::int64_t gemv_prefetch_ = kDefaultGemvPrefetch;
   std::string forced_;       // set_kernel name, empty = automatic
   std::string last_kernel_;
   GemmScratch scratch_;

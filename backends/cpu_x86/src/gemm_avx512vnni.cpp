@@ -32,6 +32,8 @@ void tile(const TileArgs& t) {
   const std::uint8_t* a = t.a;
   const std::int8_t* b = t.b;
   for (std::int64_t g = 0; g < t.groups; ++g) {
+    if (t.b_prefetch)  // one cache line per panel and group
+      for (int p = 0; p < P; ++p) _mm_prefetch(reinterpret_cast<const char*>(b + p * t.panel_stride + g * 64 + t.b_prefetch), _MM_HINT_T0);
     __m512i bv[P];
     for (int p = 0; p < P; ++p) bv[p] = _mm512_loadu_si512(b + p * t.panel_stride + g * 64);
     for (int r = 0; r < R; ++r) {

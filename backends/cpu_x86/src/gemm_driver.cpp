@@ -89,7 +89,7 @@ Plan make_plan(const KernelInfo& kernel, std::int64_t m, const X86PackedWeights&
 
 void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
               const X86PackedWeights& b, const GemmOutput& out, ThreadPool& pool,
-              GemmScratch& scratch, [[maybe_unused]] bool avx512_epilogue) {
+              GemmScratch& scratch, const GemmTuning& tuning) {
   const std::int64_t M = desc.m, N = desc.n, K = desc.k;
   if (M == 0 || N == 0) return;
   PackedA& pa = scratch.a;
@@ -135,7 +135,7 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
     const std::int64_t n0 = p0 * kPanel;
     const int cols = static_cast<int>(std::min<std::int64_t>(panels * kPanel, N - n0));
     TileArgs t{pa.data.data() + m0 * pa.stride, pa.stride, b.panel(p0), b.panel_stride, groups_all,
-               rows, panels, d, kLdd};
+               rows, panels, d, kLdd, kernel.role == KernelRole::gemv ? tuning.gemv_b_prefetch : 0};
     TileRef ref{d, kLdd, rows, cols, panels * kPanel};
     const std::int64_t nb = pa.block_count;
 
@@ -148,7 +148,7 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
         const float* bc = bias.empty() ? nullptr : bias.data() + n0;
         float* y = static_cast<float*>(out.out) + m0 * N + n0;
 #if QFORGE_CPU_X86_HAVE_AVX512VNNI
-        if (avx512_epilogue) {
+        if (tuning.avx512_epilogue) {
           store_dequant_compensated_avx512(ref, comp, zc, zb_zero, pa.sa.data() + m0, b.sb.data() + n0, bc, y, N);
           return;
         }

@@ -31,10 +31,15 @@ struct GemmScratch {
   PackedA a;
 };
 
-// Runs desc (desc.n, desc.k and the B params must match `b`) with `kernel`. `avx512_epilogue`:
-// the AVX-512 tier may run (compiled, detected and allowed), so the float epilogue uses it.
+// Choices of the driver that do not change any result.
+struct GemmTuning {
+  bool avx512_epilogue = false;  // the AVX-512 tier may run: the float epilogue uses it
+  std::int64_t gemv_b_prefetch = 0;  // TileArgs::b_prefetch for GEMV kernels (M <= 16)
+};
+
+// Runs desc (desc.n, desc.k and the B params must match `b`) with `kernel`.
 void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
               const X86PackedWeights& b, const GemmOutput& out, ThreadPool& pool,
-              GemmScratch& scratch, bool avx512_epilogue);
+              GemmScratch& scratch, const GemmTuning& tuning);
 
 }  // namespace qforge::cpu_x86

@@ -39,6 +39,11 @@ struct TileArgs {
   int panels;                // panels, 1 <= panels <= the kernel's limit
   std::int32_t* d;           // raw dots, row-major [mr][ldd]
   std::int64_t ldd;
+  // Bytes ahead of the current k on each B panel to prefetch (0: none). The GEMV kernels
+  // (AVX-512 VNNI and AMX) honour it: they stream weights from memory, and one core's
+  // hardware prefetchers alone do not keep enough lines in flight for its share of the
+  // bandwidth.
+  std::int64_t b_prefetch = 0;
 };
 
 using TileFn = void (*)(const TileArgs&);

@@ -47,7 +47,7 @@ void CpuX86Ops::run_matmul(OpKind op, const MatmulDesc& desc, const void* a,
                            const X86PackedWeights& b, const GemmOutput& out) {
   const KernelInfo& k = gemm_kernel(desc, b, op);
   last_kernel_ = k.name;
-  run_gemm(k, desc, a, b, out, *pool_, scratch_, usable_isas().has(Isa::avx512_vnni));
+  run_gemm(k, desc, a, b, out, *pool_, scratch_, {usable_isas().has(Isa::avx512_vnni), gemv_prefetch_});
 }
 
 std::shared_ptr<PackedWeights> CpuX86Ops::pack_weights(const MatmulDesc& desc, const void* b) {
