@@ -21,6 +21,86 @@ __device__ __forceinline__ std::int32_t quantize_value(float x, float scale, std
   return static_cast<std::int32_t>(r);
 }
 
+// ---- quantize_value without a division per element ----
+//
+// The division costs a MUFU.RCP, Newton steps and a slow-path check per element, and rintf and
+// the float-to-int conversion two more quarter-rate instructions; together they, not memory,
+// bounded the quantize kernels (docs/PERFORMANCE.md). The fast path multiplies by r = 1/s
+// (correctly rounded, __frcp_rn, once per scale) and rounds with the 1.5 * 2^23 trick, all on
+// the full-rate FP32/INT pipes, and proves per element that it got the reference's answer:
+//
+//   q = x / s (exact real), v = fl(q) (the reference's quotient), r = (1/s)(1 + d1),
+//   p = fl(x * r) = q (1 + d1)(1 + d2), with |d1|, |d2|, and v's |d0|, <= u = 2^-24 while r is
+//   a normal float and x * r neither overflows nor underflows. Then
+//     |p - v| <= |q| (3u + u^2)  and  |q| <= |p| / (1 - u)^2,  so  |p - v| < 3.0000003 u |p|
+//   which is below |p| 2^-22. rint(p) != rint(v) needs a half-integer h between p and v
+//   (rint is monotonic and steps only at half-integers), so |p - h| <= |p - v| < |p| 2^-22.
+//   Hence: when the distance from p to the nearest half-integer is at least |p| 2^-22,
+//   rint(p) == rint(v), and sat(rint(p) + z) is the reference's code. When p or v is subnormal
+//   (underflow), |p| and |v| are far below 1/2 and both round to 0, which the same test accepts.
+//   When s is a power of two, r = 1/s exactly, p and v are the same real rounded the same way,
+//   and the window is 0.
+// The test is exact arithmetic: for |p| < 2^21, y = p + 1.5 * 2^23 lies in [2^23, 2^24), where
+// floats are the integers, so y rounds p to an integer with ties to even (1.5 * 2^23 is even),
+// y - 1.5 * 2^23 = rint(p) exactly, t = p - rint(p) exactly (|t| <= 1/2 and a multiple of
+// p's ulp), 0.5 - |t| exactly wherever it can be small (|t| >= 1/4: Sterbenz), and
+// |p| * 2^-22 is a power-of-two scaling. The integer rint(p) is read from y's bits.
+// Everything else takes the exact path: NaN or infinite x (p is not below 2^21), |p| >= 2^21
+// (far outside every code range; rare), and elements within the window (about 3e-5 of
+// random values near the int8 range). A scale whose reciprocal is not a normal float (below
+// 2^-126 or above 2^126) takes the exact path for the whole call.
+struct FastQuantize {
+  float r = 1.0f;        // __frcp_rn(s)
+  float window = 0.0f;   // 2^-22, or 0 when s is a power of two
+  bool usable = false;   // r is a normal float
+};
+
+__device__ __forceinline__ FastQuantize fast_quantize_setup(float scale) {
+  FastQuantize f;
+  f.r = __frcp_rn(scale);
+  f.usable = f.r >= 0x1p-126f && f.r <= 0x1.fffffep127f;  // false for NaN too
+  const bool power_of_two = (__float_as_uint(scale) & 0x807FFFFFu) == 0 && scale >= 0x1p-126f;
+  f.window = power_of_two ? 0.0f : 0x1p-22f;
+  return f;
+}
+
+// The reference's code for x in q when this returns true; false: use quantize_value().
+__device__ __forceinline__ bool quantize_fast(float x, const FastQuantize& f, std::int32_t zero_point,
+                                              std::int32_t qmin, std::int32_t qmax, std::int32_t& q) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23, bits 0x4B400000
+  const float p = __fmul_rn(x, f.r);
+  const float y = __fadd_rn(p, kMagic);
+  const float t = __fsub_rn(p, __fsub_rn(y, kMagic));
+  const bool ok = fabsf(p) < 0x1p21f && __fsub_rn(0.5f, fabsf(t)) >= __fmul_rn(fabsf(p), f.window);
+  const std::int32_t v = __float_as_int(y) - 0x4B400000 + zero_point;  // rint(p) + z, exact
+  q = min(max(v, qmin), qmax);
+  return ok;
+}
+
+// quantize_value for G values sharing one scale: the fast path, and the exact division for the
+// elements it does not vouch for (or for all of them when the scale has no normal reciprocal).
+// How often: random float32 values about one element in 30 000; bfloat16 values with a decimal
+// scale such as 0.03 hit true near-ties (1.125 / 0.03 = 37.5) about once in 160 elements, so the
+// division runs per flagged element, not for the whole group.
+template <int G>
+__device__ __forceinline__ void quantize_values(const float (&v)[G], std::int32_t (&c)[G], float scale,
+                                                const FastQuantize& fast, std::int32_t zero_point,
+                                                std::int32_t qmin, std::int32_t qmax) {
+  static_assert(G <= 32, "one flag bit per element");
+  std::uint32_t redo = 0xFFFFFFFFu;
+  if (fast.usable) {
+    redo = 0;
+#pragma unroll
+    for (int e = 0; e < G; ++e)
+      redo |= (quantize_fast(v[e], fast, zero_point, qmin, qmax, c[e]) ? 0u : 1u) << e;
+  }
+  if (redo != 0) {
+#pragma unroll
+    for (int e = 0; e < G; ++e)
+      if (redo & (1u << e)) c[e] = quantize_value(v[e], scale, zero_point, qmin, qmax);
+  }
+}
+
 // reference::dequantize_value: q - z is exact in float32 (|q - z| <= 65535); one rounding.
 __device__ __forceinline__ float dequantize_value(std::int32_t q, float scale, std::int32_t zero_point) {
   return __fmul_rn(static_cast<float>(q - zero_point), scale);

@@ -85,8 +85,7 @@ quantize_kernel(const void* __restrict__ x, void* __restrict__ q, std::int64_t n
   if (p.layout == ParamLayout::per_tensor) {
     const float s = p.scales ? p.scales[0] : p.scale0;
     const std::int32_t z = p.zero_points ? p.zero_points[0] : p.zero_point0;
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) c[e] = dev::quantize_value(v[e], s, z, p.qmin, p.qmax);
+    dev::quantize_values<kVec>(v, c, s, dev::fast_quantize_setup(s), z, p.qmin, p.qmax);
   } else {
     dev::PairCursor cur;
     cur.init(p, i0);
@@ -221,7 +220,7 @@ __device__ __forceinline__ void store_group(void* q, std::int64_t i, const std::
 }
 
 // Groups per thread: 16 elements per thread whatever the input width, so that the values held
-// across the divisions (whose rare slow path is a call) stay few.
+// across the exact path (a division whose rare slow path is a call) stay few.
 template <FloatType T>
 constexpr int iters_of() { return T == FloatType::f32 ? kIters : kIters / 2; }
 
@@ -234,6 +233,7 @@ quantize_per_tensor_kernel(const void* __restrict__ x, void* __restrict__ q, std
   constexpr std::int64_t kBlockElems = std::int64_t{kThreads} * kSteps * G;
   const float s = p.scales ? p.scales[0] : p.scale0;
   const std::int32_t z = p.zero_points ? p.zero_points[0] : p.zero_point0;
+  const dev::FastQuantize fast = dev::fast_quantize_setup(s);
   const std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kBlockElems;
   float v[kSteps][G];
 #pragma unroll
@@ -251,8 +251,7 @@ quantize_per_tensor_kernel(const void* __restrict__ x, void* __restrict__ q, std
     const std::int64_t i0 = base + (static_cast<std::int64_t>(j) * kThreads + threadIdx.x) * G;
     if (i0 >= n) break;
     std::int32_t c[G];
-#pragma unroll
-    for (int e = 0; e < G; ++e) c[e] = dev::quantize_value(v[j][e], s, z, p.qmin, p.qmax);
+    dev::quantize_values<G>(v[j], c, s, fast, z, p.qmin, p.qmax);
     if (aligned && i0 + G <= n) {
       store_group<Bits, G>(q, i0, c);
     } else {

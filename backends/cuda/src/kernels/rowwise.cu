@@ -8,100 +8,19 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Groups of 4 elements, adjacent across the block: every warp load covers one contiguous run.
-template <FloatType T>
-__device__ __forceinline__ void load_group(const void* x, std::int64_t i, bool vector, float (&v)[4]) {
-  if (vector) {
-    if constexpr (T == FloatType::f32) {
-      const float4 f = *reinterpret_cast<const float4*>(static_cast<const float*>(x) + i);
-      v[0] = f.x;
-      v[1] = f.y;
-      v[2] = f.z;
-      v[3] = f.w;
-    } else {
-      const uint2 u = *reinterpret_cast<const uint2*>(static_cast<const std::uint16_t*>(x) + i);
-      const std::uint32_t w[2] = {u.x, u.y};
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const auto lo = static_cast<unsigned short>(w[h] & 0xFFFFu), hi = static_cast<unsigned short>(w[h] >> 16);
-        if constexpr (T == FloatType::f16) {
-          v[2 * h] = __half2float(__ushort_as_half(lo));
-          v[2 * h + 1] = __half2float(__ushort_as_half(hi));
-        } else {
-          v[2 * h] = __bfloat162float(__ushort_as_bfloat16(lo));
-          v[2 * h + 1] = __bfloat162float(__ushort_as_bfloat16(hi));
-        }
-      }
-    }
-  } else {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) v[e] = dev::load_float<T>(x, i + e);
-  }
-}
-
-template <FloatType T>
-__global__ void __launch_bounds__(kThreads)
-rowwise_absmax_quantize_kernel(const void* __restrict__ x, std::int64_t cols,
-                               std::int8_t* __restrict__ q, float* __restrict__ scales,
-                               bool aligned) {
-  __shared__ float warp_max[kThreads / 32];
-  __shared__ float row_scale;
-  const std::int64_t row = blockIdx.x;
-  const std::int64_t base = row * cols;
-  const std::int64_t groups = cols / 4;  // whole groups; the tail (cols % 4) goes element-wise
-
-  float amax = 0.0f;
-  for (std::int64_t g = threadIdx.x; g < groups; g += kThreads) {
-    float v[4];
-    load_group<T>(x, base + g * 4, aligned, v);
-#pragma unroll
-    for (int e = 0; e < 4; ++e) amax = fmaxf(amax, fabsf(v[e]));  // fmaxf drops NaN
-  }
-  for (std::int64_t c = groups * 4 + threadIdx.x; c < cols; c += kThreads)
-    amax = fmaxf(amax, fabsf(dev::load_float<T>(x, base + c)));
-  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_down_sync(0xFFFFFFFFu, amax, o));
-  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = amax;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float m = warp_max[0];
-    for (int w = 1; w < kThreads / 32; ++w) m = fmaxf(m, warp_max[w]);
-    row_scale = fmaxf(__fdiv_rn(m, 127.0f), 1e-8f);
-    scales[row] = row_scale;
-  }
-  __syncthreads();
-  const float s = row_scale;
-
-  // Second pass over the row: it was just read by this block, so it comes from cache.
-  for (std::int64_t g = threadIdx.x; g < groups; g += kThreads) {
-    float v[4];
-    load_group<T>(x, base + g * 4, aligned, v);
-    std::uint32_t w = 0;
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      w |= (static_cast<std::uint32_t>(dev::quantize_value(v[e], s, 0, -127, 127)) & 0xFFu) << (8 * e);
-    if (aligned) {
-      *reinterpret_cast<std::uint32_t*>(q + base + g * 4) = w;
-    } else {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) q[base + g * 4 + e] = static_cast<std::int8_t>((w >> (8 * e)) & 0xFFu);
-    }
-  }
-  for (std::int64_t c = groups * 4 + threadIdx.x; c < cols; c += kThreads)
-    q[base + c] = static_cast<std::int8_t>(dev::quantize_value(dev::load_float<T>(x, base + c), s, 0, -127, 127));
-}
-
-// Rows that fit in the block's registers (up to kResident groups of 16 bytes per thread) are
-// read exactly once: load, reduce, quantize from the registers.
-constexpr int kResident = 8;
-
+// Elements in 16 bytes of input: 4 float32 or 8 float16/bfloat16.
 template <FloatType T>
 constexpr int group_elems() { return T == FloatType::f32 ? 4 : 8; }
-// At most 32 values per thread whatever the width (8 groups of 4 float32, 4 groups of 8 halves).
-template <FloatType T>
-constexpr int resident_groups() { return T == FloatType::f32 ? kResident : kResident / 2; }
 
+// Loads the G = group_elems<T>() values at element i: one 16-byte load when `vector` (16-byte
+// aligned), element by element otherwise. float16/bfloat16 are widened exactly.
 template <FloatType T>
-__device__ __forceinline__ void load16(const void* x, std::int64_t i, float (&v)[group_elems<T>()]) {
+__device__ __forceinline__ void load16(const void* x, std::int64_t i, bool vector, float (&v)[group_elems<T>()]) {
+  if (!vector) {
+#pragma unroll
+    for (int e = 0; e < group_elems<T>(); ++e) v[e] = dev::load_float<T>(x, i + e);
+    return;
+  }
   if constexpr (T == FloatType::f32) {
     const float4 f = *reinterpret_cast<const float4*>(static_cast<const float*>(x) + i);
     v[0] = f.x;
@@ -125,6 +44,84 @@ __device__ __forceinline__ void load16(const void* x, std::int64_t i, float (&v)
   }
 }
 
+// Stores G int8 codes at q[i]: one G-byte store when `vector`, byte by byte otherwise.
+template <int G>
+__device__ __forceinline__ void store_codes(std::int8_t* q, std::int64_t i, bool vector, const std::int32_t (&c)[G]) {
+  std::uint32_t w[G / 4];
+#pragma unroll
+  for (int h = 0; h < G / 4; ++h) {
+    w[h] = 0;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) w[h] |= (static_cast<std::uint32_t>(c[4 * h + e]) & 0xFFu) << (8 * e);
+  }
+  if (vector) {
+    if constexpr (G == 4)
+      *reinterpret_cast<std::uint32_t*>(q + i) = w[0];
+    else
+      *reinterpret_cast<uint2*>(q + i) = make_uint2(w[0], w[1]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < G; ++e) q[i + e] = static_cast<std::int8_t>((w[e / 4] >> (8 * (e % 4))) & 0xFFu);
+  }
+}
+
+// Rows too long for registers (or not 16-byte aligned): two passes over the row, the second
+// from cache. Groups of 16 input bytes, adjacent across the block, so every warp access is
+// one contiguous run.
+template <FloatType T>
+__global__ void __launch_bounds__(kThreads)
+rowwise_absmax_quantize_kernel(const void* __restrict__ x, std::int64_t cols,
+                               std::int8_t* __restrict__ q, float* __restrict__ scales,
+                               bool aligned) {
+  constexpr int G = group_elems<T>();
+  __shared__ float warp_max[kThreads / 32];
+  __shared__ float row_scale;
+  const std::int64_t row = blockIdx.x;
+  const std::int64_t base = row * cols;
+  const std::int64_t groups = cols / G;  // whole groups; the tail (cols % G) goes element-wise
+
+  float amax = 0.0f;
+  for (std::int64_t g = threadIdx.x; g < groups; g += kThreads) {
+    float v[G];
+    load16<T>(x, base + g * G, aligned, v);
+#pragma unroll
+    for (int e = 0; e < G; ++e) amax = fmaxf(amax, fabsf(v[e]));  // fmaxf drops NaN
+  }
+  for (std::int64_t c = groups * G + threadIdx.x; c < cols; c += kThreads)
+    amax = fmaxf(amax, fabsf(dev::load_float<T>(x, base + c)));
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_down_sync(0xFFFFFFFFu, amax, o));
+  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = amax;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float m = warp_max[0];
+    for (int w = 1; w < kThreads / 32; ++w) m = fmaxf(m, warp_max[w]);
+    row_scale = fmaxf(__fdiv_rn(m, 127.0f), 1e-8f);
+    scales[row] = row_scale;
+  }
+  __syncthreads();
+  const float s = row_scale;
+  const dev::FastQuantize fast = dev::fast_quantize_setup(s);
+
+  // Second pass over the row: it was just read by this block, so it comes from cache.
+  for (std::int64_t g = threadIdx.x; g < groups; g += kThreads) {
+    float v[G];
+    load16<T>(x, base + g * G, aligned, v);
+    std::int32_t c[G];
+    dev::quantize_values<G>(v, c, s, fast, 0, -127, 127);
+    store_codes<G>(q, base + g * G, aligned, c);
+  }
+  for (std::int64_t c = groups * G + threadIdx.x; c < cols; c += kThreads)
+    q[base + c] = static_cast<std::int8_t>(dev::quantize_value(dev::load_float<T>(x, base + c), s, 0, -127, 127));
+}
+
+// Rows that fit in the block's registers (up to kResident groups of 16 bytes per thread) are
+// read exactly once: load, reduce, quantize from the registers.
+constexpr int kResident = 8;
+
+// At most 32 values per thread whatever the width (8 groups of 4 float32, 4 groups of 8 halves).
+template <FloatType T>
+constexpr int resident_groups() { return T == FloatType::f32 ? kResident : kResident / 2; }
+
 template <FloatType T>
 __global__ void __launch_bounds__(kThreads)
 rowwise_resident_kernel(const void* __restrict__ x, std::int64_t cols, std::int8_t* __restrict__ q,
@@ -141,7 +138,7 @@ rowwise_resident_kernel(const void* __restrict__ x, std::int64_t cols, std::int8
   for (int i = 0; i < R; ++i) {
     const int g = threadIdx.x + i * kThreads;
     if (g < groups) {
-      load16<T>(x, base + static_cast<std::int64_t>(g) * G, v[i]);
+      load16<T>(x, base + static_cast<std::int64_t>(g) * G, true, v[i]);
 #pragma unroll
       for (int e = 0; e < G; ++e) amax = fmaxf(amax, fabsf(v[i][e]));  // fmaxf drops NaN
     }
@@ -157,23 +154,14 @@ rowwise_resident_kernel(const void* __restrict__ x, std::int64_t cols, std::int8
   }
   __syncthreads();
   const float s = row_scale;
+  const dev::FastQuantize fast = dev::fast_quantize_setup(s);
 #pragma unroll
   for (int i = 0; i < R; ++i) {
     const int g = threadIdx.x + i * kThreads;
     if (g < groups) {
-      std::uint32_t w[G / 4];
-#pragma unroll
-      for (int h = 0; h < G / 4; ++h) {
-        w[h] = 0;
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          w[h] |= (static_cast<std::uint32_t>(dev::quantize_value(v[i][4 * h + e], s, 0, -127, 127)) & 0xFFu) << (8 * e);
-      }
-      std::int8_t* out = q + base + static_cast<std::int64_t>(g) * G;
-      if constexpr (G == 4)
-        *reinterpret_cast<std::uint32_t*>(out) = w[0];
-      else
-        *reinterpret_cast<uint2*>(out) = make_uint2(w[0], w[1]);
+      std::int32_t c[G];
+      dev::quantize_values<G>(v[i], c, s, fast, 0, -127, 127);
+      store_codes<G>(q, base + static_cast<std::int64_t>(g) * G, true, c);
     }
   }
 }
@@ -184,18 +172,17 @@ void launch_rowwise_absmax_quantize(FloatType type, const void* x, std::int64_t 
                                     std::int64_t cols, std::int8_t* q, float* scales,
                                     cudaStream_t stream) {
   if (rows <= 0) return;
-  // Vector accesses need every group of 4 aligned: rows of a multiple of 4 elements starting
-  // at 16-byte aligned pointers.
-  const bool aligned = (reinterpret_cast<std::uintptr_t>(x) & 15u) == 0 &&
-                       (reinterpret_cast<std::uintptr_t>(q) & 3u) == 0 && cols % 4 == 0;
-  const auto grid = static_cast<unsigned>(rows);
-  // Register-resident when every row is a whole number of 16-byte groups, 16-byte aligned, and
-  // fits the block's registers; otherwise two reads per row (the second from cache).
+  // Vector accesses need every group of 16 input bytes aligned: rows of a whole number of
+  // groups starting at a 16-byte aligned x, and codes stored 4 (float32) or 8 (16-bit input)
+  // bytes at a time.
   const int g = type == FloatType::f32 ? 4 : 8;
-  const bool resident = (reinterpret_cast<std::uintptr_t>(x) & 15u) == 0 &&
-                        (reinterpret_cast<std::uintptr_t>(q) & 7u) == 0 && cols % g == 0 &&
-                        cols / g <= std::int64_t{kThreads} * (type == FloatType::f32 ? kResident : kResident / 2) &&
-                        (cols * size_of(type)) % 16 == 0;
+  const bool aligned = (reinterpret_cast<std::uintptr_t>(x) & 15u) == 0 &&
+                       (reinterpret_cast<std::uintptr_t>(q) % static_cast<unsigned>(g)) == 0 && cols % g == 0;
+  const auto grid = static_cast<unsigned>(rows);
+  // Register-resident when the accesses are vectors and the row fits the block's registers;
+  // otherwise two reads per row (the second from cache).
+  const bool resident =
+      aligned && cols / g <= std::int64_t{kThreads} * (type == FloatType::f32 ? kResident : kResident / 2);
   if (resident) {
     switch (type) {
       case FloatType::f32: rowwise_resident_kernel<FloatType::f32><<<grid, kThreads, 0, stream>>>(x, cols, q, scales); break;
