@@ -7,7 +7,10 @@
 //     device offers; against the cuda plugin's matmul_dequant when it is loaded in the same run
 //
 // Times are medians after a warm-up: GPU time from the plugin's timestamps (last_op_gpu_ns),
-// and wall time of the synchronous call. Usage:
+// and wall time of the synchronous call. The cuda anchor also runs back to back (one
+// synchronize after 20-50 calls): its per-call time is then the device time, which the vulkan
+// GPU time is compared with. QFORGE_VULKAN_PIPELINE_STATS=1 adds the driver compiler's
+// statistics of each GEMM kernel (registers, where the driver reports them). Usage:
 //   qforge_bench_vulkan [--quick] [--reps N] [--elements N] [--gemm 4096,8192]
 // --quick: lavapipe-sized work (4 Mi elements, GEMM 256 and 512).
 #include <algorithm>
@@ -17,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -41,11 +45,31 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-double gpu_seconds(QuantizationOps& ops) {
+std::string device_property(QuantizationOps& ops, const std::string& key) {
   const auto devs = ops.devices();
   const auto& p = devs[static_cast<std::size_t>(ops.device_index())].properties;
-  const auto it = p.find("last_op_gpu_ns");
-  return it == p.end() ? 0.0 : std::stod(it->second) * 1e-9;
+  const auto it = p.find(key);
+  return it == p.end() ? std::string() : it->second;
+}
+
+double gpu_seconds(QuantizationOps& ops) {
+  const std::string ns = device_property(ops, "last_op_gpu_ns");
+  return ns.empty() ? 0.0 : std::stod(ns) * 1e-9;
+}
+
+// Seconds per call of `calls` back-to-back calls and one synchronize at the end: the device
+// time of a plugin whose ops only enqueue (the cuda plugin's), its wall time otherwise.
+double back_to_back(QuantizationOps& ops, int calls, const std::function<void()>& f) {
+  f();
+  ops.synchronize();
+  std::vector<double> v;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < calls; ++i) f();
+    ops.synchronize();
+    v.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / calls);
+  }
+  return median(v);
 }
 
 // Runs f for at least 0.3 s to warm up (after a host-bound phase the H200 ran the next GEMMs up
@@ -156,6 +180,7 @@ int main(int argc, char** argv) {
     std::printf("  %s: %s\n", key, dev.properties.at(key).c_str());
 
   std::vector<Row> rows;
+  std::map<std::string, std::string> stats;  // kernel -> compiler statistics
   try {
     // ---- quantize / dequantize against a copy of as many bytes ----
     const auto n = static_cast<std::size_t>(elements);
@@ -210,7 +235,7 @@ int main(int argc, char** argv) {
                    .b_layout = MatrixLayout::nk, .has_bias = true, .out_type = FloatType::f32,
                    .y = std::nullopt, .requant_mode = RequantMode::float_multiplier};
       const double ops_count = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-      double cuda_s = 0;
+      double cuda_s = 0, cuda_b2b = 0;
       if (cuda) {
         auto ca = random_buffer(*cuda, static_cast<std::size_t>(M * K), 3, false);
         auto cb = random_buffer(*cuda, static_cast<std::size_t>(N * K), 4, false);
@@ -224,6 +249,11 @@ int main(int argc, char** argv) {
         cuda_s = wall;
         rows.push_back({"cuda gemm " + std::to_string(s) + "^3 dequant", cuda->last_kernel(), 0, wall,
                         ops_count / wall / 1e9, "GOPS", "anchor (wall)"});
+        cuda_b2b = back_to_back(*cuda, s >= 8192 ? 20 : 50, [&] {
+          cuda->matmul_dequant_packed(d, ca->data(), *w, static_cast<const float*>(cbias->data()), cy->data());
+        });
+        rows.push_back({"cuda gemm " + std::to_string(s) + "^3 dequant, back to back", cuda->last_kernel(),
+                        0, cuda_b2b, ops_count / cuda_b2b / 1e9, "GOPS", "anchor (device time)"});
       }
       auto a = random_buffer(*vk, static_cast<std::size_t>(M * K), 3, false);
       auto b = random_buffer(*vk, static_cast<std::size_t>(N * K), 4, false);
@@ -234,6 +264,8 @@ int main(int argc, char** argv) {
         std::printf("gemm %lld: %s\n", static_cast<long long>(s), sup.reason.c_str());
         continue;
       }
+      std::string fastest;
+      double fastest_s = 0;
       for (const auto& kernel : sup.kernels) {
         // The scalar kernels at 8192^3 would take minutes on a GPU without them accelerated.
         if (!quick && s > 4096 && kernel.find("coopmat") == std::string::npos) continue;
@@ -246,8 +278,22 @@ int main(int argc, char** argv) {
         Row row{"gemm " + std::to_string(s) + "^3 dequant prepacked", kernel, g, wall,
                 ops_count / g / 1e9, "GOPS", ""};
         if (cuda_s > 0)
-          row.anchor = std::to_string(cuda_s / wall * 100.0).substr(0, 5) + "% of cuda (wall)";
+          row.anchor = std::to_string(cuda_s / wall * 100.0).substr(0, 5) + "% of cuda (wall), " +
+                       std::to_string(cuda_b2b / g * 100.0).substr(0, 5) + "% (gpu vs b2b)";
         rows.push_back(row);
+        if (fastest.empty() || g < fastest_s) fastest = kernel, fastest_s = g;
+        if (const std::string st = device_property(*vk, "last_op_pipeline_stats"); !st.empty())
+          stats[kernel] = st;
+      }
+      {
+        // int32 out (no float epilogue) with the fastest kernel: what the epilogue costs.
+        vk->set_kernel({fastest});
+        auto w = vk->pack_weights(d, b->data());
+        auto [g, wall] = time_op(*vk, std::max(3, reps / 2), true, [&] {
+          vk->matmul_integer_packed(d, a->data(), *w, static_cast<std::int32_t*>(out->data()));
+        });
+        rows.push_back({"gemm " + std::to_string(s) + "^3 int32 out prepacked", vk->last_kernel(), g,
+                        wall, ops_count / g / 1e9, "GOPS", ""});
       }
       vk->set_kernel({});
       {
@@ -267,5 +313,8 @@ int main(int argc, char** argv) {
   for (const auto& r : rows)
     std::printf("%-48s %-46s %10.3f %10.3f %8.1f %s %s\n", r.what.c_str(), r.kernel.c_str(),
                 r.gpu_s * 1e3, r.wall_s * 1e3, r.rate, r.unit.c_str(), r.anchor.c_str());
+  // QFORGE_VULKAN_PIPELINE_STATS=1 on a driver with VK_KHR_pipeline_executable_properties.
+  if (!stats.empty()) std::printf("\npipeline statistics (driver compiler)\n");
+  for (const auto& [kernel, st] : stats) std::printf("%-58s %s\n", kernel.c_str(), st.c_str());
   return 0;
 }

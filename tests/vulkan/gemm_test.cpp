@@ -140,6 +140,32 @@ TEST_F(GemmTest, EveryKernelMatchesTheReference) {
   }
 }
 
+// The cooperative-matrix kernels (GPU only: lavapipe has none) on shapes that span several
+// workgroup tiles of every kernel in both directions (more than 8 tile rows: the grouped launch
+// order's last, partial group), with K from one K step (of 128 bytes) to many, so every stage of
+// the pipelines and the epilogue's edges run.
+TEST_F(GemmTest, CooperativeMatrixKernelsOnManyTiles) {
+  const auto p = QuantizationParams::per_tensor_affine(DType::int8, 1.0f, 0);
+  const Support all = ops().supports({OpKind::matmul_integer, make_matmul(1, 1, 1, p, p)});
+  ASSERT_TRUE(all.supported) << all.reason;
+  std::vector<std::string> coop;
+  for (const auto& k : all.kernels)
+    if (k.find("coopmat") != std::string::npos) coop.push_back(k);
+  if (coop.empty()) GTEST_SKIP() << "the device has no cooperative-matrix kernel";
+  const Shape3 shapes[] = {{1157, 300, 400}, {300, 777, 20}, {260, 300, 300}};
+  for (const auto& kernel : coop) {
+    SCOPED_TRACE(kernel);
+    ops().set_kernel({kernel});
+    for (std::size_t i = 0; i < std::size(shapes); ++i) {
+      run_case(ops(), rng(), i == 1 ? OpKind::matmul_integer : OpKind::matmul_dequant, shapes[i],
+               MatrixLayout::nk, /*packed=*/i != 2);
+      if (HasFatalFailure()) return;
+    }
+    run_case(ops(), rng(), OpKind::qlinear_matmul, shapes[2], MatrixLayout::kn, true);
+    if (HasFatalFailure()) return;
+  }
+}
+
 // Shapes above one workgroup tile in every direction, with K at the largest value int32 allows
 // for int8 x int8 with zero points at the ends of the range (the accumulator wraps on the way and
 // the zero-point correction must still land exactly).

@@ -6,6 +6,13 @@
 function(qforge_vulkan_embed_shaders target)
   cmake_parse_arguments(ARG "" "SOURCE_DIR;OUTPUT_DIR" "SHADERS" ${ARGN})
   file(MAKE_DIRECTORY ${ARG_OUTPUT_DIR})
+  # spirv-val (Debian's spirv-tools) checks every module at build time when it is installed: a
+  # module the validator rejects would otherwise surface only as a driver failure on some device.
+  find_program(QFORGE_SPIRV_VAL spirv-val)
+  set(validate)
+  if(QFORGE_SPIRV_VAL)
+    set(validate COMMAND ${QFORGE_SPIRV_VAL} --target-env vulkan1.2)
+  endif()
   set(headers)
   set(includes "")
   set(entries "")
@@ -20,6 +27,7 @@ function(qforge_vulkan_embed_shaders target)
       OUTPUT ${spv}
       COMMAND Vulkan::glslc --target-env=vulkan1.2 -O -I${ARG_SOURCE_DIR} ${parts}
               -MD -MF ${spv}.d -o ${spv} ${ARG_SOURCE_DIR}/${source}
+      ${validate} ${spv}
       DEPENDS ${ARG_SOURCE_DIR}/${source}
       DEPFILE ${spv}.d
       COMMENT "glslc ${name} (${source} ${parts})"

@@ -53,33 +53,60 @@ layout(push_constant) uniform Push {
 #include "quant_math.glsl"
 #include "exact_float.glsl"
 
-void qf_epilogue(uint lm, uint ln, int acc) {
+// The epilogue in three parts, so that a kernel can load the per-row and per-column terms once
+// for many outputs: qf_row / qf_col read them (indices past the dispatch's end are clamped, so
+// they read in bounds; qf_store skips those outputs), qf_store computes and writes one output.
+struct QfRow {
+  int za;     // zero point of A's row (shifted for uint8)
+  int rs;     // sum of the packed row
+  float sa;
+};
+struct QfCol {
+  int zb;
+  int cs;     // sum of the packed column
+  float sb;
+  float bias; // 0 without bias (then it is not added: -0.0 stays -0.0)
+};
+
+QfRow qf_row(uint lm) {
+  uint l = min(lm, pc.m - 1u);
+  uint gm = pc.m_base + l;
+  return QfRow(int(params[pc.za_off + gm * pc.za_step]), row_sums[pc.rs_lead + l],
+               uintBitsToFloat(params[pc.sa_off + gm * pc.sa_step]));
+}
+
+QfCol qf_col(uint ln) {
+  uint l = min(ln, pc.n - 1u);
+  uint gn = pc.n_base + l;
+  float b = 0.0;
+  if (pc.has_bias != 0u) b = bias[pc.bias_lead + l];  // no bias: a 4-byte dummy binding
+  return QfCol(int(params[pc.zb_off + gn * pc.zb_step]), col_sums[pc.cs_lead + l],
+               uintBitsToFloat(params[pc.sb_off + gn * pc.sb_step]), b);
+}
+
+void qf_store(uint lm, uint ln, QfRow r, QfCol c, int acc) {
   if (lm >= pc.m || ln >= pc.n) return;
-  uint gm = pc.m_base + lm;
-  uint gn = pc.n_base + ln;
-  int za = int(params[pc.za_off + gm * pc.za_step]);
-  int zb = int(params[pc.zb_off + gn * pc.zb_step]);
-  int c = acc - zb * row_sums[pc.rs_lead + lm] - za * col_sums[pc.cs_lead + ln] +
-          int(pc.k) * za * zb;
+  int v = acc - c.zb * r.rs - r.za * c.cs + int(pc.k) * r.za * c.zb;
   uint o = pc.out_lead + lm * pc.out_stride + ln;
 #if QF_OUT8
-  float sa = uintBitsToFloat(params[pc.sa_off + gm * pc.sa_step]);
-  float sb = uintBitsToFloat(params[pc.sb_off + gn * pc.sb_step]);
-  float mult = qf_div_rn(qf_mul_rn(sa, sb), uintBitsToFloat(pc.sy_bits));
-  out8[o] = uint8_t(qf_requantize(c, mult, pc.mode == 3u, pc.zy, pc.qmin, pc.qmax) & 0xff);
+  float mult = qf_div_rn(qf_mul_rn(r.sa, c.sb), uintBitsToFloat(pc.sy_bits));
+  out8[o] = uint8_t(qf_requantize(v, mult, pc.mode == 3u, pc.zy, pc.qmin, pc.qmax) & 0xff);
 #else
   if (pc.mode == 0u) {
-    out32[o] = uint(c);
+    out32[o] = uint(v);
   } else {
-    float sa = uintBitsToFloat(params[pc.sa_off + gm * pc.sa_step]);
-    float sb = uintBitsToFloat(params[pc.sb_off + gn * pc.sb_step]);
-    precise float y = (float(c) * sa) * sb;
+    precise float y = (float(v) * r.sa) * c.sb;
     // 'precise' alone is not enough: glslc -O inlines this function and the copies lose their
     // NoContraction decoration, so a driver may fuse the product into the bias add. Passing the
     // product through its bits, xor-ed with a zero the compiler cannot see, rounds it first.
     y = uintBitsToFloat(floatBitsToUint(y) ^ pc.zero);
-    if (pc.has_bias != 0u) y = y + bias[pc.bias_lead + ln];
+    if (pc.has_bias != 0u) y = y + c.bias;
     out32[o] = floatBitsToUint(y);
   }
 #endif
+}
+
+void qf_epilogue(uint lm, uint ln, int acc) {
+  if (lm >= pc.m || ln >= pc.n) return;
+  qf_store(lm, ln, qf_row(lm), qf_col(ln), acc);
 }

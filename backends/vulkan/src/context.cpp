@@ -1,7 +1,9 @@
 #include "context.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "buffers.h"
 #include "pipelines.h"
@@ -58,6 +60,19 @@ Context::Context(std::shared_ptr<Instance> instance, const DeviceCaps& caps)
     *tail = &fcoop;
     tail = &fcoop.pNext;
     extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
+  // Compiler statistics of each pipeline (register count and the like) on request only:
+  // drivers may skip their pipeline caches when asked to capture them.
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR fexec{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  const char* stats_env = std::getenv("QFORGE_VULKAN_PIPELINE_STATS");
+  capture_stats_ = caps_.pipeline_executable_info && stats_env && *stats_env &&
+                   std::string_view(stats_env) != "0";
+  if (capture_stats_) {
+    fexec.pipelineExecutableInfo = VK_TRUE;
+    *tail = &fexec;
+    tail = &fexec.pNext;
+    extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   }
 
   VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
@@ -169,6 +184,7 @@ void Commands::begin() {
     check(vkResetDescriptorPool(dev, p, 0), "vkResetDescriptorPool");
   current_pool_ = 0;
   dispatches_ = 0;
+  last_pipeline_ = nullptr;
   VkCommandBufferBeginInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   info.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check(vkBeginCommandBuffer(cmd_, &info), "vkBeginCommandBuffer");
@@ -279,6 +295,7 @@ void Commands::dispatch(const Pipeline& p, std::span<const BufferBinding> bindin
     vkCmdPushConstants(cmd_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
   vkCmdDispatch(cmd_, gx, gy, gz);
   ++dispatches_;
+  last_pipeline_ = &p;
 }
 
 double Commands::submit() {

@@ -59,6 +59,8 @@ class Commands {
 
   // Number of dispatches recorded since begin() (tests of the splitting read it).
   std::uint32_t dispatch_count() const noexcept { return dispatches_; }
+  // The pipeline of the last dispatch recorded (null before the first one).
+  const Pipeline* last_pipeline() const noexcept { return last_pipeline_; }
 
  private:
   VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
@@ -72,6 +74,7 @@ class Commands {
   std::size_t current_pool_ = 0;
   bool recording_ = false;
   std::uint32_t dispatches_ = 0;
+  const Pipeline* last_pipeline_ = nullptr;
 };
 
 class Context {
@@ -94,6 +97,10 @@ class Context {
 
   // The one command stream (ops are synchronous and an instance is used from one thread).
   Commands& commands() { return *commands_; }
+  const Commands& commands() const { return *commands_; }
+  // Pipelines are created with their compiler statistics captured (Pipeline::stats):
+  // QFORGE_VULKAN_PIPELINE_STATS=1 and a device with VK_KHR_pipeline_executable_properties.
+  bool capture_stats() const noexcept { return capture_stats_; }
   PipelineCache& pipelines() { return *pipelines_; }
   // The host copy of the params last copied into the "params_device" scratch buffer
   // (op_elementwise.cpp): an op that repeats them skips the upload. `pending` holds params whose
@@ -126,6 +133,7 @@ class Context {
   std::map<std::string, std::unique_ptr<DeviceBuffer>, std::less<>> scratch_;
   std::vector<std::uint32_t> params_cache_;
   std::vector<std::uint32_t> params_pending_;
+  bool capture_stats_ = false;
 };
 
 }  // namespace qforge::vulkan

@@ -122,6 +122,7 @@ DeviceCaps query_device_caps(VkInstance instance, VkPhysicalDevice device, int i
   const bool dot_ext = has_extension(exts, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
   const bool nv_coop = has_extension(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   c.coopmat_khr_extension = has_extension(exts, "VK_KHR_cooperative_matrix");
+  const bool exec_props = has_extension(exts, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
 
   // Features.
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
@@ -142,7 +143,14 @@ DeviceCaps query_device_caps(VkInstance instance, VkPhysicalDevice device, int i
     *tail = &fcoop;
     tail = &fcoop.pNext;
   }
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR fexec{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  if (exec_props) {
+    *tail = &fexec;
+    tail = &fexec.pNext;
+  }
   vkGetPhysicalDeviceFeatures2(device, &features);
+  c.pipeline_executable_info = exec_props && fexec.pipelineExecutableInfo;
   c.shader_int8 = f12.shaderInt8;
   c.shader_int64 = features.features.shaderInt64;
   c.storage_buffer_8bit = f12.storageBuffer8BitAccess;
@@ -202,6 +210,7 @@ std::map<std::string, std::string> DeviceCaps::properties() const {
   p["integer_dot_product_4x8_packed_accelerated"] = yes_no(dot_4x8_packed_accelerated);
   p["cooperative_matrix_nv"] = yes_no(coopmat_nv);
   p["cooperative_matrix_khr_extension"] = yes_no(coopmat_khr_extension);
+  p["pipeline_executable_info"] = yes_no(pipeline_executable_info);
   std::string shapes;
   for (const auto& s : coopmat_s8_shapes)
     shapes += (shapes.empty() ? "" : ",") + std::to_string(s.m) + "x" + std::to_string(s.n) +

@@ -40,6 +40,7 @@ struct DeviceCaps {
   bool dot_4x8_packed_accelerated = false;    // signed 4x8-bit packed dot product in hardware
   bool coopmat_nv = false;                    // VK_NV_cooperative_matrix with the feature on
   bool coopmat_khr_extension = false;         // VK_KHR_cooperative_matrix listed (reported only)
+  bool pipeline_executable_info = false;      // VK_KHR_pipeline_executable_properties (statistics)
   std::vector<CoopMatShape> coopmat_s8_shapes;  // s8 x s8 -> s32, subgroup scope
   bool denorm_preserve_f32 = false;
 

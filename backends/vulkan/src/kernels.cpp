@@ -1,6 +1,76 @@
 #include "kernels.h"
 
+#include <algorithm>
+
+#include "qforge/error.h"
+
 namespace qforge::vulkan {
+namespace {
+
+// gemm_coopmat_pipe.comp's parameters (its -D definitions in CMakeLists.txt must match).
+struct PipeConfig {
+  std::uint32_t sg_m, sg_n;  // subgroups down and across
+  std::uint32_t wt_m, wt_n;  // accumulator tiles per subgroup
+  std::uint32_t cn;          // accumulator tile columns (16 or 8)
+  std::uint32_t bk;          // bytes of K per step
+  std::uint32_t stages;      // shared-memory stages
+
+  constexpr std::uint32_t threads() const { return sg_m * sg_n * 32; }
+  constexpr std::uint32_t tile_m() const { return sg_m * wt_m * 16; }
+  constexpr std::uint32_t tile_n() const { return sg_n * wt_n * cn; }
+  // The shader's one shared array: the stages, or the epilogue strips when larger.
+  constexpr std::uint32_t shared_bytes() const {
+    const std::uint32_t main = stages * (tile_m() + tile_n()) * (bk / 16 + 1) * 16;
+    const std::uint32_t epilogue = sg_m * sg_n * 16 * (wt_n * cn / 4 + 1) * 16;
+    return std::max(main, epilogue);
+  }
+  // What the shader assumes: whole uvec4 copies per invocation, 32-column epilogue lanes,
+  // K steps dividing Kp (a multiple of 128), at most 4 strips.
+  constexpr bool valid() const {
+    return (tile_m() * bk / 16) % threads() == 0 && (tile_n() * bk / 16) % threads() == 0 &&
+           (wt_n * cn) % 32 == 0 && wt_m >= 1 && wt_m <= 4 && bk >= 32 && 128 % bk == 0 &&
+           (stages == 1 || stages == 2);
+  }
+};
+
+constexpr GemmKernelInfo pipe(Kernel k, const char* shader, const char* shader_q8, PipeConfig c) {
+  return {k, shader, shader_q8, c.tile_m(), c.tile_n(), c.cn, c.shared_bytes()};
+}
+
+constexpr PipeConfig k128x256_w8_k64x2{2, 4, 4, 4, 16, 64, 2};
+constexpr PipeConfig k128x256_w8_k32x2{2, 4, 4, 4, 16, 32, 2};
+constexpr PipeConfig k256x128_w8_k32x2{4, 2, 4, 4, 16, 32, 2};
+constexpr PipeConfig k128x256_w8_k64x1{2, 4, 4, 4, 16, 64, 1};
+constexpr PipeConfig k128x128_w4_k64x2{2, 2, 4, 4, 16, 64, 2};
+constexpr PipeConfig k128x128_w4_k64x1{2, 2, 4, 4, 16, 64, 1};
+constexpr PipeConfig k128x128_w4_k32x2{2, 2, 4, 4, 16, 32, 2};
+constexpr PipeConfig k128x128_w8_k64x2{2, 4, 4, 2, 16, 64, 2};
+constexpr PipeConfig k8_128x128_w4_k64x2{2, 2, 4, 8, 8, 64, 2};
+static_assert(k128x256_w8_k64x2.valid() && k128x256_w8_k32x2.valid() && k256x128_w8_k32x2.valid() &&
+              k128x256_w8_k64x1.valid() && k128x128_w4_k64x2.valid() &&
+              k128x128_w4_k64x1.valid() && k128x128_w4_k32x2.valid() &&
+              k128x128_w8_k64x2.valid() && k8_128x128_w4_k64x2.valid());
+
+constexpr std::array<GemmKernelInfo, 14> kGemm = {{
+    // gemm_coopmat.comp: A and B slices of 128 (64 for the wide one) bytes of K, one stage.
+    {Kernel::gemm_coopmat_16x16x32, "gemm_coop16", "gemm_coop16_q8", 128, 128, 16, 36864},
+    {Kernel::gemm_coopmat_16x16x32_wide, "gemm_coop16w", "gemm_coop16w_q8", 128, 256, 16, 30720},
+    {Kernel::gemm_coopmat_16x8x32, "gemm_coop8", "gemm_coop8_q8", 128, 128, 8, 36864},
+    // 60 KiB of shared memory: only where the device allows more than the usual 48 KiB.
+    pipe(Kernel::gemm_coop_128x256_w8_k64x2, "gemm_cp_128x256_w8_k64x2", "gemm_cp_128x256_w8_k64x2_q8", k128x256_w8_k64x2),
+    pipe(Kernel::gemm_coop_128x256_w8_k32x2, "gemm_cp_128x256_w8_k32x2", "gemm_cp_128x256_w8_k32x2_q8", k128x256_w8_k32x2),
+    pipe(Kernel::gemm_coop_256x128_w8_k32x2, "gemm_cp_256x128_w8_k32x2", "gemm_cp_256x128_w8_k32x2_q8", k256x128_w8_k32x2),
+    pipe(Kernel::gemm_coop_128x128_w4_k64x2, "gemm_cp_128x128_w4_k64x2", "gemm_cp_128x128_w4_k64x2_q8", k128x128_w4_k64x2),
+    pipe(Kernel::gemm_coop_128x128_w4_k64x1, "gemm_cp_128x128_w4_k64x1", "gemm_cp_128x128_w4_k64x1_q8", k128x128_w4_k64x1),
+    pipe(Kernel::gemm_coop_128x128_w4_k32x2, "gemm_cp_128x128_w4_k32x2", "gemm_cp_128x128_w4_k32x2_q8", k128x128_w4_k32x2),
+    pipe(Kernel::gemm_coop_128x128_w8_k64x2, "gemm_cp_128x128_w8_k64x2", "gemm_cp_128x128_w8_k64x2_q8", k128x128_w8_k64x2),
+    pipe(Kernel::gemm_coop_128x256_w8_k64x1, "gemm_cp_128x256_w8_k64x1", "gemm_cp_128x256_w8_k64x1_q8", k128x256_w8_k64x1),
+    pipe(Kernel::gemm_coop8_128x128_w4_k64x2, "gemm_cp8_128x128_w4_k64x2", "gemm_cp8_128x128_w4_k64x2_q8", k8_128x128_w4_k64x2),
+    {Kernel::gemm_dot, "gemm_dot", "gemm_dot_q8", 64, 64, 0, 0},
+    {Kernel::gemm_plain, "gemm_plain", "gemm_plain_q8", 64, 64, 0, 0},
+}};
+
+}  // namespace
 
 std::string_view kernel_name(Kernel k) {
   for (const auto& info : kKernels)
@@ -14,34 +84,34 @@ std::optional<Kernel> parse_kernel(std::string_view name) {
   return std::nullopt;
 }
 
+const std::array<GemmKernelInfo, 14>& gemm_kernel_table() { return kGemm; }
+
+const GemmKernelInfo& gemm_info(Kernel k) {
+  for (const auto& g : kGemm)
+    if (g.kernel == k) return g;
+  throw Error(ErrorCode::internal, "vulkan: " + std::string(kernel_name(k)) + " is not a GEMM kernel");
+}
+
 std::string kernel_unavailable_reason(Kernel k, const DeviceCaps& caps) {
   const std::string dev = "device '" + caps.name + "'";
-  switch (k) {
-    case Kernel::gemm_dot:
-      if (!caps.integer_dot_product)
-        return dev + " lacks VK_KHR_shader_integer_dot_product (shaderIntegerDotProduct)";
-      return {};
-    case Kernel::gemm_coopmat_16x16x32:
-    case Kernel::gemm_coopmat_16x16x32_wide:
-    case Kernel::gemm_coopmat_16x8x32: {
-      if (!caps.coopmat_nv)
-        return dev + " lacks VK_NV_cooperative_matrix with s8 x s8 -> s32 tiles";
-      const bool n16 = k != Kernel::gemm_coopmat_16x8x32;
-      if (!caps.has_coopmat_shape(16, n16 ? 16 : 8, 32))
-        return dev + " offers no s8 cooperative-matrix shape " + (n16 ? "16x16x32" : "16x8x32");
-      if (caps.subgroup_size != 32)
-        return dev + " has subgroups of " + std::to_string(caps.subgroup_size) +
-               "; the cooperative-matrix kernel is written for 32";
-      // Shared memory: A and B slices of the K step, rows padded by 16 bytes (gemm_coopmat.comp).
-      const std::uint32_t need = k == Kernel::gemm_coopmat_16x16x32_wide ? 30720u : 36864u;
-      if (caps.max_shared_memory < need)
-        return dev + " has " + std::to_string(caps.max_shared_memory) +
-               " bytes of shared memory; this cooperative-matrix kernel needs " +
-               std::to_string(need);
-      return {};
-    }
-    default: return {};
-  }
+  if (k == Kernel::gemm_dot && !caps.integer_dot_product)
+    return dev + " lacks VK_KHR_shader_integer_dot_product (shaderIntegerDotProduct)";
+  const auto* g = std::find_if(kGemm.begin(), kGemm.end(), [k](const auto& e) { return e.kernel == k; });
+  if (g == kGemm.end() || g->coop_n == 0) return {};
+  if (!caps.coopmat_nv) return dev + " lacks VK_NV_cooperative_matrix with s8 x s8 -> s32 tiles";
+  if (!caps.has_coopmat_shape(16, g->coop_n, 32))
+    return dev + " offers no s8 cooperative-matrix shape 16x" + std::to_string(g->coop_n) + "x32";
+  if (caps.subgroup_size != 32)
+    return dev + " has subgroups of " + std::to_string(caps.subgroup_size) +
+           "; the cooperative-matrix kernels are written for 32";
+  if (caps.max_shared_memory < g->shared_bytes)
+    return dev + " has " + std::to_string(caps.max_shared_memory) +
+           " bytes of shared memory; this cooperative-matrix kernel needs " +
+           std::to_string(g->shared_bytes);
+  if (caps.max_workgroup_invocations < 256)
+    return dev + " runs at most " + std::to_string(caps.max_workgroup_invocations) +
+           " invocations per workgroup; the cooperative-matrix kernels need up to 256";
+  return {};
 }
 
 }  // namespace qforge::vulkan

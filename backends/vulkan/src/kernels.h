@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,9 +18,21 @@ enum class Kernel {
   requantize,           // int32 -> int8/uint8
   gemm_plain,           // int8 GEMM, int32 multiply-adds (everywhere)
   gemm_dot,             // int8 GEMM, OpSDot on packed 4x8-bit words
-  gemm_coopmat_16x16x32,       // NV cooperative matrix s8 16x16x32, 128 x 128 per workgroup
+  // gemm_coopmat.comp: NV cooperative matrices, 8 subgroups, one shared stage
+  gemm_coopmat_16x16x32,       // s8 16x16x32, 128 x 128 per workgroup
   gemm_coopmat_16x16x32_wide,  // the same, 128 x 256 per workgroup
-  gemm_coopmat_16x8x32,        // NV cooperative matrix s8 16x8x32, 128 x 128 per workgroup
+  gemm_coopmat_16x8x32,        // s8 16x8x32, 128 x 128 per workgroup
+  // gemm_coopmat_pipe.comp: NV cooperative matrices, 64 x 64 (or 64 x 32) per subgroup, one
+  // or two shared stages (name: tile, subgroups, K bytes per step x stages)
+  gemm_coop_128x256_w8_k64x2,
+  gemm_coop_128x256_w8_k32x2,
+  gemm_coop_256x128_w8_k32x2,
+  gemm_coop_128x256_w8_k64x1,
+  gemm_coop_128x128_w4_k64x2,
+  gemm_coop_128x128_w4_k64x1,
+  gemm_coop_128x128_w4_k32x2,
+  gemm_coop_128x128_w8_k64x2,
+  gemm_coop8_128x128_w4_k64x2,
 };
 
 struct KernelInfo {
@@ -28,7 +41,7 @@ struct KernelInfo {
   bool gemm;
 };
 
-inline constexpr std::array<KernelInfo, 8> kKernels = {{
+inline constexpr std::array<KernelInfo, 17> kKernels = {{
     {Kernel::quantize, "vk_quantize_f32_q8", false},
     {Kernel::dequantize, "vk_dequantize_q8_f32", false},
     {Kernel::requantize, "vk_requantize_s32_q8", false},
@@ -37,10 +50,34 @@ inline constexpr std::array<KernelInfo, 8> kKernels = {{
     {Kernel::gemm_coopmat_16x16x32, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128", true},
     {Kernel::gemm_coopmat_16x16x32_wide, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x256", true},
     {Kernel::gemm_coopmat_16x8x32, "vk_gemm_q8_s32acc_coopmat_nv16x8x32_128x128", true},
+    {Kernel::gemm_coop_128x256_w8_k64x2, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x256_w8_k64x2", true},
+    {Kernel::gemm_coop_128x256_w8_k32x2, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x256_w8_k32x2", true},
+    {Kernel::gemm_coop_256x128_w8_k32x2, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_256x128_w8_k32x2", true},
+    {Kernel::gemm_coop_128x256_w8_k64x1, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x256_w8_k64x1", true},
+    {Kernel::gemm_coop_128x128_w4_k64x2, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64x2", true},
+    {Kernel::gemm_coop_128x128_w4_k64x1, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64x1", true},
+    {Kernel::gemm_coop_128x128_w4_k32x2, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k32x2", true},
+    {Kernel::gemm_coop_128x128_w8_k64x2, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w8_k64x2", true},
+    {Kernel::gemm_coop8_128x128_w4_k64x2, "vk_gemm_q8_s32acc_coopmat_nv16x8x32_128x128_w4_k64x2", true},
 }};
 
 std::string_view kernel_name(Kernel k);
 std::optional<Kernel> parse_kernel(std::string_view name);
+
+// How a GEMM kernel is built and launched.
+struct GemmKernelInfo {
+  Kernel kernel;
+  const char* shader;             // embedded SPIR-V (CMakeLists.txt's qforge_vk_shaders)
+  const char* shader_q8;          // the same with the requantizing byte epilogue
+  std::uint32_t tile_m, tile_n;   // outputs per workgroup
+  std::uint32_t coop_n;           // 0, or N of its s8 16 x N x 32 cooperative matrices
+  std::uint32_t shared_bytes;     // shared memory the shader declares
+};
+
+// The GEMM kernels, best guess first (the order supports() lists them in).
+const std::array<GemmKernelInfo, 14>& gemm_kernel_table();
+// The entry of a GEMM kernel; throws internal for an element-wise one.
+const GemmKernelInfo& gemm_info(Kernel k);
 
 // Why this device cannot run kernel k (empty when it can).
 std::string kernel_unavailable_reason(Kernel k, const DeviceCaps& caps);

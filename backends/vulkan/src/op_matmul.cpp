@@ -178,23 +178,6 @@ struct GemmPush {
 };
 static_assert(sizeof(GemmPush) <= 128, "push constants beyond the guaranteed 128 bytes");
 
-struct KernelShape {
-  const char* shader;
-  const char* shader_q8;
-  std::uint32_t tile_m, tile_n;
-};
-
-KernelShape kernel_shape(Kernel k) {
-  switch (k) {
-    case Kernel::gemm_plain: return {"gemm_plain", "gemm_plain_q8", 64, 64};
-    case Kernel::gemm_dot: return {"gemm_dot", "gemm_dot_q8", 64, 64};
-    case Kernel::gemm_coopmat_16x16x32: return {"gemm_coop16", "gemm_coop16_q8", 128, 128};
-    case Kernel::gemm_coopmat_16x16x32_wide: return {"gemm_coop16w", "gemm_coop16w_q8", 128, 256};
-    case Kernel::gemm_coopmat_16x8x32: return {"gemm_coop8", "gemm_coop8_q8", 128, 128};
-    default: throw Error(ErrorCode::internal, "vulkan: not a GEMM kernel");
-  }
-}
-
 }  // namespace
 
 double run_gemm(Context& ctx, Kernel kernel, OpKind op, const MatmulDesc& desc, const void* a,
@@ -275,7 +258,7 @@ double run_gemm(Context& ctx, Kernel kernel, OpKind op, const MatmulDesc& desc, 
   }
   cmd.barrier();
 
-  const KernelShape shape = kernel_shape(kernel);
+  const GemmKernelInfo& shape = gemm_info(kernel);
   const Pipeline& pipe = ctx.pipelines().get(out8 ? shape.shader_q8 : shape.shader, 7,
                                              sizeof(GemmPush));
   // Dispatch tiles: A rows and B rows within a window each, the output span within a window,

@@ -1,11 +1,54 @@
 #include "pipelines.h"
 
+#include <string>
+#include <vector>
+
 #include "context.h"
 #include "qforge/error.h"
 #include "shaders.h"
 #include "vk_error.h"
 
 namespace qforge::vulkan {
+namespace {
+
+std::string statistic_text(const VkPipelineExecutableStatisticKHR& s) {
+  switch (s.format) {
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: return s.value.b32 ? "yes" : "no";
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: return std::to_string(s.value.i64);
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: return std::to_string(s.value.u64);
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR: return std::to_string(s.value.f64);
+    default: return "?";
+  }
+}
+
+// Every statistic of every executable of `pipeline`, as "name=value; ...". Best effort: a
+// driver that answers nothing gives an empty string.
+std::string pipeline_statistics(VkDevice dev, VkPipeline pipeline) {
+  auto props = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+      vkGetDeviceProcAddr(dev, "vkGetPipelineExecutablePropertiesKHR"));
+  auto stats = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      vkGetDeviceProcAddr(dev, "vkGetPipelineExecutableStatisticsKHR"));
+  if (!props || !stats) return {};
+  VkPipelineInfoKHR info{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  info.pipeline = pipeline;
+  std::uint32_t count = 0;
+  if (props(dev, &info, &count, nullptr) != VK_SUCCESS) return {};
+  std::string text;
+  for (std::uint32_t e = 0; e < count; ++e) {
+    VkPipelineExecutableInfoKHR exec{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    exec.pipeline = pipeline;
+    exec.executableIndex = e;
+    std::uint32_t n = 0;
+    if (stats(dev, &exec, &n, nullptr) != VK_SUCCESS) continue;
+    std::vector<VkPipelineExecutableStatisticKHR> v(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    if (stats(dev, &exec, &n, v.data()) != VK_SUCCESS) continue;
+    for (std::uint32_t i = 0; i < n; ++i)
+      text += (text.empty() ? "" : "; ") + std::string(v[i].name) + "=" + statistic_text(v[i]);
+  }
+  return text;
+}
+
+}  // namespace
 
 PipelineCache::~PipelineCache() {
   VkDevice dev = ctx_.device();
@@ -77,12 +120,14 @@ const Pipeline& PipelineCache::get(std::string_view shader, std::uint32_t bindin
   info.stage.pName = "main";
   info.stage.pSpecializationInfo = spec.empty() ? nullptr : &special;
   info.layout = p->layout;
+  if (ctx_.capture_stats()) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   if (VkResult r = vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &info, nullptr, &p->pipeline);
       r != VK_SUCCESS) {
     vkDestroyPipelineLayout(dev, p->layout, nullptr);
     vkDestroyDescriptorSetLayout(dev, p->set_layout, nullptr);
     check(r, "vkCreateComputePipelines(" + std::string(shader) + ")");
   }
+  if (ctx_.capture_stats()) p->stats = pipeline_statistics(dev, p->pipeline);
   const Pipeline& ref = *p;
   pipelines_.emplace(std::move(key), std::move(p));
   return ref;

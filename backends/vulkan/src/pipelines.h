@@ -26,6 +26,9 @@ struct Pipeline {
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   std::uint32_t bindings = 0;
   std::uint32_t push_bytes = 0;
+  // The driver's compiler statistics ("Register Count=128; ..."), when captured
+  // (Context::capture_stats()); empty otherwise.
+  std::string stats;
 };
 
 class PipelineCache {

@@ -147,9 +147,8 @@ void check_matmul(const MatmulDesc& d, OpKind op, const DeviceCaps& caps) {
 
 std::vector<Kernel> gemm_kernels(const DeviceCaps& caps) {
   std::vector<Kernel> out;
-  for (Kernel k : {Kernel::gemm_coopmat_16x16x32, Kernel::gemm_coopmat_16x16x32_wide,
-                   Kernel::gemm_coopmat_16x8x32})
-    if (kernel_unavailable_reason(k, caps).empty()) out.push_back(k);
+  for (const GemmKernelInfo& g : gemm_kernel_table())
+    if (g.coop_n != 0 && kernel_unavailable_reason(g.kernel, caps).empty()) out.push_back(g.kernel);
   // The packed dot product first where the hardware has it; elsewhere (lavapipe) it is emulated
   // and the plain kernel is the better guess.
   const bool dot = kernel_unavailable_reason(Kernel::gemm_dot, caps).empty();

@@ -6,6 +6,7 @@
 
 #include "buffers.h"
 #include "ops_internal.h"
+#include "pipelines.h"
 #include "qforge/error.h"
 #include "support.h"
 
@@ -97,6 +98,9 @@ std::vector<DeviceInfo> VulkanOps::devices() const {
       info.properties["last_op_gpu_ns"] = std::to_string(static_cast<std::uint64_t>(last_gpu_ns_));
       info.properties["last_op_dispatches"] = std::to_string(last_dispatches_);
       info.properties["validation"] = instance_->validation_enabled() ? "on" : "off";
+      // The compiler statistics of the last op's last kernel (QFORGE_VULKAN_PIPELINE_STATS=1).
+      if (ctx_ && ctx_->commands().last_pipeline() && !ctx_->commands().last_pipeline()->stats.empty())
+        info.properties["last_op_pipeline_stats"] = ctx_->commands().last_pipeline()->stats;
     }
     out.push_back(std::move(info));
   }

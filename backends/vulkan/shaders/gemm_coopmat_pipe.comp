@@ -1,0 +1,196 @@
+// gemm_coopmat_pipe: int8 GEMM on NVIDIA cooperative matrices (GL_NV_cooperative_matrix, s8 x s8
+// -> s32) with a software pipeline, the tensor-core path of the Vulkan backend.
+//
+// Workgroup: QF_SG_M x QF_SG_N subgroups of 32; each owns QF_WT_M x QF_WT_N accumulator tiles of
+// 16 x QF_TN (64 x 64 outputs for 4 x 4 tiles of 16 x 16), so the workgroup tile is
+// BM = 16 QF_WT_M QF_SG_M rows by BN = QF_TN QF_WT_N QF_SG_N columns.
+//
+// K advances QF_BK bytes per step. Each invocation copies its share of the A [BM, BK] and
+// B [BN, BK] slices (B is packed [N, Kp], i.e. K x N column-major) with 16-byte loads into
+// registers, then into shared memory rows padded by 16 bytes (conflict-free 16 x 32 fragment
+// loads). Pipeline (QF_STAGES = 2): shared memory holds two steps; while the subgroups multiply
+// step s from one half, the registers already hold step s + 1, which goes to the other half, and
+// the loads of step s + 2 are in flight: one barrier per step. QF_STAGES = 1: one half, two
+// barriers per step, the same register prefetch.
+//
+// Workgroups walk the output in groups of 8 tile rows (the usual grouped order), so the tiles
+// that run at the same time share A rows and B columns in L2.
+//
+// Epilogue: each subgroup stores one 16 x WN strip of its accumulators at a time to shared
+// memory (rows padded against bank conflicts); lane l then owns columns l, l + 32, ... of the
+// strip, whose zero-point, scale and bias terms it loaded once, and writes 32 consecutive
+// outputs per store. The per-element arithmetic is gemm_common.glsl's (qf_store), exact as the
+// reference. The row loop is not unrolled: the epilogue stays a few hundred instructions, so
+// warps still in their main loop keep their code in the instruction cache.
+//
+// Every loop over fragments is unrolled: an array of cooperative matrices indexed at run time
+// would live in local memory.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_NV_cooperative_matrix : require
+#extension GL_NV_integer_cooperative_matrix : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_control_flow_attributes : require
+
+#define QF_AB_TYPE uvec4
+#include "gemm_common.glsl"
+
+layout(local_size_x = QF_SG_M * QF_SG_N * 32) in;
+
+const uint THREADS = QF_SG_M * QF_SG_N * 32u;
+const uint CN = QF_TN;                // columns of one accumulator tile (16 or 8)
+const uint TM = QF_WT_M;              // accumulator tiles per subgroup, down
+const uint TN = QF_WT_N;              // and across
+const uint WM = TM * 16u;             // rows per subgroup
+const uint WN = TN * CN;              // columns per subgroup (a multiple of 32)
+const uint BM = QF_SG_M * WM;
+const uint BN = QF_SG_N * WN;
+const uint BK = QF_BK;                // bytes of K per step: 32, 64 or 128
+const uint SLOTS = BK / 16u;          // uvec4 of K per row
+const uint ROW = SLOTS + 1u;          // uvec4 per shared row: BK bytes + 16 of padding
+const uint A_STAGE = BM * ROW;
+const uint STAGE = (BM + BN) * ROW;   // one step's A rows, then its B rows
+const uint MAIN_VEC4 = QF_STAGES * STAGE;
+const uint STRIP_ROW = WN / 4u + 1u;  // uvec4 per epilogue strip row: WN words + 4 of padding
+const uint STRIP = 16u * STRIP_ROW;
+const uint EPI_VEC4 = QF_SG_M * QF_SG_N * STRIP;
+const uint A_LOADS = BM * SLOTS / THREADS;  // uvec4 each invocation copies per step (exact:
+const uint B_LOADS = BN * SLOTS / THREADS;  // the host's kernel table checks the divisions)
+const uint CPL = WN / 32u;            // epilogue columns per lane
+const uint GROUP = 8u;                // tile rows per group of the launch order
+
+shared uvec4 sh[MAIN_VEC4 > EPI_VEC4 ? MAIN_VEC4 : EPI_VEC4];
+
+uvec4 reg_a[A_LOADS];
+uvec4 reg_b[B_LOADS];
+uint m0, n0, kp_vec4, a_base, b_base;
+
+// Registers <- the A and B slices of K step `step` (rows past the end read as zeros).
+void fetch(uint step) {
+  uint kv = step * SLOTS;
+  [[unroll]] for (uint l = 0u; l < A_LOADS; ++l) {
+    uint idx = gl_LocalInvocationID.x + THREADS * l, r = idx / SLOTS, c = idx % SLOTS;
+    reg_a[l] = m0 + r < pc.m ? a_words[a_base + (m0 + r) * kp_vec4 + kv + c] : uvec4(0u);
+  }
+  [[unroll]] for (uint l = 0u; l < B_LOADS; ++l) {
+    uint idx = gl_LocalInvocationID.x + THREADS * l, r = idx / SLOTS, c = idx % SLOTS;
+    reg_b[l] = n0 + r < pc.n ? b_words[b_base + (n0 + r) * kp_vec4 + kv + c] : uvec4(0u);
+  }
+}
+
+// Shared memory stage starting at `base` <- the registers.
+void stash(uint base) {
+  [[unroll]] for (uint l = 0u; l < A_LOADS; ++l) {
+    uint idx = gl_LocalInvocationID.x + THREADS * l;
+    sh[base + (idx / SLOTS) * ROW + idx % SLOTS] = reg_a[l];
+  }
+  [[unroll]] for (uint l = 0u; l < B_LOADS; ++l) {
+    uint idx = gl_LocalInvocationID.x + THREADS * l;
+    sh[base + A_STAGE + (idx / SLOTS) * ROW + idx % SLOTS] = reg_b[l];
+  }
+}
+
+void main() {
+  uint lane = gl_SubgroupInvocationID;
+  uint sg = gl_SubgroupID;
+  uint sg_m = sg / QF_SG_N, sg_n = sg % QF_SG_N;
+
+  // Grouped launch order: consecutive workgroups take GROUP tile rows, then move across.
+  uint tiles_n = gl_NumWorkGroups.x, tiles_m = gl_NumWorkGroups.y;
+  uint id = gl_WorkGroupID.y * tiles_n + gl_WorkGroupID.x;
+  uint first = (id / (GROUP * tiles_n)) * GROUP;
+  uint rows_in_group = min(tiles_m - first, GROUP);
+  uint in_group = id % (GROUP * tiles_n);
+  m0 = (first + in_group % rows_in_group) * BM;
+  n0 = (in_group / rows_in_group) * BN;
+
+  kp_vec4 = pc.kp_words / 4u;
+  a_base = pc.a_lead / 4u;
+  b_base = pc.b_lead / 4u;
+  uint steps = kp_vec4 / SLOTS;  // Kp is a multiple of 128 (op_matmul.cpp)
+
+  icoopmatNV<32, gl_ScopeSubgroup, 16, CN> acc[TM][TN];
+  [[unroll]] for (uint i = 0u; i < TM; ++i)
+    [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = icoopmatNV<32, gl_ScopeSubgroup, 16, CN>(0);
+
+  if (steps > 0u) {
+    fetch(0u);
+    stash(0u);
+    if (steps > 1u) fetch(1u);
+  }
+  barrier();
+
+  for (uint s = 0u; s < steps; ++s) {
+#if QF_STAGES == 2
+    uint base = (s & 1u) * STAGE;
+    // The other half was last read in step s - 1, before the barrier that ended it.
+    if (s + 1u < steps) {
+      stash(STAGE - base);
+      if (s + 2u < steps) fetch(s + 2u);
+    }
+#else
+    const uint base = 0u;
+#endif
+    [[unroll]] for (uint kk = 0u; kk < BK / 32u; ++kk) {  // 32-byte K slices
+      icoopmatNV<8, gl_ScopeSubgroup, 16, 32> fa[TM];
+      [[unroll]] for (uint i = 0u; i < TM; ++i)
+        coopMatLoadNV(fa[i], sh, base + (sg_m * WM + i * 16u) * ROW + kk * 2u, ROW, false);
+      [[unroll]] for (uint j = 0u; j < TN; ++j) {
+        icoopmatNV<8, gl_ScopeSubgroup, 32, CN> fb;
+        coopMatLoadNV(fb, sh, base + A_STAGE + (sg_n * WN + j * CN) * ROW + kk * 2u, ROW, true);
+        [[unroll]] for (uint i = 0u; i < TM; ++i) acc[i][j] = coopMatMulAddNV(fa[i], fb, acc[i][j]);
+      }
+    }
+#if QF_STAGES == 2
+    barrier();
+#else
+    barrier();  // every subgroup is done reading this step
+    if (s + 1u < steps) {
+      stash(0u);
+      if (s + 2u < steps) fetch(s + 2u);
+    }
+    barrier();
+#endif
+  }
+
+  // Epilogue (the last barrier of the loop, or the one before it, freed shared memory).
+  uint strip = sg * STRIP;
+  uint col0 = n0 + sg_n * WN;
+  QfCol cols[CPL];
+  [[unroll]] for (uint q = 0u; q < CPL; ++q) cols[q] = qf_col(col0 + q * 32u + lane);
+  // One strip per accumulator row; written out by the preprocessor because glslc leaves a loop
+  // around the inner row loop rolled, which would put acc[][] in local memory.
+#define QF_EPI_STRIP(I)                                                                   \
+  {                                                                                       \
+    [[unroll]] for (uint j = 0u; j < TN; ++j)                                             \
+      coopMatStoreNV(acc[I][j], sh, strip + j * (CN / 4u), STRIP_ROW, false);             \
+    subgroupMemoryBarrierShared();                                                        \
+    subgroupBarrier();                                                                    \
+    uint row0 = m0 + sg_m * WM + I * 16u;                                                 \
+    [[dont_unroll]] for (uint r = 0u; r < 16u; ++r) {                                     \
+      QfRow rp = qf_row(row0 + r);                                                        \
+      [[unroll]] for (uint q = 0u; q < CPL; ++q) {                                        \
+        uint w = (strip + r * STRIP_ROW) * 4u + q * 32u + lane;                           \
+        qf_store(row0 + r, col0 + q * 32u + lane, rp, cols[q], int(sh[w >> 2u][w & 3u])); \
+      }                                                                                   \
+    }                                                                                     \
+    subgroupMemoryBarrierShared();                                                        \
+    subgroupBarrier();                                                                    \
+  }
+  QF_EPI_STRIP(0u)
+#if QF_WT_M > 1
+  QF_EPI_STRIP(1u)
+#endif
+#if QF_WT_M > 2
+  QF_EPI_STRIP(2u)
+#endif
+#if QF_WT_M > 3
+  QF_EPI_STRIP(3u)
+#endif
+#if QF_WT_M > 4
+#error "QF_WT_M above 4: extend the strip list"
+#endif
+}
