@@ -25,20 +25,18 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-// Tasks are coarse (an output tile of a GEMM, a slab of a tensor), so one lock per task is cheap.
-void ThreadPool::run_tasks() {
-  for (;;) {
-    std::int64_t i;
-    {
-      std::lock_guard lock(mutex_);
-      if (next_ >= tasks_ || error_) return;
-      i = next_++;
-    }
+void ThreadPool::run_tasks(const std::function<void(std::int64_t)>& fn, std::int64_t tasks) {
+  while (!failed_.load(std::memory_order_relaxed)) {
+    // seq_cst: a worker's busy_ increment precedes its grab, so a caller whose own grab comes
+    // later in this counter's order also sees that worker as busy.
+    const std::int64_t i = next_.fetch_add(1);
+    if (i >= tasks) return;
     try {
-      (*job_)(i);
+      fn(i);
     } catch (...) {
       std::lock_guard lock(mutex_);
       if (!error_) error_ = std::current_exception();
+      failed_.store(true, std::memory_order_relaxed);
     }
   }
 }
@@ -57,11 +55,18 @@ void ThreadPool::worker_loop() {
     wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
     if (stop_) return;
     seen = generation_;
-    ++busy_;
+    if (!job_) continue;  // that call has already ended
+    const auto* fn = job_;
+    const std::int64_t tasks = tasks_;
+    busy_.fetch_add(1);
     lock.unlock();
-    run_tasks();
-    lock.lock();
-    if (--busy_ == 0) done_.notify_all();
+    run_tasks(*fn, tasks);
+    if (busy_.fetch_sub(1) == 1) {
+      lock.lock();
+      done_.notify_all();  // no system call unless the caller sleeps
+    } else {
+      lock.lock();
+    }
   }
 }
 
@@ -75,16 +80,19 @@ void ThreadPool::parallel_for(std::int64_t tasks, const std::function<void(std::
     std::lock_guard lock(mutex_);
     job_ = &fn;
     tasks_ = tasks;
-    next_ = 0;
+    next_.store(0);
+    failed_.store(false);
     error_ = nullptr;
     ++generation_;
     posted_.store(generation_, std::memory_order_release);
   }
-  wake_.notify_all();
-  run_tasks();
+  wake_.notify_all();  // no system call when every worker is polling
+  run_tasks(fn, tasks);
+  // Every index is handed out; poll for the workers still running theirs (about 100 us), then
+  // sleep. busy_ == 0 under the lock is final: job_ is cleared before the lock is released.
+  for (int i = 0; i < 4000 && busy_.load() != 0; ++i) __builtin_ia32_pause();
   std::unique_lock lock(mutex_);
-  // Wait until every task was taken and every worker that joined this generation has left.
-  done_.wait(lock, [&] { return busy_ == 0 && (next_ >= tasks_ || error_); });
+  done_.wait(lock, [&] { return busy_.load() == 0; });
   job_ = nullptr;
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
