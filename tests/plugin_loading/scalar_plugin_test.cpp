@@ -66,7 +66,7 @@ class ScalarPlugin : public ::testing::Test {
       EXPECT_EQ(ops_->last_kernel(), "scalar_reference");
       return;
     }
-    EXPECT_THAT(s.reason, ::testing::StartsWith("cpu_scalar: " + std::string(to_string(op.op))));
+    EXPECT_THAT(s.reason, ::testing::StartsWith("cpu_scalar: reference::" + std::string(to_string(op.op))));
     try {
       plugin_run();
       ADD_FAILURE() << "op ran although supports() said: " << s.reason;

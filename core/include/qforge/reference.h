@@ -59,6 +59,21 @@ QFORGE_API std::int32_t requantize_value(std::int32_t c, float multiplier, Requa
 
 QFORGE_API void requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y);
 
+// ---- descriptor checks (descriptor_check.cpp) ----
+// Whether the reference accepts a descriptor, decided from the descriptor alone, as a backend's
+// supports() must answer before any data exists: throws the Error the op itself would throw
+// ("reference::<op>: what was wrong; expected ..."). What only the data can show (an int32
+// overflow, a non-finite input of dynamic_quantize_linear) is not checked. Backends build their
+// own capability rules on top of this one definition.
+QFORGE_API void check_descriptor(const OpDesc& op);
+// Parts of it for calls on weights packed earlier, whose B side was checked when packing:
+// m, n, k >= 0 and A's params of a matmul op;
+QFORGE_API void check_matmul_a(OpKind op, const MatmulDesc& desc);
+// qlinear_matmul's output params and that every multiplier (sa * sb) / sy is finite, given the
+// largest B scale (float multiplication and division round monotonically, so the largest
+// scales decide for every pair).
+QFORGE_API void check_qlinear_output(const MatmulDesc& desc, float max_b_scale);
+
 // The largest K for which sum_k (a - za)(b - zb) cannot leave int32 for any operand values of
 // these params' dtypes and zero points. Backends that accumulate in int32 claim only K <= this.
 QFORGE_API std::int64_t int32_safe_k(const MatmulDesc& desc);

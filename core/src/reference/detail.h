@@ -69,6 +69,15 @@ std::size_t b_pair(const QuantizationParams& b, std::int64_t n, std::int64_t k,
 // parameter counts fit [M, K] and the B layout. `allow_block_b` is false for ops whose output
 // cannot be formed from per-block partial sums (qlinear_matmul).
 void validate_matmul(const std::string& op, const MatmulDesc& desc, bool allow_block_b);
+// Its first half: m, n, k >= 0 and A's params.
+void validate_matmul_a(const std::string& op, const MatmulDesc& desc);
+// qlinear_matmul's output params (desc.y): per-tensor affine or symmetric int8 or uint8.
+void validate_qlinear_output(const std::string& op, const MatmulDesc& desc);
+
+// requantize's descriptor: out dtype and zero point, multipliers, axis (requantize.cpp).
+void validate_requantize(const std::string& op, const RequantizeDesc& desc);
+// linear_forward / linear_backward's descriptor (linear.cpp).
+void validate_linear(const std::string& op, const LinearDesc& desc);
 
 // The operands with their zero points subtracted, as exact integers: a is [M, K] row-major,
 // b is [N, K] row-major (B^T, whatever desc.b_layout is), so every dot product runs along K

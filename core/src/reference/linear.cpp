@@ -12,9 +12,8 @@
 #include "reference/detail.h"
 
 namespace qforge::reference {
-namespace {
 
-void validate_linear(const std::string& op, const LinearDesc& desc) {
+void detail::validate_linear(const std::string& op, const LinearDesc& desc) {
   detail::require_non_negative(op, "m", desc.m);
   detail::require_non_negative(op, "n", desc.n);
   detail::require_non_negative(op, "k", desc.k);
@@ -29,6 +28,8 @@ void validate_linear(const std::string& op, const LinearDesc& desc) {
   w.validate_for({desc.n, desc.k});
 }
 
+namespace {
+
 float weight_scale(const LinearDesc& desc, std::int64_t n) {
   return desc.w.scale(desc.w.scheme().granularity == Granularity::per_tensor
                           ? 0
@@ -40,7 +41,7 @@ float weight_scale(const LinearDesc& desc, std::int64_t n) {
 QuantizationParams linear_forward(const LinearDesc& desc, const float* x, const std::int8_t* wq,
                                   const float* bias, std::int8_t* xq, float* y) {
   const std::string op = "linear_forward";
-  validate_linear(op, desc);
+  detail::validate_linear(op, desc);
   const std::int64_t M = desc.m, N = desc.n, K = desc.k;
   detail::require_data(op, "x", x, M * K);
   detail::require_data(op, "wq", wq, N * K);
@@ -78,7 +79,7 @@ void linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t*
                      const QuantizationParams& xq_params, const std::int8_t* wq, float* dx,
                      float* dw, float* db) {
   const std::string op = "linear_backward";
-  validate_linear(op, desc);
+  detail::validate_linear(op, desc);
   if (xq_params.dtype() != DType::int8 || xq_params.scheme().mapping != Mapping::symmetric ||
       xq_params.scheme().granularity != Granularity::per_tensor)
     detail::fail(ErrorCode::invalid_argument, op,

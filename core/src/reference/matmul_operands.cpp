@@ -55,13 +55,28 @@ std::size_t b_pair(const QuantizationParams& b, std::int64_t n, std::int64_t k,
   return static_cast<std::size_t>(n * blocks + k / bs);
 }
 
-void validate_matmul(const std::string& op, const MatmulDesc& desc, bool allow_block_b) {
+void validate_matmul_a(const std::string& op, const MatmulDesc& desc) {
   require_non_negative(op, "m", desc.m);
   require_non_negative(op, "n", desc.n);
   require_non_negative(op, "k", desc.k);
   validate_operand(op, "A", desc.a, desc.a_shape(), 0, "one pair per row of the [M, K] A",
                    " is block-wise; expected per_tensor or per_channel(axis 0): blocks are only "
                    "defined for B");
+}
+
+void validate_qlinear_output(const std::string& op, const MatmulDesc& desc) {
+  if (!desc.y)
+    fail(ErrorCode::invalid_argument, op,
+         "no output params (desc.y is empty); expected per-tensor int8 or uint8 params");
+  const QuantizationParams& yp = *desc.y;
+  if (yp.scheme().granularity != Granularity::per_tensor || yp.scheme().mapping == Mapping::logarithmic ||
+      (yp.dtype() != DType::int8 && yp.dtype() != DType::uint8))
+    fail(ErrorCode::invalid_argument, op,
+         "output params " + yp.to_string() + "; expected per-tensor affine or symmetric int8 or uint8");
+}
+
+void validate_matmul(const std::string& op, const MatmulDesc& desc, bool allow_block_b) {
+  validate_matmul_a(op, desc);
   const bool kn = desc.b_layout == MatrixLayout::kn;
   std::string block_refusal;
   if (!allow_block_b)

@@ -8,16 +8,8 @@ namespace qforge::reference {
 void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) {
   const std::string op = "qlinear_matmul";
   detail::validate_matmul(op, desc, /*allow_block_b=*/false);
-  if (!desc.y)
-    detail::fail(ErrorCode::invalid_argument, op,
-                 "no output params (desc.y is empty); expected per-tensor int8 or uint8 params");
+  detail::validate_qlinear_output(op, desc);
   const QuantizationParams& yp = *desc.y;
-  if (yp.scheme().granularity != Granularity::per_tensor ||
-      yp.scheme().mapping == Mapping::logarithmic ||
-      (yp.dtype() != DType::int8 && yp.dtype() != DType::uint8))
-    detail::fail(ErrorCode::invalid_argument, op,
-                 "output params " + yp.to_string() +
-                     "; expected per-tensor affine or symmetric int8 or uint8");
   detail::require_data(op, "a", a, desc.m * desc.k);
   detail::require_data(op, "b", b, desc.n * desc.k);
   detail::require_data(op, "y", y, desc.m * desc.n);

@@ -18,6 +18,36 @@ std::int32_t requantize_fixed(std::int32_t c, FixedPointMultiplier m, std::int32
   return saturate(y, qmin, qmax);
 }
 
+void validate_requantize(const std::string& op, const RequantizeDesc& desc) {
+  element_count(desc.shape);  // throws on a negative extent
+  if (desc.out_dtype != DType::int8 && desc.out_dtype != DType::uint8)
+    fail(ErrorCode::invalid_argument, op,
+         "out_dtype = " + std::string(name(desc.out_dtype)) + "; expected int8 or uint8");
+  const auto& tr = traits(desc.out_dtype);
+  if (desc.out_zero_point < tr.qmin || desc.out_zero_point > tr.qmax)
+    fail(ErrorCode::invalid_argument, op,
+         "out_zero_point = " + std::to_string(desc.out_zero_point) + "; expected a value in the " +
+             std::string(tr.name) + " range [" + std::to_string(tr.qmin) + ", " + std::to_string(tr.qmax) + "]");
+  if (desc.multipliers.empty())
+    fail(ErrorCode::invalid_argument, op, "no multipliers; expected 1 (per tensor) or one per index along axis");
+  for (std::size_t i = 0; i < desc.multipliers.size(); ++i)
+    require_multiplier(op, desc.multipliers[i], "multipliers[" + std::to_string(i) + "]");
+  if (desc.multipliers.size() > 1) {
+    const int rank = static_cast<int>(desc.shape.size());
+    const int axis = desc.axis < 0 ? desc.axis + rank : desc.axis;
+    if (axis < 0 || axis >= rank)
+      fail(ErrorCode::shape_mismatch, op,
+           "axis " + std::to_string(desc.axis) + " for shape " + to_string(desc.shape) + " with " +
+               std::to_string(desc.multipliers.size()) + " multipliers; expected an axis in [" +
+               std::to_string(-rank) + ", " + std::to_string(rank - 1) + "]");
+    const std::int64_t extent = desc.shape[static_cast<std::size_t>(axis)];
+    if (extent != static_cast<std::int64_t>(desc.multipliers.size()))
+      fail(ErrorCode::shape_mismatch, op,
+           std::to_string(desc.multipliers.size()) + " multipliers for shape " + to_string(desc.shape) +
+               " along axis " + std::to_string(axis) + "; expected 1 or " + std::to_string(extent));
+  }
+}
+
 }  // namespace detail
 
 std::int32_t requantize_value(std::int32_t c, float multiplier, RequantMode mode,
@@ -35,38 +65,14 @@ std::int32_t requantize_value(std::int32_t c, float multiplier, RequantMode mode
 void requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) {
   const std::string op = "requantize";
   const std::int64_t n = element_count(desc.shape);
-  if (desc.out_dtype != DType::int8 && desc.out_dtype != DType::uint8)
-    detail::fail(ErrorCode::invalid_argument, op,
-                 "out_dtype = " + std::string(name(desc.out_dtype)) + "; expected int8 or uint8");
+  detail::validate_requantize(op, desc);
   const auto& tr = traits(desc.out_dtype);
-  if (desc.out_zero_point < tr.qmin || desc.out_zero_point > tr.qmax)
-    detail::fail(ErrorCode::invalid_argument, op,
-                 "out_zero_point = " + std::to_string(desc.out_zero_point) + "; expected a value in the " +
-                     std::string(tr.name) + " range [" + std::to_string(tr.qmin) + ", " +
-                     std::to_string(tr.qmax) + "]");
-  if (desc.multipliers.empty())
-    detail::fail(ErrorCode::invalid_argument, op,
-                 "no multipliers; expected 1 (per tensor) or one per index along axis");
-  for (std::size_t i = 0; i < desc.multipliers.size(); ++i)
-    detail::require_multiplier(op, desc.multipliers[i], "multipliers[" + std::to_string(i) + "]");
-
   // Per-channel: the index along `axis` of element i is (i / stride) % extent.
   std::int64_t stride = 1, extent = 1;
   if (desc.multipliers.size() > 1) {
     const int rank = static_cast<int>(desc.shape.size());
     const int axis = desc.axis < 0 ? desc.axis + rank : desc.axis;
-    if (axis < 0 || axis >= rank)
-      detail::fail(ErrorCode::shape_mismatch, op,
-                   "axis " + std::to_string(desc.axis) + " for shape " + to_string(desc.shape) +
-                       " with " + std::to_string(desc.multipliers.size()) +
-                       " multipliers; expected an axis in [" + std::to_string(-rank) + ", " +
-                       std::to_string(rank - 1) + "]");
     extent = desc.shape[static_cast<std::size_t>(axis)];
-    if (extent != static_cast<std::int64_t>(desc.multipliers.size()))
-      detail::fail(ErrorCode::shape_mismatch, op,
-                   std::to_string(desc.multipliers.size()) + " multipliers for shape " +
-                       to_string(desc.shape) + " along axis " + std::to_string(axis) +
-                       "; expected 1 or " + std::to_string(extent));
     for (std::size_t d = static_cast<std::size_t>(axis) + 1; d < desc.shape.size(); ++d)
       stride *= desc.shape[d];
   }
