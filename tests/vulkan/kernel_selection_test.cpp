@@ -28,22 +28,17 @@ TEST_F(KernelSelection, GemmKernelsFollowTheDeviceFeatures) {
   const std::string shapes = device_property(ops(), "cooperative_matrix_s8_shapes");
   const bool coop = device_property(ops(), "cooperative_matrix_nv") == "yes" &&
                     device_property(ops(), "subgroup_size") == "32";
-  EXPECT_EQ(lists(s, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128"),
-            coop && shapes.find("16x16x32") != std::string::npos);
-  EXPECT_EQ(lists(s, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x256"),
-            coop && shapes.find("16x16x32") != std::string::npos);
-  EXPECT_EQ(lists(s, "vk_gemm_q8_s32acc_coopmat_nv16x8x32_128x128"),
-            coop && shapes.find("16x8x32") != std::string::npos);
-  // The pipelined kernels also need their shared memory (two stages of 384 rows of 48 bytes).
-  const bool shared_36k = std::stoul(device_property(ops(), "max_shared_memory_bytes")) >= 36864;
-  EXPECT_EQ(lists(s, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x256_w8_k32x2"),
-            coop && shapes.find("16x16x32") != std::string::npos && shared_36k);
-  EXPECT_EQ(lists(s, "vk_gemm_q8_s32acc_coopmat_nv16x8x32_128x128_w4_k64x2"),
-            coop && shapes.find("16x8x32") != std::string::npos &&
-                std::stoul(device_property(ops(), "max_shared_memory_bytes")) >= 40960);
-  for (const auto& k : s.kernels)
-    if (k.find("coopmat") != std::string::npos)
+  const bool s8_16x16x32 = coop && shapes.find("16x16x32") != std::string::npos;
+  const auto shared = std::stoul(device_property(ops(), "max_shared_memory_bytes"));
+  EXPECT_EQ(lists(s, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128"), s8_16x16x32 && shared >= 36864);
+  // 64 x 64 per subgroup, K in steps of 64 bytes: 128 + 128 rows of 80 bytes.
+  EXPECT_EQ(lists(s, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_prefetch"),
+            s8_16x16x32 && shared >= 20480);
+  for (const auto& k : s.kernels) {
+    if (k.find("coopmat") != std::string::npos) {
       EXPECT_TRUE(coop) << k << " listed on a device without s8 cooperative matrices";
+    }
+  }
   EXPECT_EQ(device_property(ops(), "gemm_kernels").find(s.kernels.front()), 0u)
       << "the best kernel comes first in both lists";
 }

@@ -1,5 +1,6 @@
-// gemm_coop*: int8 GEMM on NVIDIA cooperative matrices (GL_NV_cooperative_matrix, s8 x s8 ->
-// s32), the tensor-core path of the Vulkan backend.
+// gemm_coop16: int8 GEMM on NVIDIA cooperative matrices (GL_NV_cooperative_matrix, s8 x s8 ->
+// s32), the backend's first tensor-core kernel, kept to compare gemm_coopmat_pipe.comp with
+// (vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128; built with QF_TN=16, QF_BN=128, QF_BK=128).
 //
 // A workgroup of 8 subgroups (32 invocations each) computes a 128 x QF_BN output tile; the
 // subgroups form a 2 x 4 grid, each owning a 64 x (QF_BN / 4) block of 16 x QF_TN accumulator

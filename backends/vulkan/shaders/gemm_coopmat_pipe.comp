@@ -1,17 +1,22 @@
 // gemm_coopmat_pipe: int8 GEMM on NVIDIA cooperative matrices (GL_NV_cooperative_matrix, s8 x s8
-// -> s32) with a software pipeline, the tensor-core path of the Vulkan backend.
+// -> s32) with 64 x 64 (or 64 x 32) outputs per subgroup, the tensor-core path of the Vulkan
+// backend.
 //
 // Workgroup: QF_SG_M x QF_SG_N subgroups of 32; each owns QF_WT_M x QF_WT_N accumulator tiles of
 // 16 x QF_TN (64 x 64 outputs for 4 x 4 tiles of 16 x 16), so the workgroup tile is
 // BM = 16 QF_WT_M QF_SG_M rows by BN = QF_TN QF_WT_N QF_SG_N columns.
 //
-// K advances QF_BK bytes per step. Each invocation copies its share of the A [BM, BK] and
-// B [BN, BK] slices (B is packed [N, Kp], i.e. K x N column-major) with 16-byte loads into
-// registers, then into shared memory rows padded by 16 bytes (conflict-free 16 x 32 fragment
-// loads). Pipeline (QF_STAGES = 2): shared memory holds two steps; while the subgroups multiply
-// step s from one half, the registers already hold step s + 1, which goes to the other half, and
-// the loads of step s + 2 are in flight: one barrier per step. QF_STAGES = 1: one half, two
-// barriers per step, the same register prefetch.
+// K advances QF_BK bytes per step through one shared-memory stage: each invocation copies its
+// share of the A [BM, BK] and B [BN, BK] slices (B is packed [N, Kp], i.e. K x N column-major)
+// with 16-byte loads into registers, then into shared memory rows padded by 16 bytes
+// (conflict-free 16 x 32 fragment loads), and the subgroups multiply from there.
+//   QF_PREFETCH = 1: the registers already hold step s + 1 while step s is multiplied (two
+//     barriers per step, the loads in flight during the multiply), at the price of the copy
+//     registers staying live across it.
+//   QF_PREFETCH = 0 (direct): each step is copied, then multiplied; no copy registers live across
+//     the multiply, and the other workgroups on the multiprocessor hide the load latency.
+// (Two shared stages with one barrier per step ran slower on the H200 in every configuration
+// tried: docs/VULKAN.md.)
 //
 // Workgroups walk the output in groups of 8 tile rows (the usual grouped order), so the tiles
 // that run at the same time share A rows and B columns in L2.
@@ -52,8 +57,7 @@ const uint BK = QF_BK;                // bytes of K per step: 32, 64 or 128
 const uint SLOTS = BK / 16u;          // uvec4 of K per row
 const uint ROW = SLOTS + 1u;          // uvec4 per shared row: BK bytes + 16 of padding
 const uint A_STAGE = BM * ROW;
-const uint STAGE = (BM + BN) * ROW;   // one step's A rows, then its B rows
-const uint MAIN_VEC4 = QF_STAGES * STAGE;
+const uint MAIN_VEC4 = (BM + BN) * ROW;  // one step's A rows, then its B rows
 const uint STRIP_ROW = WN / 4u + 1u;  // uvec4 per epilogue strip row: WN words + 4 of padding
 const uint STRIP = 16u * STRIP_ROW;
 const uint EPI_VEC4 = QF_SG_M * QF_SG_N * STRIP;
@@ -81,15 +85,15 @@ void fetch(uint step) {
   }
 }
 
-// Shared memory stage starting at `base` <- the registers.
-void stash(uint base) {
+// The shared-memory stage <- the registers.
+void stash() {
   [[unroll]] for (uint l = 0u; l < A_LOADS; ++l) {
     uint idx = gl_LocalInvocationID.x + THREADS * l;
-    sh[base + (idx / SLOTS) * ROW + idx % SLOTS] = reg_a[l];
+    sh[(idx / SLOTS) * ROW + idx % SLOTS] = reg_a[l];
   }
   [[unroll]] for (uint l = 0u; l < B_LOADS; ++l) {
     uint idx = gl_LocalInvocationID.x + THREADS * l;
-    sh[base + A_STAGE + (idx / SLOTS) * ROW + idx % SLOTS] = reg_b[l];
+    sh[A_STAGE + (idx / SLOTS) * ROW + idx % SLOTS] = reg_b[l];
   }
 }
 
@@ -116,44 +120,39 @@ void main() {
   [[unroll]] for (uint i = 0u; i < TM; ++i)
     [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = icoopmatNV<32, gl_ScopeSubgroup, 16, CN>(0);
 
+#if QF_PREFETCH
   if (steps > 0u) {
     fetch(0u);
-    stash(0u);
+    stash();
     if (steps > 1u) fetch(1u);
   }
   barrier();
+#endif
 
   for (uint s = 0u; s < steps; ++s) {
-#if QF_STAGES == 2
-    uint base = (s & 1u) * STAGE;
-    // The other half was last read in step s - 1, before the barrier that ended it.
-    if (s + 1u < steps) {
-      stash(STAGE - base);
-      if (s + 2u < steps) fetch(s + 2u);
-    }
-#else
-    const uint base = 0u;
+#if !QF_PREFETCH
+    fetch(s);  // the barrier that ended step s - 1: every subgroup is done reading it
+    stash();
+    barrier();
 #endif
     [[unroll]] for (uint kk = 0u; kk < BK / 32u; ++kk) {  // 32-byte K slices
       icoopmatNV<8, gl_ScopeSubgroup, 16, 32> fa[TM];
       [[unroll]] for (uint i = 0u; i < TM; ++i)
-        coopMatLoadNV(fa[i], sh, base + (sg_m * WM + i * 16u) * ROW + kk * 2u, ROW, false);
+        coopMatLoadNV(fa[i], sh, (sg_m * WM + i * 16u) * ROW + kk * 2u, ROW, false);
       [[unroll]] for (uint j = 0u; j < TN; ++j) {
         icoopmatNV<8, gl_ScopeSubgroup, 32, CN> fb;
-        coopMatLoadNV(fb, sh, base + A_STAGE + (sg_n * WN + j * CN) * ROW + kk * 2u, ROW, true);
+        coopMatLoadNV(fb, sh, A_STAGE + (sg_n * WN + j * CN) * ROW + kk * 2u, ROW, true);
         [[unroll]] for (uint i = 0u; i < TM; ++i) acc[i][j] = coopMatMulAddNV(fa[i], fb, acc[i][j]);
       }
     }
-#if QF_STAGES == 2
-    barrier();
-#else
+#if QF_PREFETCH
     barrier();  // every subgroup is done reading this step
-    if (s + 1u < steps) {
-      stash(0u);
+    if (s + 1u < steps) {  // registers -> shared, then the loads of the step after it
+      stash();
       if (s + 2u < steps) fetch(s + 2u);
     }
-    barrier();
 #endif
+    barrier();
   }
 
   // Epilogue (the last barrier of the loop, or the one before it, freed shared memory).

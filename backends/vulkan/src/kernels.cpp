@@ -10,62 +10,44 @@ namespace {
 // gemm_coopmat_pipe.comp's parameters (its -D definitions in CMakeLists.txt must match).
 struct PipeConfig {
   std::uint32_t sg_m, sg_n;  // subgroups down and across
-  std::uint32_t wt_m, wt_n;  // accumulator tiles per subgroup
-  std::uint32_t cn;          // accumulator tile columns (16 or 8)
+  std::uint32_t wt_m, wt_n;  // 16 x 16 accumulator tiles per subgroup
   std::uint32_t bk;          // bytes of K per step
-  std::uint32_t stages;      // shared-memory stages
+  bool prefetch;             // the next step's copy in registers during the multiply
 
   constexpr std::uint32_t threads() const { return sg_m * sg_n * 32; }
   constexpr std::uint32_t tile_m() const { return sg_m * wt_m * 16; }
-  constexpr std::uint32_t tile_n() const { return sg_n * wt_n * cn; }
-  // The shader's one shared array: the stages, or the epilogue strips when larger.
+  constexpr std::uint32_t tile_n() const { return sg_n * wt_n * 16; }
+  // The shader's one shared array: the K step's rows, or the epilogue strips when larger.
   constexpr std::uint32_t shared_bytes() const {
-    const std::uint32_t main = stages * (tile_m() + tile_n()) * (bk / 16 + 1) * 16;
-    const std::uint32_t epilogue = sg_m * sg_n * 16 * (wt_n * cn / 4 + 1) * 16;
+    const std::uint32_t main = (tile_m() + tile_n()) * (bk / 16 + 1) * 16;
+    const std::uint32_t epilogue = sg_m * sg_n * 16 * (wt_n * 16 / 4 + 1) * 16;
     return std::max(main, epilogue);
   }
   // What the shader assumes: whole uvec4 copies per invocation, 32-column epilogue lanes,
   // K steps dividing Kp (a multiple of 128), at most 4 strips.
   constexpr bool valid() const {
     return (tile_m() * bk / 16) % threads() == 0 && (tile_n() * bk / 16) % threads() == 0 &&
-           (wt_n * cn) % 32 == 0 && wt_m >= 1 && wt_m <= 4 && bk >= 32 && 128 % bk == 0 &&
-           (stages == 1 || stages == 2);
+           (wt_n * 16) % 32 == 0 && wt_m >= 1 && wt_m <= 4 && bk >= 32 && 128 % bk == 0;
   }
 };
 
 constexpr GemmKernelInfo pipe(Kernel k, const char* shader, const char* shader_q8, PipeConfig c) {
-  return {k, shader, shader_q8, c.tile_m(), c.tile_n(), c.cn, c.shared_bytes()};
+  if (!c.valid()) throw "invalid PipeConfig";  // not a constant expression: fails the build
+  return {k, shader, shader_q8, c.tile_m(), c.tile_n(), 16, c.shared_bytes()};
 }
 
-constexpr PipeConfig k128x256_w8_k64x2{2, 4, 4, 4, 16, 64, 2};
-constexpr PipeConfig k128x256_w8_k32x2{2, 4, 4, 4, 16, 32, 2};
-constexpr PipeConfig k256x128_w8_k32x2{4, 2, 4, 4, 16, 32, 2};
-constexpr PipeConfig k128x256_w8_k64x1{2, 4, 4, 4, 16, 64, 1};
-constexpr PipeConfig k128x128_w4_k64x2{2, 2, 4, 4, 16, 64, 2};
-constexpr PipeConfig k128x128_w4_k64x1{2, 2, 4, 4, 16, 64, 1};
-constexpr PipeConfig k128x128_w4_k32x2{2, 2, 4, 4, 16, 32, 2};
-constexpr PipeConfig k128x128_w8_k64x2{2, 4, 4, 2, 16, 64, 2};
-constexpr PipeConfig k8_128x128_w4_k64x2{2, 2, 4, 8, 8, 64, 2};
-static_assert(k128x256_w8_k64x2.valid() && k128x256_w8_k32x2.valid() && k256x128_w8_k32x2.valid() &&
-              k128x256_w8_k64x1.valid() && k128x128_w4_k64x2.valid() &&
-              k128x128_w4_k64x1.valid() && k128x128_w4_k32x2.valid() &&
-              k128x128_w8_k64x2.valid() && k8_128x128_w4_k64x2.valid());
-
-constexpr std::array<GemmKernelInfo, 14> kGemm = {{
-    // gemm_coopmat.comp: A and B slices of 128 (64 for the wide one) bytes of K, one stage.
+constexpr std::array<GemmKernelInfo, 12> kGemm = {{
+    pipe(Kernel::gemm_coop_128x128_w4_k64_prefetch, "gemm_cp_128x128_w4_k64_prefetch", "gemm_cp_128x128_w4_k64_prefetch_q8", {2, 2, 4, 4, 64, true}),
+    pipe(Kernel::gemm_coop_128x256_w8_k64_prefetch, "gemm_cp_128x256_w8_k64_prefetch", "gemm_cp_128x256_w8_k64_prefetch_q8", {2, 4, 4, 4, 64, true}),
+    pipe(Kernel::gemm_coop_128x128_w8_k128_prefetch, "gemm_cp_128x128_w8_k128_prefetch", "gemm_cp_128x128_w8_k128_prefetch_q8", {2, 4, 4, 2, 128, true}),
+    pipe(Kernel::gemm_coop_128x128_w4_k128_direct, "gemm_cp_128x128_w4_k128_direct", "gemm_cp_128x128_w4_k128_direct_q8", {2, 2, 4, 4, 128, false}),
+    pipe(Kernel::gemm_coop_128x128_w4_k64_direct, "gemm_cp_128x128_w4_k64_direct", "gemm_cp_128x128_w4_k64_direct_q8", {2, 2, 4, 4, 64, false}),
+    pipe(Kernel::gemm_coop_128x128_w8_k128_direct, "gemm_cp_128x128_w8_k128_direct", "gemm_cp_128x128_w8_k128_direct_q8", {2, 4, 4, 2, 128, false}),
+    pipe(Kernel::gemm_coop_128x64_w4_k128_direct, "gemm_cp_128x64_w4_k128_direct", "gemm_cp_128x64_w4_k128_direct_q8", {2, 2, 4, 2, 128, false}),
+    pipe(Kernel::gemm_coop_128x256_w8_k64_direct, "gemm_cp_128x256_w8_k64_direct", "gemm_cp_128x256_w8_k64_direct_q8", {2, 4, 4, 4, 64, false}),
+    pipe(Kernel::gemm_coop_256x128_w8_k64_direct, "gemm_cp_256x128_w8_k64_direct", "gemm_cp_256x128_w8_k64_direct_q8", {4, 2, 4, 4, 64, false}),
+    // gemm_coopmat.comp: A and B slices of 128 bytes of K, one stage.
     {Kernel::gemm_coopmat_16x16x32, "gemm_coop16", "gemm_coop16_q8", 128, 128, 16, 36864},
-    {Kernel::gemm_coopmat_16x16x32_wide, "gemm_coop16w", "gemm_coop16w_q8", 128, 256, 16, 30720},
-    {Kernel::gemm_coopmat_16x8x32, "gemm_coop8", "gemm_coop8_q8", 128, 128, 8, 36864},
-    // 60 KiB of shared memory: only where the device allows more than the usual 48 KiB.
-    pipe(Kernel::gemm_coop_128x256_w8_k64x2, "gemm_cp_128x256_w8_k64x2", "gemm_cp_128x256_w8_k64x2_q8", k128x256_w8_k64x2),
-    pipe(Kernel::gemm_coop_128x256_w8_k32x2, "gemm_cp_128x256_w8_k32x2", "gemm_cp_128x256_w8_k32x2_q8", k128x256_w8_k32x2),
-    pipe(Kernel::gemm_coop_256x128_w8_k32x2, "gemm_cp_256x128_w8_k32x2", "gemm_cp_256x128_w8_k32x2_q8", k256x128_w8_k32x2),
-    pipe(Kernel::gemm_coop_128x128_w4_k64x2, "gemm_cp_128x128_w4_k64x2", "gemm_cp_128x128_w4_k64x2_q8", k128x128_w4_k64x2),
-    pipe(Kernel::gemm_coop_128x128_w4_k64x1, "gemm_cp_128x128_w4_k64x1", "gemm_cp_128x128_w4_k64x1_q8", k128x128_w4_k64x1),
-    pipe(Kernel::gemm_coop_128x128_w4_k32x2, "gemm_cp_128x128_w4_k32x2", "gemm_cp_128x128_w4_k32x2_q8", k128x128_w4_k32x2),
-    pipe(Kernel::gemm_coop_128x128_w8_k64x2, "gemm_cp_128x128_w8_k64x2", "gemm_cp_128x128_w8_k64x2_q8", k128x128_w8_k64x2),
-    pipe(Kernel::gemm_coop_128x256_w8_k64x1, "gemm_cp_128x256_w8_k64x1", "gemm_cp_128x256_w8_k64x1_q8", k128x256_w8_k64x1),
-    pipe(Kernel::gemm_coop8_128x128_w4_k64x2, "gemm_cp8_128x128_w4_k64x2", "gemm_cp8_128x128_w4_k64x2_q8", k8_128x128_w4_k64x2),
     {Kernel::gemm_dot, "gemm_dot", "gemm_dot_q8", 64, 64, 0, 0},
     {Kernel::gemm_plain, "gemm_plain", "gemm_plain_q8", 64, 64, 0, 0},
 }};
@@ -84,7 +66,7 @@ std::optional<Kernel> parse_kernel(std::string_view name) {
   return std::nullopt;
 }
 
-const std::array<GemmKernelInfo, 14>& gemm_kernel_table() { return kGemm; }
+const std::array<GemmKernelInfo, 12>& gemm_kernel_table() { return kGemm; }
 
 const GemmKernelInfo& gemm_info(Kernel k) {
   for (const auto& g : kGemm)

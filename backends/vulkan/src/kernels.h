@@ -18,21 +18,20 @@ enum class Kernel {
   requantize,           // int32 -> int8/uint8
   gemm_plain,           // int8 GEMM, int32 multiply-adds (everywhere)
   gemm_dot,             // int8 GEMM, OpSDot on packed 4x8-bit words
-  // gemm_coopmat.comp: NV cooperative matrices, 8 subgroups, one shared stage
-  gemm_coopmat_16x16x32,       // s8 16x16x32, 128 x 128 per workgroup
-  gemm_coopmat_16x16x32_wide,  // the same, 128 x 256 per workgroup
-  gemm_coopmat_16x8x32,        // s8 16x8x32, 128 x 128 per workgroup
-  // gemm_coopmat_pipe.comp: NV cooperative matrices, 64 x 64 (or 64 x 32) per subgroup, one
-  // or two shared stages (name: tile, subgroups, K bytes per step x stages)
-  gemm_coop_128x256_w8_k64x2,
-  gemm_coop_128x256_w8_k32x2,
-  gemm_coop_256x128_w8_k32x2,
-  gemm_coop_128x256_w8_k64x1,
-  gemm_coop_128x128_w4_k64x2,
-  gemm_coop_128x128_w4_k64x1,
-  gemm_coop_128x128_w4_k32x2,
-  gemm_coop_128x128_w8_k64x2,
-  gemm_coop8_128x128_w4_k64x2,
+  // gemm_coopmat.comp (the first tensor-core kernel, kept to compare): NV cooperative
+  // matrices s8 16x16x32, 8 subgroups of 64 x 32, 128 x 128 per workgroup
+  gemm_coopmat_16x16x32,
+  // gemm_coopmat_pipe.comp: NV cooperative matrices s8 16x16x32 (name: workgroup tile,
+  // subgroups, K bytes per step, register prefetch or direct copy)
+  gemm_coop_128x128_w4_k64_prefetch,
+  gemm_coop_128x256_w8_k64_prefetch,
+  gemm_coop_128x128_w8_k128_prefetch,
+  gemm_coop_128x128_w4_k128_direct,
+  gemm_coop_128x128_w4_k64_direct,
+  gemm_coop_128x128_w8_k128_direct,
+  gemm_coop_128x64_w4_k128_direct,
+  gemm_coop_128x256_w8_k64_direct,
+  gemm_coop_256x128_w8_k64_direct,
 };
 
 struct KernelInfo {
@@ -41,24 +40,22 @@ struct KernelInfo {
   bool gemm;
 };
 
-inline constexpr std::array<KernelInfo, 17> kKernels = {{
+inline constexpr std::array<KernelInfo, 15> kKernels = {{
     {Kernel::quantize, "vk_quantize_f32_q8", false},
     {Kernel::dequantize, "vk_dequantize_q8_f32", false},
     {Kernel::requantize, "vk_requantize_s32_q8", false},
     {Kernel::gemm_plain, "vk_gemm_q8_s32acc_plain_64x64", true},
     {Kernel::gemm_dot, "vk_gemm_q8_s32acc_dot4x8_64x64", true},
     {Kernel::gemm_coopmat_16x16x32, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128", true},
-    {Kernel::gemm_coopmat_16x16x32_wide, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x256", true},
-    {Kernel::gemm_coopmat_16x8x32, "vk_gemm_q8_s32acc_coopmat_nv16x8x32_128x128", true},
-    {Kernel::gemm_coop_128x256_w8_k64x2, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x256_w8_k64x2", true},
-    {Kernel::gemm_coop_128x256_w8_k32x2, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x256_w8_k32x2", true},
-    {Kernel::gemm_coop_256x128_w8_k32x2, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_256x128_w8_k32x2", true},
-    {Kernel::gemm_coop_128x256_w8_k64x1, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x256_w8_k64x1", true},
-    {Kernel::gemm_coop_128x128_w4_k64x2, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64x2", true},
-    {Kernel::gemm_coop_128x128_w4_k64x1, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64x1", true},
-    {Kernel::gemm_coop_128x128_w4_k32x2, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k32x2", true},
-    {Kernel::gemm_coop_128x128_w8_k64x2, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w8_k64x2", true},
-    {Kernel::gemm_coop8_128x128_w4_k64x2, "vk_gemm_q8_s32acc_coopmat_nv16x8x32_128x128_w4_k64x2", true},
+    {Kernel::gemm_coop_128x128_w4_k64_prefetch, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_prefetch", true},
+    {Kernel::gemm_coop_128x256_w8_k64_prefetch, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x256_w8_k64_prefetch", true},
+    {Kernel::gemm_coop_128x128_w8_k128_prefetch, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w8_k128_prefetch", true},
+    {Kernel::gemm_coop_128x128_w4_k128_direct, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k128_direct", true},
+    {Kernel::gemm_coop_128x128_w4_k64_direct, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_direct", true},
+    {Kernel::gemm_coop_128x128_w8_k128_direct, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w8_k128_direct", true},
+    {Kernel::gemm_coop_128x64_w4_k128_direct, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x64_w4_k128_direct", true},
+    {Kernel::gemm_coop_128x256_w8_k64_direct, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x256_w8_k64_direct", true},
+    {Kernel::gemm_coop_256x128_w8_k64_direct, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_256x128_w8_k64_direct", true},
 }};
 
 std::string_view kernel_name(Kernel k);
@@ -75,7 +72,7 @@ struct GemmKernelInfo {
 };
 
 // The GEMM kernels, best guess first (the order supports() lists them in).
-const std::array<GemmKernelInfo, 14>& gemm_kernel_table();
+const std::array<GemmKernelInfo, 12>& gemm_kernel_table();
 // The entry of a GEMM kernel; throws internal for an element-wise one.
 const GemmKernelInfo& gemm_info(Kernel k);
 

@@ -89,7 +89,10 @@ std::vector<DeviceInfo> VulkanOps::devices() const {
     info.memory_bytes = d.device_local_bytes;
     info.properties = d.properties();
     std::string kernels;
-    for (Kernel k : gemm_kernels(d)) kernels += (kernels.empty() ? "" : ",") + std::string(kernel_name(k));
+    for (Kernel k : gemm_kernels(d)) {
+      if (!kernels.empty()) kernels += ',';
+      kernels += kernel_name(k);
+    }
     info.properties["gemm_kernels"] = kernels;
     info.properties["selected"] = d.index == device_ ? "yes" : "no";
     if (d.index == device_) {
