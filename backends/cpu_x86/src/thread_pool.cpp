@@ -19,7 +19,7 @@ ThreadPool::ThreadPool(int threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard lock(mutex_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
@@ -27,8 +27,6 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::run_tasks(const std::function<void(std::int64_t)>& fn, std::int64_t tasks) {
   while (!failed_.load(std::memory_order_relaxed)) {
-    // seq_cst: a worker's busy_ increment precedes its grab, so a caller whose own grab comes
-    // later in this counter's order also sees that worker as busy.
     const std::int64_t i = next_.fetch_add(1);
     if (i >= tasks) return;
     try {
@@ -43,29 +41,33 @@ void ThreadPool::run_tasks(const std::function<void(std::int64_t)>& fn, std::int
 
 void ThreadPool::worker_loop() {
   std::uint64_t seen = 0;
-  std::unique_lock lock(mutex_);
   for (;;) {
-    if (!stop_ && generation_ == seen) {
-      // About 50-100 us of polling (pause is ~40-140 cycles), then sleep on the condition.
-      lock.unlock();
-      for (int i = 0; i < 2000 && posted_.load(std::memory_order_acquire) == seen; ++i)
-        __builtin_ia32_pause();
-      lock.lock();
+    // Poll for a new call for about 50-100 us (pause is ~40-140 cycles), then sleep.
+    for (int i = 0; i < 2000 && posted_.load(std::memory_order_acquire) == seen && !stop_.load(); ++i)
+      __builtin_ia32_pause();
+    if (posted_.load() == seen && !stop_.load()) {
+      std::unique_lock lock(mutex_);
+      sleepers_.fetch_add(1);
+      wake_.wait(lock, [&] { return stop_.load() || posted_.load() != seen; });
+      sleepers_.fetch_sub(1);
     }
-    wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-    if (stop_) return;
-    seen = generation_;
-    if (!job_) continue;  // that call has already ended
-    const auto* fn = job_;
-    const std::int64_t tasks = tasks_;
+    if (stop_.load()) return;
+    const std::uint64_t latest = posted_.load();
+    // Count ourselves busy first: the caller, having closed the call, waits for busy_ == 0, so
+    // a call seen open after this increment stays valid (its job_ and tasks_ too) until we leave.
     busy_.fetch_add(1);
-    lock.unlock();
-    run_tasks(*fn, tasks);
-    if (busy_.fetch_sub(1) == 1) {
-      lock.lock();
-      done_.notify_all();  // no system call unless the caller sleeps
+    const std::uint64_t g = open_.load();
+    if (g != 0 && g != seen) {
+      const auto* fn = job_.load();
+      const std::int64_t tasks = tasks_.load();
+      seen = g;
+      run_tasks(*fn, tasks);
     } else {
-      lock.lock();
+      seen = latest;  // that call has closed already; wait for the next one
+    }
+    if (busy_.fetch_sub(1) == 1 && sleepers_.load() != 0) {
+      std::lock_guard lock(mutex_);  // the caller may sleep on done_
+      done_.notify_all();
     }
   }
 }
@@ -76,25 +78,34 @@ void ThreadPool::parallel_for(std::int64_t tasks, const std::function<void(std::
     for (std::int64_t i = 0; i < tasks; ++i) fn(i);
     return;
   }
+  const std::uint64_t g = ++generation_;
+  job_.store(&fn);
+  tasks_.store(tasks);
+  next_.store(0);
+  failed_.store(false);
+  open_.store(g);
+  posted_.store(g);
+  if (sleepers_.load() != 0) {
+    { std::lock_guard lock(mutex_); }  // a worker between its check and its wait sees g
+    wake_.notify_all();
+  }
+  run_tasks(fn, tasks);
+  open_.store(0);  // close: from here on no worker joins this call
+  // Poll for the workers still running their tasks (about 100 us), then sleep.
+  for (int i = 0; i < 4000 && busy_.load() != 0; ++i) __builtin_ia32_pause();
+  if (busy_.load() != 0) {
+    std::unique_lock lock(mutex_);
+    sleepers_.fetch_add(1);
+    done_.wait(lock, [&] { return busy_.load() == 0; });
+    sleepers_.fetch_sub(1);
+  }
+  job_.store(nullptr);
+  std::exception_ptr error;
   {
     std::lock_guard lock(mutex_);
-    job_ = &fn;
-    tasks_ = tasks;
-    next_.store(0);
-    failed_.store(false);
-    error_ = nullptr;
-    ++generation_;
-    posted_.store(generation_, std::memory_order_release);
+    error = std::exchange(error_, nullptr);
   }
-  wake_.notify_all();  // no system call when every worker is polling
-  run_tasks(fn, tasks);
-  // Every index is handed out; poll for the workers still running theirs (about 100 us), then
-  // sleep. busy_ == 0 under the lock is final: job_ is cleared before the lock is released.
-  for (int i = 0; i < 4000 && busy_.load() != 0; ++i) __builtin_ia32_pause();
-  std::unique_lock lock(mutex_);
-  done_.wait(lock, [&] { return busy_.load() == 0; });
-  job_ = nullptr;
-  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace qforge::cpu_x86

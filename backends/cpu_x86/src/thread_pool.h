@@ -33,27 +33,27 @@ class ThreadPool {
   void worker_loop();
   void run_tasks(const std::function<void(std::int64_t)>& fn, std::int64_t tasks);
 
-  // The hot path takes no lock and makes no system call while the workers are polling: task
-  // indices come from an atomic counter and the caller polls for the workers to leave before it
-  // sleeps. On the GPU host, whose kernel is a user-space one (gVisor), every futex call (a
-  // contended mutex, a wait on a condition variable) costs tens of microseconds, and a mutex per
-  // task grab made a 0.4 ms GEMM on 16 threads pay them many times over.
+  // No lock and no system call on the hot path while the workers poll: on the GPU host, whose
+  // kernel runs in user space (gVisor), every futex call costs tens of microseconds, and 15
+  // workers queueing on one mutex at the start and end of every call cost more than a 1024^3
+  // GEMM's arithmetic on 16 threads. A call is published through atomics; a worker joins by
+  // counting itself busy and then checking that the call is still open (the caller closes it
+  // before waiting for busy_ == 0), so no worker can run a closed call's function. The mutex
+  // and the condition variables only serve workers and callers that went to sleep.
   std::vector<std::thread> workers_;
+  std::atomic<const std::function<void(std::int64_t)>*> job_{nullptr};
+  std::atomic<std::int64_t> tasks_{0};
+  std::atomic<std::int64_t> next_{0};     // next task index of the open call
+  std::atomic<std::uint64_t> open_{0};    // generation of the open call, 0 when none is open
+  std::atomic<std::uint64_t> posted_{0};  // generation of the latest call (workers poll it)
+  std::atomic<int> busy_{0};              // workers inside (or about to enter) run_tasks
+  std::atomic<int> sleepers_{0};          // threads asleep, or about to sleep, on a condition
+  std::atomic<bool> failed_{false};       // a task threw: stop handing out tasks
+  std::atomic<bool> stop_{false};
+  std::uint64_t generation_ = 0;          // the caller's count of calls
   std::mutex mutex_;
   std::condition_variable wake_, done_;
-  // Guarded by mutex_: a worker joins a call only while job_ is set, and only under the lock,
-  // so once the caller has seen busy_ == 0 under the lock no worker can still touch the call.
-  const std::function<void(std::int64_t)>* job_ = nullptr;
-  std::int64_t tasks_ = 0;
-  std::uint64_t generation_ = 0;
-  bool stop_ = false;
-  std::exception_ptr error_;
-  std::atomic<std::int64_t> next_{0};  // next task index of the current call
-  std::atomic<int> busy_{0};           // workers inside run_tasks (incremented under mutex_)
-  std::atomic<bool> failed_{false};    // a task threw: stop handing out tasks
-  // generation_ readable without the lock: workers poll it for a short while before sleeping,
-  // so back-to-back calls (a decode loop's GEMVs) do not pay a futex wake-up each.
-  std::atomic<std::uint64_t> posted_{0};
+  std::exception_ptr error_;              // guarded by mutex_
 };
 
 // Default thread count: the physical cores qforge::cpu_info() reports (at least 1).

@@ -1,0 +1,62 @@
+// The cpu_x86 thread pool on its own (its source compiled into this test): every task index runs
+// exactly once per call, for many calls in a row, with workers polling and with workers asleep;
+// a task's exception reaches the caller and the pool keeps working.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "thread_pool.h"
+
+namespace qforge::cpu_x86 {
+namespace {
+
+void expect_each_index_once(ThreadPool& pool, std::int64_t tasks) {
+  std::vector<std::atomic<int>> hits(static_cast<std::size_t>(tasks));
+  pool.parallel_for(tasks, [&](std::int64_t i) { hits[static_cast<std::size_t>(i)].fetch_add(1); });
+  for (std::int64_t i = 0; i < tasks; ++i)
+    ASSERT_EQ(hits[static_cast<std::size_t>(i)].load(), 1) << "task " << i << " of " << tasks;
+}
+
+TEST(CpuX86ThreadPool, EveryTaskOnceInBackToBackCalls) {
+  for (int threads : {1, 2, 3, 8}) {
+    ThreadPool pool(threads);
+    for (int call = 0; call < 2000; ++call) expect_each_index_once(pool, 1 + call % 97);
+  }
+}
+
+TEST(CpuX86ThreadPool, EveryTaskOnceAfterTheWorkersSlept) {
+  ThreadPool pool(4);
+  for (int call = 0; call < 20; ++call) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // longer than the workers poll
+    expect_each_index_once(pool, 64);
+  }
+}
+
+TEST(CpuX86ThreadPool, SlowTasksMakeTheCallerWait) {
+  ThreadPool pool(3);
+  std::atomic<int> done{0};
+  pool.parallel_for(6, [&](std::int64_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));  // longer than the caller polls
+    done.fetch_add(1);
+  });
+  EXPECT_EQ(done.load(), 6);
+}
+
+TEST(CpuX86ThreadPool, AnExceptionReachesTheCallerAndThePoolGoesOn) {
+  ThreadPool pool(4);
+  for (int round = 0; round < 50; ++round) {
+    EXPECT_THROW(pool.parallel_for(100,
+                                   [&](std::int64_t i) {
+                                     if (i == round) throw std::runtime_error("task failed");
+                                   }),
+                 std::runtime_error);
+    expect_each_index_once(pool, 33);
+  }
+}
+
+}  // namespace
+}  // namespace qforge::cpu_x86
