@@ -2,6 +2,8 @@
 //
 //   quantize / dequantize (f32 <-> int8, per tensor, per channel, block 32): GB/s counting bytes
 //     read plus bytes written, against vkCmdCopyBuffer moving as many bytes, same device and run
+//   s8 cooperative-matrix multiply-adds (coopmat_peak.comp), where the device has them: the rate
+//     a Vulkan shader gets with the fragments in registers and fed from shared memory
 //   int8 GEMM M = N = K (uint8 per-tensor A, int8 per-channel symmetric B [N, K] prepacked,
 //     fused dequantization to float32 with bias): GOPS = 2 M N K / time, for every kernel the
 //     device offers; against the cuda plugin's matmul_dequant when it is loaded in the same run
@@ -25,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "coopmat_peak.h"
 #include "copy_anchor.h"
 #include "qforge/error.h"
 #include "qforge/registry.h"
@@ -223,6 +226,14 @@ int main(int argc, char** argv) {
     q.reset();
     y.reset();
 
+    // ---- the cooperative-matrix multiply-add rate: the GEMMs' ceiling on this device ----
+    double coop_peak = 0;  // GOPS, 16x16x32 with the fragments in registers
+    for (const auto& p : vkbench::measure_coopmat_peak(vk->device_index(), reps)) {
+      rows.push_back({"coopmat peak: " + p.what, "coopmat_peak.comp", p.seconds, 0, p.tops * 1e3, "GOPS",
+                      "anchor"});
+      if (coop_peak == 0) coop_peak = p.tops * 1e3;
+    }
+
     // ---- int8 GEMM with the fused dequantizing epilogue ----
     QuantizationOps* cuda = registry.find("cuda");
     if (cuda && !cuda->availability().usable) cuda = nullptr;
@@ -280,6 +291,9 @@ int main(int argc, char** argv) {
         if (cuda_s > 0)
           row.anchor = std::to_string(cuda_s / wall * 100.0).substr(0, 5) + "% of cuda (wall), " +
                        std::to_string(cuda_b2b / g * 100.0).substr(0, 5) + "% (gpu vs b2b)";
+        if (coop_peak > 0)
+          row.anchor += (row.anchor.empty() ? "" : ", ") +
+                        std::to_string(row.rate / coop_peak * 100.0).substr(0, 5) + "% of coopmat peak";
         rows.push_back(row);
         if (fastest.empty() || g < fastest_s) fastest = kernel, fastest_s = g;
         if (const std::string st = device_property(*vk, "last_op_pipeline_stats"); !st.empty())
