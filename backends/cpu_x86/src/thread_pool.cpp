@@ -1,6 +1,7 @@
 #include "thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "qforge/hardware.h"
 
@@ -11,6 +12,32 @@ int default_thread_count() {
   int n = cpu.cores > 0 ? cpu.cores : static_cast<int>(std::thread::hardware_concurrency());
   return std::max(1, n);
 }
+
+namespace {
+
+// How long a thread polls before it sleeps on a condition variable. Timed rather than counted
+// in pause instructions, whose latency differs several times between CPUs. A sleep costs a
+// futex wait and a wake-up, tens of microseconds each under the GPU host's gVisor kernel, so
+// workers poll long enough to span the gap between back-to-back calls (a decode loop, the
+// activation packing and then the GEMM of one call), and the caller polls through a typical
+// call's imbalance.
+constexpr auto kWorkerPoll = std::chrono::microseconds(1000);
+constexpr auto kCallerPoll = std::chrono::microseconds(2000);
+
+// Polls `done` with pause instructions until it holds or `limit` has passed; true if it holds.
+template <class Done>
+bool poll_for(std::chrono::microseconds limit, Done done) {
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      __builtin_ia32_pause();
+    }
+    if (std::chrono::steady_clock::now() - start > limit) return done();
+  }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) {
   for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this] { worker_loop(); });
@@ -42,9 +69,7 @@ void ThreadPool::run_tasks(const std::function<void(std::int64_t)>& fn, std::int
 void ThreadPool::worker_loop() {
   std::uint64_t seen = 0;
   for (;;) {
-    // Poll for a new call for about 50-100 us (pause is ~40-140 cycles), then sleep.
-    for (int i = 0; i < 2000 && posted_.load(std::memory_order_acquire) == seen && !stop_.load(); ++i)
-      __builtin_ia32_pause();
+    poll_for(kWorkerPoll, [&] { return posted_.load(std::memory_order_acquire) != seen || stop_.load(); });
     if (posted_.load() == seen && !stop_.load()) {
       std::unique_lock lock(mutex_);
       sleepers_.fetch_add(1);
@@ -91,8 +116,7 @@ void ThreadPool::parallel_for(std::int64_t tasks, const std::function<void(std::
   }
   run_tasks(fn, tasks);
   open_.store(0);  // close: from here on no worker joins this call
-  // Poll for the workers still running their tasks (about 100 us), then sleep.
-  for (int i = 0; i < 4000 && busy_.load() != 0; ++i) __builtin_ia32_pause();
+  poll_for(kCallerPoll, [&] { return busy_.load() == 0; });
   if (busy_.load() != 0) {
     std::unique_lock lock(mutex_);
     sleepers_.fetch_add(1);
