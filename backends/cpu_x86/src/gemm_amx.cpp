@@ -58,6 +58,7 @@ void tile(const TileArgs& t) {
   if (MT > 1) _tile_zero(2);
   if (MT > 1 && NT > 1) _tile_zero(3);
   const std::int64_t steps = t.groups / 16;
+  // A in the AMX layout (packing.h): one KiB per 16x64 tile, t.lda == depth.
   const std::uint8_t* a0 = t.a;
   const std::uint8_t* a1 = t.a + 16 * t.lda;
   const std::int8_t* b0 = t.b;
@@ -69,14 +70,14 @@ void tile(const TileArgs& t) {
         if (NT > 1) _mm_prefetch(reinterpret_cast<const char*>(b1 + s * 1024 + t.b_prefetch + 64 * l), _MM_HINT_T0);
       }
     _tile_loadd(6, b0 + s * 1024, 64);
-    _tile_loadd(4, a0 + s * 64, t.lda);
+    _tile_loadd(4, a0 + s * 1024, 64);
     _tile_dpbusd(0, 4, 6);
     if (NT > 1) {
       _tile_loadd(7, b1 + s * 1024, 64);
       _tile_dpbusd(1, 4, 7);
     }
     if (MT > 1) {
-      _tile_loadd(5, a1 + s * 64, t.lda);
+      _tile_loadd(5, a1 + s * 1024, 64);
       _tile_dpbusd(2, 5, 6);
       if (NT > 1) _tile_dpbusd(3, 5, 7);
     }

@@ -93,7 +93,7 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
   const std::int64_t M = desc.m, N = desc.n, K = desc.k;
   if (M == 0 || N == 0) return;
   PackedA& pa = scratch.a;
-  pack_activations(desc, a, b.depth, b.blocks, kernel.s8_domain, pa, pool);
+  pack_activations(desc, a, b.depth, b.blocks, kernel.s8_domain, kernel.amx, pa, pool);
 
   const std::int64_t pn = b.padded_n();
   std::vector<float> bias;

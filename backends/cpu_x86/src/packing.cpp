@@ -132,12 +132,14 @@ std::size_t X86PackedWeights::bytes() const noexcept {
 }
 
 void pack_activations(const MatmulDesc& desc, const void* a, std::int64_t depth,
-                      const KBlocks& blocks, bool s8_domain, PackedA& out, ThreadPool& pool) {
+                      const KBlocks& blocks, bool s8_domain, bool amx_tiles, PackedA& out,
+                      ThreadPool& pool) {
   const std::int64_t M = desc.m, K = desc.k;
   out.m = M;
   out.rows = round_up(std::max<std::int64_t>(M, 1), kRowAlign);
   out.depth = depth;
-  out.stride = depth + 64;
+  out.stride = amx_tiles ? depth : depth + 64;
+  out.amx_tiles = amx_tiles;
   out.s8_domain = s8_domain;
   out.block_count = blocks.count;
   out.data.reset(static_cast<std::size_t>(out.rows * out.stride), /*zero=*/false);
@@ -151,16 +153,25 @@ void pack_activations(const MatmulDesc& desc, const void* a, std::int64_t depth,
   const std::uint8_t flip = shift != 0 ? 0x80 : 0x00;
   const auto* src = static_cast<const std::uint8_t*>(a);
   std::uint8_t* dst = out.data.data();
-  // Padded rows (up to a multiple of 16) are all zero: their dot products are discarded.
-  if (out.rows > M)
-    std::memset(dst + M * out.stride, 0, static_cast<std::size_t>((out.rows - M) * out.stride));
+  // Padded rows (up to a multiple of 16) are all zero: their dot products are discarded. In
+  // the AMX layout they are spread over the last 16-row block, which is zeroed whole.
+  if (out.rows > M) {
+    const std::int64_t first = amx_tiles ? M / 16 * 16 : M;
+    std::memset(dst + first * out.stride, 0, static_cast<std::size_t>((out.rows - first) * out.stride));
+  }
   constexpr std::int64_t kRowsPerTask = 16;
   pool.parallel_for((M + kRowsPerTask - 1) / kRowsPerTask, [&](std::int64_t t) {
+    thread_local AlignedBytes row_buffer;  // one row before it is cut into tile rows
+    if (amx_tiles) row_buffer.reset(static_cast<std::size_t>(depth), /*zero=*/false);
     for (std::int64_t m = t * kRowsPerTask; m < std::min(M, (t + 1) * kRowsPerTask); ++m) {
-      std::uint8_t* row = dst + m * out.stride;
+      std::uint8_t* row = amx_tiles ? row_buffer.data() : dst + m * out.stride;
       pack_row_avx2(src + m * K, row, K, flip, s8_domain, blocks.blocked ? blocks.size : K,
                     blocks.count, out.rowsum.data() + m * blocks.count);
-      std::memset(row + K, 0, static_cast<std::size_t>(out.stride - K));
+      std::memset(row + K, 0, static_cast<std::size_t>((amx_tiles ? depth : out.stride) - K));
+      if (amx_tiles) {
+        std::uint8_t* block = dst + (m / 16) * 16 * depth + (m % 16) * 64;
+        for (std::int64_t s = 0; s < depth / 64; ++s) std::memcpy(block + s * 1024, row + s * 64, 64);
+      }
     }
   });
   for (std::int64_t m = 0; m < M; ++m) {

@@ -95,11 +95,16 @@ struct PackedA {
   std::int64_t m = 0;
   std::int64_t rows = 0;    // m padded to a multiple of 16
   std::int64_t depth = 0;   // same as the weights'
-  // Bytes between rows: depth plus one cache line, so that the 16 rows of an AMX tile (or the
-  // rows of a VNNI tile) do not all fall into the same L1 set when depth is a power of two.
+  // Bytes between rows: depth plus one cache line, so that the rows of a VNNI tile do not all
+  // fall into the same L1 set when depth is a power of two.
   std::int64_t stride = 0;
   bool s8_domain = false;
-  AlignedBytes data;        // [rows][stride]
+  // The AMX layout: each 16-row block is stored as depth/64 tiles of 16 rows x 64 bytes, one
+  // contiguous KiB each ([rows/16][depth/64][16][64]), so that a tile load reads one KiB in
+  // order instead of 16 lines a row apart. Then stride == depth and row m of step s is at
+  // (m / 16) * 16 * depth + s * 1024 + (m % 16) * 64.
+  bool amx_tiles = false;
+  AlignedBytes data;        // [rows][stride], or the AMX layout
   std::vector<std::int32_t> rowsum;  // [m][blocks]
   std::vector<std::int32_t> za;      // [m]
   std::vector<float> sa;             // [m]
@@ -108,6 +113,7 @@ struct PackedA {
 
 // Packs A ([M, K] int8/uint8, row-major) into `out` (reusing its memory), rows in parallel.
 void pack_activations(const MatmulDesc& desc, const void* a, std::int64_t depth,
-                      const KBlocks& blocks, bool s8_domain, PackedA& out, ThreadPool& pool);
+                      const KBlocks& blocks, bool s8_domain, bool amx_tiles, PackedA& out,
+                      ThreadPool& pool);
 
 }  // namespace qforge::cpu_x86
