@@ -308,17 +308,6 @@ int main(int argc, char** argv) {
         });
         rows.push_back({"gemm " + std::to_string(s) + "^3 int32 out prepacked", vk->last_kernel(), g,
                         wall, ops_count / g / 1e9, "GOPS", ""});
-        // N = 16: the GEMM is negligible, so this is what packing A and the op's fixed costs take.
-        std::vector<float> sb16(16, 0.01f);
-        MatmulDesc d16 = d;
-        d16.n = 16;
-        d16.b = QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0, sb16);
-        auto w16 = vk->pack_weights(d16, b->data());
-        std::tie(g, wall) = time_op(*vk, std::max(3, reps / 2), true, [&] {
-          vk->matmul_dequant_packed(d16, a->data(), *w16, static_cast<const float*>(bias->data()), out->data());
-        });
-        rows.push_back({"gemm " + std::to_string(s) + "x16x" + std::to_string(s) + " (packing A, fixed costs)",
-                        vk->last_kernel(), g, wall, 2.0 * M * 16 * K / g / 1e9, "GOPS", ""});
       }
       vk->set_kernel({});
       {

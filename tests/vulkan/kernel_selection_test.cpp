@@ -32,7 +32,7 @@ TEST_F(KernelSelection, GemmKernelsFollowTheDeviceFeatures) {
   const auto shared = std::stoul(device_property(ops(), "max_shared_memory_bytes"));
   EXPECT_EQ(lists(s, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128"), s8_16x16x32 && shared >= 36864);
   // 64 x 64 per subgroup, K in steps of 64 bytes: 128 + 128 rows of 80 bytes.
-  EXPECT_EQ(lists(s, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_prefetch"),
+  EXPECT_EQ(lists(s, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_direct"),
             s8_16x16x32 && shared >= 20480);
   for (const auto& k : s.kernels) {
     if (k.find("coopmat") != std::string::npos) {

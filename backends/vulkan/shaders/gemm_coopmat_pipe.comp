@@ -66,25 +66,7 @@ const uint B_LOADS = BN * SLOTS / THREADS;  // the host's kernel table checks th
 const uint CPL = WN / 32u;            // epilogue columns per lane
 const uint GROUP = 8u;                // tile rows per group of the launch order
 
-// QF_SH_WORDS = 1 declares shared memory as 32-bit words instead of 16-byte vectors (the same
-// bytes and layout; offsets and strides of the cooperative-matrix loads count words), which
-// changes how the driver may load fragments. U: array elements per 16 bytes.
-#if QF_SH_WORDS
-const uint U = 4u;
-shared uint sh[(MAIN_VEC4 > EPI_VEC4 ? MAIN_VEC4 : EPI_VEC4) * 4u];
-void sh_put(uint slot, uvec4 v) {
-  sh[slot * 4u] = v.x;
-  sh[slot * 4u + 1u] = v.y;
-  sh[slot * 4u + 2u] = v.z;
-  sh[slot * 4u + 3u] = v.w;
-}
-int sh_word(uint w) { return int(sh[w]); }
-#else
-const uint U = 1u;
 shared uvec4 sh[MAIN_VEC4 > EPI_VEC4 ? MAIN_VEC4 : EPI_VEC4];
-void sh_put(uint slot, uvec4 v) { sh[slot] = v; }
-int sh_word(uint w) { return int(sh[w >> 2u][w & 3u]); }
-#endif
 
 uvec4 reg_a[A_LOADS];
 uvec4 reg_b[B_LOADS];
@@ -107,11 +89,11 @@ void fetch(uint step) {
 void stash() {
   [[unroll]] for (uint l = 0u; l < A_LOADS; ++l) {
     uint idx = gl_LocalInvocationID.x + THREADS * l;
-    sh_put((idx / SLOTS) * ROW + idx % SLOTS, reg_a[l]);
+    sh[(idx / SLOTS) * ROW + idx % SLOTS] = reg_a[l];
   }
   [[unroll]] for (uint l = 0u; l < B_LOADS; ++l) {
     uint idx = gl_LocalInvocationID.x + THREADS * l;
-    sh_put(A_STAGE + (idx / SLOTS) * ROW + idx % SLOTS, reg_b[l]);
+    sh[A_STAGE + (idx / SLOTS) * ROW + idx % SLOTS] = reg_b[l];
   }
 }
 
@@ -156,10 +138,10 @@ void main() {
     [[unroll]] for (uint kk = 0u; kk < BK / 32u; ++kk) {  // 32-byte K slices
       icoopmatNV<8, gl_ScopeSubgroup, 16, 32> fa[TM];
       [[unroll]] for (uint i = 0u; i < TM; ++i)
-        coopMatLoadNV(fa[i], sh, ((sg_m * WM + i * 16u) * ROW + kk * 2u) * U, ROW * U, false);
+        coopMatLoadNV(fa[i], sh, (sg_m * WM + i * 16u) * ROW + kk * 2u, ROW, false);
       [[unroll]] for (uint j = 0u; j < TN; ++j) {
         icoopmatNV<8, gl_ScopeSubgroup, 32, CN> fb;
-        coopMatLoadNV(fb, sh, (A_STAGE + (sg_n * WN + j * CN) * ROW + kk * 2u) * U, ROW * U, true);
+        coopMatLoadNV(fb, sh, A_STAGE + (sg_n * WN + j * CN) * ROW + kk * 2u, ROW, true);
         [[unroll]] for (uint i = 0u; i < TM; ++i) acc[i][j] = coopMatMulAddNV(fa[i], fb, acc[i][j]);
       }
     }
@@ -183,7 +165,7 @@ void main() {
 #define QF_EPI_STRIP(I)                                                                   \
   {                                                                                       \
     [[unroll]] for (uint j = 0u; j < TN; ++j)                                             \
-      coopMatStoreNV(acc[I][j], sh, (strip + j * (CN / 4u)) * U, STRIP_ROW * U, false);   \
+      coopMatStoreNV(acc[I][j], sh, strip + j * (CN / 4u), STRIP_ROW, false);             \
     subgroupMemoryBarrierShared();                                                        \
     subgroupBarrier();                                                                    \
     uint row0 = m0 + sg_m * WM + I * 16u;                                                 \
@@ -191,7 +173,7 @@ void main() {
       QfRow rp = qf_row(row0 + r);                                                        \
       [[unroll]] for (uint q = 0u; q < CPL; ++q) {                                        \
         uint w = (strip + r * STRIP_ROW) * 4u + q * 32u + lane;                           \
-        qf_store(row0 + r, col0 + q * 32u + lane, rp, cols[q], sh_word(w));               \
+        qf_store(row0 + r, col0 + q * 32u + lane, rp, cols[q], int(sh[w >> 2u][w & 3u])); \
       }                                                                                   \
     }                                                                                     \
     subgroupMemoryBarrierShared();                                                        \

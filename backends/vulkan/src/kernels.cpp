@@ -13,7 +13,6 @@ struct PipeConfig {
   std::uint32_t wt_m, wt_n;  // 16 x 16 accumulator tiles per subgroup
   std::uint32_t bk;          // bytes of K per step
   bool prefetch;             // the next step's copy in registers during the multiply
-  bool words;                // shared memory declared as 32-bit words (QF_SH_WORDS)
 
   constexpr std::uint32_t threads() const { return sg_m * sg_n * 32; }
   constexpr std::uint32_t tile_m() const { return sg_m * wt_m * 16; }
@@ -37,13 +36,9 @@ constexpr GemmKernelInfo pipe(Kernel k, const char* shader, const char* shader_q
   return {k, shader, shader_q8, c.tile_m(), c.tile_n(), 16, c.shared_bytes()};
 }
 
-constexpr std::array<GemmKernelInfo, 9> kGemm = {{
-    pipe(Kernel::gemm_coop_128x128_w4_k64_direct, "gemm_cp_128x128_w4_k64_direct", "gemm_cp_128x128_w4_k64_direct_q8", {2, 2, 4, 4, 64, false, false}),
-    pipe(Kernel::gemm_coop_128x128_w4_k64_direct_u32, "gemm_cp_128x128_w4_k64_direct_u32", "gemm_cp_128x128_w4_k64_direct_u32_q8", {2, 2, 4, 4, 64, false, true}),
-    pipe(Kernel::gemm_coop_128x128_w4_k64_prefetch, "gemm_cp_128x128_w4_k64_prefetch", "gemm_cp_128x128_w4_k64_prefetch_q8", {2, 2, 4, 4, 64, true, false}),
-    pipe(Kernel::gemm_coop_256x128_w8_k64_direct, "gemm_cp_256x128_w8_k64_direct", "gemm_cp_256x128_w8_k64_direct_q8", {4, 2, 4, 4, 64, false, false}),
-    pipe(Kernel::gemm_coop_128x128_w8_k128_prefetch, "gemm_cp_128x128_w8_k128_prefetch", "gemm_cp_128x128_w8_k128_prefetch_q8", {2, 4, 4, 2, 128, true, false}),
-    pipe(Kernel::gemm_coop_128x128_w8_k128_prefetch_u32, "gemm_cp_128x128_w8_k128_prefetch_u32", "gemm_cp_128x128_w8_k128_prefetch_u32_q8", {2, 4, 4, 2, 128, true, true}),
+constexpr std::array<GemmKernelInfo, 5> kGemm = {{
+    pipe(Kernel::gemm_coop_128x128_w4_k64_direct, "gemm_cp_128x128_w4_k64_direct", "gemm_cp_128x128_w4_k64_direct_q8", {2, 2, 4, 4, 64, false}),
+    pipe(Kernel::gemm_coop_128x128_w8_k128_prefetch, "gemm_cp_128x128_w8_k128_prefetch", "gemm_cp_128x128_w8_k128_prefetch_q8", {2, 4, 4, 2, 128, true}),
     // gemm_coopmat.comp: A and B slices of 128 bytes of K, one stage.
     {Kernel::gemm_coopmat_16x16x32, "gemm_coop16", "gemm_coop16_q8", 128, 128, 16, 36864},
     {Kernel::gemm_dot, "gemm_dot", "gemm_dot_q8", 64, 64, 0, 0},
@@ -64,7 +59,7 @@ std::optional<Kernel> parse_kernel(std::string_view name) {
   return std::nullopt;
 }
 
-const std::array<GemmKernelInfo, 9>& gemm_kernel_table() { return kGemm; }
+const std::array<GemmKernelInfo, 5>& gemm_kernel_table() { return kGemm; }
 
 const GemmKernelInfo& gemm_info(Kernel k) {
   for (const auto& g : kGemm)

@@ -22,14 +22,9 @@ enum class Kernel {
   // matrices s8 16x16x32, 8 subgroups of 64 x 32, 128 x 128 per workgroup
   gemm_coopmat_16x16x32,
   // gemm_coopmat_pipe.comp: NV cooperative matrices s8 16x16x32 (name: workgroup tile,
-  // subgroups, K bytes per step, register prefetch or direct copy, u32: shared memory declared
-  // as 32-bit words)
-  gemm_coop_128x128_w4_k64_direct,
-  gemm_coop_128x128_w4_k64_direct_u32,
-  gemm_coop_128x128_w4_k64_prefetch,
-  gemm_coop_256x128_w8_k64_direct,
-  gemm_coop_128x128_w8_k128_prefetch,
-  gemm_coop_128x128_w8_k128_prefetch_u32,
+  // subgroups, K bytes per step, direct copy or register prefetch)
+  gemm_coop_128x128_w4_k64_direct,     // 4 subgroups of 64 x 64: the default
+  gemm_coop_128x128_w8_k128_prefetch,  // 8 subgroups of 64 x 32, no register spills
 };
 
 struct KernelInfo {
@@ -38,7 +33,7 @@ struct KernelInfo {
   bool gemm;
 };
 
-inline constexpr std::array<KernelInfo, 12> kKernels = {{
+inline constexpr std::array<KernelInfo, 8> kKernels = {{
     {Kernel::quantize, "vk_quantize_f32_q8", false},
     {Kernel::dequantize, "vk_dequantize_q8_f32", false},
     {Kernel::requantize, "vk_requantize_s32_q8", false},
@@ -46,11 +41,7 @@ inline constexpr std::array<KernelInfo, 12> kKernels = {{
     {Kernel::gemm_dot, "vk_gemm_q8_s32acc_dot4x8_64x64", true},
     {Kernel::gemm_coopmat_16x16x32, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128", true},
     {Kernel::gemm_coop_128x128_w4_k64_direct, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_direct", true},
-    {Kernel::gemm_coop_128x128_w4_k64_direct_u32, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_direct_u32", true},
-    {Kernel::gemm_coop_128x128_w4_k64_prefetch, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_prefetch", true},
-    {Kernel::gemm_coop_256x128_w8_k64_direct, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_256x128_w8_k64_direct", true},
     {Kernel::gemm_coop_128x128_w8_k128_prefetch, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w8_k128_prefetch", true},
-    {Kernel::gemm_coop_128x128_w8_k128_prefetch_u32, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w8_k128_prefetch_u32", true},
 }};
 
 std::string_view kernel_name(Kernel k);
@@ -67,7 +58,7 @@ struct GemmKernelInfo {
 };
 
 // The GEMM kernels, best guess first (the order supports() lists them in).
-const std::array<GemmKernelInfo, 9>& gemm_kernel_table();
+const std::array<GemmKernelInfo, 5>& gemm_kernel_table();
 // The entry of a GEMM kernel; throws internal for an element-wise one.
 const GemmKernelInfo& gemm_info(Kernel k);
 

@@ -1,7 +1,5 @@
 #include "pipelines.h"
 
-#include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -48,39 +46,6 @@ std::string pipeline_statistics(VkDevice dev, VkPipeline pipeline) {
       text += (text.empty() ? "" : "; ") + std::string(v[i].name) + "=" + statistic_text(v[i]);
   }
   return text;
-}
-
-// QFORGE_VULKAN_DUMP_PIPELINES=<dir>: each pipeline's driver cache data (the compiled binary, in
-// the driver's format) goes to <dir>/<shader>.cache, and with the statistics captured any
-// textual internal representation to <dir>/<shader>.<n>.txt. For reading the machine code with
-// the vendor's disassembler (benchmarks/vulkan/sass_from_pipeline_cache.py for NVIDIA's).
-const char* dump_dir() {
-  const char* d = std::getenv("QFORGE_VULKAN_DUMP_PIPELINES");
-  return d && *d ? d : nullptr;
-}
-
-void dump_internal_representations(VkDevice dev, VkPipeline pipeline, const std::string& stem) {
-  auto irs = reinterpret_cast<PFN_vkGetPipelineExecutableInternalRepresentationsKHR>(
-      vkGetDeviceProcAddr(dev, "vkGetPipelineExecutableInternalRepresentationsKHR"));
-  if (!irs) return;
-  VkPipelineExecutableInfoKHR exec{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
-  exec.pipeline = pipeline;
-  std::uint32_t n = 0;
-  if (irs(dev, &exec, &n, nullptr) != VK_SUCCESS || n == 0) return;
-  std::vector<VkPipelineExecutableInternalRepresentationKHR> v(
-      n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR});
-  if (irs(dev, &exec, &n, v.data()) != VK_SUCCESS && n == 0) return;
-  std::vector<std::vector<char>> data(n);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    data[i].resize(v[i].dataSize);
-    v[i].pData = data[i].data();
-  }
-  irs(dev, &exec, &n, v.data());
-  for (std::uint32_t i = 0; i < n; ++i) {
-    std::ofstream f(stem + "." + std::to_string(i) + ".txt", std::ios::binary);
-    f << v[i].name << "\n" << v[i].description << "\n";
-    f.write(data[i].data(), static_cast<std::streamsize>(v[i].dataSize));
-  }
 }
 
 }  // namespace
@@ -156,33 +121,12 @@ const Pipeline& PipelineCache::get(std::string_view shader, std::uint32_t bindin
   info.stage.pSpecializationInfo = spec.empty() ? nullptr : &special;
   info.layout = p->layout;
   if (ctx_.capture_stats()) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
-  const char* dump = dump_dir();
-  if (dump && ctx_.capture_stats())
-    info.flags |= VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR;
-  VkPipelineCache cache = VK_NULL_HANDLE;  // only to read the pipeline's binary back (dump)
-  if (dump) {
-    VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-    if (vkCreatePipelineCache(dev, &ci, nullptr, &cache) != VK_SUCCESS) cache = VK_NULL_HANDLE;
-  }
-  const VkResult created = vkCreateComputePipelines(dev, cache, 1, &info, nullptr, &p->pipeline);
-  if (cache != VK_NULL_HANDLE) {
-    std::size_t size = 0;
-    if (created == VK_SUCCESS && vkGetPipelineCacheData(dev, cache, &size, nullptr) == VK_SUCCESS) {
-      std::vector<char> bytes(size);
-      if (vkGetPipelineCacheData(dev, cache, &size, bytes.data()) == VK_SUCCESS) {
-        std::ofstream f(std::string(dump) + "/" + std::string(shader) + ".cache", std::ios::binary);
-        f.write(bytes.data(), static_cast<std::streamsize>(size));
-      }
-    }
-    vkDestroyPipelineCache(dev, cache, nullptr);
-  }
-  if (created != VK_SUCCESS) {
+  if (VkResult r = vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &info, nullptr, &p->pipeline);
+      r != VK_SUCCESS) {
     vkDestroyPipelineLayout(dev, p->layout, nullptr);
     vkDestroyDescriptorSetLayout(dev, p->set_layout, nullptr);
-    check(created, "vkCreateComputePipelines(" + std::string(shader) + ")");
+    check(r, "vkCreateComputePipelines(" + std::string(shader) + ")");
   }
-  if (dump && ctx_.capture_stats())
-    dump_internal_representations(dev, p->pipeline, std::string(dump) + "/" + std::string(shader));
   if (ctx_.capture_stats()) p->stats = pipeline_statistics(dev, p->pipeline);
   const Pipeline& ref = *p;
   pipelines_.emplace(std::move(key), std::move(p));
