@@ -4,8 +4,9 @@
 //
 //   qforge_bench_cuda [--quick] [--only SECTION]...
 //
-// SECTION: anchors, gemm, dp4a, quantize, linear, variants (K rotation on/off for the large
-// tiles), profile (one call of each tensor-core kernel at 4096^3, for a profiler).
+// SECTION: anchors, gemm, dp4a, quantize, linear, blockwise (the int4 block-wise weight-only
+// GEMM against int8 per-channel), variants (K rotation on/off for the large tiles), profile (one
+// call of each tensor-core kernel at 4096^3, for a profiler).
 //
 // Prints one table; every GEMM result is spot-checked against a host computation first, so a
 // wrong kernel shows as WRONG instead of as a fast one.
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "anchors.h"
+#include "bench_blockwise.h"
 #include "kernels/rowwise.h"
 #include "qforge/error.h"
 #include "qforge/registry.h"
@@ -275,26 +277,33 @@ void quantize_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_gb
   auto gbps = [&](double bytes, float ms) { return bytes / (ms * 1e-3) / 1e9; };
 
   const auto p = QuantizationParams::per_tensor_symmetric(DType::int8, 0.03f);
-  for (const FloatType t : {FloatType::f32, FloatType::bf16}) {
-    const QuantizeDesc d{{rows, cols}, p, t};
-    const void* src = t == FloatType::f32 ? dx.p() : dxb.p();
-    const float ms = time_ms([&] { ops.quantize(d, src, dq.p()); }, 3, g_reps);
-    const double bytes = static_cast<double>(n) * (size_of(t) + 1);
-    add({std::string("quantize per-tensor ") + name(t) + "->int8", shape, ms, gbps(bytes, ms), "GB/s",
-         "x d2d copy", copy_gbps, ">= 0.85x"});
+  // The reciprocal fast path (default), then the exact division for every element
+  // (QFORGE_CUDA_QUANTIZE_DIVIDE=1) on the same data: same codes, the difference is the speed.
+  for (const bool divide : {false, true}) {
+    if (divide) setenv("QFORGE_CUDA_QUANTIZE_DIVIDE", "1", 1);
+    const std::string how = divide ? " (divide)" : "";
+    for (const FloatType t : {FloatType::f32, FloatType::bf16}) {
+      const QuantizeDesc d{{rows, cols}, p, t};
+      const void* src = t == FloatType::f32 ? dx.p() : dxb.p();
+      const float ms = time_ms([&] { ops.quantize(d, src, dq.p()); }, 3, g_reps);
+      const double bytes = static_cast<double>(n) * (size_of(t) + 1);
+      add({std::string("quantize per-tensor ") + name(t) + "->int8" + how, shape, ms, gbps(bytes, ms), "GB/s",
+           "x d2d copy", copy_gbps, divide ? "report" : ">= 0.85x"});
+    }
+    for (const FloatType t : {FloatType::f32, FloatType::bf16}) {
+      const void* src = t == FloatType::f32 ? dx.p() : dxb.p();
+      const float ms = time_ms(
+          [&] {
+            cuda::launch_rowwise_absmax_quantize(t, src, rows, cols, static_cast<std::int8_t*>(dq.p()),
+                                                 static_cast<float*>(ds.p()), nullptr);
+          },
+          3, g_reps);
+      const double bytes = static_cast<double>(n) * (size_of(t) + 1) + rows * 4.0;
+      add({std::string("absmax per-row quantize ") + name(t) + "->int8" + how, shape, ms, gbps(bytes, ms), "GB/s",
+           "x d2d copy", copy_gbps, divide ? "report" : ">= 0.85x"});
+    }
   }
-  for (const FloatType t : {FloatType::f32, FloatType::bf16}) {
-    const void* src = t == FloatType::f32 ? dx.p() : dxb.p();
-    const float ms = time_ms(
-        [&] {
-          cuda::launch_rowwise_absmax_quantize(t, src, rows, cols, static_cast<std::int8_t*>(dq.p()),
-                                               static_cast<float*>(ds.p()), nullptr);
-        },
-        3, g_reps);
-    const double bytes = static_cast<double>(n) * (size_of(t) + 1) + rows * 4.0;
-    add({std::string("absmax per-row quantize ") + name(t) + "->int8", shape, ms, gbps(bytes, ms), "GB/s",
-         "x d2d copy", copy_gbps, ">= 0.85x"});
-  }
+  unsetenv("QFORGE_CUDA_QUANTIZE_DIVIDE");
   {
     const QuantizeDesc d{{rows, cols}, p, FloatType::f32};
     const float ms = time_ms([&] { ops.dequantize(d, dq.p(), static_cast<float*>(dy.p())); }, 3, g_reps);
@@ -387,7 +396,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     double copy_gbps = 0, dp4a_peak = 0;
-    if (want("anchors") || want("gemm") || want("dp4a") || want("quantize")) {
+    if (want("anchors") || want("gemm") || want("dp4a") || want("quantize") || want("blockwise")) {
       std::printf("\nanchors\n");
       const std::size_t copy_bytes = std::size_t{1} << 30;
       Dev c0 = upload(*ops, nullptr, copy_bytes), c1 = upload(*ops, nullptr, copy_bytes);
@@ -405,6 +414,14 @@ int main(int argc, char** argv) {
     if (want("dp4a")) dp4a_section(*ops, rng, dp4a_peak);
     if (want("quantize")) quantize_section(*ops, rng, copy_gbps);
     if (want("linear")) linear_section(*ops, rng);
+    if (want("blockwise"))
+      bench::blockwise_section(
+          *ops, rng, copy_gbps,
+          [](const std::string& what, const std::string& shape, double ms, double value, const std::string& unit,
+             const std::string& anchor, double anchor_value, const std::string& target, bool ok) {
+            add({what, shape, ms, value, unit, anchor, anchor_value, target, ok});
+          },
+          g_reps);
   } catch (const std::exception& e) {
     std::printf("qforge_bench_cuda: %s\n", e.what());
     return 1;

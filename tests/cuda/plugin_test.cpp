@@ -130,11 +130,14 @@ TEST_F(CudaPlugin, KernelSelectionIsChecked) {
 }
 
 TEST_F(CudaPlugin, RefusesWhatItDoesNotImplement) {
+  // Block-wise B is implemented for blocks of 16 and multiples of 32 (blockwise_test.cpp).
   MatmulDesc block{4, 4, 64, QuantizationParams::per_tensor_symmetric(DType::int8, 0.1f),
-                   QuantizationParams::blockwise(DType::int8, Mapping::symmetric, 32,
+                   QuantizationParams::blockwise(DType::int8, Mapping::symmetric, 48,
                                                  std::vector<float>(8, 0.1f)),
                    MatrixLayout::nk};
-  EXPECT_FALSE(ops().supports({OpKind::matmul_dequant, block}).supported);
+  const Support sb = ops().supports({OpKind::matmul_dequant, block});
+  EXPECT_FALSE(sb.supported);
+  EXPECT_NE(sb.reason.find("block_size 48"), std::string::npos) << sb.reason;
   MatmulDesc deep{1, 1, 200000, QuantizationParams::per_tensor_symmetric(DType::int8, 0.1f),
                   QuantizationParams::per_tensor_symmetric(DType::int8, 0.1f)};
   const Support s = ops().supports({OpKind::matmul_integer, deep});

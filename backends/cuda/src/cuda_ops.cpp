@@ -136,6 +136,13 @@ void CudaOps::set_kernel(const KernelChoice& choice) {
   forced_kernel_ = choice.name;
 }
 
+void CudaOps::begin(OpKind kind, const MatmulDesc& desc) {
+  stream();
+  if (auto r = refusal_for_matmul(kind, desc))
+    throw Error(r->invalid ? ErrorCode::invalid_argument : ErrorCode::unsupported,
+                "cuda: " + std::string(to_string(kind)) + ": " + r->reason);
+}
+
 void CudaOps::begin(const OpDesc& op) {
   stream();
   if (auto r = refusal_for(op))
@@ -143,8 +150,8 @@ void CudaOps::begin(const OpDesc& op) {
                 "cuda: " + std::string(to_string(op.op)) + ": " + r->reason);
 }
 
-GemmKernel CudaOps::pick_gemm(std::int64_t m, std::int64_t n, std::int64_t k) {
-  const auto candidates = gemm_candidates(m, n, k, facts());
+GemmKernel CudaOps::pick_gemm(std::int64_t m, std::int64_t n, std::int64_t k, bool blockwise) {
+  const auto candidates = gemm_candidates(m, n, k, facts(), blockwise);
   if (auto forced = parse_gemm_kernel(forced_kernel_)) {
     if (std::find(candidates.begin(), candidates.end(), *forced) == candidates.end())
       throw Error(ErrorCode::unsupported, "cuda: kernel " + forced_kernel_ +

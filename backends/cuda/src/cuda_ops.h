@@ -20,6 +20,7 @@
 
 #include "device_probe.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_blockwise.h"
 #include "param_cache.h"
 #include "qforge/ops.h"
 #include "support.h"
@@ -98,6 +99,9 @@ class CudaOps final : public QuantizationOps {
   // Checks the device is usable and the descriptor supported (throws otherwise), makes the
   // device current and the stream ready.
   void begin(const OpDesc& op);
+  // The same for a matmul without copying its descriptor into an OpDesc (block-wise params
+  // carry N * K / block pairs, and a copy per call costs more than a skinny GEMM).
+  void begin(OpKind kind, const MatmulDesc& desc);
   cudaStream_t stream();
   DeviceFacts facts() const;
   const DeviceProps& props() const { return probe_.devices.at(static_cast<std::size_t>(device_)); }
@@ -108,7 +112,7 @@ class CudaOps final : public QuantizationOps {
   }
 
   // Matmul plumbing (cuda_ops_matmul.cpp).
-  GemmKernel pick_gemm(std::int64_t m, std::int64_t n, std::int64_t k);
+  GemmKernel pick_gemm(std::int64_t m, std::int64_t n, std::int64_t k, bool blockwise = false);
   struct AOperand {
     const std::int8_t* data = nullptr;
     std::int64_t ld = 0;
@@ -119,11 +123,19 @@ class CudaOps final : public QuantizationOps {
   AOperand prepare_a(const MatmulDesc& desc, const void* a, std::int64_t kp);
   BOperand prepare_b(const MatmulDesc& desc, const void* b, std::int64_t kp, Slot data_slot,
                      Slot sums_slot, bool need_sums);
-  const BOperand& packed_b(const MatmulDesc& desc, const PackedWeights& b);
+  const CudaPackedWeights& packed_b(const MatmulDesc& desc, const PackedWeights& b);
   void run_matmul(OpKind kind, const MatmulDesc& desc, const void* a, const BOperand* packed,
                   const void* b, const float* bias, void* out);
   IntVec int_vec(std::span<const std::int32_t> values, std::int32_t shift, bool& all_zero);
   FloatVec float_vec(std::span<const float> values);
+
+  // Block-wise B (cuda_ops_blockwise.cpp): matmul_integer / matmul_dequant, with B in its own
+  // form (packed weights) or brought to it now (prepare_blockwise_b: its column sums only when
+  // `need_col_sums`, i.e. A has a zero point).
+  void run_blockwise(OpKind kind, const MatmulDesc& desc, const void* a, const BlockwiseB* packed,
+                     const void* b, const float* bias, void* out);
+  BlockwiseB prepare_blockwise_b(const MatmulDesc& desc, const void* b, bool need_col_sums);
+  std::shared_ptr<PackedWeights> pack_blockwise(const MatmulDesc& desc, const void* b);
 
   Probe probe_;
   int device_ = 0;

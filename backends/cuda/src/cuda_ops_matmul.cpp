@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "check.h"
 #include "cuda_ops.h"
 #include "kernel_names.h"
 #include "kernels/gemm_prep.h"
+#include "packed_weights.h"
 #include "qforge/error.h"
 #include "qforge/reference.h"
 
@@ -35,6 +37,16 @@ std::string float_text(float v) {
   return buf;
 }
 
+// QuantizationParams equality by bytes: a block-wise B carries N * K / block pairs, which
+// operator== compares one float at a time (about 1 ns per pair) on every packed call.
+bool same_params(const QuantizationParams& x, const QuantizationParams& y) {
+  const auto xs = x.scales(), ys = y.scales();
+  const auto xz = x.zero_points(), yz = y.zero_points();
+  return x.dtype() == y.dtype() && x.scheme() == y.scheme() && xs.size() == ys.size() && xz.size() == yz.size() &&
+         (xs.empty() || std::memcmp(xs.data(), ys.data(), xs.size_bytes()) == 0) &&
+         (xz.empty() || std::memcmp(xz.data(), yz.data(), xz.size_bytes()) == 0);
+}
+
 std::size_t element_bytes(OpKind kind, const MatmulDesc& d) {
   switch (kind) {
     case OpKind::matmul_integer: return 4;
@@ -44,34 +56,6 @@ std::size_t element_bytes(OpKind kind, const MatmulDesc& d) {
 }
 
 }  // namespace
-
-// Weights converted once to the kernels' int8 [N, kp] form, with their row sums (the column
-// sums of B) and the zero points and scales in device memory of their own.
-class CudaPackedWeights final : public PackedWeights {
- public:
-  CudaPackedWeights(MatmulDesc desc, int device) : desc_(std::move(desc)), device_(device) {}
-  const MatmulDesc& desc() const noexcept override { return desc_; }
-  std::string backend() const override { return kBackendName; }
-  std::size_t bytes() const noexcept override {
-    std::size_t total = 0;
-    for (const auto& b : buffers_) total += b->size();
-    return total;
-  }
-  int device() const { return device_; }
-
-  template <class T>
-  T* own(std::size_t count) {
-    buffers_.push_back(std::make_unique<DeviceBuffer>(count * sizeof(T), device_));
-    return static_cast<T*>(buffers_.back()->data());
-  }
-
-  CudaOps::BOperand operand;
-
- private:
-  MatmulDesc desc_;
-  int device_;
-  std::vector<std::unique_ptr<DeviceBuffer>> buffers_;
-};
 
 IntVec CudaOps::int_vec(std::span<const std::int32_t> values, std::int32_t shift, bool& all_zero) {
   all_zero = std::all_of(values.begin(), values.end(), [&](std::int32_t v) { return v == shift; });
@@ -202,19 +186,29 @@ void CudaOps::run_matmul(OpKind kind, const MatmulDesc& desc, const void* a, con
   launch_gemm(how, op, ep, s);
 }
 
+namespace {
+bool blockwise(const MatmulDesc& desc) { return desc.b.scheme().granularity == Granularity::block; }
+}  // namespace
+
 void CudaOps::matmul_integer(const MatmulDesc& desc, const void* a, const void* b, std::int32_t* c) {
-  begin({OpKind::matmul_integer, desc});
-  run_matmul(OpKind::matmul_integer, desc, a, nullptr, b, nullptr, c);
+  begin(OpKind::matmul_integer, desc);
+  if (blockwise(desc))
+    run_blockwise(OpKind::matmul_integer, desc, a, nullptr, b, nullptr, c);
+  else
+    run_matmul(OpKind::matmul_integer, desc, a, nullptr, b, nullptr, c);
 }
 
 void CudaOps::matmul_dequant(const MatmulDesc& desc, const void* a, const void* b, const float* bias,
                              void* y) {
-  begin({OpKind::matmul_dequant, desc});
-  run_matmul(OpKind::matmul_dequant, desc, a, nullptr, b, bias, y);
+  begin(OpKind::matmul_dequant, desc);
+  if (blockwise(desc))
+    run_blockwise(OpKind::matmul_dequant, desc, a, nullptr, b, bias, y);
+  else
+    run_matmul(OpKind::matmul_dequant, desc, a, nullptr, b, bias, y);
 }
 
 void CudaOps::qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) {
-  begin({OpKind::qlinear_matmul, desc});
+  begin(OpKind::qlinear_matmul, desc);
   run_matmul(OpKind::qlinear_matmul, desc, a, nullptr, b, nullptr, y);
 }
 
@@ -226,7 +220,9 @@ std::shared_ptr<PackedWeights> CudaOps::pack_weights(const MatmulDesc& desc, con
   b_only.m = 0;
   b_only.a = QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f);
   b_only.y.reset();
-  begin({OpKind::matmul_integer, b_only});
+  // Block-wise B: checked as for matmul_dequant, which bounds no K (the later call checks its own).
+  begin(blockwise(desc) ? OpKind::matmul_dequant : OpKind::matmul_integer, b_only);
+  if (blockwise(desc)) return pack_blockwise(desc, b);
   cudaStream_t s = stream();
   auto packed = std::make_shared<CudaPackedWeights>(desc, device_);
   const std::int64_t kp = round16(desc.k);
@@ -268,7 +264,7 @@ std::shared_ptr<PackedWeights> CudaOps::pack_weights(const MatmulDesc& desc, con
   return packed;
 }
 
-const CudaOps::BOperand& CudaOps::packed_b(const MatmulDesc& desc, const PackedWeights& b) {
+const CudaPackedWeights& CudaOps::packed_b(const MatmulDesc& desc, const PackedWeights& b) {
   const auto* w = dynamic_cast<const CudaPackedWeights*>(&b);
   if (!w || b.backend() != kBackendName)
     throw Error(ErrorCode::invalid_argument, "packed weights made by " + b.backend() +
@@ -278,30 +274,38 @@ const CudaOps::BOperand& CudaOps::packed_b(const MatmulDesc& desc, const PackedW
                 "cuda: packed weights live on device " + std::to_string(w->device()) + " but device " +
                     std::to_string(device_) + " is selected; expected weights packed on the same device");
   const MatmulDesc& p = w->desc();
-  if (p.n != desc.n || p.k != desc.k || p.b_layout != desc.b_layout || !(p.b == desc.b))
+  if (p.n != desc.n || p.k != desc.k || p.b_layout != desc.b_layout || !same_params(p.b, desc.b))
     throw Error(ErrorCode::shape_mismatch,
                 "packed weights for n=" + std::to_string(p.n) + " k=" + std::to_string(p.k) +
                     " used with n=" + std::to_string(desc.n) + " k=" + std::to_string(desc.k) +
                     "; expected the same B shape, layout and params it was packed for");
-  return w->operand;
+  return *w;
 }
 
 void CudaOps::matmul_integer_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
                                     std::int32_t* c) {
-  begin({OpKind::matmul_integer, desc});
-  run_matmul(OpKind::matmul_integer, desc, a, &packed_b(desc, b), nullptr, nullptr, c);
+  begin(OpKind::matmul_integer, desc);
+  const CudaPackedWeights& w = packed_b(desc, b);
+  if (blockwise(desc))
+    run_blockwise(OpKind::matmul_integer, desc, a, &w.blockwise, nullptr, nullptr, c);
+  else
+    run_matmul(OpKind::matmul_integer, desc, a, &w.operand, nullptr, nullptr, c);
 }
 
 void CudaOps::matmul_dequant_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
                                     const float* bias, void* y) {
-  begin({OpKind::matmul_dequant, desc});
-  run_matmul(OpKind::matmul_dequant, desc, a, &packed_b(desc, b), nullptr, bias, y);
+  begin(OpKind::matmul_dequant, desc);
+  const CudaPackedWeights& w = packed_b(desc, b);
+  if (blockwise(desc))
+    run_blockwise(OpKind::matmul_dequant, desc, a, &w.blockwise, nullptr, bias, y);
+  else
+    run_matmul(OpKind::matmul_dequant, desc, a, &w.operand, nullptr, bias, y);
 }
 
 void CudaOps::qlinear_matmul_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
                                     void* y) {
-  begin({OpKind::qlinear_matmul, desc});
-  run_matmul(OpKind::qlinear_matmul, desc, a, &packed_b(desc, b), nullptr, nullptr, y);
+  begin(OpKind::qlinear_matmul, desc);
+  run_matmul(OpKind::qlinear_matmul, desc, a, &packed_b(desc, b).operand, nullptr, nullptr, y);
 }
 
 }  // namespace qforge::cuda

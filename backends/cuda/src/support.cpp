@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "kernel_names.h"
+#include "kernels/gemm_blockwise.h"
 #include "qforge/error.h"
 #include "qforge/reference.h"
 
@@ -79,9 +81,7 @@ std::optional<Refusal> check_operand(const QuantizationParams& p, const Shape& s
   if (p.dtype() != DType::int8 && p.dtype() != DType::uint8 && p.dtype() != DType::int4 &&
       p.dtype() != DType::uint4)
     return unsupported(who + ": the CUDA matmuls take int8, uint8, int4 or uint4 operands");
-  if (p.scheme().granularity == Granularity::block)
-    return unsupported(who + " is block-wise; the CUDA matmuls implement per-tensor and "
-                             "per-channel params");
+  if (p.scheme().granularity == Granularity::block) return std::nullopt;  // check_blockwise_b
   if (p.scheme().granularity == Granularity::per_channel) {
     int axis = 0;
     try {
@@ -96,12 +96,67 @@ std::optional<Refusal> check_operand(const QuantizationParams& p, const Shape& s
   return fits(p, shape, which);
 }
 
+// The largest |q - z| a block-wise B can hold without reading its zero points: the fixed zero
+// point of a symmetric mapping, any zero point in the dtype's range for affine (a conservative
+// stand-in for reference::int32_safe_k, which scans all N * K / block of them on every call).
+std::int64_t blockwise_b_magnitude(const QuantizationParams& b) {
+  const auto& tr = traits(b.dtype());
+  if (b.scheme().mapping == Mapping::symmetric) {
+    const std::int64_t z = b.zero_point(0);
+    return std::max<std::int64_t>(std::llabs(tr.qmin - z), std::llabs(tr.qmax - z));
+  }
+  return static_cast<std::int64_t>(tr.qmax) - tr.qmin;
+}
+
+// Block-wise B: nk, int4/uint4/int8/uint8 (checked before), blocks of 16 or a multiple of 32 up
+// to blockwise_max_block; not for qlinear_matmul (the reference rejects it: per-block partial
+// sums have no single output scale). matmul_integer keeps K within the int32-safe bound with
+// B's magnitude bounded as above; matmul_dequant needs only each block's sum to fit int32,
+// which every accepted block size guarantees.
+std::optional<Refusal> check_blockwise_b(OpKind kind, const MatmulDesc& d) {
+  const auto& b = d.b;
+  const std::string who = "B (" + b.to_string() + ")";
+  if (kind == OpKind::qlinear_matmul)
+    return invalid(who + " is block-wise; expected per_tensor or per_channel B (block-wise partial "
+                         "sums cannot be requantized to one output scale)");
+  if (d.b_layout != MatrixLayout::nk)
+    return invalid(who + " is block-wise with b_layout kn; expected b_layout nk (blocks run along "
+                         "the last axis, which must be K)");
+  if (auto r = fits(b, d.b_shape(), "B")) return r;
+  const int bits = traits(b.dtype()).bits;
+  const std::int64_t block = b.scheme().block_size;
+  if (!blockwise_block_ok(block, bits))
+    return unsupported(who + ": block_size " + std::to_string(block) +
+                       " is not implemented; the CUDA block-wise GEMM takes blocks of 16 or a "
+                       "multiple of 32 up to " + std::to_string(blockwise_max_block(bits)) + " for " +
+                       std::string(name(b.dtype())) + " B (one or two blocks per 32-code tensor-core "
+                       "step, per-block sums exact in float32)");
+  if (kind == OpKind::matmul_integer) {
+    std::int64_t a_mag = 1;
+    const auto& ta = traits(d.a.dtype());
+    for (const std::int32_t z : d.a.zero_points())
+      a_mag = std::max<std::int64_t>({a_mag, std::llabs(static_cast<std::int64_t>(ta.qmin) - z),
+                                      std::llabs(static_cast<std::int64_t>(ta.qmax) - z)});
+    const std::int64_t safe = std::numeric_limits<std::int32_t>::max() / (a_mag * blockwise_b_magnitude(b));
+    if (d.k > safe)
+      return unsupported("k = " + std::to_string(d.k) + " exceeds " + std::to_string(safe) +
+                         ", the largest depth whose int32 accumulation cannot overflow for these A "
+                         "params and any B zero point of this dtype; the CUDA kernels accumulate "
+                         "in int32");
+  }
+  return std::nullopt;
+}
+
 std::optional<Refusal> check_matmul(OpKind kind, const MatmulDesc& d) {
   if (d.m < 0 || d.n < 0 || d.k < 0)
     return invalid("m, n, k = " + std::to_string(d.m) + ", " + std::to_string(d.n) + ", " +
                    std::to_string(d.k) + "; expected sizes >= 0");
+  if (d.a.scheme().granularity == Granularity::block)
+    return invalid("A (" + d.a.to_string() + ") is block-wise; expected per_tensor or per_channel(axis 0): "
+                   "blocks are only defined for B");
   if (auto r = check_operand(d.a, d.a_shape(), 0, "A")) return r;
   if (auto r = check_operand(d.b, d.b_shape(), d.b_layout == MatrixLayout::kn ? 1 : 0, "B")) return r;
+  if (d.b.scheme().granularity == Granularity::block) return check_blockwise_b(kind, d);
   if (kind == OpKind::qlinear_matmul) {
     if (!d.y) return invalid("no output params (desc.y is empty); expected per-tensor int8 or uint8 params");
     const auto& y = *d.y;
@@ -190,10 +245,27 @@ std::optional<Refusal> refusal_for(const OpDesc& op) {
   return invalid("unknown op");
 }
 
+std::optional<Refusal> refusal_for_matmul(OpKind kind, const MatmulDesc& desc) {
+  try {
+    return check_matmul(kind, desc);
+  } catch (const Error& e) {
+    return invalid(e.what());
+  }
+}
+
 std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, std::int64_t k,
-                                        const DeviceFacts& device) {
+                                        const DeviceFacts& device, bool blockwise) {
   std::vector<GemmKernel> out;
   if (device.cc < 80) return out;
+  if (blockwise) {
+    // The 16-row tile for skinny M (weight streaming), the 128x128 tile otherwise.
+    if (m <= 16)
+      out = {GemmKernel::qbw_16x128, GemmKernel::qbw_128x128};
+    else
+      out = {GemmKernel::qbw_128x128, GemmKernel::qbw_16x128};
+    std::erase_if(out, [](GemmKernel kk) { return !allowed_by_environment(kk); });
+    return out;
+  }
   // On Hopper the wgmma kernel leads, splitting K when there are fewer tiles than SMs, except
   // for M <= 32, where the 32-row split-K mma.sync tile wastes less of each tensor-core tile
   // (measured on an H200, docs/PERFORMANCE.md).
@@ -228,7 +300,8 @@ Support support_for(const OpDesc& op, const DeviceFacts& device) {
     case OpKind::matmul_dequant:
     case OpKind::qlinear_matmul: {
       const auto& d = std::get<MatmulDesc>(op.desc);
-      return Support::yes(names(gemm_candidates(d.m, d.n, d.k, device)));
+      return Support::yes(
+          names(gemm_candidates(d.m, d.n, d.k, device, d.b.scheme().granularity == Granularity::block)));
     }
     case OpKind::linear_forward: {
       const auto& d = std::get<LinearDesc>(op.desc);

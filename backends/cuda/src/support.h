@@ -6,8 +6,11 @@
 // matmuls for int8/uint8/int4/uint4 A and B (4-bit codes are unpacked to int8 before the GEMM)
 // with per-tensor or per-row A params and per-tensor or
 // per-column B params, kn or nk, K up to reference::int32_safe_k, every output type;
+// block-wise B (nk; int4/uint4/int8/uint8; blocks of 16 or multiples of 32 up to 256 for 4-bit,
+// 128 for 8-bit) in matmul_integer and matmul_dequant;
 // dynamic_quantize_linear; linear forward (same K bound) and backward. Not claimed: the
-// logarithmic mapping, binary, block-wise B in matmuls, 16-bit matmul operands.
+// logarithmic mapping, binary, block-wise B in qlinear_matmul (the reference rejects it), other
+// block sizes, 16-bit matmul operands.
 //
 // QFORGE_CUDA_KERNELS (environment, comma-separated GEMM kernel names) limits the GEMM kernels
 // that may be listed and chosen; set_kernel() picks one of those per call.
@@ -31,9 +34,10 @@ struct DeviceFacts {
 
 Support support_for(const OpDesc& op, const DeviceFacts& device);
 
-// GEMM kernels able to run an M x N problem on this device, best guess first.
+// GEMM kernels able to run an M x N problem on this device, best guess first (`blockwise`: B
+// has block-wise params, which only the qbw kernels take).
 std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, std::int64_t k,
-                                        const DeviceFacts& device);
+                                        const DeviceFacts& device, bool blockwise = false);
 
 // Why a descriptor is refused (nullopt: accepted). Shared by supports() and the ops, which
 // throw ErrorCode::unsupported (or invalid_argument for a malformed descriptor) with it.
@@ -42,5 +46,7 @@ struct Refusal {
   std::string reason;
 };
 std::optional<Refusal> refusal_for(const OpDesc& op);
+// refusal_for of a matmul descriptor (matmul_integer, matmul_dequant, qlinear_matmul).
+std::optional<Refusal> refusal_for_matmul(OpKind kind, const MatmulDesc& desc);
 
 }  // namespace qforge::cuda

@@ -16,6 +16,16 @@ void* Workspace::get(Slot slot, std::size_t bytes, int device, cudaStream_t stre
   return buffer->data();
 }
 
+void* Workspace::get_zeroed(Slot slot, std::size_t bytes, int device, cudaStream_t stream) {
+  // A slot only grows, so a (re)allocation shows as a new size.
+  const auto& buffer = slots_[static_cast<std::size_t>(slot)];
+  const std::size_t size_before = buffer ? buffer->size() : 0;
+  void* p = get(slot, bytes, device, stream);
+  if (buffer->size() != size_before)
+    check(cudaMemsetAsync(p, 0, buffer->size(), stream), "cudaMemsetAsync(workspace)");
+  return p;
+}
+
 void Workspace::clear() noexcept {
   for (auto& b : slots_) b.reset();
 }

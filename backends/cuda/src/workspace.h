@@ -22,6 +22,13 @@ enum class Slot : int {
   stats,
   stats_partials,
   float_partials,
+  // block-wise GEMM (gemm_blockwise.h)
+  bw_col_sums,
+  bw_col_sums_total,
+  bw_neg_zero_points,
+  bw_row_sums,
+  bw_partials,
+  bw_counters,
   count_,
 };
 
@@ -33,6 +40,9 @@ class Workspace {
   T* get(Slot slot, std::size_t count, int device, cudaStream_t stream) {
     return static_cast<T*>(get(slot, count * sizeof(T), device, stream));
   }
+  // The same, zero-filled (on the stream) whenever the slot is (re)allocated: for counters
+  // that their users leave at zero.
+  void* get_zeroed(Slot slot, std::size_t bytes, int device, cudaStream_t stream);
   void clear() noexcept;
 
  private:

@@ -88,6 +88,9 @@ enum class GemmKernel : int {
   mma_32x128,        // 32x128x64, 4 warps of 32x32, 6 stages, split-K: skinny M (GEMV-like)
   dp4a_128x128,      // __dp4a SIMT, 128x128x32 tile, 8x8 per thread
   wgmma_128x256,     // Hopper wgmma m64n256k32 + TMA, 2 consumer warpgroups, persistent (sm_90a)
+  // Block-wise B (gemm_blockwise.h): mma.sync m16n8k32 with 4-bit B unpacked in registers.
+  qbw_128x128,       // 128x128x64 tile, 8 warps of 64x32, 4 stages, split-K for few tiles
+  qbw_16x128,        // 16x128x64 tile, 4 warps of 16x32, 4 stages, split-K: skinny M (GEMV)
 };
 
 struct GemmLaunch {

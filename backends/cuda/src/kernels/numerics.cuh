@@ -55,23 +55,28 @@ struct FastQuantize {
   bool usable = false;   // r is a normal float
 };
 
-__device__ __forceinline__ FastQuantize fast_quantize_setup(float scale) {
+// divide_only: take the exact division for every element (QFORGE_CUDA_QUANTIZE_DIVIDE=1, for
+// measuring the fast path against it).
+__device__ __forceinline__ FastQuantize fast_quantize_setup(float scale, bool divide_only = false) {
   FastQuantize f;
   f.r = __frcp_rn(scale);
-  f.usable = f.r >= 0x1p-126f && f.r <= 0x1.fffffep127f;  // false for NaN too
+  f.usable = !divide_only && f.r >= 0x1p-126f && f.r <= 0x1.fffffep127f;  // false for NaN too
   const bool power_of_two = (__float_as_uint(scale) & 0x807FFFFFu) == 0 && scale >= 0x1p-126f;
   f.window = power_of_two ? 0.0f : 0x1p-22f;
   return f;
 }
 
 // The reference's code for x in q when this returns true; false: use quantize_value().
-__device__ __forceinline__ bool quantize_fast(float x, const FastQuantize& f, std::int32_t zero_point,
+// Branch-free on purpose (bitwise & of the tests): a short-circuit && became a branch per
+// element and made the fast path slower than the division it replaces.
+__device__ __forceinline__ bool quantize_fast(float x, float r, float window, std::int32_t zero_point,
                                               std::int32_t qmin, std::int32_t qmax, std::int32_t& q) {
   constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23, bits 0x4B400000
-  const float p = __fmul_rn(x, f.r);
+  const float p = __fmul_rn(x, r);
   const float y = __fadd_rn(p, kMagic);
   const float t = __fsub_rn(p, __fsub_rn(y, kMagic));
-  const bool ok = fabsf(p) < 0x1p21f && __fsub_rn(0.5f, fabsf(t)) >= __fmul_rn(fabsf(p), f.window);
+  const float ap = fabsf(p);
+  const bool ok = (ap < 0x1p21f) & (__fsub_rn(0.5f, fabsf(t)) >= __fmul_rn(ap, window));
   const std::int32_t v = __float_as_int(y) - 0x4B400000 + zero_point;  // rint(p) + z, exact
   q = min(max(v, qmin), qmax);
   return ok;
@@ -87,17 +92,16 @@ __device__ __forceinline__ void quantize_values(const float (&v)[G], std::int32_
                                                 const FastQuantize& fast, std::int32_t zero_point,
                                                 std::int32_t qmin, std::int32_t qmax) {
   static_assert(G <= 32, "one flag bit per element");
-  std::uint32_t redo = 0xFFFFFFFFu;
-  if (fast.usable) {
-    redo = 0;
+  const float r = fast.r, window = fast.window;
+  std::uint32_t redo = 0;
 #pragma unroll
-    for (int e = 0; e < G; ++e)
-      redo |= (quantize_fast(v[e], fast, zero_point, qmin, qmax, c[e]) ? 0u : 1u) << e;
-  }
+  for (int e = 0; e < G; ++e)
+    redo |= static_cast<std::uint32_t>(!quantize_fast(v[e], r, window, zero_point, qmin, qmax, c[e])) << e;
+  if (!fast.usable) redo = 0xFFFFFFFFu;
   if (redo != 0) {
 #pragma unroll
     for (int e = 0; e < G; ++e)
-      if (redo & (1u << e)) c[e] = quantize_value(v[e], scale, zero_point, qmin, qmax);
+      if ((redo >> e) & 1u) c[e] = quantize_value(v[e], scale, zero_point, qmin, qmax);
   }
 }
 

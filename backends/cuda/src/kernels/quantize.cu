@@ -3,6 +3,8 @@
 // Per-channel and block-wise params take the general path: 16 consecutive elements per thread,
 // so that the pair index is found with one division per 16 elements and then stepped; with
 // 16-byte aligned pointers and a full group it uses 16-byte loads and stores.
+#include <cstdlib>
+
 #include "kernels/elementwise.cuh"
 #include "kernels/numerics.cuh"
 #include "kernels/quantize.h"
@@ -85,7 +87,7 @@ quantize_kernel(const void* __restrict__ x, void* __restrict__ q, std::int64_t n
   if (p.layout == ParamLayout::per_tensor) {
     const float s = p.scales ? p.scales[0] : p.scale0;
     const std::int32_t z = p.zero_points ? p.zero_points[0] : p.zero_point0;
-    dev::quantize_values<kVec>(v, c, s, dev::fast_quantize_setup(s), z, p.qmin, p.qmax);
+    dev::quantize_values<kVec>(v, c, s, dev::fast_quantize_setup(s, p.divide_only), z, p.qmin, p.qmax);
   } else {
     dev::PairCursor cur;
     cur.init(p, i0);
@@ -233,7 +235,7 @@ quantize_per_tensor_kernel(const void* __restrict__ x, void* __restrict__ q, std
   constexpr std::int64_t kBlockElems = std::int64_t{kThreads} * kSteps * G;
   const float s = p.scales ? p.scales[0] : p.scale0;
   const std::int32_t z = p.zero_points ? p.zero_points[0] : p.zero_point0;
-  const dev::FastQuantize fast = dev::fast_quantize_setup(s);
+  const dev::FastQuantize fast = dev::fast_quantize_setup(s, p.divide_only);
   const std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kBlockElems;
   float v[kSteps][G];
 #pragma unroll
@@ -339,9 +341,16 @@ void quantize_to(DType out, const void* x, void* q, std::int64_t n, const PairIn
 
 }  // namespace
 
+bool quantize_divide_only() {
+  const char* env = std::getenv("QFORGE_CUDA_QUANTIZE_DIVIDE");
+  return env != nullptr && env[0] == '1';
+}
+
 void launch_quantize(FloatType in, const void* x, DType out, void* q, std::int64_t n,
-                     const PairIndexing& p, cudaStream_t stream) {
+                     const PairIndexing& p_in, cudaStream_t stream) {
   if (n <= 0) return;
+  PairIndexing p = p_in;
+  p.divide_only = quantize_divide_only();
   // A vector of 16 codes is 16 (8-bit), 32 (16-bit) or 8 bytes (4-bit): 16-byte alignment of
   // both pointers covers every case (the 4-bit group starts at byte i0 / 2, a multiple of 8).
   const bool aligned = aligned16(x) && aligned16(q);

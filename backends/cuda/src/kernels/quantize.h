@@ -29,7 +29,12 @@ struct PairIndexing {
   float scale0 = 1.0f;
   std::int32_t zero_point0 = 0;
   std::int32_t qmin = 0, qmax = 0;
+  bool divide_only = false;  // set by launch_quantize from QFORGE_CUDA_QUANTIZE_DIVIDE
 };
+
+// QFORGE_CUDA_QUANTIZE_DIVIDE=1: the quantize kernels divide for every element instead of
+// taking the reciprocal fast path (same results; for measuring one against the other).
+bool quantize_divide_only();
 
 // x: n elements of `in` (device); q: storage_bytes(out, n) bytes (device).
 void launch_quantize(FloatType in, const void* x, DType out, void* q, std::int64_t n,

@@ -1,5 +1,6 @@
 #include "kernels/elementwise.cuh"
 #include "kernels/numerics.cuh"
+#include "kernels/quantize.h"
 #include "kernels/rowwise.h"
 #include "check.h"
 
@@ -72,7 +73,7 @@ template <FloatType T>
 __global__ void __launch_bounds__(kThreads)
 rowwise_absmax_quantize_kernel(const void* __restrict__ x, std::int64_t cols,
                                std::int8_t* __restrict__ q, float* __restrict__ scales,
-                               bool aligned) {
+                               bool aligned, bool divide_only) {
   constexpr int G = group_elems<T>();
   __shared__ float warp_max[kThreads / 32];
   __shared__ float row_scale;
@@ -100,7 +101,7 @@ rowwise_absmax_quantize_kernel(const void* __restrict__ x, std::int64_t cols,
   }
   __syncthreads();
   const float s = row_scale;
-  const dev::FastQuantize fast = dev::fast_quantize_setup(s);
+  const dev::FastQuantize fast = dev::fast_quantize_setup(s, divide_only);
 
   // Second pass over the row: it was just read by this block, so it comes from cache.
   for (std::int64_t g = threadIdx.x; g < groups; g += kThreads) {
@@ -125,7 +126,7 @@ constexpr int resident_groups() { return T == FloatType::f32 ? kResident : kResi
 template <FloatType T>
 __global__ void __launch_bounds__(kThreads)
 rowwise_resident_kernel(const void* __restrict__ x, std::int64_t cols, std::int8_t* __restrict__ q,
-                        float* __restrict__ scales) {
+                        float* __restrict__ scales, bool divide_only) {
   constexpr int G = group_elems<T>();
   __shared__ float warp_max[kThreads / 32];
   __shared__ float row_scale;
@@ -154,7 +155,7 @@ rowwise_resident_kernel(const void* __restrict__ x, std::int64_t cols, std::int8
   }
   __syncthreads();
   const float s = row_scale;
-  const dev::FastQuantize fast = dev::fast_quantize_setup(s);
+  const dev::FastQuantize fast = dev::fast_quantize_setup(s, divide_only);
 #pragma unroll
   for (int i = 0; i < R; ++i) {
     const int g = threadIdx.x + i * kThreads;
@@ -172,6 +173,7 @@ void launch_rowwise_absmax_quantize(FloatType type, const void* x, std::int64_t 
                                     std::int64_t cols, std::int8_t* q, float* scales,
                                     cudaStream_t stream) {
   if (rows <= 0) return;
+  const bool divide_only = quantize_divide_only();
   // Vector accesses need every group of 16 input bytes aligned: rows of a whole number of
   // groups starting at a 16-byte aligned x, and codes stored 4 (float32) or 8 (16-bit input)
   // bytes at a time.
@@ -185,17 +187,17 @@ void launch_rowwise_absmax_quantize(FloatType type, const void* x, std::int64_t 
       aligned && cols / g <= std::int64_t{kThreads} * (type == FloatType::f32 ? kResident : kResident / 2);
   if (resident) {
     switch (type) {
-      case FloatType::f32: rowwise_resident_kernel<FloatType::f32><<<grid, kThreads, 0, stream>>>(x, cols, q, scales); break;
-      case FloatType::f16: rowwise_resident_kernel<FloatType::f16><<<grid, kThreads, 0, stream>>>(x, cols, q, scales); break;
-      case FloatType::bf16: rowwise_resident_kernel<FloatType::bf16><<<grid, kThreads, 0, stream>>>(x, cols, q, scales); break;
+      case FloatType::f32: rowwise_resident_kernel<FloatType::f32><<<grid, kThreads, 0, stream>>>(x, cols, q, scales, divide_only); break;
+      case FloatType::f16: rowwise_resident_kernel<FloatType::f16><<<grid, kThreads, 0, stream>>>(x, cols, q, scales, divide_only); break;
+      case FloatType::bf16: rowwise_resident_kernel<FloatType::bf16><<<grid, kThreads, 0, stream>>>(x, cols, q, scales, divide_only); break;
     }
     check_launch("rowwise_resident_kernel");
     return;
   }
   switch (type) {
-    case FloatType::f32: rowwise_absmax_quantize_kernel<FloatType::f32><<<grid, kThreads, 0, stream>>>(x, cols, q, scales, aligned); break;
-    case FloatType::f16: rowwise_absmax_quantize_kernel<FloatType::f16><<<grid, kThreads, 0, stream>>>(x, cols, q, scales, aligned); break;
-    case FloatType::bf16: rowwise_absmax_quantize_kernel<FloatType::bf16><<<grid, kThreads, 0, stream>>>(x, cols, q, scales, aligned); break;
+    case FloatType::f32: rowwise_absmax_quantize_kernel<FloatType::f32><<<grid, kThreads, 0, stream>>>(x, cols, q, scales, aligned, divide_only); break;
+    case FloatType::f16: rowwise_absmax_quantize_kernel<FloatType::f16><<<grid, kThreads, 0, stream>>>(x, cols, q, scales, aligned, divide_only); break;
+    case FloatType::bf16: rowwise_absmax_quantize_kernel<FloatType::bf16><<<grid, kThreads, 0, stream>>>(x, cols, q, scales, aligned, divide_only); break;
   }
   check_launch("rowwise_absmax_quantize_kernel");
 }
