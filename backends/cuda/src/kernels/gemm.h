@@ -90,7 +90,7 @@ enum class GemmKernel : int {
   wgmma_128x256,     // Hopper wgmma m64n256k32 + TMA, 2 consumer warpgroups, persistent (sm_90a)
   // Block-wise B (gemm_blockwise.h): mma.sync m16n8k32 with 4-bit B unpacked in registers.
   qbw_128x128,       // 128x128x64 tile, 8 warps of 64x32, 4 stages, split-K for few tiles
-  qbw_16x128,        // 16x128x64 tile, 4 warps of 16x32, 4 stages, split-K: skinny M (GEMV)
+  qbw_16x128,        // 16x128x64 tile, 4 warps of 16x32, 4 stages, split-K: M <= 8 (GEMV)
 };
 
 struct GemmLaunch {
