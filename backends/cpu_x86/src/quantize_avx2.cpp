@@ -64,26 +64,54 @@ inline Bounds bounds(std::int32_t z, QuantRange r) {
           _mm256_set1_ps(static_cast<float>(r.qmax - z)), _mm256_set1_epi32(z)};
 }
 
-// How 32 output bytes (or 8 floats) are stored: normal stores, or non-temporal ones where the
-// destination is 32- or 16-byte aligned (a large vector's data is often only 16-byte aligned).
-enum class Store : std::uint8_t { normal, nt32, nt16 };
-
-inline Store store_kind(const void* dst, bool stream) {
-  const auto a = reinterpret_cast<std::uintptr_t>(dst);
-  if (!stream) return Store::normal;
-  return a % 32 == 0 ? Store::nt32 : a % 16 == 0 ? Store::nt16 : Store::normal;
-}
+// How 32 output bytes (or 8 floats) are stored by the per-tensor loops, which first peel to a
+// 32-byte boundary: normal stores, or non-temporal ones.
+enum class Store : std::uint8_t { normal, nt32 };
 
 inline void store32(void* dst, __m256i v, Store how) {
-  switch (how) {
-    case Store::normal: _mm256_storeu_si256(static_cast<__m256i*>(dst), v); return;
-    case Store::nt32: _mm256_stream_si256(static_cast<__m256i*>(dst), v); return;
-    case Store::nt16:
-      _mm_stream_si128(static_cast<__m128i*>(dst), _mm256_castsi256_si128(v));
-      _mm_stream_si128(static_cast<__m128i*>(dst) + 1, _mm256_extracti128_si256(v, 1));
-      return;
-  }
+  if (how == Store::nt32) _mm256_stream_si256(static_cast<__m256i*>(dst), v);
+  else _mm256_storeu_si256(static_cast<__m256i*>(dst), v);
 }
+
+// Consecutive 32-byte vectors written to consecutive addresses from `dst`, for loops that cannot
+// peel (blocks of 32 elements keep their slice's alignment). Streaming needs 32-byte aligned
+// stores; a destination 16 bytes past a boundary (the data of a large std::vector usually is)
+// still gets them: each aligned store joins the high half of one vector and the low half of
+// the next, with 16-byte stores for the first and last halves. Other destinations, and
+// stream == false, use normal stores. finish() writes the last half and fences.
+class VectorSink {
+ public:
+  VectorSink(void* dst, bool stream) : p_(static_cast<unsigned char*>(dst)) {
+    const auto a = reinterpret_cast<std::uintptr_t>(dst) % 32;
+    mode_ = !stream ? Mode::normal : a == 0 ? Mode::nt32 : a == 16 ? Mode::nt_shifted : Mode::normal;
+  }
+  bool streaming() const { return mode_ != Mode::normal; }
+  void put(__m256i v) {
+    switch (mode_) {
+      case Mode::normal: _mm256_storeu_si256(reinterpret_cast<__m256i*>(p_), v); break;
+      case Mode::nt32: _mm256_stream_si256(reinterpret_cast<__m256i*>(p_), v); break;
+      case Mode::nt_shifted:
+        if (!started_) _mm_stream_si128(reinterpret_cast<__m128i*>(p_), _mm256_castsi256_si128(v));
+        else _mm256_stream_si256(reinterpret_cast<__m256i*>(p_ - 16), _mm256_permute2x128_si256(prev_, v, 0x21));
+        prev_ = v;
+        started_ = true;
+        break;
+    }
+    p_ += 32;
+  }
+  void finish() {
+    if (mode_ == Mode::nt_shifted && started_)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(p_ - 16), _mm256_extracti128_si256(prev_, 1));
+    if (mode_ != Mode::normal) _mm_sfence();
+  }
+
+ private:
+  enum class Mode : std::uint8_t { normal, nt32, nt_shifted };
+  unsigned char* p_;
+  Mode mode_;
+  bool started_ = false;
+  __m256i prev_ = _mm256_setzero_si256();
+};
 
 // Streaming loops read far ahead with software prefetches: one core's hardware prefetchers
 // alone left its read bandwidth about 25% below what it reaches with them (measured with a
@@ -245,15 +273,14 @@ void quantize_blocks_avx2(const void* x, FloatKind kind, void* q, std::int64_t c
   const int fb = float_bytes(kind);
   std::int64_t i = 0, j = 0;
   if (block == 32) {
-    // Blocks keep the slice's alignment, so one store kind serves every block.
-    const Store how = store_kind(out, stream && count >= 1024);
+    VectorSink sink(out, stream && count >= 1024);
     for (; i + 32 <= count; i += 32, ++j) {
-      if (how != Store::normal) prefetch_ahead(x, i * fb, fb / 2);
+      if (sink.streaming()) prefetch_ahead(x, i * fb, fb / 2);
       alignas(32) unsigned char tmp[32];
       quantize32_same(x, kind, i, _mm256_set1_ps(scales[j]), bounds(zero_points[j], range), range.is_signed, tmp);
-      store32(out + i, _mm256_load_si256(reinterpret_cast<const __m256i*>(tmp)), how);
+      sink.put(_mm256_load_si256(reinterpret_cast<const __m256i*>(tmp)));
     }
-    if (how != Store::normal) _mm_sfence();
+    sink.finish();
   }
   for (; i < count; i += block, ++j)
     quantize_run_avx2(static_cast<const unsigned char*>(x) + i * fb, kind, out + i,
@@ -266,18 +293,16 @@ void dequantize_blocks_avx2(const void* q, bool is_signed, float* x, std::int64_
   const auto* in = static_cast<const std::uint8_t*>(q);
   std::int64_t i = 0, j = 0;
   if (block == 32) {
-    // Blocks of 32 floats keep the alignment of the slice's start.
-    const Store how = store_kind(x, stream && count >= 1024);
+    VectorSink sink(x, stream && count >= 1024);
     for (; i + 32 <= count; i += 32, ++j) {
-      if (how != Store::normal && i % 64 == 0) prefetch_ahead(in, i, 1);
+      if (sink.streaming() && i % 64 == 0) prefetch_ahead(in, i, 1);
       const __m256 s = _mm256_set1_ps(scales[j]);
       const __m256i z = _mm256_set1_epi32(zero_points[j]);
-      for (int v = 0; v < 32; v += 8) {
-        const __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(load8_q(in, is_signed, i + v), z)), s);
-        store32(x + i + v, _mm256_castps_si256(f), how);
-      }
+      for (int v = 0; v < 32; v += 8)
+        sink.put(_mm256_castps_si256(
+            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(load8_q(in, is_signed, i + v), z)), s)));
     }
-    if (how != Store::normal) _mm_sfence();
+    sink.finish();
   }
   for (; i < count; i += block, ++j)
     dequantize_run_avx2(in + i, is_signed, x + i, count - i < block ? count - i : block, scales[j],
