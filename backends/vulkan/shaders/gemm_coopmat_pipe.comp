@@ -18,6 +18,18 @@
 // (Two shared stages with one barrier per step ran slower on the H200 in every configuration
 // tried: docs/VULKAN.md.)
 //
+// Feeding variants for the tiles that lie wholly inside the output (the others take the direct
+// loop above, which zero-fills rows past the end):
+//   QF_SRC = 1: only A goes through shared memory; every subgroup loads its B fragments straight
+//     from the storage buffer (L1 serves the subgroups that share them), one 32-byte slice ahead
+//     of the multiply-adds, so their latency overlaps the slice before.
+//   QF_SRC = 2: A and B fragments both come from the storage buffer, one slice ahead; no shared
+//     memory and no barrier in the main loop at all (each subgroup streams on its own).
+//   QF_SPLIT = 1 (QF_SRC 0 or 1): two shared stages; the copy of step s + 1 is split in halves,
+//     each loaded into registers before half of step s's slices and stored to the other stage
+//     after them, so the loads are in flight while the tensor cores work and only half a copy's
+//     registers are live; one barrier per step.
+//
 // Workgroups walk the output in groups of 8 tile rows (the usual grouped order), so the tiles
 // that run at the same time share A rows and B columns in L2.
 //
@@ -40,6 +52,12 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_control_flow_attributes : require
 
+#ifndef QF_SRC
+#define QF_SRC 0
+#endif
+#ifndef QF_SPLIT
+#define QF_SPLIT 0
+#endif
 #define QF_AB_TYPE uvec4
 #include "gemm_common.glsl"
 
@@ -58,6 +76,14 @@ const uint SLOTS = BK / 16u;          // uvec4 of K per row
 const uint ROW = SLOTS + 1u;          // uvec4 per shared row: BK bytes + 16 of padding
 const uint A_STAGE = BM * ROW;
 const uint MAIN_VEC4 = (BM + BN) * ROW;  // one step's A rows, then its B rows
+const uint SLICES = BK / 32u;         // 32-byte K slices per step
+#if QF_SPLIT
+// The split pipeline's stage: A rows, then B rows when B is staged too; two of them.
+const uint STAGE = (BM + (QF_SRC == 0 ? BN : 0u)) * ROW;
+const uint SPLIT_VEC4 = 2u * STAGE;
+#else
+const uint SPLIT_VEC4 = 0u;
+#endif
 const uint STRIP_ROW = WN / 4u + 1u;  // uvec4 per epilogue strip row: WN words + 4 of padding
 const uint STRIP = 16u * STRIP_ROW;
 const uint EPI_VEC4 = QF_SG_M * QF_SG_N * STRIP;
@@ -66,7 +92,8 @@ const uint B_LOADS = BN * SLOTS / THREADS;  // the host's kernel table checks th
 const uint CPL = WN / 32u;            // epilogue columns per lane
 const uint GROUP = 8u;                // tile rows per group of the launch order
 
-shared uvec4 sh[MAIN_VEC4 > EPI_VEC4 ? MAIN_VEC4 : EPI_VEC4];
+const uint SH_A = MAIN_VEC4 > EPI_VEC4 ? MAIN_VEC4 : EPI_VEC4;
+shared uvec4 sh[SH_A > SPLIT_VEC4 ? SH_A : SPLIT_VEC4];
 
 uvec4 reg_a[A_LOADS];
 uvec4 reg_b[B_LOADS];
@@ -97,6 +124,40 @@ void stash() {
   }
 }
 
+#if QF_SPLIT
+// The split copy: the A loads of a step (then B's, when staged) in two halves.
+const uint COPY = A_LOADS + (QF_SRC == 0 ? B_LOADS : 0u);
+const uint HALF = COPY / 2u;  // the host's kernel table checks that COPY is even
+uvec4 reg_h[HALF];
+
+void fetch_half(uint step, uint part) {
+  uint kv = step * SLOTS;
+  [[unroll]] for (uint h = 0u; h < HALF; ++h) {
+    uint l = part * HALF + h;
+    if (l < A_LOADS) {
+      uint idx = gl_LocalInvocationID.x + THREADS * l, r = idx / SLOTS, c = idx % SLOTS;
+      reg_h[h] = a_words[a_base + (m0 + r) * kp_vec4 + kv + c];  // full tiles only: in bounds
+    } else {
+      uint idx = gl_LocalInvocationID.x + THREADS * (l - A_LOADS), r = idx / SLOTS, c = idx % SLOTS;
+      reg_h[h] = b_words[b_base + (n0 + r) * kp_vec4 + kv + c];
+    }
+  }
+}
+
+void stash_half(uint stage, uint part) {
+  [[unroll]] for (uint h = 0u; h < HALF; ++h) {
+    uint l = part * HALF + h;
+    if (l < A_LOADS) {
+      uint idx = gl_LocalInvocationID.x + THREADS * l;
+      sh[stage + (idx / SLOTS) * ROW + idx % SLOTS] = reg_h[h];
+    } else {
+      uint idx = gl_LocalInvocationID.x + THREADS * (l - A_LOADS);
+      sh[stage + BM * ROW + (idx / SLOTS) * ROW + idx % SLOTS] = reg_h[h];
+    }
+  }
+}
+#endif
+
 void main() {
   uint lane = gl_SubgroupInvocationID;
   uint sg = gl_SubgroupID;
@@ -120,6 +181,119 @@ void main() {
   [[unroll]] for (uint i = 0u; i < TM; ++i)
     [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = icoopmatNV<32, gl_ScopeSubgroup, 16, CN>(0);
 
+#if QF_SRC != 0 || QF_SPLIT
+  // Row (A) and column (B) offsets of this subgroup's first fragment in the storage buffers.
+  uint a_frag = a_base + (m0 + sg_m * WM) * kp_vec4;
+  uint b_frag = b_base + (n0 + sg_n * WN) * kp_vec4;
+  uint slices = kp_vec4 / 2u;  // 32-byte slices in all: a multiple of 4
+  // Uniform over the workgroup; K = 0 (no step) takes the direct loop, which loads nothing.
+  bool full = m0 + BM <= pc.m && n0 + BN <= pc.n && steps > 0u;
+  if (full) {
+#if QF_SRC == 2
+    // Fragments of slice t + 1 load while slice t multiplies; the last load repeats the last
+    // slice (in bounds, unused) instead of branching.
+    icoopmatNV<8, gl_ScopeSubgroup, 16, 32> fa[2][TM];
+    icoopmatNV<8, gl_ScopeSubgroup, 32, CN> fb[2][TN];
+    [[unroll]] for (uint i = 0u; i < TM; ++i)
+      coopMatLoadNV(fa[0][i], a_words, a_frag + i * 16u * kp_vec4, kp_vec4, false);
+    [[unroll]] for (uint j = 0u; j < TN; ++j)
+      coopMatLoadNV(fb[0][j], b_words, b_frag + j * CN * kp_vec4, kp_vec4, true);
+    for (uint t = 0u; t < slices; t += 2u) {
+      [[unroll]] for (uint u = 0u; u < 2u; ++u) {
+        uint nxt = min(t + u + 1u, slices - 1u) * 2u;
+        [[unroll]] for (uint i = 0u; i < TM; ++i)
+          coopMatLoadNV(fa[u ^ 1u][i], a_words, a_frag + i * 16u * kp_vec4 + nxt, kp_vec4, false);
+        [[unroll]] for (uint j = 0u; j < TN; ++j)
+          coopMatLoadNV(fb[u ^ 1u][j], b_words, b_frag + j * CN * kp_vec4 + nxt, kp_vec4, true);
+        [[unroll]] for (uint j = 0u; j < TN; ++j)
+          [[unroll]] for (uint i = 0u; i < TM; ++i)
+            acc[i][j] = coopMatMulAddNV(fa[u][i], fb[u][j], acc[i][j]);
+      }
+    }
+#else
+#if QF_SRC == 1
+    // B fragments from the storage buffer, one slice ahead (SLICES is even, so the two buffers
+    // keep their roles from step to step).
+    icoopmatNV<8, gl_ScopeSubgroup, 32, CN> fb[2][TN];
+    [[unroll]] for (uint j = 0u; j < TN; ++j)
+      coopMatLoadNV(fb[0][j], b_words, b_frag + j * CN * kp_vec4, kp_vec4, true);
+#define QF_B_NEXT(S, KK)                                                                   \
+    {                                                                                      \
+      uint nxt = min((S) * SLICES + (KK) + 1u, slices - 1u) * 2u;                          \
+      [[unroll]] for (uint j = 0u; j < TN; ++j)                                            \
+        coopMatLoadNV(fb[((KK) + 1u) & 1u][j], b_words, b_frag + j * CN * kp_vec4 + nxt,   \
+                      kp_vec4, true);                                                      \
+    }
+#define QF_B_FRAG(KK, J) fb[(KK) & 1u][J]
+#else
+#define QF_B_NEXT(S, KK)
+#define QF_B_FRAG(KK, J) fbs
+#endif
+    // Slice KK of the step held in shared memory at offset ST.
+#if QF_SRC == 1
+#define QF_SLICE(ST, S, KK)                                                                \
+    {                                                                                      \
+      QF_B_NEXT(S, KK)                                                                     \
+      icoopmatNV<8, gl_ScopeSubgroup, 16, 32> fas[TM];                                     \
+      [[unroll]] for (uint i = 0u; i < TM; ++i)                                            \
+        coopMatLoadNV(fas[i], sh, (ST) + (sg_m * WM + i * 16u) * ROW + (KK) * 2u, ROW, false); \
+      [[unroll]] for (uint j = 0u; j < TN; ++j)                                            \
+        [[unroll]] for (uint i = 0u; i < TM; ++i)                                          \
+          acc[i][j] = coopMatMulAddNV(fas[i], QF_B_FRAG(KK, j), acc[i][j]);                \
+    }
+#else
+#define QF_SLICE(ST, S, KK)                                                                \
+    {                                                                                      \
+      icoopmatNV<8, gl_ScopeSubgroup, 16, 32> fas[TM];                                     \
+      [[unroll]] for (uint i = 0u; i < TM; ++i)                                            \
+        coopMatLoadNV(fas[i], sh, (ST) + (sg_m * WM + i * 16u) * ROW + (KK) * 2u, ROW, false); \
+      [[unroll]] for (uint j = 0u; j < TN; ++j) {                                          \
+        icoopmatNV<8, gl_ScopeSubgroup, 32, CN> fbs;                                       \
+        coopMatLoadNV(fbs, sh, (ST) + (BM + sg_n * WN + j * CN) * ROW + (KK) * 2u, ROW, true); \
+        [[unroll]] for (uint i = 0u; i < TM; ++i)                                          \
+          acc[i][j] = coopMatMulAddNV(fas[i], fbs, acc[i][j]);                             \
+      }                                                                                    \
+    }
+#endif
+#if QF_SPLIT
+    fetch_half(0u, 0u);
+    stash_half(0u, 0u);
+    fetch_half(0u, 1u);
+    stash_half(0u, 1u);
+    barrier();
+    for (uint s = 0u; s < steps; ++s) {
+      uint cur = (s & 1u) * STAGE, other = STAGE - cur;
+      bool more = s + 1u < steps;
+      if (more) fetch_half(s + 1u, 0u);
+      [[unroll]] for (uint kk = 0u; kk < SLICES; ++kk) {
+        QF_SLICE(cur, s, kk)
+        if (kk == SLICES / 2u - 1u && more) {
+          stash_half(other, 0u);
+          fetch_half(s + 1u, 1u);
+        }
+      }
+      if (more) stash_half(other, 1u);
+      barrier();  // the other stage is written, and every subgroup is done reading this one
+    }
+#else
+    // Direct: A (QF_SRC = 1) is copied for each step, then multiplied; two barriers per step.
+    for (uint s = 0u; s < steps; ++s) {
+      [[unroll]] for (uint l = 0u; l < A_LOADS; ++l) {
+        uint idx = gl_LocalInvocationID.x + THREADS * l, r = idx / SLOTS, c = idx % SLOTS;
+        reg_a[l] = a_words[a_base + (m0 + r) * kp_vec4 + s * SLOTS + c];
+      }
+      [[unroll]] for (uint l = 0u; l < A_LOADS; ++l) {
+        uint idx = gl_LocalInvocationID.x + THREADS * l;
+        sh[(idx / SLOTS) * ROW + idx % SLOTS] = reg_a[l];
+      }
+      barrier();
+      [[unroll]] for (uint kk = 0u; kk < SLICES; ++kk) QF_SLICE(0u, s, kk)
+      barrier();
+    }
+#endif
+#endif
+  } else {
+#endif  // the direct loop below: every tile of the plain kernels, the edge tiles of the others
 #if QF_PREFETCH
   if (steps > 0u) {
     fetch(0u);
@@ -154,6 +328,10 @@ void main() {
 #endif
     barrier();
   }
+#if QF_SRC != 0 || QF_SPLIT
+  }
+  barrier();  // the epilogue reuses shared memory: every subgroup is done with its last stage
+#endif
 
   // Epilogue (the last barrier of the loop, or the one before it, freed shared memory).
   uint strip = sg * STRIP;
