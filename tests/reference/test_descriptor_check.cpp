@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "qforge/error.h"
@@ -43,6 +44,19 @@ TEST(ReferenceDescriptorCheck, AcceptsWhatTheOpsAccept) {
       {OpKind::linear_forward, LinearDesc{2, 3, 4, QuantizationParams::per_tensor_symmetric(DType::int8, 0.1f), true}}));
 }
 
+// check_descriptor, whole and per descriptor type, must throw what the op threw.
+void expect_same_verdict(const OpDesc& desc, const std::optional<Error>& from_op) {
+  ASSERT_TRUE(from_op.has_value()) << to_string(desc.op) << ": the op accepted a bad descriptor";
+  const std::optional<Error> whole = thrown([&] { reference::check_descriptor(desc); });
+  const std::optional<Error> typed =
+      thrown([&] { std::visit([&](const auto& d) { reference::check_descriptor(desc.op, d); }, desc.desc); });
+  for (const auto* e : {&whole, &typed}) {
+    ASSERT_TRUE(e->has_value()) << to_string(desc.op) << ": check_descriptor accepted it";
+    EXPECT_EQ((*e)->code(), from_op->code()) << (*e)->what();
+    EXPECT_EQ(std::string((*e)->what()), std::string(from_op->what()));
+  }
+}
+
 TEST(ReferenceDescriptorCheck, RejectsWithTheOpsOwnMessage) {
   // Each bad descriptor, run through the op (null data: validation comes first) and the check.
   MatmulDesc log_a = good_matmul();
@@ -54,26 +68,16 @@ TEST(ReferenceDescriptorCheck, RejectsWithTheOpsOwnMessage) {
   const RequantizeDesc bad_axis{{2, 3}, {0.5f, 0.25f}, 1};
   const LinearDesc affine_w{2, 3, 4, QuantizationParams::per_tensor_affine(DType::int8, 0.1f, 2), false};
 
-  struct Case {
-    OpDesc desc;
-    std::optional<Error> from_op;
-  };
-  const std::vector<Case> cases = {
-      {{OpKind::matmul_integer, log_a}, thrown([&] { reference::matmul_integer(log_a, nullptr, nullptr, nullptr); })},
-      {{OpKind::qlinear_matmul, no_y}, thrown([&] { reference::qlinear_matmul(no_y, nullptr, nullptr, nullptr); })},
-      {{OpKind::matmul_dequant, negative_k},
-       thrown([&] { reference::matmul_dequant(negative_k, nullptr, nullptr, nullptr, nullptr); })},
-      {{OpKind::requantize, bad_axis}, thrown([&] { reference::requantize(bad_axis, nullptr, nullptr); })},
-      {{OpKind::linear_forward, affine_w},
-       thrown([&] { reference::linear_forward(affine_w, nullptr, nullptr, nullptr, nullptr, nullptr); })},
-  };
-  for (const Case& c : cases) {
-    ASSERT_TRUE(c.from_op.has_value()) << to_string(c.desc.op) << ": the op accepted a bad descriptor";
-    const std::optional<Error> from_check = thrown([&] { reference::check_descriptor(c.desc); });
-    ASSERT_TRUE(from_check.has_value()) << to_string(c.desc.op) << ": check_descriptor accepted it";
-    EXPECT_EQ(from_check->code(), c.from_op->code()) << from_check->what();
-    EXPECT_EQ(std::string(from_check->what()), std::string(c.from_op->what()));
-  }
+  expect_same_verdict({OpKind::matmul_integer, log_a},
+                      thrown([&] { reference::matmul_integer(log_a, nullptr, nullptr, nullptr); }));
+  expect_same_verdict({OpKind::qlinear_matmul, no_y},
+                      thrown([&] { reference::qlinear_matmul(no_y, nullptr, nullptr, nullptr); }));
+  expect_same_verdict({OpKind::matmul_dequant, negative_k},
+                      thrown([&] { reference::matmul_dequant(negative_k, nullptr, nullptr, nullptr, nullptr); }));
+  expect_same_verdict({OpKind::requantize, bad_axis},
+                      thrown([&] { reference::requantize(bad_axis, nullptr, nullptr); }));
+  expect_same_verdict({OpKind::linear_forward, affine_w},
+                      thrown([&] { reference::linear_forward(affine_w, nullptr, nullptr, nullptr, nullptr, nullptr); }));
 }
 
 TEST(ReferenceDescriptorCheck, NamesTheOpAlsoForParamsErrorsAndMismatchedDescriptors) {

@@ -198,11 +198,6 @@ Support CpuX86Ops::supports(const OpDesc& op) const {
   return Support::yes(std::move(kernels));
 }
 
-void CpuX86Ops::require_supported(const OpDesc& op) const {
-  const Support s = supports(op);
-  if (!s.supported) throw Error(ErrorCode::unsupported, s.reason);
-}
-
 const KernelInfo& CpuX86Ops::elementwise_kernel(KernelRole role, bool vector_ok, OpKind op) const {
   if (!forced_.empty()) {
     const KernelInfo& k = *find_kernel(forced_);

@@ -13,9 +13,11 @@
 #include <memory>
 #include <string>
 
+#include "descriptor_rules.h"
 #include "gemm_driver.h"
 #include "isa.h"
 #include "kernel_table.h"
+#include "qforge/error.h"
 #include "qforge/ops.h"
 #include "thread_pool.h"
 
@@ -70,8 +72,13 @@ class CpuX86Ops final : public QuantizationOps {
   int threads() const { return pool_->threads(); }
 
  private:
-  // Throws unsupported with supports()' reason when the descriptor is not accepted.
-  void require_supported(const OpDesc& op) const;
+  // Throws unsupported with supports()' reason when the descriptor is not accepted. Takes the
+  // descriptor by reference: an OpDesc would copy its params on every call.
+  template <class Desc>
+  void require_supported(OpKind op, const Desc& desc) const {
+    if (!detected_.has(Isa::avx2)) throw Error(ErrorCode::unsupported, "cpu_x86: " + availability().reason);
+    check_descriptor(op, desc);
+  }
   // The kernel for an elementwise role: the forced one, or the role's vector kernel, or the
   // reference when `vector_ok` is false. Throws unsupported when a forced kernel cannot run it.
   const KernelInfo& elementwise_kernel(KernelRole role, bool vector_ok, OpKind op) const;

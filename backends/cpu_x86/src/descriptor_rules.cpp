@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <variant>
 
 #include "qforge/error.h"
@@ -119,20 +120,30 @@ void check_packed_call(OpKind op, const MatmulDesc& d, const MatmulDesc& packed,
   }
 }
 
-void check_descriptor(const OpDesc& op) {
+template <class Desc>
+void check_descriptor(OpKind op, const Desc& desc) {
   try {
-    reference::check_descriptor(op);
+    reference::check_descriptor(op, desc);
   } catch (const Error& e) {
     throw Error(ErrorCode::unsupported, "cpu_x86: " + std::string(e.what()));
   }
-  const auto* m = std::get_if<MatmulDesc>(&op.desc);
-  if (!m) return;  // every other op the reference accepts runs (vector kernels or the reference)
-  try {
-    check_matmul(*m, op.op);
-  } catch (const Error& e) {
-    throw Error(ErrorCode::unsupported,
-                "cpu_x86: " + std::string(to_string(op.op)) + ": " + e.what());
+  // Every other op the reference accepts runs (vector kernels or the reference).
+  if constexpr (std::is_same_v<Desc, MatmulDesc>) {
+    try {
+      check_matmul(desc, op);
+    } catch (const Error& e) {
+      throw Error(ErrorCode::unsupported, "cpu_x86: " + std::string(to_string(op)) + ": " + e.what());
+    }
   }
+}
+template void check_descriptor(OpKind, const QuantizeDesc&);
+template void check_descriptor(OpKind, const RequantizeDesc&);
+template void check_descriptor(OpKind, const MatmulDesc&);
+template void check_descriptor(OpKind, const DynamicQuantizeDesc&);
+template void check_descriptor(OpKind, const LinearDesc&);
+
+void check_descriptor(const OpDesc& op) {
+  std::visit([&](const auto& d) { check_descriptor(op.op, d); }, op.desc);
 }
 
 bool vector_quantize(const QuantizeDesc& d) {

@@ -16,6 +16,10 @@ namespace qforge::cpu_x86 {
 // Throws Error(unsupported, reason) when the descriptor is not accepted; the reason starts
 // with the op name.
 void check_descriptor(const OpDesc& op);
+// The same for one descriptor (no OpDesc, so no copy of its params); instantiated for the five
+// descriptor types of op_desc.h.
+template <class Desc>
+void check_descriptor(OpKind op, const Desc& desc);
 
 // What pack_weights computes once about B for the per-call checks of the *_packed ops.
 struct PackedFacts {

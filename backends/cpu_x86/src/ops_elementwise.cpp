@@ -103,7 +103,7 @@ std::size_t pair_of(const Walk& w, std::int64_t row, std::int64_t e) {
 }  // namespace
 
 void CpuX86Ops::quantize(const QuantizeDesc& desc, const void* x, void* q) {
-  require_supported({OpKind::quantize, desc});
+  require_supported(OpKind::quantize, desc);
   const KernelInfo& k = elementwise_kernel(KernelRole::quantize, vector_quantize(desc), OpKind::quantize);
   last_kernel_ = k.name;
   if (k.role == KernelRole::reference) return reference::quantize(desc, x, q);
@@ -148,7 +148,7 @@ void CpuX86Ops::quantize(const QuantizeDesc& desc, const void* x, void* q) {
 }
 
 void CpuX86Ops::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
-  require_supported({OpKind::dequantize, desc});
+  require_supported(OpKind::dequantize, desc);
   const KernelInfo& k = elementwise_kernel(KernelRole::dequantize, vector_quantize(desc), OpKind::dequantize);
   last_kernel_ = k.name;
   if (k.role == KernelRole::reference) return reference::dequantize(desc, q, x);
@@ -189,7 +189,7 @@ void CpuX86Ops::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
 }
 
 void CpuX86Ops::requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) {
-  require_supported({OpKind::requantize, desc});
+  require_supported(OpKind::requantize, desc);
   const bool vector_ok = desc.mode == RequantMode::float_multiplier;
   const KernelInfo& k = elementwise_kernel(KernelRole::requantize, vector_ok, OpKind::requantize);
   last_kernel_ = k.name;
@@ -241,7 +241,7 @@ void CpuX86Ops::requantize(const RequantizeDesc& desc, const std::int32_t* c, vo
 
 QuantizationParams CpuX86Ops::dynamic_quantize_linear(const DynamicQuantizeDesc& desc,
                                                       const float* x, std::uint8_t* y) {
-  require_supported({OpKind::dynamic_quantize_linear, desc});
+  require_supported(OpKind::dynamic_quantize_linear, desc);
   const KernelInfo& k =
       elementwise_kernel(KernelRole::dynamic_quantize, true, OpKind::dynamic_quantize_linear);
   last_kernel_ = k.name;

@@ -55,7 +55,7 @@ std::shared_ptr<PackedWeights> CpuX86Ops::pack_weights(const MatmulDesc& desc, c
   // M does not matter to packing; pick one that fits A's params so they validate.
   MatmulDesc d = desc;
   if (d.a.scheme().granularity == Granularity::per_channel) d.m = static_cast<std::int64_t>(d.a.count());
-  require_supported({OpKind::matmul_integer, d});
+  require_supported(OpKind::matmul_integer, d);
   require_pointers(OpKind::matmul_integer, {{"b", b}}, desc.n * desc.k > 0);
   return std::make_shared<X86PackedWeights>(desc, b, pool_.get());
 }
@@ -64,7 +64,7 @@ std::shared_ptr<PackedWeights> CpuX86Ops::pack_weights(const MatmulDesc& desc, c
 // check only what the packing did not (descriptor_rules.h), so a GEMV with per-block weight
 // params does not pay for re-validating them on every call.
 void CpuX86Ops::matmul_integer(const MatmulDesc& desc, const void* a, const void* b, std::int32_t* c) {
-  require_supported({OpKind::matmul_integer, desc});
+  require_supported(OpKind::matmul_integer, desc);
   if (forced_ == kReferenceKernel) {
     last_kernel_ = kReferenceKernel;
     return reference::matmul_integer(desc, a, b, c);
@@ -77,7 +77,7 @@ void CpuX86Ops::matmul_integer(const MatmulDesc& desc, const void* a, const void
 
 void CpuX86Ops::matmul_dequant(const MatmulDesc& desc, const void* a, const void* b,
                                const float* bias, void* y) {
-  require_supported({OpKind::matmul_dequant, desc});
+  require_supported(OpKind::matmul_dequant, desc);
   if (forced_ == kReferenceKernel) {
     last_kernel_ = kReferenceKernel;
     return reference::matmul_dequant(desc, a, b, bias, y);
@@ -91,7 +91,7 @@ void CpuX86Ops::matmul_dequant(const MatmulDesc& desc, const void* a, const void
 }
 
 void CpuX86Ops::qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) {
-  require_supported({OpKind::qlinear_matmul, desc});
+  require_supported(OpKind::qlinear_matmul, desc);
   if (forced_ == kReferenceKernel) {
     last_kernel_ = kReferenceKernel;
     return reference::qlinear_matmul(desc, a, b, y);
@@ -131,7 +131,7 @@ void CpuX86Ops::qlinear_matmul_packed(const MatmulDesc& desc, const void* a,
 QuantizationParams CpuX86Ops::linear_forward(const LinearDesc& desc, const float* x,
                                              const std::int8_t* wq, const float* bias,
                                              std::int8_t* xq, float* y) {
-  require_supported({OpKind::linear_forward, desc});
+  require_supported(OpKind::linear_forward, desc);
   if (forced_ == kReferenceKernel || !vector_linear(desc)) {
     last_kernel_ = kReferenceKernel;
     return reference::linear_forward(desc, x, wq, bias, xq, y);
@@ -178,7 +178,7 @@ QuantizationParams CpuX86Ops::linear_forward(const LinearDesc& desc, const float
 void CpuX86Ops::linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
                                 const QuantizationParams& xq_params, const std::int8_t* wq,
                                 float* dx, float* dw, float* db) {
-  require_supported({OpKind::linear_backward, desc});
+  require_supported(OpKind::linear_backward, desc);
   if (!forced_.empty() && forced_ != kReferenceKernel)
     throw Error(ErrorCode::unsupported, "cpu_x86: the forced kernel '" + forced_ +
                                             "' cannot run linear_backward; expected 'reference'");

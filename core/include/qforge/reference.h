@@ -66,6 +66,13 @@ QFORGE_API void requantize(const RequantizeDesc& desc, const std::int32_t* c, vo
 // overflow, a non-finite input of dynamic_quantize_linear) is not checked. Backends build their
 // own capability rules on top of this one definition.
 QFORGE_API void check_descriptor(const OpDesc& op);
+// The same for one descriptor type, without building an OpDesc (which copies the descriptor's
+// params: megabytes for block-wise params, on every call of an op that checks itself).
+QFORGE_API void check_descriptor(OpKind op, const QuantizeDesc& desc);
+QFORGE_API void check_descriptor(OpKind op, const RequantizeDesc& desc);
+QFORGE_API void check_descriptor(OpKind op, const MatmulDesc& desc);
+QFORGE_API void check_descriptor(OpKind op, const DynamicQuantizeDesc& desc);
+QFORGE_API void check_descriptor(OpKind op, const LinearDesc& desc);
 // Parts of it for calls on weights packed earlier, whose B side was checked when packing:
 // m, n, k >= 0 and A's params of a matmul op;
 QFORGE_API void check_matmul_a(OpKind op, const MatmulDesc& desc);

@@ -72,6 +72,14 @@ void check_descriptor(const OpDesc& op) {
   as_op(std::string(to_string(op.op)), [&] { std::visit(Check{op.op}, op.desc); });
 }
 
+void check_descriptor(OpKind op, const QuantizeDesc& d) { as_op(std::string(to_string(op)), [&] { Check{op}(d); }); }
+void check_descriptor(OpKind op, const RequantizeDesc& d) { as_op(std::string(to_string(op)), [&] { Check{op}(d); }); }
+void check_descriptor(OpKind op, const MatmulDesc& d) { as_op(std::string(to_string(op)), [&] { Check{op}(d); }); }
+void check_descriptor(OpKind op, const DynamicQuantizeDesc& d) {
+  as_op(std::string(to_string(op)), [&] { Check{op}(d); });
+}
+void check_descriptor(OpKind op, const LinearDesc& d) { as_op(std::string(to_string(op)), [&] { Check{op}(d); }); }
+
 void check_matmul_a(OpKind op, const MatmulDesc& desc) {
   const std::string name(to_string(op));
   as_op(name, [&] { detail::validate_matmul_a(name, desc); });
