@@ -120,6 +120,15 @@ void run_case(QuantizationOps& ops, Rng& rng, OpKind op, Shape3 s, MatrixLayout 
   }
 }
 
+// Fatal failures of the running test so far: a kernel that fails stops its own cases only, so
+// one run reports every kernel that is wrong, not just the first.
+int fatal_failures() {
+  const ::testing::TestResult* r = ::testing::UnitTest::GetInstance()->current_test_info()->result();
+  int n = 0;
+  for (int i = 0; i < r->total_part_count(); ++i) n += r->GetTestPartResult(i).fatally_failed() ? 1 : 0;
+  return n;
+}
+
 const std::vector<Shape3> kShapes = {{1, 1, 1}, {4, 2, 3}, {7, 13, 65}, {65, 33, 129},
                                      {1, 70, 300}, {130, 67, 5}, {3, 5, 0}, {129, 129, 64}};
 
@@ -131,12 +140,11 @@ TEST_F(GemmTest, EveryKernelMatchesTheReference) {
   for (const auto& kernel : all.kernels) {
     SCOPED_TRACE(kernel);
     ops().set_kernel({kernel});
+    const int before = fatal_failures();
     for (OpKind op : {OpKind::matmul_integer, OpKind::matmul_dequant, OpKind::qlinear_matmul})
       for (MatrixLayout layout : {MatrixLayout::kn, MatrixLayout::nk})
-        for (std::size_t i = 0; i < kShapes.size(); ++i) {
+        for (std::size_t i = 0; i < kShapes.size() && fatal_failures() == before; ++i)
           run_case(ops(), rng(), op, kShapes[i], layout, /*packed=*/i % 2 == 1);
-          if (HasFatalFailure()) return;
-        }
   }
 }
 
@@ -156,13 +164,12 @@ TEST_F(GemmTest, CooperativeMatrixKernelsOnManyTiles) {
   for (const auto& kernel : coop) {
     SCOPED_TRACE(kernel);
     ops().set_kernel({kernel});
-    for (std::size_t i = 0; i < std::size(shapes); ++i) {
+    const int before = fatal_failures();
+    for (std::size_t i = 0; i < std::size(shapes) && fatal_failures() == before; ++i)
       run_case(ops(), rng(), i == 1 ? OpKind::matmul_integer : OpKind::matmul_dequant, shapes[i],
                MatrixLayout::nk, /*packed=*/i != 2);
-      if (HasFatalFailure()) return;
-    }
-    run_case(ops(), rng(), OpKind::qlinear_matmul, shapes[2], MatrixLayout::kn, true);
-    if (HasFatalFailure()) return;
+    if (fatal_failures() == before)
+      run_case(ops(), rng(), OpKind::qlinear_matmul, shapes[2], MatrixLayout::kn, true);
   }
 }
 
