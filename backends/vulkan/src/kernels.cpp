@@ -52,6 +52,7 @@ constexpr std::array<GemmKernelInfo, kGemmKernels> kGemm = {{
     pipe(Kernel::gemm_coop_128x128_w4_k64_bglobal, "gemm_cp_128x128_w4_k64_bglobal", "gemm_cp_128x128_w4_k64_bglobal_q8", {2, 2, 4, 4, 64, false, 1, false}),
     pipe(Kernel::gemm_coop_128x128_w4_k64_bglobal_split, "gemm_cp_128x128_w4_k64_bglobal_split", "gemm_cp_128x128_w4_k64_bglobal_split_q8", {2, 2, 4, 4, 64, false, 1, true}),
     pipe(Kernel::gemm_coop_128x128_w4_k128_bglobal_split, "gemm_cp_128x128_w4_k128_bglobal_split", "gemm_cp_128x128_w4_k128_bglobal_split_q8", {2, 2, 4, 4, 128, false, 1, true}),
+    pipe(Kernel::gemm_coop_256x128_w8_k64_bglobal_split, "gemm_cp_256x128_w8_k64_bglobal_split", "gemm_cp_256x128_w8_k64_bglobal_split_q8", {4, 2, 4, 4, 64, false, 1, true}),
     pipe(Kernel::gemm_coop_128x128_w4_global, "gemm_cp_128x128_w4_global", "gemm_cp_128x128_w4_global_q8", {2, 2, 4, 4, 64, false, 2, false}),
     pipe(Kernel::gemm_coop_256x128_w8_global, "gemm_cp_256x128_w8_global", "gemm_cp_256x128_w8_global_q8", {4, 2, 4, 4, 64, false, 2, false}),
     pipe(Kernel::gemm_coop_128x128_w8_global, "gemm_cp_128x128_w8_global", "gemm_cp_128x128_w8_global_q8", {4, 2, 2, 4, 64, false, 2, false}),

@@ -30,6 +30,7 @@ enum class Kernel {
   gemm_coop_128x128_w4_k64_bglobal,         // A staged, B fragments from the buffer
   gemm_coop_128x128_w4_k64_bglobal_split,   // both of the above
   gemm_coop_128x128_w4_k128_bglobal_split,  // the same with 128 bytes of K per step
+  gemm_coop_256x128_w8_k64_bglobal_split,   // 8 subgroups: A rows shared by 2, B columns by 4
   gemm_coop_128x128_w4_global,              // A and B fragments from the buffer, no barriers
   gemm_coop_256x128_w8_global,
   gemm_coop_128x128_w8_global,
@@ -41,7 +42,7 @@ struct KernelInfo {
   bool gemm;
 };
 
-inline constexpr std::array<KernelInfo, 15> kKernels = {{
+inline constexpr std::array<KernelInfo, 16> kKernels = {{
     {Kernel::quantize, "vk_quantize_f32_q8", false},
     {Kernel::dequantize, "vk_dequantize_q8_f32", false},
     {Kernel::requantize, "vk_requantize_s32_q8", false},
@@ -54,6 +55,7 @@ inline constexpr std::array<KernelInfo, 15> kKernels = {{
     {Kernel::gemm_coop_128x128_w4_k64_bglobal, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_bglobal", true},
     {Kernel::gemm_coop_128x128_w4_k64_bglobal_split, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_bglobal_split", true},
     {Kernel::gemm_coop_128x128_w4_k128_bglobal_split, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k128_bglobal_split", true},
+    {Kernel::gemm_coop_256x128_w8_k64_bglobal_split, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_256x128_w8_k64_bglobal_split", true},
     {Kernel::gemm_coop_128x128_w4_global, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_global", true},
     {Kernel::gemm_coop_256x128_w8_global, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_256x128_w8_global", true},
     {Kernel::gemm_coop_128x128_w8_global, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w8_global", true},
@@ -73,7 +75,7 @@ struct GemmKernelInfo {
 };
 
 // The GEMM kernels, best guess first (the order supports() lists them in).
-inline constexpr std::size_t kGemmKernels = 12;
+inline constexpr std::size_t kGemmKernels = 13;
 const std::array<GemmKernelInfo, kGemmKernels>& gemm_kernel_table();
 // The entry of a GEMM kernel; throws internal for an element-wise one.
 const GemmKernelInfo& gemm_info(Kernel k);
