@@ -48,17 +48,13 @@ constexpr GemmKernelInfo pipe(Kernel k, const char* shader, const char* shader_q
 
 constexpr std::array<GemmKernelInfo, kGemmKernels> kGemm = {{
     pipe(Kernel::gemm_coop_128x128_w4_k64_direct, "gemm_cp_128x128_w4_k64_direct", "gemm_cp_128x128_w4_k64_direct_q8", {2, 2, 4, 4, 64, false}),
-    pipe(Kernel::gemm_coop_128x128_w4_k64_split, "gemm_cp_128x128_w4_k64_split", "gemm_cp_128x128_w4_k64_split_q8", {2, 2, 4, 4, 64, false, 0, true}),
-    pipe(Kernel::gemm_coop_128x128_w4_k64_bglobal, "gemm_cp_128x128_w4_k64_bglobal", "gemm_cp_128x128_w4_k64_bglobal_q8", {2, 2, 4, 4, 64, false, 1, false}),
-    pipe(Kernel::gemm_coop_128x128_w4_k64_bglobal_split, "gemm_cp_128x128_w4_k64_bglobal_split", "gemm_cp_128x128_w4_k64_bglobal_split_q8", {2, 2, 4, 4, 64, false, 1, true}),
-    pipe(Kernel::gemm_coop_128x128_w4_k128_bglobal_split, "gemm_cp_128x128_w4_k128_bglobal_split", "gemm_cp_128x128_w4_k128_bglobal_split_q8", {2, 2, 4, 4, 128, false, 1, true}),
-    pipe(Kernel::gemm_coop_256x128_w8_k64_bglobal_split, "gemm_cp_256x128_w8_k64_bglobal_split", "gemm_cp_256x128_w8_k64_bglobal_split_q8", {4, 2, 4, 4, 64, false, 1, true}),
-    pipe(Kernel::gemm_coop_128x128_w4_global, "gemm_cp_128x128_w4_global", "gemm_cp_128x128_w4_global_q8", {2, 2, 4, 4, 64, false, 2, false}),
-    pipe(Kernel::gemm_coop_256x128_w8_global, "gemm_cp_256x128_w8_global", "gemm_cp_256x128_w8_global_q8", {4, 2, 4, 4, 64, false, 2, false}),
-    pipe(Kernel::gemm_coop_128x128_w8_global, "gemm_cp_128x128_w8_global", "gemm_cp_128x128_w8_global_q8", {4, 2, 2, 4, 64, false, 2, false}),
     pipe(Kernel::gemm_coop_128x128_w8_k128_prefetch, "gemm_cp_128x128_w8_k128_prefetch", "gemm_cp_128x128_w8_k128_prefetch_q8", {2, 4, 4, 2, 128, true}),
     // gemm_coopmat.comp: A and B slices of 128 bytes of K, one stage.
     {Kernel::gemm_coopmat_16x16x32, "gemm_coop16", "gemm_coop16_q8", 128, 128, 16, 36864},
+    // Feeding variants measured slower on the H200 (docs/VULKAN.md), kept so a run can compare:
+    pipe(Kernel::gemm_coop_128x128_w4_k64_split, "gemm_cp_128x128_w4_k64_split", "gemm_cp_128x128_w4_k64_split_q8", {2, 2, 4, 4, 64, false, 0, true}),
+    pipe(Kernel::gemm_coop_128x128_w4_k64_bglobal, "gemm_cp_128x128_w4_k64_bglobal", "gemm_cp_128x128_w4_k64_bglobal_q8", {2, 2, 4, 4, 64, false, 1, false}),
+    pipe(Kernel::gemm_coop_128x128_w4_global, "gemm_cp_128x128_w4_global", "gemm_cp_128x128_w4_global_q8", {2, 2, 4, 4, 64, false, 2, false}),
     {Kernel::gemm_dot, "gemm_dot", "gemm_dot_q8", 64, 64, 0, 0},
     {Kernel::gemm_plain, "gemm_plain", "gemm_plain_q8", 64, 64, 0, 0},
 }};

@@ -25,15 +25,11 @@ enum class Kernel {
   // subgroups, K bytes per step, direct copy or register prefetch)
   gemm_coop_128x128_w4_k64_direct,     // 4 subgroups of 64 x 64: the default
   gemm_coop_128x128_w8_k128_prefetch,  // 8 subgroups of 64 x 32, no register spills
-  // Feeding variants of 64 x 64 (w4, 256x128 w8) or 32 x 64 (128x128 w8) per subgroup:
-  gemm_coop_128x128_w4_k64_split,           // two stages, each step's copy in halves
-  gemm_coop_128x128_w4_k64_bglobal,         // A staged, B fragments from the buffer
-  gemm_coop_128x128_w4_k64_bglobal_split,   // both of the above
-  gemm_coop_128x128_w4_k128_bglobal_split,  // the same with 128 bytes of K per step
-  gemm_coop_256x128_w8_k64_bglobal_split,   // 8 subgroups: A rows shared by 2, B columns by 4
-  gemm_coop_128x128_w4_global,              // A and B fragments from the buffer, no barriers
-  gemm_coop_256x128_w8_global,
-  gemm_coop_128x128_w8_global,
+  // Feeding variants of the default (4 subgroups of 64 x 64), all slower on the H200 (0.48x,
+  // 0.23x, 0.11x: docs/VULKAN.md), kept so that a run on another driver can compare:
+  gemm_coop_128x128_w4_k64_split,    // two stages, each step's copy in halves
+  gemm_coop_128x128_w4_k64_bglobal,  // A staged, B fragments from the buffer
+  gemm_coop_128x128_w4_global,       // A and B fragments from the buffer, no barriers
 };
 
 struct KernelInfo {
@@ -42,7 +38,7 @@ struct KernelInfo {
   bool gemm;
 };
 
-inline constexpr std::array<KernelInfo, 16> kKernels = {{
+inline constexpr std::array<KernelInfo, 11> kKernels = {{
     {Kernel::quantize, "vk_quantize_f32_q8", false},
     {Kernel::dequantize, "vk_dequantize_q8_f32", false},
     {Kernel::requantize, "vk_requantize_s32_q8", false},
@@ -53,12 +49,7 @@ inline constexpr std::array<KernelInfo, 16> kKernels = {{
     {Kernel::gemm_coop_128x128_w8_k128_prefetch, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w8_k128_prefetch", true},
     {Kernel::gemm_coop_128x128_w4_k64_split, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_split", true},
     {Kernel::gemm_coop_128x128_w4_k64_bglobal, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_bglobal", true},
-    {Kernel::gemm_coop_128x128_w4_k64_bglobal_split, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_bglobal_split", true},
-    {Kernel::gemm_coop_128x128_w4_k128_bglobal_split, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k128_bglobal_split", true},
-    {Kernel::gemm_coop_256x128_w8_k64_bglobal_split, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_256x128_w8_k64_bglobal_split", true},
     {Kernel::gemm_coop_128x128_w4_global, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_global", true},
-    {Kernel::gemm_coop_256x128_w8_global, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_256x128_w8_global", true},
-    {Kernel::gemm_coop_128x128_w8_global, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w8_global", true},
 }};
 
 std::string_view kernel_name(Kernel k);
@@ -75,7 +66,7 @@ struct GemmKernelInfo {
 };
 
 // The GEMM kernels, best guess first (the order supports() lists them in).
-inline constexpr std::size_t kGemmKernels = 13;
+inline constexpr std::size_t kGemmKernels = 8;
 const std::array<GemmKernelInfo, kGemmKernels>& gemm_kernel_table();
 // The entry of a GEMM kernel; throws internal for an element-wise one.
 const GemmKernelInfo& gemm_info(Kernel k);
