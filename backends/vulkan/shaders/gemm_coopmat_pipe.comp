@@ -19,7 +19,8 @@
 // tried: docs/VULKAN.md.)
 //
 // Feeding variants for the tiles that lie wholly inside the output (the others take the direct
-// loop above, which zero-fills rows past the end):
+// loop above, which zero-fills rows past the end). All ran slower than the direct loop on the
+// H200 (run 4 in docs/VULKAN.md: buffer fragment loads expand into many narrow loads there):
 //   QF_SRC = 1: only A goes through shared memory; every subgroup loads its B fragments straight
 //     from the storage buffer (L1 serves the subgroups that share them), one 32-byte slice ahead
 //     of the multiply-adds, so their latency overlaps the slice before.
