@@ -106,20 +106,26 @@ void OnednnOps::set_kernel(const KernelChoice& choice) {
   forced_ = choice.name;
 }
 
-std::string OnednnOps::begin(const OpDesc& op) {
-  const Support s = supports(op);
+template <class Desc>
+std::string OnednnOps::begin(OpKind op, const Desc& desc) {
+  const Support s = check_support(op, desc, facts_);
   if (!s.supported) throw Error(ErrorCode::unsupported, s.reason);
-  if (!forced_.empty() && serves(op.op, forced_)) {
+  if (!forced_.empty() && serves(op, forced_)) {
     if (std::find(s.kernels.begin(), s.kernels.end(), forced_) == s.kernels.end()) {
       std::string list;
       for (const auto& k : s.kernels) list += (list.empty() ? "" : ", ") + k;
-      throw Error(ErrorCode::unsupported, "onednn: " + std::string(to_string(op.op)) + ": kernel '" +
-                                              forced_ + "' (set_kernel) cannot run " + describe(op) +
+      throw Error(ErrorCode::unsupported, "onednn: " + std::string(to_string(op)) + ": kernel '" +
+                                              forced_ + "' (set_kernel) cannot run " + describe(OpDesc{op, desc}) +
                                               "; kernels that can: " + list);
     }
     return forced_;
   }
   return s.kernels.front();
 }
+template std::string OnednnOps::begin(OpKind, const QuantizeDesc&);
+template std::string OnednnOps::begin(OpKind, const RequantizeDesc&);
+template std::string OnednnOps::begin(OpKind, const MatmulDesc&);
+template std::string OnednnOps::begin(OpKind, const DynamicQuantizeDesc&);
+template std::string OnednnOps::begin(OpKind, const LinearDesc&);
 
 }  // namespace qforge::onednn

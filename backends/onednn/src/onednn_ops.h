@@ -78,8 +78,10 @@ class OnednnOps final : public QuantizationOps {
   };
 
   // Throws unsupported with supports()'s reason when it says no; returns the kernel to run
-  // (set_kernel's choice when it serves this descriptor).
-  std::string begin(const OpDesc& op);
+  // (set_kernel's choice when it serves this descriptor). Takes the descriptor by reference:
+  // an OpDesc would copy its params on every call.
+  template <class Desc>
+  std::string begin(OpKind op, const Desc& desc);
   // The int32 C = (A - za)(B - zb), exact, into c [M, N].
   void matmul_s32(const MatmulDesc& d, const void* a, const Weights& w, std::int32_t* c,
                   const ThreadScope& threads, const std::string& kernel);

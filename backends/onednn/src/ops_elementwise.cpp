@@ -8,7 +8,7 @@
 namespace qforge::onednn {
 
 void OnednnOps::quantize(const QuantizeDesc& desc, const void* x, void* q) {
-  const std::string k = begin({OpKind::quantize, desc});
+  const std::string k = begin(OpKind::quantize, desc);
   const std::int64_t n = element_count(desc.shape);
   require_data("quantize", "x", x, n);
   require_data("quantize", "q", q, n);
@@ -18,7 +18,7 @@ void OnednnOps::quantize(const QuantizeDesc& desc, const void* x, void* q) {
 }
 
 void OnednnOps::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
-  const std::string k = begin({OpKind::dequantize, desc});
+  const std::string k = begin(OpKind::dequantize, desc);
   const std::int64_t n = element_count(desc.shape);
   require_data("dequantize", "q", q, n);
   require_data("dequantize", "x", x, n);
@@ -32,7 +32,7 @@ void OnednnOps::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
 }
 
 void OnednnOps::requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) {
-  const std::string k = begin({OpKind::requantize, desc});
+  const std::string k = begin(OpKind::requantize, desc);
   const std::int64_t n = element_count(desc.shape);
   require_data("requantize", "c", c, n);
   require_data("requantize", "y", y, n);
@@ -43,7 +43,7 @@ void OnednnOps::requantize(const RequantizeDesc& desc, const std::int32_t* c, vo
 
 QuantizationParams OnednnOps::dynamic_quantize_linear(const DynamicQuantizeDesc& desc,
                                                       const float* x, std::uint8_t* y) {
-  const std::string k = begin({OpKind::dynamic_quantize_linear, desc});
+  const std::string k = begin(OpKind::dynamic_quantize_linear, desc);
   const ThreadScope scope(threads_);
   QuantizationParams p = dynamic_quantize_loop(desc, x, y, scope.threads());
   last_kernel_ = k;

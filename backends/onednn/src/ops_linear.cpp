@@ -20,7 +20,7 @@ float weight_scale(const LinearDesc& d, std::int64_t n) {
 QuantizationParams OnednnOps::linear_forward(const LinearDesc& desc, const float* x,
                                              const std::int8_t* wq, const float* bias,
                                              std::int8_t* xq, float* y) {
-  const std::string k = begin({OpKind::linear_forward, desc});
+  const std::string k = begin(OpKind::linear_forward, desc);
   const std::int64_t M = desc.m, N = desc.n, K = desc.k;
   require_data("linear_forward", "x", x, M * K);
   require_data("linear_forward", "wq", wq, N * K);
@@ -53,7 +53,7 @@ QuantizationParams OnednnOps::linear_forward(const LinearDesc& desc, const float
 void OnednnOps::linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
                                 const QuantizationParams& xq_params, const std::int8_t* wq,
                                 float* dx, float* dw, float* db) {
-  const std::string k = begin({OpKind::linear_backward, desc});
+  const std::string k = begin(OpKind::linear_backward, desc);
   if (xq_params.dtype() != DType::int8 || xq_params.scheme().mapping != Mapping::symmetric ||
       xq_params.scheme().granularity != Granularity::per_tensor)
     throw Error(ErrorCode::invalid_argument,

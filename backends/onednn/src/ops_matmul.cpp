@@ -160,20 +160,20 @@ void OnednnOps::qlinear(const MatmulDesc& d, const void* a, const Weights& w, vo
 
 void OnednnOps::matmul_integer(const MatmulDesc& desc, const void* a, const void* b,
                                std::int32_t* c) {
-  const std::string k = begin({OpKind::matmul_integer, desc});
+  const std::string k = begin(OpKind::matmul_integer, desc);
   require_matmul_data("matmul_integer", desc, a, b, c);
   integer(desc, a, {b, nullptr}, c, k);
 }
 
 void OnednnOps::matmul_dequant(const MatmulDesc& desc, const void* a, const void* b,
                                const float* bias, void* y) {
-  const std::string k = begin({OpKind::matmul_dequant, desc});
+  const std::string k = begin(OpKind::matmul_dequant, desc);
   require_matmul_data("matmul_dequant", desc, a, b, y);
   dequant(desc, a, {b, nullptr}, bias, y, k);
 }
 
 void OnednnOps::qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) {
-  const std::string k = begin({OpKind::qlinear_matmul, desc});
+  const std::string k = begin(OpKind::qlinear_matmul, desc);
   require_matmul_data("qlinear_matmul", desc, a, b, y);
   qlinear(desc, a, {b, nullptr}, y, k);
 }
@@ -224,7 +224,7 @@ std::shared_ptr<PackedWeights> OnednnOps::pack_weights(const MatmulDesc& desc, c
 
 void OnednnOps::matmul_integer_packed(const MatmulDesc& desc, const void* a,
                                       const PackedWeights& b, std::int32_t* c) {
-  const std::string k = begin({OpKind::matmul_integer, desc});
+  const std::string k = begin(OpKind::matmul_integer, desc);
   const OnednnPackedWeights& w = packed_for(desc, b);
   require_matmul_data("matmul_integer_packed", desc, a, w.plain(), c);
   integer(desc, a, {nullptr, &w}, c, k);
@@ -232,7 +232,7 @@ void OnednnOps::matmul_integer_packed(const MatmulDesc& desc, const void* a,
 
 void OnednnOps::matmul_dequant_packed(const MatmulDesc& desc, const void* a,
                                       const PackedWeights& b, const float* bias, void* y) {
-  const std::string k = begin({OpKind::matmul_dequant, desc});
+  const std::string k = begin(OpKind::matmul_dequant, desc);
   const OnednnPackedWeights& w = packed_for(desc, b);
   require_matmul_data("matmul_dequant_packed", desc, a, w.plain(), y);
   dequant(desc, a, {nullptr, &w}, bias, y, k);
@@ -240,7 +240,7 @@ void OnednnOps::matmul_dequant_packed(const MatmulDesc& desc, const void* a,
 
 void OnednnOps::qlinear_matmul_packed(const MatmulDesc& desc, const void* a,
                                       const PackedWeights& b, void* y) {
-  const std::string k = begin({OpKind::qlinear_matmul, desc});
+  const std::string k = begin(OpKind::qlinear_matmul, desc);
   const OnednnPackedWeights& w = packed_for(desc, b);
   require_matmul_data("qlinear_matmul_packed", desc, a, w.plain(), y);
   qlinear(desc, a, {nullptr, &w}, y, k);

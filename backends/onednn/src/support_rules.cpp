@@ -169,19 +169,29 @@ bool fused_dequant_possible(const MatmulDesc& d) {
          uniform(d.b.zero_points());
 }
 
-Support check_support(const OpDesc& op, const Facts& facts) {
+template <class Desc>
+Support check_support(OpKind op, const Desc& desc, const Facts& facts) {
   try {
-    reference::check_descriptor(op);  // what the reference rejects, nobody runs
+    reference::check_descriptor(op, desc);  // what the reference rejects, nobody runs
   } catch (const Error& e) {
     return Support::no("onednn: " + std::string(e.what()));
   }
   try {
-    return Support::yes(std::visit(Check{op.op, facts}, op.desc));
+    return Support::yes(Check{op, facts}(desc));
   } catch (const Refusal& r) {
-    return Support::no("onednn: " + std::string(to_string(op.op)) + ": " + r.why);
+    return Support::no("onednn: " + std::string(to_string(op)) + ": " + r.why);
   } catch (const Error& e) {
-    return Support::no("onednn: " + std::string(to_string(op.op)) + ": " + e.what());
+    return Support::no("onednn: " + std::string(to_string(op)) + ": " + e.what());
   }
+}
+template Support check_support(OpKind, const QuantizeDesc&, const Facts&);
+template Support check_support(OpKind, const RequantizeDesc&, const Facts&);
+template Support check_support(OpKind, const MatmulDesc&, const Facts&);
+template Support check_support(OpKind, const DynamicQuantizeDesc&, const Facts&);
+template Support check_support(OpKind, const LinearDesc&, const Facts&);
+
+Support check_support(const OpDesc& op, const Facts& facts) {
+  return std::visit([&](const auto& d) { return check_support(op.op, d, facts); }, op.desc);
 }
 
 }  // namespace qforge::onednn

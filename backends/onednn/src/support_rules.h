@@ -47,6 +47,10 @@ std::string effective_isa_name();
 
 // Support::yes(kernels, best first) or Support::no("onednn: <op>: <why>").
 Support check_support(const OpDesc& op, const Facts& facts);
+// The same for one descriptor, without an OpDesc (which would copy its params on every call);
+// instantiated for the five descriptor types.
+template <class Desc>
+Support check_support(OpKind op, const Desc& desc, const Facts& facts);
 
 // Whether the oneDNN reorder may dequantize these params (8-bit, linear mapping, float32 out,
 // scales and zero points along whole dimensions of the tensor).
