@@ -139,11 +139,14 @@ void gemm_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_gbps) 
     d.has_bias = true;
     const Support sup = ops.supports({OpKind::matmul_dequant, d});
     std::vector<std::string> kernels = sup.kernels;
-    // Skinny shapes: the backend's own choice, and the mma.sync split-K kernel for comparison.
-    if (!s.all_kernels) kernels = {"", "s8_gemm_mma_m16n8k32_32x128_splitk"};
+    // Skinny shapes: the backend's own choice, and the skinny and the mma.sync split-K kernels
+    // for comparison.
+    if (!s.all_kernels)
+      kernels = {"", "s8_gemm_mma_m16n8k32_skinny_32x32", "s8_gemm_mma_m16n8k32_32x128_splitk"};
     for (const auto& kernel : kernels) {
       if (kernel.find("dp4a") != std::string::npos) continue;  // measured on its own below
-      if (s.all_kernels && kernel.find("32x128") != std::string::npos) continue;  // built for skinny M
+      if (s.all_kernels && (kernel.find("32x128") != std::string::npos || kernel.find("skinny") != std::string::npos))
+        continue;  // built for skinny M
       ops.set_kernel({kernel});
       auto run = [&] {
         ops.matmul_dequant(d, da.p(), db.p(), static_cast<const float*>(dsb.p()), dc.p());

@@ -167,6 +167,28 @@ TEST_F(CudaMatmul, QLinearMatmulBothModesOnEveryKernel) {
       }
 }
 
+// Skinny M with N wide enough that the skinny kernel runs without splitting K across CTAs (one
+// CTA per 32 columns reaches every SM), M at the ends of its one- and two-tile variants, K with a
+// partial last 64-byte step; zero points on both sides exercise the compensated epilogue.
+TEST_F(CudaMatmul, SkinnyShapesOnEveryKernel) {
+  for (const auto& sh : {Shape3{1, 8200, 2048}, Shape3{16, 4416, 1040}, Shape3{17, 4500, 528},
+                         Shape3{32, 4400, 1024}}) {
+    const bool zp = std::uniform_int_distribution<int>(0, 1)(rng_);
+    MatmulDesc d{sh.m, sh.n, sh.k, operand_params(DType::uint8, true, 0, sh.m, zp),
+                 operand_params(DType::int8, true, 0, sh.n, !zp), MatrixLayout::nk};
+    check_all_kernels(OpKind::matmul_integer, d, random_codes(DType::uint8, sh.m * sh.k),
+                      random_codes(DType::int8, sh.n * sh.k), {});
+    MatmulDesc q{sh.m, sh.n, sh.k, operand_params(DType::int8, true, 0, sh.m, false),
+                 operand_params(DType::int8, true, 0, sh.n, false), MatrixLayout::nk};
+    q.has_bias = true;
+    std::vector<float> bias(static_cast<std::size_t>(sh.n));
+    std::normal_distribution<float> normal(0.0f, 3.0f);
+    for (auto& v : bias) v = normal(rng_);
+    check_all_kernels(OpKind::matmul_dequant, q, random_codes(DType::int8, sh.m * sh.k),
+                      random_codes(DType::int8, sh.n * sh.k, -127, 127), bias);
+  }
+}
+
 // 4-bit operands (two codes per byte) are unpacked to int8 before the GEMM: every byte is a
 // valid pair of int4 or uint4 codes, so random bytes cover the whole range.
 TEST_F(CudaMatmul, FourBitOperandsOnEveryKernel) {

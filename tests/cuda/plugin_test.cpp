@@ -112,7 +112,8 @@ TEST_F(CudaPlugin, KernelSelectionIsChecked) {
   const Support s = ops().supports({OpKind::matmul_integer, d});
   ASSERT_TRUE(s.supported) << s.reason;
   for (const char* k : {"s8_gemm_mma_m16n8k32_128x128", "s8_gemm_mma_m16n8k32_128x256",
-                        "s8_gemm_mma_m16n8k32_32x128_splitk", "s8_gemm_dp4a_128x128"})
+                        "s8_gemm_mma_m16n8k32_32x128_splitk", "s8_gemm_mma_m16n8k32_skinny_32x32",
+                        "s8_gemm_dp4a_128x128"})
     EXPECT_NE(std::find(s.kernels.begin(), s.kernels.end(), k), s.kernels.end()) << k;
   // Each listed kernel runs when forced and reports itself.
   DeviceArray a(ops(), 512 * 256), b(ops(), 512 * 256), c(ops(), 512 * 512 * 4);

@@ -269,9 +269,12 @@ std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, std::int
     return out;
   }
   // On Hopper the wgmma kernel leads, splitting K when there are fewer tiles than SMs, except
-  // for M <= 32, where the 32-row split-K mma.sync tile wastes less of each tensor-core tile
-  // (measured on an H200, docs/PERFORMANCE.md).
+  // for M <= 32: there the skinny kernel, which streams B straight into mma fragments, leads,
+  // then the 32-row split-K mma.sync tile, which wastes less of each tensor-core tile than
+  // wgmma (measured on an H200, docs/PERFORMANCE.md). The skinny kernel handles any M (in
+  // slices of 32 rows), so it is listed for every shape and can be forced.
   const bool wgmma = device.wgmma && k > 0;
+  if (m <= 32) out.push_back(GemmKernel::mma_skinny);
   if (wgmma && m > 32) out.push_back(GemmKernel::wgmma_128x256);
   if (m <= 64) {
     out.insert(out.end(), {GemmKernel::mma_32x128, GemmKernel::mma_128x128, GemmKernel::mma_128x256});
@@ -285,6 +288,7 @@ std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, std::int
       out.insert(out.end(), {GemmKernel::mma_128x128, GemmKernel::mma_128x256});
     out.push_back(GemmKernel::mma_32x128);
   }
+  if (m > 32) out.push_back(GemmKernel::mma_skinny);
   out.push_back(GemmKernel::dp4a_128x128);
   std::erase_if(out, [](GemmKernel k) { return !allowed_by_environment(k); });
   return out;

@@ -44,6 +44,7 @@ void launch_epilogue(const std::int32_t* c, const Epilogue& ep_in, cudaStream_t 
 int choose_splits(GemmKernel kernel, std::int64_t m, std::int64_t n, std::int64_t kp,
                   int multiprocessors) {
   if (kernel == GemmKernel::wgmma_128x256) return wgmma_splits(m, n, kp, multiprocessors);
+  if (kernel == GemmKernel::mma_skinny) return skinny_splits(m, n, kp, multiprocessors);
   if (kernel != GemmKernel::mma_32x128) return 1;
   // Skinny M streams B once: split K until about two CTAs per SM are busy, keeping at least
   // 4 K-tiles (256 bytes of each B row) per CTA so that the pipeline fills.
@@ -71,6 +72,8 @@ void launch_gemm(const GemmLaunch& how, const GemmOperands& op_in, const Epilogu
       if (!launch_gemm_wgmma(op, e, splits, how.device, stream))
         throw Error(ErrorCode::unsupported, "s8_gemm_wgmma: needs an sm_90 GPU running this build's "
                                             "sm_90a image and K > 0");
+    } else if (how.kernel == GemmKernel::mma_skinny) {
+      launch_gemm_skinny(op, e, splits, stream);
     } else {
       launch_gemm_mma(how.kernel, op, e, splits, how.device, stream);
     }

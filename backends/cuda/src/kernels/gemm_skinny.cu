@@ -1,0 +1,176 @@
+// Skinny-M int8 GEMM (M <= 32, large N and K: GEMV-like decoding shapes), mma.sync m16n8k32.
+//
+// The time of such a call is the time to stream B (N x K bytes) once, so the kernel is built
+// around B's loads rather than around the tensor cores: no shared-memory staging, no ldmatrix,
+// every B byte goes from global memory straight into an mma fragment register.
+//
+// - A CTA of 8 warps owns 32 columns of N (4 n8 tiles) and up to 32 rows of M (1 or 2 m16
+//   tiles; rows past M are zero registers, never loaded). Its warps split K between them in
+//   64-byte steps (warp w takes steps w, w + 8, ...), so one round of the CTA reads 512
+//   contiguous bytes of each of its 32 B rows. Each warp issues U steps of loads (U * 4
+//   16-byte B loads per thread) before it uses any of them.
+// - K is permuted inside each 64-byte step, identically for A and B (an integer dot product does
+//   not depend on the order of its terms): thread (g, t) of a warp loads the 16 bytes
+//   16t..16t+15 of its B row n0 + g and of its A rows g and g + 8; words 0 and 1 are its fragment
+//   registers of the first m16n8k32 (logical k 4t..4t+3 and 16+4t..16+4t+3), words 2 and 3 those
+//   of the second. So one 16-byte load feeds two mma, A and B alike, with no shuffles.
+// - The 8 warps' partial sums meet in shared memory (int32: any order gives the same sum) and
+//   the CTA applies the fused epilogue itself: no workspace, no memset, no atomics, no second
+//   kernel. Only when there are fewer CTAs than SMs (small N) is K also split across CTAs, and
+//   then the raw sums go through the shared split-K path (launch_gemm's workspace).
+// Any M works (grid.z walks M in slices of 32), so the kernel can be forced on every shape.
+#include <algorithm>
+
+#include "kernels/epilogue.cuh"
+#include "kernels/gemm_mma.cuh"
+#include "kernels/ptx.cuh"
+#include "check.h"
+
+namespace qforge::cuda {
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kBN = 32;        // columns per CTA
+constexpr int kNT = kBN / 8;   // n8 tiles per warp
+constexpr int kStep = 64;      // K bytes per warp step
+
+__device__ __forceinline__ uint4 load_stream(const std::int8_t* p) {
+  uint4 v;
+  // B is read exactly once: do not let it evict A from L1.
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+template <int MT, int U>
+__global__ void __launch_bounds__(kThreads)
+s8_gemm_skinny_kernel(GemmOperands op, const __grid_constant__ Epilogue ep, int steps_per_split) {
+  constexpr int kRows = MT * 16;
+  __shared__ int red[kWarps][kRows][kBN];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int g = lane / 4, t = lane % 4;
+  const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.x) * kBN;
+  const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.z) * kRows;
+  const std::int64_t steps = (op.kp + kStep - 1) / kStep;
+  const std::int64_t s_begin = static_cast<std::int64_t>(blockIdx.y) * steps_per_split;
+  const std::int64_t s_end = min(steps, s_begin + steps_per_split);
+
+  const std::int8_t* brow[kNT];
+  bool bok[kNT];
+#pragma unroll
+  for (int j = 0; j < kNT; ++j) {
+    const std::int64_t n = n0 + 8 * j + g;
+    bok[j] = n < op.n;
+    brow[j] = op.b + (bok[j] ? n : 0) * op.ldb + 16 * t;
+  }
+  const std::int8_t* arow[MT][2];
+  bool aok[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const std::int64_t m = m0 + mt * 16 + h * 8 + g;
+      aok[mt][h] = m < op.m;
+      arow[mt][h] = op.a + (aok[mt][h] ? m : 0) * op.lda + 16 * t;
+    }
+
+  int acc[MT][kNT][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int j = 0; j < kNT; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[mt][j][r] = 0;
+
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  for (std::int64_t s0 = s_begin + warp; s0 < s_end; s0 += U * kWarps) {
+    uint4 bv[U][kNT], av[U][MT][2];
+    // All loads of U steps first; a 16-byte chunk lies wholly inside or outside kp (a
+    // multiple of 16), and outside it both operands are zero.
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const std::int64_t s = s0 + static_cast<std::int64_t>(u) * kWarps;
+      const std::int64_t k = s * kStep + 16 * t;
+      const bool kin = s < s_end && k < op.kp;
+#pragma unroll
+      for (int j = 0; j < kNT; ++j) bv[u][j] = kin && bok[j] ? load_stream(brow[j] + s * kStep) : zero;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          av[u][mt][h] = kin && aok[mt][h] ? __ldg(reinterpret_cast<const uint4*>(arow[mt][h] + s * kStep)) : zero;
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        const std::uint32_t a_lo[4] = {av[u][mt][0].x, av[u][mt][1].x, av[u][mt][0].y, av[u][mt][1].y};
+        const std::uint32_t a_hi[4] = {av[u][mt][0].z, av[u][mt][1].z, av[u][mt][0].w, av[u][mt][1].w};
+#pragma unroll
+        for (int j = 0; j < kNT; ++j) {
+          const std::uint32_t b_lo[2] = {bv[u][j].x, bv[u][j].y};
+          const std::uint32_t b_hi[2] = {bv[u][j].z, bv[u][j].w};
+          dev::mma_s8_m16n8k32(acc[mt][j], a_lo, b_lo);
+          dev::mma_s8_m16n8k32(acc[mt][j], a_hi, b_hi);
+        }
+      }
+  }
+
+  // Accumulator fragment: c0, c1 at (row g, cols 2t, 2t + 1), c2, c3 at row g + 8.
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int j = 0; j < kNT; ++j) {
+      *reinterpret_cast<int2*>(&red[warp][mt * 16 + g][8 * j + 2 * t]) = make_int2(acc[mt][j][0], acc[mt][j][1]);
+      *reinterpret_cast<int2*>(&red[warp][mt * 16 + g + 8][8 * j + 2 * t]) = make_int2(acc[mt][j][2], acc[mt][j][3]);
+    }
+  __syncthreads();
+  constexpr int kPairs = kRows * kBN / 2;
+#pragma unroll
+  for (int p = threadIdx.x; p < kPairs; p += kThreads) {
+    const int r = p / (kBN / 2), c = (p % (kBN / 2)) * 2;
+    int s0 = 0, s1 = 0;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const int2 v = *reinterpret_cast<const int2*>(&red[w][r][c]);
+      s0 += v.x;
+      s1 += v.y;
+    }
+    dev::store_pair(ep, m0 + r, n0 + c, s0, s1);
+  }
+}
+
+template <int MT, int U>
+void run(const GemmOperands& op, const Epilogue& ep, int splits, cudaStream_t stream) {
+  const std::int64_t steps = (op.kp + kStep - 1) / kStep;
+  const std::int64_t per_split = std::max<std::int64_t>(1, (steps + splits - 1) / splits);
+  const std::int64_t used = std::max<std::int64_t>(1, (steps + per_split - 1) / per_split);
+  const dim3 grid(static_cast<unsigned>((op.n + kBN - 1) / kBN), static_cast<unsigned>(used),
+                  static_cast<unsigned>((op.m + MT * 16 - 1) / (MT * 16)));
+  s8_gemm_skinny_kernel<MT, U><<<grid, kThreads, 0, stream>>>(op, ep, static_cast<int>(per_split));
+  check_launch("s8_gemm_skinny_kernel");
+}
+
+}  // namespace
+
+void launch_gemm_skinny(const GemmOperands& op, const Epilogue& ep, int splits, cudaStream_t stream) {
+  // One m16 tile (and 4 steps of loads per thread) up to M = 16, two (2 steps) above.
+  if (op.m <= 16)
+    run<1, 4>(op, ep, splits, stream);
+  else
+    run<2, 2>(op, ep, splits, stream);
+}
+
+int skinny_splits(std::int64_t m, std::int64_t n, std::int64_t kp, int multiprocessors) {
+  // Split K across CTAs only when there are fewer CTAs than SMs, keeping at least two rounds
+  // of the CTA's 8 warps per split.
+  const std::int64_t ctas = ((n + kBN - 1) / kBN) * ((m + 31) / 32);
+  const std::int64_t steps = (kp + kStep - 1) / kStep;
+  if (ctas >= multiprocessors) return 1;
+  const std::int64_t want = (std::max(1, multiprocessors) + ctas - 1) / ctas;
+  return static_cast<int>(std::clamp<std::int64_t>(std::min(want, steps / (2 * kWarps)), 1, 16));
+}
+
+}  // namespace qforge::cuda
