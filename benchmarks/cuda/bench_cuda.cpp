@@ -168,6 +168,23 @@ void gemm_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_gbps) 
       }
     }
     ops.set_kernel({});
+    if (!s.all_kernels && s.m <= 32) {
+      // The skinny kernel's ring depth (QFORGE_CUDA_SKINNY_STAGES), same data.
+      for (const char* stages : {"2", "3", "4", "6"}) {
+        setenv("QFORGE_CUDA_SKINNY_STAGES", stages, 1);
+        ops.set_kernel({"s8_gemm_mma_m16n8k32_skinny_32x32"});
+        auto run = [&] {
+          ops.matmul_dequant(d, da.p(), db.p(), static_cast<const float*>(dsb.p()), dc.p());
+        };
+        run();
+        const bool ok = spot_check(ops, dc, true, a, b, s.m, s.n, s.k, sa, sb, bias, rng);
+        const float ms = time_ms(run, 3, g_reps);
+        add({std::string("  skinny stages=") + stages + " B stream", shape, ms,
+             static_cast<double>(s.n * s.k) / (ms * 1e-3) / 1e9, "GB/s", "x d2d copy", copy_gbps, "report", ok});
+      }
+      unsetenv("QFORGE_CUDA_SKINNY_STAGES");
+      ops.set_kernel({});
+    }
     if (!s.all_kernels) {
       // Inference keeps its weights packed: B converted once, its scales on the device.
       const auto packed = ops.pack_weights(d, db.p());

@@ -6,6 +6,8 @@
 // reference::int32_safe_k with extreme operand values.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "qforge/error.h"
 #include "qforge/reference.h"
@@ -187,6 +189,18 @@ TEST_F(CudaMatmul, SkinnyShapesOnEveryKernel) {
     check_all_kernels(OpKind::matmul_dequant, q, random_codes(DType::int8, sh.m * sh.k),
                       random_codes(DType::int8, sh.n * sh.k, -127, 127), bias);
   }
+  // The skinny kernel's other ring depths (QFORGE_CUDA_SKINNY_STAGES, read at every launch).
+  for (const char* stages : {"2", "3", "4", "6"}) {
+    SCOPED_TRACE(std::string("QFORGE_CUDA_SKINNY_STAGES=") + stages);
+    setenv("QFORGE_CUDA_SKINNY_STAGES", stages, 1);
+    for (const auto& sh : {Shape3{3, 4500, 528}, Shape3{31, 4420, 336}}) {
+      MatmulDesc d{sh.m, sh.n, sh.k, operand_params(DType::int8, true, 0, sh.m, true),
+                   operand_params(DType::uint8, true, 0, sh.n, true), MatrixLayout::nk};
+      check_all_kernels(OpKind::matmul_integer, d, random_codes(DType::int8, sh.m * sh.k),
+                        random_codes(DType::uint8, sh.n * sh.k), {});
+    }
+  }
+  unsetenv("QFORGE_CUDA_SKINNY_STAGES");
 }
 
 // 4-bit operands (two codes per byte) are unpacked to int8 before the GEMM: every byte is a

@@ -73,7 +73,7 @@ void launch_gemm(const GemmLaunch& how, const GemmOperands& op_in, const Epilogu
         throw Error(ErrorCode::unsupported, "s8_gemm_wgmma: needs an sm_90 GPU running this build's "
                                             "sm_90a image and K > 0");
     } else if (how.kernel == GemmKernel::mma_skinny) {
-      launch_gemm_skinny(op, e, splits, stream);
+      launch_gemm_skinny(op, e, splits, how.device, stream);
     } else {
       launch_gemm_mma(how.kernel, op, e, splits, how.device, stream);
     }

@@ -11,7 +11,7 @@ void launch_gemm_mma(GemmKernel kernel, const GemmOperands& op, const Epilogue& 
                      int device, cudaStream_t stream);
 // The skinny-M kernel (gemm_skinny.cu); splits > 1: K also split across CTAs, ep of kind
 // accumulate.
-void launch_gemm_skinny(const GemmOperands& op, const Epilogue& ep, int splits, cudaStream_t stream);
+void launch_gemm_skinny(const GemmOperands& op, const Epilogue& ep, int splits, int device, cudaStream_t stream);
 int skinny_splits(std::int64_t m, std::int64_t n, std::int64_t kp, int multiprocessors);
 void launch_gemm_dp4a(const GemmOperands& op, const Epilogue& ep, cudaStream_t stream);
 // Hopper only: whether the sm_90a wgmma kernel runs on `device`, and launching it (false

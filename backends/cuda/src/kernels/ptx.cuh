@@ -16,6 +16,11 @@ __device__ __forceinline__ void cp_async16(std::uint32_t dst, const void* src, i
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
                : "memory");
 }
+// The same through L1 (.ca): for small operands every CTA reads.
+__device__ __forceinline__ void cp_async16_ca(std::uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
+               : "memory");
+}
 // Copies 4 bytes (through L1: .cg takes only 16), or zero-fills them when src_bytes == 0.
 __device__ __forceinline__ void cp_async4(std::uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)

@@ -255,7 +255,11 @@ quantize_per_tensor_kernel(const void* __restrict__ x, void* __restrict__ q, std
   constexpr std::int64_t kBlockElems = std::int64_t{kThreads} * kIters * G;
   const float s = p.scales ? p.scales[0] : p.scale0;
   const std::int32_t z = p.zero_points ? p.zero_points[0] : p.zero_point0;
-  const dev::FastQuantize fast = dev::fast_quantize_setup(s, p.divide_only);
+  // Codes of at most 8 bits: the clamp in float32 and a constant window (numerics.cuh); 16-bit
+  // codes keep the relative window, a constant one would flag too many elements.
+  constexpr bool kClamped = Bits <= 8;
+  const dev::FastQuantize fast = kClamped ? dev::FastQuantize{} : dev::fast_quantize_setup(s, p.divide_only);
+  const dev::FastClamp clamp = kClamped ? dev::fast_clamp_setup(s, z, p.qmin, p.qmax, p.divide_only) : dev::FastClamp{};
   const std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kBlockElems;
   uint4 raw[kIters];
 #pragma unroll
@@ -270,7 +274,10 @@ quantize_per_tensor_kernel(const void* __restrict__ x, void* __restrict__ q, std
     float v[G];
     unpack_group<In, G>(raw[j], v);
     std::int32_t c[G];
-    dev::quantize_values<G>(v, c, s, fast, z, p.qmin, p.qmax);
+    if constexpr (kClamped)
+      dev::quantize_values_clamped<G>(v, c, s, clamp, z, p.qmin, p.qmax);
+    else
+      dev::quantize_values<G>(v, c, s, fast, z, p.qmin, p.qmax);
     if (aligned && i0 + G <= n) {
       store_group<Bits, G>(q, i0, c);
     } else {

@@ -106,14 +106,14 @@ rowwise_absmax_quantize_kernel(const void* __restrict__ x, std::int64_t cols,
   }
   __syncthreads();
   const float s = row_scale;
-  const dev::FastQuantize fast = dev::fast_quantize_setup(s, divide_only);
+  const dev::FastClamp fast = dev::fast_clamp_setup(s, 0, -127, 127, divide_only);
 
   // Second pass over the row: it was just read by this block, so it comes from cache.
   for (std::int64_t g = threadIdx.x; g < groups; g += kThreads) {
     float v[G];
     load16<T>(x, base + g * G, aligned, v);
     std::int32_t c[G];
-    dev::quantize_values<G>(v, c, s, fast, 0, -127, 127);
+    dev::quantize_values_clamped<G>(v, c, s, fast, 0, -127, 127);
     store_codes<G>(q, base + g * G, aligned, c);
   }
   for (std::int64_t c = groups * G + threadIdx.x; c < cols; c += kThreads)
@@ -232,7 +232,7 @@ rowwise_resident_kernel(const void* __restrict__ x, std::int64_t cols, std::int8
   }
   __syncthreads();
   const float s = row_scale;
-  const dev::FastQuantize fast = dev::fast_quantize_setup(s, divide_only);
+  const dev::FastClamp fast = dev::fast_clamp_setup(s, 0, -127, 127, divide_only);
 #pragma unroll
   for (int i = 0; i < R; ++i) {
     const int g = threadIdx.x + i * kThreads;
@@ -240,7 +240,7 @@ rowwise_resident_kernel(const void* __restrict__ x, std::int64_t cols, std::int8
       float v[G];
       unpack16<T>(raw[i], v);
       std::int32_t c[G];
-      dev::quantize_values<G>(v, c, s, fast, 0, -127, 127);
+      dev::quantize_values_clamped<G>(v, c, s, fast, 0, -127, 127);
       store_codes<G>(q, base + static_cast<std::int64_t>(g) * G, true, c);
     }
   }
