@@ -288,7 +288,8 @@ std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, std::int
       out.insert(out.end(), {GemmKernel::mma_128x128, GemmKernel::mma_128x256});
     out.push_back(GemmKernel::mma_32x128);
   }
-  if (m > 32) out.push_back(GemmKernel::mma_skinny);
+  // grid.z walks M in slices of 32 rows: at most 65535 of them.
+  if (m > 32 && (m + 31) / 32 <= 65535) out.push_back(GemmKernel::mma_skinny);
   out.push_back(GemmKernel::dp4a_128x128);
   std::erase_if(out, [](GemmKernel k) { return !allowed_by_environment(k); });
   return out;
