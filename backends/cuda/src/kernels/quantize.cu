@@ -255,8 +255,8 @@ quantize_per_tensor_kernel(const void* __restrict__ x, void* __restrict__ q, std
   constexpr std::int64_t kBlockElems = std::int64_t{kThreads} * kIters * G;
   const float s = p.scales ? p.scales[0] : p.scale0;
   const std::int32_t z = p.zero_points ? p.zero_points[0] : p.zero_point0;
-  // Codes of at most 8 bits: the clamp in float32 and a constant window (numerics.cuh); 16-bit
-  // codes keep the relative window, a constant one would flag too many elements.
+  // Codes of at most 8 bits: the exact quotient from a multiply and two FMAs, clamped in float32
+  // (numerics.cuh, FastClamp); 16-bit codes keep the relative window test.
   constexpr bool kClamped = Bits <= 8;
   const dev::FastQuantize fast = kClamped ? dev::FastQuantize{} : dev::fast_quantize_setup(s, p.divide_only);
   const dev::FastClamp clamp = kClamped ? dev::fast_clamp_setup(s, z, p.qmin, p.qmax, p.divide_only) : dev::FastClamp{};
