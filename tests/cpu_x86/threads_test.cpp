@@ -1,6 +1,10 @@
 // Results must not depend on the thread count: every kernel, 1, 2 and 3 threads, identical
-// bytes (the work is split into tiles whose arithmetic is fixed by the tile alone).
+// bytes (the work is split into tiles whose arithmetic is fixed by the tile alone); nor on the
+// GEMV weight prefetch distance.
 #include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <tuple>
 
 #include "gemm_cases.h"
 #include "qforge/reference.h"
@@ -17,53 +21,44 @@ class CpuX86Threads : public ::testing::TestWithParam<std::string> {
     std::string why;
     if (!kernel_runnable(*loaded_.ops, GetParam(), &why)) GTEST_SKIP() << why;
   }
+  // Every matmul op the kernel under test serves, on fresh random problems of each shape, once
+  // per value of `option`: the bytes must not change.
+  void expect_same_bytes(const char* option, std::initializer_list<const char*> values,
+                         std::initializer_list<std::tuple<int, int, int>> shapes) {
+    SCOPED_TRACE(seed_text());
+    Rng rng = test_rng();
+    QuantizationOps& ops = *loaded_.ops;
+    ops.set_kernel({GetParam()});
+    const bool qbw = GetParam().find("_qbw_") != std::string::npos;
+    const bool maddubs = GetParam().find("maddubs") != std::string::npos;
+    for (auto [m, n, k] : shapes) {
+      const MatmulProblem p = random_problem(rng, m, n, k, {qbw, maddubs, !qbw});
+      for (OpKind op : {OpKind::matmul_integer, OpKind::matmul_dequant, OpKind::qlinear_matmul}) {
+        if (op == OpKind::qlinear_matmul && qbw) continue;
+        std::vector<std::vector<std::uint8_t>> outs;
+        for (const char* v : values) {
+          ops.set_option(option, v);
+          outs.push_back(run_matmul(ops, op, p));
+        }
+        for (std::size_t i = 1; i < outs.size(); ++i)
+          EXPECT_EQ(outs[0], outs[i]) << option << " = " << *(values.begin() + i) << ", " << to_string(op) << " "
+                                      << p.text();
+      }
+    }
+  }
   Loaded loaded_;
 };
 
 TEST_P(CpuX86Threads, SameBytesForOneTwoThreeThreads) {
-  SCOPED_TRACE(seed_text());
-  Rng rng = test_rng();
-  QuantizationOps& ops = *loaded_.ops;
-  ops.set_kernel({GetParam()});
-  const bool qbw = GetParam().find("_qbw_") != std::string::npos;
-  const bool maddubs = GetParam().find("maddubs") != std::string::npos;
   // Big enough for many tasks per thread in both directions.
-  for (auto [m, n, k] : {std::tuple<int, int, int>{200, 300, 100}, {5, 1000, 64}, {70, 33, 517}}) {
-    const MatmulProblem p = random_problem(rng, m, n, k, {qbw, maddubs, !qbw});
-    for (OpKind op : {OpKind::matmul_integer, OpKind::matmul_dequant, OpKind::qlinear_matmul}) {
-      if (op == OpKind::qlinear_matmul && qbw) continue;
-      std::vector<std::vector<std::uint8_t>> outs;
-      for (const char* t : {"1", "2", "3"}) {
-        ops.set_option("threads", t);
-        outs.push_back(run_matmul(ops, op, p));
-      }
-      EXPECT_EQ(outs[0], outs[1]) << to_string(op) << " " << p.text();
-      EXPECT_EQ(outs[0], outs[2]) << to_string(op) << " " << p.text();
-    }
-  }
+  expect_same_bytes("threads", {"1", "2", "3"}, {{200, 300, 100}, {5, 1000, 64}, {70, 33, 517}});
 }
 
 // The GEMV kernels' weight prefetch is a hint: no distance may change a byte. M <= 16 picks
 // the GEMV role; prefetches past the end of the packed weights are harmless hints too.
 TEST_P(CpuX86Threads, SameBytesForEveryGemvPrefetchDistance) {
-  SCOPED_TRACE(seed_text());
-  Rng rng = test_rng();
-  QuantizationOps& ops = *loaded_.ops;
-  ops.set_kernel({GetParam()});
-  const bool qbw = GetParam().find("_qbw_") != std::string::npos;
-  const bool maddubs = GetParam().find("maddubs") != std::string::npos;
-  for (auto [m, n, k] : {std::tuple<int, int, int>{1, 300, 700}, {16, 129, 256}, {7, 40, 64}}) {
-    const MatmulProblem p = random_problem(rng, m, n, k, {qbw, maddubs, !qbw});
-    for (OpKind op : {OpKind::matmul_integer, OpKind::matmul_dequant}) {
-      std::vector<std::vector<std::uint8_t>> outs;
-      for (const char* bytes : {"0", "64", "4096", "65536"}) {
-        ops.set_option("gemv_prefetch", bytes);
-        outs.push_back(run_matmul(ops, op, p));
-      }
-      ops.set_option("gemv_prefetch", "default");
-      for (std::size_t i = 1; i < outs.size(); ++i) EXPECT_EQ(outs[0], outs[i]) << to_string(op) << " " << p.text();
-    }
-  }
+  expect_same_bytes("gemv_prefetch", {"0", "64", "4096", "65536"}, {{1, 300, 700}, {16, 129, 256}, {7, 40, 64}});
+  loaded_.ops->set_option("gemv_prefetch", "default");
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, CpuX86Threads,
