@@ -111,29 +111,37 @@ TEST_F(CpuX86Edges, MaddubsNeverRunsOnWeightsHoldingMinus128) {
   if (!kernel_runnable(*loaded_.ops, "q8_gemm_4x16c4__avx2_maddubs", &why)) GTEST_SKIP() << why;
   SCOPED_TRACE(seed_text());
   Rng rng = test_rng();
-  MatmulProblem p = random_problem(rng, 20, 20, 30, {false, true, false});
-  p.desc.b = QuantizationParams::per_tensor_affine(DType::int8, 0.1f, 0);
-  p.desc.b_layout = MatrixLayout::kn;
-  p.b = random_codes(rng, DType::int8, 20 * 30, -127, 127);
-  // Affine int8 weights may hold -128, so supports() does not offer maddubs for them.
-  const Support s = loaded_.ops->supports({OpKind::matmul_integer, p.desc});
-  for (const auto& k : s.kernels) EXPECT_EQ(k.find("maddubs"), std::string::npos) << k;
-  // Forced anyway on weights that do hold -128 (|a| * 128 pairs could reach 32768 and
-  // saturate), the exact maddwd kernel runs instead and says so.
-  p.b[7] = 0x80;
-  loaded_.ops->set_kernel({"q8_gemm_4x16c4__avx2_maddubs"});
-  ASSERT_EQ(check_matmul(*loaded_.ops, OpKind::matmul_integer, p), "");
-  EXPECT_EQ(loaded_.ops->last_kernel(), "q8_gemm_2x16c4__avx2_maddwd");
-  // Without -128 the forced maddubs kernel runs.
-  p.b[7] = 0x81;
-  ASSERT_EQ(check_matmul(*loaded_.ops, OpKind::matmul_integer, p), "");
-  EXPECT_EQ(loaded_.ops->last_kernel(), "q8_gemm_4x16c4__avx2_maddubs");
-  // Automatic selection under an AVX2 restriction makes the same choice.
-  loaded_.ops->set_kernel({});
-  loaded_.ops->set_option("isa", "avx2");
-  p.b[7] = 0x80;
-  ASSERT_EQ(check_matmul(*loaded_.ops, OpKind::matmul_integer, p), "");
-  EXPECT_EQ(loaded_.ops->last_kernel(), "q8_gemm_2x16c4__avx2_maddwd");
+  // Both layouts: the -128 sits in the first (whole) panel and in the part of K that the
+  // vector packer handles (k < 28 for kn, k < 16 for nk with K = 30).
+  for (const auto layout : {MatrixLayout::kn, MatrixLayout::nk}) {
+    SCOPED_TRACE(std::string("b_layout ") + std::string(to_string(layout)));
+    loaded_.ops->set_kernel({});
+    loaded_.ops->set_option("isa", "all");
+    MatmulProblem p = random_problem(rng, 20, 20, 30, {false, true, false});
+    p.desc.b = QuantizationParams::per_tensor_affine(DType::int8, 0.1f, 0);
+    p.desc.b_layout = layout;
+    p.b = random_codes(rng, DType::int8, 20 * 30, -127, 127);
+    const std::size_t at = layout == MatrixLayout::kn ? 7 : 3 * 30 + 4;  // (k 0, n 7) or (n 3, k 4)
+    // Affine int8 weights may hold -128, so supports() does not offer maddubs for them.
+    const Support s = loaded_.ops->supports({OpKind::matmul_integer, p.desc});
+    for (const auto& k : s.kernels) EXPECT_EQ(k.find("maddubs"), std::string::npos) << k;
+    // Forced anyway on weights that do hold -128 (|a| * 128 pairs could reach 32768 and
+    // saturate), the exact maddwd kernel runs instead and says so.
+    p.b[at] = 0x80;
+    loaded_.ops->set_kernel({"q8_gemm_4x16c4__avx2_maddubs"});
+    ASSERT_EQ(check_matmul(*loaded_.ops, OpKind::matmul_integer, p), "");
+    EXPECT_EQ(loaded_.ops->last_kernel(), "q8_gemm_2x16c4__avx2_maddwd");
+    // Without -128 the forced maddubs kernel runs.
+    p.b[at] = 0x81;
+    ASSERT_EQ(check_matmul(*loaded_.ops, OpKind::matmul_integer, p), "");
+    EXPECT_EQ(loaded_.ops->last_kernel(), "q8_gemm_4x16c4__avx2_maddubs");
+    // Automatic selection under an AVX2 restriction makes the same choice.
+    loaded_.ops->set_kernel({});
+    loaded_.ops->set_option("isa", "avx2");
+    p.b[at] = 0x80;
+    ASSERT_EQ(check_matmul(*loaded_.ops, OpKind::matmul_integer, p), "");
+    EXPECT_EQ(loaded_.ops->last_kernel(), "q8_gemm_2x16c4__avx2_maddwd");
+  }
 }
 
 TEST_F(CpuX86Edges, ForcedKernelOfAnotherOpIsRefused) {

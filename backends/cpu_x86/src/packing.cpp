@@ -91,11 +91,24 @@ X86PackedWeights::X86PackedWeights(const MatmulDesc& desc, const void* b, Thread
   auto* bytes = reinterpret_cast<std::int8_t*>(data.data());
   // Panels are independent (their columns, sums and bytes), so they pack in parallel.
   std::vector<char> panel_min(static_cast<std::size_t>(panels), 0);
+  // Whole panels of 8-bit weights that are not block-wise take the vector packer for most of
+  // K; the scalar loop below packs the rest (and everything else).
+  const bool vector_bytes = (p.dtype() == DType::int8 || p.dtype() == DType::uint8) && !blocks.blocked;
+  const bool nk = desc.b_layout == MatrixLayout::nk;
   auto pack_panel = [&](std::int64_t panel) {
   bool any_min = false;
+  std::int64_t k_done = 0;
+  if (vector_bytes && (panel + 1) * kPanel <= n) {
+    const std::int64_t n0 = panel * kPanel;
+    const auto* src = static_cast<const std::uint8_t*>(b) + (nk ? n0 * k : n0);
+    std::int32_t sums[kPanel] = {};
+    k_done = pack_panel_bytes_avx2(src, nk ? k : n, nk, k, static_cast<std::uint8_t>(shift ? 0x80 : 0),
+                                   bytes + panel * panel_stride, sums, &any_min);
+    for (int c = 0; c < kPanel; ++c) colsum[static_cast<std::size_t>(meta(0, n0 + c))] += sums[c];
+  }
   for (std::int64_t nn = panel * kPanel; nn < std::min(n, (panel + 1) * kPanel); ++nn) {
     std::int8_t* col = bytes + (nn / kPanel) * panel_stride + (nn % kPanel) * kGroup;
-    for (std::int64_t kk = 0; kk < k; ++kk) {
+    for (std::int64_t kk = k_done; kk < k; ++kk) {
       const std::int32_t v = read(kk, nn) + shift;
       any_min = any_min || v == -128;
       if (nibbles) {
