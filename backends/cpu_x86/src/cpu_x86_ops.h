@@ -23,6 +23,10 @@
 
 namespace qforge::cpu_x86 {
 
+// The version keys the accelerator's tuning cache (docs/ACCELERATOR.md): it changes whenever
+// the kernels do, so that cached decisions are measured again.
+inline constexpr const char* kPluginVersion = "0.2.0";
+
 // Measured on the GPU host's 16-core CPU and on the development machine (docs/CPU_X86.md).
 inline constexpr std::int64_t kDefaultGemvPrefetch = 4096;
 
@@ -32,7 +36,7 @@ class CpuX86Ops final : public QuantizationOps {
   ~CpuX86Ops() override;
 
   std::string name() const override { return "cpu_x86"; }
-  std::string version() const override { return "0.1.0"; }
+  std::string version() const override { return kPluginVersion; }
   Availability availability() const override;
   std::vector<DeviceInfo> devices() const override;
   bool host_memory() const override { return true; }

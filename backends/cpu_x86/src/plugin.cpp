@@ -2,4 +2,4 @@
 #include "cpu_x86_ops.h"
 #include "qforge/plugin/sdk.h"
 
-QFORGE_DEFINE_PLUGIN(qforge::cpu_x86::CpuX86Ops, "cpu_x86", "0.1.0")
+QFORGE_DEFINE_PLUGIN(qforge::cpu_x86::CpuX86Ops, "cpu_x86", qforge::cpu_x86::kPluginVersion)

@@ -28,7 +28,7 @@
 
 namespace qforge::cuda {
 
-inline constexpr const char* kPluginVersion = "0.1.0";
+inline constexpr const char* kPluginVersion = "0.2.0";
 
 class CudaPackedWeights;
 

@@ -23,7 +23,7 @@
 namespace qforge::onednn {
 
 inline constexpr const char* kPluginName = "onednn";
-inline constexpr const char* kPluginVersion = "0.1.0";
+inline constexpr const char* kPluginVersion = "0.2.0";
 
 class OnednnPackedWeights;
 class ThreadScope;

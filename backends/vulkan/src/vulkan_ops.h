@@ -22,7 +22,7 @@
 namespace qforge::vulkan {
 
 inline constexpr const char* kPluginName = "vulkan";
-inline constexpr const char* kPluginVersion = "0.1.0";
+inline constexpr const char* kPluginVersion = "0.2.0";
 
 class VulkanOps final : public QuantizationOps {
  public:
