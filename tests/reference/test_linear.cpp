@@ -141,7 +141,16 @@ TEST(Linear, RandomForwardBitExactBackwardWithinTolerance) {
     EXPECT_LE(test::nmse(dw, dw_f), 1e-10);
     if (d.has_bias) {
       EXPECT_LE(test::nmse(db_ld, db), 1e-14);
-      EXPECT_LE(test::nmse(db, db_f), 1e-10);
+      // db sums only M values of dy, which may cancel (one column: db = 1e-4 from terms near 1),
+      // so no NMSE bound holds for a naive float32 sum; its per-element bound does:
+      // |sum_f - sum| <= (M - 1) * 2^-24 * sum |dy| (plus the reference's final rounding).
+      for (std::int64_t n = 0; n < N; ++n) {
+        double abs_sum = 0;
+        for (std::int64_t m = 0; m < M; ++m) abs_sum += std::fabs(dy[m * N + n]);
+        EXPECT_LE(std::fabs(static_cast<double>(db_f[n]) - db[n]),
+                  static_cast<double>(M) * 0x1p-24 * abs_sum + 0x1p-24 * std::fabs(db[n]))
+            << "db[" << n << "], M = " << M;
+      }
     }
   }
 }
