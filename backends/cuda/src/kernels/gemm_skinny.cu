@@ -52,6 +52,129 @@ constexpr int smem_of() {
   return ring > red ? ring : red;
 }
 
+// The 8 warps' partial sums of a CTA meet in shared memory red[warp][row][col] (int32: any
+// order gives the same sum) and the CTA applies the fused epilogue itself.
+template <int MT>
+__device__ __forceinline__ void reduce_and_store(int (*red)[MT * 16][kBN], const int (&acc)[MT][kNT][4],
+                                                 const Epilogue& ep, std::int64_t m0, std::int64_t n0) {
+  constexpr int kRows = MT * 16;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int g = lane / 4, t = lane % 4;
+  // Accumulator fragment: c0, c1 at (row g, cols 2t, 2t + 1), c2, c3 at row g + 8.
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int j = 0; j < kNT; ++j) {
+      *reinterpret_cast<int2*>(&red[warp][mt * 16 + g][8 * j + 2 * t]) = make_int2(acc[mt][j][0], acc[mt][j][1]);
+      *reinterpret_cast<int2*>(&red[warp][mt * 16 + g + 8][8 * j + 2 * t]) = make_int2(acc[mt][j][2], acc[mt][j][3]);
+    }
+  __syncthreads();
+  constexpr int kPairs = kRows * kBN / 2;
+#pragma unroll
+  for (int p = threadIdx.x; p < kPairs; p += kThreads) {
+    const int r = p / (kBN / 2), c = (p % (kBN / 2)) * 2;
+    int s0 = 0, s1 = 0;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const int2 v = *reinterpret_cast<const int2*>(&red[w][r][c]);
+      s0 += v.x;
+      s1 += v.y;
+    }
+    dev::store_pair(ep, m0 + r, n0 + c, s0, s1);
+  }
+}
+
+// The first version of this kernel (H200 run 7), kept for 17 <= M <= 32: each thread loads U
+// steps of its B and A pieces into registers before using any. ptxas interleaves those loads
+// with the mma that use them, so few are in flight: B streamed at 0.46-0.58 of the copy for
+// M <= 16, where the ring below wins; with two m16 tiles the mma work per load doubles and this
+// version measured faster (M = 32: 0.0270 ms against the ring's 0.0305-0.0376 ms in runs 8-9,
+// torch._int_mm 0.0332-0.0362 ms).
+__device__ __forceinline__ uint4 load_stream(const std::int8_t* p) {
+  uint4 v;
+  // B is read exactly once: do not let it evict A from L1.
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+template <int MT, int U>
+__global__ void __launch_bounds__(kThreads)
+s8_gemm_skinny_registers_kernel(GemmOperands op, const __grid_constant__ Epilogue ep, int steps_per_split) {
+  constexpr int kRows = MT * 16;
+  __shared__ int red[kWarps][kRows][kBN];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int g = lane / 4, t = lane % 4;
+  const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.x) * kBN;
+  const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.z) * kRows;
+  const std::int64_t steps = (op.kp + kStep - 1) / kStep;
+  const std::int64_t s_begin = static_cast<std::int64_t>(blockIdx.y) * steps_per_split;
+  const std::int64_t s_end = min(steps, s_begin + steps_per_split);
+
+  const std::int8_t* brow[kNT];
+  bool bok[kNT];
+#pragma unroll
+  for (int j = 0; j < kNT; ++j) {
+    const std::int64_t n = n0 + 8 * j + g;
+    bok[j] = n < op.n;
+    brow[j] = op.b + (bok[j] ? n : 0) * op.ldb + 16 * t;
+  }
+  const std::int8_t* arow[MT][2];
+  bool aok[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const std::int64_t m = m0 + mt * 16 + h * 8 + g;
+      aok[mt][h] = m < op.m;
+      arow[mt][h] = op.a + (aok[mt][h] ? m : 0) * op.lda + 16 * t;
+    }
+
+  int acc[MT][kNT][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int j = 0; j < kNT; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[mt][j][r] = 0;
+
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  for (std::int64_t s0 = s_begin + warp; s0 < s_end; s0 += U * kWarps) {
+    uint4 bv[U][kNT], av[U][MT][2];
+    // All loads of U steps first; a 16-byte chunk lies wholly inside or outside kp (a
+    // multiple of 16), and outside it both operands are zero.
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const std::int64_t s = s0 + static_cast<std::int64_t>(u) * kWarps;
+      const std::int64_t k = s * kStep + 16 * t;
+      const bool kin = s < s_end && k < op.kp;
+#pragma unroll
+      for (int j = 0; j < kNT; ++j) bv[u][j] = kin && bok[j] ? load_stream(brow[j] + s * kStep) : zero;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          av[u][mt][h] = kin && aok[mt][h] ? __ldg(reinterpret_cast<const uint4*>(arow[mt][h] + s * kStep)) : zero;
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        const std::uint32_t a_lo[4] = {av[u][mt][0].x, av[u][mt][1].x, av[u][mt][0].y, av[u][mt][1].y};
+        const std::uint32_t a_hi[4] = {av[u][mt][0].z, av[u][mt][1].z, av[u][mt][0].w, av[u][mt][1].w};
+#pragma unroll
+        for (int j = 0; j < kNT; ++j) {
+          const std::uint32_t b_lo[2] = {bv[u][j].x, bv[u][j].y};
+          const std::uint32_t b_hi[2] = {bv[u][j].z, bv[u][j].w};
+          dev::mma_s8_m16n8k32(acc[mt][j], a_lo, b_lo);
+          dev::mma_s8_m16n8k32(acc[mt][j], a_hi, b_hi);
+        }
+      }
+  }
+  reduce_and_store<MT>(red, acc, ep, m0, n0);
+}
+
 template <int MT, int S>
 __global__ void __launch_bounds__(kThreads)
 s8_gemm_skinny_kernel(GemmOperands op, const __grid_constant__ Epilogue ep, int steps_per_split) {
@@ -150,29 +273,7 @@ s8_gemm_skinny_kernel(GemmOperands op, const __grid_constant__ Epilogue ep, int 
   dev::cp_async_wait<0>();
   __syncthreads();  // the ring becomes the reduction buffer
 
-  // Accumulator fragment: c0, c1 at (row g, cols 2t, 2t + 1), c2, c3 at row g + 8.
-  auto red = reinterpret_cast<int (*)[kRows][kBN]>(smem);  // [warp][row][col]
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int j = 0; j < kNT; ++j) {
-      *reinterpret_cast<int2*>(&red[warp][mt * 16 + g][8 * j + 2 * t]) = make_int2(acc[mt][j][0], acc[mt][j][1]);
-      *reinterpret_cast<int2*>(&red[warp][mt * 16 + g + 8][8 * j + 2 * t]) = make_int2(acc[mt][j][2], acc[mt][j][3]);
-    }
-  __syncthreads();
-  constexpr int kPairs = kRows * kBN / 2;
-#pragma unroll
-  for (int p = threadIdx.x; p < kPairs; p += kThreads) {
-    const int r = p / (kBN / 2), c = (p % (kBN / 2)) * 2;
-    int s0 = 0, s1 = 0;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const int2 v = *reinterpret_cast<const int2*>(&red[w][r][c]);
-      s0 += v.x;
-      s1 += v.y;
-    }
-    dev::store_pair(ep, m0 + r, n0 + c, s0, s1);
-  }
+  reduce_and_store<MT>(reinterpret_cast<int (*)[kRows][kBN]>(smem), acc, ep, m0, n0);
 }
 
 // Raising the dynamic shared-memory limit is per device and kernel; once each.
@@ -199,15 +300,30 @@ void run(const GemmOperands& op, const Epilogue& ep, int splits, int device, cud
   check_launch("s8_gemm_skinny_kernel");
 }
 
+template <int MT, int U>
+void run_registers(const GemmOperands& op, const Epilogue& ep, int splits, cudaStream_t stream) {
+  const std::int64_t steps = (op.kp + kStep - 1) / kStep;
+  const std::int64_t per_split = std::max<std::int64_t>(1, (steps + splits - 1) / splits);
+  const std::int64_t used = std::max<std::int64_t>(1, (steps + per_split - 1) / per_split);
+  const dim3 grid(static_cast<unsigned>((op.n + kBN - 1) / kBN), static_cast<unsigned>(used),
+                  static_cast<unsigned>((op.m + MT * 16 - 1) / (MT * 16)));
+  s8_gemm_skinny_registers_kernel<MT, U><<<grid, kThreads, 0, stream>>>(op, ep, static_cast<int>(per_split));
+  check_launch("s8_gemm_skinny_registers_kernel");
+}
+
 }  // namespace
 
 void launch_gemm_skinny(const GemmOperands& op, const Epilogue& ep, int splits, int device, cudaStream_t stream) {
   // One m16 tile and a 4-stage ring up to M = 16 (96 KB of shared memory: 2 CTAs per SM), two
   // m16 tiles and 3 stages above (96 KB). QFORGE_CUDA_SKINNY_STAGES=2|3|4|6 overrides the ring
   // depth (an experiment switch: shared memory per CTA trades against copies in flight).
+  // 17 <= M <= 32 takes the register version (two m16 tiles, 2 steps of loads per thread) unless
+  // the switch asks for a ring depth.
   int stages = op.m <= 16 ? 4 : 3;
-  if (const char* env = std::getenv("QFORGE_CUDA_SKINNY_STAGES"); env != nullptr && env[0] != '\0')
-    stages = std::atoi(env);
+  const char* env = std::getenv("QFORGE_CUDA_SKINNY_STAGES");
+  const bool forced_ring = env != nullptr && env[0] != '\0';
+  if (forced_ring) stages = std::atoi(env);
+  if (op.m > 16 && op.m <= 32 && !forced_ring) return run_registers<2, 2>(op, ep, splits, stream);
   if (op.m <= 16) {
     switch (stages) {
       case 2: run<1, 2>(op, ep, splits, device, stream); break;
