@@ -185,6 +185,21 @@ void gemm_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_gbps) 
       unsetenv("QFORGE_CUDA_SKINNY_STAGES");
       ops.set_kernel({});
     }
+    if (!s.all_kernels && s.m > 32) {
+      // The wgmma kernel's split-K factor (QFORGE_CUDA_WGMMA_SPLITS), same data.
+      for (const char* splits : {"1", "2", "3", "4", "6", "8"}) {
+        setenv("QFORGE_CUDA_WGMMA_SPLITS", splits, 1);
+        auto run = [&] {
+          ops.matmul_dequant(d, da.p(), db.p(), static_cast<const float*>(dsb.p()), dc.p());
+        };
+        run();
+        const bool ok = spot_check(ops, dc, true, a, b, s.m, s.n, s.k, sa, sb, bias, rng);
+        const float ms = time_ms(run, 3, g_reps);
+        add({std::string("  ") + ops.last_kernel() + " splits=" + splits, shape, ms, ops_count / (ms * 1e-3) / 1e12,
+             "TOPS", "x cuBLASLt", lt_tops, "report", ok});
+      }
+      unsetenv("QFORGE_CUDA_WGMMA_SPLITS");
+    }
     if (!s.all_kernels) {
       // Inference keeps its weights packed: B converted once, its scales on the device.
       const auto packed = ops.pack_weights(d, db.p());

@@ -203,6 +203,34 @@ TEST_F(CudaMatmul, SkinnyShapesOnEveryKernel) {
   unsetenv("QFORGE_CUDA_SKINNY_STAGES");
 }
 
+// The wgmma kernel's split-K reduction in the kernel (partial slots, the last item of a tile
+// adds them): forced split counts (QFORGE_CUDA_WGMMA_SPLITS, read at every launch), including
+// more splits than there are K tiles (1040 bytes = 9 tiles in 8 splits of 2: the last three are
+// empty; K = 128 is one tile) and several tiles per CTA, with every epilogue kind. The kernel list decides whether
+// the wgmma kernel runs here (sm_90 only); the other kernels ignore the switch.
+TEST_F(CudaMatmul, WgmmaSplitKOnEveryKernel) {
+  for (const char* splits : {"2", "3", "8", "16"}) {
+    SCOPED_TRACE(std::string("QFORGE_CUDA_WGMMA_SPLITS=") + splits);
+    setenv("QFORGE_CUDA_WGMMA_SPLITS", splits, 1);
+    for (const auto& sh : {Shape3{16, 4416, 1040}, Shape3{130, 600, 2100}, Shape3{140, 34000, 128}}) {
+      MatmulDesc d{sh.m, sh.n, sh.k, operand_params(DType::uint8, true, 0, sh.m, true),
+                   operand_params(DType::int8, true, 0, sh.n, true), MatrixLayout::nk};
+      check_all_kernels(OpKind::matmul_integer, d, random_codes(DType::uint8, sh.m * sh.k),
+                        random_codes(DType::int8, sh.n * sh.k), {});
+      MatmulDesc q{sh.m, sh.n, sh.k, operand_params(DType::int8, true, 0, sh.m, false),
+                   operand_params(DType::int8, true, 0, sh.n, false), MatrixLayout::nk};
+      q.has_bias = true;
+      q.out_type = FloatType::bf16;
+      std::vector<float> bias(static_cast<std::size_t>(sh.n));
+      std::normal_distribution<float> normal(0.0f, 3.0f);
+      for (auto& v : bias) v = normal(rng_);
+      check_all_kernels(OpKind::matmul_dequant, q, random_codes(DType::int8, sh.m * sh.k),
+                        random_codes(DType::int8, sh.n * sh.k, -127, 127), bias);
+    }
+  }
+  unsetenv("QFORGE_CUDA_WGMMA_SPLITS");
+}
+
 // 4-bit operands (two codes per byte) are unpacked to int8 before the GEMM: every byte is a
 // valid pair of int4 or uint4 codes, so random bytes cover the whole range.
 TEST_F(CudaMatmul, FourBitOperandsOnEveryKernel) {

@@ -121,6 +121,8 @@ class CudaOps final : public QuantizationOps {
     FloatVec sa;
   };
   AOperand prepare_a(const MatmulDesc& desc, const void* a, std::int64_t kp);
+  // The split-K workspace (and tile counters) `how` needs for an [m, n] output.
+  void attach_split_workspace(GemmLaunch& how, std::int64_t m, std::int64_t n);
   BOperand prepare_b(const MatmulDesc& desc, const void* b, std::int64_t kp, Slot data_slot,
                      Slot sums_slot, bool need_sums);
   const CudaPackedWeights& packed_b(const MatmulDesc& desc, const PackedWeights& b);

@@ -87,8 +87,7 @@ QuantizationParams CudaOps::linear_forward(const LinearDesc& desc, const float* 
     how.kernel = kernel;
     how.device = device_;
     how.splits = choose_splits(kernel, M, N, kp, props().multiprocessors);
-    if (how.splits > 1)
-      how.workspace = workspace_.get<std::int32_t>(Slot::split_k, static_cast<std::size_t>(M * N), device_, s);
+    attach_split_workspace(how, M, N);
     launch_gemm(how, op, ep, s);
   }
   last_kernel_ = gemm_kernel_name(kernel);

@@ -110,6 +110,15 @@ CudaOps::BOperand CudaOps::prepare_b(const MatmulDesc& desc, const void* b, std:
   return op;
 }
 
+void CudaOps::attach_split_workspace(GemmLaunch& how, std::int64_t m, std::int64_t n) {
+  const SplitWorkspace need = split_workspace(how.kernel, m, n, how.splits);
+  if (need.ints > 0)
+    how.workspace = workspace_.get<std::int32_t>(Slot::split_k, static_cast<std::size_t>(need.ints), device_, stream());
+  if (need.counters > 0)
+    how.counters = static_cast<int*>(workspace_.get_zeroed(
+        Slot::split_counters, static_cast<std::size_t>(need.counters) * sizeof(int), device_, stream()));
+}
+
 void CudaOps::run_matmul(OpKind kind, const MatmulDesc& desc, const void* a, const BOperand* packed,
                          const void* b, const float* bias, void* out) {
   const std::int64_t M = desc.m, N = desc.n, K = desc.k, kp = round16(K);
@@ -181,8 +190,7 @@ void CudaOps::run_matmul(OpKind kind, const MatmulDesc& desc, const void* a, con
   how.kernel = kernel;
   how.device = device_;
   how.splits = choose_splits(kernel, M, N, kp, props().multiprocessors);
-  if (how.splits > 1)
-    how.workspace = workspace_.get<std::int32_t>(Slot::split_k, static_cast<std::size_t>(M * N), device_, s);
+  attach_split_workspace(how, M, N);
   launch_gemm(how, op, ep, s);
 }
 

@@ -19,6 +19,7 @@ enum class Slot : int {
   a_sums,
   b_sums,
   split_k,
+  split_counters,  // zeroed; every launch leaves them zero again
   stats,
   stats_partials,
   float_partials,

@@ -99,13 +99,22 @@ enum class GemmKernel : int {
 struct GemmLaunch {
   GemmKernel kernel = GemmKernel::mma_128x128;
   int splits = 1;                       // split-K factor (> 1 needs `workspace`)
-  std::int32_t* workspace = nullptr;    // [m, n] int32 for split-K partial sums
+  std::int32_t* workspace = nullptr;    // split-K partial sums (split_workspace().ints of them)
+  int* counters = nullptr;              // split-K tile counters, zeroed (split_workspace().counters)
   int device = 0;
 };
 
 // Runs C' and the epilogue. Nothing to do for m == 0 or n == 0.
 void launch_gemm(const GemmLaunch& how, const GemmOperands& op, const Epilogue& ep,
                  cudaStream_t stream);
+
+// What a split-K launch needs: `ints` int32 of workspace and `counters` ints that start at zero
+// (wgmma: a partial tile per work item and a counter per tile, the kernel reduces; the others:
+// the [m, n] sums that an epilogue pass reads, no counters).
+struct SplitWorkspace {
+  std::int64_t ints = 0, counters = 0;
+};
+SplitWorkspace split_workspace(GemmKernel kernel, std::int64_t m, std::int64_t n, int splits);
 
 // The split-K factor worth using for this shape on `multiprocessors` SMs (1 = none).
 int choose_splits(GemmKernel kernel, std::int64_t m, std::int64_t n, std::int64_t kp,

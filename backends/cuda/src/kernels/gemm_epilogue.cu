@@ -41,6 +41,12 @@ void launch_epilogue(const std::int32_t* c, const Epilogue& ep_in, cudaStream_t 
   check_launch("epilogue_kernel");
 }
 
+SplitWorkspace split_workspace(GemmKernel kernel, std::int64_t m, std::int64_t n, int splits) {
+  if (splits <= 1) return {};
+  if (kernel == GemmKernel::wgmma_128x256) return {wgmma_split_workspace_ints(m, n, splits), wgmma_tiles(m, n)};
+  return {m * n, 0};
+}
+
 int choose_splits(GemmKernel kernel, std::int64_t m, std::int64_t n, std::int64_t kp,
                   int multiprocessors) {
   if (kernel == GemmKernel::wgmma_128x256) return wgmma_splits(m, n, kp, multiprocessors);
@@ -67,12 +73,15 @@ void launch_gemm(const GemmLaunch& how, const GemmOperands& op_in, const Epilogu
     launch_gemm_dp4a(op, ep, stream);
     return;
   }
+  if (how.kernel == GemmKernel::wgmma_128x256) {  // reduces its own splits
+    const int splits = how.workspace != nullptr && how.counters != nullptr ? how.splits : 1;
+    if (!launch_gemm_wgmma(op, ep, splits, how.workspace, how.counters, how.device, stream))
+      throw Error(ErrorCode::unsupported, "s8_gemm_wgmma: needs an sm_90 GPU running this build's "
+                                          "sm_90a image and K > 0");
+    return;
+  }
   auto run = [&](const Epilogue& e, int splits) {
-    if (how.kernel == GemmKernel::wgmma_128x256) {
-      if (!launch_gemm_wgmma(op, e, splits, how.device, stream))
-        throw Error(ErrorCode::unsupported, "s8_gemm_wgmma: needs an sm_90 GPU running this build's "
-                                            "sm_90a image and K > 0");
-    } else if (how.kernel == GemmKernel::mma_skinny) {
+    if (how.kernel == GemmKernel::mma_skinny) {
       launch_gemm_skinny(op, e, splits, how.device, stream);
     } else {
       launch_gemm_mma(how.kernel, op, e, splits, how.device, stream);

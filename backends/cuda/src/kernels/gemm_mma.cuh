@@ -17,8 +17,12 @@ void launch_gemm_dp4a(const GemmOperands& op, const Epilogue& ep, cudaStream_t s
 // Hopper only: whether the sm_90a wgmma kernel runs on `device`, and launching it (false
 // when it cannot: another GPU, or K == 0).
 bool wgmma_available(int device);
-// splits > 1: K split in that many pieces whose raw sums ep (kind accumulate) adds up.
-bool launch_gemm_wgmma(const GemmOperands& op, const Epilogue& ep, int splits, int device, cudaStream_t stream);
+// splits > 1: K split in that many pieces, reduced in the kernel through `partials`
+// (wgmma_split_workspace_ints of them) and one zeroed counter per tile; ep is the real epilogue.
+bool launch_gemm_wgmma(const GemmOperands& op, const Epilogue& ep, int splits, int* partials, int* counters,
+                       int device, cudaStream_t stream);
+std::int64_t wgmma_tiles(std::int64_t m, std::int64_t n);
+std::int64_t wgmma_split_workspace_ints(std::int64_t m, std::int64_t n, int splits);
 int wgmma_splits(std::int64_t m, std::int64_t n, std::int64_t kp, int multiprocessors);
 void launch_epilogue(const std::int32_t* c, const Epilogue& ep, cudaStream_t stream);
 

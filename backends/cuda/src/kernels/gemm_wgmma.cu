@@ -9,6 +9,13 @@
 // persistently (grid = number of SMs), so the producer already loads the next tile while the
 // consumers run the epilogue of the current one.
 //
+// Split-K (few tiles, skinny M): work item w is split w % splits of tile w / splits. Every item
+// leaves its raw int32 accumulators in a partial slot of the workspace (thread-major, so the
+// stores are coalesced and need no knowledge of the fragment layout); the last item of a tile to
+// arrive (a counter per tile, reset by that item) adds the other slots to its registers and runs
+// the fused epilogue itself. Integer addition is exact and order-free. This replaced a memset,
+// atomic adds and a separate epilogue pass (three launches and two trips of C through memory).
+//
 // Shared tiles use the 128-byte swizzle that TMA writes and wgmma reads natively: rows of
 // 128 bytes, eight rows to a 1024-byte atom, 16-byte chunk c of row r at chunk c ^ (r % 8). A
 // k32 step inside a stage is a 32-byte advance of the descriptor's start address. Edges (M, N
@@ -17,6 +24,7 @@
 #include <cudaTypedefs.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 
 #include "kernels/epilogue.cuh"
@@ -31,6 +39,8 @@ namespace {
 constexpr int kBM = 128, kBN = 256, kBK = 128, kStages = 4;
 constexpr int kABytes = kBM * kBK, kBBytes = kBN * kBK, kStageBytes = kABytes + kBBytes;
 constexpr int kThreads = 384;
+[[maybe_unused]] constexpr int kConsumerThreads = 256;  // device code only
+constexpr int kTileInts = kBM * kBN;  // one partial slot: 128 accumulators per consumer thread
 constexpr int kSmem = kStages * kStageBytes + 1024 /* alignment slack */ + 2 * kStages * 8;
 
 // The device code exists in the sm_90a pass only (the kernel is empty elsewhere).
@@ -119,6 +129,9 @@ __device__ __forceinline__ void wgmma_m64n256k32_s8(int (&d)[128], std::uint64_t
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
+// Barrier 1 joins the two consumer warpgroups only (the producer is elsewhere).
+__device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory"); }
+
 __device__ __forceinline__ void tile_of(int tile, int tiles_m, int tiles_n, int& tm, int& tn) {
   constexpr int kGroup = 8;
   const int per_group = kGroup * tiles_n;
@@ -132,9 +145,11 @@ __device__ __forceinline__ void tile_of(int tile, int tiles_m, int tiles_n, int&
 
 __global__ void __launch_bounds__(kThreads, 1)
 s8_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                     GemmOperands op, const __grid_constant__ Epilogue ep, int splits) {
+                     GemmOperands op, const __grid_constant__ Epilogue ep, int splits,
+                     int* __restrict__ partials, int* __restrict__ counters) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(1024) std::uint8_t smem[];
+  __shared__ int last_of_tile;
   const std::uint32_t base = (dev::smem_addr(smem) + 1023u) & ~1023u;
   const std::uint32_t full = base + kStages * kStageBytes;
   const std::uint32_t empty = full + kStages * 8;
@@ -164,7 +179,7 @@ s8_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_con
       int it = 0;
       for (int w = blockIdx.x; w < items; w += gridDim.x) {
         const int tile = w / splits, k_begin = (w % splits) * per_split;
-        const int k_count = min(k_tiles, k_begin + per_split) - k_begin;
+        const int k_count = max(0, min(k_tiles, k_begin + per_split) - k_begin);  // 0 past the end
         int tm, tn;
         tile_of(tile, tiles_m, tiles_n, tm, tn);
         const int rot = op.k_rotate && k_count > 0 ? tile % k_count : 0;
@@ -188,7 +203,7 @@ s8_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_con
     int it = 0;
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
       const int tile = w / splits, k_begin = (w % splits) * per_split;
-      const int k_count = min(k_tiles, k_begin + per_split) - k_begin;
+      const int k_count = max(0, min(k_tiles, k_begin + per_split) - k_begin);  // 0 past the end
       int tm, tn;
       tile_of(tile, tiles_m, tiles_n, tm, tn);
       for (int kt = 0; kt < k_count; ++kt, ++it) {
@@ -212,6 +227,38 @@ s8_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_con
       if (k_count == 0) {
 #pragma unroll
         for (int i = 0; i < 128; ++i) acc[i] = 0;
+      }
+      if (splits > 1) {
+        const int ct = threadIdx.x - 128;
+        int4* slots = reinterpret_cast<int4*>(partials);
+        int4* mine = slots + static_cast<std::int64_t>(w) * (kTileInts / 4);
+#pragma unroll
+        for (int i = 0; i < 32; ++i)
+          __stcg(mine + i * kConsumerThreads + ct, make_int4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+        __threadfence();
+        consumers_sync();
+        if (ct == 0) {
+          const bool last = atomicAdd(counters + tile, 1) == splits - 1;
+          if (last) counters[tile] = 0;  // ready for the next launch
+          last_of_tile = last;
+        }
+        consumers_sync();
+        const bool last = last_of_tile;
+        consumers_sync();  // everyone has read the flag before the next item writes it
+        if (!last) continue;
+        __threadfence();
+        for (int sp = 0; sp < splits; ++sp) {
+          if (sp == w % splits) continue;
+          const int4* other = slots + (static_cast<std::int64_t>(tile) * splits + sp) * (kTileInts / 4);
+#pragma unroll
+          for (int i = 0; i < 32; ++i) {
+            const int4 v = __ldcg(other + i * kConsumerThreads + ct);
+            acc[4 * i] += v.x;
+            acc[4 * i + 1] += v.y;
+            acc[4 * i + 2] += v.z;
+            acc[4 * i + 3] += v.w;
+          }
+        }
       }
 
       // Accumulator layout: for each n8 column block j, acc[4j], acc[4j+1] at (row g, cols 2t,
@@ -297,18 +344,30 @@ int wgmma_splits(std::int64_t m, std::int64_t n, std::int64_t kp, int multiproce
   // (1024 bytes of every row) long so that the pipeline fills.
   const std::int64_t tiles = ((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN);
   const std::int64_t k_tiles = (kp + kBK - 1) / kBK;
+  // QFORGE_CUDA_WGMMA_SPLITS=S (an experiment switch, read at every launch) forces S splits.
+  if (const char* env = std::getenv("QFORGE_CUDA_WGMMA_SPLITS"); env != nullptr && std::atoi(env) > 0)
+    return std::min(std::atoi(env), 64);  // more splits than K tiles leave some empty: still exact
   if (tiles >= multiprocessors) return 1;
   return static_cast<int>(std::clamp<std::int64_t>(std::min(multiprocessors / tiles, k_tiles / 8), 1, 16));
 }
 
-bool launch_gemm_wgmma(const GemmOperands& op, const Epilogue& ep, int splits, int device, cudaStream_t stream) {
+std::int64_t wgmma_split_workspace_ints(std::int64_t m, std::int64_t n, int splits) {
+  return wgmma_tiles(m, n) * splits * kTileInts;
+}
+
+std::int64_t wgmma_tiles(std::int64_t m, std::int64_t n) { return ((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN); }
+
+bool launch_gemm_wgmma(const GemmOperands& op, const Epilogue& ep, int splits, int* partials, int* counters,
+                       int device, cudaStream_t stream) {
   const DeviceState& st = state_of(device);
   if (!st.available || op.kp == 0) return false;
   const CUtensorMap map_a = make_map(op.a, op.m, op.kp, op.lda, kBM);
   const CUtensorMap map_b = make_map(op.b, op.n, op.kp, op.ldb, kBN);
   const std::int64_t tiles = ((op.m + kBM - 1) / kBM) * ((op.n + kBN - 1) / kBN);
   const int grid = static_cast<int>(std::min<std::int64_t>(tiles * splits, st.multiprocessors));
-  s8_gemm_wgmma_kernel<<<grid, kThreads, kSmem, stream>>>(map_a, map_b, op, ep, splits);
+  if (splits > 1 && (partials == nullptr || counters == nullptr))
+    throw Error(ErrorCode::backend, "s8_gemm_wgmma: split-K needs its partial slots and tile counters");
+  s8_gemm_wgmma_kernel<<<grid, kThreads, kSmem, stream>>>(map_a, map_b, op, ep, splits, partials, counters);
   check_launch("s8_gemm_wgmma_kernel");
   return true;
 }

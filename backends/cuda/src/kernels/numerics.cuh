@@ -161,31 +161,32 @@ __device__ __forceinline__ float min_nan(float a, float b) {
   return d;
 }
 
-// The reference's code for x in q when this returns true; false (x NaN or infinite, or x * r
-// overflowed): use quantize_value().
-__device__ __forceinline__ bool quantize_fast_clamped(float x, const FastClamp& f, std::int32_t& q) {
+// The reference's code for x in q, and the clamped quotient it came from: when that is NaN (x NaN
+// or infinite, or x * r overflowed) q is meaningless and quantize_value() must decide.
+__device__ __forceinline__ float quantize_fast_clamped(float x, const FastClamp& f, std::int32_t& q) {
   constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23, bits 0x4B400000
   const float p0 = __fmul_rn(x, f.r);
   const float p = __fmaf_rn(__fmaf_rn(-p0, f.s, x), f.r, p0);  // RN(x / s), Markstein
   const float pc = min_nan(max_nan(p, f.lo), f.hi);
   q = __float_as_int(__fadd_rn(pc, kMagic)) + f.offset;
-  return pc == pc;
+  return pc;
 }
 
-// quantize_values through quantize_fast_clamped (same codes).
+// quantize_values through quantize_fast_clamped (same codes). The NaN test is one sum per group:
+// every clamped quotient is finite (|pc| <= 2^20) unless it is NaN, so the sum is NaN exactly
+// when one of them is, and then the whole group takes the division. The adds run on the FMA
+// pipe; the first version's compare, select and OR per element took three integer-pipe slots,
+// which issue at half the FMA rate.
 template <int G>
 __device__ __forceinline__ void quantize_values_clamped(const float (&v)[G], std::int32_t (&c)[G], float scale,
                                                         const FastClamp& fast, std::int32_t zero_point,
                                                         std::int32_t qmin, std::int32_t qmax) {
-  static_assert(G <= 32, "one flag bit per element");
-  std::uint32_t redo = 0;
+  float sum = 0.0f;
 #pragma unroll
-  for (int e = 0; e < G; ++e) redo |= static_cast<std::uint32_t>(!quantize_fast_clamped(v[e], fast, c[e])) << e;
-  if (!fast.usable) redo = 0xFFFFFFFFu;
-  if (redo != 0) {
+  for (int e = 0; e < G; ++e) sum = __fadd_rn(sum, quantize_fast_clamped(v[e], fast, c[e]));
+  if (!fast.usable || sum != sum) {
 #pragma unroll
-    for (int e = 0; e < G; ++e)
-      if ((redo >> e) & 1u) c[e] = quantize_value(v[e], scale, zero_point, qmin, qmax);
+    for (int e = 0; e < G; ++e) c[e] = quantize_value(v[e], scale, zero_point, qmin, qmax);
   }
 }
 

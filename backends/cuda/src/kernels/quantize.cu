@@ -247,6 +247,8 @@ __device__ __forceinline__ void store_group(void* q, std::int64_t i, const std::
 }
 
 // At least 5 blocks (1280 threads, 80 KB of loads in flight) per SM: 48 registers, no spills.
+// (H200 run 11, bfloat16 in: 4 groups x 5 blocks 0.90 of the copy rate; 4 x 6 0.88, 6 x 4 0.88,
+// 2 x 8 0.85, 8 x 3 0.83.)
 template <FloatType In, int Bits>
 __global__ void __launch_bounds__(kThreads, 5)
 quantize_per_tensor_kernel(const void* __restrict__ x, void* __restrict__ q, std::int64_t n, PairIndexing p,
