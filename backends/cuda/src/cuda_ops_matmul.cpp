@@ -59,6 +59,9 @@ std::size_t element_bytes(OpKind kind, const MatmulDesc& d) {
 
 IntVec CudaOps::int_vec(std::span<const std::int32_t> values, std::int32_t shift, bool& all_zero) {
   all_zero = std::all_of(values.begin(), values.end(), [&](std::int32_t v) { return v == shift; });
+  // All zero: the epilogue never reads them (no compensation term), so nothing travels. Symmetric
+  // per-channel weights took a 32 KB vector and a cache lookup per call here.
+  if (all_zero) return {nullptr, 0, 1};
   if (values.size() == 1) return {nullptr, values[0] - shift, 1};
   std::vector<std::int32_t> shifted(values.begin(), values.end());
   for (auto& v : shifted) v -= shift;
