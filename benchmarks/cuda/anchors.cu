@@ -7,6 +7,8 @@
 
 #include "anchors.h"
 
+#include <chrono>
+
 namespace qforge::bench {
 
 void check_cuda(cudaError_t status, const char* what) {
@@ -22,6 +24,8 @@ void check_lt(cublasStatus_t status, const char* what) {
 
 // 16 independent accumulators per thread so that the dp4a pipeline never waits on a result;
 // the inputs change every step so nothing can be hoisted, and the sum is stored at the end.
+__global__ void empty_kernel() {}
+
 __global__ void dp4a_peak_kernel(int iterations, int* out) {
   int acc[16];
 #pragma unroll
@@ -112,6 +116,23 @@ double d2d_copy_gbps(void* dst, const void* src, std::size_t bytes, int reps) {
   const float ms = time_ms([&] { check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, nullptr), "cudaMemcpyAsync"); },
                            3, reps);
   return 2.0 * static_cast<double>(bytes) / (ms * 1e-3) / 1e9;
+}
+
+HostCosts host_costs(int calls) {
+  HostCosts c;
+  auto per_call_us = [&](auto&& fn) {
+    for (int i = 0; i < 10; ++i) fn();
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) fn();
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    return us / calls;
+  };
+  c.launch_us = per_call_us([] { empty_kernel<<<1, 32>>>(); });
+  c.set_device_us = per_call_us([] { check_cuda(cudaSetDevice(0), "cudaSetDevice"); });
+  c.get_last_error_us = per_call_us([] { check_cuda(cudaGetLastError(), "cudaGetLastError"); });
+  return c;
 }
 
 double dp4a_peak_tops(int multiprocessors) {

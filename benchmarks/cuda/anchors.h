@@ -26,6 +26,13 @@ double dp4a_peak_tops(int multiprocessors);
 // Same for mma.sync.m16n8k32 s8 (sm_80+).
 double mma_peak_tops(int multiprocessors);
 
+// Host microseconds per call, enqueueing only: an empty kernel launch, cudaSetDevice,
+// cudaGetLastError (the floor under any op's host time).
+struct HostCosts {
+  double launch_us = 0, set_device_us = 0, get_last_error_us = 0;
+};
+HostCosts host_costs(int calls);
+
 void check_cuda(cudaError_t status, const char* what);
 
 }  // namespace qforge::bench

@@ -172,8 +172,16 @@ void gemm_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_gbps) 
         const double host_us =
             std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 50;
         ops.synchronize();
-        std::printf("    %s: per call %.4f ms, 10 back-to-back %.4f ms each, host %.1f us per call\n", used.c_str(),
-                    ms, ten, host_us);
+        // The same op with M = 0: checks and dispatch, no launch.
+        MatmulDesc empty = d;
+        empty.m = 0;
+        const auto t1 = std::chrono::steady_clock::now();
+        for (int i = 0; i < 200; ++i)
+          ops.matmul_dequant(empty, da.p(), db.p(), static_cast<const float*>(dsb.p()), dc.p());
+        const double empty_us =
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t1).count() / 200;
+        std::printf("    %s: per call %.4f ms, 10 back-to-back %.4f ms each, host %.1f us per call (M = 0: %.1f us)\n",
+                    used.c_str(), ms, ten, host_us, empty_us);
       }
     }
     ops.set_kernel({});
@@ -452,6 +460,10 @@ int main(int argc, char** argv) {
       add({"__dp4a register-only peak", "", 0, dp4a_peak, "TOPS", "", 0, "anchor"});
       const double mma_peak = bench::mma_peak_tops(sms);
       add({"mma.sync s8 m16n8k32 register-only peak", "", 0, mma_peak, "TOPS", "", 0, "anchor"});
+      const bench::HostCosts host = bench::host_costs(2000);
+      add({"host: empty kernel launch", "", 0, host.launch_us, "us", "", 0, "anchor"});
+      add({"host: cudaSetDevice", "", 0, host.set_device_us, "us", "", 0, "anchor"});
+      add({"host: cudaGetLastError", "", 0, host.get_last_error_us, "us", "", 0, "anchor"});
     }
     if (want("variants")) variants_section(*ops, rng);
     if (want("gemm")) gemm_section(*ops, rng, copy_gbps);

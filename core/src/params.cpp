@@ -1,5 +1,7 @@
 #include "qforge/params.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <sstream>
 
@@ -64,6 +66,11 @@ QuantizationParams::QuantizationParams(DType dtype, Scheme scheme, std::vector<f
       invalid("zero_point[" + std::to_string(i) + "] = " + std::to_string(z) +
               "; expected a value in the " + std::string(tr.name) + " range [" +
               std::to_string(tr.qmin) + ", " + std::to_string(tr.qmax) + "]");
+  }
+  if (!zero_points_.empty()) {
+    const auto [lo, hi] = std::minmax_element(zero_points_.begin(), zero_points_.end());
+    zero_point_min_ = *lo;
+    zero_point_max_ = *hi;
   }
 }
 

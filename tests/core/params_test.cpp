@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
+#include <vector>
 #include <limits>
 #include <string>
 
@@ -30,6 +33,29 @@ TEST(Params, RejectsNonFiniteAndNonPositiveScales) {
   for (float s : bad)
     expect_error([&] { QuantizationParams::per_tensor_affine(DType::int8, s, 0); },
                  ErrorCode::invalid_argument, {"scale[0]", "expected a finite value > 0"});
+}
+
+// The zero-point range kept at construction equals a scan of the zero points (fresh random
+// zero points every run; the seed is printed on failure).
+TEST(Params, ZeroPointRangeMatchesTheZeroPoints) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int n = std::uniform_int_distribution<int>(1, 300)(rng);
+    std::vector<float> scales(static_cast<std::size_t>(n), 0.5f);
+    std::vector<std::int32_t> zps(static_cast<std::size_t>(n));
+    for (auto& z : zps) z = std::uniform_int_distribution<int>(0, 255)(rng);
+    const auto p = QuantizationParams::per_channel(DType::uint8, Mapping::affine, 0, scales, zps);
+    EXPECT_EQ(p.min_zero_point(), *std::min_element(zps.begin(), zps.end()));
+    EXPECT_EQ(p.max_zero_point(), *std::max_element(zps.begin(), zps.end()));
+  }
+  const auto sym = QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f);
+  EXPECT_EQ(sym.min_zero_point(), 0);
+  EXPECT_EQ(sym.max_zero_point(), 0);
+  const auto one = QuantizationParams::per_tensor_affine(DType::int16, 1.0f, -300);
+  EXPECT_EQ(one.min_zero_point(), -300);
+  EXPECT_EQ(one.max_zero_point(), -300);
 }
 
 TEST(Params, AcceptsTinyAndHugeScales) {

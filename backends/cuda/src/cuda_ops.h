@@ -128,7 +128,7 @@ class CudaOps final : public QuantizationOps {
   const CudaPackedWeights& packed_b(const MatmulDesc& desc, const PackedWeights& b);
   void run_matmul(OpKind kind, const MatmulDesc& desc, const void* a, const BOperand* packed,
                   const void* b, const float* bias, void* out);
-  IntVec int_vec(std::span<const std::int32_t> values, std::int32_t shift, bool& all_zero);
+  IntVec int_vec(const QuantizationParams& params, std::int32_t shift, bool& all_zero);
   FloatVec float_vec(std::span<const float> values);
 
   // Block-wise B (cuda_ops_blockwise.cpp): matmul_integer / matmul_dequant, with B in its own

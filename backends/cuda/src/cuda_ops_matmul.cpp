@@ -57,8 +57,9 @@ std::size_t element_bytes(OpKind kind, const MatmulDesc& d) {
 
 }  // namespace
 
-IntVec CudaOps::int_vec(std::span<const std::int32_t> values, std::int32_t shift, bool& all_zero) {
-  all_zero = std::all_of(values.begin(), values.end(), [&](std::int32_t v) { return v == shift; });
+IntVec CudaOps::int_vec(const QuantizationParams& params, std::int32_t shift, bool& all_zero) {
+  const auto values = params.zero_points();
+  all_zero = values.empty() || (params.min_zero_point() == shift && params.max_zero_point() == shift);
   // All zero: the epilogue never reads them (no compensation term), so nothing travels. Symmetric
   // per-channel weights took a 32 KB vector and a cache lookup per call here.
   if (all_zero) return {nullptr, 0, 1};
@@ -85,7 +86,7 @@ CudaOps::AOperand CudaOps::prepare_a(const MatmulDesc& desc, const void* a, std:
     op.data = dst;
     op.ld = kp;
   }
-  op.za = int_vec(desc.a.zero_points(), int8_shift(desc.a.dtype()), op.za_all_zero);
+  op.za = int_vec(desc.a, int8_shift(desc.a.dtype()), op.za_all_zero);
   op.sa = float_vec(desc.a.scales());
   return op;
 }
@@ -103,7 +104,7 @@ CudaOps::BOperand CudaOps::prepare_b(const MatmulDesc& desc, const void* b, std:
     op.data = dst;
   }
   op.ld = kp;
-  op.zb = int_vec(desc.b.zero_points(), int8_shift(desc.b.dtype()), op.zb_all_zero);
+  op.zb = int_vec(desc.b, int8_shift(desc.b.dtype()), op.zb_all_zero);
   op.sb = float_vec(desc.b.scales());
   if (need_sums) {
     auto* sums = workspace_.get<std::int32_t>(sums_slot, static_cast<std::size_t>(desc.n), device_, stream());

@@ -137,13 +137,15 @@ std::int32_t checked_int32(const std::string& op, std::int64_t v, std::int64_t m
 namespace {
 
 // The largest |q - z| over the dtype's full range and every zero point these params carry.
+// |qmin - z| and |qmax - z| are convex in z, so the extremes of the zero points decide (kept by
+// the params: every matmul call of a backend asks this, and a scan of 8192 per-channel zero
+// points cost about 5 us).
 std::int64_t max_centered_magnitude(const QuantizationParams& p) {
+  if (p.zero_points().empty()) return 0;
+  const std::int64_t lo = p.min_zero_point(), hi = p.max_zero_point();
   const auto& tr = traits(p.dtype());
-  std::int64_t best = 0;
-  for (const std::int32_t z : p.zero_points())
-    best = std::max<std::int64_t>({best, std::llabs(static_cast<std::int64_t>(tr.qmin) - z),
-                     std::llabs(static_cast<std::int64_t>(tr.qmax) - z)});
-  return best;
+  const std::int64_t qmin = tr.qmin, qmax = tr.qmax;
+  return std::max({std::llabs(qmin - lo), std::llabs(qmin - hi), std::llabs(qmax - lo), std::llabs(qmax - hi)});
 }
 
 }  // namespace
