@@ -1,6 +1,8 @@
 #include "qforge/params.h"
 
 #include <algorithm>
+#include <atomic>
+#include <utility>
 
 #include <cmath>
 #include <sstream>
@@ -72,6 +74,38 @@ QuantizationParams::QuantizationParams(DType dtype, Scheme scheme, std::vector<f
     zero_point_min_ = *lo;
     zero_point_max_ = *hi;
   }
+  static std::atomic<std::uint64_t> next_identity{1};
+  identity_ = next_identity.fetch_add(1, std::memory_order_relaxed);
+}
+
+QuantizationParams::QuantizationParams(QuantizationParams&& other) noexcept
+    : dtype_(other.dtype_), scheme_(other.scheme_), scales_(std::move(other.scales_)),
+      zero_points_(std::move(other.zero_points_)), zero_point_min_(other.zero_point_min_),
+      zero_point_max_(other.zero_point_max_), identity_(std::exchange(other.identity_, 0)) {
+  other.scales_.clear();
+  other.zero_points_.clear();
+  other.zero_point_min_ = other.zero_point_max_ = 0;
+}
+
+QuantizationParams& QuantizationParams::operator=(QuantizationParams&& other) noexcept {
+  if (this == &other) return *this;
+  dtype_ = other.dtype_;
+  scheme_ = other.scheme_;
+  scales_ = std::move(other.scales_);
+  zero_points_ = std::move(other.zero_points_);
+  zero_point_min_ = other.zero_point_min_;
+  zero_point_max_ = other.zero_point_max_;
+  identity_ = std::exchange(other.identity_, 0);
+  other.scales_.clear();
+  other.zero_points_.clear();
+  other.zero_point_min_ = other.zero_point_max_ = 0;
+  return *this;
+}
+
+bool operator==(const QuantizationParams& x, const QuantizationParams& y) {
+  if (x.identity_ != 0 && x.identity_ == y.identity_) return true;
+  return x.dtype_ == y.dtype_ && x.scheme_ == y.scheme_ && x.scales_ == y.scales_ &&
+         x.zero_points_ == y.zero_points_;
 }
 
 QuantizationParams QuantizationParams::per_tensor_affine(DType dtype, float scale,

@@ -58,6 +58,35 @@ TEST(Params, ZeroPointRangeMatchesTheZeroPoints) {
   EXPECT_EQ(one.max_zero_point(), -300);
 }
 
+// identity(): copies share it, a new construction with the same contents gets another one (and
+// still compares equal), a moved-from object loses it (and no longer equals its old contents).
+TEST(Params, IdentityFollowsContents) {
+  const std::vector<float> scales = {0.5f, 0.25f, 2.0f};
+  const auto a = QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, scales, {1, -2, 3});
+  const auto same = QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, scales, {1, -2, 3});
+  const auto other = QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, scales, {1, -2, 4});
+  EXPECT_NE(a.identity(), 0u);
+  EXPECT_NE(a.identity(), same.identity());
+  EXPECT_TRUE(a == same);
+  EXPECT_FALSE(a == other);
+  QuantizationParams copy = a;
+  EXPECT_EQ(copy.identity(), a.identity());
+  EXPECT_TRUE(copy == a);
+  QuantizationParams assigned = other;
+  assigned = a;
+  EXPECT_EQ(assigned.identity(), a.identity());
+  QuantizationParams moved = std::move(copy);
+  EXPECT_EQ(moved.identity(), a.identity());
+  EXPECT_EQ(copy.identity(), 0u);  // NOLINT(bugprone-use-after-move): checking the moved-from state
+  EXPECT_EQ(copy.count(), 0u);
+  EXPECT_FALSE(copy == a);
+  QuantizationParams target = other;
+  target = std::move(moved);
+  EXPECT_EQ(target.identity(), a.identity());
+  EXPECT_TRUE(target == a);
+  EXPECT_EQ(moved.identity(), 0u);  // NOLINT(bugprone-use-after-move)
+}
+
 TEST(Params, AcceptsTinyAndHugeScales) {
   EXPECT_NO_THROW(QuantizationParams::per_tensor_affine(DType::int8, 1e-38f, 0));
   EXPECT_NO_THROW(QuantizationParams::per_tensor_affine(DType::int8, 1e38f, 0));

@@ -143,6 +143,13 @@ void CudaOps::begin(OpKind kind, const MatmulDesc& desc) {
                 "cuda: " + std::string(to_string(kind)) + ": " + r->reason);
 }
 
+void CudaOps::begin(OpKind kind, const QuantizeDesc& desc) {
+  stream();
+  if (auto r = refusal_for_quantize(desc))
+    throw Error(r->invalid ? ErrorCode::invalid_argument : ErrorCode::unsupported,
+                "cuda: " + std::string(to_string(kind)) + ": " + r->reason);
+}
+
 void CudaOps::begin(const OpDesc& op) {
   stream();
   if (auto r = refusal_for(op))

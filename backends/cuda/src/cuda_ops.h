@@ -102,13 +102,27 @@ class CudaOps final : public QuantizationOps {
   // The same for a matmul without copying its descriptor into an OpDesc (block-wise params
   // carry N * K / block pairs, and a copy per call costs more than a skinny GEMM).
   void begin(OpKind kind, const MatmulDesc& desc);
+  void begin(OpKind kind, const QuantizeDesc& desc);  // quantize, dequantize
   cudaStream_t stream();
   DeviceFacts facts() const;
   const DeviceProps& props() const { return probe_.devices.at(static_cast<std::size_t>(device_)); }
 
+  // Device copies of host arrays, kept by content (ParamCache); `tag` (param_tag) finds one seen
+  // before without comparing it.
   template <class T>
-  const T* upload(std::span<const T> host) {
-    return params_.get(host, device_, stream());
+  const T* upload(std::span<const T> host, std::uint64_t tag = 0) {
+    return params_.get(host, tag, device_, stream());
+  }
+  // Which array of a QuantizationParams: the tag is unique per (identity, array).
+  enum class ParamArray : std::uint64_t { scales = 0, zero_points = 1, shifted_zero_points = 2 };
+  static std::uint64_t param_tag(const QuantizationParams& p, ParamArray which) {
+    return p.identity() == 0 ? 0 : p.identity() * 4 + static_cast<std::uint64_t>(which);
+  }
+  const float* device_scales(const QuantizationParams& p) {
+    return upload(p.scales(), param_tag(p, ParamArray::scales));
+  }
+  const std::int32_t* device_zero_points(const QuantizationParams& p) {
+    return upload(p.zero_points(), param_tag(p, ParamArray::zero_points));
   }
 
   // Matmul plumbing (cuda_ops_matmul.cpp).
@@ -129,7 +143,7 @@ class CudaOps final : public QuantizationOps {
   void run_matmul(OpKind kind, const MatmulDesc& desc, const void* a, const BOperand* packed,
                   const void* b, const float* bias, void* out);
   IntVec int_vec(const QuantizationParams& params, std::int32_t shift, bool& all_zero);
-  FloatVec float_vec(std::span<const float> values);
+  FloatVec float_vec(const QuantizationParams& params);  // its scales
 
   // Block-wise B (cuda_ops_blockwise.cpp): matmul_integer / matmul_dequant, with B in its own
   // form (packed weights) or brought to it now (prepare_blockwise_b: its column sums only when

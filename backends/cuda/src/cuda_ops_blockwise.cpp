@@ -68,9 +68,9 @@ BlockwiseB CudaOps::prepare_blockwise_b(const MatmulDesc& desc, const void* b, b
   cudaStream_t s = stream();
   const std::int64_t N = desc.n, K = desc.k;
   BlockwiseB op = layout_of(desc);
-  op.scales = upload(desc.b.scales());
+  op.scales = device_scales(desc.b);
   const bool affine = desc.b.scheme().mapping == Mapping::affine;
-  if (affine) op.zero_points = upload(desc.b.zero_points());
+  if (affine) op.zero_points = device_zero_points(desc.b);
   if (b_in_place(desc, b)) {
     op.codes = static_cast<const std::uint8_t*>(b);
     op.ld = op.bits == 4 ? K / 2 : K;

@@ -81,7 +81,7 @@ QuantizationParams CudaOps::linear_forward(const LinearDesc& desc, const float* 
     ep.k = K;
     ep.paired = reinterpret_cast<std::uintptr_t>(y) % 8 == 0 && N % 2 == 0;
     ep.sa = {sx, 1.0f, 0};
-    ep.sb = float_vec(desc.w.scales());
+    ep.sb = float_vec(desc.w);
     ep.bias = desc.has_bias ? bias : nullptr;
     GemmLaunch how;
     how.kernel = kernel;
@@ -127,7 +127,7 @@ void CudaOps::linear_backward(const LinearDesc& desc, const float* dy, const std
   gx.lda = N;
   gx.b = wq;
   gx.ldb = K;
-  gx.sb = float_vec(desc.w.scales());
+  gx.sb = float_vec(desc.w);
   gx.c = dx;
   gx.ldc = K;
   gx.i = M;

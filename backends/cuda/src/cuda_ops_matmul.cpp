@@ -39,13 +39,6 @@ std::string float_text(float v) {
 
 // QuantizationParams equality by bytes: a block-wise B carries N * K / block pairs, which
 // operator== compares one float at a time (about 1 ns per pair) on every packed call.
-bool same_params(const QuantizationParams& x, const QuantizationParams& y) {
-  const auto xs = x.scales(), ys = y.scales();
-  const auto xz = x.zero_points(), yz = y.zero_points();
-  return x.dtype() == y.dtype() && x.scheme() == y.scheme() && xs.size() == ys.size() && xz.size() == yz.size() &&
-         (xs.empty() || std::memcmp(xs.data(), ys.data(), xs.size_bytes()) == 0) &&
-         (xz.empty() || std::memcmp(xz.data(), yz.data(), xz.size_bytes()) == 0);
-}
 
 std::size_t element_bytes(OpKind kind, const MatmulDesc& d) {
   switch (kind) {
@@ -64,14 +57,17 @@ IntVec CudaOps::int_vec(const QuantizationParams& params, std::int32_t shift, bo
   // per-channel weights took a 32 KB vector and a cache lookup per call here.
   if (all_zero) return {nullptr, 0, 1};
   if (values.size() == 1) return {nullptr, values[0] - shift, 1};
+  const std::uint64_t tag = param_tag(params, ParamArray::shifted_zero_points);
+  if (const void* seen = params_.find(tag, values.size_bytes())) return {static_cast<const std::int32_t*>(seen), 0, 1};
   std::vector<std::int32_t> shifted(values.begin(), values.end());
   for (auto& v : shifted) v -= shift;
-  return {upload(std::span<const std::int32_t>(shifted)), 0, 1};
+  return {upload(std::span<const std::int32_t>(shifted), tag), 0, 1};
 }
 
-FloatVec CudaOps::float_vec(std::span<const float> values) {
+FloatVec CudaOps::float_vec(const QuantizationParams& params) {
+  const auto values = params.scales();
   if (values.size() == 1) return {nullptr, values[0], 1};
-  return {upload(values), 1.0f, 1};
+  return {device_scales(params), 1.0f, 1};
 }
 
 CudaOps::AOperand CudaOps::prepare_a(const MatmulDesc& desc, const void* a, std::int64_t kp) {
@@ -87,7 +83,7 @@ CudaOps::AOperand CudaOps::prepare_a(const MatmulDesc& desc, const void* a, std:
     op.ld = kp;
   }
   op.za = int_vec(desc.a, int8_shift(desc.a.dtype()), op.za_all_zero);
-  op.sa = float_vec(desc.a.scales());
+  op.sa = float_vec(desc.a);
   return op;
 }
 
@@ -105,7 +101,7 @@ CudaOps::BOperand CudaOps::prepare_b(const MatmulDesc& desc, const void* b, std:
   }
   op.ld = kp;
   op.zb = int_vec(desc.b, int8_shift(desc.b.dtype()), op.zb_all_zero);
-  op.sb = float_vec(desc.b.scales());
+  op.sb = float_vec(desc.b);
   if (need_sums) {
     auto* sums = workspace_.get<std::int32_t>(sums_slot, static_cast<std::size_t>(desc.n), device_, stream());
     launch_row_sums(op.data, desc.n, op.ld, sums, stream());
@@ -286,7 +282,7 @@ const CudaPackedWeights& CudaOps::packed_b(const MatmulDesc& desc, const PackedW
                 "cuda: packed weights live on device " + std::to_string(w->device()) + " but device " +
                     std::to_string(device_) + " is selected; expected weights packed on the same device");
   const MatmulDesc& p = w->desc();
-  if (p.n != desc.n || p.k != desc.k || p.b_layout != desc.b_layout || !same_params(p.b, desc.b))
+  if (p.n != desc.n || p.k != desc.k || p.b_layout != desc.b_layout || !(p.b == desc.b))
     throw Error(ErrorCode::shape_mismatch,
                 "packed weights for n=" + std::to_string(p.n) + " k=" + std::to_string(p.k) +
                     " used with n=" + std::to_string(desc.n) + " k=" + std::to_string(desc.k) +

@@ -53,24 +53,24 @@ PairIndexing indexing_for(const QuantizationParams& p, const Shape& shape) {
 }  // namespace
 
 void CudaOps::quantize(const QuantizeDesc& desc, const void* x, void* q) {
-  begin({OpKind::quantize, desc});
+  begin(OpKind::quantize, desc);
   const QuantizationParams& p = desc.params;
   PairIndexing ix = indexing_for(p, desc.shape);
   if (ix.layout != ParamLayout::per_tensor) {
-    ix.scales = upload(p.scales());
-    ix.zero_points = upload(p.zero_points());
+    ix.scales = device_scales(p);
+    ix.zero_points = device_zero_points(p);
   }
   launch_quantize(desc.float_type, x, p.dtype(), q, element_count(desc.shape), ix, stream());
   last_kernel_ = kQuantizeKernel;
 }
 
 void CudaOps::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
-  begin({OpKind::dequantize, desc});
+  begin(OpKind::dequantize, desc);
   const QuantizationParams& p = desc.params;
   PairIndexing ix = indexing_for(p, desc.shape);
   if (ix.layout != ParamLayout::per_tensor) {
-    ix.scales = upload(p.scales());
-    ix.zero_points = upload(p.zero_points());
+    ix.scales = device_scales(p);
+    ix.zero_points = device_zero_points(p);
   }
   launch_dequantize(p.dtype(), q, x, element_count(desc.shape), ix, stream());
   last_kernel_ = kDequantizeKernel;

@@ -245,6 +245,14 @@ std::optional<Refusal> refusal_for(const OpDesc& op) {
   return invalid("unknown op");
 }
 
+std::optional<Refusal> refusal_for_quantize(const QuantizeDesc& desc) {
+  try {
+    return check_quantize(desc);
+  } catch (const Error& e) {
+    return invalid(e.what());
+  }
+}
+
 std::optional<Refusal> refusal_for_matmul(OpKind kind, const MatmulDesc& desc) {
   try {
     return check_matmul(kind, desc);

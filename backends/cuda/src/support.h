@@ -48,5 +48,7 @@ struct Refusal {
 std::optional<Refusal> refusal_for(const OpDesc& op);
 // refusal_for of a matmul descriptor (matmul_integer, matmul_dequant, qlinear_matmul).
 std::optional<Refusal> refusal_for_matmul(OpKind kind, const MatmulDesc& desc);
+// refusal_for of a quantize or dequantize descriptor.
+std::optional<Refusal> refusal_for_quantize(const QuantizeDesc& desc);
 
 }  // namespace qforge::cuda

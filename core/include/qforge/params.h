@@ -38,6 +38,12 @@ class QFORGE_API QuantizationParams {
                                       std::vector<std::int32_t> zero_points = {});
   static QuantizationParams logarithmic(DType dtype, float scale);
 
+  // Copies share the identity of their source (same contents); a moved-from object loses it.
+  QuantizationParams(const QuantizationParams&) = default;
+  QuantizationParams& operator=(const QuantizationParams&) = default;
+  QuantizationParams(QuantizationParams&& other) noexcept;
+  QuantizationParams& operator=(QuantizationParams&& other) noexcept;
+
   DType dtype() const noexcept { return dtype_; }
   const Scheme& scheme() const noexcept { return scheme_; }
   std::span<const float> scales() const noexcept { return scales_; }
@@ -49,6 +55,10 @@ class QFORGE_API QuantizationParams {
   // backends ask on every call: a scan of 8192 per-channel zero points cost microseconds).
   std::int32_t min_zero_point() const noexcept { return zero_point_min_; }
   std::int32_t max_zero_point() const noexcept { return zero_point_max_; }
+  // Non-zero, and the same for two params only if their contents are the same: every
+  // construction takes a new one, copies keep it. Lets a backend recognise the params it saw on
+  // the last call (block-wise B carries N * K / block scales) without comparing the arrays.
+  std::uint64_t identity() const noexcept { return identity_; }
 
   // The q range this mapping quantizes into: the full range for affine, the narrow range for
   // symmetric; for logarithmic the code range (see docs/NUMERICS.md).
@@ -65,7 +75,8 @@ class QFORGE_API QuantizationParams {
   std::size_t param_index(const Shape& shape, std::int64_t flat_index) const;
 
   std::string to_string() const;
-  friend bool operator==(const QuantizationParams&, const QuantizationParams&) = default;
+  // Equal contents (dtype, scheme, scales, zero points); the identity only makes it quick.
+  friend QFORGE_API bool operator==(const QuantizationParams& x, const QuantizationParams& y);
 
  private:
   DType dtype_;
@@ -73,6 +84,7 @@ class QFORGE_API QuantizationParams {
   std::vector<float> scales_;
   std::vector<std::int32_t> zero_points_;
   std::int32_t zero_point_min_ = 0, zero_point_max_ = 0;
+  std::uint64_t identity_ = 0;  // 0 only in a moved-from object
 };
 
 }  // namespace qforge
