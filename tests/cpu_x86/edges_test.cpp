@@ -106,6 +106,42 @@ TEST_F(CpuX86Edges, PackedWeightsMustMatchAndComeFromCpuX86) {
   }
 }
 
+// Block-wise B with more than 64K (scale, zero point) pairs: params that differ from the packed
+// ones in a single pair anywhere (here at a random position) are refused; equal params built
+// anew (another identity) and copies (the same identity) run.
+TEST_F(CpuX86Edges, PackedBlockwiseParamsAreComparedExactly) {
+  SCOPED_TRACE(seed_text());
+  Rng rng = test_rng();
+  const std::int64_t m = 1, n = 2100, k = 1024, block = 32;  // 67200 pairs
+  std::vector<float> scales(static_cast<std::size_t>(n * (k / block)));
+  std::uniform_real_distribution<float> u(0.01f, 0.1f);
+  for (auto& v : scales) v = u(rng);
+  const auto a_params = QuantizationParams::per_tensor_affine(DType::uint8, 0.05f, 128);
+  MatmulDesc d{m, n, k, a_params, QuantizationParams::blockwise(DType::int4, Mapping::symmetric, block, scales),
+               MatrixLayout::nk};
+  Support s = loaded_.ops->supports({OpKind::matmul_dequant, d});
+  if (!s.supported) GTEST_SKIP() << s.reason;
+  std::vector<std::uint8_t> a(static_cast<std::size_t>(m * k), 130), b(static_cast<std::size_t>(n * k / 2), 0x21);
+  std::vector<float> y(static_cast<std::size_t>(m * n));
+  const auto packed = loaded_.ops->pack_weights(d, b.data());
+  loaded_.ops->matmul_dequant_packed(d, a.data(), *packed, nullptr, y.data());  // same params object
+  MatmulDesc rebuilt = d;
+  rebuilt.b = QuantizationParams::blockwise(DType::int4, Mapping::symmetric, block, scales);
+  EXPECT_NE(rebuilt.b.identity(), d.b.identity());
+  loaded_.ops->matmul_dequant_packed(rebuilt, a.data(), *packed, nullptr, y.data());  // equal contents
+  auto changed = scales;
+  const auto at = std::uniform_int_distribution<std::size_t>(4096, changed.size() - 4097)(rng);
+  changed[at] *= 2.0f;
+  MatmulDesc other = d;
+  other.b = QuantizationParams::blockwise(DType::int4, Mapping::symmetric, block, changed);
+  try {
+    loaded_.ops->matmul_dequant_packed(other, a.data(), *packed, nullptr, y.data());
+    ADD_FAILURE() << "packed weights ran with params that differ at pair " << at;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::shape_mismatch) << e.what();
+  }
+}
+
 TEST_F(CpuX86Edges, MaddubsNeverRunsOnWeightsHoldingMinus128) {
   std::string why;
   if (!kernel_runnable(*loaded_.ops, "q8_gemm_4x16c4__avx2_maddubs", &why)) GTEST_SKIP() << why;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <variant>
@@ -70,36 +69,13 @@ void check_matmul(const MatmulDesc& d, OpKind op) {
   check_out_type(d, op);
 }
 
-// Whether two params are the same, by their bytes. Up to 64K pairs every byte is compared; a
-// larger set (block-wise weights: N*K/32 pairs, a quarter of an int4 matrix's bytes) is
-// compared at its ends and in 64 windows spread over it, so that checking a GEMV's weights
-// does not cost as much as the GEMV. The kernels always use the packed copy of the params.
-bool same_params(const QuantizationParams& x, const QuantizationParams& y) {
-  if (x.dtype() != y.dtype() || !(x.scheme() == y.scheme()) || x.count() != y.count() ||
-      x.zero_points().size() != y.zero_points().size())
-    return false;
-  auto same_range = [&](std::size_t i0, std::size_t i1) {
-    return std::memcmp(x.scales().data() + i0, y.scales().data() + i0, (i1 - i0) * sizeof(float)) == 0 &&
-           std::memcmp(x.zero_points().data() + i0, y.zero_points().data() + i0,
-                       (i1 - i0) * sizeof(std::int32_t)) == 0;
-  };
-  const std::size_t n = x.count();
-  if (n <= 65536) return same_range(0, n);
-  if (!same_range(0, 4096) || !same_range(n - 4096, n)) return false;
-  for (std::size_t w = 1; w <= 64; ++w) {
-    const std::size_t at = n / 65 * w;
-    if (!same_range(at, at + 64)) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 PackedFacts packed_facts(const MatmulDesc& d) { return {max_centered(d.b), max_scale(d.b)}; }
 
 void check_packed_call(OpKind op, const MatmulDesc& d, const MatmulDesc& packed,
                        const PackedFacts& facts) {
-  if (d.n != packed.n || d.k != packed.k || d.b_layout != packed.b_layout || !same_params(d.b, packed.b))
+  if (d.n != packed.n || d.k != packed.k || d.b_layout != packed.b_layout || !(d.b == packed.b))
     throw Error(ErrorCode::shape_mismatch,
                 "cpu_x86: packed weights for n=" + std::to_string(packed.n) + " k=" +
                     std::to_string(packed.k) + " " + packed.b.to_string() + " used with n=" +

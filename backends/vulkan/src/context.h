@@ -108,6 +108,9 @@ class Context {
   // succeeded.
   std::vector<std::uint32_t>& params_cache() { return params_cache_; }
   std::vector<std::uint32_t>& params_pending() { return params_pending_; }
+  // QuantizationParams::identity() of the params in params_cache() / params_pending() (0: unknown).
+  std::uint64_t& params_cache_identity() { return params_cache_identity_; }
+  std::uint64_t& params_pending_identity() { return params_pending_identity_; }
 
   // Buffers kept between ops, by name (buffers.h: scratch()).
   std::map<std::string, std::unique_ptr<DeviceBuffer>, std::less<>>& scratch_buffers() {
@@ -133,6 +136,7 @@ class Context {
   std::map<std::string, std::unique_ptr<DeviceBuffer>, std::less<>> scratch_;
   std::vector<std::uint32_t> params_cache_;
   std::vector<std::uint32_t> params_pending_;
+  std::uint64_t params_cache_identity_ = 0, params_pending_identity_ = 0;
   bool capture_stats_ = false;
 };
 
