@@ -70,6 +70,7 @@ MatmulDesc desc_of(std::int64_t m, std::int64_t n, std::int64_t k, float sa, Qua
 // The tile part of a kernel name (s8_qbw_gemm_mma_m16n8k32_16x128_splitk -> 16x128_splitk),
 // so that the summary's 46 columns tell the rows apart.
 std::string short_name(const std::string& kernel) {
+  if (kernel.find("gemv") != std::string::npos) return "gemv";
   const auto mma = kernel.find("k32_");
   const auto wg = kernel.find("wgmma");
   const std::string tail = mma == std::string::npos ? kernel : kernel.substr(mma + 4);
@@ -164,6 +165,7 @@ void blockwise_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_g
     // The kernel alone, launched directly on the same data (B in place: K is a multiple of 32).
     std::vector<cuda::GemmKernel> kernels = {cuda::GemmKernel::qbw_128x128};
     if (s.m <= 128) kernels.insert(kernels.begin(), cuda::GemmKernel::qbw_16x128);  // for skinny M
+    if (s.m <= cuda::kBlockwiseGemvMaxM) kernels.insert(kernels.begin(), cuda::GemmKernel::qbw_gemv);
     for (const cuda::GemmKernel kernel : kernels) {
       DevMem scales(sb_blk.size() * 4);
       upload(scales, sb_blk.data(), sb_blk.size() * 4);
@@ -195,11 +197,18 @@ void blockwise_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_g
       check_cuda(cudaMemset(counters.p, 0, static_cast<std::size_t>(tiles * 4)), "cudaMemset");
       p.partials = static_cast<float*>(partials.p);
       p.counters = static_cast<int*>(counters.p);
-      auto run_kernel = [&] { cuda::launch_blockwise_gemm(kernel, p, nullptr, 0, nullptr); };
+      auto run_kernel = [&] {
+        if (kernel == cuda::GemmKernel::qbw_gemv)
+          cuda::launch_blockwise_gemv(p, nullptr);
+        else
+          cuda::launch_blockwise_gemm(kernel, p, nullptr, 0, nullptr);
+      };
       run_kernel();
       ok = spot_check(dy->data(), a, b4, sb_blk, sa, bias, s.m, s.n, s.k, rng);
       ms = time_ms(run_kernel, 2, reps);
-      const std::string name = kernel == cuda::GemmKernel::qbw_16x128 ? "16x128" : "128x128";
+      const std::string name = kernel == cuda::GemmKernel::qbw_gemv     ? "gemv"
+                               : kernel == cuda::GemmKernel::qbw_16x128 ? "16x128"
+                                                                        : "128x128";
       add("int4 blk32 kernel only " + name + " split " + std::to_string(splits), shape, ms,
           ops_count / (ms * 1e-3) / 1e9, "GOPS", "x int8 per-channel", ops_count / (ms8 * 1e-3) / 1e9, "report", ok);
       add("  its B stream (codes + scales)", shape, ms, b4_bytes / (ms * 1e-3) / 1e9, "GB/s", "x d2d copy", copy_gbps,

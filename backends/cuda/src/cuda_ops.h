@@ -126,7 +126,7 @@ class CudaOps final : public QuantizationOps {
   }
 
   // Matmul plumbing (cuda_ops_matmul.cpp).
-  GemmKernel pick_gemm(std::int64_t m, std::int64_t n, std::int64_t k, bool blockwise = false);
+  GemmKernel pick_gemm(std::int64_t m, std::int64_t n, std::int64_t k, bool blockwise = false, bool gemv = false);
   struct AOperand {
     const std::int8_t* data = nullptr;
     std::int64_t ld = 0;

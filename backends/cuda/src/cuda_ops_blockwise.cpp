@@ -101,12 +101,14 @@ void CudaOps::run_blockwise(OpKind kind, const MatmulDesc& desc, const void* a, 
                             const void* b, const float* bias, void* out) {
   const std::int64_t M = desc.m, N = desc.n, K = desc.k;
   cudaStream_t s = stream();
-  const GemmKernel kernel = pick_gemm(M, N, K, /*blockwise=*/true);
+  const GemmKernel kernel = pick_gemm(M, N, K, /*blockwise=*/true, blockwise_gemv_takes(kind, desc));
+  const bool gemv = kernel == GemmKernel::qbw_gemv;
   last_kernel_ = gemm_kernel_name(kernel);
   if (M == 0 || N == 0) return;
 
   const AOperand A = prepare_a(desc, a, round_up(K, 16));
-  const BlockwiseB B = packed ? *packed : prepare_blockwise_b(desc, b, !A.za_all_zero);
+  // The GEMV sums the centred codes itself: no column sums.
+  const BlockwiseB B = packed ? *packed : prepare_blockwise_b(desc, b, !A.za_all_zero && !gemv);
   BlockwiseGemm p;
   p.a = A.data;
   p.lda = A.ld;
@@ -122,6 +124,15 @@ void CudaOps::run_blockwise(OpKind kind, const MatmulDesc& desc, const void* a, 
     auto* sums = workspace_.get<float>(Slot::bw_row_sums, static_cast<std::size_t>(M * B.blocks), device_, s);
     launch_block_row_sums(A.data, M, A.ld, K, B.block, B.blocks, sums, s);
     p.row_sums = sums;
+  }
+  if (gemv) {
+    p.groups_per_split = static_cast<int>(std::max<std::int64_t>(1, p.groups));
+    p.out = out;
+    p.ldc = N;
+    p.out_type = desc.out_type;
+    p.bias = desc.has_bias ? bias : nullptr;
+    launch_blockwise_gemv(p, s);
+    return;
   }
   p.groups_per_split = blockwise_groups_per_split(kernel, M, N, p.groups, B.block, props().multiprocessors);
   const std::int64_t splits = (p.groups + p.groups_per_split - 1) / p.groups_per_split;

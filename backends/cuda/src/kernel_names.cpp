@@ -6,7 +6,7 @@
 namespace qforge::cuda {
 namespace {
 
-constexpr std::array<std::pair<GemmKernel, const char*>, 8> kGemmNames = {{
+constexpr std::array<std::pair<GemmKernel, const char*>, 9> kGemmNames = {{
     {GemmKernel::wgmma_128x256, "s8_gemm_wgmma_m64n256k32_128x256"},
     {GemmKernel::mma_128x256, "s8_gemm_mma_m16n8k32_128x256"},
     {GemmKernel::mma_128x128, "s8_gemm_mma_m16n8k32_128x128"},
@@ -15,6 +15,7 @@ constexpr std::array<std::pair<GemmKernel, const char*>, 8> kGemmNames = {{
     {GemmKernel::dp4a_128x128, "s8_gemm_dp4a_128x128"},
     {GemmKernel::qbw_128x128, "s8_qbw_gemm_mma_m16n8k32_128x128"},
     {GemmKernel::qbw_16x128, "s8_qbw_gemm_mma_m16n8k32_16x128_splitk"},
+    {GemmKernel::qbw_gemv, "s8_qbw_gemv_dp4a_warp_per_column"},
 }};
 
 }  // namespace

@@ -261,18 +261,25 @@ std::optional<Refusal> refusal_for_matmul(OpKind kind, const MatmulDesc& desc) {
   }
 }
 
+bool blockwise_gemv_takes(OpKind kind, const MatmulDesc& d) {
+  return d.b.scheme().granularity == Granularity::block &&
+         blockwise_gemv_ok(kind == OpKind::matmul_dequant, d.m, traits(d.b.dtype()).bits, d.b.scheme().block_size);
+}
+
 std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, std::int64_t k,
-                                        const DeviceFacts& device, bool blockwise) {
+                                        const DeviceFacts& device, bool blockwise, bool gemv) {
   std::vector<GemmKernel> out;
   if (device.cc < 80) return out;
   if (blockwise) {
-    // The 16-row tile for GEMV-like M <= 8 (weight streaming: 1x8192x8192 took 0.053 ms
-    // against 0.087 ms with the 128x128 tile on an H200), the 128x128 tile from M = 9 on
-    // (16x4096x4096: 0.042 ms against 0.074 ms); docs/CUDA.md, "Block-wise B".
+    // The CUDA-core GEMV where it applies (M <= 4, 4-bit B, float out); then the 16-row tile
+    // for GEMV-like M <= 8 (weight streaming: 1x8192x8192 took 0.053 ms against 0.087 ms with
+    // the 128x128 tile on an H200), the 128x128 tile from M = 9 on (16x4096x4096: 0.042 ms
+    // against 0.074 ms); docs/CUDA.md, "Block-wise B".
     if (m <= 8)
       out = {GemmKernel::qbw_16x128, GemmKernel::qbw_128x128};
     else
       out = {GemmKernel::qbw_128x128, GemmKernel::qbw_16x128};
+    if (gemv) out.insert(out.begin(), GemmKernel::qbw_gemv);
     std::erase_if(out, [](GemmKernel kk) { return !allowed_by_environment(kk); });
     return out;
   }
@@ -316,7 +323,8 @@ Support support_for(const OpDesc& op, const DeviceFacts& device) {
     case OpKind::qlinear_matmul: {
       const auto& d = std::get<MatmulDesc>(op.desc);
       return Support::yes(
-          names(gemm_candidates(d.m, d.n, d.k, device, d.b.scheme().granularity == Granularity::block)));
+          names(gemm_candidates(d.m, d.n, d.k, device, d.b.scheme().granularity == Granularity::block,
+                                blockwise_gemv_takes(op.op, d))));
     }
     case OpKind::linear_forward: {
       const auto& d = std::get<LinearDesc>(op.desc);

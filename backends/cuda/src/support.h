@@ -35,9 +35,12 @@ struct DeviceFacts {
 Support support_for(const OpDesc& op, const DeviceFacts& device);
 
 // GEMM kernels able to run an M x N problem on this device, best guess first (`blockwise`: B
-// has block-wise params, which only the qbw kernels take).
+// has block-wise params, which only the qbw kernels take; `gemv`: the call is one the
+// block-wise GEMV takes, blockwise_gemv_ok).
 std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, std::int64_t k,
-                                        const DeviceFacts& device, bool blockwise = false);
+                                        const DeviceFacts& device, bool blockwise = false, bool gemv = false);
+// Whether the block-wise GEMV kernel takes this matmul (block-wise B only).
+bool blockwise_gemv_takes(OpKind kind, const MatmulDesc& d);
 
 // Why a descriptor is refused (nullopt: accepted). Shared by supports() and the ops, which
 // throw ErrorCode::unsupported (or invalid_argument for a malformed descriptor) with it.

@@ -91,6 +91,7 @@ enum class GemmKernel : int {
   // Block-wise B (gemm_blockwise.h): mma.sync m16n8k32 with 4-bit B unpacked in registers.
   qbw_128x128,       // 128x128x64 tile, 8 warps of 64x32, 4 stages, split-K for few tiles
   qbw_16x128,        // 16x128x64 tile, 4 warps of 16x32, 4 stages, split-K: M <= 8 (GEMV)
+  qbw_gemv,          // CUDA cores (__dp4a), one warp per column, 4-bit B, float out, M <= 4
   // Skinny M (gemm_skinny.cu): B streamed from global memory straight into mma fragments, K
   // split over a CTA's 8 warps and reduced in shared memory; 32 columns x 32 rows per CTA.
   mma_skinny,

@@ -84,6 +84,14 @@ int blockwise_tile_n(GemmKernel kernel);
 int blockwise_groups_per_split(GemmKernel kernel, std::int64_t m, std::int64_t n, std::int64_t groups,
                                std::int64_t block, int multiprocessors);
 
+// The CUDA-core GEMV for block-wise B (gemm_blockwise_gemv.cu): matmul_dequant (float out) with
+// 4-bit B in blocks of a multiple of 32 and at most kBlockwiseGemvMaxM rows of A.
+constexpr std::int64_t kBlockwiseGemvMaxM = 4;
+constexpr bool blockwise_gemv_ok(bool float_out, std::int64_t m, int bits, std::int64_t block) {
+  return float_out && m <= kBlockwiseGemvMaxM && bits == 4 && block >= 32 && block % 32 == 0;
+}
+void launch_blockwise_gemv(const BlockwiseGemm& p, cudaStream_t stream);
+
 // Runs the GEMM. For int_out with groups_per_split < groups, `int_workspace` ([m, n] int32)
 // takes the raw split sums and a second pass applies p.ep; float split-K needs p.partials and
 // p.counters ([tiles] ints, zero).
