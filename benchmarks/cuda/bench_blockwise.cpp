@@ -6,6 +6,7 @@
 // them too), and the kernel launched directly (no host work: the kernel's own time).
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -106,7 +107,7 @@ void blockwise_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_g
   struct Dims {
     std::int64_t m, n, k;
   };
-  for (const Dims s : {Dims{1, 4096, 4096}, Dims{16, 4096, 4096}, Dims{128, 4096, 4096}, Dims{1, 8192, 8192},
+  for (const Dims s : {Dims{1, 4096, 4096}, Dims{16, 4096, 4096}, Dims{128, 4096, 4096}, Dims{1, 8192, 8192}, Dims{4, 8192, 8192},
                        Dims{8192, 8192, 8192}}) {
     const std::string shape = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
     const double ops_count = 2.0 * s.m * s.n * s.k;
@@ -153,6 +154,17 @@ void blockwise_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_g
     float ms = time_ms(run_direct, 2, reps);
     add("int4 blk32 op host params " + short_name(k4), shape, ms, ops_count / (ms * 1e-3) / 1e9, "GOPS", "x int8 per-channel",
         ops_count / (ms8 * 1e-3) / 1e9, "report", ok);
+    {
+      // Ten calls between one pair of events, and the host time per call (enqueueing only).
+      const float ten = time_ms([&] { for (int i = 0; i < 10; ++i) run_direct(); }, 1, 5) / 10;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < 50; ++i) run_direct();
+      const double host_us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 50;
+      ops.synchronize();
+      std::printf("    int4 blk32 %s %s: per call %.4f ms, 10 back-to-back %.4f ms each, host %.1f us per call\n",
+                  k4.c_str(), shape.c_str(), ms, ten, host_us);
+    }
 
     const auto packed = ops.pack_weights(d4, db4->data());
     auto run_packed = [&] { ops.matmul_dequant_packed(d4, da->data(), *packed, bias_p, dy->data()); };
