@@ -184,8 +184,8 @@ class CudaBlockwise : public CudaTest {
 
 const Shape3 kShapes[] = {{1, 1, 32},   {1, 37, 100},  {5, 7, 33},     {16, 129, 256}, {17, 64, 96},
                           {33, 255, 1000}, {130, 200, 64}, {1, 300, 4099}, {64, 256, 2048},
-                          // M = 2..4: the block-wise GEMV's other row counts
-                          {2, 40, 1056},   {3, 70, 200},   {4, 129, 544}};
+                          // M = 2..4: the block-wise GEMV's other row counts, one with a long K
+                          {2, 40, 1056},   {3, 70, 200},   {4, 129, 544},  {3, 24, 24000}};
 
 TEST_F(CudaBlockwise, FourBitBOnEveryKernel) {
   for (const auto& sh : kShapes)
