@@ -28,7 +28,9 @@
 
 namespace qforge::cuda {
 
-inline constexpr const char* kPluginVersion = "0.2.0";
+// Part of the tuning cache's fingerprint: a new version re-measures the accelerator's choices
+// (0.3.0: split-K reduced in the wgmma kernel, the block-wise CUDA-core GEMV).
+inline constexpr const char* kPluginVersion = "0.3.0";
 
 class CudaPackedWeights;
 
