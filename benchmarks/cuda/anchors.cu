@@ -7,7 +7,6 @@
 
 #include "anchors.h"
 
-#include <chrono>
 
 namespace qforge::bench {
 
@@ -123,11 +122,7 @@ HostCosts host_costs(int calls) {
   auto per_call_us = [&](auto&& fn) {
     for (int i = 0; i < 10; ++i) fn();
     check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i) fn();
-    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-    return us / calls;
+    return host_us_per_call(fn, calls);
   };
   c.launch_us = per_call_us([] { empty_kernel<<<1, 32>>>(); });
   c.set_device_us = per_call_us([] { check_cuda(cudaSetDevice(0), "cudaSetDevice"); });

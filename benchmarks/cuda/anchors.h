@@ -14,6 +14,10 @@ namespace qforge::bench {
 // legacy default stream (which orders against the plugin's blocking stream).
 template <class F>
 float time_ms(F&& fn, int warmup, int reps);
+// Host microseconds per call of fn() over `calls` calls, enqueueing only (the device is
+// synchronised after the clock stops).
+template <class F>
+double host_us_per_call(F&& fn, int calls);
 
 // C[m, n] (int32, row-major) = A[m, k] (int8 row-major) * B[n, k]^T via cublasLtMatmul.
 // Returns the median ms, or a negative value when cuBLASLt has no algorithm for the shape.

@@ -6,7 +6,6 @@
 // them too), and the kernel launched directly (no host work: the kernel's own time).
 #include <cuda_runtime_api.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -157,11 +156,7 @@ void blockwise_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_g
     {
       // Ten calls between one pair of events, and the host time per call (enqueueing only).
       const float ten = time_ms([&] { for (int i = 0; i < 10; ++i) run_direct(); }, 1, 5) / 10;
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < 50; ++i) run_direct();
-      const double host_us =
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 50;
-      ops.synchronize();
+      const double host_us = host_us_per_call(run_direct, 50);
       std::printf("    int4 blk32 %s %s: per call %.4f ms, 10 back-to-back %.4f ms each, host %.1f us per call\n",
                   k4.c_str(), shape.c_str(), ms, ten, host_us);
     }

@@ -13,7 +13,6 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
@@ -29,6 +28,7 @@
 #include "qforge/registry.h"
 
 using namespace qforge;
+using bench::host_us_per_call;
 using bench::time_ms;
 
 namespace {
@@ -167,19 +167,12 @@ void gemm_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_gbps) 
         const float ten = time_ms([&] { for (int i = 0; i < 10; ++i) run(); }, 1, 5) / 10;
         // Host time per call (enqueueing only, no synchronisation): when it exceeds the GPU time,
         // the per-call event figure measures the host.
-        const auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < 50; ++i) run();
-        const double host_us =
-            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 50;
-        ops.synchronize();
+        const double host_us = host_us_per_call(run, 50);
         // The same op with M = 0: checks and dispatch, no launch.
         MatmulDesc empty = d;
         empty.m = 0;
-        const auto t1 = std::chrono::steady_clock::now();
-        for (int i = 0; i < 200; ++i)
-          ops.matmul_dequant(empty, da.p(), db.p(), static_cast<const float*>(dsb.p()), dc.p());
-        const double empty_us =
-            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t1).count() / 200;
+        const double empty_us = host_us_per_call(
+            [&] { ops.matmul_dequant(empty, da.p(), db.p(), static_cast<const float*>(dsb.p()), dc.p()); }, 200);
         std::printf("    %s: per call %.4f ms, 10 back-to-back %.4f ms each, host %.1f us per call (M = 0: %.1f us)\n",
                     used.c_str(), ms, ten, host_us, empty_us);
       }

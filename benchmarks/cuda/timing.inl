@@ -1,5 +1,7 @@
-// time_ms (anchors.h): CUDA events around each run, median of the runs.
+// time_ms and host_us_per_call (anchors.h): CUDA events around each run, median of the runs;
+// the host clock around enqueueing.
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 namespace qforge::bench {
@@ -26,6 +28,15 @@ float time_ms(F&& fn, int warmup, int reps) {
   }
   std::nth_element(ms.begin(), ms.begin() + reps / 2, ms.end());
   return ms[reps / 2];
+}
+
+template <class F>
+double host_us_per_call(F&& fn, int calls) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls; ++i) fn();
+  const auto t1 = std::chrono::steady_clock::now();
+  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  return std::chrono::duration<double, std::micro>(t1 - t0).count() / calls;
 }
 
 }  // namespace qforge::bench
