@@ -15,14 +15,15 @@ namespace {
 
 [[noreturn]] void reject(const std::string& what) { throw Error(ErrorCode::unsupported, what); }
 
-// The largest |q - z| over the dtype's full range and every zero point (reference::int32_safe_k).
+// The largest |q - z| over the dtype's full range and every zero point (reference::int32_safe_k):
+// |q - z| is convex in z, so the params' smallest and largest zero points decide (kept by the
+// params, no scan per call).
 std::int64_t max_centered(const QuantizationParams& p) {
+  if (p.zero_points().empty()) return 0;
   const auto& tr = traits(p.dtype());
-  std::int64_t best = 0;
-  for (const std::int32_t z : p.zero_points())
-    best = std::max<std::int64_t>({best, std::llabs(static_cast<std::int64_t>(tr.qmin) - z),
-                                   std::llabs(static_cast<std::int64_t>(tr.qmax) - z)});
-  return best;
+  const std::int64_t lo = p.min_zero_point(), hi = p.max_zero_point();
+  return std::max({std::llabs(tr.qmin - lo), std::llabs(tr.qmin - hi), std::llabs(tr.qmax - lo),
+                   std::llabs(tr.qmax - hi)});
 }
 
 // What the kernels need of A beyond the reference's checks.

@@ -13,7 +13,7 @@ ZeroPointSplit split(const QuantizationParams& p, std::int32_t shift) {
   ZeroPointSplit s;
   const auto zps = p.zero_points();
   if (zps.empty()) return s;
-  const bool uniform = std::adjacent_find(zps.begin(), zps.end(), std::not_equal_to<>()) == zps.end();
+  const bool uniform = p.min_zero_point() == p.max_zero_point();  // kept by the params
   if (uniform) {
     s.whole = zps[0] - shift;
   } else {

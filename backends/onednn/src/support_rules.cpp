@@ -35,9 +35,8 @@ std::string isa_name(dnnl::cpu_isa isa) {
   }
 }
 
-bool uniform(std::span<const std::int32_t> v) {
-  return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end();
-}
+// One zero point throughout (the params keep their range: no scan per call).
+bool uniform_zero_points(const QuantizationParams& p) { return p.min_zero_point() == p.max_zero_point(); }
 bool uniform(std::span<const float> v) {
   return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end();
 }
@@ -158,15 +157,15 @@ bool reorder_can_dequantize(const QuantizeDesc& d) {
   if (d.shape.empty() || element_count(d.shape) == 0) return false;
   // oneDNN 2.6's reorder creates a primitive for per-channel source zero points but fails to
   // execute it ("could not execute a primitive", measured): zero points go as one value.
-  if (!uniform(p.zero_points())) return false;
+  if (!uniform_zero_points(p)) return false;
   if (p.scheme().granularity == Granularity::block)
     return d.shape.back() % p.scheme().block_size == 0;  // whole blocks: a [rows, nb, B] view
   return true;
 }
 
 bool fused_dequant_possible(const MatmulDesc& d) {
-  return d.out_type == FloatType::f32 && uniform(d.a.scales()) && uniform(d.a.zero_points()) &&
-         uniform(d.b.zero_points());
+  return d.out_type == FloatType::f32 && uniform(d.a.scales()) && uniform_zero_points(d.a) &&
+         uniform_zero_points(d.b);
 }
 
 template <class Desc>
