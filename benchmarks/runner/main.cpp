@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   std::string json_path, csv_path, chart_path, cache_path, plugins, device_kind, residency;
   std::string progress = "auto";
   bool no_cache = false, retune = false, clear = false, exclude_transfers = false, list_only = false;
+  bool verbose = false;
   double budget = 0, total_budget = 0, hang = 0;
   app.add_option("--suite", suite, "Workload suite: quick (about a minute on a small CPU) or full")
       ->check(CLI::IsMember({"quick", "full"}));
@@ -92,6 +93,8 @@ int main(int argc, char** argv) {
   app.add_option("--progress", progress, "Progress display: auto (a bar on a terminal, lines "
                                          "otherwise), bar, lines, none")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}));
+  app.add_flag("--verbose,-v", verbose,
+               "Print every candidate of every workload on stdout too (table.txt always has them)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -127,8 +130,10 @@ int main(int argc, char** argv) {
     const std::string suite_name = workloads_file.empty() ? suite : workloads_file;
     const bench::BenchRun run = bench::run_suite(suite_name, workloads, registry, s);
 
-    const std::string table = bench::table_text(run);
-    std::cout << table;
+    // stdout gets the one-line-per-workload summary unless asked for more; table.txt always
+    // holds every candidate, so nothing is lost by keeping the terminal short.
+    const std::string table = bench::table_text(run, /*with_candidates=*/true);
+    std::cout << (verbose ? table : bench::table_text(run, /*with_candidates=*/false));
     const fs::path dir = out_dir;
     const fs::path table_file = dir / "table.txt";
     const fs::path json_file = json_path.empty() ? dir / "results.json" : fs::path(json_path);
@@ -140,7 +145,7 @@ int main(int argc, char** argv) {
     bench::write_file(chart_file, bench::svg_chart(run));
 
     auto where = [](const fs::path& p) { return fs::absolute(p).lexically_normal().string(); };
-    std::cout << "\ntable: " << where(table_file) << "\nchart: " << where(chart_file)
+    std::cout << "\ntable: " << where(table_file) << (verbose ? "" : " (every candidate, with reasons)") << "\nchart: " << where(chart_file)
               << "\njson:  " << where(json_file) << "\ncsv:   " << where(csv_file)
               << "\ncache: " << (run.cache_path.empty() ? std::string("none (--no-cache)") : where(run.cache_path))
               << "\n";

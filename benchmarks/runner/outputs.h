@@ -12,7 +12,9 @@ namespace qforge::bench {
 // Schema "qforge-bench/1"; docs/ACCELERATOR.md lists every field.
 inline constexpr const char* kJsonSchema = "qforge-bench/1";
 
-std::string table_text(const BenchRun& run);
+// The header and one line per workload; with_candidates adds every candidate's time per
+// workload and why the others were excluded.
+std::string table_text(const BenchRun& run, bool with_candidates = true);
 std::string json_text(const BenchRun& run);
 std::string csv_text(const BenchRun& run);
 std::string svg_chart(const BenchRun& run);

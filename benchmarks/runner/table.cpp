@@ -52,7 +52,7 @@ std::string source_word(const WorkloadResult& r) {
 
 }  // namespace
 
-std::string table_text(const BenchRun& run) {
+std::string table_text(const BenchRun& run, bool with_candidates) {
   std::ostringstream s;
   s << "qforge-bench: " << run.suite << " suite, " << run.workloads.size() << " workloads, "
     << format_fixed(run.seconds, 1) << " s, " << run.date << "\n";
@@ -75,7 +75,16 @@ std::string table_text(const BenchRun& run) {
            format_rate(r.winner_rate(), r.work.unit), format_ratio(r.speedup_vs_scalar()), anchor,
            source_word(r)});
   }
-  s << t.text() << "\n";
+  s << t.text();
+  for (const auto& r : run.workloads)
+    if (!r.report) s << r.name << ": " << r.error << "\n";
+  if (!with_candidates) {
+    if (!run.load_failures.empty())
+      s << run.load_failures.size() << " plugin(s) did not load (see the table file)\n";
+    for (const auto& w : run.cache_warnings) s << "warning: " << w << "\n";
+    return s.str();
+  }
+  s << "\n";
 
   s << "candidates (median time per call; excluded ones with the reason):\n";
   for (const auto& r : run.workloads) {

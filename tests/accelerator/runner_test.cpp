@@ -108,6 +108,9 @@ TEST(Bench, JsonSchemaAndOutputs) {
   EXPECT_NE(svg.find("<svg"), std::string::npos);
   EXPECT_NE(svg.find("cpu_scalar[0]/scalar_reference *"), std::string::npos);
   EXPECT_NE(slurp(dir / "out" / "table.txt").find("mm "), std::string::npos);
+  // stdout keeps to one line per workload; table.txt has every candidate.
+  EXPECT_NE(slurp(dir / "out" / "table.txt").find("candidates ("), std::string::npos);
+  EXPECT_EQ(r.out.find("candidates ("), std::string::npos) << r.out;
   // Where everything went, last.
   EXPECT_NE(r.out.find("cache: " + (dir / "tuning.json").string()), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("chart: " + (dir / "out" / "throughput.svg").string()), std::string::npos) << r.out;

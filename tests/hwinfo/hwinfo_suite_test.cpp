@@ -81,7 +81,7 @@ TEST(HwinfoSuite, ShowsTheTunedWinnerFromTheCache) {
   EXPECT_EQ(first.at("winner").get<std::string>(), entry.winner.label()) << first.dump();
   EXPECT_DOUBLE_EQ(first.at("winner_seconds").get<double>(), 2.5e-6);
 
-  const auto text = run_hwinfo("");
+  const auto text = run_hwinfo("--verbose");
   EXPECT_EQ(text.exit_code, 0);
   EXPECT_NE(text.output.find("Default tuning suite"), std::string::npos);
   EXPECT_NE(text.output.find("winner     " + entry.winner.label()), std::string::npos)

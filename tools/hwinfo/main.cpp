@@ -1,7 +1,9 @@
-// qforge-hwinfo: what this machine can run. Prints the CPU, every plugin the registry found
-// (loaded or why not), each plugin's devices and its answer for a grid of representative op
-// descriptors. `--json` prints the same as one JSON document and nothing else on stdout; logs
-// go to stderr. Exits 0 even when plugins fail to load: reporting failures is the tool's job.
+// qforge-hwinfo: what this machine can run. By default one screen: the CPU, each plugin the
+// registry found in one line (loaded with its devices and kernels, or why not). `--verbose` (or
+// `--op`) adds each plugin's devices and its answer for a grid of representative op descriptors
+// and the default tuning suite. `--json` prints the full report as one JSON document and nothing
+// else on stdout; logs go to stderr. Exits 0 even when plugins fail to load: reporting failures
+// is the tool's job.
 #include <cstdlib>
 #include <exception>
 #include <iostream>
@@ -19,6 +21,7 @@
 #include "qforge/op_desc.h"
 #include "qforge/registry.h"
 #include "suite_report.h"
+#include "summary_report.h"
 
 namespace {
 
@@ -40,7 +43,7 @@ void prepend_plugin_path(const std::vector<std::string>& dirs) {
   ::setenv("QFORGE_PLUGIN_PATH", value.c_str(), 1);
 }
 
-int run(bool as_json, const std::vector<std::string>& plugin_dirs,
+int run(bool as_json, bool verbose, const std::vector<std::string>& plugin_dirs,
         std::optional<qforge::OpKind> only_op) {
   using namespace qforge;
   prepend_plugin_path(plugin_dirs);
@@ -48,6 +51,10 @@ int run(bool as_json, const std::vector<std::string>& plugin_dirs,
   const auto search_path = PluginRegistry::default_search_path();
   PluginRegistry& registry = PluginRegistry::global();
   const auto plugins = hwinfo::collect_plugins(registry, hwinfo::ops_to_report(only_op));
+  if (!as_json && !verbose) {
+    hwinfo::print_summary(std::cout, cpu, search_path, plugins, registry.failures());
+    return 0;
+  }
   const auto suite = hwinfo::collect_suite(registry);
 
   if (as_json) {
@@ -76,9 +83,12 @@ int main(int argc, char** argv) {
   CLI::App app{"qforge-hwinfo: the CPU, every qforge plugin found (or why it failed to load), "
                "its devices and its per-op capabilities"};
   bool as_json = false;
+  bool verbose = false;
   std::vector<std::string> plugin_dirs;
   std::string op_name;
   app.add_flag("--json", as_json, "Print the report as one JSON document (schema: docs/HWINFO.md)");
+  app.add_flag("--verbose,-v", verbose,
+               "Print every plugin's devices, its per-op capability grid and the default suite");
   app.add_option("--plugin-path", plugin_dirs,
                  "Directory or plugin file searched before QFORGE_PLUGIN_PATH (repeatable)")
       ->check(CLI::ExistingPath)
@@ -93,7 +103,8 @@ int main(int argc, char** argv) {
   try {
     std::optional<qforge::OpKind> only_op;
     if (!op_name.empty()) only_op = qforge::parse_op_kind(op_name);
-    return run(as_json, plugin_dirs, only_op);
+    // Asking for one op's capabilities is asking for the detailed report.
+    return run(as_json, verbose || only_op.has_value(), plugin_dirs, only_op);
   } catch (const std::exception& e) {
     std::cerr << "qforge-hwinfo: " << e.what() << '\n';
     return 1;
