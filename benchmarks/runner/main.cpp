@@ -92,7 +92,14 @@ int main(int argc, char** argv) {
   app.add_option("--progress", progress, "Progress display: auto (a bar on a terminal, lines "
                                          "otherwise), bar, lines, none")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}));
-  CLI11_PARSE(app, argc, argv);
+  // Not CLI11_PARSE: its exit status for a usage error is CLI11's own code (105, 106, ...);
+  // the documented one is 2 (0 for --help).
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int shown = app.exit(e);
+    return shown == 0 ? 0 : 2;
+  }
 
   try {
     const std::vector<NamedWorkload> workloads =
