@@ -149,7 +149,9 @@ int main(int argc, char** argv) {
     auto where = [](const fs::path& p) { return fs::absolute(p).lexically_normal().string(); };
     std::cout << "\ntable: " << where(table_file) << "\nchart: " << where(chart_file)
               << "\njson:  " << where(json_file) << "\ncsv:   " << where(csv_file)
-              << "\ncache: " << (run.cache_path.empty() ? std::string("none (--no-cache)") : where(run.cache_path))
+              << "\ncache: " << (run.cache_path.empty() ? std::string(no_cache ? "none (--no-cache)"
+                                                                       : "none (it could not be used; see the warning above)")
+                                              : where(run.cache_path))
               << "\n";
     for (const auto& w : run.workloads)
       if (!w.report) return 1;
