@@ -95,7 +95,14 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}));
   app.add_flag("--verbose,-v", verbose,
                "Print every candidate of every workload on stdout too (table.txt always has them)");
-  CLI11_PARSE(app, argc, argv);
+  // Not CLI11_PARSE: its exit status for a usage error is CLI11's own code (105, 106, ...);
+  // the documented one is 2 (0 for --help).
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int shown = app.exit(e);
+    return shown == 0 ? 0 : 2;
+  }
 
   try {
     const std::vector<NamedWorkload> workloads =
@@ -147,7 +154,9 @@ int main(int argc, char** argv) {
     auto where = [](const fs::path& p) { return fs::absolute(p).lexically_normal().string(); };
     std::cout << "\ntable: " << where(table_file) << (verbose ? "" : " (every candidate, with reasons)") << "\nchart: " << where(chart_file)
               << "\njson:  " << where(json_file) << "\ncsv:   " << where(csv_file)
-              << "\ncache: " << (run.cache_path.empty() ? std::string("none (--no-cache)") : where(run.cache_path))
+              << "\ncache: " << (run.cache_path.empty() ? std::string(no_cache ? "none (--no-cache)"
+                                                                       : "none (it could not be used; see the warning above)")
+                                              : where(run.cache_path))
               << "\n";
     for (const auto& w : run.workloads)
       if (!w.report) return 1;

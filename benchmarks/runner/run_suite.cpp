@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <ctime>
+#include <exception>
+#include <new>
 
 #include "anchors.h"
 #include "qforge/error.h"
@@ -69,9 +71,21 @@ BenchRun run_suite(const std::string& suite, std::vector<NamedWorkload> workload
       r.report = acc.tune(w.workload, settings.retune);
       r.scalar_seconds = best_of(*r.report, "cpu_scalar");
       add_anchor(r, w.workload.op);
-    } catch (const Error& e) {
+    } catch (const std::bad_alloc&) {
+      // One workload too large for this machine's memory must not end the run: the others
+      // still run and every output is written, with this workload's row saying what happened.
       r.report.reset();
+      r.anchor.reset();
+      r.error = "out of memory while tuning or measuring " + w.name + " (" + r.description +
+                "); try smaller extents";
+    } catch (const std::exception& e) {
+      r.report.reset();
+      r.anchor.reset();
       r.error = e.what();
+    } catch (...) {
+      r.report.reset();
+      r.anchor.reset();
+      r.error = "an unknown exception while tuning or measuring " + w.name;
     }
     progress.end(r);
     run.workloads.push_back(std::move(r));

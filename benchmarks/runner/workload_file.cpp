@@ -1,12 +1,12 @@
 #include "workload_file.h"
 
-#include <fstream>
+#include <limits>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "qforge/error.h"
+#include "qforge/input_file.h"
 
 namespace qforge::bench {
 namespace {
@@ -15,6 +15,52 @@ using nlohmann::json;
 
 [[noreturn]] void fail(const std::string& where, const std::string& what) {
   throw Error(ErrorCode::invalid_argument, where + ": " + what);
+}
+
+// A JSON integer in [lo, hi], checked before conversion: 4294967297 is not axis 1, 3.0 and 1e9
+// are not integers.
+std::int64_t integer_in(const json& v, std::int64_t lo, std::int64_t hi, const std::string& where) {
+  const auto bad = [&] {
+    fail(where, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                    "], got " + v.dump());
+  };
+  if (v.is_number_unsigned()) {
+    if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)) bad();
+    return static_cast<std::int64_t>(v.get<std::uint64_t>());
+  }
+  if (!v.is_number_integer()) bad();
+  const auto i = v.get<std::int64_t>();
+  if (i < lo || i > hi) bad();
+  return i;
+}
+
+// Elements of a shape, each extent already <= kMaxWorkloadExtent; saturates instead of
+// overflowing (the byte limit rejects anything that large anyway).
+std::uint64_t elements(std::initializer_list<std::int64_t> extents) {
+  unsigned __int128 n = 1;
+  for (std::int64_t e : extents) {
+    n *= static_cast<std::uint64_t>(e);
+    if (n > std::numeric_limits<std::uint64_t>::max() / 16) return std::numeric_limits<std::uint64_t>::max() / 16;
+  }
+  return static_cast<std::uint64_t>(n);
+}
+std::uint64_t elements(const Shape& s) {
+  unsigned __int128 n = 1;
+  for (std::int64_t e : s) {
+    n *= static_cast<std::uint64_t>(e);
+    if (n > std::numeric_limits<std::uint64_t>::max() / 16) return std::numeric_limits<std::uint64_t>::max() / 16;
+  }
+  return static_cast<std::uint64_t>(n);
+}
+
+// Refuses a workload whose operands (`operand_elements` in all, 8 bytes each) exceed
+// kMaxWorkloadBytes, before anything of that size is allocated.
+void check_bytes(const std::string& where, std::uint64_t operand_elements) {
+  const std::uint64_t bytes = operand_elements * 8;
+  if (operand_elements > kMaxWorkloadBytes / 8)
+    fail(where, "its operands would take about " + std::to_string(bytes >> 20) +
+                    " MiB; expected at most " + std::to_string(kMaxWorkloadBytes >> 20) +
+                    " MiB per workload (smaller extents)");
 }
 
 // Accessors that name the field when it is missing or has the wrong type.
@@ -39,10 +85,7 @@ class Obj {
     return j_.at(key).get<std::string>();
   }
   std::int64_t extent(const char* key) const {
-    const json& v = at(key);
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
-      fail(field(key), "expected an integer >= 0, got " + v.dump());
-    return v.get<std::int64_t>();
+    return integer_in(at(key), 0, kMaxWorkloadExtent, field(key));
   }
   bool flag(const char* key, bool fallback) const {
     if (!has(key)) return fallback;
@@ -53,10 +96,11 @@ class Obj {
     const json& v = at(key);
     if (!v.is_array() || v.empty()) fail(field(key), "expected a non-empty array of integers >= 0");
     Shape s;
+    if (v.size() > 8) fail(field(key), "expected at most 8 dimensions, got " + std::to_string(v.size()));
     for (const auto& d : v) {
-      if (!d.is_number_integer() || d.get<std::int64_t>() < 0)
+      if (!d.is_number_integer() || (d.is_number_integer() && !d.is_number_unsigned() && d.get<std::int64_t>() < 0))
         fail(field(key), "expected a non-empty array of integers >= 0, got " + v.dump());
-      s.push_back(d.get<std::int64_t>());
+      s.push_back(integer_in(d, 0, kMaxWorkloadExtent, field(key)));
     }
     return s;
   }
@@ -109,13 +153,13 @@ Scheme scheme_of(const Obj& o, const char* key, int default_axis) {
     const json& a = o.at("axis");
     if (!a.is_number_integer()) fail(o.field("axis"), "expected an integer");
     if (r.granularity != Granularity::per_channel) fail(o.field("axis"), "only per_channel schemes take an axis");
-    r.axis = a.get<int>();
+    r.axis = static_cast<int>(integer_in(a, -8, 7, o.field("axis")));
   }
   if (o.has("block_size")) {
     const json& b = o.at("block_size");
-    if (!b.is_number_integer() || b.get<std::int64_t>() < 1) fail(o.field("block_size"), "expected an integer >= 1");
+    if (!b.is_number_integer()) fail(o.field("block_size"), "expected an integer >= 1");
     if (r.granularity != Granularity::block) fail(o.field("block_size"), "only block schemes take a block_size");
-    r.block_size = b.get<std::int64_t>();
+    r.block_size = integer_in(b, 1, kMaxWorkloadExtent, o.field("block_size"));
   }
   return r;
 }
@@ -140,6 +184,8 @@ OpDesc matmul_of(const Obj& w, OpKind op) {
   std::initializer_list<const char*> keys = {"name", "op", "residency", "m", "n", "k", "a", "b", "b_layout", "bias", "out_type", "y", "mode"};
   w.only(keys);
   const std::int64_t m = w.extent("m"), n = w.extent("n"), k = w.extent("k");
+  // A and B codes, the int32 / float output, and Y for qlinear_matmul.
+  check_bytes(w.where(), elements({m, k}) + elements({k, n}) + 2 * elements({m, n}));
   const std::string layout = w.text("b_layout", "kn");
   if (layout != "kn" && layout != "nk") fail(w.field("b_layout"), "unknown layout '" + layout + "'; expected kn or nk");
   const MatrixLayout l = layout == "kn" ? MatrixLayout::kn : MatrixLayout::nk;
@@ -196,6 +242,7 @@ NamedWorkload workload_of(const json& j, std::size_t index) {
     case OpKind::dequantize: {
       w.only({"name", "op", "residency", "shape", "dtype", "scheme", "axis", "block_size", "float_type"});
       const Shape shape = w.shape("shape");
+      check_bytes(w.where(), 2 * elements(shape));  // floats in, codes out (or back)
       const QuantizeDesc d{shape, params(w, dtype_of(w, "dtype"), scheme_of(w, "scheme", 0), shape),
                            *op == OpKind::quantize ? float_type_of(w, "float_type") : FloatType::f32};
       return {name, {{*op, d}, residency}};
@@ -204,6 +251,7 @@ NamedWorkload workload_of(const json& j, std::size_t index) {
       w.only({"name", "op", "residency", "shape", "out_dtype", "mode", "per_axis", "axis"});
       RequantizeDesc d;
       d.shape = w.shape("shape");
+      check_bytes(w.where(), 2 * elements(d.shape));  // int32 in, codes out
       d.out_dtype = dtype_of(w, "out_dtype", "int8");
       if (d.out_dtype != DType::int8 && d.out_dtype != DType::uint8)
         fail(w.field("out_dtype"), "expected int8 or uint8");
@@ -213,8 +261,7 @@ NamedWorkload workload_of(const json& j, std::size_t index) {
       else if (mode != "float_multiplier") fail(w.field("mode"), "unknown mode '" + mode + "'; expected float_multiplier or fixed_point");
       d.axis = -1;
       if (w.has("axis")) {
-        if (!w.at("axis").is_number_integer()) fail(w.field("axis"), "expected an integer");
-        d.axis = w.at("axis").get<int>();
+        d.axis = static_cast<int>(integer_in(w.at("axis"), -8, 7, w.field("axis")));
       }
       const int rank = static_cast<int>(d.shape.size());
       const int axis = d.axis < 0 ? d.axis + rank : d.axis;
@@ -226,13 +273,18 @@ NamedWorkload workload_of(const json& j, std::size_t index) {
     case OpKind::matmul_dequant:
     case OpKind::qlinear_matmul:
       return {name, {matmul_of(w, *op), residency}};
-    case OpKind::dynamic_quantize_linear:
+    case OpKind::dynamic_quantize_linear: {
       w.only({"name", "op", "residency", "shape"});
-      return {name, {{*op, DynamicQuantizeDesc{w.shape("shape")}}, residency}};
+      const Shape shape = w.shape("shape");
+      check_bytes(w.where(), 2 * elements(shape));
+      return {name, {{*op, DynamicQuantizeDesc{shape}}, residency}};
+    }
     case OpKind::linear_forward:
     case OpKind::linear_backward: {
       w.only({"name", "op", "residency", "m", "n", "k", "w_scheme", "bias"});
       const std::int64_t m = w.extent("m"), n = w.extent("n"), k = w.extent("k");
+      // X, W, Y (forward); dY, dX, dW and the saved inputs (backward).
+      check_bytes(w.where(), 2 * (elements({m, k}) + elements({n, k}) + elements({m, n})));
       const std::string ws = w.text("w_scheme", "per_channel_symmetric");
       Scheme s;
       if (ws == "per_channel_symmetric") s = Scheme::per_channel_symmetric(0);
@@ -251,7 +303,8 @@ std::vector<NamedWorkload> parse_workloads(const std::string& text) {
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number no double holds (1e400).
     throw Error(ErrorCode::invalid_argument, std::string("workload file: not valid JSON: ") + e.what());
   }
   const json* list = &doc;
@@ -265,24 +318,35 @@ std::vector<NamedWorkload> parse_workloads(const std::string& text) {
   std::vector<NamedWorkload> out;
   std::set<std::string> names;
   for (std::size_t i = 0; i < list->size(); ++i) {
-    out.push_back(workload_of((*list)[i], i));
+    const json& item = (*list)[i];
+    const std::string where = "workloads[" + std::to_string(i) + "]";
+    // The workload's name, when it has one, leads every message about it.
+    const std::string named = item.is_object() && item.contains("name") && item.at("name").is_string()
+                                  ? "workload '" + item.at("name").get<std::string>() + "': "
+                                  : std::string();
+    try {
+      out.push_back(workload_of(item, i));
+    } catch (const Error& e) {
+      throw Error(e.code(), named + e.what());
+    } catch (const json::exception& e) {
+      // Every access above is checked; this is a safety net that still names the workload.
+      throw Error(ErrorCode::invalid_argument, named + where + ": " + e.what());
+    }
     if (!names.insert(out.back().name).second)
-      throw Error(ErrorCode::invalid_argument, "workloads[" + std::to_string(i) + "].name: '" +
-                                                   out.back().name + "' is used twice; expected unique names");
+      throw Error(ErrorCode::invalid_argument, where + ".name: '" + out.back().name +
+                                                   "' is used twice; expected unique names");
   }
   return out;
 }
 
 std::vector<NamedWorkload> load_workloads(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in)
-    throw Error(ErrorCode::io, "workload file " + file.string() + " cannot be read");
-  std::ostringstream s;
-  s << in.rdbuf();
+  const std::string text = read_input_file(file, "workload file");  // names the file itself
   try {
-    return parse_workloads(s.str());
+    return parse_workloads(text);
   } catch (const Error& e) {
     throw Error(e.code(), file.string() + ": " + e.what());
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::invalid_argument, file.string() + ": " + e.what());
   }
 }
 

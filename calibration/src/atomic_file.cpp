@@ -11,7 +11,6 @@
 #include <random>
 #include <string>
 
-#include "file_io.h"
 #include "qforge/calibration/serialize.h"
 #include "qforge/error.h"
 
@@ -87,26 +86,6 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
     ::fsync(dfd);
     ::close(dfd);
   }
-}
-
-std::string read_file(const std::filesystem::path& path, const std::string& who) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) io_error(who + ": cannot open " + path.string(), errno);
-  std::string out;
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      io_error(who + ": reading " + path.string() + " failed", err);
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return out;
 }
 
 }  // namespace qforge::calibration

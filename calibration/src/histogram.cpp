@@ -44,9 +44,10 @@ std::vector<double> rebin(std::span<const double> old, double old_w, double new_
 }  // namespace
 
 Histogram::Histogram(int bins) : bins_(bins), min_(kInf), max_(-kInf) {
-  if (bins < 1)
+  if (bins < 1 || bins > kMaxBins)
     throw Error(ErrorCode::invalid_argument,
-                "Histogram: bins = " + std::to_string(bins) + "; expected at least 1");
+                "Histogram: bins = " + std::to_string(bins) + "; expected 1 to " +
+                    std::to_string(kMaxBins));
   counts_.assign(2 * size(), 0.0);
 }
 
@@ -55,7 +56,8 @@ Histogram Histogram::from_parts(int bins, float limit, float min, float max,
   auto bad = [](const std::string& what) {
     throw Error(ErrorCode::corrupt_data, "Histogram::from_parts: " + what);
   };
-  if (bins < 1) bad("bins = " + std::to_string(bins) + "; expected at least 1");
+  if (bins < 1 || bins > kMaxBins)
+    bad("bins = " + std::to_string(bins) + "; expected 1 to " + std::to_string(kMaxBins));
   if (negative.size() != static_cast<std::size_t>(bins) ||
       positive.size() != static_cast<std::size_t>(bins))
     bad(std::to_string(negative.size()) + " negative and " + std::to_string(positive.size()) +

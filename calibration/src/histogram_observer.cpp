@@ -19,9 +19,11 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 HistogramObserver::HistogramObserver(MethodOptions method, int bins, std::optional<int> axis)
     : Observer(axis), method_(method), bins_(bins) {
   validate(method_);
-  if (bins < 1)
+  // Checked here too: with an axis the histograms are only made by the first batch.
+  if (bins < 1 || bins > Histogram::kMaxBins)
     throw Error(ErrorCode::invalid_argument,
-                "HistogramObserver: bins = " + std::to_string(bins) + "; expected at least 1");
+                "HistogramObserver: bins = " + std::to_string(bins) + "; expected 1 to " +
+                    std::to_string(Histogram::kMaxBins));
   if (!axis) hist_.emplace_back(bins_);
 }
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "file_io.h"
+#include "qforge/input_file.h"
 #include "qforge/calibration/histogram_observer.h"
 #include "qforge/calibration/minmax.h"
 #include "qforge/error.h"
@@ -46,7 +46,18 @@ std::int64_t integer(const json& j, const std::string& name, const std::string& 
   const json& v = field(j, name, ctx);
   if (!v.is_number_integer())
     corrupt(ctx, "field '" + name + "' is " + v.type_name() + "; expected an integer");
+  // Checked before conversion: an unsigned value above 2^63 - 1 would wrap to a negative one.
+  if (v.is_number_unsigned() &&
+      v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    corrupt(ctx, "field '" + name + "' = " + v.dump() + "; expected a 64-bit signed integer");
   return v.get<std::int64_t>();
+}
+
+// A double that a float can hold: converting one outside float's range is undefined behaviour.
+float to_float(double d, const std::string& what, const std::string& ctx) {
+  if (!(std::fabs(d) <= static_cast<double>(std::numeric_limits<float>::max())))
+    corrupt(ctx, what + " = " + std::to_string(d) + "; expected a finite 32-bit float");
+  return static_cast<float>(d);
 }
 
 int small_int(const json& j, const std::string& name, const std::string& ctx) {
@@ -83,7 +94,7 @@ std::vector<float> floats(const json& j, const std::string& name, const std::str
   std::vector<float> out;
   for (const json& v : array(j, name, ctx)) {
     if (v.is_null()) out.push_back(missing);
-    else if (v.is_number()) out.push_back(static_cast<float>(v.get<double>()));
+    else if (v.is_number()) out.push_back(to_float(v.get<double>(), "an element of '" + name + "'", ctx));
     else corrupt(ctx, "an element of '" + name + "' is " + v.type_name() + "; expected a number");
   }
   return out;
@@ -181,9 +192,9 @@ Histogram read_histogram(const json& j, int bins, const std::string& ctx) {
     if (v.is_null()) return missing;
     if (!v.is_number())
       corrupt(ctx, std::string("field '") + name + "' is " + v.type_name() + "; expected a number");
-    return static_cast<float>(v.get<double>());
+    return to_float(v.get<double>(), std::string("field '") + name + "'", ctx);
   };
-  return Histogram::from_parts(bins, static_cast<float>(number(j, "limit", ctx)),
+  return Histogram::from_parts(bins, to_float(number(j, "limit", ctx), "field 'limit'", ctx),
                                value(mn, "min", kInf), value(mx, "max", -kInf),
                                doubles(j, "negative", ctx), doubles(j, "positive", ctx));
 }
@@ -204,10 +215,13 @@ std::unique_ptr<Observer> read_observer(std::string_view text, const std::string
                                    floats(j, "hi", ctx, -kInf)));
     if (kind == "moving_average_minmax")
       return std::make_unique<MovingAverageMinMaxObserver>(MovingAverageMinMaxObserver::restored(
-          static_cast<float>(number(j, "averaging_constant", ctx)), axis, channels, stats,
+          to_float(number(j, "averaging_constant", ctx), "field 'averaging_constant'", ctx), axis, channels, stats,
           floats(j, "lo", ctx, kInf), floats(j, "hi", ctx, -kInf)));
     if (kind == "histogram") {
       const int bins = small_int(j, "bins", ctx);
+      if (bins < 1 || bins > Histogram::kMaxBins)
+        corrupt(ctx, "field 'bins' = " + std::to_string(bins) + "; expected 1 to " +
+                         std::to_string(Histogram::kMaxBins));
       std::vector<Histogram> hists;
       const json& list = array(j, "histograms", ctx);
       for (std::size_t i = 0; i < list.size(); ++i)
@@ -250,7 +264,7 @@ QuantizationParams read_params(const json& j, const std::string& ctx) {
     corrupt(ctx, "granularity '" + gran_name + "'; expected per_tensor, per_channel or block");
   Scheme scheme{*mapping, *gran, small_int(j, "axis", ctx), integer(j, "block_size", ctx)};
   std::vector<float> scales;
-  for (double d : doubles(j, "scales", ctx)) scales.push_back(static_cast<float>(d));
+  for (double d : doubles(j, "scales", ctx)) scales.push_back(to_float(d, "an element of 'scales'", ctx));
   std::vector<std::int32_t> zps;
   for (const json& v : array(j, "zero_points", ctx)) {
     if (!v.is_number_integer())
@@ -308,8 +322,20 @@ std::string observer_to_json(const Observer& observer) {
   return j.dump();
 }
 
+// Every access above checks the type first; this turns anything nlohmann might still throw
+// into corrupt_data naming the file (or the function), never an nlohmann exception.
+template <class F>
+auto guarded(const std::string& ctx, F&& read) {
+  try {
+    return read();
+  } catch (const json::exception& e) {
+    corrupt(ctx, std::string("unexpected JSON content (") + e.what() + ")");
+  }
+}
+
 std::unique_ptr<Observer> observer_from_json(std::string_view text) {
-  return read_observer(text, "observer_from_json");
+  const std::string ctx = "observer_from_json";
+  return guarded(ctx, [&] { return read_observer(text, ctx); });
 }
 
 void save_observer(const Observer& observer, const std::filesystem::path& path) {
@@ -318,7 +344,7 @@ void save_observer(const Observer& observer, const std::filesystem::path& path) 
 
 std::unique_ptr<Observer> load_observer(const std::filesystem::path& path) {
   const std::string ctx = "load_observer(" + path.string() + ")";
-  return read_observer(read_file(path, ctx), ctx);
+  return guarded(ctx, [&] { return read_observer(read_input_file(path, ctx), ctx); });
 }
 
 std::string params_to_json(const ParamsMap& params) {
@@ -329,7 +355,8 @@ std::string params_to_json(const ParamsMap& params) {
 }
 
 ParamsMap params_from_json(std::string_view text) {
-  return read_params_map(text, "params_from_json");
+  const std::string ctx = "params_from_json";
+  return guarded(ctx, [&] { return read_params_map(text, ctx); });
 }
 
 void save_params(const ParamsMap& params, const std::filesystem::path& path) {
@@ -338,7 +365,7 @@ void save_params(const ParamsMap& params, const std::filesystem::path& path) {
 
 ParamsMap load_params(const std::filesystem::path& path) {
   const std::string ctx = "load_params(" + path.string() + ")";
-  return read_params_map(read_file(path, ctx), ctx);
+  return guarded(ctx, [&] { return read_params_map(read_input_file(path, ctx), ctx); });
 }
 
 }  // namespace qforge::calibration

@@ -159,6 +159,23 @@ INSTANTIATE_TEST_SUITE_P(
         BadFile{R"([{"op": "matmul_integer", "m": 2, "n": 2, "a": {"dtype": "int8", "scheme": "per_tensor_symmetric"},
                      "b": {"dtype": "int8", "scheme": "per_tensor_symmetric"}}])",
                 "workloads[0]: missing field 'k'"},
-        BadFile{"{not json", "not valid JSON"}));
+        BadFile{"{not json", "not valid JSON"},
+        // nlohmann reports this as out_of_range, not parse_error; it used to escape unnamed.
+        BadFile{R"([{"op": "quantize", "shape": [1e400], "dtype": "int8", "scheme": "per_tensor_affine"}])",
+                "w.json: workload file: not valid JSON"},
+        BadFile{R"([{"name": "big", "op": "dynamic_quantize_linear", "shape": [4294967296]}])",
+                "w.json: workload 'big': workloads[0].shape: expected an integer in [0, 1073741824]"}));
+
+// docs/ACCELERATOR.md: 2 for bad usage (CLI11's own codes are 105, 106, ...); 0 for --help.
+TEST(Bench, UsageErrorsExitTwo) {
+  const auto dir = acc_test::scratch_dir("usage");
+  EXPECT_EQ(bench(dir, "--budget -1").status, 2);
+  EXPECT_EQ(bench(dir, "--suite nope").status, 2);
+  EXPECT_EQ(bench(dir, "--no-such-option").status, 2);
+  const Result missing = bench(dir, "--workloads " + (dir / "absent.json").string());
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("absent.json"), std::string::npos) << missing.err;
+  EXPECT_EQ(bench(dir, "--help").status, 0);
+}
 
 }  // namespace

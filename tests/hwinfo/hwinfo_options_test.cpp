@@ -27,7 +27,7 @@ TEST(HwinfoOptions, OpFilterKeepsOnlyThatOp) {
 
 TEST(HwinfoOptions, UnknownOpIsRefusedWithTheValidNames) {
   const auto run = run_hwinfo("--op matmul_float", /*merge_stderr=*/true);
-  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.exit_code, 2) << run.output;  // docs/HWINFO.md: 2 for a bad argument
   EXPECT_NE(run.output.find("matmul_float"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("qlinear_matmul"), std::string::npos) << run.output;
 }
@@ -36,7 +36,7 @@ TEST(HwinfoOptions, MissingPluginDirectoryIsRefused) {
   TempDir dir;
   const auto run = run_hwinfo("--plugin-path " + shell_quote((dir.path() / "absent").string()),
                               /*merge_stderr=*/true);
-  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_NE(run.output.find("absent"), std::string::npos) << run.output;
 }
 

@@ -98,7 +98,14 @@ int main(int argc, char** argv) {
         if (qforge::parse_op_kind(text)) return {};
         return "unknown op '" + text + "'; expected one of: " + op_names();
       });
-  CLI11_PARSE(app, argc, argv);
+  // Not CLI11_PARSE: its exit status for a usage error is CLI11's own code (105, 106, ...);
+  // the documented one is 2 (0 for --help).
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int shown = app.exit(e);
+    return shown == 0 ? 0 : 2;
+  }
 
   try {
     std::optional<qforge::OpKind> only_op;

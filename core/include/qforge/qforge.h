@@ -6,6 +6,7 @@
 #include "qforge/error.h"
 #include "qforge/half.h"
 #include "qforge/hardware.h"
+#include "qforge/input_file.h"
 #include "qforge/op_desc.h"
 #include "qforge/ops.h"
 #include "qforge/params.h"

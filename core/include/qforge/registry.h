@@ -7,15 +7,23 @@
 //   3. the directory of the running executable
 // In each directory every file named libqforge_plugin_*.so is a candidate.
 //
-// Loading never takes the process down. Each failure — not a shared library, a library for
+// Loading never takes the process down or hangs it. Only regular files are opened (a FIFO, a
+// device or a directory named like a plugin is reported, never read), and before dlopen() the
+// whole ELF header, the program header table, every segment's file contents and the section
+// header table must lie inside the file (a truncated plugin would otherwise die in the loader
+// with SIGBUS). Each failure — a truncated or damaged file, not a shared library, a library for
 // another architecture, a missing dependency library (named), a missing entry symbol, an ABI
-// version or struct size mismatch (both named), a create() that fails or throws — is logged
-// once and kept as a PluginFailure; the other plugins keep working. Libraries are never
+// version or struct size mismatch (both named), a create() that fails or throws, a symbolic
+// link loop, a search directory that cannot be read — is logged once and kept as a
+// PluginFailure; the other plugins keep working. Libraries are never
 // unloaded while the registry lives (buffers and ops objects may point into them).
 #pragma once
 
 #include <filesystem>
+#include <cstddef>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -48,6 +56,13 @@ struct LoadedPlugin {
   std::string version;
   std::shared_ptr<QuantizationOps> ops;  // keeps the library loaded
 };
+
+// The check the registry runs on a candidate file before dlopen(), on an image in memory (the
+// whole file's bytes): nullopt when it is an ELF shared object for this machine whose headers
+// and segments lie inside it, else the failure (kind not_shared_library or wrong_architecture)
+// with `name` as its path. Never throws, whatever the bytes; meant for fuzzing and for tools.
+QFORGE_API std::optional<PluginFailure> check_plugin_image(
+    std::span<const std::byte> bytes, const std::filesystem::path& name = "<memory>");
 
 class QFORGE_API PluginRegistry {
  public:

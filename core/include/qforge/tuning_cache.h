@@ -12,9 +12,19 @@
 //     entries into what other processes wrote meanwhile, writes a temporary file in the same
 //     directory, fsyncs it and renames it over the cache (then fsyncs the directory): readers
 //     see the old file or the new one, never a torn one;
-//   - a file that does not parse, or parses to something that is not a qforge tuning cache, is
-//     reported once (a warning through qforge::logger() and warnings()), renamed to
-//     "<file>.corrupt-<UTC timestamp>" for inspection, and rebuilt from scratch.
+//   - a file that does not parse, parses to something that is not a qforge tuning cache (any
+//     field of the wrong type, an integer out of range or given as a float, a number JSON
+//     cannot hold such as 1e400), or is larger than kMaxInputFileBytes (64 MiB) is reported
+//     once (a warning through qforge::logger() and warnings(), naming the file and the field),
+//     renamed to "<file>.corrupt-<UTC timestamp>" (another format version:
+//     "<file>.incompatible-<UTC timestamp>") for inspection, and rebuilt from scratch;
+//   - a cache that is not a regular file (a FIFO, /dev/zero) is never read: the constructor
+//     throws ErrorCode::io (the accelerator then works without a cache);
+//   - a read-only cache file (no write permission bits, or not writable by this process) is
+//     read and used but never replaced, set aside or removed: a warning says so once, store()
+//     and clear() throw ErrorCode::io, writable() is false;
+//   - temporary files of a writer killed mid-write ("<file>.tmp-<pid>-<random>") older than a
+//     minute are removed by the next writer.
 //
 // A TuningCache object keeps the last snapshot it read; find() answers from that snapshot.
 // It is not synchronised: use one object from one thread at a time (separate objects and
@@ -125,9 +135,17 @@ class QFORGE_API TuningCache {
   // file is reported once.
   std::vector<std::string> warnings() const;
 
+  // False when store() would refuse: opened read_only, or the file itself is read-only.
+  bool writable() const noexcept;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Why `text` is not a tuning cache this qforge can use ("corrupt: ..." or "incompatible: ...",
+// naming the field), or nullopt when it is. The check the cache runs on a file's contents,
+// callable on arbitrary bytes (fuzzing); it throws nothing but std::bad_alloc.
+QFORGE_API std::optional<std::string> tuning_cache_problem(std::string_view text);
 
 }  // namespace qforge

@@ -65,7 +65,8 @@ Accelerator::Impl::Impl(std::vector<LoadedPlugin> given, AcceleratorOptions o)
     try {
       cache = std::make_unique<TuningCache>(options.cache_path.empty() ? TuningCache::default_path()
                                                                        : options.cache_path);
-    } catch (const Error& e) {
+      cache_writable = cache->writable();  // a read-only file: the cache has said so
+    } catch (const std::exception& e) {
       logger().warn("accelerator: working without a tuning cache: {}", e.what());
     }
   }
@@ -177,7 +178,7 @@ std::unique_ptr<DecisionSlot> Accelerator::Impl::by_tuning(const Workload& w) {
     if (cache && cache_writable) {
       try {
         cache->store(fingerprint, to_entry(out.report));
-      } catch (const Error& ex) {
+      } catch (const std::exception& ex) {
         cache_writable = false;  // say it once, keep tuning in memory
         logger().warn("accelerator: decisions are kept in memory only: {}", ex.what());
       }

@@ -11,7 +11,12 @@
 #include <random>
 #include <system_error>
 
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
 #include "qforge/error.h"
+#include "qforge/log.h"
 
 namespace qforge::accel {
 namespace {
@@ -63,35 +68,35 @@ FileLock::~FileLock() {
   if (fd_ >= 0) ::close(fd_);  // closing releases the flock
 }
 
-std::optional<std::string> read_text(const std::filesystem::path& file) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return std::nullopt;
-    io_error("open", file, errno);
+std::string temporary_prefix(const std::filesystem::path& file) {
+  return file.filename().string() + ".tmp-";
+}
+
+void remove_stale_temporaries(const std::filesystem::path& file, double min_age_s) {
+  const std::filesystem::path dir = file.parent_path().empty() ? "." : file.parent_path();
+  const std::string prefix = temporary_prefix(file);
+  const auto now = std::filesystem::file_time_type::clock::now();
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    std::error_code type_ec;
+    if (!it->is_regular_file(type_ec) || type_ec) continue;
+    const auto modified = it->last_write_time(type_ec);
+    if (type_ec || std::chrono::duration<double>(now - modified).count() < min_age_s) continue;
+    if (std::filesystem::remove(it->path(), type_ec) && !type_ec)
+      logger().info("tuning cache: removed {}, a temporary file left by a writer that did not "
+                    "finish",
+                    it->path().string());
   }
-  std::string data;
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      io_error("read", file, err);
-    }
-    if (n == 0) break;
-    data.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return data;
 }
 
 void write_atomically(const std::filesystem::path& file, const std::string& contents) {
   const std::filesystem::path dir = file.parent_path().empty() ? "." : file.parent_path();
   std::random_device rd;
   const std::filesystem::path tmp =
-      dir / (file.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
-             std::to_string(rd()));
+      dir / (temporary_prefix(file) + std::to_string(::getpid()) + "-" + std::to_string(rd()));
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) io_error("create", tmp, errno);
   try {

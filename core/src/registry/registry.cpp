@@ -3,12 +3,18 @@
 // view.
 #include "qforge/registry.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <set>
 #include <system_error>
 
 #include <spdlog/spdlog.h>
 
+#include "qforge/input_file.h"
 #include "qforge/log.h"
+#include "registry/elf_check.h"
 #include "registry/plugin_library.h"
 #include "registry/search_path.h"
 
@@ -28,7 +34,31 @@ std::string_view to_string(PluginFailureKind kind) noexcept {
   return "unknown";
 }
 
+std::optional<PluginFailure> check_plugin_image(std::span<const std::byte> bytes,
+                                               const std::filesystem::path& name) {
+  auto problem = detail::check_elf_bytes(bytes, name.string());
+  if (!problem) return std::nullopt;
+  return PluginFailure{name, problem->kind, std::move(problem->message)};
+}
+
 namespace {
+
+// Why `path` cannot be used as a search path entry or a plugin file, from stat(): nullopt when
+// it exists. The message says "symbolic link loop" for ELOOP, not "does not exist".
+struct Missing {
+  int err;
+  std::string message;
+};
+std::optional<Missing> stat_problem(const std::filesystem::path& path, struct stat& st) {
+  if (::stat(path.c_str(), &st) == 0) return std::nullopt;
+  const int err = errno;
+  if (err == ENOENT) return Missing{err, fmt::format("{} does not exist", path.string())};
+  if (err == ELOOP)
+    return Missing{err, fmt::format("{} is a symbolic link loop ({}); expected a plugin file or "
+                                    "a directory",
+                                    path.string(), std::strerror(err))};
+  return Missing{err, fmt::format("{} cannot be examined: {}", path.string(), std::strerror(err))};
+}
 
 // The identity of a file for "loaded already?": symlinks and "dir/../dir" collapse.
 std::filesystem::path file_identity(const std::filesystem::path& file) {
@@ -78,11 +108,9 @@ bool PluginRegistry::load_file(const std::filesystem::path& given) {
     return false;  // failed before, and was reported then
   }
 
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) {
-    return impl_->fail({file, PluginFailureKind::load_failed,
-                        fmt::format("{} does not exist", file.string())});
-  }
+  struct stat st {};
+  if (auto missing = stat_problem(file, st))
+    return impl_->fail({file, PluginFailureKind::load_failed, std::move(missing->message)});
 
   auto opened = detail::open_plugin(file);
   if (auto* f = std::get_if<PluginFailure>(&opened)) return impl_->fail(std::move(*f));
@@ -114,24 +142,42 @@ bool PluginRegistry::load_file(const std::filesystem::path& given) {
 
 void PluginRegistry::load_from(const std::vector<std::filesystem::path>& paths) {
   for (const auto& entry : paths) {
-    std::error_code ec;
-    const auto status = std::filesystem::status(entry, ec);
-    if (std::filesystem::is_directory(status)) {
-      for (const auto& file : detail::plugin_candidates(entry)) load_file(file);
-    } else if (std::filesystem::exists(status)) {
-      // A file named explicitly is loaded whatever its name.
-      load_file(entry);
+    struct stat st {};
+    if (auto missing = stat_problem(entry, st)) {
+      if (missing->err == ENOENT) {
+        // The installed directory of a build tree, say: normal, and load_default() warns about
+        // QFORGE_PLUGIN_PATH entries that do not exist.
+        logger().debug("plugin search path entry {} does not exist; skipped", entry.string());
+      } else if (impl_->tried.insert(file_identity(absolute_path(entry))).second) {
+        impl_->fail({absolute_path(entry), PluginFailureKind::load_failed,
+                     "plugin search path entry " + missing->message});
+      }
+      continue;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      std::error_code ec;
+      const auto candidates = detail::plugin_candidates(entry, ec);
+      // An unreadable directory may hold the plugins the user expects: say so, once.
+      if (ec && impl_->tried.insert(file_identity(absolute_path(entry))).second)
+        impl_->fail({absolute_path(entry), PluginFailureKind::load_failed,
+                     fmt::format("plugin directory {} cannot be read: {}; plugins in it are not "
+                                 "loaded",
+                                 entry.string(), ec.message())});
+      for (const auto& file : candidates) load_file(file);
     } else {
-      logger().debug("plugin search path entry {} does not exist; skipped", entry.string());
+      // A file named explicitly is loaded whatever its name; load_file() refuses what is not a
+      // regular file without opening it for long.
+      load_file(entry);
     }
   }
 }
 
 void PluginRegistry::load_default() {
   // A typo in QFORGE_PLUGIN_PATH would otherwise go unnoticed.
+  // (Other problems with an entry, a symbolic link loop say, are failures of load_from().)
   for (const auto& entry : detail::plugin_path_from_environment()) {
-    std::error_code ec;
-    if (!std::filesystem::exists(entry, ec)) {
+    struct stat st {};
+    if (auto missing = stat_problem(entry, st); missing && missing->err == ENOENT) {
       logger().warn("{} names {}, which does not exist", detail::kPluginPathVariable,
                     entry.string());
     }

@@ -52,13 +52,16 @@ bool is_plugin_file_name(std::string_view file_name) noexcept {
          file_name.starts_with(kPluginPrefix) && file_name.ends_with(kPluginSuffix);
 }
 
-std::vector<std::filesystem::path> plugin_candidates(const std::filesystem::path& dir) {
+std::vector<std::filesystem::path> plugin_candidates(const std::filesystem::path& dir,
+                                                     std::error_code& ec) {
   std::vector<std::filesystem::path> out;
-  std::error_code ec;
+  ec.clear();
   std::filesystem::directory_iterator it(dir, ec), end;
   for (; !ec && it != end; it.increment(ec)) {
     const auto& path = it->path();
     if (!is_plugin_file_name(path.filename().string())) continue;
+    // A directory with a plugin's name is skipped; anything else that is not a regular file
+    // (a FIFO, a dangling or looping link) goes to load_file(), which reports it.
     std::error_code type_ec;
     if (std::filesystem::is_directory(path, type_ec)) continue;
     out.push_back(path);

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace qforge::detail {
@@ -25,7 +26,9 @@ std::vector<std::filesystem::path> plugin_path_from_environment();
 bool is_plugin_file_name(std::string_view file_name) noexcept;
 
 // The candidates in `dir`, sorted by name so that loading order does not depend on the file
-// system. Errors while listing (permissions) give the candidates found so far.
-std::vector<std::filesystem::path> plugin_candidates(const std::filesystem::path& dir);
+// system. An error while listing (permissions) is left in `ec`, with the candidates found so
+// far returned.
+std::vector<std::filesystem::path> plugin_candidates(const std::filesystem::path& dir,
+                                                     std::error_code& ec);
 
 }  // namespace qforge::detail

@@ -31,8 +31,12 @@ namespace qforge::calibration {
 class QFORGE_CALIBRATION_API Histogram {
  public:
   static constexpr int kDefaultBins = 2048;  // PyTorch's HistogramObserver and NVIDIA's default
+  // The most bins a histogram may have: 2^20 (16 MiB of counts per histogram, 512 times the
+  // default). Checked by the constructors and by files that are loaded, so that a typo or a
+  // damaged file (bins = 2e9) is refused at once, not by the first batch failing to allocate.
+  static constexpr int kMaxBins = 1 << 20;
 
-  // Throws unless bins >= 1.
+  // Throws unless 1 <= bins <= kMaxBins.
   explicit Histogram(int bins = kDefaultBins);
   // Rebuilds a histogram from saved state; throws qforge::Error (corrupt_data) when the parts
   // do not fit together (sizes, negative or non-finite counts, min/max outside [-A, A]...).

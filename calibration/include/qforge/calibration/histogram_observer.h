@@ -20,7 +20,7 @@ struct AdaptiveResult {
 
 class QFORGE_CALIBRATION_API HistogramObserver final : public Observer {
  public:
-  // Throws when bins < 1 or an option is out of range.
+  // Throws when bins is outside [1, Histogram::kMaxBins] or an option is out of range.
   explicit HistogramObserver(MethodOptions method = {}, int bins = Histogram::kDefaultBins,
                              std::optional<int> axis = std::nullopt);
   static HistogramObserver per_channel(int axis, MethodOptions method = {},
