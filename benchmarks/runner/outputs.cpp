@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "outputs.h"
+
+#include "qforge/output_file.h"
 #include "qforge/error.h"
 
 namespace qforge::bench {
@@ -134,12 +136,10 @@ std::string csv_text(const BenchRun& run) {
 void write_file(const std::filesystem::path& file, const std::string& text) {
   std::error_code ec;
   if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);
-  std::ofstream out(file, std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out)
-    throw Error(ErrorCode::io, "qforge-bench: cannot write " + file.string() +
-                                   (ec ? " (" + ec.message() + ")" : ""));
+  if (ec)
+    throw Error(ErrorCode::io, "qforge-bench: cannot create the directory of " + file.string() +
+                                   ": " + ec.message());
+  write_file_atomically(file, text, "qforge-bench output");
 }
 
 }  // namespace qforge::bench

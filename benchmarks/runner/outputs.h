@@ -19,7 +19,8 @@ std::string json_text(const BenchRun& run);
 std::string csv_text(const BenchRun& run);
 std::string svg_chart(const BenchRun& run);
 
-// Writes `text` to `file`, creating its directory; throws ErrorCode::io naming the file.
+// Writes `text` to `file` atomically (qforge/output_file.h), creating its directory; throws
+// ErrorCode::io naming the file.
 void write_file(const std::filesystem::path& file, const std::string& text);
 
 }  // namespace qforge::bench

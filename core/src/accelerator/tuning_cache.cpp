@@ -29,6 +29,7 @@
 #include "accelerator/cache_file.h"
 #include "qforge/error.h"
 #include "qforge/input_file.h"
+#include "qforge/output_file.h"
 #include "qforge/log.h"
 
 namespace qforge {
@@ -354,7 +355,7 @@ TuningCache::TuningCache(std::filesystem::path path, CacheMode mode)
   impl_->mode = mode;
   reload();
   if (mode == CacheMode::read_write && !impl_->file_read_only)
-    accel::remove_stale_temporaries(impl_->path);
+    remove_stale_temporary_files(impl_->path);
 }
 
 TuningCache::~TuningCache() = default;
@@ -434,7 +435,7 @@ void TuningCache::store(const HardwareFingerprint& fp, const CacheEntry& entry) 
   FileLock lock(accel::lock_path(p), /*exclusive=*/true);
   json doc = impl_->load();  // what other processes wrote meanwhile
   // Temporary files of writers killed mid-write: only a writer holding the lock removes them.
-  accel::remove_stale_temporaries(p);
+  remove_stale_temporary_files(p);
   json& machine = doc["machines"][fp.id()];
   machine["fingerprint"] = to_json(fp);
   machine["updated"] = accel::utc_now_iso();
@@ -453,7 +454,7 @@ void TuningCache::store(const HardwareFingerprint& fp, const CacheEntry& entry) 
     }
     machines.erase(oldest);
   }
-  accel::write_atomically(p, doc.dump(1) + "\n");
+  write_file_atomically(p, doc.dump(1) + "\n", "tuning cache");
   impl_->doc = std::move(doc);
 }
 

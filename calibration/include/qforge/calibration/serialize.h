@@ -1,12 +1,13 @@
 // Saving and loading observers and params as JSON (nlohmann-json inside the library; the API
 // speaks strings and paths only).
 //
-// Files are written atomically: the text goes to a temporary file in the target's directory
-// (".<name>.tmp-<pid>-<random>"), is flushed and fsync'ed, then renamed over the target, so a
-// reader or a crash sees either the previous file or the new one, never a partial one. When any
-// step fails the temporary file is removed, the previous file is left as it was, and
-// qforge::Error (io) names the path and the system's reason. (A process killed mid-write can
-// leave its temporary file behind; it never replaces the target.)
+// Files are written atomically (qforge::write_file_atomically, qforge/output_file.h): the text
+// goes to a temporary file in the target's directory ("<name>.tmp-<pid>-<random>"), is fsync'ed,
+// then renamed over the target, so a reader or a crash sees either the previous file or the new
+// one, never a partial one. When any step fails the temporary file is removed, the previous file
+// is left as it was, and qforge::Error (io) names the path and the system's reason. A temporary
+// file that a process killed mid-write left behind is removed by the next write once it is a
+// minute old; it never replaces the target.
 //
 // Loading a truncated or corrupt file throws qforge::Error (corrupt_data) naming the file and
 // what was wrong (the parser's message and byte offset, or the missing / invalid field).
@@ -42,7 +43,8 @@ QFORGE_CALIBRATION_API void save_params(const ParamsMap& params,
                                         const std::filesystem::path& path);
 QFORGE_CALIBRATION_API ParamsMap load_params(const std::filesystem::path& path);
 
-// The atomic write the savers use: temporary file in the same directory + fsync + rename.
+// The atomic write the savers use: qforge::write_file_atomically with "calibration file" as
+// the file's role in messages.
 QFORGE_CALIBRATION_API void write_file_atomically(const std::filesystem::path& path,
                                                   std::string_view content);
 
