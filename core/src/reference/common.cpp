@@ -43,22 +43,22 @@ auto in_op(const std::string& op, Fn fn) {
 
 }  // namespace
 
-std::int64_t checked_operand(const std::string& op, std::string_view operand, const Shape& extents,
-                             std::size_t element_bytes) {
+std::int64_t checked_operand(const std::string& op, std::string_view operand,
+                             std::span<const std::int64_t> extents, std::size_t element_bytes) {
   return in_op(op, [&] {
     const std::int64_t count = checked_element_count(operand, extents);
-    checked_bytes(std::string(operand) + " = " + to_string(extents), count, element_bytes);
+    // Compared first so that the message is only built when it is needed.
+    if (static_cast<std::uint64_t>(count) * element_bytes > static_cast<std::uint64_t>(kMaxSize))
+      checked_bytes(std::string(operand) + " = " + to_string(Shape(extents.begin(), extents.end())),
+                    count, element_bytes);
     return count;
   });
 }
 
-std::int64_t checked_operand(const std::string& op, std::string_view operand, const Shape& extents,
-                             DType dtype) {
-  return in_op(op, [&] {
-    const std::int64_t count = checked_element_count(operand, extents);
-    checked_storage_bytes(std::string(operand) + " = " + to_string(extents), dtype, count);
-    return count;
-  });
+std::int64_t checked_operand(const std::string& op, std::string_view operand,
+                             std::span<const std::int64_t> extents, DType dtype) {
+  const auto& tr = traits(dtype);
+  return checked_operand(op, operand, extents, tr.bits < 8 ? 1 : static_cast<std::size_t>(tr.bits / 8));
 }
 
 void validate_quantize(const std::string& op, const QuantizeDesc& desc, std::size_t float_bytes) {

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <initializer_list>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -55,11 +57,18 @@ void require_non_negative(const std::string& op, const char* what, std::int64_t 
 // Checks one operand against qforge's size limit (qforge/checked_size.h): its element count,
 // and its bytes at `element_bytes` per element. Returns the element count; throws naming the op,
 // the operand and its extents, e.g. "reference::matmul_integer: A [M, K] = [...] has more than".
-std::int64_t checked_operand(const std::string& op, std::string_view operand, const Shape& extents,
-                             std::size_t element_bytes);
+// No allocation unless it throws: backends run it on every call.
+std::int64_t checked_operand(const std::string& op, std::string_view operand,
+                             std::span<const std::int64_t> extents, std::size_t element_bytes);
+inline std::int64_t checked_operand(const std::string& op, std::string_view operand,
+                                    std::initializer_list<std::int64_t> extents,
+                                    std::size_t element_bytes) {
+  return checked_operand(op, operand, std::span<const std::int64_t>(extents.begin(), extents.size()),
+                         element_bytes);
+}
 // The same for packed storage of `dtype`.
-std::int64_t checked_operand(const std::string& op, std::string_view operand, const Shape& extents,
-                             DType dtype);
+std::int64_t checked_operand(const std::string& op, std::string_view operand,
+                             std::span<const std::int64_t> extents, DType dtype);
 
 // quantize / dequantize's descriptor: the shape (q packed, x of `float_bytes` per element) and
 // the params against it.

@@ -72,7 +72,8 @@ void validate_matmul_a(const std::string& op, const MatmulDesc& desc) {
   require_non_negative(op, "n", desc.n);
   require_non_negative(op, "k", desc.k);
   // Before anything multiplies them: every operand within qforge's size limit.
-  checked_operand(op, "A [M, K]", desc.a_shape(), desc.a.dtype());
+  const std::int64_t a_extents[] = {desc.m, desc.k};
+  checked_operand(op, "A [M, K]", a_extents, desc.a.dtype());
   checked_operand(op, "output [M, N]", {desc.m, desc.n}, output_element_bytes(op, desc));
   validate_operand(op, "A", desc.a, desc.a_shape(), 0, "one pair per row of the [M, K] A",
                    " is block-wise; expected per_tensor or per_channel(axis 0): blocks are only "
@@ -100,7 +101,8 @@ void validate_matmul(const std::string& op, const MatmulDesc& desc, bool allow_b
   else if (kn)
     block_refusal = " is block-wise with b_layout kn; expected b_layout nk (blocks run along "
                     "the last axis, which must be K)";
-  checked_operand(op, kn ? "B [K, N]" : "B [N, K]", desc.b_shape(), desc.b.dtype());
+  const std::int64_t kn_extents[] = {desc.k, desc.n}, nk_extents[] = {desc.n, desc.k};
+  checked_operand(op, kn ? "B [K, N]" : "B [N, K]", kn ? kn_extents : nk_extents, desc.b.dtype());
   if (desc.has_bias && op == "matmul_dequant") checked_operand(op, "bias [N]", {desc.n}, sizeof(float));
   validate_operand(op, "B", desc.b, desc.b_shape(), kn ? 1 : 0,
                    kn ? "one pair per column N of the [K, N] B" : "one pair per row N of the [N, K] B",
