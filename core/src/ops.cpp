@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "qforge/checked_size.h"
 #include "qforge/error.h"
 
 namespace qforge {
@@ -61,8 +62,12 @@ std::shared_ptr<PackedWeights> QuantizationOps::pack_weights(const MatmulDesc& d
     throw Error(ErrorCode::unsupported,
                 name() + ": pack_weights has no default for device memory; the backend must "
                          "implement it");
-  const auto count = static_cast<std::size_t>(element_count(desc.b_shape()));
-  const std::size_t bytes = storage_bytes(desc.b.dtype(), count);
+  const std::string operand = name() + ": pack_weights: B";
+  const std::size_t bytes = checked_storage_bytes(
+      operand, desc.b.dtype(), checked_element_count(operand, desc.b_shape()));
+  if (bytes && !b)
+    throw Error(ErrorCode::invalid_argument,
+                operand + " is null for " + std::to_string(bytes) + " bytes; expected a valid host pointer");
   auto buffer = make_host_buffer(bytes);
   if (bytes) std::memcpy(buffer->data(), b, bytes);
   return std::make_shared<CopiedWeights>(desc, name(), std::move(buffer));

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "qforge/checked_size.h"
 #include "qforge/error.h"
 
 namespace qforge {
@@ -46,8 +47,15 @@ QuantizationParams::QuantizationParams(DType dtype, Scheme scheme, std::vector<f
   if (scheme_.granularity == Granularity::per_tensor && scales_.size() != 1)
     invalid("per_tensor scheme with " + std::to_string(scales_.size()) +
             " scales; expected exactly 1");
-  if (scheme_.granularity == Granularity::block && scheme_.block_size <= 0)
-    invalid("block_size = " + std::to_string(scheme_.block_size) + "; expected > 0");
+  if (scheme_.granularity != Granularity::per_tensor && scales_.empty())
+    invalid(std::string(qforge::to_string(scheme_.granularity)) +
+            " scheme with 0 scales; expected at least 1 (per_tensor params describe an empty "
+            "tensor)");
+  // The upper bound keeps (extent + block_size - 1) exact in int64 (checked_size.h).
+  if (scheme_.granularity == Granularity::block &&
+      (scheme_.block_size <= 0 || scheme_.block_size > kMaxSize))
+    invalid("block_size = " + std::to_string(scheme_.block_size) + "; expected 1 to 2^48 = " +
+            std::to_string(kMaxSize));
   for (std::size_t i = 0; i < scales_.size(); ++i)
     if (!std::isfinite(scales_[i]) || !(scales_[i] > 0.0f))
       invalid("scale[" + std::to_string(i) + "] = " + float_text(scales_[i]) +
@@ -188,6 +196,12 @@ void QuantizationParams::validate_for(const Shape& shape) const {
       break;
     }
   }
+  if (expected == 0)
+    throw Error(ErrorCode::shape_mismatch,
+                "QuantizationParams: " + qforge::to_string(scheme_) + " for shape " +
+                    qforge::to_string(shape) + " would need 0 pairs (" + what +
+                    "); expected per_tensor params for such an empty tensor (per-channel and "
+                    "block params carry at least one pair)");
   if (static_cast<std::int64_t>(scales_.size()) != expected)
     throw Error(ErrorCode::shape_mismatch,
                 "QuantizationParams: " + std::to_string(scales_.size()) + " scales for shape " +

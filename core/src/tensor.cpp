@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 
+#include "qforge/checked_size.h"
 #include "qforge/error.h"
 
 namespace qforge {
@@ -34,13 +35,18 @@ class HostBuffer final : public Buffer {
 Buffer::~Buffer() = default;
 
 std::shared_ptr<Buffer> make_host_buffer(std::size_t bytes) {
+  // The limit keeps the rounding up to 64 bytes exact (checked_size.h).
+  if (bytes > static_cast<std::size_t>(kMaxSize))
+    throw Error(ErrorCode::invalid_argument,
+                "make_host_buffer: " + std::to_string(bytes) + " bytes; expected at most 2^48 = " +
+                    std::to_string(kMaxSize) + " (qforge's size limit, docs/ARCHITECTURE.md)");
   return std::make_shared<HostBuffer>(bytes);
 }
 
 QuantizedTensor::QuantizedTensor(Shape shape, QuantizationParams params)
     : QuantizedTensor(shape, params,
-                      make_host_buffer(qforge::storage_bytes(
-                          params.dtype(), static_cast<std::size_t>(element_count(shape))))) {}
+                      make_host_buffer(checked_storage_bytes(
+                          "QuantizedTensor: shape", params.dtype(), element_count(shape)))) {}
 
 QuantizedTensor::QuantizedTensor(Shape shape, QuantizationParams params,
                                  std::shared_ptr<Buffer> storage)

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "qforge/error.h"
+#include "qforge/checked_size.h"
 #include "qforge/params.h"
 
 namespace qforge {
@@ -158,9 +159,26 @@ TEST(Params, ValidateForShape) {
   expect_error([&] { blk.validate_for({2, 32}); }, ErrorCode::shape_mismatch,
                {"4 scales", "expected 2"});
   expect_error([&] { blk.validate_for({}); }, ErrorCode::shape_mismatch, {"rank-0"});
-  // Empty tensors carry no per-channel pairs.
-  const auto none = QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, {});
-  EXPECT_NO_THROW(none.validate_for({0, 5}));
+  // Per-channel and block params carry at least one pair (params.h), so an empty channel axis
+  // or an empty tensor takes per_tensor params.
+  expect_error([&] { (void)QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, {}); },
+               ErrorCode::invalid_argument, {"per_channel scheme with 0 scales", "at least 1"});
+  expect_error([&] { (void)QuantizationParams::blockwise(DType::int8, Mapping::affine, 32, {}); },
+               ErrorCode::invalid_argument, {"block scheme with 0 scales", "at least 1"});
+  const auto one = QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, {1.0f});
+  expect_error([&] { one.validate_for({0, 5}); }, ErrorCode::shape_mismatch,
+               {"[0, 5]", "would need 0 pairs", "expected per_tensor params"});
+  const auto blk1 = QuantizationParams::blockwise(DType::int8, Mapping::affine, 4, {1.0f});
+  expect_error([&] { blk1.validate_for({0, 5}); }, ErrorCode::shape_mismatch, {"would need 0 pairs"});
+  EXPECT_NO_THROW(QuantizationParams::per_tensor_affine(DType::int8, 1.0f, 0).validate_for({0, 5}));
+}
+
+// The block size is bounded by qforge's size limit, so that ceil(extent / block) stays exact.
+TEST(Params, BlockSizeWithinTheSizeLimit) {
+  EXPECT_NO_THROW(QuantizationParams::blockwise(DType::int8, Mapping::affine, kMaxSize, {1.0f}));
+  for (const std::int64_t bs : {kMaxSize + 1, std::numeric_limits<std::int64_t>::max()})
+    expect_error([&] { (void)QuantizationParams::blockwise(DType::int8, Mapping::affine, bs, {1.0f}); },
+                 ErrorCode::invalid_argument, {"block_size = " + std::to_string(bs), "expected 1 to 2^48"});
 }
 
 TEST(Params, ParamIndex) {

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <new>
 #include <cstring>
 #include <memory>
 #include <limits>
@@ -45,6 +46,14 @@ std::vector<std::uint8_t> as_float_type(const std::vector<float>& x, FloatType t
   std::vector<std::uint8_t> out(x.size() * static_cast<std::size_t>(size_of(t)));
   for (std::size_t i = 0; i < x.size(); ++i) store_float(t, out.data(), i, x[i]);
   return out;
+}
+
+// std::aligned_alloc requires a size that is a multiple of the alignment (C11 7.22.3.1;
+// ASan aborts otherwise): round up.
+void* aligned_alloc_64(std::size_t bytes) {
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!p) throw std::bad_alloc();
+  return p;
 }
 
 struct Case {
@@ -145,7 +154,7 @@ TEST_F(CpuX86Quantize, LargeTensorsWithStreamingStoresMatchReference) {
     reference::quantize(d, x.data(), want.data());
     // Outputs 32-byte aligned, 16-byte aligned and odd: the three store kinds of the kernels.
     std::unique_ptr<std::uint8_t[], decltype(&std::free)> got(
-        static_cast<std::uint8_t*>(std::aligned_alloc(64, static_cast<std::size_t>(n) + 64)), &std::free);
+        static_cast<std::uint8_t*>(aligned_alloc_64(static_cast<std::size_t>(n) + 64)), &std::free);
     for (int offset : {0, 16, 1}) {
       std::fill(got.get(), got.get() + n + 64, std::uint8_t{0xAB});
       ops.quantize(d, x.data(), got.get() + offset);
@@ -157,7 +166,7 @@ TEST_F(CpuX86Quantize, LargeTensorsWithStreamingStoresMatchReference) {
     // 64-byte aligned (the streaming path), 16 bytes past that (16-byte streaming stores for
     // blocks) and 4 bytes past it (head, then streaming).
     std::unique_ptr<float[], decltype(&std::free)> fgot(
-        static_cast<float*>(std::aligned_alloc(64, (static_cast<std::size_t>(n) + 16) * sizeof(float))), &std::free);
+        static_cast<float*>(aligned_alloc_64((static_cast<std::size_t>(n) + 16) * sizeof(float))), &std::free);
     for (int offset : {0, 4, 1}) {
       std::fill(fgot.get(), fgot.get() + n + 16, -1.0f);
       ops.dequantize(d, want.data(), fgot.get() + offset);

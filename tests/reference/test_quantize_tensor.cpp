@@ -131,10 +131,11 @@ TEST(QuantizeTensor, EmptyAndScalar) {
   quantize(empty, nullptr, &canary);  // nothing to read, nothing written
   EXPECT_EQ(canary, 0x5A);
   dequantize(empty, nullptr, nullptr);
-  // Per-channel params for an empty axis carry no pairs.
+  // Per-channel params carry at least one pair, so an empty channel axis is refused by name.
   const QuantizeDesc empty_axis{{0, 4},
-                                QuantizationParams(DType::int8, Scheme::per_channel_affine(0), {})};
-  quantize(empty_axis, nullptr, nullptr);
+                                QuantizationParams(DType::int8, Scheme::per_channel_affine(0), {1.0f})};
+  EXPECT_QFORGE_ERROR(quantize(empty_axis, nullptr, nullptr), ErrorCode::shape_mismatch,
+                      "would need 0 pairs");
 
   const float x = 2.6f;
   const QuantizeDesc scalar{{}, QuantizationParams::per_tensor_affine(DType::int8, 0.5f, 1)};

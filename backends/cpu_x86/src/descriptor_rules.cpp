@@ -7,6 +7,8 @@
 #include <type_traits>
 #include <variant>
 
+#include "gemm_kernels.h"
+#include "qforge/checked_size.h"
 #include "qforge/error.h"
 #include "qforge/reference.h"
 
@@ -58,6 +60,29 @@ void check_out_type(const MatmulDesc& d, OpKind op) {
     reject(std::string("out_type ") + name(d.out_type) + "; cpu_x86 writes float32 only");
 }
 
+std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
+
+// The packed forms' sizes (packing.cpp) within qforge's size limit, so that supports() never
+// accepts what packing then cannot allocate. The descriptor check bounded M, N, K and their
+// products, so the padded extents below are exact; checked_* names what does not fit.
+void check_packed_b_size(const MatmulDesc& d) {
+  const std::int64_t blocks = d.b.scheme().granularity == Granularity::block
+                                  ? std::max<std::int64_t>(1, (d.k + d.b.scheme().block_size - 1) /
+                                                                  d.b.scheme().block_size)
+                                  : 1;
+  const std::int64_t pn = round_up(d.n, kPanel);
+  checked_bytes("packed B [N padded, K padded]",
+                checked_element_count("packed B [N padded, K padded]", {pn, round_up(d.k, kDepthAlign)}), 1);
+  checked_bytes("packed B sums [blocks, N padded]", checked_element_count("packed B sums [blocks, N padded]", {blocks, pn}),
+                sizeof(std::int32_t));
+}
+
+void check_packed_a_size(const MatmulDesc& d) {
+  const std::int64_t rows = round_up(std::max<std::int64_t>(d.m, 1), kRowAlign);
+  checked_bytes("packed A [M padded, K padded]",
+                checked_element_count("packed A [M padded, K padded]", {rows, round_up(d.k, kDepthAlign) + 64}), 1);
+}
+
 float max_scale(const QuantizationParams& p) {
   return p.scales().empty() ? 0.0f : *std::max_element(p.scales().begin(), p.scales().end());
 }
@@ -68,6 +93,8 @@ void check_matmul(const MatmulDesc& d, OpKind op) {
   check_b_dtype(d);
   check_k_bound(d, max_centered(d.b));
   check_out_type(d, op);
+  check_packed_b_size(d);
+  check_packed_a_size(d);
 }
 
 }  // namespace
@@ -92,6 +119,7 @@ void check_packed_call(OpKind op, const MatmulDesc& d, const MatmulDesc& packed,
     check_a_dtype(d);
     check_k_bound(d, facts.max_b_centered);
     check_out_type(d, op);
+    check_packed_a_size(d);
   } catch (const Error& e) {
     throw Error(ErrorCode::unsupported, "cpu_x86: " + std::string(to_string(op)) + ": " + e.what());
   }
@@ -105,12 +133,20 @@ void check_descriptor(OpKind op, const Desc& desc) {
     throw Error(ErrorCode::unsupported, "cpu_x86: " + std::string(e.what()));
   }
   // Every other op the reference accepts runs (vector kernels or the reference).
-  if constexpr (std::is_same_v<Desc, MatmulDesc>) {
-    try {
-      check_matmul(desc, op);
-    } catch (const Error& e) {
-      throw Error(ErrorCode::unsupported, "cpu_x86: " + std::string(to_string(op)) + ": " + e.what());
+  try {
+    if constexpr (std::is_same_v<Desc, MatmulDesc>) check_matmul(desc, op);
+    // The vector forward packs W as the B of a matmul.
+    if constexpr (std::is_same_v<Desc, LinearDesc>) {
+      if (op == OpKind::linear_forward && vector_linear(desc)) {
+        const MatmulDesc m{.m = desc.m, .n = desc.n, .k = desc.k,
+                           .a = QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f),
+                           .b = desc.w, .b_layout = MatrixLayout::nk, .y = std::nullopt};
+        check_packed_b_size(m);
+        check_packed_a_size(m);
+      }
     }
+  } catch (const Error& e) {
+    throw Error(ErrorCode::unsupported, "cpu_x86: " + std::string(to_string(op)) + ": " + e.what());
   }
 }
 template void check_descriptor(OpKind, const QuantizeDesc&);

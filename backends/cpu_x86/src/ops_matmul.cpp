@@ -55,8 +55,17 @@ std::shared_ptr<PackedWeights> CpuX86Ops::pack_weights(const MatmulDesc& desc, c
   // M does not matter to packing; pick one that fits A's params so they validate.
   MatmulDesc d = desc;
   if (d.a.scheme().granularity == Granularity::per_channel) d.m = static_cast<std::int64_t>(d.a.count());
-  require_supported(OpKind::matmul_integer, d);
-  require_pointers(OpKind::matmul_integer, {{"b", b}}, desc.n * desc.k > 0);
+  // The checks are matmul_integer's; the messages name pack_weights, the call that was made.
+  try {
+    require_supported(OpKind::matmul_integer, d);
+  } catch (const Error& e) {
+    std::string what = e.what();
+    if (what.rfind("cpu_x86: ", 0) == 0) what.erase(0, 9);
+    throw Error(e.code(), "cpu_x86: pack_weights (checked as matmul_integer): " + what);
+  }
+  if (desc.n * desc.k > 0 && !b)
+    throw Error(ErrorCode::invalid_argument,
+                "cpu_x86: pack_weights: b is null; expected a valid host pointer");
   return std::make_shared<X86PackedWeights>(desc, b, pool_.get());
 }
 

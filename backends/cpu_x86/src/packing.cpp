@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "qforge/checked_size.h"
 #include "qforge/dtype.h"
 #include "qforge/error.h"
 #include "gemm_kernels.h"
@@ -78,11 +79,13 @@ X86PackedWeights::X86PackedWeights(const MatmulDesc& desc, const void* b, Thread
   depth = round_up(k, kDepthAlign);
   nibbles = blocks.blocked && (desc.b.dtype() == DType::int4 || desc.b.dtype() == DType::uint4);
   panel_stride = nibbles ? depth * kPanel / 2 : depth * kPanel;
-  data.reset(static_cast<std::size_t>(panels * panel_stride));
+  // Sizes within qforge's limit (checked_size.h); supports() already refused larger ones.
+  data.reset(checked_bytes("cpu_x86: packed B", checked_element_count("cpu_x86: packed B", {panels, panel_stride}), 1));
   const std::int64_t pn = padded_n();
-  colsum.assign(static_cast<std::size_t>(blocks.count * pn), 0);
-  zb.assign(static_cast<std::size_t>(blocks.count * pn), 0);
-  sb.assign(static_cast<std::size_t>(blocks.count * pn), 0.0f);
+  const auto sums = static_cast<std::size_t>(checked_element_count("cpu_x86: packed B sums", {blocks.count, pn}));
+  colsum.assign(sums, 0);
+  zb.assign(sums, 0);
+  sb.assign(sums, 0.0f);
 
   const QuantizationParams& p = desc.b;
   const std::int32_t shift = b_shift(p.dtype());
@@ -155,8 +158,10 @@ void pack_activations(const MatmulDesc& desc, const void* a, std::int64_t depth,
   out.amx_tiles = amx_tiles;
   out.s8_domain = s8_domain;
   out.block_count = blocks.count;
-  out.data.reset(static_cast<std::size_t>(out.rows * out.stride), /*zero=*/false);
-  out.rowsum.resize(static_cast<std::size_t>(M * blocks.count));
+  out.data.reset(checked_bytes("cpu_x86: packed A",
+                               checked_element_count("cpu_x86: packed A", {out.rows, out.stride}), 1),
+                 /*zero=*/false);
+  out.rowsum.resize(static_cast<std::size_t>(checked_element_count("cpu_x86: A row sums", {M, blocks.count})));
   out.za.resize(static_cast<std::size_t>(M));
   out.sa.resize(static_cast<std::size_t>(M));
   const QuantizationParams& p = desc.a;

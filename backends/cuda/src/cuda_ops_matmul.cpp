@@ -229,7 +229,14 @@ std::shared_ptr<PackedWeights> CudaOps::pack_weights(const MatmulDesc& desc, con
   b_only.a = QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f);
   b_only.y.reset();
   // Block-wise B: checked as for matmul_dequant, which bounds no K (the later call checks its own).
-  begin(blockwise(desc) ? OpKind::matmul_dequant : OpKind::matmul_integer, b_only);
+  try {
+    begin(blockwise(desc) ? OpKind::matmul_dequant : OpKind::matmul_integer, b_only);
+  } catch (const Error& e) {
+    // The message names pack_weights, the call that was made.
+    std::string why = e.what();
+    if (why.rfind("cuda: ", 0) == 0) why.erase(0, 6);
+    throw Error(e.code(), "cuda: pack_weights (checked as " + why + ")");
+  }
   if (blockwise(desc)) return pack_blockwise(desc, b);
   cudaStream_t s = stream();
   auto packed = std::make_shared<CudaPackedWeights>(desc, device_);

@@ -226,6 +226,7 @@ std::vector<std::string> names(const std::vector<GemmKernel>& ks) {
 
 std::optional<Refusal> refusal_for(const OpDesc& op) {
   try {
+    reference::check_descriptor(op);  // what the reference rejects (sizes included), nobody runs
     switch (op.op) {
       case OpKind::quantize:
       case OpKind::dequantize: return check_quantize(std::get<QuantizeDesc>(op.desc));
@@ -247,6 +248,7 @@ std::optional<Refusal> refusal_for(const OpDesc& op) {
 
 std::optional<Refusal> refusal_for_quantize(const QuantizeDesc& desc) {
   try {
+    reference::check_descriptor(OpKind::quantize, desc);
     return check_quantize(desc);
   } catch (const Error& e) {
     return invalid(e.what());
@@ -255,6 +257,7 @@ std::optional<Refusal> refusal_for_quantize(const QuantizeDesc& desc) {
 
 std::optional<Refusal> refusal_for_matmul(OpKind kind, const MatmulDesc& desc) {
   try {
+    reference::check_descriptor(kind, desc);
     return check_matmul(kind, desc);
   } catch (const Error& e) {
     return invalid(e.what());

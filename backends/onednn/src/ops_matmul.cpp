@@ -181,7 +181,12 @@ void OnednnOps::qlinear_matmul(const MatmulDesc& desc, const void* a, const void
 std::shared_ptr<PackedWeights> OnednnOps::pack_weights(const MatmulDesc& desc, const void* b) {
   // Packing serves every matmul op of this B, so it asks what they all need.
   const Support s = supports({OpKind::matmul_integer, desc});
-  if (!s.supported) throw Error(ErrorCode::unsupported, s.reason);
+  if (!s.supported) {
+    // The checks are matmul_integer's; the message names pack_weights, the call that was made.
+    std::string why = s.reason;
+    if (why.rfind("onednn: ", 0) == 0) why.erase(0, 8);
+    throw Error(ErrorCode::unsupported, "onednn: pack_weights (checked as matmul_integer): " + why);
+  }
   require_data("pack_weights", "b", b, desc.n * desc.k);
   const OperandPlan plan = plan_operands(desc);
   std::vector<std::int8_t> b8;

@@ -179,6 +179,7 @@ Support answer(OpKind op, F&& check) {
 Support check_support(OpKind op, const QuantizeDesc& d, const DeviceCaps& caps) {
   return answer(op, [&]() -> std::vector<Kernel> {
     if (op != OpKind::quantize && op != OpKind::dequantize) refuse("descriptor is a QuantizeDesc");
+    reference::check_descriptor(op, d);  // what the reference rejects (sizes included), nobody runs
     check_quantize(d, caps);
     return {op == OpKind::quantize ? Kernel::quantize : Kernel::dequantize};
   });
@@ -187,6 +188,7 @@ Support check_support(OpKind op, const QuantizeDesc& d, const DeviceCaps& caps) 
 Support check_support(OpKind op, const RequantizeDesc& d, const DeviceCaps& caps) {
   return answer(op, [&]() -> std::vector<Kernel> {
     if (op != OpKind::requantize) refuse("descriptor is a RequantizeDesc");
+    reference::check_descriptor(op, d);
     check_requantize(d, caps);
     return {Kernel::requantize};
   });
@@ -197,6 +199,7 @@ Support check_support(OpKind op, const MatmulDesc& d, const DeviceCaps& caps,
   return answer(op, [&]() -> std::vector<Kernel> {
     if (op != OpKind::matmul_integer && op != OpKind::matmul_dequant && op != OpKind::qlinear_matmul)
       refuse("descriptor is a MatmulDesc");
+    reference::check_descriptor(op, d);
     check_matmul(d, op, caps);
     std::vector<Kernel> kernels = gemm_kernels(caps);
     if (forced && kernel_name(*forced).starts_with("vk_gemm")) {

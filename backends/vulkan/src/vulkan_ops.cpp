@@ -267,7 +267,14 @@ void VulkanOps::qlinear_matmul(const MatmulDesc& desc, const void* a, const void
 std::shared_ptr<PackedWeights> VulkanOps::pack_weights(const MatmulDesc& desc, const void* b) {
   // Packed weights serve every matmul op; check the descriptor as matmul_integer would.
   context();
-  begin(check_support(OpKind::matmul_integer, desc, caps(), forced_));
+  const Support s = check_support(OpKind::matmul_integer, desc, caps(), forced_);
+  if (!s.supported) {
+    // The message names pack_weights, the call that was made.
+    std::string why = s.reason;
+    if (why.rfind("vulkan: ", 0) == 0) why.erase(0, 8);
+    throw Error(ErrorCode::unsupported, "vulkan: pack_weights (checked as " + why + ")");
+  }
+  begin(s);
   return pack_gemm_weights(ctx_, desc, b);
 }
 

@@ -3,6 +3,7 @@
 #include <variant>
 
 #include "accelerator/operands.h"
+#include "qforge/checked_size.h"
 #include "qforge/dtype.h"
 #include "qforge/error.h"
 #include "qforge/shape.h"
@@ -10,9 +11,10 @@
 namespace qforge::accel {
 namespace {
 
+// Checked against qforge's size limit (checked_size.h), so the byte counts below are exact.
 std::size_t count_of(const Shape& s) { return static_cast<std::size_t>(element_count(s)); }
 std::size_t count_of(std::int64_t a, std::int64_t b) {
-  return static_cast<std::size_t>(a < 0 || b < 0 ? 0 : a * b);
+  return static_cast<std::size_t>(a < 0 || b < 0 ? 0 : checked_element_count("operand", {a, b}));
 }
 
 ArraySpec exact(const char* name, std::size_t bytes, std::size_t count) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "qforge/checked_size.h"
 #include "qforge/accelerator.h"
 #include "qforge/error.h"
 #include "qforge/reference.h"
@@ -161,12 +162,13 @@ PrecisionRecommendation Accelerator::recommend_matmul(std::int64_t m, std::int64
                                                       std::vector<MatmulChoice> choices) {
   if (m < 0 || n < 0 || k < 0)
     throw Error(ErrorCode::invalid_argument, "recommend_matmul: negative extent; expected m, n, k >= 0");
-  check_data("a", a, static_cast<std::size_t>(m * k));
-  check_data("b", b, static_cast<std::size_t>(k * n));
+  check_data("a", a, static_cast<std::size_t>(checked_element_count("recommend_matmul: a [M, K]", {m, k})));
+  check_data("b", b, static_cast<std::size_t>(checked_element_count("recommend_matmul: b [K, N]", {k, n})));
   if (choices.empty()) choices = default_matmul_choices();
 
   // The float answer, in double.
-  std::vector<double> exact(static_cast<std::size_t>(m * n), 0.0);
+  std::vector<double> exact(
+      static_cast<std::size_t>(checked_element_count("recommend_matmul: output [M, N]", {m, n})), 0.0);
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t p = 0; p < k; ++p) {
       const double av = a[static_cast<std::size_t>(i * k + p)];

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <variant>
 
+#include "qforge/checked_size.h"
 #include "accelerator/operands.h"
 #include "qforge/shape.h"
 
@@ -52,8 +53,12 @@ std::optional<OpDesc> probe_desc(const OpDesc& real, int level, Rng& rng) {
     // The real descriptor with its own params: only when the reference can check it quickly.
     const IoLayout l = io_layout(real);
     std::int64_t work = 0;
-    if (const auto* d = std::get_if<MatmulDesc>(&real.desc)) work = d->m * d->n * std::max<std::int64_t>(d->k, 1);
-    else if (const auto* d = std::get_if<LinearDesc>(&real.desc)) work = d->m * d->n * std::max<std::int64_t>(d->k, 1);
+    // Multiply-adds: M * N * K can exceed int64 even for a valid descriptor.
+    const auto macs = [](std::int64_t m, std::int64_t n, std::int64_t k) {
+      return saturating_mul(saturating_mul(m, n), std::max<std::int64_t>(k, 1));
+    };
+    if (const auto* d = std::get_if<MatmulDesc>(&real.desc)) work = macs(d->m, d->n, d->k);
+    else if (const auto* d = std::get_if<LinearDesc>(&real.desc)) work = macs(d->m, d->n, d->k);
     else work = static_cast<std::int64_t>(l.inputs.empty() ? 0 : l.inputs[0].count);
     const std::int64_t limit = std::holds_alternative<MatmulDesc>(real.desc) ||
                                        std::holds_alternative<LinearDesc>(real.desc)

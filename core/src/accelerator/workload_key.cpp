@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <variant>
 
+#include "qforge/checked_size.h"
+
 namespace qforge::accel {
 namespace {
 
@@ -57,7 +59,7 @@ void put_params(KeyBuilder& b, const QuantizationParams& p, std::size_t rank) no
 // and how many there are, not how the outer extent is split.
 void put_shape(KeyBuilder& b, const Shape& shape) noexcept {
   std::int64_t outer = 1;
-  for (std::size_t i = 0; i + 1 < shape.size(); ++i) outer *= shape[i] < 0 ? 0 : shape[i];
+  for (std::size_t i = 0; i + 1 < shape.size(); ++i) outer = saturating_mul(outer, shape[i] < 0 ? 0 : shape[i]);
   b.dim(outer);
   b.dim(shape.empty() ? 1 : shape.back());
 }

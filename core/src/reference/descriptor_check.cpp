@@ -35,8 +35,10 @@ struct Check {
 
   void operator()(const QuantizeDesc& d) const {
     if (op != OpKind::quantize && op != OpKind::dequantize) mismatch("QuantizeDesc");
-    element_count(d.shape);  // throws on a negative extent
-    d.params.validate_for(d.shape);
+    // dequantize writes float32 whatever float_type says (op_desc.h).
+    detail::validate_quantize(name(), d,
+                              op == OpKind::dequantize ? sizeof(float)
+                                                       : static_cast<std::size_t>(size_of(d.float_type)));
   }
   void operator()(const RequantizeDesc& d) const {
     if (op != OpKind::requantize) mismatch("RequantizeDesc");
@@ -54,7 +56,7 @@ struct Check {
   }
   void operator()(const DynamicQuantizeDesc& d) const {
     if (op != OpKind::dynamic_quantize_linear) mismatch("DynamicQuantizeDesc");
-    element_count(d.shape);
+    detail::validate_dynamic_quantize(name(), d);
   }
   void operator()(const LinearDesc& d) const {
     if (op != OpKind::linear_forward && op != OpKind::linear_backward) mismatch("LinearDesc");

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <initializer_list>
+#include <span>
+#include <string_view>
 #include <vector>
 
 #include "qforge/error.h"
@@ -49,6 +52,30 @@ void require_data(const std::string& op, const char* what, const void* p, std::i
 
 // Throws invalid_argument when a size is negative.
 void require_non_negative(const std::string& op, const char* what, std::int64_t v);
+
+// ---- sizes (common.cpp) ----
+// Checks one operand against qforge's size limit (qforge/checked_size.h): its element count,
+// and its bytes at `element_bytes` per element. Returns the element count; throws naming the op,
+// the operand and its extents, e.g. "reference::matmul_integer: A [M, K] = [...] has more than".
+// No allocation unless it throws: backends run it on every call.
+std::int64_t checked_operand(const std::string& op, std::string_view operand,
+                             std::span<const std::int64_t> extents, std::size_t element_bytes);
+inline std::int64_t checked_operand(const std::string& op, std::string_view operand,
+                                    std::initializer_list<std::int64_t> extents,
+                                    std::size_t element_bytes) {
+  return checked_operand(op, operand, std::span<const std::int64_t>(extents.begin(), extents.size()),
+                         element_bytes);
+}
+// The same for packed storage of `dtype`.
+std::int64_t checked_operand(const std::string& op, std::string_view operand,
+                             std::span<const std::int64_t> extents, DType dtype);
+
+// quantize / dequantize's descriptor: the shape (q packed, x of `float_bytes` per element) and
+// the params against it.
+void validate_quantize(const std::string& op, const QuantizeDesc& desc, std::size_t float_bytes);
+
+// dynamic_quantize_linear's descriptor: x float32 and y uint8 of desc.shape.
+void validate_dynamic_quantize(const std::string& op, const DynamicQuantizeDesc& desc);
 
 // ---- requantization (requantize.cpp) ----
 // Throws invalid_argument unless the multiplier is finite and >= 0.

@@ -11,9 +11,14 @@
 
 namespace qforge::reference {
 
+void detail::validate_dynamic_quantize(const std::string& op, const DynamicQuantizeDesc& desc) {
+  checked_operand(op, "x", desc.shape, sizeof(float));
+}
+
 QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc, const float* x,
                                            std::uint8_t* y) {
   const std::string op = "dynamic_quantize_linear";
+  detail::validate_dynamic_quantize(op, desc);
   const std::int64_t n = element_count(desc.shape);
   detail::require_data(op, "x", x, n);
   detail::require_data(op, "y", y, n);

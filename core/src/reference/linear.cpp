@@ -17,6 +17,12 @@ void detail::validate_linear(const std::string& op, const LinearDesc& desc) {
   detail::require_non_negative(op, "m", desc.m);
   detail::require_non_negative(op, "n", desc.n);
   detail::require_non_negative(op, "k", desc.k);
+  // Every operand within qforge's size limit before anything multiplies m, n and k: X, dX
+  // [M, K] and W, dW [N, K] (float32 for the widest of each), Y, dY [M, N], bias, db [N].
+  detail::checked_operand(op, "X [M, K]", {desc.m, desc.k}, sizeof(float));
+  detail::checked_operand(op, "W [N, K]", {desc.n, desc.k}, sizeof(float));
+  detail::checked_operand(op, "Y [M, N]", {desc.m, desc.n}, sizeof(float));
+  detail::checked_operand(op, "bias [N]", {desc.n}, sizeof(float));
   const QuantizationParams& w = desc.w;
   const bool per_row = w.scheme().granularity == Granularity::per_channel &&
                        w.channel_axis(2) == 0;

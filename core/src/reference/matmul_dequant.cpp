@@ -16,6 +16,7 @@ void matmul_dequant(const MatmulDesc& desc, const void* a, const void* b, const 
                     void* y) {
   const std::string op = "matmul_dequant";
   detail::validate_matmul(op, desc, /*allow_block_b=*/true);
+  // validate_matmul bounded every operand (checked_size.h): these products are exact.
   detail::require_data(op, "a", a, desc.m * desc.k);
   detail::require_data(op, "b", b, desc.n * desc.k);
   detail::require_data(op, "y", y, desc.m * desc.n);

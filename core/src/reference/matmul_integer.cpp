@@ -7,6 +7,7 @@ namespace qforge::reference {
 void matmul_integer(const MatmulDesc& desc, const void* a, const void* b, std::int32_t* c) {
   const std::string op = "matmul_integer";
   detail::validate_matmul(op, desc, /*allow_block_b=*/true);
+  // validate_matmul bounded every operand (checked_size.h): these products are exact.
   detail::require_data(op, "a", a, desc.m * desc.k);
   detail::require_data(op, "b", b, desc.n * desc.k);
   detail::require_data(op, "c", c, desc.m * desc.n);

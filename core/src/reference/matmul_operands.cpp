@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "qforge/checked_size.h"
 #include "qforge/reference.h"
 #include "reference/detail.h"
 
@@ -55,10 +56,25 @@ std::size_t b_pair(const QuantizationParams& b, std::int64_t n, std::int64_t k,
   return static_cast<std::size_t>(n * blocks + k / bs);
 }
 
+namespace {
+
+// Bytes per element of the output [M, N] of a matmul op.
+std::size_t output_element_bytes(const std::string& op, const MatmulDesc& desc) {
+  if (op == "qlinear_matmul") return 1;
+  if (op == "matmul_dequant") return static_cast<std::size_t>(size_of(desc.out_type));
+  return sizeof(std::int32_t);  // matmul_integer
+}
+
+}  // namespace
+
 void validate_matmul_a(const std::string& op, const MatmulDesc& desc) {
   require_non_negative(op, "m", desc.m);
   require_non_negative(op, "n", desc.n);
   require_non_negative(op, "k", desc.k);
+  // Before anything multiplies them: every operand within qforge's size limit.
+  const std::int64_t a_extents[] = {desc.m, desc.k};
+  checked_operand(op, "A [M, K]", a_extents, desc.a.dtype());
+  checked_operand(op, "output [M, N]", {desc.m, desc.n}, output_element_bytes(op, desc));
   validate_operand(op, "A", desc.a, desc.a_shape(), 0, "one pair per row of the [M, K] A",
                    " is block-wise; expected per_tensor or per_channel(axis 0): blocks are only "
                    "defined for B");
@@ -85,6 +101,9 @@ void validate_matmul(const std::string& op, const MatmulDesc& desc, bool allow_b
   else if (kn)
     block_refusal = " is block-wise with b_layout kn; expected b_layout nk (blocks run along "
                     "the last axis, which must be K)";
+  const std::int64_t kn_extents[] = {desc.k, desc.n}, nk_extents[] = {desc.n, desc.k};
+  checked_operand(op, kn ? "B [K, N]" : "B [N, K]", kn ? kn_extents : nk_extents, desc.b.dtype());
+  if (desc.has_bias && op == "matmul_dequant") checked_operand(op, "bias [N]", {desc.n}, sizeof(float));
   validate_operand(op, "B", desc.b, desc.b_shape(), kn ? 1 : 0,
                    kn ? "one pair per column N of the [K, N] B" : "one pair per row N of the [N, K] B",
                    block_refusal);
@@ -93,8 +112,8 @@ void validate_matmul(const std::string& op, const MatmulDesc& desc, bool allow_b
 CenteredOperands center_operands(const MatmulDesc& desc, const void* a, const void* b) {
   const std::int64_t M = desc.m, N = desc.n, K = desc.k;
   CenteredOperands ops;
-  ops.a.resize(static_cast<std::size_t>(M * K));
-  ops.b.resize(static_cast<std::size_t>(N * K));
+  ops.a.resize(static_cast<std::size_t>(checked_element_count("A [M, K]", {M, K})));
+  ops.b.resize(static_cast<std::size_t>(checked_element_count("B [N, K]", {N, K})));
   for (std::int64_t m = 0; m < M; ++m) {
     const std::int32_t za = desc.a.zero_point(a_pair(desc.a, m));
     for (std::int64_t k = 0; k < K; ++k) {
@@ -156,7 +175,7 @@ std::int64_t int32_safe_k(const MatmulDesc& desc) {
       detail::fail(ErrorCode::invalid_argument, "int32_safe_k",
                    "operand " + p->to_string() + " uses the logarithmic mapping; expected "
                    "affine or symmetric");
-  // At least 1: params without any pair (a per-channel operand of extent 0) bound nothing.
+  // At least 1, so that the division below is defined whatever the params.
   const std::int64_t worst =
       std::max<std::int64_t>(1, max_centered_magnitude(desc.a) * max_centered_magnitude(desc.b));
   return std::numeric_limits<std::int32_t>::max() / worst;

@@ -10,6 +10,7 @@ void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* 
   detail::validate_matmul(op, desc, /*allow_block_b=*/false);
   detail::validate_qlinear_output(op, desc);
   const QuantizationParams& yp = *desc.y;
+  // validate_matmul bounded every operand (checked_size.h): these products are exact.
   detail::require_data(op, "a", a, desc.m * desc.k);
   detail::require_data(op, "b", b, desc.n * desc.k);
   detail::require_data(op, "y", y, desc.m * desc.n);

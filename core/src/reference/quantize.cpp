@@ -1,6 +1,7 @@
 // Quantize / dequantize: the scalar kernels every op uses, and the tensor versions.
 #include <cstring>
 
+#include "qforge/checked_size.h"
 #include "qforge/reference.h"
 #include "reference/detail.h"
 
@@ -28,14 +29,14 @@ float dequantize_value(std::int32_t q, float scale, std::int32_t zero_point) noe
 void quantize(const QuantizeDesc& desc, const void* x, void* q) {
   const std::string op = "quantize";
   const QuantizationParams& p = desc.params;
-  p.validate_for(desc.shape);
+  detail::validate_quantize(op, desc, static_cast<std::size_t>(size_of(desc.float_type)));
   const std::int64_t n = element_count(desc.shape);
   detail::require_data(op, "x", x, n);
   detail::require_data(op, "q", q, n);
   if (n == 0) return;
   // Zero the whole output first: padding bits of a last partial byte must read as zero, and
   // store_element only touches the bits of its own element.
-  std::memset(q, 0, storage_bytes(p.dtype(), static_cast<std::size_t>(n)));
+  std::memset(q, 0, checked_storage_bytes("q", p.dtype(), n));
   const bool log = p.scheme().mapping == Mapping::logarithmic;
   for (std::int64_t i = 0; i < n; ++i) {
     const auto idx = static_cast<std::size_t>(i);
@@ -51,7 +52,7 @@ void quantize(const QuantizeDesc& desc, const void* x, void* q) {
 void dequantize(const QuantizeDesc& desc, const void* q, float* x) {
   const std::string op = "dequantize";
   const QuantizationParams& p = desc.params;
-  p.validate_for(desc.shape);
+  detail::validate_quantize(op, desc, sizeof(float));
   const std::int64_t n = element_count(desc.shape);
   detail::require_data(op, "q", q, n);
   detail::require_data(op, "x", x, n);

@@ -19,7 +19,7 @@ std::int32_t requantize_fixed(std::int32_t c, FixedPointMultiplier m, std::int32
 }
 
 void validate_requantize(const std::string& op, const RequantizeDesc& desc) {
-  element_count(desc.shape);  // throws on a negative extent
+  checked_operand(op, "c", desc.shape, sizeof(std::int32_t));  // y takes 1 byte per element
   if (desc.out_dtype != DType::int8 && desc.out_dtype != DType::uint8)
     fail(ErrorCode::invalid_argument, op,
          "out_dtype = " + std::string(name(desc.out_dtype)) + "; expected int8 or uint8");
@@ -64,8 +64,8 @@ std::int32_t requantize_value(std::int32_t c, float multiplier, RequantMode mode
 
 void requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) {
   const std::string op = "requantize";
-  const std::int64_t n = element_count(desc.shape);
   detail::validate_requantize(op, desc);
+  const std::int64_t n = element_count(desc.shape);
   const auto& tr = traits(desc.out_dtype);
   // Per-channel: the index along `axis` of element i is (i / stride) % extent.
   std::int64_t stride = 1, extent = 1;
