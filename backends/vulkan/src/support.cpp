@@ -216,7 +216,10 @@ Support check_support(const OpDesc& op, const DeviceCaps& caps, std::optional<Ke
   if (const auto* d = std::get_if<QuantizeDesc>(&op.desc)) return check_support(op.op, *d, caps);
   if (const auto* d = std::get_if<RequantizeDesc>(&op.desc)) return check_support(op.op, *d, caps);
   if (const auto* d = std::get_if<MatmulDesc>(&op.desc)) return check_support(op.op, *d, caps, forced);
-  return answer(op.op, []() -> std::vector<Kernel> {
+  // A malformed descriptor is refused for what is wrong with it (an operand over the size limit
+  // included), before "not implemented".
+  return answer(op.op, [&]() -> std::vector<Kernel> {
+    reference::check_descriptor(op);
     refuse("not implemented by the vulkan backend (its float reductions and float GEMMs run on "
            "the CPU backends)");
   });
