@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "qforge/error.h"
+#include "text.h"
 
 namespace qforge::model::detail {
 
@@ -37,7 +38,7 @@ class FieldPath {
 // The path of rule `index` with its label as the note.
 inline FieldPath rule_path(std::size_t index, const std::string& label) {
   return FieldPath("rules[" + std::to_string(index) + "]",
-                   label.empty() ? std::string() : " [rule '" + label + "']");
+                   label.empty() ? std::string() : " [rule " + text::quoted(label) + "]");
 }
 
 }  // namespace qforge::model::detail

@@ -1,5 +1,7 @@
 #include "hints.h"
 
+#include "text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -70,7 +72,7 @@ std::string op_types_hint(const Rule& rule, std::span<const NodeRef> nodes) {
     if (present.count(wanted)) continue;
     for (std::string_view have : present)
       if (lower(have) == lower(wanted)) {
-        out += "; did you mean '" + std::string(have) + "' for '" + wanted + "' (op types are "
+        out += "; did you mean " + text::quoted(have) + " for " + text::quoted(wanted) + " (op types are "
                "case-sensitive)?";
         break;
       }
@@ -83,7 +85,7 @@ std::string op_types_hint(const Rule& rule, std::span<const NodeRef> nodes) {
       break;
     }
     if (k++) list += ", ";
-    list += t.empty() ? "''" : std::string(t);
+    list += t.empty() ? "''" : text::clip(t);
   }
   return "op types in the graph: " + list + out;
 }
@@ -92,7 +94,7 @@ std::string op_types_text(const Rule& rule) {
   std::string out = "[";
   for (std::size_t i = 0; i < rule.match.op_types.size(); ++i) {
     if (i) out += ", ";
-    out += rule.match.op_types[i];
+    out += text::clip(rule.match.op_types[i]);
   }
   return out + "]";
 }
@@ -100,9 +102,9 @@ std::string op_types_text(const Rule& rule) {
 }  // namespace
 
 std::string node_label(const NodeRef& node, std::size_t index) {
-  const std::string op = " (" + std::string(node.op_type) + ")";
+  const std::string op = " (" + text::clip(node.op_type) + ")";
   if (node.name.empty()) return "node #" + std::to_string(index) + op;
-  return "'" + std::string(node.name) + "'" + op;
+  return text::quoted(node.name) + op;
 }
 
 std::size_t longest_common_substring(std::string_view a, std::string_view b) {
@@ -147,7 +149,7 @@ std::string explain_unused_rule(const Recipe& recipe, const CompiledRule& rule, 
   }
   const bool has_name = r.match.name_regex.has_value();
   const bool has_type = !r.match.op_types.empty();
-  const std::string pattern = has_name ? "'" + *r.match.name_regex + "'" : "";
+  const std::string pattern = has_name ? text::quoted(*r.match.name_regex) : "";
   if (has_name && has_type) {
     if (!by_name.empty() && !by_type.empty())
       return "name_regex " + pattern + " matches " + list_nodes(nodes, by_name) + " and op_types " +

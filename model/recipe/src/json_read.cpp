@@ -44,7 +44,7 @@ void check_fields(const json& object, const FieldPath& where,
     if (known) continue;
     std::string list;
     for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-    (where / key).fail("unknown field; expected one of " + list);
+    (where / text::clip(key, 64)).fail("unknown field; expected one of " + list);
   }
 }
 
@@ -90,7 +90,7 @@ T get_enum(const json& v, const FieldPath& where, const char* what,
   const std::string s = get_string(v, where);
   const std::optional<T> parsed = parse(s);
   if (!parsed)
-    where.fail("unknown " + std::string(what) + " '" + s + "'; expected one of " +
+    where.fail("unknown " + std::string(what) + " " + text::quoted(s) + "; expected one of " +
                detail::join_names(expected));
   return *parsed;
 }
@@ -176,10 +176,13 @@ ActivationQuantization read_activations(const json& j, const FieldPath& where) {
     if (a.mode != ActivationMode::explicit_params)
       (where / "scale").fail("a scale applies only to mode explicit; this one is " + mode);
     const double s = get_number(*v, where / "scale");
-    if (!(s >= FLT_MIN && s <= FLT_MAX))
+    // Decimal text for FLT_MAX ("3.4028235e+38") reads as a double just above it: round to
+    // float first (guarded, as converting a double far outside float's range is undefined).
+    const float f = s > 0.0 && s < 3.5e38 ? static_cast<float>(s) : 0.0f;
+    if (!(std::isnormal(f) && f > 0.0f && f <= FLT_MAX))
       (where / "scale").fail(text::number(s) +
                              "; expected a float32 > 0 in [1.17549435e-38, 3.40282347e+38]");
-    a.scale = static_cast<float>(s);
+    a.scale = f;
   }
   if (const json* v = find(j, "zero_point")) {
     if (a.mode != ActivationMode::explicit_params)
@@ -262,40 +265,65 @@ Rule read_rule(const json& j, std::size_t index) {
   return r;
 }
 
-// Parses with limits that the DOM parser lacks: nesting depth (the DOM is built without
-// recursion, but nothing legitimate nests deeply) and duplicate keys (nlohmann keeps the last
-// silently).
-json parse_strict(std::string_view text) {
-  std::vector<std::set<std::string>> open_objects;
-  const json::parser_callback_t guard = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (depth > kMaxDepth)
+// A first pass over the text with limits the DOM parser lacks: nesting depth (nothing legitimate
+// nests deeply, and code walking a DOM may recurse) and duplicate keys (nlohmann keeps the last
+// one silently). It is a SAX pass rather than a parser callback because nlohmann 3.11's callback
+// parser rescans the enclosing container at every object end: quadratic in the number of rules.
+class DocumentGuard {
+ public:
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(json::number_integer_t) { return true; }
+  bool number_unsigned(json::number_unsigned_t) { return true; }
+  bool number_float(json::number_float_t, const std::string&) { return true; }
+  bool string(std::string&) { return true; }
+  bool binary(json::binary_t&) { return true; }
+  bool start_object(std::size_t) { return open(true); }
+  bool end_object() { return close(); }
+  bool start_array(std::size_t) { return open(false); }
+  bool end_array() { return close(); }
+  bool key(std::string& k) {
+    if (!open_.empty() && open_.back().is_object && !open_.back().keys.insert(k).second)
+      throw Error(ErrorCode::invalid_argument, "recipe: duplicate field " + text::quoted(k) +
+                                                   " in one object; expected each field once");
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+    std::string what = e.what();
+    // "[json.exception.parse_error.101] parse error at line 1, ..." -> "parse error at line 1, ..."
+    if (const auto close = what.find("] ");
+        what.rfind("[json.exception.", 0) == 0 && close != std::string::npos)
+      what.erase(0, close + 2);
+    throw Error(ErrorCode::corrupt_data, "recipe: not valid JSON: " + text::clip(what, 300));
+  }
+
+ private:
+  struct Level {
+    bool is_object;
+    std::set<std::string> keys;
+  };
+  bool open(bool is_object) {
+    if (open_.size() >= static_cast<std::size_t>(kMaxDepth))
       throw Error(ErrorCode::corrupt_data, "recipe: JSON nests deeper than " +
                                                std::to_string(kMaxDepth) +
                                                " levels; a recipe needs at most 6");
-    switch (event) {
-      case json::parse_event_t::object_start: open_objects.emplace_back(); break;
-      case json::parse_event_t::object_end:
-        if (!open_objects.empty()) open_objects.pop_back();
-        break;
-      case json::parse_event_t::key:
-        if (!open_objects.empty() && !open_objects.back().insert(parsed.get<std::string>()).second)
-          throw Error(ErrorCode::invalid_argument,
-                      "recipe: duplicate field '" + parsed.get<std::string>() +
-                          "' in one object; expected each field once");
-        break;
-      default: break;
-    }
+    open_.push_back({is_object, {}});
     return true;
-  };
+  }
+  bool close() {
+    open_.pop_back();
+    return true;
+  }
+  std::vector<Level> open_;
+};
+
+json parse_strict(std::string_view text) {
+  DocumentGuard guard;
+  json::sax_parse(text.begin(), text.end(), &guard);
   try {
-    return json::parse(text.begin(), text.end(), guard);
-  } catch (const json::exception& e) {
-    std::string what = e.what();
-    // "[json.exception.parse_error.101] parse error at line 1, ..." -> "parse error at line 1, ..."
-    if (const auto close = what.find("] "); what.rfind("[json.exception.", 0) == 0 &&
-                                            close != std::string::npos)
-      what.erase(0, close + 2);
-    throw Error(ErrorCode::corrupt_data, "recipe: not valid JSON: " + what);
+    return json::parse(text.begin(), text.end());
+  } catch (const json::exception& e) {  // the guard has seen the same text; not expected
+    throw Error(ErrorCode::corrupt_data, std::string("recipe: not valid JSON: ") + e.what());
   }
 }
 
@@ -309,7 +337,7 @@ Recipe recipe_from_json(std::string_view text) {
   const json* format = find(doc, "format");
   if (!format) FieldPath("format", "").fail(std::string("missing; expected \"") + kFormat + "\"");
   if (const std::string f = get_string(*format, FieldPath("format", "")); f != kFormat)
-    FieldPath("format", "").fail("'" + f + "'; expected '" + kFormat + "'");
+    FieldPath("format", "").fail(text::quoted(f) + "; expected '" + kFormat + "'");
   const json* version = find(doc, "version");
   if (!version) FieldPath("version", "").fail("missing; expected " + std::to_string(kVersion));
   if (const auto v = get_int(*version, FieldPath("version", ""), std::numeric_limits<std::int64_t>::min(),

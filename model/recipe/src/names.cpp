@@ -99,7 +99,7 @@ std::string rule_name(const Recipe& recipe, std::size_t index) {
   if (index == kDefaultRule) return "default";
   std::string out = "rules[" + std::to_string(index) + "]";
   if (index < recipe.rules.size() && !recipe.rules[index].label.empty())
-    out += " '" + recipe.rules[index].label + "'";
+    out += " " + detail::text::quoted(recipe.rules[index].label);
   return out;
 }
 

@@ -2,6 +2,7 @@
 #include "compiled_rule.h"
 #include "hints.h"
 #include "qforge/error.h"
+#include "text.h"
 
 namespace qforge::model {
 namespace {
@@ -11,12 +12,12 @@ constexpr std::size_t kListedRules = 20;  // unused rules explained in one error
 std::string rule_summary(const Recipe& recipe, std::size_t index) {
   const Rule& r = recipe.rules[index];
   std::string out = rule_name(recipe, index) + " (";
-  if (r.match.name_regex) out += "name_regex '" + *r.match.name_regex + "'";
+  if (r.match.name_regex) out += "name_regex " + detail::text::quoted(*r.match.name_regex);
   if (!r.match.op_types.empty()) {
     if (r.match.name_regex) out += ", ";
     out += "op_types [";
     for (std::size_t i = 0; i < r.match.op_types.size(); ++i)
-      out += (i ? ", " : "") + r.match.op_types[i];
+      out += (i ? ", " : "") + detail::text::clip(r.match.op_types[i]);
     out += "]";
   }
   return out + ")";

@@ -165,7 +165,7 @@ std::unique_ptr<re2::RE2> compile_pattern(const std::string& pattern, const Fiel
   options.set_log_errors(false);  // the message goes into the qforge::Error, not to stderr
   auto re = std::make_unique<re2::RE2>(re2::StringPiece(pattern.data(), pattern.size()), options);
   if (!re->ok())
-    where.fail("invalid regular expression '" + pattern + "': " + re->error() +
+    where.fail("invalid regular expression " + text::quoted(pattern) + ": " + text::clip(re->error()) +
                " (RE2 syntax: https://github.com/google/re2/wiki/Syntax)");
   return re;
 }
