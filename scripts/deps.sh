@@ -7,6 +7,8 @@ QFORGE_PACKAGES=(
   cmake ninja-build g++ pkg-config
   libboost-dev libspdlog-dev libfmt-dev libcpuinfo-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev
+  # recipes: node-name patterns matched in linear time
+  libre2-dev
   # optional backends: oneDNN (its CMake config needs the OpenCL headers, which libdnnl-dev only
   # recommends), OpenBLAS, Vulkan (headers, loader, shader compiler, lavapipe, validation layers)
   libdnnl-dev ocl-icd-opencl-dev libopenblas-dev
