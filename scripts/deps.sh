@@ -7,6 +7,8 @@ QFORGE_PACKAGES=(
   cmake ninja-build g++ pkg-config
   libboost-dev libspdlog-dev libfmt-dev libcpuinfo-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev
+  # model layer: ONNX import (ONNX 1.12 and its protobuf), float GEMM, ONNX's test cases
+  libonnx-dev libprotobuf-dev libopenblas-dev libonnx-testdata
   # optional backends: oneDNN, Vulkan (headers, loader, shader compiler, lavapipe, validation layers)
   libdnnl-dev libopenblas-dev
   libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers
