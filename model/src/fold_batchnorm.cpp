@@ -35,6 +35,7 @@ int fold_conv_batchnorm(Graph& g) {
     const Node& bn = g.nodes[bi];
     if (bn.op_type != "BatchNormalization" || bn.inputs.size() != 5) continue;
     if (bn.attr_int_or("training_mode", 0) != 0 || bn.attr_int_or("spatial", 1) != 1) continue;
+    if (bn.since_version == 6 && bn.attr_int_or("is_test", 0) != 1) continue;
     bool extra_outputs = false;
     for (std::size_t o = 1; o < bn.outputs.size(); ++o) extra_outputs = extra_outputs || !bn.outputs[o].empty();
     if (extra_outputs) continue;

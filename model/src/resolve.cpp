@@ -53,12 +53,19 @@ ValueInfo concrete(const std::string& name, const TensorType& t) {
 
 Graph resolve(const Graph& graph, const ResolveOptions& options) {
   graph.validate();
-  for (const auto& [name, shape] : options.input_shapes) {
+  auto check_input = [&](const std::string& name) {
     bool found = false;
     for (const ValueInfo& v : graph.inputs) found = found || v.name == name;
     if (!found)
       throw Error(ErrorCode::invalid_argument,
                   "resolve: '" + name + "' is not an input of graph '" + graph.name + "'");
+  };
+  for (const auto& [name, shape] : options.input_shapes) check_input(name);
+  for (const auto& [name, value] : options.constant_inputs) {
+    check_input(name);
+    if (options.input_shapes.contains(name))
+      throw Error(ErrorCode::invalid_argument,
+                  "resolve: input '" + name + "' is given both a shape and a constant value");
   }
 
   std::map<std::string, TensorType, std::less<>> types;
@@ -72,6 +79,17 @@ Graph resolve(const Graph& graph, const ResolveOptions& options) {
   out.producer = graph.producer;
   std::map<std::string, std::int64_t, std::less<>> symbols;
   for (const ValueInfo& v : graph.inputs) {
+    if (auto c = options.constant_inputs.find(v.name); c != options.constant_inputs.end()) {
+      ResolveOptions as_shape;
+      as_shape.input_shapes[v.name] = c->second.shape();
+      input_shape(v, as_shape, symbols);  // checks rank, known dims and shared symbols
+      if (c->second.type() != v.type)
+        throw Error(ErrorCode::invalid_argument, "resolve: constant for input " + to_string(v) +
+                                                     " is " + std::string(to_string(c->second.type())));
+      types[v.name] = c->second.tensor_type();
+      values.insert_or_assign(v.name, c->second);
+      continue;
+    }
     TensorType t{v.type, input_shape(v, options, symbols)};
     checked_tensor_bytes(t.type, t.shape, "input '" + v.name + "'", options.max_tensor_bytes);
     out.inputs.push_back(concrete(v.name, t));

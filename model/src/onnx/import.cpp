@@ -32,8 +32,13 @@ std::int64_t default_opset(const onnx::ModelProto& m, std::string_view source) {
       if (opset != -1) fail(source, ErrorCode::corrupt_data, "the default ONNX domain is imported twice");
       opset = imp.version();
     }
-  if (opset == -1)
-    fail(source, ErrorCode::corrupt_data, "the model imports no opset of the default ONNX domain");
+  if (opset == -1) {
+    std::string domains;
+    for (const auto& imp : m.opset_import()) domains += (domains.empty() ? "" : ", ") + imp.domain();
+    fail(source, domains.empty() ? ErrorCode::corrupt_data : ErrorCode::unsupported,
+         "the model imports no opset of the default ONNX domain" +
+             (domains.empty() ? std::string() : " (only " + domains + "); qforge supports only the default domain"));
+  }
   if (opset < 1 || opset > kMaxOnnxOpset)
     fail(source, ErrorCode::unsupported,
          "opset " + std::to_string(opset) + " of the default domain is not supported; qforge "

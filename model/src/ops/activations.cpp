@@ -73,22 +73,33 @@ void run_clip(const Node& n, std::span<const Tensor* const> in, std::span<Tensor
   map(*in[0], *out[0], [lo, hi](float v) { return std::min(std::max(v, lo), hi); });
 }
 
-// PRelu: slope broadcasts to X (unidirectional).
+// PRelu: slope broadcasts to X (unidirectional). Version 6 predates numpy broadcasting: a slope
+// of C values is per channel (axis 1), as PyTorch's nn.PReLU exports it.
+Shape slope_shape(const Node& n, const Shape& x, const Shape& slope) {
+  if (n.since_version < 7 && slope.size() == 1 && x.size() >= 2 && slope[0] == x[1] && slope[0] != 1) {
+    Shape s(x.size() - 1, 1);
+    s[0] = slope[0];
+    return s;
+  }
+  return slope;
+}
+
 std::vector<TensorType> infer_prelu(const Node& n, std::span<const InferInput> in) {
   require_type(n, in, 0, {ElementType::float32});
   require_type(n, in, 1, {ElementType::float32});
-  if (broadcast_shapes(n, in[0].type->shape, in[1].type->shape) != in[0].type->shape)
+  if (broadcast_shapes(n, in[0].type->shape, slope_shape(n, in[0].type->shape, in[1].type->shape)) != in[0].type->shape)
     fail(n, ErrorCode::shape_mismatch,
          "slope " + qforge::to_string(in[1].type->shape) + " does not broadcast to X " +
              qforge::to_string(in[0].type->shape));
   return {*in[0].type};
 }
 
-void run_prelu(const Node&, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+void run_prelu(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  const Shape ss = slope_shape(node, in[0]->shape(), in[1]->shape());
   const float* x = in[0]->values<float>().data();
   const float* s = in[1]->values<float>().data();
   float* y = out[0]->values<float>().data();
-  broadcast_rows<2>(out[0]->shape(), {&in[0]->shape(), &in[1]->shape()},
+  broadcast_rows<2>(out[0]->shape(), {&in[0]->shape(), &ss},
                     [&](std::int64_t o, const auto& off, const auto& st, std::int64_t n) {
                       for (std::int64_t j = 0; j < n; ++j) {
                         const float v = x[off[0] + j * st[0]];
@@ -115,7 +126,7 @@ void register_activations(KernelRegistry& r) {
   r.add({"Neg", {6, 13}, {}, nullptr, infer_unary, run_unary});
   r.add({"Abs", {6, 13}, {}, nullptr, infer_unary, run_unary});
   r.add({"LeakyRelu", {6, 16}, {"alpha"}, nullptr, infer_unary, run_unary});
-  r.add({"PRelu", {7, 9, 16}, {}, nullptr, infer_prelu, run_prelu});
+  r.add({"PRelu", {6, 7, 9, 16}, {}, nullptr, infer_prelu, run_prelu});
   r.add({"Clip", {6, 11, 12, 13}, {"min", "max"}, check_clip, infer_clip, run_clip});
 }
 

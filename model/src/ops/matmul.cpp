@@ -36,6 +36,10 @@ std::vector<TensorType> infer_gemm(const Node& n, std::span<const InferInput> in
   const Shape out{m, nn};
   if (in.size() > 2 && in[2].present()) {
     require_type(n, in, 2, {ElementType::float32});
+    // Version 6 broadcasts C only when `broadcast` is 1; 7 on always (unidirectionally).
+    if (n.since_version < 7 && n.attr_int_or("broadcast", 0) == 0 && in[2].type->shape != out)
+      fail(n, ErrorCode::shape_mismatch, "C " + qforge::to_string(in[2].type->shape) +
+                                             " must be " + qforge::to_string(out) + " when broadcast is 0");
     if (broadcast_shapes(n, out, in[2].type->shape) != out)
       fail(n, ErrorCode::shape_mismatch, "C " + qforge::to_string(in[2].type->shape) +
                                              " does not broadcast to " + qforge::to_string(out));
@@ -141,8 +145,7 @@ void run_matmul(const Node& node, std::span<const Tensor* const> in, std::span<T
 }  // namespace
 
 void register_matmul(KernelRegistry& r) {
-  // Gemm 6 and earlier broadcast C by a `broadcast` attribute; 7 on is unidirectional.
-  r.add({"Gemm", {7, 9, 11, 13}, {"alpha", "beta", "transA", "transB"}, nullptr, infer_gemm, run_gemm});
+  r.add({"Gemm", {6, 7, 9, 11, 13}, {"alpha", "beta", "broadcast", "transA", "transB"}, nullptr, infer_gemm, run_gemm});
   r.add({"MatMul", {1, 9, 13}, {}, nullptr, infer_matmul, run_matmul});
 }
 

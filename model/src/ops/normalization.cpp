@@ -8,6 +8,8 @@ namespace qforge::model::ops {
 namespace {
 
 void check_batchnorm(const Node& n) {
+  if (n.since_version == 6 && n.attr_int_or("is_test", 0) != 1)
+    fail(n, ErrorCode::unsupported, "is_test 0 (training) is not supported; export the model in eval mode");
   if (n.attr_int_or("training_mode", 0) != 0)
     fail(n, ErrorCode::unsupported, "training_mode 1 is not supported; export the model in eval mode");
   if (n.attr_int_or("spatial", 1) != 1)
@@ -122,8 +124,9 @@ void run_layernorm(const Node& n, std::span<const Tensor* const> in, std::span<T
 }  // namespace
 
 void register_normalization(KernelRegistry& r) {
-  // Version 6 carries is_test/consumed_inputs; 7 on (spatial until 9, training_mode from 14).
-  r.add({"BatchNormalization", {7, 9, 14, 15}, {"epsilon", "momentum", "spatial", "training_mode"},
+  // Version 6 needs is_test 1; spatial exists until 9, training_mode from 14.
+  r.add({"BatchNormalization", {6, 7, 9, 14, 15},
+         {"epsilon", "is_test", "momentum", "spatial", "training_mode"},
          check_batchnorm, infer_batchnorm, run_batchnorm});
   r.add({"LayerNormalization", {17}, {"axis", "epsilon", "stash_type"}, check_layernorm,
          infer_layernorm, run_layernorm});

@@ -127,7 +127,7 @@ void register_pool(KernelRegistry& r) {
   r.add({"MaxPool", {1, 8, 10, 11, 12},
          {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"},
          check_pool, infer_pool, run_pool});
-  r.add({"AveragePool", {7, 10, 11},
+  r.add({"AveragePool", {1, 7, 10, 11},
          {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"},
          check_pool, infer_pool, run_pool});
   r.add({"GlobalAveragePool", {1}, {}, nullptr, infer_global, run_global});

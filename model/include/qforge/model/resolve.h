@@ -20,6 +20,9 @@ struct ResolveOptions {
   // then be fully known. A listed shape must agree with the declared known dims and rank, and
   // dims that share a symbol ("batch") must get the same value.
   std::map<std::string, Shape, std::less<>> input_shapes;
+  // Graph inputs whose values are fixed for this resolution (a shape tensor, a mask, a flag):
+  // they become constants, fold like initializers and are no longer inputs of the result.
+  std::map<std::string, Tensor, std::less<>> constant_inputs;
   // Limit for every tensor the graph would create.
   std::uint64_t max_tensor_bytes = kDefaultMaxTensorBytes;
 };
