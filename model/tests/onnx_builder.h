@@ -35,12 +35,6 @@ class OnnxBuilder {
     value_info(model_.mutable_graph()->add_output(), name, type, dims);
     return *this;
   }
-  OnnxBuilder& output_untyped(const std::string& name, int type) {
-    auto* v = model_.mutable_graph()->add_output();
-    v->set_name(name);
-    v->mutable_type()->mutable_tensor_type()->set_elem_type(type);
-    return *this;
-  }
   OnnxBuilder& initializer(const std::string& name, const std::vector<std::int64_t>& dims,
                            const std::vector<float>& values) {
     auto* t = model_.mutable_graph()->add_initializer();
