@@ -83,7 +83,10 @@ std::uint64_t checked_tensor_bytes(ElementType type, const Shape& shape, std::st
 Tensor::Tensor(ElementType type, Shape shape) : type_(type), shape_(std::move(shape)) {
   if (element_size(type) == 0)
     throw Error(ErrorCode::invalid_argument, "Tensor: unknown element type");
-  const std::uint64_t bytes = checked_tensor_bytes(type, shape_, "Tensor");
+  // Only overflow is refused here; the size limits are the importer's and resolve()'s, which
+  // check before they construct (a caller may raise them above the default).
+  const std::uint64_t bytes =
+      checked_tensor_bytes(type, shape_, "Tensor", std::numeric_limits<std::size_t>::max());
   count_ = static_cast<std::int64_t>(bytes / element_size(type));
   if (bytes == 0) count_ = 0;
   bytes_.resize(static_cast<std::size_t>(bytes));

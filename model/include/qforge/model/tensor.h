@@ -76,7 +76,8 @@ QFORGE_MODEL_API std::uint64_t checked_tensor_bytes(ElementType type, const Shap
 class QFORGE_MODEL_API Tensor {
  public:
   Tensor() = default;
-  // Zero-filled tensor; the size is checked with checked_tensor_bytes.
+  // Zero-filled tensor. Throws qforge::Error on a negative extent or a size that overflows;
+  // limits such as kDefaultMaxTensorBytes are the callers' to check (import and resolve do).
   Tensor(ElementType type, Shape shape);
   Tensor(TensorType t) : Tensor(t.type, std::move(t.shape)) {}
 
