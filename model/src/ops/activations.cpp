@@ -1,4 +1,5 @@
-// Unary float ops: Relu, LeakyRelu, PRelu, Sigmoid, Tanh, Erf, Sqrt, Exp, Clip.
+// Unary float ops: Relu, LeakyRelu, PRelu, Elu, Selu, Sigmoid, Tanh, Erf, Sqrt, Exp, Neg, Abs,
+// Reciprocal, Softsign, Softplus, Clip.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -39,7 +40,18 @@ void run_unary(const Node& n, std::span<const Tensor* const> in, std::span<Tenso
   else if (op == "Exp") map(x, y, [](float v) { return std::exp(v); });
   else if (op == "Neg") map(x, y, [](float v) { return -v; });
   else if (op == "Abs") map(x, y, [](float v) { return std::fabs(v); });
-  else if (op == "LeakyRelu") {
+  else if (op == "Reciprocal") map(x, y, [](float v) { return 1.0f / v; });
+  else if (op == "Softsign") map(x, y, [](float v) { return v / (1.0f + std::fabs(v)); });
+  // log(1 + e^v) without overflow for large v: max(v, 0) + log1p(e^-|v|).
+  else if (op == "Softplus") map(x, y, [](float v) { return std::max(v, 0.0f) + std::log1p(std::exp(-std::fabs(v))); });
+  else if (op == "Elu") {
+    const float alpha = n.attr_float_or("alpha", 1.0f);
+    map(x, y, [alpha](float v) { return v >= 0 ? v : alpha * std::expm1(v); });
+  } else if (op == "Selu") {
+    const float alpha = n.attr_float_or("alpha", 1.67326319217681884765625f);
+    const float gamma = n.attr_float_or("gamma", 1.05070102214813232421875f);
+    map(x, y, [alpha, gamma](float v) { return v > 0 ? gamma * v : gamma * alpha * std::expm1(v); });
+  } else if (op == "LeakyRelu") {
     const float alpha = n.attr_float_or("alpha", 0.01f);
     map(x, y, [alpha](float v) { return v >= 0 ? v : alpha * v; });
   } else {
@@ -125,6 +137,11 @@ void register_activations(KernelRegistry& r) {
   r.add({"Exp", {6, 13}, {}, nullptr, infer_unary, run_unary});
   r.add({"Neg", {6, 13}, {}, nullptr, infer_unary, run_unary});
   r.add({"Abs", {6, 13}, {}, nullptr, infer_unary, run_unary});
+  r.add({"Reciprocal", {6, 13}, {}, nullptr, infer_unary, run_unary});
+  r.add({"Softsign", {1}, {}, nullptr, infer_unary, run_unary});
+  r.add({"Softplus", {1}, {}, nullptr, infer_unary, run_unary});
+  r.add({"Elu", {6}, {"alpha"}, nullptr, infer_unary, run_unary});
+  r.add({"Selu", {6}, {"alpha", "gamma"}, nullptr, infer_unary, run_unary});
   r.add({"LeakyRelu", {6, 16}, {"alpha"}, nullptr, infer_unary, run_unary});
   r.add({"PRelu", {6, 7, 9, 16}, {}, nullptr, infer_prelu, run_prelu});
   r.add({"Clip", {6, 11, 12, 13}, {"min", "max"}, check_clip, infer_clip, run_clip});
