@@ -7,11 +7,12 @@ QFORGE_PACKAGES=(
   cmake ninja-build g++ pkg-config
   libboost-dev libspdlog-dev libfmt-dev libcpuinfo-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev
+  # model layer: ONNX import (ONNX 1.12 and its protobuf), float GEMM, ONNX's test cases;
   # recipes: node-name patterns matched in linear time
-  libre2-dev
+  libonnx-dev libprotobuf-dev libopenblas-dev libonnx-testdata libre2-dev
   # optional backends: oneDNN (its CMake config needs the OpenCL headers, which libdnnl-dev only
-  # recommends), OpenBLAS, Vulkan (headers, loader, shader compiler, lavapipe, validation layers)
-  libdnnl-dev ocl-icd-opencl-dev libopenblas-dev
+  # recommends), Vulkan (headers, loader, shader compiler, lavapipe, validation layers)
+  libdnnl-dev ocl-icd-opencl-dev
   libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers
 )
 

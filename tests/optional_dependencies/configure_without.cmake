@@ -7,7 +7,7 @@ set(expect_dnnl "qforge: oneDNN backend skipped: oneDNN [^\n]*libdnnl-dev")
 set(expect_OpenCL "qforge: oneDNN backend (enabled [^\n]*ocl-icd-opencl-dev|skipped: [^\n]*libdnnl-dev)")
 set(expect_Vulkan "qforge: Vulkan backend skipped: [^\n]*libvulkan-dev")
 set(expect_CUDAToolkit "qforge: CUDA backend skipped: [^\n]*(CUDA toolkit|nvcc)")
-set(expect_OpenBLAS "qforge: qforge_bench_cpu_gemm skipped: OpenBLAS [^\n]*libopenblas-dev")
+set(expect_OpenBLAS "qforge: model layer skipped: OpenBLAS [^\n]*libopenblas-dev")
 set(build_dir ${WORK_DIR}/build)
 file(MAKE_DIRECTORY ${WORK_DIR})
 

@@ -1,0 +1,135 @@
+// BatchNormalization (inference form) and LayerNormalization.
+#include <algorithm>
+#include <cmath>
+
+#include "ops/kernel.h"
+
+namespace qforge::model::ops {
+namespace {
+
+void check_batchnorm(const Node& n) {
+  if (n.since_version == 6 && n.attr_int_or("is_test", 0) != 1)
+    fail(n, ErrorCode::unsupported, "is_test 0 (training) is not supported; export the model in eval mode");
+  if (n.attr_int_or("training_mode", 0) != 0)
+    fail(n, ErrorCode::unsupported, "training_mode 1 is not supported; export the model in eval mode");
+  if (n.attr_int_or("spatial", 1) != 1)
+    fail(n, ErrorCode::unsupported, "spatial 0 (per-activation statistics) is not supported");
+  for (std::size_t i = 1; i < n.outputs.size(); ++i)
+    if (!n.outputs[i].empty())
+      fail(n, ErrorCode::unsupported,
+           "the running-statistics outputs (training) are not supported; only Y");
+}
+
+std::vector<TensorType> infer_batchnorm(const Node& n, std::span<const InferInput> in) {
+  require_type(n, in, 0, {ElementType::float32});
+  const Shape& x = in[0].type->shape;
+  if (x.size() < 2) fail(n, ErrorCode::shape_mismatch, "X " + qforge::to_string(x) + " must be (N, C, ...)");
+  for (std::size_t i = 1; i < 5; ++i) {
+    require_type(n, in, i, {ElementType::float32});
+    if (in[i].type->shape != Shape{x[1]})
+      fail(n, ErrorCode::shape_mismatch, "input " + std::to_string(i) + " ('" + n.input(i) +
+                                             "') must be [" + std::to_string(x[1]) + "], got " +
+                                             qforge::to_string(in[i].type->shape));
+  }
+  return {*in[0].type};
+}
+
+void run_batchnorm(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  const Shape& s = in[0]->shape();
+  const float eps = n.attr_float_or("epsilon", 1e-5f);
+  const std::int64_t batch = s[0], c = s[1];
+  const std::int64_t inner = c == 0 || batch == 0 ? 0 : in[0]->size() / (batch * c);
+  const float* x = in[0]->values<float>().data();
+  const float* scale = in[1]->values<float>().data();
+  const float* bias = in[2]->values<float>().data();
+  const float* mean = in[3]->values<float>().data();
+  const float* var = in[4]->values<float>().data();
+  float* y = out[0]->values<float>().data();
+  for (std::int64_t ch = 0; ch < c; ++ch) {
+    // y = (x - mean) / sqrt(var + eps) * scale + bias, as one multiply-add per element.
+    const float a = scale[ch] / std::sqrt(var[ch] + eps);
+    const float b = bias[ch] - mean[ch] * a;
+    for (std::int64_t i = 0; i < batch; ++i) {
+      const float* xp = x + (i * c + ch) * inner;
+      float* yp = y + (i * c + ch) * inner;
+      for (std::int64_t j = 0; j < inner; ++j) yp[j] = xp[j] * a + b;
+    }
+  }
+}
+
+// LayerNormalization (opset 17): normalise over the axes from `axis` to the end.
+void check_layernorm(const Node& n) {
+  const std::int64_t stash = n.attr_int_or("stash_type", 1);
+  if (stash != 1)
+    fail(n, ErrorCode::unsupported, "stash_type " + std::to_string(stash) + "; qforge computes in float32 (1)");
+}
+
+std::vector<TensorType> infer_layernorm(const Node& n, std::span<const InferInput> in) {
+  require_type(n, in, 0, {ElementType::float32});
+  require_type(n, in, 1, {ElementType::float32});
+  const Shape& x = in[0].type->shape;
+  const std::int64_t axis = normalize_axis(n, n.attr_int_or("axis", -1), static_cast<std::int64_t>(x.size()));
+  const Shape norm(x.begin() + axis, x.end());
+  for (std::size_t i = 1; i < 3; ++i)
+    if (i < in.size() && in[i].present()) {
+      require_type(n, in, i, {ElementType::float32});
+      // Index j % size in run_layernorm is right for a trailing block of the normalised axes
+      // (leading 1s allowed), which is what exporters write.
+      Shape t = in[i].type->shape;
+      while (!t.empty() && t.front() == 1) t.erase(t.begin());
+      if (t.size() > norm.size() || !std::equal(t.begin(), t.end(), norm.end() - static_cast<std::ptrdiff_t>(t.size())))
+        fail(n, ErrorCode::shape_mismatch, "input " + std::to_string(i) + " " +
+                                               qforge::to_string(in[i].type->shape) +
+                                               " does not broadcast to " + qforge::to_string(norm));
+    }
+  Shape stats = x;
+  std::fill(stats.begin() + axis, stats.end(), 1);
+  std::vector<TensorType> out{*in[0].type};
+  for (std::size_t i = 1; i < n.outputs.size(); ++i) out.push_back({ElementType::float32, stats});
+  return out;
+}
+
+void run_layernorm(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  const Shape& s = in[0]->shape();
+  const std::int64_t axis = normalize_axis(n, n.attr_int_or("axis", -1), in[0]->rank());
+  const float eps = n.attr_float_or("epsilon", 1e-5f);
+  std::int64_t rows = 1, cols = 1;
+  for (std::int64_t d = 0; d < in[0]->rank(); ++d) (d < axis ? rows : cols) *= s[d];
+  const float* x = in[0]->values<float>().data();
+  // Scale and bias cover the normalised axes; a smaller shape broadcasts, so index modulo.
+  const auto scale = in[1]->values<float>();
+  const std::span<const float> bias =
+      in.size() > 2 && in[2] ? in[2]->values<float>() : std::span<const float>();
+  float* y = out[0]->values<float>().data();
+  float* mean_out = out.size() > 1 && out[1] ? out[1]->values<float>().data() : nullptr;
+  float* inv_out = out.size() > 2 && out[2] ? out[2]->values<float>().data() : nullptr;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    double sum = 0.0;
+    for (std::int64_t j = 0; j < cols; ++j) sum += xr[j];
+    const float mean = static_cast<float>(sum / static_cast<double>(cols));
+    double sq = 0.0;
+    for (std::int64_t j = 0; j < cols; ++j) sq += static_cast<double>(xr[j] - mean) * (xr[j] - mean);
+    const float inv = 1.0f / std::sqrt(static_cast<float>(sq / static_cast<double>(cols)) + eps);
+    float* yr = y + r * cols;
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const float v = (xr[j] - mean) * inv * scale[static_cast<std::size_t>(j) % scale.size()];
+      yr[j] = bias.empty() ? v : v + bias[static_cast<std::size_t>(j) % bias.size()];
+    }
+    if (mean_out) mean_out[r] = mean;
+    if (inv_out) inv_out[r] = inv;
+  }
+}
+
+}  // namespace
+
+void register_normalization(KernelRegistry& r) {
+  // Version 6 needs is_test 1; spatial exists until 9, training_mode from 14.
+  r.add({"BatchNormalization", {6, 7, 9, 14, 15},
+         {"epsilon", "is_test", "momentum", "spatial", "training_mode"},
+         check_batchnorm, infer_batchnorm, run_batchnorm});
+  r.add({"LayerNormalization", {17}, {"axis", "epsilon", "stash_type"}, check_layernorm,
+         infer_layernorm, run_layernorm});
+}
+
+}  // namespace qforge::model::ops

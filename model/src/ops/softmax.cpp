@@ -1,0 +1,64 @@
+// Softmax and LogSoftmax. Before version 13 the input is seen as 2-D [prod(:axis), prod(axis:)]
+// and normalised along the second axis; from 13 along the single axis `axis`.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops/kernel.h"
+
+namespace qforge::model::ops {
+namespace {
+
+std::int64_t default_axis(const Node& n) { return n.since_version >= 13 ? -1 : 1; }
+
+std::vector<TensorType> infer_softmax(const Node& n, std::span<const InferInput> in) {
+  require_type(n, in, 0, {ElementType::float32});
+  const auto rank = static_cast<std::int64_t>(in[0].type->shape.size());
+  normalize_axis(n, n.attr_int_or("axis", default_axis(n)), std::max<std::int64_t>(rank, 1));
+  return {*in[0].type};
+}
+
+void run_softmax(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  const Shape& s = in[0]->shape();
+  const auto rank = static_cast<std::int64_t>(s.size());
+  const std::int64_t axis = normalize_axis(n, n.attr_int_or("axis", default_axis(n)), std::max<std::int64_t>(rank, 1));
+  // outer x len x inner, normalising over len with stride inner.
+  std::int64_t outer = 1, len = 1, inner = 1;
+  for (std::int64_t d = 0; d < rank; ++d) {
+    if (d < axis) outer *= s[d];
+    else if (n.since_version < 13 || d == axis) len *= s[d];
+    else inner *= s[d];
+  }
+  const bool log = n.op_type == "LogSoftmax";
+  const float* x = in[0]->values<float>().data();
+  float* y = out[0]->values<float>().data();
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t i = 0; i < inner; ++i) {
+      const float* xp = x + o * len * inner + i;
+      float* yp = y + o * len * inner + i;
+      float mx = -std::numeric_limits<float>::infinity();
+      for (std::int64_t j = 0; j < len; ++j) mx = std::max(mx, xp[j * inner]);
+      float sum = 0.0f;
+      for (std::int64_t j = 0; j < len; ++j) {
+        const float e = std::exp(xp[j * inner] - mx);
+        yp[j * inner] = e;
+        sum += e;
+      }
+      if (log) {
+        const float ls = std::log(sum);
+        for (std::int64_t j = 0; j < len; ++j) yp[j * inner] = xp[j * inner] - mx - ls;
+      } else {
+        const float inv = 1.0f / sum;
+        for (std::int64_t j = 0; j < len; ++j) yp[j * inner] *= inv;
+      }
+    }
+}
+
+}  // namespace
+
+void register_softmax(KernelRegistry& r) {
+  r.add({"Softmax", {1, 11, 13}, {"axis"}, nullptr, infer_softmax, run_softmax});
+  r.add({"LogSoftmax", {1, 11, 13}, {"axis"}, nullptr, infer_softmax, run_softmax});
+}
+
+}  // namespace qforge::model::ops

@@ -1,0 +1,26 @@
+// Window geometry shared by Conv and the pools: kernel, strides, dilations and pads for each
+// spatial axis, the output extent, and auto_pad resolved into explicit pads.
+#pragma once
+
+#include <vector>
+
+#include "ops/kernel.h"
+
+namespace qforge::model::ops {
+
+struct WindowGeometry {
+  std::vector<std::int64_t> kernel, strides, dilations, pad_begin, pad_end, in, out;
+  std::int64_t spatial() const { return static_cast<std::int64_t>(in.size()); }
+};
+
+// `in_spatial`: the input's spatial extents. `kernel`: from the attribute or the weight shape.
+// Reads strides, dilations (when allow_dilations), pads, auto_pad and ceil_mode (when
+// allow_ceil) from the node; checks every value and throws naming the node.
+WindowGeometry window_geometry(const Node& node, const Shape& in_spatial,
+                               const std::vector<std::int64_t>& kernel, bool allow_dilations,
+                               bool allow_ceil);
+
+// Import-time checks of the window attributes (auto_pad values, lengths are checked at infer).
+void check_window_attributes(const Node& node);
+
+}  // namespace qforge::model::ops
