@@ -333,7 +333,6 @@ Recipe recipe_from_json(std::string_view text) {
   const json doc = parse_strict(text);
   const FieldPath top;
   require_object(doc, top);
-  check_fields(doc, top, {"format", "version", "default", "rules"});
   const json* format = find(doc, "format");
   if (!format) FieldPath("format", "").fail(std::string("missing; expected \"") + kFormat + "\"");
   if (const std::string f = get_string(*format, FieldPath("format", "")); f != kFormat)
@@ -345,6 +344,9 @@ Recipe recipe_from_json(std::string_view text) {
       v != kVersion)
     FieldPath("version", "").fail(std::to_string(v) + " is not supported; expected " +
                                   std::to_string(kVersion));
+  // After format and version, so that another kind of file is named as such rather than by
+  // its first unknown field.
+  check_fields(doc, top, {"format", "version", "default", "rules"});
 
   Recipe recipe;
   if (const json* d = find(doc, "default")) {

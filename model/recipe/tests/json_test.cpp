@@ -181,7 +181,7 @@ TEST(RecipeJson, ErrorsNameTheRuleAndTheField) {
 TEST(RecipeJson, DocumentLevelErrors) {
   expect_json_error(R"([])", {"recipe: a JSON array; expected an object"});
   expect_json_error(R"({"version": 1})", {"format: missing; expected \"qforge.recipe\""});
-  expect_json_error(R"({"format": "qforge.calibration.params", "version": 1})",
+  expect_json_error(R"({"format": "qforge.calibration.params", "version": 1, "params": {}})",
                     {"format: 'qforge.calibration.params'; expected 'qforge.recipe'"});
   expect_json_error(R"({"format": "qforge.recipe"})", {"version: missing; expected 1"});
   expect_json_error(R"({"format": "qforge.recipe", "version": 2})",
@@ -235,7 +235,10 @@ TEST(RecipeJson, HostileInputs) {
                                               std::string(10000, 'a') + R"("}, "skip": true})"));
   EXPECT_EQ(r.rules[0].match.name_regex->size(), 10000u);
   const std::string long_key = expect_error(
-      [&] { recipe_from_json(R"({")" + std::string(1 << 20, 'k') + R"(": 1})"); },
+      [&] {
+        recipe_from_json(R"({"format": "qforge.recipe", "version": 1, ")" +
+                         std::string(1 << 20, 'k') + R"(": 1})");
+      },
       ErrorCode::invalid_argument, {"kkkk... (1048576 bytes): unknown field"});
   EXPECT_LT(long_key.size(), 300u);
   expect_json_error(with_rule(R"j({"match": {"name_regex": "(((a{1000}){1000}){1000})"}, "skip": true})j"),
