@@ -9,6 +9,8 @@ QFORGE_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev
   # optional backends: oneDNN, Vulkan (headers, loader, shader compiler, lavapipe, validation layers)
   libdnnl-dev libopenblas-dev
+  # fuzz harnesses (fuzz/, ctest label fuzz): clang with libFuzzer and the sanitizer runtimes
+  clang libclang-rt-14-dev
   libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers
 )
 
