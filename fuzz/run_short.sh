@@ -16,7 +16,10 @@ if [[ ! -x $bin ]]; then
 fi
 mkdir -p "$artifacts"
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/qforge-fuzz-$name.XXXXXX")
-trap 'rm -rf "$scratch"' EXIT
+# Input files of tuning_cache and elf_check (harnesses/scratch_file.h), in memory when possible.
+files=$(mktemp -d "$([[ -w /dev/shm ]] && echo /dev/shm || echo "${TMPDIR:-/tmp}")/qforge-fuzz-$name.XXXXXX")
+export QFORGE_FUZZ_SCRATCH=$files
+trap 'rm -rf "$scratch" "$files"' EXIT
 mkdir "$scratch/corpus"
 inputs=("$root/fuzz/corpus/$name")
 [[ -d $root/fuzz/findings/$name ]] && inputs+=("$root/fuzz/findings/$name")
