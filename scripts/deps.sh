@@ -13,6 +13,8 @@ QFORGE_PACKAGES=(
   # optional backends: oneDNN (its CMake config needs the OpenCL headers, which libdnnl-dev only
   # recommends), Vulkan (headers, loader, shader compiler, lavapipe, validation layers)
   libdnnl-dev ocl-icd-opencl-dev
+  # fuzz harnesses (fuzz/, ctest label fuzz): clang with libFuzzer and the sanitizer runtimes
+  clang libclang-rt-14-dev
   libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers
 )
 
