@@ -85,26 +85,30 @@ int main(int argc, char** argv) {
   std::mt19937 gen(12345);
   std::normal_distribution<float> g(0.0f, 1.0f);
   for (float& v : x) v = g(gen);
-  std::printf("calibration benchmark: %zu MiB float32 tensor (%zu values), median CPU time of %d runs\n",
-              mib, n, reps);
+  std::printf(
+      "calibration benchmark: %zu MiB float32 tensor (%zu values), median CPU time of %d runs\n",
+      mib, n, reps);
 
-  const Timing t_copy = measure(reps, [] {}, [&] { std::memcpy(copy.data(), x.data(), n * sizeof(float)); });
+  const Timing t_copy = measure(
+      reps, [] {}, [&] { std::memcpy(copy.data(), x.data(), n * sizeof(float)); });
   const double anchor = bytes / t_copy.cpu / 1e9;
   row("memcpy (anchor)", t_copy, bytes, 0.0);
 
   // Per tensor. A fresh observer per run, except "steady state": an observer whose range
   // already covers the batch (the common case after the first batches).
   std::unique_ptr<Observer> obs;
-  row("MinMax per tensor", measure(reps, [&] { obs = std::make_unique<MinMaxObserver>(); },
-                                          [&] { obs->observe(x); }),
+  row("MinMax per tensor",
+      measure(
+          reps, [&] { obs = std::make_unique<MinMaxObserver>(); }, [&] { obs->observe(x); }),
       bytes, anchor);
   row("MovingAverageMinMax per tensor",
-      measure(reps, [&] { obs = std::make_unique<MovingAverageMinMaxObserver>(); },
-                     [&] { obs->observe(x); }),
+      measure(
+          reps, [&] { obs = std::make_unique<MovingAverageMinMaxObserver>(); },
+          [&] { obs->observe(x); }),
       bytes, anchor);
   row("Histogram per tensor, first batch",
-      measure(reps, [&] { obs = std::make_unique<HistogramObserver>(); },
-                     [&] { obs->observe(x); }),
+      measure(
+          reps, [&] { obs = std::make_unique<HistogramObserver>(); }, [&] { obs->observe(x); }),
       bytes, anchor);
   // The worst case of the first batch's single pass: |x| rising through the tensor, so every
   // 64 Ki-value chunk widens the range and re-bins the counts so far (256 times for 64 MiB).
@@ -113,32 +117,49 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < n; ++i)
       ramp[i] = (i % 2 ? -1.0f : 1.0f) * static_cast<float>(i + 1) / static_cast<float>(n);
     row("Histogram per tensor, first batch, rising |x|",
-        measure(reps, [&] { obs = std::make_unique<HistogramObserver>(); },
-                       [&] { obs->observe(ramp); }),
+        measure(
+            reps, [&] { obs = std::make_unique<HistogramObserver>(); },
+            [&] { obs->observe(ramp); }),
         bytes, anchor);
   }
   HistogramObserver steady;
   steady.observe(x);
-  row("Histogram per tensor, steady state", measure(reps, [] {}, [&] { steady.observe(x); }),
+  row("Histogram per tensor, steady state",
+      measure(
+          reps, [] {}, [&] { steady.observe(x); }),
       bytes, anchor);
 
   // Per channel: 256 channels along axis 0 (long runs) and along the last axis.
   const auto rows = static_cast<std::int64_t>(n / 256);
   row("MinMax per channel, axis 0 (256 channels)",
-      measure(reps, [&] { obs = std::make_unique<MinMaxObserver>(MinMaxObserver::per_channel(0)); },
-                     [&] { obs->observe(x, {256, rows}); }),
+      measure(
+          reps, [&] { obs = std::make_unique<MinMaxObserver>(MinMaxObserver::per_channel(0)); },
+          [&] {
+            obs->observe(x, {256, rows});
+          }),
       bytes, anchor);
   row("MinMax per channel, last axis (256)",
-      measure(reps, [&] { obs = std::make_unique<MinMaxObserver>(MinMaxObserver::per_channel(-1)); },
-                     [&] { obs->observe(x, {rows, 256}); }),
+      measure(
+          reps, [&] { obs = std::make_unique<MinMaxObserver>(MinMaxObserver::per_channel(-1)); },
+          [&] {
+            obs->observe(x, {rows, 256});
+          }),
       bytes, anchor);
   row("Histogram per channel, axis 0 (256)",
-      measure(reps, [&] { obs = std::make_unique<HistogramObserver>(HistogramObserver::per_channel(0)); },
-                     [&] { obs->observe(x, {256, rows}); }),
+      measure(
+          reps,
+          [&] { obs = std::make_unique<HistogramObserver>(HistogramObserver::per_channel(0)); },
+          [&] {
+            obs->observe(x, {256, rows});
+          }),
       bytes, anchor);
   row("Histogram per channel, last axis (256)",
-      measure(reps, [&] { obs = std::make_unique<HistogramObserver>(HistogramObserver::per_channel(-1)); },
-                     [&] { obs->observe(x, {rows, 256}); }),
+      measure(
+          reps,
+          [&] { obs = std::make_unique<HistogramObserver>(HistogramObserver::per_channel(-1)); },
+          [&] {
+            obs->observe(x, {rows, 256});
+          }),
       bytes, anchor);
 
   // The searches on the 2048-bin histogram of the tensor.
@@ -147,7 +168,8 @@ int main(int argc, char** argv) {
   const Target int8s{DType::int8, Mapping::symmetric};
   double sink = 0.0;
   auto search = [&](const char* what, const std::function<void()>& f) {
-    const Timing t = measure(reps, [] {}, f);
+    const Timing t = measure(
+        reps, [] {}, f);
     std::printf("%-44s %9.3f ms   (fastest wall %.3f ms)\n", what, t.cpu * 1e3, t.wall * 1e3);
   };
   search("entropy search, 2048 bins, int8 (128 bins)",
@@ -160,8 +182,9 @@ int main(int argc, char** argv) {
          [&] { sink += percentile_threshold(magnitude, h.bin_width(), 99.99, true); });
   search("MSE search, 2048 bins, int8 symmetric",
          [&] { sink += select_range(h, int8s, {Method::mse}).hi; });
-  search("MSE search, 2048 bins, int8 affine",
-         [&] { sink += select_range(h, {DType::int8, Mapping::affine}, {Method::mse}).hi; });
+  search("MSE search, 2048 bins, int8 affine", [&] {
+    sink += select_range(h, {DType::int8, Mapping::affine}, {Method::mse}).hi;
+  });
   search("adaptive (all four), 2048 bins, int8 symmetric",
          [&] { sink += select_adaptive(h, int8s, {}).range.hi; });
   std::printf("(checksum %g)\n", sink);

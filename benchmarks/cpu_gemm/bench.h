@@ -16,9 +16,10 @@ struct Options {
   double min_time_s = 0.5;  // per measurement
   int min_runs = 5;
   std::size_t rotate_bytes = 256u << 20;  // weights rotated so one pass exceeds the caches
-  bool quick = false;       // smaller shapes only (smoke run)
-  std::string isa;          // cpu_x86 "isa" option, empty = all
-  std::vector<std::array<std::int64_t, 3>> shapes;  // --shape MxNxK (repeatable); empty = the set
+  bool quick = false;                     // smaller shapes only (smoke run)
+  std::string isa;                        // cpu_x86 "isa" option, empty = all
+  std::vector<std::array<std::int64_t, 3>>
+      shapes;  // --shape MxNxK (repeatable); empty = the set
 };
 
 // u8 x s8 -> f32 (matmul_dequant with prepacked weights) against onednn and OpenBLAS sgemm.

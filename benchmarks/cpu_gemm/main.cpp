@@ -46,17 +46,20 @@ int main(int argc, char** argv) {
       const std::string v = next();
       long long m = 0, n = 0, k = 0;
       char tail = 0;
-      if (std::sscanf(v.c_str(), "%lldx%lldx%lld%c", &m, &n, &k, &tail) != 3 || m < 1 || n < 1 || k < 1) {
-        std::fprintf(stderr, "--shape %s: expected MxNxK with positive sizes, e.g. 1024x1024x1024\n", v.c_str());
+      if (std::sscanf(v.c_str(), "%lldx%lldx%lld%c", &m, &n, &k, &tail) != 3 || m < 1 || n < 1 ||
+          k < 1) {
+        std::fprintf(stderr,
+                     "--shape %s: expected MxNxK with positive sizes, e.g. 1024x1024x1024\n",
+                     v.c_str());
         return 2;
       }
       opt.shapes.push_back({m, n, k});
-    }
-    else {
-      std::fprintf(stderr,
-                   "usage: %s [--quick] [--threads N] [--min-time S] [--isa LIST] [--only gemm|quant] "
-                   "[--shape MxNxK]... [--x86-option KEY=VALUE]...\n",
-                   argv[0]);
+    } else {
+      std::fprintf(
+          stderr,
+          "usage: %s [--quick] [--threads N] [--min-time S] [--isa LIST] [--only gemm|quant] "
+          "[--shape MxNxK]... [--x86-option KEY=VALUE]...\n",
+          argv[0]);
       return 2;
     }
   }
@@ -81,9 +84,9 @@ int main(int argc, char** argv) {
 
   const CpuInfo& cpu = cpu_info();
   const auto props = x86->devices()[0].properties;
-  std::printf("machine: %s, %d cores; cpu_x86 threads %s, ISA %s; onednn plugin %s\n", cpu.model.c_str(),
-              cpu.cores, props.at("threads_used").c_str(), props.at("isa_used").c_str(),
-              onednn ? "loaded" : "not found");
+  std::printf("machine: %s, %d cores; cpu_x86 threads %s, ISA %s; onednn plugin %s\n",
+              cpu.model.c_str(), cpu.cores, props.at("threads_used").c_str(),
+              props.at("isa_used").c_str(), onednn ? "loaded" : "not found");
   std::vector<std::string> table;
   if (only.empty() || only == "gemm")
     for (auto& line : bench::run_gemm_benchmarks(*x86, onednn, opt)) table.push_back(line);

@@ -29,7 +29,8 @@ double parallel_memcpy_gbs(const Options& opt, int threads) {
   const int copies = static_cast<int>(std::clamp<std::size_t>(opt.rotate_bytes / bytes + 1, 1, 4));
   std::vector<std::vector<char>> src(static_cast<std::size_t>(copies), std::vector<char>(bytes, 1));
   std::vector<char> dst(bytes, 0);
-  const std::size_t slice = (bytes + static_cast<std::size_t>(threads) - 1) / static_cast<std::size_t>(threads);
+  const std::size_t slice =
+      (bytes + static_cast<std::size_t>(threads) - 1) / static_cast<std::size_t>(threads);
   std::atomic<const char*> from{nullptr};
   std::atomic<int> round{0}, finished{0};
   std::atomic<bool> stop{false};
@@ -76,9 +77,11 @@ std::vector<std::string> run_quant_benchmarks(QuantizationOps& x86, Quantization
   const int copies = static_cast<int>(std::clamp<std::size_t>(opt.rotate_bytes / fbytes + 1, 1, 4));
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-4.0f, 4.0f);
-  std::vector<std::vector<float>> x(static_cast<std::size_t>(copies), std::vector<float>(kElements));
+  std::vector<std::vector<float>> x(static_cast<std::size_t>(copies),
+                                    std::vector<float>(kElements));
   for (auto& v : x) std::generate(v.begin(), v.end(), [&] { return u(rng); });
-  std::vector<std::vector<std::uint8_t>> q(static_cast<std::size_t>(copies), std::vector<std::uint8_t>(kElements));
+  std::vector<std::vector<std::uint8_t>> q(static_cast<std::size_t>(copies),
+                                           std::vector<std::uint8_t>(kElements));
   std::vector<float> back(kElements);
   const double memcpy_gbs = parallel_memcpy_gbs(opt, threads);
 
@@ -94,9 +97,10 @@ std::vector<std::string> run_quant_benchmarks(QuantizationOps& x86, Quantization
   };
   std::vector<std::string> table;
   table.push_back(pad("op (64 MiB f32)", 30) + pad("cpu_x86 GB/s", 14) + pad("of memcpy", 11) +
-                  pad("x memcpy time", 15) + pad("onednn GB/s", 13) + "memcpy GB/s (" + std::to_string(threads) +
-                  " threads)");
-  const double memcpy_s = 2.0 * static_cast<double>(fbytes) / (memcpy_gbs * 1e9);  // one 64 MiB copy
+                  pad("x memcpy time", 15) + pad("onednn GB/s", 13) + "memcpy GB/s (" +
+                  std::to_string(threads) + " threads)");
+  const double memcpy_s =
+      2.0 * static_cast<double>(fbytes) / (memcpy_gbs * 1e9);   // one 64 MiB copy
   const double traffic = static_cast<double>(kElements) * 5.0;  // 4 bytes + 1 byte per element
   for (const Case& c : cases) {
     const QuantizeDesc d{{n}, c.params, FloatType::f32};
@@ -122,7 +126,8 @@ std::vector<std::string> run_quant_benchmarks(QuantizationOps& x86, Quantization
                   x86.last_kernel().c_str(), gx / memcpy_gbs, memcpy_gbs);
       std::fflush(stdout);
       table.push_back(pad(name, 30) + pad(fixed(gx, 1), 14) + pad(fixed(gx / memcpy_gbs, 2), 11) +
-                      pad(fixed(memcpy_s / tx.median_s, 2), 15) + pad(ox, 13) + fixed(memcpy_gbs, 1));
+                      pad(fixed(memcpy_s / tx.median_s, 2), 15) + pad(ox, 13) +
+                      fixed(memcpy_gbs, 1));
     }
   }
   return table;

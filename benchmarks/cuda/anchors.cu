@@ -7,18 +7,19 @@
 
 #include "anchors.h"
 
-
 namespace qforge::bench {
 
 void check_cuda(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
 }
 
 namespace {
 
 void check_lt(cublasStatus_t status, const char* what) {
   if (status != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(status)));
+    throw std::runtime_error(std::string(what) + ": cuBLAS status " +
+                             std::to_string(static_cast<int>(status)));
 }
 
 // 16 independent accumulators per thread so that the dp4a pipeline never waits on a result;
@@ -29,7 +30,8 @@ __global__ void dp4a_peak_kernel(int iterations, int* out) {
   int acc[16];
 #pragma unroll
   for (int i = 0; i < 16; ++i) acc[i] = threadIdx.x + i;
-  int a = static_cast<int>(threadIdx.x * 0x01020304u), b = static_cast<int>(blockIdx.x * 0x05060708u + 1);
+  int a = static_cast<int>(threadIdx.x * 0x01020304u),
+      b = static_cast<int>(blockIdx.x * 0x05060708u + 1);
   for (int it = 0; it < iterations; ++it) {
 #pragma unroll
     for (int i = 0; i < 16; ++i) acc[i] = __dp4a(a, b ^ i, acc[i]);
@@ -63,17 +65,22 @@ __global__ void mma_peak_kernel(int iterations, int* out) {
 
 }  // namespace
 
-float cublaslt_s8_gemm_ms(const std::int8_t* a, const std::int8_t* b, std::int32_t* c, int m, int n, int k,
-                          int reps) {
+float cublaslt_s8_gemm_ms(const std::int8_t* a, const std::int8_t* b, std::int32_t* c, int m, int n,
+                          int k, int reps) {
   // Row-major C[m, n] = A[m, k] B[n, k]^T is, column-major, C^T[n, m] = B^T ... i.e. the "TN"
   // int8 GEMM cuBLASLt serves: op(A') = (B as k x n, ld k)^T, op(B') = A as k x m (ld k).
   cublasLtHandle_t handle;
   check_lt(cublasLtCreate(&handle), "cublasLtCreate");
   cublasLtMatmulDesc_t desc;
-  check_lt(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32I, CUDA_R_32I), "cublasLtMatmulDescCreate");
+  check_lt(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32I, CUDA_R_32I),
+           "cublasLtMatmulDescCreate");
   const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
-  check_lt(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a), "TRANSA");
-  check_lt(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof trans_b), "TRANSB");
+  check_lt(
+      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a),
+      "TRANSA");
+  check_lt(
+      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof trans_b),
+      "TRANSB");
   cublasLtMatrixLayout_t la, lb, lc;
   check_lt(cublasLtMatrixLayoutCreate(&la, CUDA_R_8I, k, n, k), "layout A");
   check_lt(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8I, k, m, k), "layout B");
@@ -81,8 +88,8 @@ float cublaslt_s8_gemm_ms(const std::int8_t* a, const std::int8_t* b, std::int32
   cublasLtMatmulPreference_t pref;
   check_lt(cublasLtMatmulPreferenceCreate(&pref), "preference");
   std::size_t ws_bytes = 64u << 20;
-  check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
-                                                sizeof ws_bytes),
+  check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                &ws_bytes, sizeof ws_bytes),
            "workspace preference");
   void* ws = nullptr;
   check_cuda(cudaMalloc(&ws, ws_bytes), "cudaMalloc(cuBLASLt workspace)");
@@ -95,8 +102,8 @@ float cublaslt_s8_gemm_ms(const std::int8_t* a, const std::int8_t* b, std::int32
     const std::int32_t alpha = 1, beta = 0;
     ms = time_ms(
         [&] {
-          check_lt(cublasLtMatmul(handle, desc, &alpha, b, la, a, lb, &beta, c, lc, c, lc, &heuristic.algo, ws,
-                                  ws_bytes, nullptr),
+          check_lt(cublasLtMatmul(handle, desc, &alpha, b, la, a, lb, &beta, c, lc, c, lc,
+                                  &heuristic.algo, ws, ws_bytes, nullptr),
                    "cublasLtMatmul");
         },
         3, reps);
@@ -112,8 +119,12 @@ float cublaslt_s8_gemm_ms(const std::int8_t* a, const std::int8_t* b, std::int32
 }
 
 double d2d_copy_gbps(void* dst, const void* src, std::size_t bytes, int reps) {
-  const float ms = time_ms([&] { check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, nullptr), "cudaMemcpyAsync"); },
-                           3, reps);
+  const float ms = time_ms(
+      [&] {
+        check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, nullptr),
+                   "cudaMemcpyAsync");
+      },
+      3, reps);
   return 2.0 * static_cast<double>(bytes) / (ms * 1e-3) / 1e9;
 }
 
@@ -148,7 +159,8 @@ double mma_peak_tops(int multiprocessors) {
   const float ms = time_ms([&] { mma_peak_kernel<<<blocks, threads>>>(iterations, out); }, 2, 7);
   check_cuda(cudaGetLastError(), "mma_peak_kernel");
   cudaFree(out);
-  const double ops = 2.0 * 16 * 8 * 32 * 8.0 * iterations * (threads / 32) * static_cast<double>(blocks);
+  const double ops =
+      2.0 * 16 * 8 * 32 * 8.0 * iterations * (threads / 32) * static_cast<double>(blocks);
   return ops / (ms * 1e-3) / 1e12;
 }
 

@@ -21,8 +21,8 @@ double host_us_per_call(F&& fn, int calls);
 
 // C[m, n] (int32, row-major) = A[m, k] (int8 row-major) * B[n, k]^T via cublasLtMatmul.
 // Returns the median ms, or a negative value when cuBLASLt has no algorithm for the shape.
-float cublaslt_s8_gemm_ms(const std::int8_t* a, const std::int8_t* b, std::int32_t* c, int m, int n, int k,
-                          int reps);
+float cublaslt_s8_gemm_ms(const std::int8_t* a, const std::int8_t* b, std::int32_t* c, int m, int n,
+                          int k, int reps);
 // Bytes moved per second (read + write) by cudaMemcpyAsync device to device of `bytes`.
 double d2d_copy_gbps(void* dst, const void* src, std::size_t bytes, int reps);
 // Tera-ops per second (2 per multiply-add) of a register-only __dp4a loop filling the GPU.

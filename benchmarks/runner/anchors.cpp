@@ -82,10 +82,16 @@ class ParallelCopy {
 Anchor memcpy_anchor(double bytes_moved) {
   const auto n = static_cast<std::size_t>(std::max(bytes_moved / 2, 1.0));
   // Below a few hundred KiB a copy is over before threads could help.
-  const unsigned threads = n < (std::size_t{1} << 19) ? 1u : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads =
+      n < (std::size_t{1} << 19) ? 1u : std::max(1u, std::thread::hardware_concurrency());
   ParallelCopy copy(n, threads);
   volatile unsigned char sink = 0;  // the compiler may not drop a copy whose result is observed
-  const double s = median_seconds([&] { copy(); sink = sink + copy.probe(); }, 31);
+  const double s = median_seconds(
+      [&] {
+        copy();
+        sink = sink + copy.probe();
+      },
+      31);
   return {threads == 1 ? std::string("memcpy") : "memcpy x" + std::to_string(threads), s};
 }
 
@@ -99,9 +105,9 @@ std::optional<Anchor> sgemm_anchor(std::int64_t m, std::int64_t n, std::int64_t 
   for (auto& x : b) x = d(rng);
   const double s = median_seconds(
       [&] {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-                    static_cast<int>(k), 1.0f, a.data(), static_cast<int>(k), b.data(),
-                    static_cast<int>(n), 0.0f, c.data(), static_cast<int>(n));
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m),
+                    static_cast<int>(n), static_cast<int>(k), 1.0f, a.data(), static_cast<int>(k),
+                    b.data(), static_cast<int>(n), 0.0f, c.data(), static_cast<int>(n));
       },
       9);
   return Anchor{"openblas sgemm", s};

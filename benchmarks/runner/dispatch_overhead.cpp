@@ -37,7 +37,8 @@ class InlineOps final : public QuantizationOps {
     const bool ok = op.op == OpKind::matmul_integer && d && d->a.dtype() == DType::uint8 &&
                     d->b.dtype() == DType::int8 && d->a.count() == 1 && d->b.count() == 1 &&
                     d->b_layout == MatrixLayout::kn && d->k < 4096;
-    return ok ? Support::yes({"loop"}) : Support::no("inline: only u8 x s8 per-tensor kn, K < 4096");
+    return ok ? Support::yes({"loop"})
+              : Support::no("inline: only u8 x s8 per-tensor kn, K < 4096");
   }
   std::string last_kernel() const override { return "loop"; }
   void set_kernel(const KernelChoice&) override {}
@@ -53,17 +54,29 @@ class InlineOps final : public QuantizationOps {
         c[m * d.n + n] = acc;
       }
   }
-  [[noreturn]] static void no() { throw Error(ErrorCode::unsupported, "inline: matmul_integer only"); }
+  [[noreturn]] static void no() {
+    throw Error(ErrorCode::unsupported, "inline: matmul_integer only");
+  }
   void quantize(const QuantizeDesc&, const void*, void*) override { no(); }
   void dequantize(const QuantizeDesc&, const void*, float*) override { no(); }
   void requantize(const RequantizeDesc&, const std::int32_t*, void*) override { no(); }
-  void matmul_dequant(const MatmulDesc&, const void*, const void*, const float*, void*) override { no(); }
+  void matmul_dequant(const MatmulDesc&, const void*, const void*, const float*, void*) override {
+    no();
+  }
   void qlinear_matmul(const MatmulDesc&, const void*, const void*, void*) override { no(); }
-  QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc&, const float*, std::uint8_t*) override { no(); }
-  QuantizationParams linear_forward(const LinearDesc&, const float*, const std::int8_t*, const float*,
-                                    std::int8_t*, float*) override { no(); }
-  void linear_backward(const LinearDesc&, const float*, const std::int8_t*, const QuantizationParams&,
-                       const std::int8_t*, float*, float*, float*) override { no(); }
+  QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc&, const float*,
+                                             std::uint8_t*) override {
+    no();
+  }
+  QuantizationParams linear_forward(const LinearDesc&, const float*, const std::int8_t*,
+                                    const float*, std::int8_t*, float*) override {
+    no();
+  }
+  void linear_backward(const LinearDesc&, const float*, const std::int8_t*,
+                       const QuantizationParams&, const std::int8_t*, float*, float*,
+                       float*) override {
+    no();
+  }
 };
 
 MatmulDesc tiny_gemm() {
@@ -127,7 +140,8 @@ int main(int argc, char** argv) {
     // Direct calls use the kernel the accelerator chose.
     r.winner.kernel.empty() ? p.ops->set_kernel({}) : p.ops->set_kernel({r.winner.kernel});
     benchmark::RegisterBenchmark(("direct/" + r.winner.label()).c_str(), direct, p.ops.get());
-    benchmark::RegisterBenchmark(("accelerator/" + r.winner.label()).c_str(), through_accelerator, acc);
+    benchmark::RegisterBenchmark(("accelerator/" + r.winner.label()).c_str(), through_accelerator,
+                                 acc);
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

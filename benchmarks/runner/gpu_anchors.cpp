@@ -1,10 +1,10 @@
 #include "gpu_anchors.h"
 
-#include <algorithm>
-#include <vector>
-
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <vector>
 
 namespace qforge::bench {
 namespace {
@@ -65,7 +65,9 @@ std::optional<Anchor> cuda_copy_anchor(double bytes_moved) {
       cudaEventCreate(&r.start) != cudaSuccess || cudaEventCreate(&r.stop) != cudaSuccess)
     return std::nullopt;
   const auto s = median_event_seconds(
-      [&] { return cudaMemcpyAsync(r.b, r.a, n, cudaMemcpyDeviceToDevice, nullptr) == cudaSuccess; },
+      [&] {
+        return cudaMemcpyAsync(r.b, r.a, n, cudaMemcpyDeviceToDevice, nullptr) == cudaSuccess;
+      },
       r.start, r.stop);
   if (!s) return std::nullopt;
   return Anchor{"cuda d2d copy", *s};
@@ -110,7 +112,8 @@ std::optional<Anchor> cublaslt_anchor(std::int64_t m, std::int64_t n, std::int64
   };
   if (cudaEventCreate(&r.start) != cudaSuccess || cudaEventCreate(&r.stop) != cudaSuccess)
     return std::nullopt;
-  const auto s = median_event_seconds([&] { return run() == CUBLAS_STATUS_SUCCESS; }, r.start, r.stop);
+  const auto s =
+      median_event_seconds([&] { return run() == CUBLAS_STATUS_SUCCESS; }, r.start, r.stop);
   if (!s) return std::nullopt;
   return Anchor{"cublaslt int8", *s};
 }

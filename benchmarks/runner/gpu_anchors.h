@@ -1,6 +1,6 @@
 // GPU anchors (DESIGN.md: "cuBLASLt on NVIDIA GPUs", "device-to-device copy for memory-bound
-// kernels") for workloads a GPU plugin wins. Built only where the CUDA toolkit is; at run time it answers
-// nullopt when no CUDA device is usable or cuBLASLt has no int8 algorithm for the shape.
+// kernels") for workloads a GPU plugin wins. Built only where the CUDA toolkit is; at run time it
+// answers nullopt when no CUDA device is usable or cuBLASLt has no int8 algorithm for the shape.
 #pragma once
 
 #include <cstdint>

@@ -7,6 +7,7 @@
 // Outputs: a table on stdout (and table.txt), results.json, results.csv and throughput.svg in
 // --out-dir; the last lines printed say where each was written and where the cache lives.
 // Exit status: 0 when every workload was decided, 1 when some could not be, 2 for bad usage.
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
@@ -14,8 +15,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "outputs.h"
 #include "progress.h"
@@ -47,51 +46,62 @@ std::vector<std::string> split(const std::string& s) {
 
 void list(const std::vector<NamedWorkload>& workloads) {
   for (const auto& w : workloads)
-    std::cout << w.name << "\n    " << describe(w.workload.op) << "\n    bucket: "
-              << workload_bucket(w.workload) << "\n";
+    std::cout << w.name << "\n    " << describe(w.workload.op)
+              << "\n    bucket: " << workload_bucket(w.workload) << "\n";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"qforge-bench: tunes a suite of workloads across every loaded plugin and reports "
-               "each candidate's time, the winner, and speed-ups over cpu_scalar and an anchor"};
+  CLI::App app{
+      "qforge-bench: tunes a suite of workloads across every loaded plugin and reports "
+      "each candidate's time, the winner, and speed-ups over cpu_scalar and an anchor"};
   // A later option wins over an earlier one, so a script can set defaults and pass the user's
   // arguments after them (scripts/run: --suite quick ... "$@").
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::string suite = "quick", workloads_file, out_dir = "qforge-bench-results";
   std::string json_path, csv_path, chart_path, cache_path, plugins, device_kind, residency;
   std::string progress = "auto";
-  bool no_cache = false, retune = false, clear = false, exclude_transfers = false, list_only = false;
+  bool no_cache = false, retune = false, clear = false, exclude_transfers = false,
+       list_only = false;
   bool verbose = false;
   double budget = 0, total_budget = 0, hang = 0;
   app.add_option("--suite", suite, "Workload suite: quick (about a minute on a small CPU) or full")
       ->check(CLI::IsMember({"quick", "full"}));
-  app.add_option("--workloads", workloads_file, "Run the workloads of this JSON file instead of a suite")
+  app.add_option("--workloads", workloads_file,
+                 "Run the workloads of this JSON file instead of a suite")
       ->check(CLI::ExistingFile);
   app.add_flag("--list", list_only, "List the workloads and their buckets, run nothing");
-  app.add_option("--out-dir", out_dir, "Directory for table.txt, results.json, results.csv, throughput.svg");
+  app.add_option("--out-dir", out_dir,
+                 "Directory for table.txt, results.json, results.csv, throughput.svg");
   app.add_option("--json", json_path, "Write the JSON results here (default OUT_DIR/results.json)");
   app.add_option("--csv", csv_path, "Write the CSV results here (default OUT_DIR/results.csv)");
-  app.add_option("--chart", chart_path, "Write the SVG chart here (default OUT_DIR/throughput.svg)");
-  app.add_option("--cache", cache_path, "Tuning cache file (default: $QFORGE_TUNING_CACHE, else "
-                                        "$XDG_CACHE_HOME/qforge/tuning.json, else ~/.cache/qforge/tuning.json)");
+  app.add_option("--chart", chart_path,
+                 "Write the SVG chart here (default OUT_DIR/throughput.svg)");
+  app.add_option("--cache", cache_path,
+                 "Tuning cache file (default: $QFORGE_TUNING_CACHE, else "
+                 "$XDG_CACHE_HOME/qforge/tuning.json, else ~/.cache/qforge/tuning.json)");
   app.add_flag("--no-cache", no_cache, "Neither read nor write a tuning cache");
-  app.add_flag("--retune", retune, "Measure every workload even when cached, and overwrite the cache");
+  app.add_flag("--retune", retune,
+               "Measure every workload even when cached, and overwrite the cache");
   app.add_flag("--clear-cache", clear, "Empty the tuning cache before running");
-  app.add_option("--budget", budget, "Seconds of tuning per workload (default 2)")->check(CLI::PositiveNumber);
-  app.add_option("--total-budget", total_budget, "Seconds of tuning for the whole run (default 600)")
+  app.add_option("--budget", budget, "Seconds of tuning per workload (default 2)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--total-budget", total_budget,
+                 "Seconds of tuning for the whole run (default 600)")
       ->check(CLI::PositiveNumber);
   app.add_option("--hang", hang, "Seconds one call may take before it counts as hung (default 10)")
       ->check(CLI::PositiveNumber);
   app.add_option("--plugins", plugins, "Only these plugins, comma-separated");
-  app.add_option("--device-kind", device_kind, "Only devices of this kind")->check(CLI::IsMember({"cpu", "gpu"}));
+  app.add_option("--device-kind", device_kind, "Only devices of this kind")
+      ->check(CLI::IsMember({"cpu", "gpu"}));
   app.add_flag("--exclude-transfers", exclude_transfers,
                "Do not count host<->device copies when timing device plugins on host data");
   app.add_option("--residency", residency, "Override every workload's residency")
       ->check(CLI::IsMember({"host", "device"}));
-  app.add_option("--progress", progress, "Progress display: auto (a bar on a terminal, lines "
-                                         "otherwise), bar, lines, none")
+  app.add_option("--progress", progress,
+                 "Progress display: auto (a bar on a terminal, lines "
+                 "otherwise), bar, lines, none")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}));
   app.add_flag("--verbose,-v", verbose,
                "Print every candidate of every workload on stdout too (table.txt always has them)");
@@ -105,9 +115,10 @@ int main(int argc, char** argv) {
   }
 
   try {
-    const std::vector<NamedWorkload> workloads =
-        !workloads_file.empty() ? bench::load_workloads(workloads_file)
-                                : suite == "full" ? full_suite() : quick_suite();
+    const std::vector<NamedWorkload> workloads = !workloads_file.empty()
+                                                     ? bench::load_workloads(workloads_file)
+                                                 : suite == "full" ? full_suite()
+                                                                   : quick_suite();
     if (list_only) {
       list(workloads);
       return 0;
@@ -152,11 +163,14 @@ int main(int argc, char** argv) {
     bench::write_file(chart_file, bench::svg_chart(run));
 
     auto where = [](const fs::path& p) { return fs::absolute(p).lexically_normal().string(); };
-    std::cout << "\ntable: " << where(table_file) << (verbose ? "" : " (every candidate, with reasons)") << "\nchart: " << where(chart_file)
-              << "\njson:  " << where(json_file) << "\ncsv:   " << where(csv_file)
-              << "\ncache: " << (run.cache_path.empty() ? std::string(no_cache ? "none (--no-cache)"
-                                                                       : "none (it could not be used; see the warning above)")
-                                              : where(run.cache_path))
+    std::cout << "\ntable: " << where(table_file)
+              << (verbose ? "" : " (every candidate, with reasons)")
+              << "\nchart: " << where(chart_file) << "\njson:  " << where(json_file)
+              << "\ncsv:   " << where(csv_file) << "\ncache: "
+              << (run.cache_path.empty()
+                      ? std::string(no_cache ? "none (--no-cache)"
+                                             : "none (it could not be used; see the warning above)")
+                      : where(run.cache_path))
               << "\n";
     for (const auto& w : run.workloads)
       if (!w.report) return 1;

@@ -1,13 +1,12 @@
 // JSON and CSV outputs, and writing files.
-#include <fstream>
-#include <sstream>
-
-#include <nlohmann/json.hpp>
-
 #include "outputs.h"
 
-#include "qforge/output_file.h"
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
 #include "qforge/error.h"
+#include "qforge/output_file.h"
 
 namespace qforge::bench {
 namespace {
@@ -29,10 +28,14 @@ json candidate_json(const CandidateResult& c, const Work& w) {
 }
 
 json workload_json(const WorkloadResult& r) {
-  json j = {{"name", r.name},           {"op", r.op},
-            {"description", r.description}, {"residency", r.residency},
-            {"unit", r.work.unit},      {"work", r.work.amount},
-            {"cache_hit", r.cache_hit()}, {"error", r.error.empty() ? json(nullptr) : json(r.error)}};
+  json j = {{"name", r.name},
+            {"op", r.op},
+            {"description", r.description},
+            {"residency", r.residency},
+            {"unit", r.work.unit},
+            {"work", r.work.amount},
+            {"cache_hit", r.cache_hit()},
+            {"error", r.error.empty() ? json(nullptr) : json(r.error)}};
   if (!r.report) {
     j["bucket"] = nullptr;
     j["source"] = nullptr;
@@ -84,25 +87,25 @@ std::string number(std::optional<double> v) {
 std::string json_text(const BenchRun& run) {
   json plugins = json::array();
   for (const auto& p : run.plugins)
-    plugins.push_back({{"name", p.name}, {"version", p.version}, {"usable", p.usable}, {"reason", p.reason}});
+    plugins.push_back(
+        {{"name", p.name}, {"version", p.version}, {"usable", p.usable}, {"reason", p.reason}});
   json workloads = json::array();
   for (const auto& w : run.workloads) workloads.push_back(workload_json(w));
-  const json doc = {
-      {"schema", kJsonSchema},
-      {"suite", run.suite},
-      {"date", run.date},
-      {"seconds", run.seconds},
-      {"machine", {{"cpu", run.cpu}, {"fingerprint", run.fingerprint}}},
-      {"policy", run.policy},
-      {"plugins", plugins},
-      {"load_failures", run.load_failures},
-      {"cache",
-       {{"path", run.cache_path.empty() ? json(nullptr) : json(run.cache_path)},
-        {"hits", run.stats.cache_hits},
-        {"tuned", run.stats.buckets_tuned},
-        {"fallbacks", run.stats.fallbacks},
-        {"warnings", run.cache_warnings}}},
-      {"workloads", workloads}};
+  const json doc = {{"schema", kJsonSchema},
+                    {"suite", run.suite},
+                    {"date", run.date},
+                    {"seconds", run.seconds},
+                    {"machine", {{"cpu", run.cpu}, {"fingerprint", run.fingerprint}}},
+                    {"policy", run.policy},
+                    {"plugins", plugins},
+                    {"load_failures", run.load_failures},
+                    {"cache",
+                     {{"path", run.cache_path.empty() ? json(nullptr) : json(run.cache_path)},
+                      {"hits", run.stats.cache_hits},
+                      {"tuned", run.stats.buckets_tuned},
+                      {"fallbacks", run.stats.fallbacks},
+                      {"warnings", run.cache_warnings}}},
+                    {"workloads", workloads}};
   // A driver may report a device name that is not UTF-8: replace, do not fail the document.
   return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
@@ -113,8 +116,8 @@ std::string csv_text(const BenchRun& run) {
        "rate,unit,winner,speedup_vs_cpu_scalar,anchor,speedup_vs_anchor,cache_hit,message\n";
   for (const auto& r : run.workloads) {
     if (!r.report) {
-      s << csv_cell(r.name) << "," << r.op << "," << r.residency << ",,,,error,,,"
-        << r.work.unit << ",,,,,false," << csv_cell(r.error) << "\n";
+      s << csv_cell(r.name) << "," << r.op << "," << r.residency << ",,,,error,,," << r.work.unit
+        << ",,,,,false," << csv_cell(r.error) << "\n";
       continue;
     }
     for (const auto& c : r.report->candidates) {

@@ -14,7 +14,8 @@ ProgressMode parse_progress_mode(const std::string& t) {
   if (t == "bar") return ProgressMode::bar;
   if (t == "lines") return ProgressMode::lines;
   if (t == "none") return ProgressMode::none;
-  throw Error(ErrorCode::invalid_argument, "--progress " + t + "; expected auto, bar, lines or none");
+  throw Error(ErrorCode::invalid_argument,
+              "--progress " + t + "; expected auto, bar, lines or none");
 }
 
 Progress::Progress(ProgressMode mode, std::size_t workloads) : total_(workloads) {
@@ -50,7 +51,8 @@ void Progress::end(const WorkloadResult& r) {
     if (r.report->winner_seconds > 0)
       line += " " + format_rate(r.winner_rate(), r.work.unit) + " (" +
               format_seconds(r.report->winner_seconds) + ")";
-    if (r.report->tuning_seconds > 0) line += ", tuned in " + format_seconds(r.report->tuning_seconds);
+    if (r.report->tuning_seconds > 0)
+      line += ", tuned in " + format_seconds(r.report->tuning_seconds);
   }
   if (bar_) std::fprintf(stderr, "\r\033[2K");
   std::fprintf(stderr, "[%zu/%zu] %s: %s\n", index_ + 1, total_, name_.c_str(), line.c_str());
@@ -65,7 +67,8 @@ void Progress::finish() {
 
 void Progress::draw(const std::string& detail) {
   constexpr int kWidth = 30;
-  const double overall = (static_cast<double>(index_) + fraction_) / static_cast<double>(total_ ? total_ : 1);
+  const double overall =
+      (static_cast<double>(index_) + fraction_) / static_cast<double>(total_ ? total_ : 1);
   const int filled = static_cast<int>(overall * kWidth + 0.5);
   std::string bar(static_cast<std::size_t>(filled), '#');
   bar.resize(kWidth, '.');

@@ -12,8 +12,8 @@ namespace qforge::bench {
 
 // How much work one call does, to turn seconds into a rate.
 struct Work {
-  double amount = 0;         // operations (2 per multiply-add) or bytes moved
-  std::string unit;          // "GOPS" or "GB/s"
+  double amount = 0;  // operations (2 per multiply-add) or bytes moved
+  std::string unit;   // "GOPS" or "GB/s"
   double rate(double seconds) const { return seconds > 0 ? amount / seconds / 1e9 : 0; }
 };
 
@@ -28,9 +28,9 @@ struct WorkloadResult {
   std::string description;
   std::string residency;
   Work work;
-  std::optional<TuneReport> report;        // empty when the workload could not be decided
-  std::string error;                       // why, then
-  std::optional<double> scalar_seconds;    // cpu_scalar's best measured time
+  std::optional<TuneReport> report;      // empty when the workload could not be decided
+  std::string error;                     // why, then
+  std::optional<double> scalar_seconds;  // cpu_scalar's best measured time
   std::optional<Anchor> anchor;
 
   bool cache_hit() const { return report && report->source == DecisionSource::cache; }
@@ -46,8 +46,8 @@ struct PluginLine {
 };
 
 struct BenchRun {
-  std::string suite;      // "quick", "full", or the workload file
-  std::string date;       // UTC
+  std::string suite;  // "quick", "full", or the workload file
+  std::string date;   // UTC
   std::string cpu;
   std::string fingerprint;
   std::string policy;
@@ -57,7 +57,7 @@ struct BenchRun {
   std::vector<std::string> cache_warnings;
   std::vector<WorkloadResult> workloads;
   AcceleratorStats stats;
-  double seconds = 0;      // wall time of the run
+  double seconds = 0;  // wall time of the run
 };
 
 }  // namespace qforge::bench

@@ -15,8 +15,8 @@ namespace qforge::bench {
 
 struct RunSettings {
   AcceleratorOptions accelerator;
-  bool retune = false;       // measure even cached buckets, and overwrite them
-  bool clear_cache = false;  // empty the cache first
+  bool retune = false;                 // measure even cached buckets, and overwrite them
+  bool clear_cache = false;            // empty the cache first
   std::optional<Residency> residency;  // overrides every workload's
   ProgressMode progress = ProgressMode::automatic;
 };

@@ -61,8 +61,8 @@ std::string table_text(const BenchRun& run, bool with_candidates) {
   for (const auto& p : run.plugins)
     s << " " << p.name << " " << p.version << (p.usable ? "" : " (unusable: " + p.reason + ")");
   s << "\npolicy: " << run.policy << "\n";
-  s << "cache: " << (run.cache_path.empty() ? "none" : run.cache_path) << " (" << run.stats.cache_hits
-    << " hits, " << run.stats.buckets_tuned << " tuned)\n\n";
+  s << "cache: " << (run.cache_path.empty() ? "none" : run.cache_path) << " ("
+    << run.stats.cache_hits << " hits, " << run.stats.buckets_tuned << " tuned)\n\n";
 
   Table t({"workload", "winner", "time", "rate", "vs cpu_scalar", "vs anchor", "cache"});
   for (const auto& r : run.workloads) {
@@ -70,7 +70,8 @@ std::string table_text(const BenchRun& run, bool with_candidates) {
       t.add({r.name, "-", "-", "-", "-", "-", "error"});
       continue;
     }
-    const std::string anchor = r.anchor ? format_ratio(r.speedup_vs_anchor()) + " " + r.anchor->name : "-";
+    const std::string anchor =
+        r.anchor ? format_ratio(r.speedup_vs_anchor()) + " " + r.anchor->name : "-";
     t.add({r.name, r.report->winner.label(), format_seconds(r.report->winner_seconds),
            format_rate(r.winner_rate(), r.work.unit), format_ratio(r.speedup_vs_scalar()), anchor,
            source_word(r)});
@@ -101,7 +102,8 @@ std::string table_text(const BenchRun& run, bool with_candidates) {
              std::string(to_string(cand.status)), measured ? format_seconds(cand.seconds) : "-",
              measured ? format_rate(r.work.rate(cand.seconds), r.work.unit) : "-",
              measured ? std::to_string(cand.samples) : "-"});
-      if (!measured && !cand.message.empty()) reasons.push_back(cand.id.label() + ": " + cand.message);
+      if (!measured && !cand.message.empty())
+        reasons.push_back(cand.id.label() + ": " + cand.message);
     }
     if (r.anchor)
       c.add({"(anchor) " + r.anchor->name, "measured", format_seconds(r.anchor->seconds),

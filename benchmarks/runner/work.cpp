@@ -38,13 +38,16 @@ Work work_of(const OpDesc& op) {
     case OpKind::matmul_dequant:
     case OpKind::qlinear_matmul: {
       const auto& d = std::get<MatmulDesc>(op.desc);
-      return {2.0 * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k), "GOPS"};
+      return {2.0 * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k),
+              "GOPS"};
     }
     case OpKind::linear_forward:
     case OpKind::linear_backward: {
       const auto& d = std::get<LinearDesc>(op.desc);
       const double products = op.op == OpKind::linear_forward ? 1 : 2;  // dX and dW
-      return {products * 2.0 * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k), "GOPS"};
+      return {products * 2.0 * static_cast<double>(d.m) * static_cast<double>(d.n) *
+                  static_cast<double>(d.k),
+              "GOPS"};
     }
   }
   return {};
@@ -56,7 +59,8 @@ std::optional<double> WorkloadResult::speedup_vs_scalar() const {
 }
 
 std::optional<double> WorkloadResult::speedup_vs_anchor() const {
-  if (!report || !anchor || report->winner_seconds <= 0 || anchor->seconds <= 0) return std::nullopt;
+  if (!report || !anchor || report->winner_seconds <= 0 || anchor->seconds <= 0)
+    return std::nullopt;
   return anchor->seconds / report->winner_seconds;
 }
 

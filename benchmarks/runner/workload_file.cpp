@@ -1,9 +1,8 @@
 #include "workload_file.h"
 
 #include <limits>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "qforge/error.h"
 #include "qforge/input_file.h"
@@ -40,7 +39,8 @@ std::uint64_t elements(std::initializer_list<std::int64_t> extents) {
   unsigned __int128 n = 1;
   for (std::int64_t e : extents) {
     n *= static_cast<std::uint64_t>(e);
-    if (n > std::numeric_limits<std::uint64_t>::max() / 16) return std::numeric_limits<std::uint64_t>::max() / 16;
+    if (n > std::numeric_limits<std::uint64_t>::max() / 16)
+      return std::numeric_limits<std::uint64_t>::max() / 16;
   }
   return static_cast<std::uint64_t>(n);
 }
@@ -48,7 +48,8 @@ std::uint64_t elements(const Shape& s) {
   unsigned __int128 n = 1;
   for (std::int64_t e : s) {
     n *= static_cast<std::uint64_t>(e);
-    if (n > std::numeric_limits<std::uint64_t>::max() / 16) return std::numeric_limits<std::uint64_t>::max() / 16;
+    if (n > std::numeric_limits<std::uint64_t>::max() / 16)
+      return std::numeric_limits<std::uint64_t>::max() / 16;
   }
   return static_cast<std::uint64_t>(n);
 }
@@ -96,9 +97,11 @@ class Obj {
     const json& v = at(key);
     if (!v.is_array() || v.empty()) fail(field(key), "expected a non-empty array of integers >= 0");
     Shape s;
-    if (v.size() > 8) fail(field(key), "expected at most 8 dimensions, got " + std::to_string(v.size()));
+    if (v.size() > 8)
+      fail(field(key), "expected at most 8 dimensions, got " + std::to_string(v.size()));
     for (const auto& d : v) {
-      if (!d.is_number_integer() || (d.is_number_integer() && !d.is_number_unsigned() && d.get<std::int64_t>() < 0))
+      if (!d.is_number_integer() ||
+          (d.is_number_integer() && !d.is_number_unsigned() && d.get<std::int64_t>() < 0))
         fail(field(key), "expected a non-empty array of integers >= 0, got " + v.dump());
       s.push_back(integer_in(d, 0, kMaxWorkloadExtent, field(key)));
     }
@@ -123,7 +126,8 @@ class Obj {
 DType dtype_of(const Obj& o, const char* key, const std::string& fallback = "") {
   const std::string t = o.text(key, fallback);
   if (auto d = parse_dtype(t)) return *d;
-  fail(o.field(key), "unknown dtype '" + t + "'; expected int8, uint8, int16, uint16, int4, uint4 or binary");
+  fail(o.field(key),
+       "unknown dtype '" + t + "'; expected int8, uint8, int16, uint16, int4, uint4 or binary");
 }
 
 FloatType float_type_of(const Obj& o, const char* key) {
@@ -146,19 +150,22 @@ Scheme scheme_of(const Obj& o, const char* key, int default_axis) {
   else if (s == "block_symmetric") r = Scheme::block_symmetric();
   else if (s == "logarithmic") r = Scheme::logarithmic();
   else
-    fail(o.field(key), "unknown scheme '" + s +
-                           "'; expected per_tensor_affine, per_tensor_symmetric, per_channel_affine, "
-                           "per_channel_symmetric, block_affine, block_symmetric or logarithmic");
+    fail(o.field(key),
+         "unknown scheme '" + s +
+             "'; expected per_tensor_affine, per_tensor_symmetric, per_channel_affine, "
+             "per_channel_symmetric, block_affine, block_symmetric or logarithmic");
   if (o.has("axis")) {
     const json& a = o.at("axis");
     if (!a.is_number_integer()) fail(o.field("axis"), "expected an integer");
-    if (r.granularity != Granularity::per_channel) fail(o.field("axis"), "only per_channel schemes take an axis");
+    if (r.granularity != Granularity::per_channel)
+      fail(o.field("axis"), "only per_channel schemes take an axis");
     r.axis = static_cast<int>(integer_in(a, -8, 7, o.field("axis")));
   }
   if (o.has("block_size")) {
     const json& b = o.at("block_size");
     if (!b.is_number_integer()) fail(o.field("block_size"), "expected an integer >= 1");
-    if (r.granularity != Granularity::block) fail(o.field("block_size"), "only block schemes take a block_size");
+    if (r.granularity != Granularity::block)
+      fail(o.field("block_size"), "only block schemes take a block_size");
     r.block_size = integer_in(b, 1, kMaxWorkloadExtent, o.field("block_size"));
   }
   return r;
@@ -181,19 +188,23 @@ QuantizationParams params(const Obj& o, DType t, const Scheme& s, const Shape& s
 }
 
 OpDesc matmul_of(const Obj& w, OpKind op) {
-  std::initializer_list<const char*> keys = {"name", "op", "residency", "m", "n", "k", "a", "b", "b_layout", "bias", "out_type", "y", "mode"};
+  std::initializer_list<const char*> keys = {"name",     "op", "residency", "m",        "n",
+                                             "k",        "a",  "b",         "b_layout", "bias",
+                                             "out_type", "y",  "mode"};
   w.only(keys);
   const std::int64_t m = w.extent("m"), n = w.extent("n"), k = w.extent("k");
   // A and B codes, the int32 / float output, and Y for qlinear_matmul.
   check_bytes(w.where(), elements({m, k}) + elements({k, n}) + 2 * elements({m, n}));
   const std::string layout = w.text("b_layout", "kn");
-  if (layout != "kn" && layout != "nk") fail(w.field("b_layout"), "unknown layout '" + layout + "'; expected kn or nk");
+  if (layout != "kn" && layout != "nk")
+    fail(w.field("b_layout"), "unknown layout '" + layout + "'; expected kn or nk");
   const MatrixLayout l = layout == "kn" ? MatrixLayout::kn : MatrixLayout::nk;
   const Obj a(w.at("a"), w.field("a")), b(w.at("b"), w.field("b"));
   a.only({"dtype", "scheme", "axis", "block_size"});
   b.only({"dtype", "scheme", "axis", "block_size"});
   const Scheme as = scheme_of(a, "scheme", 0);
-  if (as.granularity == Granularity::block || (as.granularity == Granularity::per_channel && as.axis != 0))
+  if (as.granularity == Granularity::block ||
+      (as.granularity == Granularity::per_channel && as.axis != 0))
     fail(a.field("scheme"), "A takes per_tensor or per_channel with axis 0 (one pair per row)");
   const int n_axis = l == MatrixLayout::kn ? 1 : 0;
   const Scheme bs = scheme_of(b, "scheme", n_axis);
@@ -203,8 +214,16 @@ OpDesc matmul_of(const Obj& w, OpKind op) {
   if (bs.granularity == Granularity::block && l != MatrixLayout::nk)
     fail(b.field("scheme"), "block-wise B runs along K; expected \"b_layout\": \"nk\"");
   const Shape b_shape = l == MatrixLayout::kn ? Shape{k, n} : Shape{n, k};
-  MatmulDesc d{m, n, k, params(a, dtype_of(a, "dtype"), as, {m, k}), params(b, dtype_of(b, "dtype"), bs, b_shape),
-               l, false, FloatType::f32, std::nullopt, RequantMode::float_multiplier};
+  MatmulDesc d{m,
+               n,
+               k,
+               params(a, dtype_of(a, "dtype"), as, {m, k}),
+               params(b, dtype_of(b, "dtype"), bs, b_shape),
+               l,
+               false,
+               FloatType::f32,
+               std::nullopt,
+               RequantMode::float_multiplier};
   if (op != OpKind::matmul_dequant && (w.has("bias") || w.has("out_type")))
     fail(w.where(), "'bias' and 'out_type' belong to matmul_dequant");
   if (op == OpKind::matmul_dequant) {
@@ -217,11 +236,14 @@ OpDesc matmul_of(const Obj& w, OpKind op) {
     const Obj y(w.at("y"), w.field("y"));
     y.only({"dtype", "scheme"});
     const Scheme ys = scheme_of(y, "scheme", 0);
-    if (ys.granularity != Granularity::per_tensor) fail(y.field("scheme"), "expected a per_tensor scheme");
+    if (ys.granularity != Granularity::per_tensor)
+      fail(y.field("scheme"), "expected a per_tensor scheme");
     d.y = params(y, dtype_of(y, "dtype"), ys, {m, n});
     const std::string mode = w.text("mode", "float_multiplier");
     if (mode == "fixed_point") d.requant_mode = RequantMode::fixed_point;
-    else if (mode != "float_multiplier") fail(w.field("mode"), "unknown mode '" + mode + "'; expected float_multiplier or fixed_point");
+    else if (mode != "float_multiplier")
+      fail(w.field("mode"),
+           "unknown mode '" + mode + "'; expected float_multiplier or fixed_point");
   }
   return {op, d};
 }
@@ -240,11 +262,13 @@ NamedWorkload workload_of(const json& j, std::size_t index) {
   switch (*op) {
     case OpKind::quantize:
     case OpKind::dequantize: {
-      w.only({"name", "op", "residency", "shape", "dtype", "scheme", "axis", "block_size", "float_type"});
+      w.only({"name", "op", "residency", "shape", "dtype", "scheme", "axis", "block_size",
+              "float_type"});
       const Shape shape = w.shape("shape");
       check_bytes(w.where(), 2 * elements(shape));  // floats in, codes out (or back)
-      const QuantizeDesc d{shape, params(w, dtype_of(w, "dtype"), scheme_of(w, "scheme", 0), shape),
-                           *op == OpKind::quantize ? float_type_of(w, "float_type") : FloatType::f32};
+      const QuantizeDesc d{
+          shape, params(w, dtype_of(w, "dtype"), scheme_of(w, "scheme", 0), shape),
+          *op == OpKind::quantize ? float_type_of(w, "float_type") : FloatType::f32};
       return {name, {{*op, d}, residency}};
     }
     case OpKind::requantize: {
@@ -258,21 +282,26 @@ NamedWorkload workload_of(const json& j, std::size_t index) {
       d.out_zero_point = d.out_dtype == DType::uint8 ? 128 : 0;
       const std::string mode = w.text("mode", "float_multiplier");
       if (mode == "fixed_point") d.mode = RequantMode::fixed_point;
-      else if (mode != "float_multiplier") fail(w.field("mode"), "unknown mode '" + mode + "'; expected float_multiplier or fixed_point");
+      else if (mode != "float_multiplier")
+        fail(w.field("mode"),
+             "unknown mode '" + mode + "'; expected float_multiplier or fixed_point");
       d.axis = -1;
       if (w.has("axis")) {
         d.axis = static_cast<int>(integer_in(w.at("axis"), -8, 7, w.field("axis")));
       }
       const int rank = static_cast<int>(d.shape.size());
       const int axis = d.axis < 0 ? d.axis + rank : d.axis;
-      if (axis < 0 || axis >= rank) fail(w.field("axis"), std::to_string(d.axis) + " is not an axis of the shape");
-      d.multipliers.assign(w.flag("per_axis", false) ? static_cast<std::size_t>(d.shape[static_cast<std::size_t>(axis)]) : 1, 1.0f / 1024);
+      if (axis < 0 || axis >= rank)
+        fail(w.field("axis"), std::to_string(d.axis) + " is not an axis of the shape");
+      d.multipliers.assign(w.flag("per_axis", false)
+                               ? static_cast<std::size_t>(d.shape[static_cast<std::size_t>(axis)])
+                               : 1,
+                           1.0f / 1024);
       return {name, {{*op, d}, residency}};
     }
     case OpKind::matmul_integer:
     case OpKind::matmul_dequant:
-    case OpKind::qlinear_matmul:
-      return {name, {matmul_of(w, *op), residency}};
+    case OpKind::qlinear_matmul: return {name, {matmul_of(w, *op), residency}};
     case OpKind::dynamic_quantize_linear: {
       w.only({"name", "op", "residency", "shape"});
       const Shape shape = w.shape("shape");
@@ -289,7 +318,9 @@ NamedWorkload workload_of(const json& j, std::size_t index) {
       Scheme s;
       if (ws == "per_channel_symmetric") s = Scheme::per_channel_symmetric(0);
       else if (ws == "per_tensor_symmetric") s = Scheme::per_tensor_symmetric();
-      else fail(w.field("w_scheme"), "unknown weight scheme '" + ws + "'; expected per_channel_symmetric or per_tensor_symmetric");
+      else
+        fail(w.field("w_scheme"), "unknown weight scheme '" + ws +
+                                      "'; expected per_channel_symmetric or per_tensor_symmetric");
       const LinearDesc d{m, n, k, params(w, DType::int8, s, {n, k}), w.flag("bias", true)};
       return {name, {{*op, d}, residency}};
     }
@@ -305,25 +336,29 @@ std::vector<NamedWorkload> parse_workloads(const std::string& text) {
     doc = json::parse(text);
   } catch (const json::exception& e) {
     // parse_error, and out_of_range for a number no double holds (1e400).
-    throw Error(ErrorCode::invalid_argument, std::string("workload file: not valid JSON: ") + e.what());
+    throw Error(ErrorCode::invalid_argument,
+                std::string("workload file: not valid JSON: ") + e.what());
   }
   const json* list = &doc;
   if (doc.is_object()) {
     if (!doc.contains("workloads"))
-      throw Error(ErrorCode::invalid_argument, "workload file: expected {\"workloads\": [...]} or an array");
+      throw Error(ErrorCode::invalid_argument,
+                  "workload file: expected {\"workloads\": [...]} or an array");
     list = &doc.at("workloads");
   }
   if (!list->is_array() || list->empty())
-    throw Error(ErrorCode::invalid_argument, "workloads: expected a non-empty array of workload objects");
+    throw Error(ErrorCode::invalid_argument,
+                "workloads: expected a non-empty array of workload objects");
   std::vector<NamedWorkload> out;
   std::set<std::string> names;
   for (std::size_t i = 0; i < list->size(); ++i) {
     const json& item = (*list)[i];
     const std::string where = "workloads[" + std::to_string(i) + "]";
     // The workload's name, when it has one, leads every message about it.
-    const std::string named = item.is_object() && item.contains("name") && item.at("name").is_string()
-                                  ? "workload '" + item.at("name").get<std::string>() + "': "
-                                  : std::string();
+    const std::string named =
+        item.is_object() && item.contains("name") && item.at("name").is_string()
+            ? "workload '" + item.at("name").get<std::string>() + "': "
+            : std::string();
     try {
       out.push_back(workload_of(item, i));
     } catch (const Error& e) {
@@ -333,8 +368,8 @@ std::vector<NamedWorkload> parse_workloads(const std::string& text) {
       throw Error(ErrorCode::invalid_argument, named + where + ": " + e.what());
     }
     if (!names.insert(out.back().name).second)
-      throw Error(ErrorCode::invalid_argument, where + ".name: '" + out.back().name +
-                                                   "' is used twice; expected unique names");
+      throw Error(ErrorCode::invalid_argument,
+                  where + ".name: '" + out.back().name + "' is used twice; expected unique names");
   }
   return out;
 }

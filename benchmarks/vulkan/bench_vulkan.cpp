@@ -137,10 +137,12 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--quick") quick = true;
     else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else if (a == "--elements" && i + 1 < argc) elements = std::atoll(argv[++i]), elements_set = true;
+    else if (a == "--elements" && i + 1 < argc)
+      elements = std::atoll(argv[++i]), elements_set = true;
     else if (a == "--gemm" && i + 1 < argc) gemm_sizes = parse_list(argv[++i]), gemm_set = true;
     else {
-      std::fprintf(stderr, "usage: %s [--quick] [--reps N] [--elements N] [--gemm 4096,8192]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--reps N] [--elements N] [--gemm 4096,8192]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -156,7 +158,8 @@ int main(int argc, char** argv) {
     std::string all(env);
     for (std::size_t s = 0; s <= all.size();) {
       const std::size_t e = std::min(all.find(':', s), all.size());
-      if (e > s && std::filesystem::exists(all.substr(s, e - s))) dirs.emplace_back(all.substr(s, e - s));
+      if (e > s && std::filesystem::exists(all.substr(s, e - s)))
+        dirs.emplace_back(all.substr(s, e - s));
       s = e + 1;
     }
   }
@@ -165,7 +168,8 @@ int main(int argc, char** argv) {
   QuantizationOps* vk = registry.find("vulkan");
   if (!vk) {
     std::fprintf(stderr, "the vulkan plugin did not load\n");
-    for (const auto& f : registry.failures()) std::fprintf(stderr, "  %s: %s\n", f.path.c_str(), f.message.c_str());
+    for (const auto& f : registry.failures())
+      std::fprintf(stderr, "  %s: %s\n", f.path.c_str(), f.message.c_str());
     return 1;
   }
   const Availability av = vk->availability();
@@ -177,9 +181,10 @@ int main(int argc, char** argv) {
   const auto& dev = devs[static_cast<std::size_t>(vk->device_index())];
   std::printf("device %d: %s (%s)\n", vk->device_index(), dev.name.c_str(),
               dev.properties.at("driver").c_str());
-  for (const char* key : {"vulkan_api", "integer_dot_product_4x8_packed_accelerated",
-                          "cooperative_matrix_s8_shapes", "subgroup_size", "max_shared_memory_bytes",
-                          "max_storage_buffer_range_bytes", "gemm_kernels"})
+  for (const char* key :
+       {"vulkan_api", "integer_dot_product_4x8_packed_accelerated", "cooperative_matrix_s8_shapes",
+        "subgroup_size", "max_shared_memory_bytes", "max_storage_buffer_range_bytes",
+        "gemm_kernels"})
     std::printf("  %s: %s\n", key, dev.properties.at(key).c_str());
 
   std::vector<Row> rows;
@@ -189,8 +194,8 @@ int main(int argc, char** argv) {
     const auto n = static_cast<std::size_t>(elements);
     const std::size_t moved = 5 * n;  // 4n read + n written, or n read + 4n written
     const vkbench::CopyResult copy = vkbench::measure_copy(vk->device_index(), moved / 2, reps);
-    rows.push_back({"vkCmdCopyBuffer " + std::to_string(moved / 2 >> 20) + " MiB", "-", copy.seconds,
-                    0, copy.gbps, "GB/s", "anchor"});
+    rows.push_back({"vkCmdCopyBuffer " + std::to_string(moved / 2 >> 20) + " MiB", "-",
+                    copy.seconds, 0, copy.gbps, "GB/s", "anchor"});
     auto x = random_buffer(*vk, n * 4, 1, true);
     auto q = random_buffer(*vk, n, 2, false);
     auto y = vk->allocate(n * 4);
@@ -206,7 +211,8 @@ int main(int argc, char** argv) {
     std::vector<float> b_scales(blocks, 0.02f);
     const Scheme3 schemes[] = {
         {"per_tensor", QuantizationParams::per_tensor_affine(DType::int8, 0.03f, 5)},
-        {"per_channel", QuantizationParams::per_channel(DType::int8, Mapping::affine, 1, ch_scales, ch_zps)},
+        {"per_channel",
+         QuantizationParams::per_channel(DType::int8, Mapping::affine, 1, ch_scales, ch_zps)},
         {"block32", QuantizationParams::blockwise(DType::int8, Mapping::symmetric, 32, b_scales)},
     };
     for (const auto& s : schemes) {
@@ -214,13 +220,15 @@ int main(int argc, char** argv) {
       auto [g, w] = time_op(*vk, reps, true, [&] { vk->quantize(desc, x->data(), q->data()); });
       rows.push_back({std::string("quantize f32->int8 ") + s.name, vk->last_kernel(), g, w,
                       static_cast<double>(moved) / g / 1e9, "GB/s", ""});
-      rows.back().anchor = std::to_string(rows.back().rate / copy.gbps * 100.0).substr(0, 5) + "% of copy";
+      rows.back().anchor =
+          std::to_string(rows.back().rate / copy.gbps * 100.0).substr(0, 5) + "% of copy";
       std::tie(g, w) = time_op(*vk, reps, true, [&] {
         vk->dequantize(desc, q->data(), static_cast<float*>(y->data()));
       });
       rows.push_back({std::string("dequantize int8->f32 ") + s.name, vk->last_kernel(), g, w,
                       static_cast<double>(moved) / g / 1e9, "GB/s", ""});
-      rows.back().anchor = std::to_string(rows.back().rate / copy.gbps * 100.0).substr(0, 5) + "% of copy";
+      rows.back().anchor =
+          std::to_string(rows.back().rate / copy.gbps * 100.0).substr(0, 5) + "% of copy";
     }
     x.reset();
     q.reset();
@@ -229,8 +237,8 @@ int main(int argc, char** argv) {
     // ---- the cooperative-matrix multiply-add rate: the GEMMs' ceiling on this device ----
     double coop_peak = 0;  // GOPS, 16x16x32 with the fragments in registers
     for (const auto& p : vkbench::measure_coopmat_peak(vk->device_index(), reps)) {
-      rows.push_back({"coopmat peak: " + p.what, "coopmat_peak.comp", p.seconds, 0, p.tops * 1e3, "GOPS",
-                      "anchor"});
+      rows.push_back({"coopmat peak: " + p.what, "coopmat_peak.comp", p.seconds, 0, p.tops * 1e3,
+                      "GOPS", "anchor"});
       if (coop_peak == 0) coop_peak = p.tops * 1e3;
     }
 
@@ -240,12 +248,18 @@ int main(int argc, char** argv) {
     for (const std::int64_t s : gemm_sizes) {
       const auto M = s, N = s, K = s;
       std::vector<float> sb(static_cast<std::size_t>(N), 0.01f);
-      MatmulDesc d{.m = M, .n = N, .k = K,
+      MatmulDesc d{.m = M,
+                   .n = N,
+                   .k = K,
                    .a = QuantizationParams::per_tensor_affine(DType::uint8, 0.02f, 128),
                    .b = QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0, sb),
-                   .b_layout = MatrixLayout::nk, .has_bias = true, .out_type = FloatType::f32,
-                   .y = std::nullopt, .requant_mode = RequantMode::float_multiplier};
-      const double ops_count = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+                   .b_layout = MatrixLayout::nk,
+                   .has_bias = true,
+                   .out_type = FloatType::f32,
+                   .y = std::nullopt,
+                   .requant_mode = RequantMode::float_multiplier};
+      const double ops_count =
+          2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
       double cuda_s = 0, cuda_b2b = 0;
       if (cuda) {
         auto ca = random_buffer(*cuda, static_cast<std::size_t>(M * K), 3, false);
@@ -254,17 +268,20 @@ int main(int argc, char** argv) {
         auto cy = cuda->allocate(static_cast<std::size_t>(M * N) * 4);
         auto w = cuda->pack_weights(d, cb->data());
         auto [g, wall] = time_op(*cuda, reps, false, [&] {
-          cuda->matmul_dequant_packed(d, ca->data(), *w, static_cast<const float*>(cbias->data()), cy->data());
+          cuda->matmul_dequant_packed(d, ca->data(), *w, static_cast<const float*>(cbias->data()),
+                                      cy->data());
         });
         (void)g;
         cuda_s = wall;
-        rows.push_back({"cuda gemm " + std::to_string(s) + "^3 dequant", cuda->last_kernel(), 0, wall,
-                        ops_count / wall / 1e9, "GOPS", "anchor (wall)"});
+        rows.push_back({"cuda gemm " + std::to_string(s) + "^3 dequant", cuda->last_kernel(), 0,
+                        wall, ops_count / wall / 1e9, "GOPS", "anchor (wall)"});
         cuda_b2b = back_to_back(*cuda, s >= 8192 ? 20 : 50, [&] {
-          cuda->matmul_dequant_packed(d, ca->data(), *w, static_cast<const float*>(cbias->data()), cy->data());
+          cuda->matmul_dequant_packed(d, ca->data(), *w, static_cast<const float*>(cbias->data()),
+                                      cy->data());
         });
-        rows.push_back({"cuda gemm " + std::to_string(s) + "^3 dequant, back to back", cuda->last_kernel(),
-                        0, cuda_b2b, ops_count / cuda_b2b / 1e9, "GOPS", "anchor (device time)"});
+        rows.push_back({"cuda gemm " + std::to_string(s) + "^3 dequant, back to back",
+                        cuda->last_kernel(), 0, cuda_b2b, ops_count / cuda_b2b / 1e9, "GOPS",
+                        "anchor (device time)"});
       }
       auto a = random_buffer(*vk, static_cast<std::size_t>(M * K), 3, false);
       auto b = random_buffer(*vk, static_cast<std::size_t>(N * K), 4, false);
@@ -284,16 +301,23 @@ int main(int argc, char** argv) {
         auto w = vk->pack_weights(d, b->data());
         const int r = s >= 8192 ? std::max(3, reps / 2) : reps;
         auto [g, wall] = time_op(*vk, r, true, [&] {
-          vk->matmul_dequant_packed(d, a->data(), *w, static_cast<const float*>(bias->data()), out->data());
+          vk->matmul_dequant_packed(d, a->data(), *w, static_cast<const float*>(bias->data()),
+                                    out->data());
         });
-        Row row{"gemm " + std::to_string(s) + "^3 dequant prepacked", kernel, g, wall,
-                ops_count / g / 1e9, "GOPS", ""};
+        Row row{"gemm " + std::to_string(s) + "^3 dequant prepacked",
+                kernel,
+                g,
+                wall,
+                ops_count / g / 1e9,
+                "GOPS",
+                ""};
         if (cuda_s > 0)
           row.anchor = std::to_string(cuda_s / wall * 100.0).substr(0, 5) + "% of cuda (wall), " +
                        std::to_string(cuda_b2b / g * 100.0).substr(0, 5) + "% (gpu vs b2b)";
         if (coop_peak > 0)
           row.anchor += (row.anchor.empty() ? "" : ", ") +
-                        std::to_string(row.rate / coop_peak * 100.0).substr(0, 5) + "% of coopmat peak";
+                        std::to_string(row.rate / coop_peak * 100.0).substr(0, 5) +
+                        "% of coopmat peak";
         rows.push_back(row);
         if (fastest.empty() || g < fastest_s) fastest = kernel, fastest_s = g;
         if (const std::string st = device_property(*vk, "last_op_pipeline_stats"); !st.empty())
@@ -306,13 +330,14 @@ int main(int argc, char** argv) {
         auto [g, wall] = time_op(*vk, std::max(3, reps / 2), true, [&] {
           vk->matmul_integer_packed(d, a->data(), *w, static_cast<std::int32_t*>(out->data()));
         });
-        rows.push_back({"gemm " + std::to_string(s) + "^3 int32 out prepacked", vk->last_kernel(), g,
-                        wall, ops_count / g / 1e9, "GOPS", ""});
+        rows.push_back({"gemm " + std::to_string(s) + "^3 int32 out prepacked", vk->last_kernel(),
+                        g, wall, ops_count / g / 1e9, "GOPS", ""});
       }
       vk->set_kernel({});
       {
         auto [g, wall] = time_op(*vk, std::max(3, reps / 2), true, [&] {
-          vk->matmul_dequant(d, a->data(), b->data(), static_cast<const float*>(bias->data()), out->data());
+          vk->matmul_dequant(d, a->data(), b->data(), static_cast<const float*>(bias->data()),
+                             out->data());
         });
         rows.push_back({"gemm " + std::to_string(s) + "^3 dequant direct (packs B each call)",
                         vk->last_kernel(), g, wall, ops_count / g / 1e9, "GOPS", ""});
@@ -323,7 +348,8 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  std::printf("\n%-48s %-46s %10s %10s %10s %s\n", "what", "kernel", "gpu ms", "wall ms", "rate", "vs anchor");
+  std::printf("\n%-48s %-46s %10s %10s %10s %s\n", "what", "kernel", "gpu ms", "wall ms", "rate",
+              "vs anchor");
   for (const auto& r : rows)
     std::printf("%-48s %-46s %10.3f %10.3f %8.1f %s %s\n", r.what.c_str(), r.kernel.c_str(),
                 r.gpu_s * 1e3, r.wall_s * 1e3, r.rate, r.unit.c_str(), r.anchor.c_str());

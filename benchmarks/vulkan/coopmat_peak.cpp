@@ -16,7 +16,8 @@ namespace qforge::vkbench {
 namespace {
 
 void ok(VkResult r, const char* call) {
-  if (r != VK_SUCCESS) throw std::runtime_error(std::string(call) + " failed: VkResult " + std::to_string(r));
+  if (r != VK_SUCCESS)
+    throw std::runtime_error(std::string(call) + " failed: VkResult " + std::to_string(r));
 }
 
 struct Variant {
@@ -74,7 +75,8 @@ bool has_s8_coopmat(VkInstance inst, VkPhysicalDevice pd) {
   if (!get) return false;
   std::uint32_t count = 0;
   get(pd, &count, nullptr);
-  std::vector<VkCooperativeMatrixPropertiesNV> props(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+  std::vector<VkCooperativeMatrixPropertiesNV> props(
+      count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
   get(pd, &count, props.data());
   for (const auto& p : props)
     if (p.AType == VK_COMPONENT_TYPE_SINT8_NV && p.MSize == 16 && p.NSize == 16 && p.KSize == 32 &&
@@ -87,10 +89,14 @@ bool has_s8_coopmat(VkInstance inst, VkPhysicalDevice pd) {
 
 std::vector<CoopmatPeak> measure_coopmat_peak(int index, int reps) {
   const Variant variants[] = {
-      {"16x16x32 s8, fragments in registers", qforge_spirv_coopmat_peak_r16, sizeof qforge_spirv_coopmat_peak_r16, 16, 32},
-      {"16x8x32 s8, fragments in registers", qforge_spirv_coopmat_peak_r8, sizeof qforge_spirv_coopmat_peak_r8, 8, 32},
-      {"16x16x32 s8, fragments from shared memory", qforge_spirv_coopmat_peak_s16, sizeof qforge_spirv_coopmat_peak_s16, 16, 8},
-      {"16x8x32 s8, fragments from shared memory", qforge_spirv_coopmat_peak_s8, sizeof qforge_spirv_coopmat_peak_s8, 8, 8},
+      {"16x16x32 s8, fragments in registers", qforge_spirv_coopmat_peak_r16,
+       sizeof qforge_spirv_coopmat_peak_r16, 16, 32},
+      {"16x8x32 s8, fragments in registers", qforge_spirv_coopmat_peak_r8,
+       sizeof qforge_spirv_coopmat_peak_r8, 8, 32},
+      {"16x16x32 s8, fragments from shared memory", qforge_spirv_coopmat_peak_s16,
+       sizeof qforge_spirv_coopmat_peak_s16, 16, 8},
+      {"16x8x32 s8, fragments from shared memory", qforge_spirv_coopmat_peak_s8,
+       sizeof qforge_spirv_coopmat_peak_s8, 8, 8},
   };
   Objects o;
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
@@ -102,7 +108,8 @@ std::vector<CoopmatPeak> measure_coopmat_peak(int index, int reps) {
   ok(vkEnumeratePhysicalDevices(o.inst, &n, nullptr), "vkEnumeratePhysicalDevices");
   std::vector<VkPhysicalDevice> phys(n);
   ok(vkEnumeratePhysicalDevices(o.inst, &n, phys.data()), "vkEnumeratePhysicalDevices");
-  if (index < 0 || index >= static_cast<int>(n)) throw std::runtime_error("no Vulkan device " + std::to_string(index));
+  if (index < 0 || index >= static_cast<int>(n))
+    throw std::runtime_error("no Vulkan device " + std::to_string(index));
   VkPhysicalDevice pd = phys[static_cast<std::size_t>(index)];
   if (!has_s8_coopmat(o.inst, pd)) return {};
   VkPhysicalDeviceProperties props;
@@ -125,7 +132,8 @@ std::vector<CoopmatPeak> measure_coopmat_peak(int index, int reps) {
   f12.shaderInt8 = VK_TRUE;
   f12.vulkanMemoryModel = VK_TRUE;
   f12.vulkanMemoryModelDeviceScope = VK_TRUE;
-  VkPhysicalDeviceCooperativeMatrixFeaturesNV fcoop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV fcoop{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   fcoop.cooperativeMatrix = VK_TRUE;
   f12.pNext = &fcoop;
   const char* ext = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
@@ -151,7 +159,8 @@ std::vector<CoopmatPeak> measure_coopmat_peak(int index, int reps) {
   vkGetPhysicalDeviceMemoryProperties(pd, &mp);
   std::uint32_t type = UINT32_MAX;
   for (std::uint32_t i = 0; i < mp.memoryTypeCount && type == UINT32_MAX; ++i)
-    if ((req.memoryTypeBits & (1u << i)) && (mp.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT))
+    if ((req.memoryTypeBits & (1u << i)) &&
+        (mp.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT))
       type = i;
   VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   mai.allocationSize = req.size;
@@ -159,11 +168,13 @@ std::vector<CoopmatPeak> measure_coopmat_peak(int index, int reps) {
   ok(vkAllocateMemory(o.dev, &mai, nullptr, &o.mem), "vkAllocateMemory");
   ok(vkBindBufferMemory(o.dev, o.buf, o.mem, 0), "vkBindBufferMemory");
 
-  VkDescriptorSetLayoutBinding binding{0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  VkDescriptorSetLayoutBinding binding{0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1,
+                                       VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
   VkDescriptorSetLayoutCreateInfo sli{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   sli.bindingCount = 1;
   sli.pBindings = &binding;
-  ok(vkCreateDescriptorSetLayout(o.dev, &sli, nullptr, &o.set_layout), "vkCreateDescriptorSetLayout");
+  ok(vkCreateDescriptorSetLayout(o.dev, &sli, nullptr, &o.set_layout),
+     "vkCreateDescriptorSetLayout");
   VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, 8};
   VkPipelineLayoutCreateInfo pli{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   pli.setLayoutCount = 1;
@@ -205,7 +216,8 @@ std::vector<CoopmatPeak> measure_coopmat_peak(int index, int reps) {
     cpi.stage.pName = "main";
     cpi.layout = o.layout;
     VkPipeline p;
-    ok(vkCreateComputePipelines(o.dev, VK_NULL_HANDLE, 1, &cpi, nullptr, &p), "vkCreateComputePipelines");
+    ok(vkCreateComputePipelines(o.dev, VK_NULL_HANDLE, 1, &cpi, nullptr, &p),
+       "vkCreateComputePipelines");
     o.pipelines.push_back(p);
   }
 
@@ -240,12 +252,14 @@ std::vector<CoopmatPeak> measure_coopmat_peak(int index, int reps) {
         VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
         mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
         mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
-        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb,
-                             0, nullptr, 0, nullptr);
+        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, nullptr, 0,
+                             nullptr);
       }
       vkCmdResetQueryPool(cmd, o.qp, 0, 2);
       vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, o.pipelines[k]);
-      vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, o.layout, 0, 1, &set, 0, nullptr);
+      vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, o.layout, 0, 1, &set, 0,
+                              nullptr);
       vkCmdPushConstants(cmd, o.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, push);
       vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, o.qp, 0);
       vkCmdDispatch(cmd, groups, 1, 1);
@@ -258,9 +272,11 @@ std::vector<CoopmatPeak> measure_coopmat_peak(int index, int reps) {
       ok(vkWaitForFences(o.dev, 1, &o.fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
       ok(vkResetFences(o.dev, 1, &o.fence), "vkResetFences");
       std::uint64_t ts[2];
-      ok(vkGetQueryPoolResults(o.dev, o.qp, 0, 2, sizeof ts, ts, 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+      ok(vkGetQueryPoolResults(o.dev, o.qp, 0, 2, sizeof ts, ts, 8,
+                               VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
          "vkGetQueryPoolResults");
-      if (r > 0) times.push_back(static_cast<double>(ts[1] - ts[0]) * props.limits.timestampPeriod * 1e-9);
+      if (r > 0)
+        times.push_back(static_cast<double>(ts[1] - ts[0]) * props.limits.timestampPeriod * 1e-9);
       ok(vkResetCommandBuffer(cmd, 0), "vkResetCommandBuffer");
     }
     std::sort(times.begin(), times.end());

@@ -9,9 +9,9 @@
 namespace qforge::vkbench {
 
 struct CoopmatPeak {
-  std::string what;     // "16x16x32 s8, fragments in registers", ...
-  double seconds = 0;   // median time of one dispatch
-  double tops = 0;      // 2 M N K per multiply-add, over the time
+  std::string what;    // "16x16x32 s8, fragments in registers", ...
+  double seconds = 0;  // median time of one dispatch
+  double tops = 0;     // 2 M N K per multiply-add, over the time
 };
 
 // Every variant on physical device `index`; empty when the device lacks VK_NV_cooperative_matrix

@@ -10,7 +10,8 @@ namespace qforge::vkbench {
 namespace {
 
 void ok(VkResult r, const char* call) {
-  if (r != VK_SUCCESS) throw std::runtime_error(std::string(call) + " failed: VkResult " + std::to_string(r));
+  if (r != VK_SUCCESS)
+    throw std::runtime_error(std::string(call) + " failed: VkResult " + std::to_string(r));
 }
 
 }  // namespace
@@ -34,7 +35,8 @@ CopyResult measure_copy(int index, std::size_t bytes, int reps) {
     ok(vkEnumeratePhysicalDevices(inst, &n, nullptr), "vkEnumeratePhysicalDevices");
     std::vector<VkPhysicalDevice> phys(n);
     ok(vkEnumeratePhysicalDevices(inst, &n, phys.data()), "vkEnumeratePhysicalDevices");
-    if (index < 0 || index >= static_cast<int>(n)) throw std::runtime_error("no Vulkan device " + std::to_string(index));
+    if (index < 0 || index >= static_cast<int>(n))
+      throw std::runtime_error("no Vulkan device " + std::to_string(index));
     VkPhysicalDevice pd = phys[static_cast<std::size_t>(index)];
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(pd, &props);
@@ -117,9 +119,11 @@ CopyResult measure_copy(int index, std::size_t bytes, int reps) {
       ok(vkWaitForFences(dev, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
       ok(vkResetFences(dev, 1, &fence), "vkResetFences");
       std::uint64_t ts[2];
-      ok(vkGetQueryPoolResults(dev, qp, 0, 2, sizeof ts, ts, 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+      ok(vkGetQueryPoolResults(dev, qp, 0, 2, sizeof ts, ts, 8,
+                               VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
          "vkGetQueryPoolResults");
-      if (r > 0) times.push_back(static_cast<double>(ts[1] - ts[0]) * props.limits.timestampPeriod * 1e-9);
+      if (r > 0)
+        times.push_back(static_cast<double>(ts[1] - ts[0]) * props.limits.timestampPeriod * 1e-9);
       ok(vkResetCommandBuffer(cmd, 0), "vkResetCommandBuffer");
     }
     std::sort(times.begin(), times.end());

@@ -8,9 +8,9 @@
 namespace qforge::vkbench {
 
 struct CopyResult {
-  double seconds = 0;   // median time of one copy
-  double gbps = 0;      // (bytes read + bytes written) / seconds / 1e9
-  std::string device;   // name of the device measured
+  double seconds = 0;  // median time of one copy
+  double gbps = 0;     // (bytes read + bytes written) / seconds / 1e9
+  std::string device;  // name of the device measured
 };
 
 // Copies `bytes` bytes `reps` times on physical device `index` (vkEnumeratePhysicalDevices

@@ -66,10 +66,10 @@ double entropy_threshold(std::span<const double> counts, double bin_width,
     const double clipped = total - kept;  // added to P[i - 1]
     if (!(kept > 0.0)) continue;          // Q is all zeros: divergence undefined
     const double last = bins[ui - 1];
-    if (clipped > 0.0 && last == 0.0) continue;  // P > 0 where Q = 0: infinite
+    if (clipped > 0.0 && last == 0.0) continue;           // P > 0 where Q = 0: infinite
     const double log_ratio = std::log(kept) - log_total;  // log(|Q| / |P|)
 
-    double kl = 0.0;      // sum over bins of b (log b - log q + log_ratio), unclipped P
+    double kl = 0.0;  // sum over bins of b (log b - log q + log_ratio), unclipped P
     double log_q_last = log_bin[ui - 1];
     if (nq >= i) {
       // Every bin is its own group: q = b everywhere.

@@ -75,8 +75,11 @@ double side_integral(std::span<const double> counts, double w, double s, double 
 }  // namespace
 
 ErrorModel::ErrorModel(const Histogram& h)
-    : positive_(h.positive()), negative_(h.negative()), magnitude_(h.magnitude()),
-      total_(h.total()), width_(h.bin_width()) {}
+    : positive_(h.positive()),
+      negative_(h.negative()),
+      magnitude_(h.magnitude()),
+      total_(h.total()),
+      width_(h.bin_width()) {}
 
 double ErrorModel::mse(const QuantizationParams& params) {
   if (params.count() != 1)

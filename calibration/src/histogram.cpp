@@ -45,9 +45,8 @@ std::vector<double> rebin(std::span<const double> old, double old_w, double new_
 
 Histogram::Histogram(int bins) : bins_(bins), min_(kInf), max_(-kInf) {
   if (bins < 1 || bins > kMaxBins)
-    throw Error(ErrorCode::invalid_argument,
-                "Histogram: bins = " + std::to_string(bins) + "; expected 1 to " +
-                    std::to_string(kMaxBins));
+    throw Error(ErrorCode::invalid_argument, "Histogram: bins = " + std::to_string(bins) +
+                                                 "; expected 1 to " + std::to_string(kMaxBins));
   counts_.assign(2 * size(), 0.0);
 }
 
@@ -93,8 +92,7 @@ std::vector<double> Histogram::magnitude() const {
 
 void Histogram::grow(float new_limit) {
   if (!std::isfinite(new_limit) || new_limit < 0.0f)
-    throw Error(ErrorCode::invalid_argument, "Histogram::grow: limit " +
-                                                 text::number(new_limit) +
+    throw Error(ErrorCode::invalid_argument, "Histogram::grow: limit " + text::number(new_limit) +
                                                  "; expected a finite value >= 0");
   if (new_limit <= limit_) return;
   // With a zero limit every count sits at exactly 0, which stays in bin 0 of any range (PyTorch
@@ -121,12 +119,15 @@ namespace {
 
 // A batch's counts at one limit, in four interleaved copies of 16-bit counters (fast to
 // increment, and in L1), summed into doubles every 65535 values so that no counter can
-// overflow (each value increments one counter). Kept apart from the histogram until the batch is done, so that counting
-// can start before the batch's range is known and be thrown away if the range must grow.
+// overflow (each value increments one counter). Kept apart from the histogram until the batch is
+// done, so that counting can start before the batch's range is known and be thrown away if the
+// range must grow.
 class BatchCounts {
  public:
   explicit BatchCounts(int bins)
-      : bins_(bins), stride_(2 * static_cast<std::size_t>(bins) + 1), scratch_(4 * stride_, 0),
+      : bins_(bins),
+        stride_(2 * static_cast<std::size_t>(bins) + 1),
+        scratch_(4 * stride_, 0),
         sums_(2 * static_cast<std::size_t>(bins), 0.0) {}
 
   // Counts x[0, n) in 4096-value pieces. With `ahead`, the piece at offset i first asks for
@@ -166,8 +167,8 @@ class BatchCounts {
   void flush() {
     const std::uint16_t* c = scratch_.data();
     for (std::size_t i = 0; i < sums_.size(); ++i)
-      sums_[i] += static_cast<double>(c[i] + c[stride_ + i] + c[2 * stride_ + i] +
-                                      c[3 * stride_ + i]);
+      sums_[i] +=
+          static_cast<double>(c[i] + c[stride_ + i] + c[2 * stride_ + i] + c[3 * stride_ + i]);
     std::fill(scratch_.begin(), scratch_.end(), std::uint16_t{0});
     pending_ = 0;
   }

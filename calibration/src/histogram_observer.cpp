@@ -21,9 +21,9 @@ HistogramObserver::HistogramObserver(MethodOptions method, int bins, std::option
   validate(method_);
   // Checked here too: with an axis the histograms are only made by the first batch.
   if (bins < 1 || bins > Histogram::kMaxBins)
-    throw Error(ErrorCode::invalid_argument,
-                "HistogramObserver: bins = " + std::to_string(bins) + "; expected 1 to " +
-                    std::to_string(Histogram::kMaxBins));
+    throw Error(ErrorCode::invalid_argument, "HistogramObserver: bins = " + std::to_string(bins) +
+                                                 "; expected 1 to " +
+                                                 std::to_string(Histogram::kMaxBins));
   if (!axis) hist_.emplace_back(bins_);
 }
 
@@ -62,9 +62,9 @@ std::int64_t HistogramObserver::observe_batch(const float* data, const BatchLayo
   } else {
     for (std::int64_t o = 0; o < layout.outer; ++o)
       for (std::size_t c = 0; c < channels; ++c)
-        added[c] += static_cast<double>(kernels::bin_run(
-            data + (static_cast<std::size_t>(o) * channels + c) * inner, inner, inv[c], bins_,
-            counts[c]));
+        added[c] += static_cast<double>(
+            kernels::bin_run(data + (static_cast<std::size_t>(o) * channels + c) * inner, inner,
+                             inv[c], bins_, counts[c]));
   }
   for (std::size_t c = 0; c < channels; ++c) HistogramAccess::add_total(hist_[c], added[c]);
   return bad;
@@ -128,19 +128,18 @@ HistogramObserver HistogramObserver::restored(MethodOptions method, int bins,
     throw Error(ErrorCode::invalid_argument, who + ": " + std::to_string(channels) +
                                                  " channels; expected " +
                                                  (axis ? ">= 0" : "1 (per tensor)"));
-  const std::size_t expected = axis && stats.values == 0 && histograms.empty()
-                                   ? 0
-                                   : static_cast<std::size_t>(channels);
+  const std::size_t expected =
+      axis && stats.values == 0 && histograms.empty() ? 0 : static_cast<std::size_t>(channels);
   if (histograms.size() != expected)
-    throw Error(ErrorCode::invalid_argument,
-                who + ": " + std::to_string(histograms.size()) + " histograms for " +
-                    std::to_string(channels) + " channels; expected one per channel");
+    throw Error(ErrorCode::invalid_argument, who + ": " + std::to_string(histograms.size()) +
+                                                 " histograms for " + std::to_string(channels) +
+                                                 " channels; expected one per channel");
   double total = 0.0;
   for (const Histogram& h : histograms) {
     if (h.bins() != bins)
-      throw Error(ErrorCode::invalid_argument,
-                  who + ": a histogram of " + std::to_string(h.bins()) + " bins; expected " +
-                      std::to_string(bins));
+      throw Error(ErrorCode::invalid_argument, who + ": a histogram of " +
+                                                   std::to_string(h.bins()) + " bins; expected " +
+                                                   std::to_string(bins));
     total += h.total();
   }
   // Re-binning moves fractions of counts around but keeps the total.

@@ -167,7 +167,7 @@ void bin_counts(const float* x, std::size_t n, float inv_width, int bins, bool a
       for (; k + 4 <= m; k += 4) {
         const f32x4 v = load4(p + k);
         f32x4 f = (f32x4)((i32x4)v & kAbsMask) * inv;  // |x| / w (vector casts reinterpret)
-        f = f < top ? f : top;                          // the top edge goes to the last bin
+        f = f < top ? f : top;                         // the top edge goes to the last bin
         // + bins for x >= 0 (so -0.0 counts as positive, as bin_index does).
         const i32x4 j = __builtin_convertvector(f, i32x4) + ((v >= f32x4{}) & side);
         std::memcpy(idx + k, &j, sizeof j);

@@ -1,5 +1,7 @@
 // Range selection: turns the building blocks (percentile, entropy, expected_mse) into the range
 // each method quantizes for a target, and adaptive selection among them.
+#include "qforge/calibration/methods.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -7,15 +9,14 @@
 #include <string>
 
 #include "error_model.h"
-#include "qforge/calibration/methods.h"
 #include "qforge/error.h"
 #include "text.h"
 
 namespace qforge::calibration {
 namespace {
 
-constexpr std::array<std::string_view, 5> kMethodNames = {"minmax", "percentile", "entropy",
-                                                           "mse", "adaptive"};
+constexpr std::array<std::string_view, 5> kMethodNames = {"minmax", "percentile", "entropy", "mse",
+                                                          "adaptive"};
 
 bool one_sided(const Histogram& h) { return h.min() >= 0.0f || h.max() <= 0.0f; }
 
@@ -50,9 +51,9 @@ double signed_quantile(const Histogram& h, double q, bool interpolate) {
 
 Range percentile_range(const Histogram& h, const Target& target, const MethodOptions& o) {
   if (target.mapping != Mapping::affine)
-    return clip(h, target,
-                percentile_threshold(h.magnitude(), h.bin_width(), o.percentile,
-                                     o.percentile_interpolate));
+    return clip(
+        h, target,
+        percentile_threshold(h.magnitude(), h.bin_width(), o.percentile, o.percentile_interpolate));
   // ONNX Runtime, non-symmetric: cut (100 - p) / 200 of the values from each tail.
   const double cut = (100.0 - o.percentile) / 200.0;
   const auto lo = static_cast<float>(signed_quantile(h, cut, o.percentile_interpolate));

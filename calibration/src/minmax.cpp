@@ -66,24 +66,23 @@ void RangeObserver::restore_ranges(std::int64_t channels, const ObserverStats& s
                                                  (axis() ? ">= 0" : "1 (per tensor)"));
   if (lo.size() != hi.size() || (!lo.empty() && lo.size() != expected))
     throw Error(ErrorCode::invalid_argument,
-                who + ": " + std::to_string(lo.size()) + " lower and " +
-                    std::to_string(hi.size()) + " upper bounds; expected " +
-                    std::to_string(expected) + " of each");
+                who + ": " + std::to_string(lo.size()) + " lower and " + std::to_string(hi.size()) +
+                    " upper bounds; expected " + std::to_string(expected) + " of each");
   bool any = false;
   for (std::size_t c = 0; c < lo.size(); ++c) {
     const bool seen = lo[c] <= hi[c];
     const bool unseen = lo[c] == kInf && hi[c] == -kInf;
     if (!(seen && std::isfinite(lo[c]) && std::isfinite(hi[c])) && !unseen)
       throw Error(ErrorCode::invalid_argument,
-                  who + ": channel " + std::to_string(c) + " range [" + text::number(lo[c]) +
-                      ", " + text::number(hi[c]) +
+                  who + ": channel " + std::to_string(c) + " range [" + text::number(lo[c]) + ", " +
+                      text::number(hi[c]) +
                       "]; expected finite bounds with lo <= hi, or none (no data)");
     any = any || seen;
   }
   if (any != (stats.values > 0))
-    throw Error(ErrorCode::invalid_argument,
-                who + ": " + std::to_string(stats.values) + " values observed but " +
-                    (any ? "a" : "no") + " range recorded; expected them to agree");
+    throw Error(ErrorCode::invalid_argument, who + ": " + std::to_string(stats.values) +
+                                                 " values observed but " + (any ? "a" : "no") +
+                                                 " range recorded; expected them to agree");
   restore(channels, stats);
   lo_ = std::move(lo);
   hi_ = std::move(hi);
@@ -120,9 +119,9 @@ MovingAverageMinMaxObserver::MovingAverageMinMaxObserver(float averaging_constan
                                                          std::optional<int> axis)
     : RangeObserver(axis), c_(averaging_constant) {
   if (!(averaging_constant > 0.0f && averaging_constant <= 1.0f))
-    throw Error(ErrorCode::invalid_argument,
-                "MovingAverageMinMaxObserver: averaging_constant = " +
-                    text::number(averaging_constant) + "; expected a value in (0, 1]");
+    throw Error(ErrorCode::invalid_argument, "MovingAverageMinMaxObserver: averaging_constant = " +
+                                                 text::number(averaging_constant) +
+                                                 "; expected a value in (0, 1]");
 }
 
 std::int64_t MovingAverageMinMaxObserver::observe_batch(const float* data,

@@ -22,10 +22,10 @@ void Observer::observe(std::span<const float> data) {
 void Observer::observe(std::span<const float> data, const Shape& shape) {
   const std::int64_t numel = element_count(shape);
   if (static_cast<std::int64_t>(data.size()) != numel)
-    throw Error(ErrorCode::shape_mismatch,
-                std::string(kind()) + " observer: " + std::to_string(data.size()) +
-                    " values for shape " + to_string(shape) + "; expected " +
-                    std::to_string(numel));
+    throw Error(ErrorCode::shape_mismatch, std::string(kind()) +
+                                               " observer: " + std::to_string(data.size()) +
+                                               " values for shape " + to_string(shape) +
+                                               "; expected " + std::to_string(numel));
   BatchLayout layout{1, 1, numel};
   if (axis_) {
     const int rank = static_cast<int>(shape.size());

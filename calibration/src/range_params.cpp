@@ -45,8 +45,8 @@ Pair pytorch_pair(const DTypeTraits& tr, Mapping mapping, float lo, float hi) {
   }
   const float scale = std::max((max_pos - min_neg) / static_cast<float>(tr.qmax - tr.qmin), eps);
   const float z = static_cast<float>(tr.qmin) - round_half_even(min_neg / scale);
-  return {scale, static_cast<std::int32_t>(std::clamp(z, static_cast<float>(tr.qmin),
-                                                      static_cast<float>(tr.qmax)))};
+  return {scale, static_cast<std::int32_t>(
+                     std::clamp(z, static_cast<float>(tr.qmin), static_cast<float>(tr.qmax)))};
 }
 
 }  // namespace
@@ -81,9 +81,8 @@ QuantizationParams params_for_ranges(std::span<const Range> ranges, const Target
   for (std::size_t i = 0; i < ranges.size(); ++i) {
     if (!std::isfinite(lo[i]) || !std::isfinite(hi[i]) || lo[i] > hi[i])
       throw Error(ErrorCode::invalid_argument,
-                  "params_for_ranges: range " + std::to_string(i) + " [" +
-                      text::number(lo[i]) + ", " + text::number(hi[i]) +
-                      "]; expected finite bounds with lo <= hi");
+                  "params_for_ranges: range " + std::to_string(i) + " [" + text::number(lo[i]) +
+                      ", " + text::number(hi[i]) + "]; expected finite bounds with lo <= hi");
     const Pair p = pytorch_pair(tr, target.mapping, lo[i], hi[i]);
     scales[i] = p.scale;
     zero_points[i] = p.zero_point;

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "qforge/input_file.h"
 #include "qforge/calibration/histogram_observer.h"
 #include "qforge/calibration/minmax.h"
 #include "qforge/error.h"
+#include "qforge/input_file.h"
 
 namespace qforge::calibration {
 namespace {
@@ -94,7 +94,8 @@ std::vector<float> floats(const json& j, const std::string& name, const std::str
   std::vector<float> out;
   for (const json& v : array(j, name, ctx)) {
     if (v.is_null()) out.push_back(missing);
-    else if (v.is_number()) out.push_back(to_float(v.get<double>(), "an element of '" + name + "'", ctx));
+    else if (v.is_number())
+      out.push_back(to_float(v.get<double>(), "an element of '" + name + "'", ctx));
     else corrupt(ctx, "an element of '" + name + "' is " + v.type_name() + "; expected a number");
   }
   return out;
@@ -210,13 +211,12 @@ std::unique_ptr<Observer> read_observer(std::string_view text, const std::string
   // The constructors and restored() validate the state; their errors become corrupt_data.
   try {
     if (kind == "minmax")
-      return std::make_unique<MinMaxObserver>(
-          MinMaxObserver::restored(axis, channels, stats, floats(j, "lo", ctx, kInf),
-                                   floats(j, "hi", ctx, -kInf)));
+      return std::make_unique<MinMaxObserver>(MinMaxObserver::restored(
+          axis, channels, stats, floats(j, "lo", ctx, kInf), floats(j, "hi", ctx, -kInf)));
     if (kind == "moving_average_minmax")
       return std::make_unique<MovingAverageMinMaxObserver>(MovingAverageMinMaxObserver::restored(
-          to_float(number(j, "averaging_constant", ctx), "field 'averaging_constant'", ctx), axis, channels, stats,
-          floats(j, "lo", ctx, kInf), floats(j, "hi", ctx, -kInf)));
+          to_float(number(j, "averaging_constant", ctx), "field 'averaging_constant'", ctx), axis,
+          channels, stats, floats(j, "lo", ctx, kInf), floats(j, "hi", ctx, -kInf)));
     if (kind == "histogram") {
       const int bins = small_int(j, "bins", ctx);
       if (bins < 1 || bins > Histogram::kMaxBins)
@@ -235,19 +235,19 @@ std::unique_ptr<Observer> read_observer(std::string_view text, const std::string
     if (e.code() == ErrorCode::corrupt_data && std::string_view(e.what()).starts_with(ctx)) throw;
     corrupt(ctx, e.what());
   }
-  corrupt(ctx, "observer kind '" + kind +
-                   "'; expected minmax, moving_average_minmax or histogram");
+  corrupt(ctx, "observer kind '" + kind + "'; expected minmax, moving_average_minmax or histogram");
 }
 
 json params_json(const QuantizationParams& p) {
   const Scheme& s = p.scheme();
-  return {{"dtype", std::string(name(p.dtype()))},
-          {"mapping", std::string(to_string(s.mapping))},
-          {"granularity", std::string(to_string(s.granularity))},
-          {"axis", s.axis},
-          {"block_size", s.block_size},
-          {"scales", std::vector<double>(p.scales().begin(), p.scales().end())},
-          {"zero_points", std::vector<std::int32_t>(p.zero_points().begin(), p.zero_points().end())}};
+  return {
+      {"dtype", std::string(name(p.dtype()))},
+      {"mapping", std::string(to_string(s.mapping))},
+      {"granularity", std::string(to_string(s.granularity))},
+      {"axis", s.axis},
+      {"block_size", s.block_size},
+      {"scales", std::vector<double>(p.scales().begin(), p.scales().end())},
+      {"zero_points", std::vector<std::int32_t>(p.zero_points().begin(), p.zero_points().end())}};
 }
 
 QuantizationParams read_params(const json& j, const std::string& ctx) {
@@ -264,14 +264,16 @@ QuantizationParams read_params(const json& j, const std::string& ctx) {
     corrupt(ctx, "granularity '" + gran_name + "'; expected per_tensor, per_channel or block");
   Scheme scheme{*mapping, *gran, small_int(j, "axis", ctx), integer(j, "block_size", ctx)};
   std::vector<float> scales;
-  for (double d : doubles(j, "scales", ctx)) scales.push_back(to_float(d, "an element of 'scales'", ctx));
+  for (double d : doubles(j, "scales", ctx))
+    scales.push_back(to_float(d, "an element of 'scales'", ctx));
   std::vector<std::int32_t> zps;
   for (const json& v : array(j, "zero_points", ctx)) {
     if (!v.is_number_integer())
       corrupt(ctx, std::string("an element of 'zero_points' is ") + v.type_name() +
                        "; expected an integer");
     const auto z = v.get<std::int64_t>();
-    if (z < std::numeric_limits<std::int32_t>::min() || z > std::numeric_limits<std::int32_t>::max())
+    if (z < std::numeric_limits<std::int32_t>::min() ||
+        z > std::numeric_limits<std::int32_t>::max())
       corrupt(ctx, "zero point " + std::to_string(z) + "; expected a 32-bit integer");
     zps.push_back(static_cast<std::int32_t>(z));
   }

@@ -118,16 +118,18 @@ TEST(Distributions, SingleDistinctValue) {
     SCOPED_TRACE(c);
     HistogramObserver obs;
     obs.observe(std::vector<float>(10000, c));
-    for (Method m : {Method::minmax, Method::percentile, Method::entropy, Method::mse,
-                     Method::adaptive}) {
-      for (Target t : {Target{DType::int8, Mapping::symmetric}, Target{DType::uint8, Mapping::affine},
-                       Target{DType::int4, Mapping::affine}}) {
+    for (Method m :
+         {Method::minmax, Method::percentile, Method::entropy, Method::mse, Method::adaptive}) {
+      for (Target t :
+           {Target{DType::int8, Mapping::symmetric}, Target{DType::uint8, Mapping::affine},
+            Target{DType::int4, Mapping::affine}}) {
         MethodOptions o{m};
         const auto p = obs.params(t, o);
         ASSERT_TRUE(std::isfinite(p.scale()) && p.scale() > 0.0f) << to_string(m);
         // The threshold is the value itself (to one bin) and the value survives quantization.
         const Range r = obs.ranges(t, o)[0];
-        EXPECT_NEAR(std::max(-r.lo, r.hi), std::fabs(c), std::fabs(c) / 2048 + 1e-7) << to_string(m);
+        EXPECT_NEAR(std::max(-r.lo, r.hi), std::fabs(c), std::fabs(c) / 2048 + 1e-7)
+            << to_string(m);
         const std::vector<float> one = {c};
         EXPECT_LE(std::sqrt(test::data_mse(one, p)), std::fabs(c) / 1000 + 1e-6) << to_string(m);
       }
@@ -192,7 +194,9 @@ TEST(Distributions, OnlyNegativeValues) {
     const auto p = obs.params({DType::int8, Mapping::affine}, o);
     EXPECT_EQ(p.zero_point(), 127);
     EXPECT_LT(p.scale(), 5.01f / 255.0f + 1e-6f);
-    EXPECT_LT(test::data_mse(x, p), 1.1 * test::data_mse(x, obs.params({DType::int8, Mapping::affine}, {Method::minmax})));
+    EXPECT_LT(
+        test::data_mse(x, p),
+        1.1 * test::data_mse(x, obs.params({DType::int8, Mapping::affine}, {Method::minmax})));
   }
 }
 
@@ -204,13 +208,13 @@ TEST(Distributions, EveryDtypeMappingAndConventionGivesValidParams) {
   for (float& v : x) v = g(gen);
   HistogramObserver obs;
   obs.observe(x);
-  for (DType d : {DType::int8, DType::uint8, DType::int16, DType::uint16, DType::int4,
-                  DType::uint4, DType::binary}) {
+  for (DType d : {DType::int8, DType::uint8, DType::int16, DType::uint16, DType::int4, DType::uint4,
+                  DType::binary}) {
     for (Mapping mp : {Mapping::affine, Mapping::symmetric}) {
       for (Convention c : {Convention::qforge, Convention::pytorch}) {
         if (d == DType::binary && (mp == Mapping::affine || c == Convention::pytorch)) continue;
-        for (Method m : {Method::minmax, Method::percentile, Method::entropy, Method::mse,
-                         Method::adaptive}) {
+        for (Method m :
+             {Method::minmax, Method::percentile, Method::entropy, Method::mse, Method::adaptive}) {
           SCOPED_TRACE(std::string(name(d)) + " " + std::string(to_string(mp)) + " " +
                        std::string(to_string(m)));
           const Target t{d, mp, c};
@@ -218,7 +222,8 @@ TEST(Distributions, EveryDtypeMappingAndConventionGivesValidParams) {
           EXPECT_TRUE(std::isfinite(p.scale()) && p.scale() > 0.0f);
           // MSE minimises an estimate of the data's error: never much worse than min-max.
           if (m == Method::mse && d != DType::binary) {
-            EXPECT_LE(test::data_mse(x, p), 1.05 * test::data_mse(x, obs.params(t, {Method::minmax})));
+            EXPECT_LE(test::data_mse(x, p),
+                      1.05 * test::data_mse(x, obs.params(t, {Method::minmax})));
           }
         }
       }

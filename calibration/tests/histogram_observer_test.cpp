@@ -1,12 +1,13 @@
 // HistogramObserver: per-channel histograms against per-tensor histograms of each channel's
 // values, per-channel params against per-tensor observers, the adaptive report, and errors.
+#include "qforge/calibration/histogram_observer.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "qforge/calibration/histogram_observer.h"
 #include "qforge/error.h"
 #include "test_support.h"
 
@@ -36,54 +37,56 @@ TEST(HistogramObserver, PerChannelEqualsPerTensorOfEachChannel) {
   const std::vector<std::pair<Shape, int>> cases = {
       {{6, 40}, 0}, {{6, 40}, 1}, {{3, 5, 7}, 1}, {{4, 3, 9}, -1}, {{2, 3, 2, 5}, 2}};
   for (const bool with_nan : {false, true})  // both the all-finite and the masked kernels
-  for (const auto& [shape, axis] : cases) {
-    SCOPED_TRACE("shape " + qforge::to_string(shape) + " axis " + std::to_string(axis) +
-                 (with_nan ? " with NaN" : ""));
-    auto obs = HistogramObserver::per_channel(axis, {}, 64);
-    const auto channels = shape[static_cast<std::size_t>(axis < 0 ? axis + static_cast<int>(shape.size()) : axis)];
-    std::vector<HistogramObserver> per_tensor(static_cast<std::size_t>(channels),
-                                              HistogramObserver({}, 64));
-    for (int batch = 0; batch < 3; ++batch) {
-      std::vector<float> x(static_cast<std::size_t>(element_count(shape)));
-      const float spread = 1.0f + static_cast<float>(batch);  // later batches grow the ranges
-      for (float& v : x) v = with_nan && u(gen) < 0.01f ? kNaN : spread * g(gen);
-      obs.observe(x, shape);
-      for (std::int64_t c = 0; c < channels; ++c)
-        per_tensor[static_cast<std::size_t>(c)].observe(channel_values(x, shape, axis, c));
-    }
-    ASSERT_EQ(obs.histograms().size(), static_cast<std::size_t>(channels));
-    std::int64_t values = 0, bad = 0;
-    for (std::int64_t c = 0; c < channels; ++c) {
-      const auto& want = per_tensor[static_cast<std::size_t>(c)];
-      const Histogram& h = obs.histograms()[static_cast<std::size_t>(c)];
-      const Histogram& w = want.histograms()[0];
-      EXPECT_EQ(h.limit(), w.limit());
-      EXPECT_EQ(h.min(), w.min());
-      EXPECT_EQ(h.max(), w.max());
-      EXPECT_EQ(h.total(), w.total());
-      for (int j = 0; j < 64; ++j) {
-        EXPECT_NEAR(h.positive()[j], w.positive()[j], 1e-9) << "channel " << c << " bin " << j;
-        EXPECT_NEAR(h.negative()[j], w.negative()[j], 1e-9) << "channel " << c << " bin " << j;
+    for (const auto& [shape, axis] : cases) {
+      SCOPED_TRACE("shape " + qforge::to_string(shape) + " axis " + std::to_string(axis) +
+                   (with_nan ? " with NaN" : ""));
+      auto obs = HistogramObserver::per_channel(axis, {}, 64);
+      const auto channels =
+          shape[static_cast<std::size_t>(axis < 0 ? axis + static_cast<int>(shape.size()) : axis)];
+      std::vector<HistogramObserver> per_tensor(static_cast<std::size_t>(channels),
+                                                HistogramObserver({}, 64));
+      for (int batch = 0; batch < 3; ++batch) {
+        std::vector<float> x(static_cast<std::size_t>(element_count(shape)));
+        const float spread = 1.0f + static_cast<float>(batch);  // later batches grow the ranges
+        for (float& v : x) v = with_nan && u(gen) < 0.01f ? kNaN : spread * g(gen);
+        obs.observe(x, shape);
+        for (std::int64_t c = 0; c < channels; ++c)
+          per_tensor[static_cast<std::size_t>(c)].observe(channel_values(x, shape, axis, c));
       }
-      values += want.stats().values;
-      bad += want.stats().non_finite;
-    }
-    EXPECT_EQ(obs.stats().values, values);
-    EXPECT_EQ(obs.stats().non_finite, bad);
-    // Per-channel params: channel c's pair is what a per-tensor observer of channel c gives.
-    for (Method m : {Method::minmax, Method::percentile, Method::entropy, Method::mse}) {
-      const Target t{DType::int8, Mapping::affine};
-      MethodOptions o{m};
-      o.start_bin = 8;
-      const auto p = obs.params(t, o);
-      EXPECT_EQ(p.scheme(), Scheme::per_channel_affine(axis));
+      ASSERT_EQ(obs.histograms().size(), static_cast<std::size_t>(channels));
+      std::int64_t values = 0, bad = 0;
       for (std::int64_t c = 0; c < channels; ++c) {
-        const auto q = per_tensor[static_cast<std::size_t>(c)].params(t, o);
-        EXPECT_FLOAT_EQ(p.scale(static_cast<std::size_t>(c)), q.scale()) << to_string(m) << " channel " << c;
-        EXPECT_EQ(p.zero_point(static_cast<std::size_t>(c)), q.zero_point()) << to_string(m);
+        const auto& want = per_tensor[static_cast<std::size_t>(c)];
+        const Histogram& h = obs.histograms()[static_cast<std::size_t>(c)];
+        const Histogram& w = want.histograms()[0];
+        EXPECT_EQ(h.limit(), w.limit());
+        EXPECT_EQ(h.min(), w.min());
+        EXPECT_EQ(h.max(), w.max());
+        EXPECT_EQ(h.total(), w.total());
+        for (int j = 0; j < 64; ++j) {
+          EXPECT_NEAR(h.positive()[j], w.positive()[j], 1e-9) << "channel " << c << " bin " << j;
+          EXPECT_NEAR(h.negative()[j], w.negative()[j], 1e-9) << "channel " << c << " bin " << j;
+        }
+        values += want.stats().values;
+        bad += want.stats().non_finite;
+      }
+      EXPECT_EQ(obs.stats().values, values);
+      EXPECT_EQ(obs.stats().non_finite, bad);
+      // Per-channel params: channel c's pair is what a per-tensor observer of channel c gives.
+      for (Method m : {Method::minmax, Method::percentile, Method::entropy, Method::mse}) {
+        const Target t{DType::int8, Mapping::affine};
+        MethodOptions o{m};
+        o.start_bin = 8;
+        const auto p = obs.params(t, o);
+        EXPECT_EQ(p.scheme(), Scheme::per_channel_affine(axis));
+        for (std::int64_t c = 0; c < channels; ++c) {
+          const auto q = per_tensor[static_cast<std::size_t>(c)].params(t, o);
+          EXPECT_FLOAT_EQ(p.scale(static_cast<std::size_t>(c)), q.scale())
+              << to_string(m) << " channel " << c;
+          EXPECT_EQ(p.zero_point(static_cast<std::size_t>(c)), q.zero_point()) << to_string(m);
+        }
       }
     }
-  }
 }
 
 TEST(HistogramObserver, AdaptiveReportsEveryMethodAndPicksTheLeastError) {
@@ -117,7 +120,8 @@ TEST(HistogramObserver, AdaptiveReportsEveryMethodAndPicksTheLeastError) {
 TEST(HistogramObserver, SameDataManyTargets) {
   HistogramObserver obs({Method::percentile, 99.0});
   std::vector<float> x(1000);
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) / 100.0f - 2.0f;  // [-2, 7.99]
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(i) / 100.0f - 2.0f;  // [-2, 7.99]
   obs.observe(x);
   const auto a = obs.params({DType::uint8, Mapping::affine});
   const auto b = obs.params({DType::int4, Mapping::symmetric});

@@ -1,5 +1,7 @@
 // Histogram collection: bins against a naive loop (both the small-batch and the interleaved
 // large-batch paths), re-binning on range growth by hand, no counts lost, and bad state.
+#include "qforge/calibration/histogram.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include <numeric>
 #include <vector>
 
-#include "qforge/calibration/histogram.h"
 #include "qforge/error.h"
 #include "test_support.h"
 
@@ -25,9 +26,10 @@ std::vector<double> vec(std::span<const double> s) { return {s.begin(), s.end()}
 void naive_add(std::vector<double>& neg, std::vector<double>& pos, std::span<const float> x,
                float limit) {
   const int bins = static_cast<int>(pos.size());
-  const float inv = limit > 0.0f
-                        ? static_cast<float>(std::min(bins / static_cast<double>(limit), double{FLT_MAX}))
-                        : 0.0f;
+  const float inv =
+      limit > 0.0f
+          ? static_cast<float>(std::min(bins / static_cast<double>(limit), double{FLT_MAX}))
+          : 0.0f;
   for (float v : x) {
     if (!std::isfinite(v)) continue;
     const float f = std::fabs(v) * inv;
@@ -128,54 +130,56 @@ TEST(Histogram, FirstBatchEqualsItsChunksObservedAsBatches) {
   constexpr std::size_t kChunk = 65536;
   enum class Lead { none, zeros, non_finite };
   for (const Lead lead : {Lead::none, Lead::zeros, Lead::non_finite})
-  for (const bool widening : {false, true})
-  for (const std::size_t n : {kChunk + 1, 3 * kChunk + 4321, 5 * kChunk}) {
-    SCOPED_TRACE("n " + std::to_string(n) + (widening ? " widening" : "") +
-                 (lead == Lead::zeros ? " zeros first" : lead == Lead::non_finite ? " NaN first" : ""));
-    std::vector<float> x(n);
-    std::int64_t bad = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t chunk = i / kChunk;
-      const float spread = widening ? 1.0f + 0.5f * static_cast<float>(chunk) : 1.0f;
-      const float r = u(gen);
-      float v = r < 0.0005f ? kNaN : r < 0.001f ? kInf : spread * value(gen);
-      if (chunk == 0 && lead == Lead::zeros) v = 0.0f;
-      if (chunk == 0 && lead == Lead::non_finite) v = r < 0.5f ? kNaN : -kInf;
-      x[i] = v;
-      bad += std::isfinite(v) ? 0 : 1;
-    }
-    Histogram whole(2048), chunks(2048);
-    EXPECT_EQ(whole.add(x), bad);
-    std::int64_t chunk_bad = 0;
-    for (std::size_t at = 0; at < n; at += kChunk)
-      chunk_bad += chunks.add(std::span(x).subspan(at, std::min(kChunk, n - at)));
-    EXPECT_EQ(chunk_bad, bad);
-    EXPECT_EQ(whole.limit(), chunks.limit());
-    EXPECT_EQ(whole.min(), chunks.min());
-    EXPECT_EQ(whole.max(), chunks.max());
-    EXPECT_EQ(whole.total(), static_cast<double>(static_cast<std::int64_t>(n) - bad));
-    EXPECT_NEAR(whole.total(), chunks.total(), 1e-9 * whole.total());
-    double max_diff = 0.0;
-    for (std::size_t j = 0; j < 2048; ++j) {
-      max_diff = std::max(max_diff, std::fabs(whole.positive()[j] - chunks.positive()[j]));
-      max_diff = std::max(max_diff, std::fabs(whole.negative()[j] - chunks.negative()[j]));
-      ASSERT_GE(whole.positive()[j], 0.0);
-      ASSERT_GE(whole.negative()[j], 0.0);
-    }
-    EXPECT_LT(max_diff, 1e-7) << "largest bin difference";
-    if (!widening && lead == Lead::none) {
-      // No chunk widened after the first, or did so at most a few times; either way the counts
-      // are whole numbers exactly when no re-binning happened. Check the naive binning then.
-      std::vector<double> neg(2048, 0.0), pos(2048, 0.0);
-      naive_add(neg, pos, x, whole.limit());
-      const bool rebinned = std::any_of(whole.positive().begin(), whole.positive().end(),
-                                        [](double c) { return c != std::floor(c); });
-      if (!rebinned) {
-        EXPECT_EQ(vec(whole.negative()), neg);
-        EXPECT_EQ(vec(whole.positive()), pos);
+    for (const bool widening : {false, true})
+      for (const std::size_t n : {kChunk + 1, 3 * kChunk + 4321, 5 * kChunk}) {
+        SCOPED_TRACE("n " + std::to_string(n) + (widening ? " widening" : "") +
+                     (lead == Lead::zeros        ? " zeros first"
+                      : lead == Lead::non_finite ? " NaN first"
+                                                 : ""));
+        std::vector<float> x(n);
+        std::int64_t bad = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          const std::size_t chunk = i / kChunk;
+          const float spread = widening ? 1.0f + 0.5f * static_cast<float>(chunk) : 1.0f;
+          const float r = u(gen);
+          float v = r < 0.0005f ? kNaN : r < 0.001f ? kInf : spread * value(gen);
+          if (chunk == 0 && lead == Lead::zeros) v = 0.0f;
+          if (chunk == 0 && lead == Lead::non_finite) v = r < 0.5f ? kNaN : -kInf;
+          x[i] = v;
+          bad += std::isfinite(v) ? 0 : 1;
+        }
+        Histogram whole(2048), chunks(2048);
+        EXPECT_EQ(whole.add(x), bad);
+        std::int64_t chunk_bad = 0;
+        for (std::size_t at = 0; at < n; at += kChunk)
+          chunk_bad += chunks.add(std::span(x).subspan(at, std::min(kChunk, n - at)));
+        EXPECT_EQ(chunk_bad, bad);
+        EXPECT_EQ(whole.limit(), chunks.limit());
+        EXPECT_EQ(whole.min(), chunks.min());
+        EXPECT_EQ(whole.max(), chunks.max());
+        EXPECT_EQ(whole.total(), static_cast<double>(static_cast<std::int64_t>(n) - bad));
+        EXPECT_NEAR(whole.total(), chunks.total(), 1e-9 * whole.total());
+        double max_diff = 0.0;
+        for (std::size_t j = 0; j < 2048; ++j) {
+          max_diff = std::max(max_diff, std::fabs(whole.positive()[j] - chunks.positive()[j]));
+          max_diff = std::max(max_diff, std::fabs(whole.negative()[j] - chunks.negative()[j]));
+          ASSERT_GE(whole.positive()[j], 0.0);
+          ASSERT_GE(whole.negative()[j], 0.0);
+        }
+        EXPECT_LT(max_diff, 1e-7) << "largest bin difference";
+        if (!widening && lead == Lead::none) {
+          // No chunk widened after the first, or did so at most a few times; either way the counts
+          // are whole numbers exactly when no re-binning happened. Check the naive binning then.
+          std::vector<double> neg(2048, 0.0), pos(2048, 0.0);
+          naive_add(neg, pos, x, whole.limit());
+          const bool rebinned = std::any_of(whole.positive().begin(), whole.positive().end(),
+                                            [](double c) { return c != std::floor(c); });
+          if (!rebinned) {
+            EXPECT_EQ(vec(whole.negative()), neg);
+            EXPECT_EQ(vec(whole.positive()), pos);
+          }
+        }
       }
-    }
-  }
 }
 
 TEST(Histogram, HugeOutlierAfterABatchKeepsTheBatchInTheFirstBins) {
@@ -206,11 +210,14 @@ TEST(Histogram, RejectsBadConstructionAndState) {
   EXPECT_THROW(h.grow(kInf), Error);
   EXPECT_THROW(h.grow(-1.0f), Error);
   EXPECT_NO_THROW((void)Histogram::from_parts(2, 1.0f, -1.0f, 0.5f, {1, 0}, {0, 1}));
-  EXPECT_THROW((void)Histogram::from_parts(2, 1.0f, -1.0f, 0.5f, {1}, {0, 1}), Error);       // sizes
-  EXPECT_THROW((void)Histogram::from_parts(2, 1.0f, -1.0f, 0.5f, {-1, 0}, {0, 1}), Error);   // negative
-  EXPECT_THROW((void)Histogram::from_parts(2, 1.0f, -2.0f, 0.5f, {1, 0}, {0, 1}), Error);    // min out
-  EXPECT_THROW((void)Histogram::from_parts(2, 1.0f, kInf, -kInf, {1, 0}, {0, 1}), Error);    // no range
-  EXPECT_THROW((void)Histogram::from_parts(2, kNaN, -1.0f, 0.5f, {1, 0}, {0, 1}), Error);    // limit
+  EXPECT_THROW((void)Histogram::from_parts(2, 1.0f, -1.0f, 0.5f, {1}, {0, 1}), Error);  // sizes
+  EXPECT_THROW((void)Histogram::from_parts(2, 1.0f, -1.0f, 0.5f, {-1, 0}, {0, 1}),
+               Error);  // negative
+  EXPECT_THROW((void)Histogram::from_parts(2, 1.0f, -2.0f, 0.5f, {1, 0}, {0, 1}),
+               Error);  // min out
+  EXPECT_THROW((void)Histogram::from_parts(2, 1.0f, kInf, -kInf, {1, 0}, {0, 1}),
+               Error);  // no range
+  EXPECT_THROW((void)Histogram::from_parts(2, kNaN, -1.0f, 0.5f, {1, 0}, {0, 1}), Error);  // limit
   const auto empty = Histogram::from_parts(2, 0.0f, kInf, -kInf, {0, 0}, {0, 0});
   EXPECT_TRUE(empty.empty());
 }

@@ -91,7 +91,8 @@ TEST(HostileCalibrationFiles, ValuesNoFloatOrIntegerHoldsAreFieldErrors) {
   mm.observe(std::vector<float>{1.0f, 2.0f});
   const std::string m = observer_to_json(mm);
   expect_refused(replaced(m, "\"lo\":[", "\"lo\":[1e300,"), "'lo'");
-  expect_refused(replaced(m, "\"channels\":", "\"channels\":18446744073709551615,\"x\":"), "field 'channels'");
+  expect_refused(replaced(m, "\"channels\":", "\"channels\":18446744073709551615,\"x\":"),
+                 "field 'channels'");
   expect_refused(replaced(m, "\"version\":1", "\"version\":18446744073709551617"), "");
 }
 
@@ -134,9 +135,8 @@ TEST(HostileCalibrationFiles, FifoAndDeviceAreRefusedWithoutBlocking) {
   fs::remove(fifo);
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
   for (const fs::path& p : {fifo, fs::path("/dev/zero")}) {
-    auto done = std::async(std::launch::async, [&] {
-      EXPECT_THROW((void)load_params(p), Error) << p;
-    });
+    auto done =
+        std::async(std::launch::async, [&] { EXPECT_THROW((void)load_params(p), Error) << p; });
     ASSERT_EQ(done.wait_for(std::chrono::seconds(10)), std::future_status::ready)
         << p << " blocked";
   }

@@ -1,6 +1,8 @@
 // The histogram methods against hand-computed cases and against a line-by-line port of NVIDIA
 // pytorch-quantization's Python (entropy), and the closed-form expected error against numeric
 // integration with core's reference quantizer.
+#include "qforge/calibration/methods.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,7 +12,6 @@
 #include <numeric>
 #include <vector>
 
-#include "qforge/calibration/methods.h"
 #include "qforge/error.h"
 #include "qforge/reference.h"
 #include "test_support.h"
@@ -23,7 +24,7 @@ constexpr double kInfD = std::numeric_limits<double>::infinity();
 // ---- percentile ----
 
 TEST(Percentile, HandComputedNvidiaAndInterpolated) {
-  const std::vector<double> counts = {10, 20, 30, 40};  // cdf 0.1, 0.3, 0.6, 1.0; w = 1
+  const std::vector<double> counts = {10, 20, 30, 40};             // cdf 0.1, 0.3, 0.6, 1.0; w = 1
   EXPECT_EQ(percentile_threshold(counts, 1.0, 50.0, false), 2.0);  // bin_edges[2]
   EXPECT_NEAR(percentile_threshold(counts, 1.0, 50.0, true), 2.0 + 0.2 / 0.3, 1e-12);
   EXPECT_EQ(percentile_threshold(counts, 1.0, 100.0, false), 3.0);
@@ -66,7 +67,8 @@ NvidiaEntropy nvidia_entropy(const std::vector<double>& calib_hist, double width
   // qforge's guard (not NVIDIA's): start no lower than the first i whose bins[:i] hold half the
   // values.
   int half = 1;
-  while (half < stop && std::accumulate(bins.begin(), bins.begin() + half, 0.0) < 0.5 * total_data) ++half;
+  while (half < stop && std::accumulate(bins.begin(), bins.begin() + half, 0.0) < 0.5 * total_data)
+    ++half;
   if (half > start_bin) start_bin += (half - start_bin + stride - 1) / stride * stride;
   for (int i = start_bin; i <= stop; i += stride) {
     std::vector<double> new_density_counts(static_cast<std::size_t>(nbins), 0.0);
@@ -79,7 +81,9 @@ NvidiaEntropy nvidia_entropy(const std::vector<double>& calib_hist, double width
     std::vector<int> digitized(static_cast<std::size_t>(i));
     for (int idx = 0; idx < i; ++idx)
       digitized[static_cast<std::size_t>(idx)] =
-          static_cast<int>(std::upper_bound(space.begin(), space.end(), double(idx)) - space.begin()) - 1;
+          static_cast<int>(std::upper_bound(space.begin(), space.end(), double(idx)) -
+                           space.begin()) -
+          1;
     // digitized_space[bins[:i] == 0] = -1
     for (int idx = 0; idx < i; ++idx)
       if (bins[static_cast<std::size_t>(idx)] == 0) digitized[static_cast<std::size_t>(idx)] = -1;
@@ -149,8 +153,8 @@ TEST(Entropy, MatchesNvidiaOnRandomHistograms) {
         if (got != ref.amax) {
           // Only a near-tie may differ (different summation order): the divergence at our
           // threshold must equal the minimum to rounding.
-          const auto at = static_cast<std::size_t>(got / 0.5) -
-                          static_cast<std::size_t>(ref.arguments.front());
+          const auto at =
+              static_cast<std::size_t>(got / 0.5) - static_cast<std::size_t>(ref.arguments.front());
           const double best = *std::min_element(ref.divergences.begin(), ref.divergences.end());
           EXPECT_NEAR(ref.divergences.at(at), best, 1e-12 * (1.0 + best))
               << "qforge " << got << " nvidia " << ref.amax;
@@ -246,7 +250,8 @@ TEST(ExpectedMse, MatchesNumericIntegrationOfTheReferenceQuantizer) {
   const auto zero = Histogram::from_parts(8, 0.0f, 0.0f, 0.0f, std::vector<double>(8, 0.0),
                                           {5, 0, 0, 0, 0, 0, 0, 0});
   EXPECT_EQ(expected_mse(zero, QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f)), 0.0);
-  EXPECT_EQ(expected_mse(zero, QuantizationParams::per_tensor_symmetric(DType::binary, 0.5f)), 0.25);
+  EXPECT_EQ(expected_mse(zero, QuantizationParams::per_tensor_symmetric(DType::binary, 0.5f)),
+            0.25);
   EXPECT_THROW((void)expected_mse(zero, QuantizationParams::logarithmic(DType::int8, 1.0f)), Error);
 }
 

@@ -1,12 +1,13 @@
 // MinMax and MovingAverageMinMax observers: PyTorch's published observer example, hand-computed
 // per-channel cases, randomised per-channel ranges against a naive loop, and bad input.
+#include "qforge/calibration/minmax.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "qforge/calibration/minmax.h"
 #include "qforge/error.h"
 #include "qforge/reference.h"
 #include "test_support.h"
@@ -69,8 +70,8 @@ TEST(MinMaxObserver, PyTorchObserverExample) {
 TEST(MinMaxObserver, QforgeConventionIsCoreParamsFromRange) {
   MinMaxObserver obs;
   obs.observe(std::vector<float>{-3.25f, 0.5f, 7.75f});
-  for (DType d : {DType::int8, DType::uint8, DType::int16, DType::uint16, DType::int4,
-                  DType::uint4}) {
+  for (DType d :
+       {DType::int8, DType::uint8, DType::int16, DType::uint16, DType::int4, DType::uint4}) {
     for (Mapping m : {Mapping::affine, Mapping::symmetric, Mapping::logarithmic}) {
       SCOPED_TRACE(std::string(name(d)) + " " + std::string(to_string(m)));
       EXPECT_EQ(obs.params({d, m}), reference::params_from_range(d, m, -3.25f, 7.75f));
@@ -154,7 +155,8 @@ TEST(MinMaxObserver, PerChannelHandComputed) {
   EXPECT_EQ(s.scheme(), Scheme::per_channel_symmetric(-1));
   EXPECT_EQ(s.scale(2), 6.0f / 127.0f);
   std::vector<float> lo = {1, -2, -6}, hi = {4, 5, 3};
-  EXPECT_EQ(s, reference::params_from_ranges(DType::int8, Scheme::per_channel_symmetric(-1), lo, hi));
+  EXPECT_EQ(s,
+            reference::params_from_ranges(DType::int8, Scheme::per_channel_symmetric(-1), lo, hi));
   // Per-channel PyTorch convention.
   const auto t = cols.params({DType::int8, Mapping::symmetric, Convention::pytorch});
   EXPECT_EQ(t.scale(1), 5.0f / 127.5f);
@@ -166,7 +168,8 @@ TEST(MinMaxObserver, PerChannelHandComputed) {
 std::vector<Range> naive_ranges(const std::vector<std::vector<float>>& batches, const Shape& shape,
                                 int axis) {
   const int rank = static_cast<int>(shape.size());
-  const auto channels = static_cast<std::size_t>(shape[static_cast<std::size_t>(axis < 0 ? axis + rank : axis)]);
+  const auto channels =
+      static_cast<std::size_t>(shape[static_cast<std::size_t>(axis < 0 ? axis + rank : axis)]);
   const QuantizationParams index(DType::int8, Scheme::per_channel_affine(axis),
                                  std::vector<float>(channels, 1.0f));
   std::vector<Range> r(channels, Range{kInf, -kInf});
@@ -222,8 +225,8 @@ TEST(MinMaxObserver, LongBatchesMatchNaiveExtremes) {
   SCOPED_TRACE(test::seed_text());
   auto gen = test::rng(2);
   std::uniform_real_distribution<float> u(-100.0f, 100.0f);
-  for (std::size_t n : {1u, 7u, 15u, 16u, 17u, 31u, 33u, 1000u, 4095u, 4096u, 4099u, 9000u,
-                        20000u}) {
+  for (std::size_t n :
+       {1u, 7u, 15u, 16u, 17u, 31u, 33u, 1000u, 4095u, 4096u, 4099u, 9000u, 20000u}) {
     std::vector<float> x(n);
     for (float& v : x) v = u(gen);
     const float specials[] = {kNaN, kInf, -kInf, -0.0f};
@@ -304,7 +307,8 @@ TEST(MinMaxObserver, ConstantAndZeroTensorsGiveValidParams) {
           const auto p = obs.params({d, m, conv});
           EXPECT_TRUE(std::isfinite(p.scale()) && p.scale() > 0.0f);
           // The constant itself survives a round trip within one step.
-          const auto q = reference::quantize_value(c, p.scale(), p.zero_point(), p.qmin(), p.qmax());
+          const auto q =
+              reference::quantize_value(c, p.scale(), p.zero_point(), p.qmin(), p.qmax());
           EXPECT_NEAR(reference::dequantize_value(q, p.scale(), p.zero_point()), c, p.scale());
         }
       }
@@ -319,7 +323,7 @@ TEST(MinMaxObserver, ShapeErrorsNameTheProblem) {
   MinMaxObserver obs;
   EXPECT_THROW(obs.observe(std::vector<float>{1, 2, 3}, {2, 2}), Error);
   auto pc = MinMaxObserver::per_channel(2);
-  EXPECT_THROW(pc.observe(std::vector<float>{1, 2}), Error);  // no shape
+  EXPECT_THROW(pc.observe(std::vector<float>{1, 2}), Error);       // no shape
   EXPECT_THROW(pc.observe(std::vector<float>{1, 2}, {2}), Error);  // no axis 2
   pc.observe(std::vector<float>(6, 1.0f), {1, 2, 3});
   try {

@@ -1,6 +1,8 @@
 // JSON save / load: exact round trips of every observer kind and of params, clear errors for
 // truncated or corrupt files that leave them untouched, and atomic replacement: a write that
 // fails (file size limit) or a writer killed mid-write never damages the previous file.
+#include "qforge/calibration/serialize.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -17,7 +19,6 @@
 
 #include "qforge/calibration/histogram_observer.h"
 #include "qforge/calibration/minmax.h"
-#include "qforge/calibration/serialize.h"
 #include "qforge/error.h"
 #include "test_support.h"
 
@@ -69,9 +70,11 @@ std::vector<std::unique_ptr<Observer>> sample_observers(std::mt19937_64& gen) {
   out.push_back(std::make_unique<MinMaxObserver>());
   out.push_back(std::make_unique<MinMaxObserver>(MinMaxObserver::per_channel(1)));
   out.push_back(std::make_unique<MovingAverageMinMaxObserver>(0.25f));
-  out.push_back(std::make_unique<MovingAverageMinMaxObserver>(MovingAverageMinMaxObserver::per_channel(-1)));
+  out.push_back(
+      std::make_unique<MovingAverageMinMaxObserver>(MovingAverageMinMaxObserver::per_channel(-1)));
   out.push_back(std::make_unique<HistogramObserver>(MethodOptions{Method::mse}, 128));
-  out.push_back(std::make_unique<HistogramObserver>(HistogramObserver::per_channel(0, {Method::percentile, 99.5, false}, 32)));
+  out.push_back(std::make_unique<HistogramObserver>(
+      HistogramObserver::per_channel(0, {Method::percentile, 99.5, false}, 32)));
   for (auto& o : out)
     for (int b = 0; b < 2; ++b) o->observe(random_batch(gen, 4 * 50, 1.0f + b), {4, 50});
   // And observers that saw nothing yet.
@@ -97,7 +100,8 @@ TEST(Serialize, ObserversRoundTripExactly) {
       EXPECT_THROW((void)back->params({DType::int8, Mapping::affine}), Error);
       continue;
     }
-    for (Target t : {Target{DType::int8, Mapping::affine}, Target{DType::uint4, Mapping::symmetric}})
+    for (Target t :
+         {Target{DType::int8, Mapping::affine}, Target{DType::uint4, Mapping::symmetric}})
       EXPECT_EQ(back->params(t), o->params(t));
     // Observing on after a reload gives what observing on without it gives.
     auto cont = o->clone();
@@ -113,8 +117,8 @@ TEST(Serialize, ParamsRoundTripExactly) {
   m.emplace("conv1.weight", QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0,
                                                             {0.1f, 1.0f / 3.0f, 7e-9f}));
   m.emplace("fc.act", QuantizationParams::per_tensor_affine(DType::uint8, 8.0f / 255.0f, 3));
-  m.emplace("blocks", QuantizationParams::blockwise(DType::int4, Mapping::affine, 32,
-                                                    {0.5f, 0.25f}, {-3, 7}));
+  m.emplace("blocks", QuantizationParams::blockwise(DType::int4, Mapping::affine, 32, {0.5f, 0.25f},
+                                                    {-3, 7}));
   m.emplace("bits", QuantizationParams::per_tensor_symmetric(DType::binary, 0.75f));
   m.emplace("log", QuantizationParams::logarithmic(DType::int8, 3.5f));
   m.emplace("wide", QuantizationParams::per_tensor_affine(DType::uint16, 1e-30f, 65535));

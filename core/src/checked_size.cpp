@@ -29,10 +29,10 @@ std::int64_t checked_element_count(std::string_view operand,
                                                  std::to_string(i) + " is " + std::to_string(e) +
                                                  "; expected >= 0");
     if (e > kMaxSize)
-      throw Error(ErrorCode::invalid_argument,
-                  extents_text(operand, extents) + ": extent " + std::to_string(i) + " is " +
-                      std::to_string(e) + "; expected at most " + kLimitText +
-                      " (qforge's size limit, docs/ARCHITECTURE.md)");
+      throw Error(ErrorCode::invalid_argument, extents_text(operand, extents) + ": extent " +
+                                                   std::to_string(i) + " is " + std::to_string(e) +
+                                                   "; expected at most " + kLimitText +
+                                                   " (qforge's size limit, docs/ARCHITECTURE.md)");
     if (e == 0) {
       empty = true;
       continue;
@@ -40,8 +40,8 @@ std::int64_t checked_element_count(std::string_view operand,
     // bounded <= kMaxSize and e <= kMaxSize: compare by division, never form the product.
     if (bounded > kMaxSize / e)
       throw Error(ErrorCode::invalid_argument,
-                  extents_text(operand, extents) + " has more than " + kLimitText +
-                      " elements" + (empty ? " (counting empty axes as 1)" : "") +
+                  extents_text(operand, extents) + " has more than " + kLimitText + " elements" +
+                      (empty ? " (counting empty axes as 1)" : "") +
                       "; expected at most that many per operand (qforge's size limit, "
                       "docs/ARCHITECTURE.md)");
     bounded *= e;
@@ -51,15 +51,16 @@ std::int64_t checked_element_count(std::string_view operand,
 
 std::int64_t checked_element_count(std::string_view operand,
                                    std::initializer_list<std::int64_t> extents) {
-  return checked_element_count(operand, std::span<const std::int64_t>(extents.begin(), extents.size()));
+  return checked_element_count(operand,
+                               std::span<const std::int64_t>(extents.begin(), extents.size()));
 }
 
 std::size_t checked_bytes(std::string_view operand, std::int64_t count, std::size_t element_bytes) {
   if (count < 0)
     throw Error(ErrorCode::invalid_argument, std::string(operand) + ": element count " +
                                                  std::to_string(count) + "; expected >= 0");
-  if (element_bytes != 0 && static_cast<std::uint64_t>(count) >
-                                static_cast<std::uint64_t>(kMaxSize) / element_bytes)
+  if (element_bytes != 0 &&
+      static_cast<std::uint64_t>(count) > static_cast<std::uint64_t>(kMaxSize) / element_bytes)
     throw Error(ErrorCode::invalid_argument,
                 std::string(operand) + ": " + std::to_string(count) + " elements of " +
                     std::to_string(element_bytes) + " bytes need more than " + kLimitText +

@@ -25,18 +25,18 @@
 #define QFORGE_HW_ARM64_LINUX 1
 #endif
 
-#include "qforge/log.h"
-
 #include <spdlog/spdlog.h>
+
+#include "qforge/log.h"
 
 namespace qforge {
 namespace {
 
 // The documented order of CpuInfo::features (hardware.h). Tools and tests print and check it.
 constexpr std::array<std::string_view, 16> kFeatureOrder = {
-    "sse4_1",     "avx2",     "fma",      "f16c",     "avx512f", "avx512bw",
-    "avx512vl",   "avx512vnni", "avx512bf16", "avx_vnni", "amx_int8", "amx_bf16",
-    "amx_tile",   "neon",     "neon_dot", "i8mm"};
+    "sse4_1",   "avx2",       "fma",        "f16c",     "avx512f",  "avx512bw",
+    "avx512vl", "avx512vnni", "avx512bf16", "avx_vnni", "amx_int8", "amx_bf16",
+    "amx_tile", "neon",       "neon_dot",   "i8mm"};
 
 #if QFORGE_HW_X86
 struct CpuidRegs {
@@ -69,7 +69,7 @@ struct X86Extras {
 X86Extras detect_x86_extras() {
   X86Extras x;
   const unsigned long long state = xcr0();
-  const bool ymm_state = (state & 0x6) == 0x6;                    // XMM (bit 1) + YMM (bit 2)
+  const bool ymm_state = (state & 0x6) == 0x6;                     // XMM (bit 1) + YMM (bit 2)
   const bool tile_state = (state & (3ull << 17)) == (3ull << 17);  // XTILECFG + XTILEDATA
   const CpuidRegs l7s0 = cpuid(7, 0);
   if (ymm_state && l7s0.eax >= 1) {
@@ -233,7 +233,8 @@ CpuInfo detect() noexcept {
   if (info.vendor.empty()) info.vendor = "unknown";
   if (info.features.size() != kFeatureOrder.size()) {
     info.features.clear();
-    for (std::string_view name : kFeatureOrder) info.features.emplace_back(std::string(name), false);
+    for (std::string_view name : kFeatureOrder)
+      info.features.emplace_back(std::string(name), false);
   }
   return info;
 }

@@ -1,10 +1,10 @@
 #include "qforge/log.h"
 
-#include <cstdlib>
-#include <mutex>
-
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <mutex>
 
 namespace qforge {
 

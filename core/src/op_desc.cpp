@@ -5,10 +5,15 @@
 namespace qforge {
 namespace {
 
-constexpr std::array<std::string_view, kOpKindCount> kOpNames = {
-    "quantize",       "dequantize",     "requantize",
-    "matmul_integer", "matmul_dequant", "qlinear_matmul",
-    "dynamic_quantize_linear", "linear_forward", "linear_backward"};
+constexpr std::array<std::string_view, kOpKindCount> kOpNames = {"quantize",
+                                                                 "dequantize",
+                                                                 "requantize",
+                                                                 "matmul_integer",
+                                                                 "matmul_dequant",
+                                                                 "qlinear_matmul",
+                                                                 "dynamic_quantize_linear",
+                                                                 "linear_forward",
+                                                                 "linear_backward"};
 
 std::string params_text(const QuantizationParams& p) {
   return std::string(name(p.dtype())) + "/" + to_string(p.scheme());
@@ -21,8 +26,9 @@ struct Describe {
            params_text(d.params) + " float=" + name(d.float_type);
   }
   std::string operator()(const RequantizeDesc& d) const {
-    return std::string(to_string(op)) + " shape=" + to_string(d.shape) + " out=" +
-           std::string(name(d.out_dtype)) + " multipliers=" + std::to_string(d.multipliers.size()) +
+    return std::string(to_string(op)) + " shape=" + to_string(d.shape) +
+           " out=" + std::string(name(d.out_dtype)) +
+           " multipliers=" + std::to_string(d.multipliers.size()) +
            " mode=" + std::string(to_string(d.mode));
   }
   std::string operator()(const MatmulDesc& d) const {
@@ -40,9 +46,8 @@ struct Describe {
     return std::string(to_string(op)) + " shape=" + to_string(d.shape);
   }
   std::string operator()(const LinearDesc& d) const {
-    return std::string(to_string(op)) + " m=" + std::to_string(d.m) + " n=" +
-           std::to_string(d.n) + " k=" + std::to_string(d.k) + " w=" + params_text(d.w) +
-           (d.has_bias ? " bias" : "");
+    return std::string(to_string(op)) + " m=" + std::to_string(d.m) + " n=" + std::to_string(d.n) +
+           " k=" + std::to_string(d.k) + " w=" + params_text(d.w) + (d.has_bias ? " bias" : "");
   }
 };
 

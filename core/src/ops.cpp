@@ -37,9 +37,9 @@ const CopiedWeights& copied(const QuantizationOps& ops, const MatmulDesc& desc,
                             const PackedWeights& b) {
   const auto* w = dynamic_cast<const CopiedWeights*>(&b);
   if (!w || b.backend() != ops.name())
-    throw Error(ErrorCode::invalid_argument,
-                "packed weights made by " + b.backend() + " passed to " + ops.name() +
-                    "; expected weights packed by the same backend");
+    throw Error(ErrorCode::invalid_argument, "packed weights made by " + b.backend() +
+                                                 " passed to " + ops.name() +
+                                                 "; expected weights packed by the same backend");
   const MatmulDesc& p = w->desc();
   if (p.n != desc.n || p.k != desc.k || p.b_layout != desc.b_layout || !(p.b == desc.b))
     throw Error(ErrorCode::shape_mismatch,
@@ -60,14 +60,15 @@ std::shared_ptr<PackedWeights> QuantizationOps::pack_weights(const MatmulDesc& d
                                                              const void* b) {
   if (!host_memory())
     throw Error(ErrorCode::unsupported,
-                name() + ": pack_weights has no default for device memory; the backend must "
-                         "implement it");
+                name() +
+                    ": pack_weights has no default for device memory; the backend must "
+                    "implement it");
   const std::string operand = name() + ": pack_weights: B";
-  const std::size_t bytes = checked_storage_bytes(
-      operand, desc.b.dtype(), checked_element_count(operand, desc.b_shape()));
+  const std::size_t bytes = checked_storage_bytes(operand, desc.b.dtype(),
+                                                  checked_element_count(operand, desc.b_shape()));
   if (bytes && !b)
-    throw Error(ErrorCode::invalid_argument,
-                operand + " is null for " + std::to_string(bytes) + " bytes; expected a valid host pointer");
+    throw Error(ErrorCode::invalid_argument, operand + " is null for " + std::to_string(bytes) +
+                                                 " bytes; expected a valid host pointer");
   auto buffer = make_host_buffer(bytes);
   if (bytes) std::memcpy(buffer->data(), b, bytes);
   return std::make_shared<CopiedWeights>(desc, name(), std::move(buffer));
@@ -99,9 +100,9 @@ void QuantizationOps::copy_to_device(Buffer& dst, std::size_t dst_offset, const 
                                      std::size_t bytes) {
   check_range(dst, dst_offset, bytes, "copy_to_device");
   if (!dst.host_accessible())
-    throw Error(ErrorCode::invalid_argument,
-                "copy_to_device: destination buffer lives on " + dst.device().backend +
-                    "; expected a buffer allocated by " + name());
+    throw Error(ErrorCode::invalid_argument, "copy_to_device: destination buffer lives on " +
+                                                 dst.device().backend +
+                                                 "; expected a buffer allocated by " + name());
   if (bytes) std::memcpy(static_cast<std::byte*>(dst.data()) + dst_offset, src, bytes);
 }
 
@@ -110,9 +111,9 @@ void QuantizationOps::copy_to_host(void* dst, const Buffer& src, std::size_t src
   check_range(src, src_offset, bytes, "copy_to_host");
   auto& s = const_cast<Buffer&>(src);
   if (!s.host_accessible())
-    throw Error(ErrorCode::invalid_argument,
-                "copy_to_host: source buffer lives on " + src.device().backend +
-                    "; expected a buffer allocated by " + name());
+    throw Error(ErrorCode::invalid_argument, "copy_to_host: source buffer lives on " +
+                                                 src.device().backend +
+                                                 "; expected a buffer allocated by " + name());
   if (bytes) std::memcpy(dst, static_cast<const std::byte*>(s.data()) + src_offset, bytes);
 }
 

@@ -1,6 +1,7 @@
 #include "qforge/output_file.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,8 +12,6 @@
 #include <system_error>
 
 #include "qforge/error.h"
-#include <spdlog/spdlog.h>
-
 #include "qforge/log.h"
 
 namespace qforge {

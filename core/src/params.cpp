@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <utility>
-
 #include <cmath>
 #include <sstream>
+#include <utility>
 
 #include "qforge/checked_size.h"
 #include "qforge/error.h"
@@ -38,7 +37,9 @@ std::optional<std::int32_t> fixed_zero_point(DType dtype, Mapping mapping) {
 
 QuantizationParams::QuantizationParams(DType dtype, Scheme scheme, std::vector<float> scales,
                                        std::vector<std::int32_t> zero_points)
-    : dtype_(dtype), scheme_(scheme), scales_(std::move(scales)),
+    : dtype_(dtype),
+      scheme_(scheme),
+      scales_(std::move(scales)),
       zero_points_(std::move(zero_points)) {
   const auto& tr = traits(dtype_);
   if (dtype_ == DType::binary && scheme_.mapping != Mapping::symmetric)
@@ -54,8 +55,8 @@ QuantizationParams::QuantizationParams(DType dtype, Scheme scheme, std::vector<f
   // The upper bound keeps (extent + block_size - 1) exact in int64 (checked_size.h).
   if (scheme_.granularity == Granularity::block &&
       (scheme_.block_size <= 0 || scheme_.block_size > kMaxSize))
-    invalid("block_size = " + std::to_string(scheme_.block_size) + "; expected 1 to 2^48 = " +
-            std::to_string(kMaxSize));
+    invalid("block_size = " + std::to_string(scheme_.block_size) +
+            "; expected 1 to 2^48 = " + std::to_string(kMaxSize));
   for (std::size_t i = 0; i < scales_.size(); ++i)
     if (!std::isfinite(scales_[i]) || !(scales_[i] > 0.0f))
       invalid("scale[" + std::to_string(i) + "] = " + float_text(scales_[i]) +
@@ -70,8 +71,8 @@ QuantizationParams::QuantizationParams(DType dtype, Scheme scheme, std::vector<f
     const auto z = zero_points_[i];
     if (fixed && z != *fixed)
       invalid("zero_point[" + std::to_string(i) + "] = " + std::to_string(z) + " with the " +
-              std::string(qforge::to_string(scheme_.mapping)) + " mapping on " + std::string(tr.name) +
-              "; expected " + std::to_string(*fixed));
+              std::string(qforge::to_string(scheme_.mapping)) + " mapping on " +
+              std::string(tr.name) + "; expected " + std::to_string(*fixed));
     if (z < tr.qmin || z > tr.qmax)
       invalid("zero_point[" + std::to_string(i) + "] = " + std::to_string(z) +
               "; expected a value in the " + std::string(tr.name) + " range [" +
@@ -87,9 +88,13 @@ QuantizationParams::QuantizationParams(DType dtype, Scheme scheme, std::vector<f
 }
 
 QuantizationParams::QuantizationParams(QuantizationParams&& other) noexcept
-    : dtype_(other.dtype_), scheme_(other.scheme_), scales_(std::move(other.scales_)),
-      zero_points_(std::move(other.zero_points_)), zero_point_min_(other.zero_point_min_),
-      zero_point_max_(other.zero_point_max_), identity_(std::exchange(other.identity_, 0)) {
+    : dtype_(other.dtype_),
+      scheme_(other.scheme_),
+      scales_(std::move(other.scales_)),
+      zero_points_(std::move(other.zero_points_)),
+      zero_point_min_(other.zero_point_min_),
+      zero_point_max_(other.zero_point_max_),
+      identity_(std::exchange(other.identity_, 0)) {
   other.scales_.clear();
   other.zero_points_.clear();
   other.zero_point_min_ = other.zero_point_max_ = 0;
@@ -133,8 +138,7 @@ QuantizationParams QuantizationParams::per_channel(DType dtype, Mapping mapping,
 }
 
 QuantizationParams QuantizationParams::blockwise(DType dtype, Mapping mapping,
-                                                 std::int64_t block_size,
-                                                 std::vector<float> scales,
+                                                 std::int64_t block_size, std::vector<float> scales,
                                                  std::vector<std::int32_t> zero_points) {
   return {dtype, Scheme{mapping, Granularity::block, 0, block_size}, std::move(scales),
           std::move(zero_points)};
@@ -230,7 +234,8 @@ std::size_t QuantizationParams::param_index(const Shape& shape, std::int64_t fla
 
 std::string QuantizationParams::to_string() const {
   std::string s = std::string(name(dtype_)) + " " + qforge::to_string(scheme_) + " scale=";
-  if (scales_.size() == 1) s += float_text(scales_[0]) + " zero_point=" + std::to_string(zero_points_[0]);
+  if (scales_.size() == 1)
+    s += float_text(scales_[0]) + " zero_point=" + std::to_string(zero_points_[0]);
   else s += "[" + std::to_string(scales_.size()) + " values]";
   return s;
 }

@@ -50,24 +50,24 @@ QuantizedTensor::QuantizedTensor(Shape shape, QuantizationParams params)
 
 QuantizedTensor::QuantizedTensor(Shape shape, QuantizationParams params,
                                  std::shared_ptr<Buffer> storage)
-    : shape_(std::move(shape)), params_(std::move(params)), numel_(element_count(shape_)),
+    : shape_(std::move(shape)),
+      params_(std::move(params)),
+      numel_(element_count(shape_)),
       storage_(std::move(storage)) {
   params_.validate_for(shape_);
-  if (!storage_)
-    throw Error(ErrorCode::invalid_argument, "QuantizedTensor: null storage buffer");
+  if (!storage_) throw Error(ErrorCode::invalid_argument, "QuantizedTensor: null storage buffer");
   if (storage_->size() < storage_bytes())
     throw Error(ErrorCode::invalid_argument,
-                "QuantizedTensor: storage of " + std::to_string(storage_->size()) +
-                    " bytes for " + std::to_string(numel_) + " " + std::string(name(dtype())) +
+                "QuantizedTensor: storage of " + std::to_string(storage_->size()) + " bytes for " +
+                    std::to_string(numel_) + " " + std::string(name(dtype())) +
                     " elements; expected at least " + std::to_string(storage_bytes()));
 }
 
 std::span<std::byte> QuantizedTensor::bytes() {
   if (!storage_->host_accessible())
     throw Error(ErrorCode::invalid_argument,
-                "QuantizedTensor: storage lives on " + storage_->device().backend +
-                    " device " + std::to_string(storage_->device().index) +
-                    "; copy it to the host first");
+                "QuantizedTensor: storage lives on " + storage_->device().backend + " device " +
+                    std::to_string(storage_->device().index) + "; copy it to the host first");
   return {static_cast<std::byte*>(storage_->data()), storage_bytes()};
 }
 

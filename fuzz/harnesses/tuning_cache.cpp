@@ -3,16 +3,19 @@
 // looks up the fingerprint the seed corpus files its entries under, and, when the file was
 // accepted, stores an entry into it as a tuning program would (re-read, merge, write). Any
 // other exception, crash or sanitizer report is a finding.
-#include "qforge/error.h"
 #include "qforge/tuning_cache.h"
+
+#include "qforge/error.h"
 #include "scratch_file.h"
 
 namespace {
 
 // id() = 8984e6d9348bf786: the seeds in corpus/tuning_cache use it as their machine key.
-const qforge::HardwareFingerprint kFingerprint{"fuzz cpu", {"avx2"}, {{"cpu_scalar", "1", {"cpu"}}}};
-const qforge::CacheEntry kEntry{"key@fast", "workload", "example", {"cpu_scalar", 0, "k"},
-                                1e-6, true, "2024-01-01T00:00:00Z", {}};
+const qforge::HardwareFingerprint kFingerprint{
+    "fuzz cpu", {"avx2"}, {{"cpu_scalar", "1", {"cpu"}}}};
+const qforge::CacheEntry kEntry{
+    "key@fast", "workload", "example", {"cpu_scalar", 0, "k"}, 1e-6, true, "2024-01-01T00:00:00Z",
+    {}};
 
 }  // namespace
 

@@ -1,7 +1,8 @@
 // Benchmark workload files (qforge-bench --workloads): any text gives workloads or a
 // qforge::Error; any other exception, crash or sanitizer report is a finding.
-#include "qforge/error.h"
 #include "workload_file.h"
+
+#include "qforge/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {

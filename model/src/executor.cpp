@@ -93,7 +93,8 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
 std::vector<SupportedOp> supported_ops() {
   std::vector<SupportedOp> out;
   for (const ops::OpKernel& k : ops::kernels().all()) out.push_back({k.op_type, k.since_versions});
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.op_type < b.op_type; });
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.op_type < b.op_type; });
   return out;
 }
 

@@ -37,11 +37,13 @@ int fold_conv_batchnorm(Graph& g) {
     if (bn.attr_int_or("training_mode", 0) != 0 || bn.attr_int_or("spatial", 1) != 1) continue;
     if (bn.since_version == 6 && bn.attr_int_or("is_test", 0) != 1) continue;
     bool extra_outputs = false;
-    for (std::size_t o = 1; o < bn.outputs.size(); ++o) extra_outputs = extra_outputs || !bn.outputs[o].empty();
+    for (std::size_t o = 1; o < bn.outputs.size(); ++o)
+      extra_outputs = extra_outputs || !bn.outputs[o].empty();
     if (extra_outputs) continue;
     const std::string& x = bn.inputs[0];
     const Node* conv_ptr = g.producer_of(x);
-    if (!conv_ptr || conv_ptr->op_type != "Conv" || g.is_graph_output(x) || g.consumers_of(x).size() != 1)
+    if (!conv_ptr || conv_ptr->op_type != "Conv" || g.is_graph_output(x) ||
+        g.consumers_of(x).size() != 1)
       continue;
     const std::size_t ci = static_cast<std::size_t>(conv_ptr - g.nodes.data());
     const Tensor* w = g.initializer(conv_ptr->input(1));

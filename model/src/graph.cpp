@@ -32,8 +32,9 @@ bool ValueInfo::fully_known() const noexcept {
 
 Shape ValueInfo::shape() const {
   if (!fully_known())
-    throw Error(ErrorCode::invalid_argument,
-                "tensor " + to_string(*this) + " has no concrete shape; give its shape to resolve()");
+    throw Error(
+        ErrorCode::invalid_argument,
+        "tensor " + to_string(*this) + " has no concrete shape; give its shape to resolve()");
   Shape s;
   for (const Dim& d : dims) s.push_back(d.value);
   return s;
@@ -52,7 +53,7 @@ std::string to_string(const ValueInfo& v) {
 }
 
 std::string_view attribute_kind(const AttributeValue& v) noexcept {
-  static constexpr std::string_view kinds[] = {"int", "float", "string", "tensor",
+  static constexpr std::string_view kinds[] = {"int",  "float",  "string", "tensor",
                                                "ints", "floats", "strings"};
   return kinds[v.index()];
 }

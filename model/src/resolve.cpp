@@ -16,25 +16,26 @@ Shape input_shape(const ValueInfo& v, const ResolveOptions& options,
   if (it == options.input_shapes.end()) return v.shape();
   const Shape& s = it->second;
   for (std::int64_t d : s)
-    if (d < 0) throw Error(ErrorCode::invalid_argument, "input '" + v.name + "' is given a negative extent");
+    if (d < 0)
+      throw Error(ErrorCode::invalid_argument, "input '" + v.name + "' is given a negative extent");
   if (!v.has_shape) return s;
   if (s.size() != v.dims.size())
     throw Error(ErrorCode::shape_mismatch, "input " + to_string(v) + " is given rank " +
-                                               std::to_string(s.size()) + " " + qforge::to_string(s));
+                                               std::to_string(s.size()) + " " +
+                                               qforge::to_string(s));
   for (std::size_t i = 0; i < s.size(); ++i) {
     const Dim& d = v.dims[i];
     if (d.known() && d.value != s[i])
-      throw Error(ErrorCode::shape_mismatch, "input " + to_string(v) + " is given " +
-                                                 qforge::to_string(s) + "; dim " +
-                                                 std::to_string(i) + " must be " +
-                                                 std::to_string(d.value));
+      throw Error(ErrorCode::shape_mismatch,
+                  "input " + to_string(v) + " is given " + qforge::to_string(s) + "; dim " +
+                      std::to_string(i) + " must be " + std::to_string(d.value));
     if (!d.known() && !d.symbol.empty()) {
       auto [pos, inserted] = symbols.emplace(d.symbol, s[i]);
       if (!inserted && pos->second != s[i])
-        throw Error(ErrorCode::shape_mismatch,
-                    "input '" + v.name + "': dim '" + d.symbol + "' is given " +
-                        std::to_string(s[i]) + " here and " + std::to_string(pos->second) +
-                        " for another input");
+        throw Error(ErrorCode::shape_mismatch, "input '" + v.name + "': dim '" + d.symbol +
+                                                   "' is given " + std::to_string(s[i]) +
+                                                   " here and " + std::to_string(pos->second) +
+                                                   " for another input");
     }
   }
   return s;
@@ -85,7 +86,8 @@ Graph resolve(const Graph& graph, const ResolveOptions& options) {
       input_shape(v, as_shape, symbols);  // checks rank, known dims and shared symbols
       if (c->second.type() != v.type)
         throw Error(ErrorCode::invalid_argument, "resolve: constant for input " + to_string(v) +
-                                                     " is " + std::string(to_string(c->second.type())));
+                                                     " is " +
+                                                     std::string(to_string(c->second.type())));
       types[v.name] = c->second.tensor_type();
       values.insert_or_assign(v.name, c->second);
       continue;
@@ -110,25 +112,29 @@ Graph resolve(const Graph& graph, const ResolveOptions& options) {
       if (node.inputs[i].empty()) continue;
       auto t = types.find(node.inputs[i]);
       if (t == types.end())
-        throw Error(ErrorCode::internal, node.describe() + ": input '" + node.inputs[i] + "' has no type");
+        throw Error(ErrorCode::internal,
+                    node.describe() + ": input '" + node.inputs[i] + "' has no type");
       auto v = values.find(node.inputs[i]);
       in[i] = {&t->second, v == values.end() ? nullptr : &v->second};
       all_constant = all_constant && in[i].value;
     }
     const std::vector<TensorType> result = k->infer(node, in);
     if (result.size() < node.outputs.size())
-      throw Error(ErrorCode::unsupported, node.describe() + ": has " + std::to_string(node.outputs.size()) +
-                                              " outputs; qforge computes " + std::to_string(result.size()));
+      throw Error(ErrorCode::unsupported,
+                  node.describe() + ": has " + std::to_string(node.outputs.size()) +
+                      " outputs; qforge computes " + std::to_string(result.size()));
     for (std::size_t o = 0; o < node.outputs.size(); ++o) {
       if (node.outputs[o].empty()) continue;
       checked_tensor_bytes(result[o].type, result[o].shape,
-                           node.describe() + " output '" + node.outputs[o] + "'", options.max_tensor_bytes);
+                           node.describe() + " output '" + node.outputs[o] + "'",
+                           options.max_tensor_bytes);
       types[node.outputs[o]] = result[o];
     }
     if (k->fold_from_types) {
       std::vector<Tensor> folded = k->fold_from_types(node, in);
       for (std::size_t o = 0; o < node.outputs.size(); ++o)
-        if (!node.outputs[o].empty()) values.insert_or_assign(node.outputs[o], std::move(folded[o]));
+        if (!node.outputs[o].empty())
+          values.insert_or_assign(node.outputs[o], std::move(folded[o]));
       continue;
     }
     if (all_constant) {
@@ -140,7 +146,8 @@ Graph resolve(const Graph& graph, const ResolveOptions& options) {
       for (Tensor& t : results) outs.push_back(&t);
       k->run(node, args, outs);
       for (std::size_t o = 0; o < node.outputs.size(); ++o)
-        if (!node.outputs[o].empty()) values.insert_or_assign(node.outputs[o], std::move(results[o]));
+        if (!node.outputs[o].empty())
+          values.insert_or_assign(node.outputs[o], std::move(results[o]));
       continue;
     }
     remaining.push_back(&node);
@@ -169,7 +176,8 @@ Graph resolve(const Graph& graph, const ResolveOptions& options) {
   }
   // Constants that a remaining node reads or that are graph outputs become initializers.
   for (auto& [name, t] : values)
-    if (needed.contains(name) && !produced.contains(name)) out.initializers.insert_or_assign(name, std::move(t));
+    if (needed.contains(name) && !produced.contains(name))
+      out.initializers.insert_or_assign(name, std::move(t));
   for (const ValueInfo& v : graph.outputs) {
     auto t = types.find(v.name);
     if (t == types.end())

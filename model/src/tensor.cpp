@@ -44,9 +44,18 @@ std::size_t element_size(ElementType type) noexcept {
 
 std::optional<ElementType> element_type_from_onnx(std::int32_t onnx_type) noexcept {
   switch (onnx_type) {
-    case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 9: case 10: case 11: case 12:
-    case 13:
-      return static_cast<ElementType>(onnx_type);
+    case 1:
+    case 2:
+    case 3:
+    case 4:
+    case 5:
+    case 6:
+    case 7:
+    case 9:
+    case 10:
+    case 11:
+    case 12:
+    case 13: return static_cast<ElementType>(onnx_type);
     default: return std::nullopt;
   }
 }
@@ -64,19 +73,19 @@ std::uint64_t checked_tensor_bytes(ElementType type, const Shape& shape, std::st
                   std::string(what) + ": negative extent in shape " + qforge::to_string(shape));
     if (d != 0 && bytes > std::numeric_limits<std::uint64_t>::max() / static_cast<std::uint64_t>(d))
       bytes = std::numeric_limits<std::uint64_t>::max();
-    else
-      bytes *= static_cast<std::uint64_t>(d);
+    else bytes *= static_cast<std::uint64_t>(d);
   }
   // A zero extent anywhere makes the tensor empty even if other extents overflowed.
   for (std::int64_t d : shape)
     if (d == 0) return 0;
   if (bytes > max_bytes)
-    throw Error(ErrorCode::invalid_argument,
-                std::string(what) + ": " + std::string(to_string(type)) + qforge::to_string(shape) +
-                    " needs " + (bytes == std::numeric_limits<std::uint64_t>::max()
-                                     ? std::string("more than 2^64")
-                                     : std::to_string(bytes)) +
-                    " bytes; the limit is " + std::to_string(max_bytes) + " bytes");
+    throw Error(
+        ErrorCode::invalid_argument,
+        std::string(what) + ": " + std::string(to_string(type)) + qforge::to_string(shape) +
+            " needs " +
+            (bytes == std::numeric_limits<std::uint64_t>::max() ? std::string("more than 2^64")
+                                                                : std::to_string(bytes)) +
+            " bytes; the limit is " + std::to_string(max_bytes) + " bytes");
   return bytes;
 }
 
@@ -100,17 +109,16 @@ void Tensor::check_type(ElementType wanted) const {
 
 void Tensor::check_count(std::size_t n) const {
   if (n != static_cast<std::size_t>(count_))
-    throw Error(ErrorCode::shape_mismatch,
-                "Tensor of shape " + qforge::to_string(shape_) + " holds " +
-                    std::to_string(count_) + " elements, given " + std::to_string(n) + " values");
+    throw Error(ErrorCode::shape_mismatch, "Tensor of shape " + qforge::to_string(shape_) +
+                                               " holds " + std::to_string(count_) +
+                                               " elements, given " + std::to_string(n) + " values");
 }
 
 void Tensor::reshape(Shape shape) {
   if (element_count(shape) != count_)
-    throw Error(ErrorCode::shape_mismatch, "Tensor::reshape: " + qforge::to_string(shape_) +
-                                               " (" + std::to_string(count_) +
-                                               " elements) cannot become " +
-                                               qforge::to_string(shape));
+    throw Error(ErrorCode::shape_mismatch,
+                "Tensor::reshape: " + qforge::to_string(shape_) + " (" + std::to_string(count_) +
+                    " elements) cannot become " + qforge::to_string(shape));
   shape_ = std::move(shape);
 }
 

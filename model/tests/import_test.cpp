@@ -81,17 +81,21 @@ TEST(OnnxImport, TruncatedFileIsCorruptData) {
 
 TEST(OnnxImport, GarbageBytesAreCorruptData) {
   std::vector<std::byte> garbage(300);
-  for (std::size_t i = 0; i < garbage.size(); ++i) garbage[i] = std::byte(static_cast<unsigned>(i * 37 + 11));
-  expect_error([&] { import_onnx_bytes(garbage, "garbage.bin"); }, ErrorCode::corrupt_data, {"garbage.bin"});
-  expect_error([&] { import_onnx_bytes({}, "empty.onnx"); }, ErrorCode::corrupt_data, {"empty.onnx", "empty"});
+  for (std::size_t i = 0; i < garbage.size(); ++i)
+    garbage[i] = std::byte(static_cast<unsigned>(i * 37 + 11));
+  expect_error([&] { import_onnx_bytes(garbage, "garbage.bin"); }, ErrorCode::corrupt_data,
+               {"garbage.bin"});
+  expect_error([&] { import_onnx_bytes({}, "empty.onnx"); }, ErrorCode::corrupt_data,
+               {"empty.onnx", "empty"});
 }
 
 TEST(OnnxImport, FileOverTheLimitIsRefusedBeforeReading) {
   const auto path = std::filesystem::temp_directory_path() / "qforge_model_limit_test.onnx";
   {
     const auto bytes = small_model().bytes();
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                                static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
   }
   ImportOptions options;
   options.max_file_bytes = 10;
@@ -232,7 +236,11 @@ TEST(OnnxImport, TensorFiles) {
   const Tensor v = load_onnx_tensor_bytes({p, s.size()}, "t.pb");
   EXPECT_EQ(v.type(), ElementType::int64);
   EXPECT_EQ(v.values<std::int64_t>()[0], -1);
-  expect_error([&] { load_onnx_tensor_bytes({p, s.size() - 1}, "t.pb"); }, ErrorCode::corrupt_data, {"t.pb"});
+  expect_error(
+      [&] {
+        load_onnx_tensor_bytes({p, s.size() - 1}, "t.pb");
+      },
+      ErrorCode::corrupt_data, {"t.pb"});
 }
 
 }  // namespace

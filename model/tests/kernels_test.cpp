@@ -19,7 +19,7 @@ constexpr int F = onnx::TensorProto::FLOAT;
 
 struct ConvCase {
   std::string name;
-  Shape x;       // N, C, spatial...
+  Shape x;  // N, C, spatial...
   std::int64_t m, group;
   std::vector<std::int64_t> kernel, strides, dilations, pads;  // pads: begins then ends
   std::string auto_pad = "NOTSET";
@@ -65,7 +65,8 @@ std::vector<double> naive_conv(const ConvCase& c, const Tensor& x, const Tensor&
               off = off * c.x[2 + d] + pos;
             }
             if (!inside) continue;
-            acc += double(wv[(oc * cg + ic) * k_size + kk]) * xv[(n * c.x[1] + g * cg + ic) * in_size + off];
+            acc += double(wv[(oc * cg + ic) * k_size + kk]) *
+                   xv[(n * c.x[1] + g * cg + ic) * in_size + off];
           }
         y[static_cast<std::size_t>((n * c.m + oc) * out_size + p)] = acc;
       }
@@ -97,14 +98,17 @@ TEST_P(ConvVsNaive, Matches) {
   auto rng = test::rng(std::hash<std::string>{}(c.name));
   Shape ws{c.m, c.x[1] / c.group};
   ws.insert(ws.end(), c.kernel.begin(), c.kernel.end());
-  const Tensor x = test::random_tensor(rng, c.x), w = test::random_tensor(rng, ws), b = test::random_tensor(rng, {c.m});
+  const Tensor x = test::random_tensor(rng, c.x), w = test::random_tensor(rng, ws),
+               b = test::random_tensor(rng, {c.m});
 
   OnnxBuilder builder(17);
   testing::Dims xd(c.x.begin(), c.x.end()), od;
   for (std::size_t d = 0; d < out.size(); ++d) od.push_back("o" + std::to_string(d));
   builder.input("x", F, xd);
-  builder.initializer("w", ws, std::vector<float>(w.values<float>().begin(), w.values<float>().end()));
-  builder.initializer("b", {c.m}, std::vector<float>(b.values<float>().begin(), b.values<float>().end()));
+  builder.initializer("w", ws,
+                      std::vector<float>(w.values<float>().begin(), w.values<float>().end()));
+  builder.initializer("b", {c.m},
+                      std::vector<float>(b.values<float>().begin(), b.values<float>().end()));
   auto& n = builder.node("Conv", {"x", "w", "b"}, {"y"}, "conv");
   OnnxBuilder::attr(n, "group", c.group);
   OnnxBuilder::attr(n, "strides", c.strides);
@@ -133,7 +137,8 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"same_lower", {1, 2, 7, 8}, 3, 1, {4, 3}, {2, 3}, {1, 1}, {}, "SAME_LOWER"},
         ConvCase{"valid", {1, 2, 7, 8}, 3, 1, {3, 2}, {2, 2}, {1, 1}, {}, "VALID"},
         ConvCase{"conv1d", {2, 3, 17}, 4, 1, {5}, {2}, {2}, {3, 1}},
-        ConvCase{"conv3d", {1, 2, 5, 4, 6}, 3, 1, {3, 2, 3}, {1, 2, 1}, {1, 1, 2}, {1, 0, 1, 0, 1, 1}}),
+        ConvCase{
+            "conv3d", {1, 2, 5, 4, 6}, 3, 1, {3, 2, 3}, {1, 2, 1}, {1, 1, 2}, {1, 0, 1, 0, 1, 1}}),
     [](const auto& info) { return info.param.name; });
 
 TEST(MatMul, BroadcastsBatchAxes) {
@@ -145,7 +150,8 @@ TEST(MatMul, BroadcastsBatchAxes) {
   builder.input("b", F, {5, 4, 2});
   builder.node("MatMul", {"a", "b"}, {"y"}, "mm");
   builder.output("y", F, {2, 5, 3, 2});
-  const Tensor y = Executor(import_onnx_bytes(builder.bytes(), "mm")).run({{"a", a}, {"b", b}}).at("y");
+  const Tensor y =
+      Executor(import_onnx_bytes(builder.bytes(), "mm")).run({{"a", a}, {"b", b}}).at("y");
   ASSERT_EQ(y.shape(), (Shape{2, 5, 3, 2}));
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 5; ++j)
@@ -153,8 +159,10 @@ TEST(MatMul, BroadcastsBatchAxes) {
         for (int c = 0; c < 2; ++c) {
           double acc = 0;
           for (int k = 0; k < 4; ++k)
-            acc += double(a.values<float>()[(i * 3 + r) * 4 + k]) * b.values<float>()[(j * 4 + k) * 2 + c];
-          EXPECT_NEAR(y.values<float>()[((i * 5 + j) * 3 + r) * 2 + c], acc, 1e-5) << test::seed_text();
+            acc += double(a.values<float>()[(i * 3 + r) * 4 + k]) *
+                   b.values<float>()[(j * 4 + k) * 2 + c];
+          EXPECT_NEAR(y.values<float>()[((i * 5 + j) * 3 + r) * 2 + c], acc, 1e-5)
+              << test::seed_text();
         }
 }
 
@@ -177,8 +185,10 @@ TEST(Executor, ChecksItsInputs) {
     EXPECT_NE(std::string(e.what()).find("float32[2, 3]"), std::string::npos) << e.what();
   }
   EXPECT_THROW(exec.run({}), Error);
-  EXPECT_THROW(exec.run({{"x", test::random_tensor(rng, {2, 3})}, {"z", Tensor::scalar<float>(1)}}), Error);
-  EXPECT_THROW(exec.run({{"x", Tensor::from_values<std::int64_t>({2, 3}, {1, 2, 3, 4, 5, 6})}}), Error);
+  EXPECT_THROW(exec.run({{"x", test::random_tensor(rng, {2, 3})}, {"z", Tensor::scalar<float>(1)}}),
+               Error);
+  EXPECT_THROW(exec.run({{"x", Tensor::from_values<std::int64_t>({2, 3}, {1, 2, 3, 4, 5, 6})}}),
+               Error);
   EXPECT_THROW(exec.run({{"x", test::random_tensor(rng, {2, 3})}}, {"no_such_tensor"}), Error);
 }
 
@@ -198,9 +208,11 @@ TEST(Executor, KeepsRequestedIntermediates) {
 TEST(SupportedOps, ListsTheKernels) {
   const auto ops = supported_ops();
   auto has = [&](const std::string& op) {
-    return std::any_of(ops.begin(), ops.end(), [&](const SupportedOp& s) { return s.op_type == op; });
+    return std::any_of(ops.begin(), ops.end(),
+                       [&](const SupportedOp& s) { return s.op_type == op; });
   };
-  for (const char* op : {"Conv", "Gemm", "MatMul", "Softmax", "LayerNormalization", "Where", "Cast"})
+  for (const char* op :
+       {"Conv", "Gemm", "MatMul", "Softmax", "LayerNormalization", "Where", "Cast"})
     EXPECT_TRUE(has(op)) << op;
   EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end(),
                              [](const auto& a, const auto& b) { return a.op_type < b.op_type; }));

@@ -59,7 +59,8 @@ TEST(Mutation, ImportAndRunNeverCrash) {
     } catch (const Error&) {
       // expected for most mutants
     } catch (const std::exception& e) {
-      ADD_FAILURE() << "trial " << trial << ": non-qforge exception: " << e.what() << ", " << test::seed_text();
+      ADD_FAILURE() << "trial " << trial << ": non-qforge exception: " << e.what() << ", "
+                    << test::seed_text();
     }
   }
   std::cout << "[ mutation ] 400 mutants: " << imported << " imported, " << ran << " ran\n";

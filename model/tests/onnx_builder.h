@@ -101,7 +101,8 @@ class OnnxBuilder {
   }
 
  private:
-  static void value_info(onnx::ValueInfoProto* v, const std::string& name, int type, const Dims& dims) {
+  static void value_info(onnx::ValueInfoProto* v, const std::string& name, int type,
+                         const Dims& dims) {
     v->set_name(name);
     auto* tt = v->mutable_type()->mutable_tensor_type();
     tt->set_elem_type(type);

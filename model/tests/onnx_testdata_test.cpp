@@ -42,16 +42,19 @@ std::vector<fs::path> sorted_files(const fs::path& dir, const std::string& prefi
 // "" when equal within tolerance, else what differs.
 std::string compare(const Tensor& got, const Tensor& want) {
   if (got.type() != want.type())
-    return "type " + std::string(to_string(got.type())) + ", expected " + std::string(to_string(want.type()));
+    return "type " + std::string(to_string(got.type())) + ", expected " +
+           std::string(to_string(want.type()));
   if (got.shape() != want.shape())
-    return "shape " + qforge::to_string(got.shape()) + ", expected " + qforge::to_string(want.shape());
+    return "shape " + qforge::to_string(got.shape()) + ", expected " +
+           qforge::to_string(want.shape());
   if (got.type() == ElementType::float32) {
     const auto g = got.values<float>(), w = want.values<float>();
     for (std::size_t i = 0; i < g.size(); ++i) {
       if (std::isnan(w[i]) && std::isnan(g[i])) continue;
       if (std::isinf(w[i]) && g[i] == w[i]) continue;
       if (!(std::fabs(double(g[i]) - w[i]) <= kRelTol * std::fabs(double(w[i])) + kAbsTol))
-        return "element " + std::to_string(i) + " is " + std::to_string(g[i]) + ", expected " + std::to_string(w[i]);
+        return "element " + std::to_string(i) + " is " + std::to_string(g[i]) + ", expected " +
+               std::to_string(w[i]);
     }
     return "";
   }
@@ -77,13 +80,17 @@ const std::map<std::string, std::string> kInvalidUnderOnnx112 = {
 
 Outcome run_case(const fs::path& dir) {
   Graph graph;
-  if (auto bad = kInvalidUnderOnnx112.find(dir.filename().string()); bad != kInvalidUnderOnnx112.end()) {
+  if (auto bad = kInvalidUnderOnnx112.find(dir.filename().string());
+      bad != kInvalidUnderOnnx112.end()) {
     try {
       import_onnx_file(dir / "model.onnx");
     } catch (const Error& e) {
-      if (e.code() == ErrorCode::corrupt_data && std::string(e.what()).find(bad->second) != std::string::npos)
-        return {Outcome::skipped, std::string("refused as invalid under ONNX 1.12 (expected): ") + e.what()};
-      return {Outcome::failed, std::string("expected a corrupt_data error naming ") + bad->second + ", got: " + e.what()};
+      if (e.code() == ErrorCode::corrupt_data &&
+          std::string(e.what()).find(bad->second) != std::string::npos)
+        return {Outcome::skipped,
+                std::string("refused as invalid under ONNX 1.12 (expected): ") + e.what()};
+      return {Outcome::failed, std::string("expected a corrupt_data error naming ") + bad->second +
+                                   ", got: " + e.what()};
     }
     return {Outcome::failed, "expected import to refuse this model (invalid under ONNX 1.12)"};
   }
@@ -95,7 +102,8 @@ Outcome run_case(const fs::path& dir) {
   }
   std::vector<fs::path> sets;
   for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0)
+      sets.push_back(e.path());
   std::sort(sets.begin(), sets.end());
   if (sets.empty()) return {Outcome::skipped, "no test data sets"};
   for (const fs::path& set : sets) {
@@ -103,7 +111,8 @@ Outcome run_case(const fs::path& dir) {
     const auto out_files = sorted_files(set, "output_");
     if (in_files.size() != graph.inputs.size())
       return {Outcome::failed, set.filename().string() + ": " + std::to_string(in_files.size()) +
-                                   " input files for " + std::to_string(graph.inputs.size()) + " graph inputs"};
+                                   " input files for " + std::to_string(graph.inputs.size()) +
+                                   " graph inputs"};
     try {
       std::vector<Tensor> values;
       for (const fs::path& f : in_files) values.push_back(load_onnx_tensor_file(f));
@@ -137,7 +146,8 @@ Outcome run_case(const fs::path& dir) {
         const Tensor want = load_onnx_tensor_file(out_files[i]);
         const std::string diff = compare(outputs.at(graph.outputs[i].name), want);
         if (!diff.empty())
-          return {Outcome::failed, set.filename().string() + " output '" + graph.outputs[i].name + "': " + diff};
+          return {Outcome::failed,
+                  set.filename().string() + " output '" + graph.outputs[i].name + "': " + diff};
       }
     } catch (const Error& e) {
       if (e.code() == ErrorCode::unsupported) return {Outcome::skipped, e.what()};
@@ -192,7 +202,8 @@ TEST_P(OnnxTestdata, SupportedCasesMatchTheStoredOutputs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Suites, OnnxTestdata,
-                         ::testing::Values("node", "pytorch-converted", "pytorch-operator", "simple"),
+                         ::testing::Values("node", "pytorch-converted", "pytorch-operator",
+                                           "simple"),
                          [](const auto& info) {
                            std::string s = info.param;
                            std::replace(s.begin(), s.end(), '-', '_');

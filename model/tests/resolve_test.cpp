@@ -1,5 +1,7 @@
 // resolve(): shape resolution for given input shapes, constant folding of PyTorch's shape
 // subgraphs, dead-node removal, input checks; fold_conv_batchnorm.
+#include "qforge/model/resolve.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,7 +10,6 @@
 #include "qforge/error.h"
 #include "qforge/model/executor.h"
 #include "qforge/model/onnx_import.h"
-#include "qforge/model/resolve.h"
 #include "test_support.h"
 
 namespace qforge::model {
@@ -119,7 +120,8 @@ TEST(Resolve, NonConstantShapeInputNamesTheNode) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::unsupported);
-    EXPECT_NE(std::string(e.what()).find("Reshape 'dynamic_reshape'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Reshape 'dynamic_reshape'"), std::string::npos)
+        << e.what();
   }
   // Freezing the shape input makes it resolvable.
   ResolveOptions o;
@@ -148,7 +150,8 @@ TEST(Resolve, HugeComputedShapeIsRefused) {
   c.output("y", F, {std::string("d0"), std::string("d1"), std::string("d2")});
   const Graph g = import_onnx_bytes(c.bytes(), "big");
   ResolveOptions o;
-  o.constant_inputs.emplace("dims", Tensor::from_values<std::int64_t>({3}, {1000000, 1000000, 1000000}));
+  o.constant_inputs.emplace("dims",
+                            Tensor::from_values<std::int64_t>({3}, {1000000, 1000000, 1000000}));
   try {
     resolve(g, o);
     FAIL();
@@ -178,7 +181,8 @@ TEST(FoldConvBatchNorm, MatchesConvThenBatchNorm) {
   b.initializer("var", {m}, var);
   auto& conv = b.node("Conv", {"x", "w", "b"}, {"conv_out"}, "conv");
   OnnxBuilder::attr(conv, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
-  auto& bn = b.node("BatchNormalization", {"conv_out", "scale", "beta", "mean", "var"}, {"y"}, "bn");
+  auto& bn =
+      b.node("BatchNormalization", {"conv_out", "scale", "beta", "mean", "var"}, {"y"}, "bn");
   OnnxBuilder::attr(bn, "epsilon", 1e-3f);
   b.output("y", F, {1, m, 5, 5});
   const Graph g = import_onnx_bytes(b.bytes(), "conv_bn");
@@ -204,7 +208,8 @@ TEST(FoldConvBatchNorm, MatchesConvThenBatchNorm) {
               if (ii < 0 || ii >= 5 || jj < 0 || jj >= 5) continue;
               acc += double(w[((oc * c + ic) * 3 + ki) * 3 + kj]) * xv[(ic * 5 + ii) * 5 + jj];
             }
-        const double want = (acc - mean[oc]) / std::sqrt(double(var[oc]) + 1e-3) * scale[oc] + beta[oc];
+        const double want =
+            (acc - mean[oc]) / std::sqrt(double(var[oc]) + 1e-3) * scale[oc] + beta[oc];
         EXPECT_NEAR(y.values<float>()[(oc * 5 + i) * 5 + j], want, 1e-4 * (1 + std::fabs(want)))
             << test::seed_text();
       }

@@ -23,15 +23,16 @@ inline std::uint64_t run_seed() {
 }
 
 inline std::string seed_text() {
-  return "seed " + std::to_string(run_seed()) + " (replay with QFORGE_TEST_SEED=" +
-         std::to_string(run_seed()) + ")";
+  return "seed " + std::to_string(run_seed()) +
+         " (replay with QFORGE_TEST_SEED=" + std::to_string(run_seed()) + ")";
 }
 
 inline std::mt19937_64 rng(std::uint64_t salt) {
   return std::mt19937_64(run_seed() ^ (salt * 0x9E3779B97F4A7C15ull));
 }
 
-inline std::vector<float> random_values(std::mt19937_64& g, std::size_t n, float lo = -1.0f, float hi = 1.0f) {
+inline std::vector<float> random_values(std::mt19937_64& g, std::size_t n, float lo = -1.0f,
+                                        float hi = 1.0f) {
   std::uniform_real_distribution<float> d(lo, hi);
   std::vector<float> v(n);
   for (float& x : v) x = d(g);

@@ -53,7 +53,7 @@ TEST(AutoTune, SkippedCandidatesKeepTheirSamples) {
   t.notify_cost(1.0);  // candidate 0, not yet stable
   t.skip();            // its budget ran out
   ASSERT_EQ(t.next(), std::optional<std::size_t>(1));
-  t.skip();            // candidate 1 never measured
+  t.skip();  // candidate 1 never measured
   EXPECT_FALSE(t.next());
   EXPECT_EQ(t.best(), std::optional<std::size_t>(0));
 }

@@ -1,9 +1,8 @@
 // The runner's parts called directly (qforge_bench_runner): workload files that ask for too much
 // or hold values JSON or the runner cannot take, and a run in which one workload runs out of
 // memory while the others still run and are reported.
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,7 +86,8 @@ const Refused kRefused[] = {
      R"([{"op": "quantize", "shape": [4, 4], "dtype": "int8", "scheme": "per_channel_symmetric", "axis": 4294967297}])",
      {"workloads[0].axis", "4294967297"}},
     {"ExtentIsAFloat",
-     R"([{"op": "dynamic_quantize_linear", "shape": [4.0]}])", {"workloads[0].shape"}},
+     R"([{"op": "dynamic_quantize_linear", "shape": [4.0]}])",
+     {"workloads[0].shape"}},
     {"BlockSizeBeyondInt64",
      R"([{"op": "quantize", "shape": [4], "dtype": "int8", "scheme": "block_symmetric", "block_size": 18446744073709551615}])",
      {"workloads[0].block_size"}},
@@ -95,7 +95,8 @@ const Refused kRefused[] = {
      R"([{"op": "quantize", "shape": [1e400], "dtype": "int8", "scheme": "per_tensor_symmetric"}])",
      {"not valid JSON", "1e400"}},
     {"TooManyDimensions",
-     R"([{"op": "dynamic_quantize_linear", "shape": [1,1,1,1,1,1,1,1,1]}])", {"workloads[0].shape", "at most 8"}},
+     R"([{"op": "dynamic_quantize_linear", "shape": [1,1,1,1,1,1,1,1,1]}])",
+     {"workloads[0].shape", "at most 8"}},
 };
 
 class WorkloadFileLimits : public ::testing::TestWithParam<Refused> {};
@@ -120,7 +121,8 @@ TEST(WorkloadFile, LimitsStillAdmitLargeRealWorkloads) {
 TEST(WorkloadFile, ErrorsNameTheFile) {
   const auto dir = acc_test::scratch_dir("w");
   const auto file = dir / "w.json";
-  std::ofstream(file) << R"([{"op": "quantize", "shape": [1e400], "dtype": "int8", "scheme": "per_tensor_symmetric"}])";
+  std::ofstream(file)
+      << R"([{"op": "quantize", "shape": [1e400], "dtype": "int8", "scheme": "per_tensor_symmetric"}])";
   try {
     bench::load_workloads(file);
     ADD_FAILURE() << "accepted";
@@ -140,7 +142,8 @@ TEST(WorkloadFile, FifoAndDeviceAreRefusedWithoutBlocking) {
         ADD_FAILURE() << p << " accepted";
       } catch (const Error& e) {
         EXPECT_EQ(e.code(), ErrorCode::io);
-        EXPECT_NE(std::string(e.what()).find("expected a regular file"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("expected a regular file"), std::string::npos)
+            << e.what();
       }
     });
     if (done.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
@@ -184,7 +187,8 @@ TEST(RunSuite, OneWorkloadOutOfMemoryDoesNotEndTheRun) {
   ASSERT_EQ(run.workloads.size(), 3u);
   EXPECT_TRUE(run.workloads[0].report.has_value()) << run.workloads[0].error;
   EXPECT_FALSE(run.workloads[1].report.has_value());
-  EXPECT_NE(run.workloads[1].error.find("out of memory"), std::string::npos) << run.workloads[1].error;
+  EXPECT_NE(run.workloads[1].error.find("out of memory"), std::string::npos)
+      << run.workloads[1].error;
   EXPECT_NE(run.workloads[1].error.find("huge_q"), std::string::npos) << run.workloads[1].error;
   EXPECT_TRUE(run.workloads[2].report.has_value()) << run.workloads[2].error;
   // Every output is written, the failing workload named in each.

@@ -37,7 +37,8 @@ AcceleratorOptions fast(const fs::path& cache) {
 }
 
 TEST(TuningCache, ASecondAcceleratorReusesTheDecision) {
-  const auto cache = acc_test::scratch_dir("c") / "sub" / "tuning.json";  // the directory is created
+  const auto cache =
+      acc_test::scratch_dir("c") / "sub" / "tuning.json";  // the directory is created
   const auto w = acc_test::small_matmul(8);
   {
     Accelerator acc(acc_test::plugins({"cpu_scalar", "acc_good"}), fast(cache));
@@ -68,7 +69,8 @@ TEST(TuningCache, ASecondAcceleratorReusesTheDecision) {
   EXPECT_EQ(third.tune(acc_test::small_matmul(5)).source, DecisionSource::cache);
   // Another dtype misses.
   auto other = w;
-  std::get<MatmulDesc>(other.op.desc).a = QuantizationParams::per_tensor_symmetric(DType::int8, 0.1f);
+  std::get<MatmulDesc>(other.op.desc).a =
+      QuantizationParams::per_tensor_symmetric(DType::int8, 0.1f);
   EXPECT_EQ(again.tune(other).source, DecisionSource::tuned);
   EXPECT_EQ(again.stats().buckets_tuned, 1u);
 }
@@ -121,7 +123,8 @@ TEST(TuningCache, AChangedPluginSetOrVersionRetunes) {
 }
 
 TEST(TuningCache, FingerprintNamesCpuPluginsAndDevices) {
-  Accelerator acc(acc_test::plugins({"cpu_scalar", "acc_device"}), fast(acc_test::scratch_dir("c") / "t.json"));
+  Accelerator acc(acc_test::plugins({"cpu_scalar", "acc_device"}),
+                  fast(acc_test::scratch_dir("c") / "t.json"));
   const HardwareFingerprint& fp = acc.fingerprint();
   EXPECT_FALSE(fp.cpu_model.empty());
   ASSERT_EQ(fp.plugins.size(), 2u);
@@ -166,13 +169,15 @@ INSTANTIATE_TEST_SUITE_P(
         std::pair<const char*, std::string>{"corrupt", "this is not json {"},
         std::pair<const char*, std::string>{"corrupt", ""},
         std::pair<const char*, std::string>{
-            "corrupt", R"({"format": "qforge-tuning-cache", "version": 1, "machines": {"0123": {"fingerp)"},
+            "corrupt",
+            R"({"format": "qforge-tuning-cache", "version": 1, "machines": {"0123": {"fingerp)"},
         std::pair<const char*, std::string>{"corrupt", R"({"format": "something else"})"},
         std::pair<const char*, std::string>{
             "corrupt",
             R"({"format": "qforge-tuning-cache", "version": 1, "machines": {"x": {"fingerprint": 3}}})"},
         std::pair<const char*, std::string>{
-            "incompatible", R"({"format": "qforge-tuning-cache", "version": 99, "machines": {}})"}));
+            "incompatible",
+            R"({"format": "qforge-tuning-cache", "version": 99, "machines": {}})"}));
 
 TEST(TuningCache, ReadOnlyReportsDamageButLeavesTheFile) {
   const auto dir = acc_test::scratch_dir("c");
@@ -198,7 +203,8 @@ TEST(TuningCache, ReadOnlyFindsWhatATunerWrote) {
   ASSERT_TRUE(e);
   EXPECT_EQ(e->winner.label(), "acc_good[0]/fast");
   EXPECT_EQ(c.entries(acc.fingerprint()).size(), 1u);
-  EXPECT_FALSE(c.find(hardware_fingerprint(acc_test::plugins({"cpu_scalar"})), workload_cache_key(w)));
+  EXPECT_FALSE(
+      c.find(hardware_fingerprint(acc_test::plugins({"cpu_scalar"})), workload_cache_key(w)));
 }
 
 TEST(TuningCache, ClearForgetsEverything) {
@@ -247,7 +253,8 @@ TEST(TuningCache, AnUnwritableCacheKeepsDecisionsInMemory) {
   const auto dir = acc_test::scratch_dir("c");
   write(dir / "file", "x");
   // The cache's directory would have to be inside a regular file: it cannot be created.
-  Accelerator acc(acc_test::plugins({"cpu_scalar", "acc_good"}), fast(dir / "file" / "tuning.json"));
+  Accelerator acc(acc_test::plugins({"cpu_scalar", "acc_good"}),
+                  fast(dir / "file" / "tuning.json"));
   const auto w = acc_test::small_matmul(8);
   EXPECT_EQ(acc.tune(w).source, DecisionSource::tuned);
   EXPECT_EQ(acc.tune(w).source, DecisionSource::memory);

@@ -36,7 +36,8 @@ TEST(ConcurrentWriters, TwoProcessesMergeIntoOneCache) {
   const auto cache = dir / "tuning.json";
   const std::string plugin = std::string(QFORGE_PLUGIN_DIR) + "/libqforge_plugin_cpu_scalar.so";
   const int per_child = 6;
-  const pid_t a = spawn({QFORGE_TUNE_CHILD, cache.string(), plugin, "0", std::to_string(per_child)});
+  const pid_t a =
+      spawn({QFORGE_TUNE_CHILD, cache.string(), plugin, "0", std::to_string(per_child)});
   const pid_t b = spawn({QFORGE_TUNE_CHILD, cache.string(), plugin, std::to_string(per_child),
                          std::to_string(per_child)});
   EXPECT_EQ(wait_for(a), 0);
@@ -45,7 +46,8 @@ TEST(ConcurrentWriters, TwoProcessesMergeIntoOneCache) {
   std::ifstream in(cache);
   const auto doc = nlohmann::json::parse(in);  // throws (fails the test) on a torn file
   ASSERT_EQ(doc.at("machines").size(), 1u);
-  EXPECT_EQ(doc.at("machines").begin()->at("entries").size(), static_cast<std::size_t>(2 * per_child));
+  EXPECT_EQ(doc.at("machines").begin()->at("entries").size(),
+            static_cast<std::size_t>(2 * per_child));
 
   // Nothing set aside as corrupt, no temporary file left.
   for (const auto& e : fs::directory_iterator(dir)) {
@@ -59,8 +61,11 @@ TEST(ConcurrentWriters, TwoProcessesMergeIntoOneCache) {
   Accelerator acc(registry, acc_test::options(cache));
   for (int i = 0; i < 2 * per_child; ++i) {
     const Shape shape{std::int64_t{1} << i, 8};
-    EXPECT_EQ(acc.tune({{OpKind::quantize, QuantizeDesc{shape, QuantizationParams::per_tensor_symmetric(DType::int8, 0.5f)}}}).source,
-              DecisionSource::cache)
+    EXPECT_EQ(
+        acc.tune({{OpKind::quantize, QuantizeDesc{shape, QuantizationParams::per_tensor_symmetric(
+                                                             DType::int8, 0.5f)}}})
+            .source,
+        DecisionSource::cache)
         << i;
   }
 }

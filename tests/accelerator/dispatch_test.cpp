@@ -36,8 +36,9 @@ std::vector<float> floats(std::mt19937_64& rng, std::size_t n) {
 void expect_reference_results(Accelerator& acc, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   {
-    const QuantizeDesc d{{5, 70}, QuantizationParams::blockwise(DType::int4, Mapping::symmetric, 32,
-                                                                 std::vector<float>(15, 0.1f))};
+    const QuantizeDesc d{{5, 70},
+                         QuantizationParams::blockwise(DType::int4, Mapping::symmetric, 32,
+                                                       std::vector<float>(15, 0.1f))};
     const auto x = floats(rng, 350);
     std::vector<std::byte> got(storage_bytes(DType::int4, 350)), want(got.size());
     acc.quantize(d, x.data(), got.data());
@@ -91,8 +92,9 @@ void expect_reference_results(Accelerator& acc, std::uint64_t seed) {
     EXPECT_EQ(p, q);
   }
   {
-    const LinearDesc d{4, 6, 10, QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0,
-                                                                std::vector<float>(6, 0.03f)),
+    const LinearDesc d{4, 6, 10,
+                       QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0,
+                                                       std::vector<float>(6, 0.03f)),
                        true};
     const auto x = floats(rng, 40);
     const auto wq = codes(rng, DType::int8, 60);
@@ -101,14 +103,16 @@ void expect_reference_results(Accelerator& acc, std::uint64_t seed) {
     std::vector<float> y(24), y_ref(24);
     const auto* w8 = reinterpret_cast<const std::int8_t*>(wq.data());
     const auto p = acc.linear_forward(d, x.data(), w8, bias.data(), xq.data(), y.data());
-    const auto q = reference::linear_forward(d, x.data(), w8, bias.data(), xq_ref.data(), y_ref.data());
+    const auto q =
+        reference::linear_forward(d, x.data(), w8, bias.data(), xq_ref.data(), y_ref.data());
     EXPECT_EQ(p, q);
     EXPECT_EQ(xq, xq_ref);
     EXPECT_EQ(y, y_ref);
     const auto dy = floats(rng, 24);
     std::vector<float> dx(40), dw(60), db(6), dx_ref(40), dw_ref(60), db_ref(6);
     acc.linear_backward(d, dy.data(), xq.data(), p, w8, dx.data(), dw.data(), db.data());
-    reference::linear_backward(d, dy.data(), xq.data(), p, w8, dx_ref.data(), dw_ref.data(), db_ref.data());
+    reference::linear_backward(d, dy.data(), xq.data(), p, w8, dx_ref.data(), dw_ref.data(),
+                               db_ref.data());
     EXPECT_EQ(dx, dx_ref);
     EXPECT_EQ(dw, dw_ref);
     EXPECT_EQ(db, db_ref);
@@ -118,7 +122,8 @@ void expect_reference_results(Accelerator& acc, std::uint64_t seed) {
 TEST(Dispatch, HostWinnerGivesReferenceResults) {
   const auto seed = acc_test::test_seed();
   SCOPED_TRACE("QFORGE_TEST_SEED=" + std::to_string(seed));
-  Accelerator acc(acc_test::plugins({"cpu_scalar"}), acc_test::options(acc_test::scratch_dir("c") / "t.json"));
+  Accelerator acc(acc_test::plugins({"cpu_scalar"}),
+                  acc_test::options(acc_test::scratch_dir("c") / "t.json"));
   expect_reference_results(acc, seed);
   EXPECT_EQ(acc.stats().dispatches, 9u);
   EXPECT_EQ(acc.stats().buckets_tuned, 9u);  // one bucket per op
@@ -208,12 +213,21 @@ TEST(Dispatch, EachCallRunsItsBucketsKernelOnASharedPlugin) {
 }
 
 TEST(Dispatch, OpErrorsPropagateUnchanged) {
-  Accelerator acc(acc_test::plugins({"cpu_scalar"}), acc_test::options(acc_test::scratch_dir("c") / "t.json"));
+  Accelerator acc(acc_test::plugins({"cpu_scalar"}),
+                  acc_test::options(acc_test::scratch_dir("c") / "t.json"));
   // A matmul whose result leaves int32: the plugin's overflow error, not "unsupported".
-  const MatmulDesc d{1, 1, 4, QuantizationParams::per_tensor_affine(DType::int16, 1.0f, 0),
-                     QuantizationParams::per_tensor_affine(DType::int16, 1.0f, 0), MatrixLayout::kn,
-                     false, FloatType::f32, std::nullopt, RequantMode::float_multiplier};
-  const std::int16_t a[4] = {-32768, -32768, -32768, -32768}, b[4] = {-32768, -32768, -32768, -32768};
+  const MatmulDesc d{1,
+                     1,
+                     4,
+                     QuantizationParams::per_tensor_affine(DType::int16, 1.0f, 0),
+                     QuantizationParams::per_tensor_affine(DType::int16, 1.0f, 0),
+                     MatrixLayout::kn,
+                     false,
+                     FloatType::f32,
+                     std::nullopt,
+                     RequantMode::float_multiplier};
+  const std::int16_t a[4] = {-32768, -32768, -32768, -32768},
+                     b[4] = {-32768, -32768, -32768, -32768};
   std::int32_t c = 0;
   try {
     acc.matmul_integer(d, a, b, &c);

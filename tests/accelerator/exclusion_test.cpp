@@ -31,7 +31,8 @@ TEST(Exclusion, ALyingPluginIsExcludedForEveryOp) {
   const auto dir = acc_test::scratch_dir("cache");
   auto o = acc_test::options(dir / "tuning.json");
   // The liar would win on cost: only verification can keep it out.
-  o.injected_cost = acc_test::injected({{"acc_liar[0]/only", 1e-6}, {"cpu_scalar[0]/scalar_reference", 1.0}});
+  o.injected_cost =
+      acc_test::injected({{"acc_liar[0]/only", 1e-6}, {"cpu_scalar[0]/scalar_reference", 1.0}});
   Accelerator acc(acc_test::plugins({"cpu_scalar", "acc_liar"}), o);
   for (const auto& w : every_op()) {
     SCOPED_TRACE(describe(w.op));
@@ -55,13 +56,15 @@ TEST(Exclusion, AThrowingPluginIsExcludedWithItsMessage) {
   const TuneReport r = acc.tune(acc_test::small_matmul(8));
   const auto& t = result_of(r, "acc_thrower");
   EXPECT_EQ(t.status, CandidateStatus::threw);
-  EXPECT_NE(t.message.find("acc_thrower: simulated driver fault 7"), std::string::npos) << t.message;
+  EXPECT_NE(t.message.find("acc_thrower: simulated driver fault 7"), std::string::npos)
+      << t.message;
   EXPECT_EQ(r.winner.plugin, "cpu_scalar");
 }
 
 TEST(Exclusion, NoCorrectCandidateIsAnErrorNamingEach) {
   const auto dir = acc_test::scratch_dir("cache");
-  Accelerator acc(acc_test::plugins({"acc_thrower", "acc_liar"}), acc_test::options(dir / "tuning.json"));
+  Accelerator acc(acc_test::plugins({"acc_thrower", "acc_liar"}),
+                  acc_test::options(dir / "tuning.json"));
   try {
     acc.tune(acc_test::small_matmul(8));
     FAIL() << "expected an error";
@@ -81,7 +84,8 @@ TEST(Exclusion, AHangingPluginIsAbandonedAfterHangSecondsAndQuarantined) {
   Accelerator acc(acc_test::plugins({"acc_hang", "cpu_scalar"}), o);
   const auto start = std::chrono::steady_clock::now();
   const TuneReport r = acc.tune(acc_test::small_matmul(8));
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // Bounded by hang_s plus cpu_scalar's own tuning, far below the 2.5 s the plugin sleeps.
   EXPECT_LT(took, 0.3 + 1.0);
   const auto& h = result_of(r, "acc_hang");
@@ -98,7 +102,8 @@ TEST(Exclusion, AHangingPluginIsAbandonedAfterHangSecondsAndQuarantined) {
   EXPECT_EQ(r2.winner.plugin, "cpu_scalar");
   for (const auto& c : r2.candidates) EXPECT_NE(c.id.plugin, "acc_hang");
   bool noted = false;
-  for (const auto& n : r2.notes) noted |= n.find("acc_hang: not used any more") != std::string::npos;
+  for (const auto& n : r2.notes)
+    noted |= n.find("acc_hang: not used any more") != std::string::npos;
   EXPECT_TRUE(noted);
 }
 

@@ -3,9 +3,8 @@
 // are no cache at all (a FIFO, a device, 64 MiB of anything) are refused without blocking or
 // reading without bound; a read-only cache is used but left alone; temporary files of a killed
 // writer are cleaned up.
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,8 +12,8 @@
 #include <fstream>
 #include <functional>
 #include <future>
-#include <random>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "qforge/input_file.h"
 #include "support.h"
@@ -73,40 +72,49 @@ std::string dump_with(json doc, const std::function<void(json&)>& f) {
 }
 
 const Damage kDamages[] = {
-    {"MachinesIsAnArray", "corrupt", "machines", [](json d) { return dump_with(d, [](json& j) { j["machines"] = json::array(); }); }},
-    {"EntriesIsAnArray", "corrupt", "entries", [](json d) {
-       return dump_with(d, [](json& j) { j["machines"].begin().value()["entries"] = json::array(); });
+    {"MachinesIsAnArray", "corrupt", "machines",
+     [](json d) { return dump_with(d, [](json& j) { j["machines"] = json::array(); }); }},
+    {"EntriesIsAnArray", "corrupt", "entries",
+     [](json d) {
+       return dump_with(d,
+                        [](json& j) { j["machines"].begin().value()["entries"] = json::array(); });
      }},
-    {"SamplesIs1e300", "corrupt", "samples", [](json d) {
+    {"SamplesIs1e300", "corrupt", "samples",
+     [](json d) {
        return dump_with(d, [](json& j) { first_entry(j)["candidates"][0]["samples"] = 1e300; });
      }},
-    {"SamplesIsAFraction", "corrupt", "samples", [](json d) {
+    {"SamplesIsAFraction", "corrupt", "samples",
+     [](json d) {
        return dump_with(d, [](json& j) { first_entry(j)["candidates"][0]["samples"] = 2.5; });
      }},
-    {"WinnerDeviceIs3e9", "corrupt", "winner.device", [](json d) {
+    {"WinnerDeviceIs3e9", "corrupt", "winner.device",
+     [](json d) {
        return dump_with(d, [](json& j) { first_entry(j)["winner"]["device"] = 3e9; });
      }},
-    {"WinnerDeviceIsBeyondInt", "corrupt", "winner.device", [](json d) {
+    {"WinnerDeviceIsBeyondInt", "corrupt", "winner.device",
+     [](json d) {
        return dump_with(d, [](json& j) { first_entry(j)["winner"]["device"] = 4294967297u; });
      }},
-    {"WinnerDeviceIsNegative", "corrupt", "winner.device", [](json d) {
-       return dump_with(d, [](json& j) { first_entry(j)["winner"]["device"] = -1; });
-     }},
-    {"SecondsIsAString", "corrupt", "seconds", [](json d) {
-       return dump_with(d, [](json& j) { first_entry(j)["seconds"] = "fast"; });
-     }},
-    {"VersionIs2To32Plus1", "incompatible", "4294967297", [](json d) {
-       return dump_with(d, [](json& j) { j["version"] = 4294967297u; });
-     }},
-    {"VersionIsAFloat", "corrupt", "version", [](json d) { return dump_with(d, [](json& j) { j["version"] = 1.0; }); }},
-    {"NumberTooLargeForADouble", "corrupt", "1e400", [](json d) {
+    {"WinnerDeviceIsNegative", "corrupt", "winner.device",
+     [](json d) { return dump_with(d, [](json& j) { first_entry(j)["winner"]["device"] = -1; }); }},
+    {"SecondsIsAString", "corrupt", "seconds",
+     [](json d) { return dump_with(d, [](json& j) { first_entry(j)["seconds"] = "fast"; }); }},
+    {"VersionIs2To32Plus1", "incompatible", "4294967297",
+     [](json d) { return dump_with(d, [](json& j) { j["version"] = 4294967297u; }); }},
+    {"VersionIsAFloat", "corrupt", "version",
+     [](json d) { return dump_with(d, [](json& j) { j["version"] = 1.0; }); }},
+    {"NumberTooLargeForADouble", "corrupt", "1e400",
+     [](json d) {
        // nlohmann throws out_of_range (not parse_error) for this while parsing.
        std::string text = d.dump(1);
        const auto at = text.find("\"seconds\": ");
        return text.substr(0, at) + "\"seconds\": 1e400" + text.substr(text.find(',', at));
      }},
-    {"FingerprintPluginsIsAnObject", "corrupt", "fingerprint.plugins", [](json d) {
-       return dump_with(d, [](json& j) { j["machines"].begin().value()["fingerprint"]["plugins"] = json::object(); });
+    {"FingerprintPluginsIsAnObject", "corrupt", "fingerprint.plugins",
+     [](json d) {
+       return dump_with(d, [](json& j) {
+         j["machines"].begin().value()["fingerprint"]["plugins"] = json::object();
+       });
      }},
 };
 
@@ -183,19 +191,21 @@ TEST(HostileCache, FifoIsRefusedWithoutBlocking) {
   const auto dir = acc_test::scratch_dir("c");
   const auto fifo = dir / "tuning.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
-  finishes_quickly([&] {
-    try {
-      TuningCache c(fifo);
-      ADD_FAILURE() << "a FIFO was accepted as a tuning cache";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::io);
-      EXPECT_NE(std::string(e.what()).find("FIFO"), std::string::npos) << e.what();
-    }
-    // The accelerator works without a cache.
-    Accelerator acc(plugins(), fast(fifo));
-    EXPECT_EQ(acc.cache(), nullptr);
-    EXPECT_EQ(acc.tune(acc_test::small_matmul(8)).source, DecisionSource::tuned);
-  }, fifo);
+  finishes_quickly(
+      [&] {
+        try {
+          TuningCache c(fifo);
+          ADD_FAILURE() << "a FIFO was accepted as a tuning cache";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), ErrorCode::io);
+          EXPECT_NE(std::string(e.what()).find("FIFO"), std::string::npos) << e.what();
+        }
+        // The accelerator works without a cache.
+        Accelerator acc(plugins(), fast(fifo));
+        EXPECT_EQ(acc.cache(), nullptr);
+        EXPECT_EQ(acc.tune(acc_test::small_matmul(8)).source, DecisionSource::tuned);
+      },
+      fifo);
   EXPECT_TRUE(fs::is_fifo(fifo)) << "the FIFO is not renamed or replaced";
 }
 
@@ -263,7 +273,8 @@ TEST(HostileCache, DamagedReadOnlyCacheIsLeftInPlace) {
   EXPECT_TRUE(fs::exists(cache));
   EXPECT_TRUE(files_starting(dir, "tuning.json.corrupt").empty());
   bool said = false;
-  for (const auto& w : acc.cache()->warnings()) said |= w.find("left in place (the file is read-only)") != std::string::npos;
+  for (const auto& w : acc.cache()->warnings())
+    said |= w.find("left in place (the file is read-only)") != std::string::npos;
   EXPECT_TRUE(said);
 }
 

@@ -10,7 +10,8 @@ namespace {
 using namespace qforge;
 
 Workload quantize(Shape shape, DType t = DType::int8, float scale = 0.1f) {
-  return {{OpKind::quantize, QuantizeDesc{shape, QuantizationParams::per_tensor_symmetric(t, scale)}}};
+  return {
+      {OpKind::quantize, QuantizeDesc{shape, QuantizationParams::per_tensor_symmetric(t, scale)}}};
 }
 
 TEST(WorkloadKey, ShapesRoundUpToPowersOfTwo) {
@@ -26,7 +27,8 @@ TEST(WorkloadKey, GemvIsItsOwnBucket) {
   const auto m1 = acc_test::small_matmul(1), m2 = acc_test::small_matmul(2);
   EXPECT_NE(workload_cache_key(m1), workload_cache_key(m2));
   EXPECT_NE(workload_bucket(m1).find("m<=1 "), std::string::npos) << workload_bucket(m1);
-  EXPECT_EQ(workload_cache_key(acc_test::small_matmul(3)), workload_cache_key(acc_test::small_matmul(4)));
+  EXPECT_EQ(workload_cache_key(acc_test::small_matmul(3)),
+            workload_cache_key(acc_test::small_matmul(4)));
 }
 
 TEST(WorkloadKey, ValuesDoNotSplitBuckets) {
@@ -38,16 +40,16 @@ TEST(WorkloadKey, TypesSchemesResidencyAndPolicySplitBuckets) {
   EXPECT_NE(workload_cache_key(quantize({8, 8}, DType::int8)),
             workload_cache_key(quantize({8, 8}, DType::int4)));
   Workload rows = quantize({8, 8});
-  std::get<QuantizeDesc>(rows.op.desc).params =
-      QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0, std::vector<float>(8, 1.0f));
+  std::get<QuantizeDesc>(rows.op.desc).params = QuantizationParams::per_channel(
+      DType::int8, Mapping::symmetric, 0, std::vector<float>(8, 1.0f));
   Workload cols = rows;
-  std::get<QuantizeDesc>(cols.op.desc).params =
-      QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 1, std::vector<float>(8, 1.0f));
+  std::get<QuantizeDesc>(cols.op.desc).params = QuantizationParams::per_channel(
+      DType::int8, Mapping::symmetric, 1, std::vector<float>(8, 1.0f));
   EXPECT_NE(workload_cache_key(rows), workload_cache_key(cols));
   // A negative axis names the same axis as its positive form.
   Workload last = cols;
-  std::get<QuantizeDesc>(last.op.desc).params =
-      QuantizationParams::per_channel(DType::int8, Mapping::symmetric, -1, std::vector<float>(8, 1.0f));
+  std::get<QuantizeDesc>(last.op.desc).params = QuantizationParams::per_channel(
+      DType::int8, Mapping::symmetric, -1, std::vector<float>(8, 1.0f));
   EXPECT_EQ(workload_cache_key(cols), workload_cache_key(last));
 
   Workload device = quantize({8, 8});

@@ -13,16 +13,17 @@ using namespace qforge;
 // 20 us to move host data.
 AcceleratorOptions costed(const std::filesystem::path& cache) {
   auto o = acc_test::options(cache);
-  o.injected_cost = acc_test::injected(
-      {{"cpu_scalar[0]/scalar_reference", 50e-6},
-       {"acc_good[0]/fast", 5e-6},
-       {"acc_good[0]/slow", 9e-6},
-       {"acc_device[0]/only", 1e-6}},
-      {{"acc_device[0]/only", 20e-6}});
+  o.injected_cost = acc_test::injected({{"cpu_scalar[0]/scalar_reference", 50e-6},
+                                        {"acc_good[0]/fast", 5e-6},
+                                        {"acc_good[0]/slow", 9e-6},
+                                        {"acc_device[0]/only", 1e-6}},
+                                       {{"acc_device[0]/only", 20e-6}});
   return o;
 }
 
-std::vector<LoadedPlugin> three() { return acc_test::plugins({"cpu_scalar", "acc_good", "acc_device"}); }
+std::vector<LoadedPlugin> three() {
+  return acc_test::plugins({"cpu_scalar", "acc_good", "acc_device"});
+}
 
 TEST(Policy, FastestCountsTransfersForHostData) {
   Accelerator acc(three(), costed(acc_test::scratch_dir("c") / "t.json"));

@@ -83,7 +83,8 @@ TEST(Precision, MatmulFollowsTheTolerance) {
 }
 
 TEST(Precision, BadDataIsRejectedNamingTheElement) {
-  Accelerator acc(acc_test::plugins({"cpu_scalar"}), acc_test::options(acc_test::scratch_dir("c") / "t.json"));
+  Accelerator acc(acc_test::plugins({"cpu_scalar"}),
+                  acc_test::options(acc_test::scratch_dir("c") / "t.json"));
   std::vector<float> x(8, 1.0f);
   x[5] = std::numeric_limits<float>::infinity();
   try {

@@ -25,8 +25,8 @@ struct Result {
 };
 
 Result bench(const fs::path& dir, const std::string& args) {
-  const std::string cmd = std::string(QFORGE_BENCH) + " " + args + " > " + (dir / "stdout").string() +
-                          " 2> " + (dir / "stderr").string();
+  const std::string cmd = std::string(QFORGE_BENCH) + " " + args + " > " +
+                          (dir / "stdout").string() + " 2> " + (dir / "stderr").string();
   const int raw = std::system(cmd.c_str());
   return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp(dir / "stdout"), slurp(dir / "stderr")};
 }
@@ -40,7 +40,8 @@ const char* kWorkloads = R"({"workloads": [
 
 std::string common(const fs::path& dir) {
   return "--workloads " + (dir / "w.json").string() + " --cache " + (dir / "tuning.json").string() +
-         " --out-dir " + (dir / "out").string() + " --plugins cpu_scalar --budget 0.5 --progress lines";
+         " --out-dir " + (dir / "out").string() +
+         " --plugins cpu_scalar --budget 0.5 --progress lines";
 }
 
 void expect_type(const json& j, const char* key, json::value_t t, bool nullable = false) {
@@ -113,7 +114,8 @@ TEST(Bench, JsonSchemaAndOutputs) {
   EXPECT_EQ(r.out.find("candidates ("), std::string::npos) << r.out;
   // Where everything went, last.
   EXPECT_NE(r.out.find("cache: " + (dir / "tuning.json").string()), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("chart: " + (dir / "out" / "throughput.svg").string()), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("chart: " + (dir / "out" / "throughput.svg").string()), std::string::npos)
+      << r.out;
   // Plain progress lines when not on a terminal.
   EXPECT_NE(r.err.find("[1/2] q: deciding"), std::string::npos) << r.err;
 
@@ -144,27 +146,35 @@ TEST_P(BenchBadWorkloads, FailNamingTheField) {
 INSTANTIATE_TEST_SUITE_P(
     Mistakes, BenchBadWorkloads,
     ::testing::Values(
-        BadFile{R"({"workloads": [{"op": "quantize", "shape": [4], "dtype": "int8", "scheme": "per_tensor_affine"},
+        BadFile{
+            R"({"workloads": [{"op": "quantize", "shape": [4], "dtype": "int8", "scheme": "per_tensor_affine"},
                                   {"op": "gemm"}]})",
-                "workloads[1].op: unknown op 'gemm'"},
-        BadFile{R"([{"op": "quantize", "shape": [4, -2], "dtype": "int8", "scheme": "per_tensor_affine"}])",
-                "workloads[0].shape: expected a non-empty array of integers >= 0"},
-        BadFile{R"([{"op": "quantize", "shpe": [4], "dtype": "int8", "scheme": "per_tensor_affine"}])",
-                "workloads[0]: unknown field 'shpe'"},
-        BadFile{R"([{"op": "dequantize", "shape": [4], "dtype": "int9", "scheme": "per_tensor_affine"}])",
-                "workloads[0].dtype: unknown dtype 'int9'"},
-        BadFile{R"([{"op": "matmul_integer", "m": 2, "n": 2, "k": 2, "a": {"dtype": "int8", "scheme": "per_tensor_symmetric"},
+            "workloads[1].op: unknown op 'gemm'"},
+        BadFile{
+            R"([{"op": "quantize", "shape": [4, -2], "dtype": "int8", "scheme": "per_tensor_affine"}])",
+            "workloads[0].shape: expected a non-empty array of integers >= 0"},
+        BadFile{
+            R"([{"op": "quantize", "shpe": [4], "dtype": "int8", "scheme": "per_tensor_affine"}])",
+            "workloads[0]: unknown field 'shpe'"},
+        BadFile{
+            R"([{"op": "dequantize", "shape": [4], "dtype": "int9", "scheme": "per_tensor_affine"}])",
+            "workloads[0].dtype: unknown dtype 'int9'"},
+        BadFile{
+            R"([{"op": "matmul_integer", "m": 2, "n": 2, "k": 2, "a": {"dtype": "int8", "scheme": "per_tensor_symmetric"},
                      "b": {"dtype": "int8", "scheme": "block_symmetric"}}])",
-                "workloads[0].b.scheme: block-wise B runs along K"},
-        BadFile{R"([{"op": "matmul_integer", "m": 2, "n": 2, "a": {"dtype": "int8", "scheme": "per_tensor_symmetric"},
+            "workloads[0].b.scheme: block-wise B runs along K"},
+        BadFile{
+            R"([{"op": "matmul_integer", "m": 2, "n": 2, "a": {"dtype": "int8", "scheme": "per_tensor_symmetric"},
                      "b": {"dtype": "int8", "scheme": "per_tensor_symmetric"}}])",
-                "workloads[0]: missing field 'k'"},
+            "workloads[0]: missing field 'k'"},
         BadFile{"{not json", "not valid JSON"},
         // nlohmann reports this as out_of_range, not parse_error; it used to escape unnamed.
-        BadFile{R"([{"op": "quantize", "shape": [1e400], "dtype": "int8", "scheme": "per_tensor_affine"}])",
-                "w.json: workload file: not valid JSON"},
-        BadFile{R"([{"name": "big", "op": "dynamic_quantize_linear", "shape": [4294967296]}])",
-                "w.json: workload 'big': workloads[0].shape: expected an integer in [0, 1073741824]"}));
+        BadFile{
+            R"([{"op": "quantize", "shape": [1e400], "dtype": "int8", "scheme": "per_tensor_affine"}])",
+            "w.json: workload file: not valid JSON"},
+        BadFile{
+            R"([{"name": "big", "op": "dynamic_quantize_linear", "shape": [4294967296]}])",
+            "w.json: workload 'big': workloads[0].shape: expected an integer in [0, 1073741824]"}));
 
 // docs/ACCELERATOR.md: 2 for bad usage (CLI11's own codes are 105, 106, ...); 0 for --help.
 TEST(Bench, UsageErrorsExitTwo) {

@@ -27,10 +27,11 @@ std::filesystem::path scratch_dir(const std::string& name) {
 }
 
 std::vector<qforge::LoadedPlugin> plugins(std::initializer_list<std::string> names) {
-  static qforge::PluginRegistry& registry = [] () -> qforge::PluginRegistry& {
+  static qforge::PluginRegistry& registry = []() -> qforge::PluginRegistry& {
     static qforge::PluginRegistry r;
     r.load_file(std::filesystem::path(QFORGE_PLUGIN_DIR) / "libqforge_plugin_cpu_scalar.so");
-    for (const char* f : {"acc_good", "acc_device", "acc_liar", "acc_thrower", "acc_hang", "acc_picky"})
+    for (const char* f :
+         {"acc_good", "acc_device", "acc_liar", "acc_thrower", "acc_hang", "acc_picky"})
       r.load_file(std::filesystem::path(QFORGE_ACC_FIXTURE_DIR) /
                   ("libqforge_plugin_" + std::string(f) + ".so"));
     return r;
@@ -87,7 +88,8 @@ qforge::Workload small_matmul(std::int64_t m, qforge::OpKind op) {
                FloatType::f32,
                std::nullopt,
                RequantMode::float_multiplier};
-  if (op == OpKind::qlinear_matmul) d.y = QuantizationParams::per_tensor_affine(DType::uint8, 2.0f, 100);
+  if (op == OpKind::qlinear_matmul)
+    d.y = QuantizationParams::per_tensor_affine(DType::uint8, 2.0f, 100);
   return {{op, d}, Residency::host};
 }
 

@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
     for (int i = first; i < first + count; ++i) {
       // One bucket per i: rows 2^i.
       const Shape shape{std::int64_t{1} << i, 8};
-      acc.tune({{OpKind::quantize, QuantizeDesc{shape, QuantizationParams::per_tensor_symmetric(DType::int8, 0.1f)}}});
+      acc.tune({{OpKind::quantize, QuantizeDesc{shape, QuantizationParams::per_tensor_symmetric(
+                                                           DType::int8, 0.1f)}}});
     }
     return acc.stats().buckets_tuned == static_cast<std::uint64_t>(count) ? 0 : 1;
   } catch (const std::exception& e) {

@@ -41,10 +41,12 @@ TEST_P(MatmulInteger, MatchesReference) {
     Mapping mapping;
     std::int64_t block;
   };
-  const std::vector<BScheme> b_schemes = {
-      {Granularity::per_tensor, Mapping::affine, 0},   {Granularity::per_tensor, Mapping::symmetric, 0},
-      {Granularity::per_channel, Mapping::affine, 0},  {Granularity::per_channel, Mapping::symmetric, 0},
-      {Granularity::block, Mapping::affine, 32},       {Granularity::block, Mapping::symmetric, 16}};
+  const std::vector<BScheme> b_schemes = {{Granularity::per_tensor, Mapping::affine, 0},
+                                          {Granularity::per_tensor, Mapping::symmetric, 0},
+                                          {Granularity::per_channel, Mapping::affine, 0},
+                                          {Granularity::per_channel, Mapping::symmetric, 0},
+                                          {Granularity::block, Mapping::affine, 32},
+                                          {Granularity::block, Mapping::symmetric, 16}};
   for (const auto layout : {MatrixLayout::kn, MatrixLayout::nk})
     for (const bool a_per_row : {false, true})
       for (const auto& b : b_schemes) {

@@ -37,8 +37,7 @@ TEST_P(Requantize, MatchesReference) {
   std::vector<std::optional<int>> axes;
   if (p.per_channel)
     for (int axis = 0; axis < static_cast<int>(p.shape.size()); ++axis) axes.push_back(axis);
-  else
-    axes.push_back(std::nullopt);
+  else axes.push_back(std::nullopt);
   for (const auto mode : {RequantMode::float_multiplier, RequantMode::fixed_point})
     for (const auto& axis : axes)
       for (int repeat = 0; repeat < 3; ++repeat) {

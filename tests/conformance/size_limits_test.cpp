@@ -36,8 +36,14 @@ bool shipped(const std::string& plugin) {
 QuantizationParams i8() { return QuantizationParams::per_tensor_affine(DType::int8, 0.5f, 1); }
 
 MatmulDesc matmul(std::int64_t m, std::int64_t n, std::int64_t k) {
-  return MatmulDesc{.m = m, .n = n, .k = k, .a = i8(), .b = i8(), .b_layout = MatrixLayout::kn,
-                    .has_bias = false, .out_type = FloatType::f32,
+  return MatmulDesc{.m = m,
+                    .n = n,
+                    .k = k,
+                    .a = i8(),
+                    .b = i8(),
+                    .b_layout = MatrixLayout::kn,
+                    .has_bias = false,
+                    .out_type = FloatType::f32,
                     .y = QuantizationParams::per_tensor_affine(DType::int8, 1.0f, 0),
                     .requant_mode = RequantMode::float_multiplier};
 }
@@ -51,25 +57,31 @@ struct Hostile {
 
 std::vector<Hostile> hostile_cases() {
   std::vector<Hostile> out;
-  const std::vector<Shape> shapes = {{3037000500, 3037000500}, {k2_32, k2_32, k2_32}, {kInt64Max},
-                                     {kInt64Max, kInt64Max}};
+  const std::vector<Shape> shapes = {
+      {3037000500, 3037000500}, {k2_32, k2_32, k2_32}, {kInt64Max}, {kInt64Max, kInt64Max}};
   for (const Shape& s : shapes) {
     const QuantizeDesc q{s, i8(), FloatType::f32};
-    out.push_back({"quantize " + to_string(s), {OpKind::quantize, q},
-                   [q](QuantizationOps& o, void* x, void*, void* y, void*) { o.quantize(q, x, y); }});
-    out.push_back({"dequantize " + to_string(s), {OpKind::dequantize, q},
+    out.push_back(
+        {"quantize " + to_string(s),
+         {OpKind::quantize, q},
+         [q](QuantizationOps& o, void* x, void*, void* y, void*) { o.quantize(q, x, y); }});
+    out.push_back({"dequantize " + to_string(s),
+                   {OpKind::dequantize, q},
                    [q](QuantizationOps& o, void* x, void*, void* y, void*) {
                      o.dequantize(q, x, static_cast<float*>(y));
                    }});
     const RequantizeDesc r{s, {0.5f}};
-    out.push_back({"requantize " + to_string(s), {OpKind::requantize, r},
+    out.push_back({"requantize " + to_string(s),
+                   {OpKind::requantize, r},
                    [r](QuantizationOps& o, void* c, void*, void* y, void*) {
                      o.requantize(r, static_cast<const std::int32_t*>(c), y);
                    }});
     const DynamicQuantizeDesc dq{s};
-    out.push_back({"dynamic_quantize_linear " + to_string(s), {OpKind::dynamic_quantize_linear, dq},
+    out.push_back({"dynamic_quantize_linear " + to_string(s),
+                   {OpKind::dynamic_quantize_linear, dq},
                    [dq](QuantizationOps& o, void* x, void*, void* y, void*) {
-                     o.dynamic_quantize_linear(dq, static_cast<const float*>(x), static_cast<std::uint8_t*>(y));
+                     o.dynamic_quantize_linear(dq, static_cast<const float*>(x),
+                                               static_cast<std::uint8_t*>(y));
                    }});
   }
   struct Mnk {
@@ -78,39 +90,50 @@ std::vector<Hostile> hostile_cases() {
   for (const Mnk& d : {Mnk{k2_32, 1, k2_32}, Mnk{k2_62, 1, 4}, Mnk{kInt64Max, kInt64Max, kInt64Max},
                        Mnk{3037000500, 3037000500, 3037000500}, Mnk{1 << 30, 1 << 30, 1}}) {
     const MatmulDesc md = matmul(d.m, d.n, d.k);
-    const std::string mnk = " m=" + std::to_string(d.m) + " n=" + std::to_string(d.n) + " k=" + std::to_string(d.k);
-    out.push_back({"matmul_integer" + mnk, {OpKind::matmul_integer, md},
+    const std::string mnk =
+        " m=" + std::to_string(d.m) + " n=" + std::to_string(d.n) + " k=" + std::to_string(d.k);
+    out.push_back({"matmul_integer" + mnk,
+                   {OpKind::matmul_integer, md},
                    [md](QuantizationOps& o, void* a, void* b, void* c, void*) {
                      o.matmul_integer(md, a, b, static_cast<std::int32_t*>(c));
                    }});
-    out.push_back({"matmul_dequant" + mnk, {OpKind::matmul_dequant, md},
+    out.push_back({"matmul_dequant" + mnk,
+                   {OpKind::matmul_dequant, md},
                    [md](QuantizationOps& o, void* a, void* b, void* y, void*) {
                      o.matmul_dequant(md, a, b, nullptr, y);
                    }});
-    out.push_back({"qlinear_matmul" + mnk, {OpKind::qlinear_matmul, md},
-                   [md](QuantizationOps& o, void* a, void* b, void* y, void*) { o.qlinear_matmul(md, a, b, y); }});
+    out.push_back({"qlinear_matmul" + mnk,
+                   {OpKind::qlinear_matmul, md},
+                   [md](QuantizationOps& o, void* a, void* b, void* y, void*) {
+                     o.qlinear_matmul(md, a, b, y);
+                   }});
     // Prepacked, where B is beyond the limit itself or fits the dummy buffer (m = 2^62: B is
     // [4, 1], packs, and the call must refuse). A valid large B would be read in full.
     const auto b_count = static_cast<unsigned __int128>(d.k) * static_cast<unsigned __int128>(d.n);
     if (b_count <= kDummyBytes || b_count > static_cast<unsigned __int128>(kMaxSize))
-    out.push_back({"pack_weights / matmul_integer_packed" + mnk, {OpKind::matmul_integer, md},
-                   [md](QuantizationOps& o, void* a, void* b, void* c, void*) {
-                     std::shared_ptr<PackedWeights> w;
-                     try {
-                       w = o.pack_weights(md, b);
-                     } catch (const Error& e) {
-                       if (e.code() == ErrorCode::unsupported &&
-                           std::string(e.what()).find("no default for device memory") != std::string::npos)
-                         return;  // a device plugin without a packed form: nothing to call
-                       throw;
-                     }
-                     o.matmul_integer_packed(md, a, *w, static_cast<std::int32_t*>(c));
-                   }});
-    const LinearDesc ld{d.m, d.n, d.k, QuantizationParams::per_tensor_symmetric(DType::int8, 0.5f), false};
-    out.push_back({"linear_forward" + mnk, {OpKind::linear_forward, ld},
+      out.push_back({"pack_weights / matmul_integer_packed" + mnk,
+                     {OpKind::matmul_integer, md},
+                     [md](QuantizationOps& o, void* a, void* b, void* c, void*) {
+                       std::shared_ptr<PackedWeights> w;
+                       try {
+                         w = o.pack_weights(md, b);
+                       } catch (const Error& e) {
+                         if (e.code() == ErrorCode::unsupported &&
+                             std::string(e.what()).find("no default for device memory") !=
+                                 std::string::npos)
+                           return;  // a device plugin without a packed form: nothing to call
+                         throw;
+                       }
+                       o.matmul_integer_packed(md, a, *w, static_cast<std::int32_t*>(c));
+                     }});
+    const LinearDesc ld{d.m, d.n, d.k, QuantizationParams::per_tensor_symmetric(DType::int8, 0.5f),
+                        false};
+    out.push_back({"linear_forward" + mnk,
+                   {OpKind::linear_forward, ld},
                    [ld](QuantizationOps& o, void* x, void* w, void* xq, void* y) {
-                     o.linear_forward(ld, static_cast<const float*>(x), static_cast<const std::int8_t*>(w),
-                                      nullptr, static_cast<std::int8_t*>(xq), static_cast<float*>(y));
+                     o.linear_forward(ld, static_cast<const float*>(x),
+                                      static_cast<const std::int8_t*>(w), nullptr,
+                                      static_cast<std::int8_t*>(xq), static_cast<float*>(y));
                    }});
   }
   return out;

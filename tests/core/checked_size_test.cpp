@@ -2,6 +2,8 @@
 // checked without ever forming an overflowing product. Shapes from the audit of hostile inputs:
 // [3037000500, 3037000500] (the product just passes INT64_MAX), [2^32, 2^32, 2^32] (wrapped to
 // 0 elements before), INT64_MAX extents.
+#include "qforge/checked_size.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -9,7 +11,6 @@
 #include <random>
 #include <string>
 
-#include "qforge/checked_size.h"
 #include "qforge/error.h"
 #include "qforge/params.h"
 #include "qforge/shape.h"
@@ -35,19 +36,39 @@ void expect_error(F&& f, ErrorCode code, std::initializer_list<std::string> frag
 }
 
 TEST(CheckedSize, HostileShapesNameTheOperandAndTheExtents) {
-  expect_error([] { (void)element_count({3037000500, 3037000500}); }, ErrorCode::invalid_argument,
-               {"shape = [3037000500, 3037000500]", "more than 2^48 = 281474976710656 elements"});
-  expect_error([] { (void)element_count({k2_32, k2_32, k2_32}); }, ErrorCode::invalid_argument,
-               {"shape = [4294967296, 4294967296, 4294967296]", "more than 2^48"});
-  expect_error([] { (void)element_count({kInt64Max, kInt64Max}); }, ErrorCode::invalid_argument,
-               {"extent 0 is 9223372036854775807", "expected at most 2^48"});
-  expect_error([] { (void)checked_element_count("A [M, K]", {k2_32, k2_32}); },
-               ErrorCode::invalid_argument, {"A [M, K] = [4294967296, 4294967296]"});
-  expect_error([] { (void)checked_element_count("A [M, K]", {std::int64_t{1} << 62, 4}); },
-               ErrorCode::invalid_argument, {"extent 0 is 4611686018427387904"});
+  expect_error(
+      [] {
+        (void)element_count({3037000500, 3037000500});
+      },
+      ErrorCode::invalid_argument,
+      {"shape = [3037000500, 3037000500]", "more than 2^48 = 281474976710656 elements"});
+  expect_error(
+      [] {
+        (void)element_count({k2_32, k2_32, k2_32});
+      },
+      ErrorCode::invalid_argument,
+      {"shape = [4294967296, 4294967296, 4294967296]", "more than 2^48"});
+  expect_error(
+      [] {
+        (void)element_count({kInt64Max, kInt64Max});
+      },
+      ErrorCode::invalid_argument, {"extent 0 is 9223372036854775807", "expected at most 2^48"});
+  expect_error(
+      [] {
+        (void)checked_element_count("A [M, K]", {k2_32, k2_32});
+      },
+      ErrorCode::invalid_argument, {"A [M, K] = [4294967296, 4294967296]"});
+  expect_error(
+      [] {
+        (void)checked_element_count("A [M, K]", {std::int64_t{1} << 62, 4});
+      },
+      ErrorCode::invalid_argument, {"extent 0 is 4611686018427387904"});
   // Negative extents keep their own code.
-  expect_error([] { (void)element_count({2, -1}); }, ErrorCode::shape_mismatch,
-               {"extent 1 is -1", "expected >= 0"});
+  expect_error(
+      [] {
+        (void)element_count({2, -1});
+      },
+      ErrorCode::shape_mismatch, {"extent 1 is -1", "expected >= 0"});
 }
 
 TEST(CheckedSize, BoundaryOfTheLimit) {
@@ -84,7 +105,8 @@ TEST(CheckedSize, AgreesWithExactProducts) {
     if (over) {
       EXPECT_THROW((void)element_count(shape), Error) << to_string(shape);
     } else {
-      EXPECT_EQ(element_count(shape), empty ? 0 : static_cast<std::int64_t>(bounded)) << to_string(shape);
+      EXPECT_EQ(element_count(shape), empty ? 0 : static_cast<std::int64_t>(bounded))
+          << to_string(shape);
     }
   }
 }
@@ -95,9 +117,11 @@ TEST(CheckedSize, Bytes) {
                ErrorCode::invalid_argument, {"c [M, N]", "70368744177665 elements of 4 bytes"});
   expect_error([] { (void)checked_bytes("x", kInt64Max, 8); }, ErrorCode::invalid_argument, {"x"});
   expect_error([] { (void)checked_bytes("x", -1, 1); }, ErrorCode::invalid_argument, {"-1"});
-  EXPECT_EQ(checked_storage_bytes("q", DType::int4, kMaxSize), static_cast<std::size_t>(kMaxSize / 2));
+  EXPECT_EQ(checked_storage_bytes("q", DType::int4, kMaxSize),
+            static_cast<std::size_t>(kMaxSize / 2));
   EXPECT_EQ(checked_storage_bytes("q", DType::binary, 9), 2u);
-  EXPECT_EQ(checked_storage_bytes("q", DType::int16, kMaxSize / 2), static_cast<std::size_t>(kMaxSize));
+  EXPECT_EQ(checked_storage_bytes("q", DType::int16, kMaxSize / 2),
+            static_cast<std::size_t>(kMaxSize));
   EXPECT_THROW((void)checked_storage_bytes("q", DType::int16, kMaxSize / 2 + 1), Error);
   EXPECT_THROW((void)checked_storage_bytes("q", DType::int4, kMaxSize + 1), Error);
 }
@@ -110,10 +134,16 @@ TEST(CheckedSize, SaturatingMul) {
 
 TEST(CheckedSize, TensorsAndBuffersRefuseHostileSizes) {
   const auto p = QuantizationParams::per_tensor_affine(DType::int8, 1.0f, 0);
-  expect_error([&] { QuantizedTensor t({k2_32, k2_32, k2_32}, p); }, ErrorCode::invalid_argument,
-               {"[4294967296, 4294967296, 4294967296]"});
-  expect_error([&] { QuantizedTensor t({3037000500, 3037000500}, p); }, ErrorCode::invalid_argument,
-               {"[3037000500, 3037000500]"});
+  expect_error(
+      [&] {
+        QuantizedTensor t({k2_32, k2_32, k2_32}, p);
+      },
+      ErrorCode::invalid_argument, {"[4294967296, 4294967296, 4294967296]"});
+  expect_error(
+      [&] {
+        QuantizedTensor t({3037000500, 3037000500}, p);
+      },
+      ErrorCode::invalid_argument, {"[3037000500, 3037000500]"});
   expect_error([] { (void)make_host_buffer(std::numeric_limits<std::size_t>::max()); },
                ErrorCode::invalid_argument, {"make_host_buffer", "2^48"});
 }

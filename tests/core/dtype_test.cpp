@@ -1,9 +1,9 @@
+#include "qforge/dtype.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cstdint>
-
-#include "qforge/dtype.h"
 
 namespace qforge {
 namespace {

@@ -1,7 +1,8 @@
+#include "qforge/op_desc.h"
+
 #include <gtest/gtest.h>
 
 #include "qforge/error.h"
-#include "qforge/op_desc.h"
 #include "qforge/scheme.h"
 #include "qforge/shape.h"
 
@@ -21,7 +22,9 @@ TEST(OpDesc, NamesRoundTrip) {
 }
 
 TEST(OpDesc, DescribeNamesTheWorkload) {
-  MatmulDesc d{.m = 4, .n = 2, .k = 3,
+  MatmulDesc d{.m = 4,
+               .n = 2,
+               .k = 3,
                .a = QuantizationParams::per_tensor_affine(DType::uint8, 1.0f, 12),
                .b = QuantizationParams::per_tensor_affine(DType::int8, 1.0f, 0)};
   const auto text = describe({OpKind::matmul_integer, d});

@@ -28,13 +28,10 @@ class RecordingOps final : public QuantizationOps {
   void matmul_integer(const MatmulDesc&, const void*, const void* b, std::int32_t*) override {
     last_b = b;
   }
-  void matmul_dequant(const MatmulDesc&, const void*, const void* b, const float*,
-                      void*) override {
+  void matmul_dequant(const MatmulDesc&, const void*, const void* b, const float*, void*) override {
     last_b = b;
   }
-  void qlinear_matmul(const MatmulDesc&, const void*, const void* b, void*) override {
-    last_b = b;
-  }
+  void qlinear_matmul(const MatmulDesc&, const void*, const void* b, void*) override { last_b = b; }
   QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc&, const float*,
                                              std::uint8_t*) override {
     return QuantizationParams::per_tensor_affine(DType::uint8, 1.0f, 0);
@@ -49,7 +46,9 @@ class RecordingOps final : public QuantizationOps {
 };
 
 MatmulDesc small_desc() {
-  return {.m = 1, .n = 3, .k = 5,
+  return {.m = 1,
+          .n = 3,
+          .k = 5,
           .a = QuantizationParams::per_tensor_affine(DType::uint8, 1.0f, 0),
           .b = QuantizationParams::per_tensor_affine(DType::int4, 1.0f, 0)};
 }

@@ -1,6 +1,9 @@
 // qforge::write_file_atomically: the target holds the old contents or the new, never a mix;
 // failures name the file and leave no temporary file; temporaries of killed writers are removed
 // once they are a minute old.
+#include "qforge/output_file.h"
+
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -10,10 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include <gtest/gtest.h>
-
 #include "qforge/error.h"
-#include "qforge/output_file.h"
 
 namespace {
 

@@ -1,15 +1,16 @@
+#include "qforge/params.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <random>
-#include <vector>
 #include <limits>
+#include <random>
 #include <string>
+#include <vector>
 
-#include "qforge/error.h"
 #include "qforge/checked_size.h"
-#include "qforge/params.h"
+#include "qforge/error.h"
 
 namespace qforge {
 namespace {
@@ -63,9 +64,12 @@ TEST(Params, ZeroPointRangeMatchesTheZeroPoints) {
 // still compares equal), a moved-from object loses it (and no longer equals its old contents).
 TEST(Params, IdentityFollowsContents) {
   const std::vector<float> scales = {0.5f, 0.25f, 2.0f};
-  const auto a = QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, scales, {1, -2, 3});
-  const auto same = QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, scales, {1, -2, 3});
-  const auto other = QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, scales, {1, -2, 4});
+  const auto a =
+      QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, scales, {1, -2, 3});
+  const auto same =
+      QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, scales, {1, -2, 3});
+  const auto other =
+      QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, scales, {1, -2, 4});
   EXPECT_NE(a.identity(), 0u);
   EXPECT_NE(a.identity(), same.identity());
   EXPECT_TRUE(a == same);
@@ -91,8 +95,8 @@ TEST(Params, IdentityFollowsContents) {
 TEST(Params, AcceptsTinyAndHugeScales) {
   EXPECT_NO_THROW(QuantizationParams::per_tensor_affine(DType::int8, 1e-38f, 0));
   EXPECT_NO_THROW(QuantizationParams::per_tensor_affine(DType::int8, 1e38f, 0));
-  EXPECT_NO_THROW(QuantizationParams::per_tensor_affine(DType::int8,
-                                                        std::numeric_limits<float>::denorm_min(), 0));
+  EXPECT_NO_THROW(QuantizationParams::per_tensor_affine(
+      DType::int8, std::numeric_limits<float>::denorm_min(), 0));
 }
 
 TEST(Params, ZeroPointMustLieInTheDTypeRange) {
@@ -111,9 +115,8 @@ TEST(Params, SymmetricFixesTheZeroPoint) {
   const auto s = QuantizationParams::per_tensor_symmetric(DType::int8, 0.5f);
   EXPECT_EQ(s.zero_point(), 0);
   EXPECT_EQ(s.qmin(), -127);
-  expect_error(
-      [] { QuantizationParams(DType::int8, Scheme::per_tensor_symmetric(), {1.0f}, {3}); },
-      ErrorCode::invalid_argument, {"zero_point[0] = 3", "symmetric", "expected 0"});
+  expect_error([] { QuantizationParams(DType::int8, Scheme::per_tensor_symmetric(), {1.0f}, {3}); },
+               ErrorCode::invalid_argument, {"zero_point[0] = 3", "symmetric", "expected 0"});
 }
 
 TEST(Params, BinaryIsSymmetricOnly) {
@@ -131,33 +134,43 @@ TEST(Params, LogarithmicRange) {
 }
 
 TEST(Params, CountsMustMatch) {
-  expect_error([] { QuantizationParams(DType::int8, Scheme::per_tensor_affine(), {1.0f, 2.0f}); },
-               ErrorCode::invalid_argument, {"2 scales", "exactly 1"});
   expect_error(
-      [] { QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, {1.0f, 2.0f}, {0}); },
+      [] {
+        QuantizationParams(DType::int8, Scheme::per_tensor_affine(), {1.0f, 2.0f});
+      },
+      ErrorCode::invalid_argument, {"2 scales", "exactly 1"});
+  expect_error(
+      [] {
+        QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, {1.0f, 2.0f}, {0});
+      },
       ErrorCode::invalid_argument, {"1 zero points for 2 scales"});
   expect_error([] { QuantizationParams::blockwise(DType::int4, Mapping::symmetric, 0, {1.0f}); },
                ErrorCode::invalid_argument, {"block_size = 0"});
 }
 
 TEST(Params, ValidateForShape) {
-  const auto pc = QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 1,
-                                                  {1.0f, 2.0f, 3.0f});
+  const auto pc =
+      QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 1, {1.0f, 2.0f, 3.0f});
   EXPECT_NO_THROW(pc.validate_for({4, 3}));
-  expect_error([&] { pc.validate_for({3, 4}); }, ErrorCode::shape_mismatch,
-               {"3 scales", "[3, 4]", "expected 4", "axis 1"});
-  expect_error([&] { pc.validate_for({3}); }, ErrorCode::shape_mismatch,
-               {"axis 1", "rank 1"});
+  expect_error(
+      [&] {
+        pc.validate_for({3, 4});
+      },
+      ErrorCode::shape_mismatch, {"3 scales", "[3, 4]", "expected 4", "axis 1"});
+  expect_error([&] { pc.validate_for({3}); }, ErrorCode::shape_mismatch, {"axis 1", "rank 1"});
   const auto neg = QuantizationParams::per_channel(DType::int8, Mapping::affine, -1, {1.0f, 1.0f});
   EXPECT_NO_THROW(neg.validate_for({5, 2}));
   EXPECT_EQ(neg.channel_axis(2), 1);
 
   // Block-wise: a partial last block is allowed: 2 rows x ceil(33 / 32) = 4 pairs.
-  const auto blk = QuantizationParams::blockwise(DType::int4, Mapping::affine, 32,
-                                                 {1, 1, 1, 1}, {0, 1, 2, 3});
+  const auto blk =
+      QuantizationParams::blockwise(DType::int4, Mapping::affine, 32, {1, 1, 1, 1}, {0, 1, 2, 3});
   EXPECT_NO_THROW(blk.validate_for({2, 33}));
-  expect_error([&] { blk.validate_for({2, 32}); }, ErrorCode::shape_mismatch,
-               {"4 scales", "expected 2"});
+  expect_error(
+      [&] {
+        blk.validate_for({2, 32});
+      },
+      ErrorCode::shape_mismatch, {"4 scales", "expected 2"});
   expect_error([&] { blk.validate_for({}); }, ErrorCode::shape_mismatch, {"rank-0"});
   // Per-channel and block params carry at least one pair (params.h), so an empty channel axis
   // or an empty tensor takes per_tensor params.
@@ -166,10 +179,17 @@ TEST(Params, ValidateForShape) {
   expect_error([&] { (void)QuantizationParams::blockwise(DType::int8, Mapping::affine, 32, {}); },
                ErrorCode::invalid_argument, {"block scheme with 0 scales", "at least 1"});
   const auto one = QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, {1.0f});
-  expect_error([&] { one.validate_for({0, 5}); }, ErrorCode::shape_mismatch,
-               {"[0, 5]", "would need 0 pairs", "expected per_tensor params"});
+  expect_error(
+      [&] {
+        one.validate_for({0, 5});
+      },
+      ErrorCode::shape_mismatch, {"[0, 5]", "would need 0 pairs", "expected per_tensor params"});
   const auto blk1 = QuantizationParams::blockwise(DType::int8, Mapping::affine, 4, {1.0f});
-  expect_error([&] { blk1.validate_for({0, 5}); }, ErrorCode::shape_mismatch, {"would need 0 pairs"});
+  expect_error(
+      [&] {
+        blk1.validate_for({0, 5});
+      },
+      ErrorCode::shape_mismatch, {"would need 0 pairs"});
   EXPECT_NO_THROW(QuantizationParams::per_tensor_affine(DType::int8, 1.0f, 0).validate_for({0, 5}));
 }
 
@@ -177,17 +197,19 @@ TEST(Params, ValidateForShape) {
 TEST(Params, BlockSizeWithinTheSizeLimit) {
   EXPECT_NO_THROW(QuantizationParams::blockwise(DType::int8, Mapping::affine, kMaxSize, {1.0f}));
   for (const std::int64_t bs : {kMaxSize + 1, std::numeric_limits<std::int64_t>::max()})
-    expect_error([&] { (void)QuantizationParams::blockwise(DType::int8, Mapping::affine, bs, {1.0f}); },
-                 ErrorCode::invalid_argument, {"block_size = " + std::to_string(bs), "expected 1 to 2^48"});
+    expect_error(
+        [&] { (void)QuantizationParams::blockwise(DType::int8, Mapping::affine, bs, {1.0f}); },
+        ErrorCode::invalid_argument, {"block_size = " + std::to_string(bs), "expected 1 to 2^48"});
 }
 
 TEST(Params, ParamIndex) {
   const auto pc = QuantizationParams::per_channel(DType::int8, Mapping::affine, 1, {1, 2, 3});
   const Shape shape{2, 3, 2};
   // flat index 0..11 over [2,3,2]: channel = (i / 2) % 3
-  for (int i = 0; i < 12; ++i) EXPECT_EQ(pc.param_index(shape, i), static_cast<std::size_t>((i / 2) % 3));
-  const auto blk = QuantizationParams::blockwise(DType::int8, Mapping::affine, 2,
-                                                 std::vector<float>(4, 1.0f));
+  for (int i = 0; i < 12; ++i)
+    EXPECT_EQ(pc.param_index(shape, i), static_cast<std::size_t>((i / 2) % 3));
+  const auto blk =
+      QuantizationParams::blockwise(DType::int8, Mapping::affine, 2, std::vector<float>(4, 1.0f));
   const Shape bshape{2, 3};  // 2 rows x 2 blocks (sizes 2 and 1)
   const std::size_t expect[] = {0, 0, 1, 2, 2, 3};
   for (int i = 0; i < 6; ++i) EXPECT_EQ(blk.param_index(bshape, i), expect[i]);

@@ -1,7 +1,8 @@
+#include "qforge/tensor.h"
+
 #include <gtest/gtest.h>
 
 #include "qforge/error.h"
-#include "qforge/tensor.h"
 
 namespace qforge {
 namespace {

@@ -17,10 +17,14 @@ class CpuX86Edges : public ::testing::Test {
     if (!loaded_.ops->availability().usable) GTEST_SKIP() << loaded_.ops->availability().reason;
   }
   static MatmulDesc desc(std::int64_t m, std::int64_t n, std::int64_t k) {
-    return MatmulDesc{.m = m, .n = n, .k = k,
+    return MatmulDesc{.m = m,
+                      .n = n,
+                      .k = k,
                       .a = QuantizationParams::per_tensor_affine(DType::uint8, 0.1f, 3),
                       .b = QuantizationParams::per_tensor_affine(DType::int8, 0.2f, -5),
-                      .b_layout = MatrixLayout::kn, .has_bias = false, .out_type = FloatType::f32,
+                      .b_layout = MatrixLayout::kn,
+                      .has_bias = false,
+                      .out_type = FloatType::f32,
                       .y = std::nullopt};
   }
   void expect_refused(const OpDesc& op, const std::string& words) {
@@ -37,8 +41,10 @@ TEST_F(CpuX86Edges, KBeyondTheInt32BoundIsRefused) {
   d.k = safe;
   EXPECT_TRUE(loaded_.ops->supports({OpKind::matmul_integer, d}).supported);
   d.k = safe + 1;
-  for (OpKind op : {OpKind::matmul_integer, OpKind::matmul_dequant}) expect_refused({op, d}, "int32");
-  std::vector<std::uint8_t> a(static_cast<std::size_t>(2 * d.k)), b(static_cast<std::size_t>(3 * d.k));
+  for (OpKind op : {OpKind::matmul_integer, OpKind::matmul_dequant})
+    expect_refused({op, d}, "int32");
+  std::vector<std::uint8_t> a(static_cast<std::size_t>(2 * d.k)),
+      b(static_cast<std::size_t>(3 * d.k));
   std::vector<std::int32_t> c(6);
   try {
     loaded_.ops->matmul_integer(d, a.data(), b.data(), c.data());
@@ -65,14 +71,16 @@ TEST_F(CpuX86Edges, RefusesWhatTheKernelsDoNotTake) {
   expect_refused({OpKind::qlinear_matmul, d}, "block-wise");
   // What the reference refuses, cpu_x86 refuses too.
   d = desc(4, 4, 8);
-  d.b = QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, std::vector<float>(8, 0.1f));
+  d.b =
+      QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, std::vector<float>(8, 0.1f));
   expect_refused({OpKind::matmul_integer, d}, "axis");
 }
 
 TEST_F(CpuX86Edges, EmptyShapesWriteNothingAndDoNotFail) {
   for (auto [m, n, k] : {std::tuple<int, int, int>{0, 5, 7}, {5, 0, 7}, {5, 6, 0}, {0, 0, 0}}) {
     const MatmulDesc d = desc(m, n, k);
-    std::vector<std::uint8_t> a(static_cast<std::size_t>(m * k) + 1), b(static_cast<std::size_t>(n * k) + 1);
+    std::vector<std::uint8_t> a(static_cast<std::size_t>(m * k) + 1),
+        b(static_cast<std::size_t>(n * k) + 1);
     std::vector<std::int32_t> got(static_cast<std::size_t>(m * n) + 1, 77), want(got.size(), 77);
     reference::matmul_integer(d, a.data(), b.data(), want.data());
     loaded_.ops->matmul_integer(d, a.data(), b.data(), got.data());
@@ -117,18 +125,25 @@ TEST_F(CpuX86Edges, PackedBlockwiseParamsAreComparedExactly) {
   std::uniform_real_distribution<float> u(0.01f, 0.1f);
   for (auto& v : scales) v = u(rng);
   const auto a_params = QuantizationParams::per_tensor_affine(DType::uint8, 0.05f, 128);
-  MatmulDesc d{m, n, k, a_params, QuantizationParams::blockwise(DType::int4, Mapping::symmetric, block, scales),
+  MatmulDesc d{m,
+               n,
+               k,
+               a_params,
+               QuantizationParams::blockwise(DType::int4, Mapping::symmetric, block, scales),
                MatrixLayout::nk};
   Support s = loaded_.ops->supports({OpKind::matmul_dequant, d});
   if (!s.supported) GTEST_SKIP() << s.reason;
-  std::vector<std::uint8_t> a(static_cast<std::size_t>(m * k), 130), b(static_cast<std::size_t>(n * k / 2), 0x21);
+  std::vector<std::uint8_t> a(static_cast<std::size_t>(m * k), 130),
+      b(static_cast<std::size_t>(n * k / 2), 0x21);
   std::vector<float> y(static_cast<std::size_t>(m * n));
   const auto packed = loaded_.ops->pack_weights(d, b.data());
-  loaded_.ops->matmul_dequant_packed(d, a.data(), *packed, nullptr, y.data());  // same params object
+  loaded_.ops->matmul_dequant_packed(d, a.data(), *packed, nullptr,
+                                     y.data());  // same params object
   MatmulDesc rebuilt = d;
   rebuilt.b = QuantizationParams::blockwise(DType::int4, Mapping::symmetric, block, scales);
   EXPECT_NE(rebuilt.b.identity(), d.b.identity());
-  loaded_.ops->matmul_dequant_packed(rebuilt, a.data(), *packed, nullptr, y.data());  // equal contents
+  loaded_.ops->matmul_dequant_packed(rebuilt, a.data(), *packed, nullptr,
+                                     y.data());  // equal contents
   auto changed = scales;
   const auto at = std::uniform_int_distribution<std::size_t>(4096, changed.size() - 4097)(rng);
   changed[at] *= 2.0f;

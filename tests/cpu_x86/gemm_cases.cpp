@@ -26,20 +26,32 @@ std::string MatmulProblem::text() const {
 MatmulProblem random_problem(Rng& rng, std::int64_t m, std::int64_t n, std::int64_t k,
                              const ProblemOptions& opt) {
   const DType at = pick(rng, {DType::int8, DType::uint8});
-  const DType bt = opt.blocked ? pick(rng, {DType::int8, DType::uint8, DType::int4, DType::uint4})
-                               : pick(rng, {DType::int8, DType::uint8, DType::int8, DType::uint8, DType::int4});
+  const DType bt =
+      opt.blocked ? pick(rng, {DType::int8, DType::uint8, DType::int4, DType::uint4})
+                  : pick(rng, {DType::int8, DType::uint8, DType::int8, DType::uint8, DType::int4});
   const Granularity ag = pick(rng, {Granularity::per_tensor, Granularity::per_channel});
-  const MatrixLayout layout = opt.blocked ? MatrixLayout::nk : pick(rng, {MatrixLayout::kn, MatrixLayout::nk});
-  const Granularity bg = opt.blocked ? Granularity::block : pick(rng, {Granularity::per_tensor, Granularity::per_channel});
+  const MatrixLayout layout =
+      opt.blocked ? MatrixLayout::nk : pick(rng, {MatrixLayout::kn, MatrixLayout::nk});
+  const Granularity bg = opt.blocked
+                             ? Granularity::block
+                             : pick(rng, {Granularity::per_tensor, Granularity::per_channel});
   const std::int64_t block = pick<std::int64_t>(rng, {4, 8, 32, 32, 36, 64});
   const std::int64_t b_pairs = bg == Granularity::block ? n * ((k + block - 1) / block) : n;
   const QuantizationParams ap = random_params(rng, at, ag, rng() % 3 == 0, m, 0);
   const QuantizationParams bp = random_params(rng, bt, bg, rng() % 2 == 0, b_pairs,
                                               layout == MatrixLayout::kn ? 1 : 0, block);
-  MatmulProblem p{MatmulDesc{.m = m, .n = n, .k = k, .a = ap, .b = bp, .b_layout = layout,
-                             .has_bias = rng() % 2 == 0, .out_type = FloatType::f32,
+  MatmulProblem p{MatmulDesc{.m = m,
+                             .n = n,
+                             .k = k,
+                             .a = ap,
+                             .b = bp,
+                             .b_layout = layout,
+                             .has_bias = rng() % 2 == 0,
+                             .out_type = FloatType::f32,
                              .y = std::nullopt},
-                  {}, {}, {}};
+                  {},
+                  {},
+                  {}};
   if (opt.qlinear) {
     const DType yt = pick(rng, {DType::int8, DType::uint8});
     // Spread the outputs over the range: |C| grows like sqrt(K) * 100^2.
@@ -62,8 +74,12 @@ std::vector<std::uint8_t> run_matmul(QuantizationOps& ops, OpKind op, const Matm
   std::vector<std::uint8_t> out(out_bytes(op, p.desc) + 64, 0xA5);
   void* y = out.data();
   switch (op) {
-    case OpKind::matmul_integer: ops.matmul_integer(p.desc, p.a.data(), p.b.data(), static_cast<std::int32_t*>(y)); break;
-    case OpKind::matmul_dequant: ops.matmul_dequant(p.desc, p.a.data(), p.b.data(), p.bias.data(), y); break;
+    case OpKind::matmul_integer:
+      ops.matmul_integer(p.desc, p.a.data(), p.b.data(), static_cast<std::int32_t*>(y));
+      break;
+    case OpKind::matmul_dequant:
+      ops.matmul_dequant(p.desc, p.a.data(), p.b.data(), p.bias.data(), y);
+      break;
     default: ops.qlinear_matmul(p.desc, p.a.data(), p.b.data(), y); break;
   }
   return out;
@@ -79,7 +95,8 @@ std::string check_matmul(QuantizationOps& ops, OpKind op, const MatmulProblem& p
   switch (op) {
     case OpKind::matmul_integer:
       reference::matmul_integer(p.desc, p.a.data(), p.b.data(), static_cast<std::int32_t*>(w));
-      if (packed) ops.matmul_integer_packed(p.desc, p.a.data(), *packed, static_cast<std::int32_t*>(g));
+      if (packed)
+        ops.matmul_integer_packed(p.desc, p.a.data(), *packed, static_cast<std::int32_t*>(g));
       else ops.matmul_integer(p.desc, p.a.data(), p.b.data(), static_cast<std::int32_t*>(g));
       break;
     case OpKind::matmul_dequant:
@@ -94,7 +111,8 @@ std::string check_matmul(QuantizationOps& ops, OpKind op, const MatmulProblem& p
       break;
   }
   for (std::size_t i = bytes; i < bytes + 64; ++i)
-    if (got[i] != 0x5A) return "wrote past the end of the output (byte " + std::to_string(i - bytes) + ")";
+    if (got[i] != 0x5A)
+      return "wrote past the end of the output (byte " + std::to_string(i - bytes) + ")";
   const std::size_t elem = op == OpKind::qlinear_matmul ? 1 : 4;
   for (std::size_t i = 0; i < bytes; i += elem)
     if (std::memcmp(&got[i], &want[i], elem) != 0) {
@@ -114,7 +132,8 @@ std::string check_matmul(QuantizationOps& ops, OpKind op, const MatmulProblem& p
         vals = std::to_string(got[i]) + " vs reference " + std::to_string(want[i]);
       }
       return std::string(to_string(op)) + " differs at (" + std::to_string(e / p.desc.n) + ", " +
-             std::to_string(e % p.desc.n) + "): " + vals + " for " + p.text() + " kernel " + ops.last_kernel();
+             std::to_string(e % p.desc.n) + "): " + vals + " for " + p.text() + " kernel " +
+             ops.last_kernel();
     }
   return {};
 }

@@ -14,8 +14,8 @@ namespace qforge::cpu_x86_test {
 inline const std::vector<std::string> kGemmKernels = {
     "q8_gemm_32x32c4__amx",         "q8_gemm_6x64c4__avx512vnni",  "q8_gemm_6x16c4__avxvnni",
     "q8_gemm_4x16c4__avx2_maddubs", "q8_gemm_2x16c4__avx2_maddwd", "q8_gemv_16x32c4__amx",
-    "q8_gemv_16x16c4__avx512vnni",
-    "q8_gemv_6x16c4__avxvnni",      "q8_gemv_4x16c4__avx2_maddubs", "q8_gemv_2x16c4__avx2_maddwd"};
+    "q8_gemv_16x16c4__avx512vnni",  "q8_gemv_6x16c4__avxvnni",     "q8_gemv_4x16c4__avx2_maddubs",
+    "q8_gemv_2x16c4__avx2_maddwd"};
 inline const std::vector<std::string> kBlockKernels = {
     "q8_qbw_gemm_6x64c4__avx512vnni", "q8_qbw_gemm_6x16c4__avxvnni",
     "q8_qbw_gemm_4x16c4__avx2_maddubs", "q8_qbw_gemm_2x16c4__avx2_maddwd"};
@@ -28,9 +28,9 @@ struct MatmulProblem {
 };
 
 struct ProblemOptions {
-  bool blocked = false;      // block-wise B (nk)
-  bool no_min = false;       // B never holds -128 in the s8 domain (maddubs kernels)
-  bool qlinear = false;      // add output params
+  bool blocked = false;  // block-wise B (nk)
+  bool no_min = false;   // B never holds -128 in the s8 domain (maddubs kernels)
+  bool qlinear = false;  // add output params
 };
 
 MatmulProblem random_problem(Rng& rng, std::int64_t m, std::int64_t n, std::int64_t k,

@@ -36,7 +36,8 @@ TEST_P(CpuX86Gemm, MatchesReferenceOnRandomShapes) {
   QuantizationOps& ops = *loaded_.ops;
   const ProblemOptions opt{blocked(), maddubs(), false};
   for (int i = 0; i < 40; ++i) {
-    const std::int64_t m = kM[rng() % kM.size()], n = kN[rng() % kN.size()], k = kK[rng() % kK.size()];
+    const std::int64_t m = kM[rng() % kM.size()], n = kN[rng() % kN.size()],
+                       k = kK[rng() % kK.size()];
     const MatmulProblem p = random_problem(rng, m, n, k, opt);
     for (OpKind op : {OpKind::matmul_integer, OpKind::matmul_dequant}) {
       const std::string err = check_matmul(ops, op, p);
@@ -55,7 +56,8 @@ TEST_P(CpuX86GemmRequant, RequantizingEpilogueMatchesReference) {
   QuantizationOps& ops = *loaded_.ops;
   const ProblemOptions opt{false, maddubs(), true};
   for (int i = 0; i < 30; ++i) {
-    const std::int64_t m = kM[rng() % kM.size()], n = kN[rng() % kN.size()], k = kK[rng() % kK.size()];
+    const std::int64_t m = kM[rng() % kM.size()], n = kN[rng() % kN.size()],
+                       k = kK[rng() % kK.size()];
     const MatmulProblem p = random_problem(rng, m, n, k, opt);
     const std::string err = check_matmul(ops, OpKind::qlinear_matmul, p);
     ASSERT_EQ(err, "") << "case " << i;
@@ -75,7 +77,8 @@ TEST_P(CpuX86Gemm, PackedWeightsServeEveryM) {
     pm.desc.b = p.desc.b;
     pm.desc.b_layout = p.desc.b_layout;
     pm.b = p.b;
-    if (pm.desc.a.scheme().granularity == Granularity::per_channel && pm.desc.a.count() != static_cast<std::size_t>(m))
+    if (pm.desc.a.scheme().granularity == Granularity::per_channel &&
+        pm.desc.a.count() != static_cast<std::size_t>(m))
       continue;
     for (OpKind op : {OpKind::matmul_integer, OpKind::matmul_dequant}) {
       const std::string err = check_matmul(ops, op, pm, packed.get());
@@ -94,23 +97,33 @@ TEST_P(CpuX86Gemm, ExactAtTheInt32Bound) {
   QuantizationOps& ops = *loaded_.ops;
   const bool qbw = blocked();
   for (DType bt : {DType::int8, DType::uint8}) {
-    MatmulDesc d{.m = 3, .n = 17, .k = 1,
-                 .a = QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 0),
-                 .b = qbw ? QuantizationParams(bt, Scheme::block_affine(32), std::vector<float>(17, 0.25f),
-                                               std::vector<std::int32_t>(17, bt == DType::int8 ? 127 : 255))
-                          : QuantizationParams::per_tensor_affine(bt, 0.25f, bt == DType::int8 ? 127 : 255),
-                 .b_layout = MatrixLayout::nk, .has_bias = false, .out_type = FloatType::f32,
-                 .y = std::nullopt};
+    MatmulDesc d{
+        .m = 3,
+        .n = 17,
+        .k = 1,
+        .a = QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 0),
+        .b = qbw ? QuantizationParams(bt, Scheme::block_affine(32), std::vector<float>(17, 0.25f),
+                                      std::vector<std::int32_t>(17, bt == DType::int8 ? 127 : 255))
+                 : QuantizationParams::per_tensor_affine(bt, 0.25f, bt == DType::int8 ? 127 : 255),
+        .b_layout = MatrixLayout::nk,
+        .has_bias = false,
+        .out_type = FloatType::f32,
+        .y = std::nullopt};
     if (maddubs() && bt == DType::uint8) continue;  // uint8 0 is -128 in the s8 domain
     const std::int64_t safe = reference::int32_safe_k(d);
     d.k = qbw ? safe / 32 * 32 : safe;
     if (qbw) {
       const std::int64_t blocks = (d.k + 31) / 32;
-      d.b = QuantizationParams(bt, Scheme::block_affine(32), std::vector<float>(static_cast<std::size_t>(17 * blocks), 0.25f),
-                               std::vector<std::int32_t>(static_cast<std::size_t>(17 * blocks), bt == DType::int8 ? 127 : 255));
+      d.b = QuantizationParams(bt, Scheme::block_affine(32),
+                               std::vector<float>(static_cast<std::size_t>(17 * blocks), 0.25f),
+                               std::vector<std::int32_t>(static_cast<std::size_t>(17 * blocks),
+                                                         bt == DType::int8 ? 127 : 255));
     }
-    MatmulProblem p{d, std::vector<std::uint8_t>(static_cast<std::size_t>(3 * d.k), 255),
-                    std::vector<std::uint8_t>(static_cast<std::size_t>(17 * d.k), bt == DType::int8 ? 0x81 : 0x00), {}};
+    MatmulProblem p{d,
+                    std::vector<std::uint8_t>(static_cast<std::size_t>(3 * d.k), 255),
+                    std::vector<std::uint8_t>(static_cast<std::size_t>(17 * d.k),
+                                              bt == DType::int8 ? 0x81 : 0x00),
+                    {}};
     if (maddubs()) p.b.assign(p.b.size(), 0x81);  // -127: as far from zb = 127 as maddubs allows
     for (std::size_t i = 0; i < p.a.size(); i += 7) p.a[i] = 0;  // not all rows identical
     const std::string err = check_matmul(ops, OpKind::matmul_integer, p);
@@ -122,8 +135,7 @@ std::string param_name(const ::testing::TestParamInfo<std::string>& info) { retu
 
 INSTANTIATE_TEST_SUITE_P(Kernels, CpuX86GemmRequant, ::testing::ValuesIn(kGemmKernels), param_name);
 
-INSTANTIATE_TEST_SUITE_P(Kernels, CpuX86Gemm,
-                         ::testing::ValuesIn([] {
+INSTANTIATE_TEST_SUITE_P(Kernels, CpuX86Gemm, ::testing::ValuesIn([] {
                            std::vector<std::string> all = kGemmKernels;
                            all.insert(all.end(), kBlockKernels.begin(), kBlockKernels.end());
                            return all;

@@ -36,8 +36,8 @@ TEST(CpuX86Identity, DeviceReportsIsaAndThreads) {
   EXPECT_GE(std::stoi(p.at("threads_used")), 1);
   // AVX-512 VNNI is reported exactly when cpu_info says the CPU has it (the build enables it).
   const CpuInfo& cpu = cpu_info();
-  const bool vnni = cpu.has("avx512f") && cpu.has("avx512bw") && cpu.has("avx512vl") &&
-                    cpu.has("avx512vnni");
+  const bool vnni =
+      cpu.has("avx512f") && cpu.has("avx512bw") && cpu.has("avx512vl") && cpu.has("avx512vnni");
   EXPECT_EQ(p.at("isa_detected").find("avx512_vnni") != std::string::npos, vnni)
       << p.at("isa_detected");
 }
@@ -66,7 +66,8 @@ TEST(CpuX86Options, ThreadsAcceptsCountsAndRejectsGarbage) {
 TEST(CpuX86Options, GemvPrefetchTakesBytesInRange) {
   auto l = load_plugin();
   SKIP_UNLESS_USABLE(l);
-  for (const char* good : {"0", "4096", "65536", "default"}) EXPECT_TRUE(l.ops->set_option("gemv_prefetch", good));
+  for (const char* good : {"0", "4096", "65536", "default"})
+    EXPECT_TRUE(l.ops->set_option("gemv_prefetch", good));
   for (const char* bad : {"", "-64", "65537", "4k", "lots"}) {
     try {
       l.ops->set_option("gemv_prefetch", bad);

@@ -13,17 +13,19 @@ namespace {
 bool cpu_has_tier(const std::string& tier) {
   const CpuInfo& c = cpu_info();
   if (tier == "avx_vnni") return c.has("avx_vnni");
-  if (tier == "avx512_vnni") return c.has("avx512f") && c.has("avx512bw") && c.has("avx512vl") && c.has("avx512vnni");
-  if (tier == "amx_int8") return c.has("amx_int8") && c.has("amx_tile") && cpu_has_tier("avx512_vnni");
+  if (tier == "avx512_vnni")
+    return c.has("avx512f") && c.has("avx512bw") && c.has("avx512vl") && c.has("avx512vnni");
+  if (tier == "amx_int8")
+    return c.has("amx_int8") && c.has("amx_tile") && cpu_has_tier("avx512_vnni");
   return true;
 }
 
 struct Expect {
-  std::string isa;       // restriction
-  std::string needs;     // tier the CPU must have ("" = none beyond AVX2)
+  std::string isa;    // restriction
+  std::string needs;  // tier the CPU must have ("" = none beyond AVX2)
   std::int64_t m;
-  bool no_min;           // weights without -128
-  std::string kernel;    // what automatic selection must pick
+  bool no_min;         // weights without -128
+  std::string kernel;  // what automatic selection must pick
 };
 
 class CpuX86Restriction : public ::testing::TestWithParam<Expect> {};
@@ -33,7 +35,8 @@ TEST_P(CpuX86Restriction, SelectsTheTiersKernelAndStaysExact) {
   auto l = load_plugin();
   SKIP_UNLESS_USABLE(l);
   if (!e.needs.empty() && !cpu_has_tier(e.needs)) GTEST_SKIP() << "this CPU lacks " << e.needs;
-  if (!e.needs.empty() && l.ops->devices()[0].properties.at("isa_compiled").find(e.needs) == std::string::npos)
+  if (!e.needs.empty() &&
+      l.ops->devices()[0].properties.at("isa_compiled").find(e.needs) == std::string::npos)
     GTEST_SKIP() << "this build left out " << e.needs;
   SCOPED_TRACE(seed_text());
   Rng rng = test_rng();
@@ -52,19 +55,21 @@ TEST_P(CpuX86Restriction, SelectsTheTiersKernelAndStaysExact) {
 
 INSTANTIATE_TEST_SUITE_P(
     Tiers, CpuX86Restriction,
-    ::testing::Values(Expect{"avx2", "", 64, true, "q8_gemm_4x16c4__avx2_maddubs"},
-                      Expect{"avx2", "", 64, false, "q8_gemm_2x16c4__avx2_maddwd"},
-                      Expect{"avx2", "", 3, true, "q8_gemv_4x16c4__avx2_maddubs"},
-                      Expect{"avx2", "", 3, false, "q8_gemv_2x16c4__avx2_maddwd"},
-                      Expect{"avx2,avx_vnni", "avx_vnni", 64, false, "q8_gemm_6x16c4__avxvnni"},
-                      Expect{"avx_vnni", "avx_vnni", 9, false, "q8_gemv_6x16c4__avxvnni"},
-                      Expect{"avx2,avx512_vnni", "avx512_vnni", 64, false, "q8_gemm_6x64c4__avx512vnni"},
-                      Expect{"avx512_vnni,avx_vnni", "avx512_vnni", 16, false, "q8_gemv_16x16c4__avx512vnni"},
-                      Expect{"all", "amx_int8", 64, false, "q8_gemm_32x32c4__amx"},
-                      Expect{"all", "amx_int8", 9, false, "q8_gemv_16x32c4__amx"},
-                      Expect{"all", "avx512_vnni", 4, false, "q8_gemv_16x16c4__avx512vnni"}),
+    ::testing::Values(
+        Expect{"avx2", "", 64, true, "q8_gemm_4x16c4__avx2_maddubs"},
+        Expect{"avx2", "", 64, false, "q8_gemm_2x16c4__avx2_maddwd"},
+        Expect{"avx2", "", 3, true, "q8_gemv_4x16c4__avx2_maddubs"},
+        Expect{"avx2", "", 3, false, "q8_gemv_2x16c4__avx2_maddwd"},
+        Expect{"avx2,avx_vnni", "avx_vnni", 64, false, "q8_gemm_6x16c4__avxvnni"},
+        Expect{"avx_vnni", "avx_vnni", 9, false, "q8_gemv_6x16c4__avxvnni"},
+        Expect{"avx2,avx512_vnni", "avx512_vnni", 64, false, "q8_gemm_6x64c4__avx512vnni"},
+        Expect{"avx512_vnni,avx_vnni", "avx512_vnni", 16, false, "q8_gemv_16x16c4__avx512vnni"},
+        Expect{"all", "amx_int8", 64, false, "q8_gemm_32x32c4__amx"},
+        Expect{"all", "amx_int8", 9, false, "q8_gemv_16x32c4__amx"},
+        Expect{"all", "avx512_vnni", 4, false, "q8_gemv_16x16c4__avx512vnni"}),
     [](const auto& info) {
-      std::string s = info.param.kernel + "_m" + std::to_string(info.param.m) + (info.param.no_min ? "" : "_min");
+      std::string s = info.param.kernel + "_m" + std::to_string(info.param.m) +
+                      (info.param.no_min ? "" : "_min");
       return s;
     });
 

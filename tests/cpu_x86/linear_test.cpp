@@ -32,8 +32,10 @@ TEST(CpuX86Linear, ForwardMatchesReferenceBitForBit) {
         std::vector<std::int8_t> xq_want(x.size()), xq_got(x.size(), 99);
         std::vector<float> y_want(static_cast<std::size_t>(m * n)), y_got(y_want.size(), -1.0f);
         const auto* wp = reinterpret_cast<const std::int8_t*>(wq.data());
-        const QuantizationParams pw = reference::linear_forward(d, x.data(), wp, b.data(), xq_want.data(), y_want.data());
-        const QuantizationParams pg = l.ops->linear_forward(d, x.data(), wp, b.data(), xq_got.data(), y_got.data());
+        const QuantizationParams pw =
+            reference::linear_forward(d, x.data(), wp, b.data(), xq_want.data(), y_want.data());
+        const QuantizationParams pg =
+            l.ops->linear_forward(d, x.data(), wp, b.data(), xq_got.data(), y_got.data());
         EXPECT_EQ(pg, pw);
         EXPECT_EQ(xq_got, xq_want);
         EXPECT_EQ(0, std::memcmp(y_got.data(), y_want.data(), y_got.size() * sizeof(float)))
@@ -63,10 +65,12 @@ TEST(CpuX86Linear, BackwardRunsTheReference) {
   auto l = load_plugin();
   SKIP_UNLESS_USABLE(l);
   const LinearDesc d{2, 3, 4, QuantizationParams::per_tensor_symmetric(DType::int8, 0.1f), true};
-  std::vector<float> dy = {1, -2, 3, 0.5f, 0.25f, -1}, dx(8), dw(12), db(3), dx2(8), dw2(12), db2(3);
+  std::vector<float> dy = {1, -2, 3, 0.5f, 0.25f, -1}, dx(8), dw(12), db(3), dx2(8), dw2(12),
+                     db2(3);
   std::vector<std::int8_t> xq = {1, 2, 3, 4, -5, -6, 7, 8}, w(12, 3);
   const auto xp = QuantizationParams::per_tensor_symmetric(DType::int8, 0.5f);
-  reference::linear_backward(d, dy.data(), xq.data(), xp, w.data(), dx.data(), dw.data(), db.data());
+  reference::linear_backward(d, dy.data(), xq.data(), xp, w.data(), dx.data(), dw.data(),
+                             db.data());
   l.ops->linear_backward(d, dy.data(), xq.data(), xp, w.data(), dx2.data(), dw2.data(), db2.data());
   EXPECT_EQ(dx, dx2);
   EXPECT_EQ(dw, dw2);

@@ -6,10 +6,10 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <new>
 #include <cstring>
-#include <memory>
 #include <limits>
+#include <memory>
+#include <new>
 
 #include "qforge/error.h"
 #include "qforge/half.h"
@@ -32,7 +32,9 @@ std::vector<float> nasty_floats(Rng& rng, std::int64_t n, float scale) {
       case 3: v = -0.0f; break;
       case 4: v = 1e30f * (tie(rng) < 0 ? -1.0f : 1.0f); break;
       case 5: v = std::numeric_limits<float>::denorm_min() * static_cast<float>(tie(rng)); break;
-      case 6: case 7: case 8:  // an exact tie of x / s when s is a power of two
+      case 6:
+      case 7:
+      case 8:  // an exact tie of x / s when s is a power of two
         v = (static_cast<float>(tie(rng)) + 0.5f) * scale;
         break;
       default: v = wide(rng) * scale;
@@ -65,11 +67,13 @@ struct Case {
 
 std::vector<Case> cases() {
   std::vector<Case> out;
-  const std::vector<Shape> shapes = {{}, {1}, {7}, {31}, {33}, {100}, {3, 5}, {2, 3, 37}, {4, 64}, {5, 1, 9}, {2, 1000},
-                                     {70001}, {2, 65600}};  // rows longer than one task
+  const std::vector<Shape> shapes = {{},        {1},     {7},        {31},    {33},
+                                     {100},     {3, 5},  {2, 3, 37}, {4, 64}, {5, 1, 9},
+                                     {2, 1000}, {70001}, {2, 65600}};  // rows longer than one task
   for (const auto& s : shapes) {
     out.push_back({s, Granularity::per_tensor, 0, 0});
-    for (int axis = 0; axis < static_cast<int>(s.size()); ++axis) out.push_back({s, Granularity::per_channel, axis, 0});
+    for (int axis = 0; axis < static_cast<int>(s.size()); ++axis)
+      out.push_back({s, Granularity::per_channel, axis, 0});
     if (!s.empty()) out.push_back({s, Granularity::per_channel, -1, 0});
     if (!s.empty())
       for (std::int64_t b : {1, 4, 7, 32}) out.push_back({s, Granularity::block, 0, b});
@@ -80,16 +84,20 @@ std::vector<Case> cases() {
 std::int64_t pairs_for(const Case& c) {
   if (c.g == Granularity::per_tensor) return 1;
   const auto rank = static_cast<int>(c.shape.size());
-  if (c.g == Granularity::per_channel) return c.shape[static_cast<std::size_t>(c.axis < 0 ? c.axis + rank : c.axis)];
+  if (c.g == Granularity::per_channel)
+    return c.shape[static_cast<std::size_t>(c.axis < 0 ? c.axis + rank : c.axis)];
   const std::int64_t last = c.shape.back();
-  return element_count(c.shape) / std::max<std::int64_t>(last, 1) * ((last + c.block - 1) / c.block);
+  return element_count(c.shape) / std::max<std::int64_t>(last, 1) *
+         ((last + c.block - 1) / c.block);
 }
 
 QuantizationParams params_for(Rng& rng, const Case& c, DType t, bool symmetric, bool pow2) {
-  QuantizationParams p = random_params(rng, t, c.g, symmetric, pairs_for(c), c.axis, c.block ? c.block : 32);
+  QuantizationParams p =
+      random_params(rng, t, c.g, symmetric, pairs_for(c), c.axis, c.block ? c.block : 32);
   if (!pow2) return p;
   std::vector<float> s(p.scales().size(), 0.25f);  // ties of x / s become exact
-  return QuantizationParams(t, p.scheme(), s, std::vector<std::int32_t>(p.zero_points().begin(), p.zero_points().end()));
+  return QuantizationParams(
+      t, p.scheme(), s, std::vector<std::int32_t>(p.zero_points().begin(), p.zero_points().end()));
 }
 
 class CpuX86Quantize : public ::testing::Test {
@@ -116,17 +124,20 @@ TEST_F(CpuX86Quantize, MatchesReferenceBitForBit) {
           const std::int64_t n = element_count(c.shape);
           const auto x = as_float_type(nasty_floats(rng, n, pow2 ? 0.25f : p.scale(0)), ft);
           const QuantizeDesc d{c.shape, p, ft};
-          std::vector<std::uint8_t> want(static_cast<std::size_t>(n)), got(static_cast<std::size_t>(n), 0xA5);
+          std::vector<std::uint8_t> want(static_cast<std::size_t>(n)),
+              got(static_cast<std::size_t>(n), 0xA5);
           reference::quantize(d, x.data(), want.data());
           ops.quantize(d, x.data(), got.data());
           ASSERT_EQ(ops.last_kernel(), "q8_quantize__avx2");
           for (std::int64_t i = 0; i < n; ++i)
             ASSERT_EQ(got[static_cast<std::size_t>(i)], want[static_cast<std::size_t>(i)])
                 << "element " << i << " of shape " << to_string(c.shape) << " " << p.to_string()
-                << " float type " << name(ft) << " x = " << load_float(ft, x.data(), static_cast<std::size_t>(i));
+                << " float type " << name(ft)
+                << " x = " << load_float(ft, x.data(), static_cast<std::size_t>(i));
 
           // and back
-          std::vector<float> fwant(static_cast<std::size_t>(n)), fgot(static_cast<std::size_t>(n), -7.0f);
+          std::vector<float> fwant(static_cast<std::size_t>(n)),
+              fgot(static_cast<std::size_t>(n), -7.0f);
           reference::dequantize(d, want.data(), fwant.data());
           ops.dequantize(d, want.data(), fgot.data());
           ASSERT_EQ(ops.last_kernel(), "q8_dequantize__avx2");
@@ -158,15 +169,18 @@ TEST_F(CpuX86Quantize, LargeTensorsWithStreamingStoresMatchReference) {
     for (int offset : {0, 16, 1}) {
       std::fill(got.get(), got.get() + n + 64, std::uint8_t{0xAB});
       ops.quantize(d, x.data(), got.get() + offset);
-      ASSERT_EQ(0, std::memcmp(got.get() + offset, want.data(), want.size())) << p.to_string() << " offset " << offset;
-      EXPECT_EQ(got[static_cast<std::size_t>(n + offset)], 0xAB) << "wrote past the end, offset " << offset;
+      ASSERT_EQ(0, std::memcmp(got.get() + offset, want.data(), want.size()))
+          << p.to_string() << " offset " << offset;
+      EXPECT_EQ(got[static_cast<std::size_t>(n + offset)], 0xAB)
+          << "wrote past the end, offset " << offset;
     }
     std::vector<float> fwant(static_cast<std::size_t>(n));
     reference::dequantize(d, want.data(), fwant.data());
     // 64-byte aligned (the streaming path), 16 bytes past that (16-byte streaming stores for
     // blocks) and 4 bytes past it (head, then streaming).
     std::unique_ptr<float[], decltype(&std::free)> fgot(
-        static_cast<float*>(aligned_alloc_64((static_cast<std::size_t>(n) + 16) * sizeof(float))), &std::free);
+        static_cast<float*>(aligned_alloc_64((static_cast<std::size_t>(n) + 16) * sizeof(float))),
+        &std::free);
     for (int offset : {0, 4, 1}) {
       std::fill(fgot.get(), fgot.get() + n + 16, -1.0f);
       ops.dequantize(d, want.data(), fgot.get() + offset);
@@ -181,8 +195,9 @@ TEST_F(CpuX86Quantize, OtherDtypesRunTheReferenceAndSaySo) {
   Rng rng = test_rng();
   QuantizationOps& ops = *loaded_.ops;
   for (DType t : {DType::int4, DType::uint4, DType::int16, DType::binary}) {
-    const QuantizationParams p = t == DType::binary ? QuantizationParams::per_tensor_symmetric(t, 1.0f)
-                                                    : QuantizationParams::per_tensor_affine(t, 0.5f, 1);
+    const QuantizationParams p = t == DType::binary
+                                     ? QuantizationParams::per_tensor_symmetric(t, 1.0f)
+                                     : QuantizationParams::per_tensor_affine(t, 0.5f, 1);
     const QuantizeDesc d{{37}, p, FloatType::f32};
     const auto x = nasty_floats(rng, 37, 0.5f);
     std::vector<std::uint8_t> want(storage_bytes(t, 37)), got(want.size(), 0xA5);
@@ -227,7 +242,8 @@ TEST_F(CpuX86Quantize, RequantizeMatchesReference) {
           ops.requantize(d, c.data(), got.data());
           EXPECT_EQ(got, want) << to_string(shape) << " axis " << axis << " " << name(t)
                                << (mode == RequantMode::fixed_point ? " fixed" : " float");
-          EXPECT_EQ(ops.last_kernel(), mode == RequantMode::fixed_point ? "reference" : "q8_requantize__avx2");
+          EXPECT_EQ(ops.last_kernel(),
+                    mode == RequantMode::fixed_point ? "reference" : "q8_requantize__avx2");
         }
 }
 

@@ -43,7 +43,8 @@ std::vector<std::uint8_t> random_codes(Rng& rng, DType t, std::int64_t count, st
                                        std::int32_t hi) {
   std::vector<std::uint8_t> out(storage_bytes(t, static_cast<std::size_t>(count)) + 1, 0);
   std::uniform_int_distribution<std::int32_t> dist(lo, hi);
-  for (std::int64_t i = 0; i < count; ++i) store_element(t, out.data(), static_cast<std::size_t>(i), dist(rng));
+  for (std::int64_t i = 0; i < count; ++i)
+    store_element(t, out.data(), static_cast<std::size_t>(i), dist(rng));
   out.resize(storage_bytes(t, static_cast<std::size_t>(count)));
   return out;
 }

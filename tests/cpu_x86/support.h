@@ -24,8 +24,8 @@ Rng test_rng();
 // A fresh registry (so a fresh cpu_x86 instance, which reads QFORGE_CPU_X86_ISA when made).
 struct Loaded {
   std::unique_ptr<PluginRegistry> registry;
-  QuantizationOps* ops = nullptr;      // cpu_x86, or null
-  std::string why_missing;             // when ops is null
+  QuantizationOps* ops = nullptr;  // cpu_x86, or null
+  std::string why_missing;         // when ops is null
 };
 Loaded load_plugin(const std::string& name = "cpu_x86");
 

@@ -1,6 +1,8 @@
 // The cpu_x86 thread pool on its own (its source compiled into this test): every task index runs
 // exactly once per call, for many calls in a row, with workers polling and with workers asleep;
 // a task's exception reaches the caller and the pool keeps working.
+#include "thread_pool.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,8 +10,6 @@
 #include <stdexcept>
 #include <thread>
 #include <vector>
-
-#include "thread_pool.h"
 
 namespace qforge::cpu_x86 {
 namespace {

@@ -41,8 +41,8 @@ class CpuX86Threads : public ::testing::TestWithParam<std::string> {
           outs.push_back(run_matmul(ops, op, p));
         }
         for (std::size_t i = 1; i < outs.size(); ++i)
-          EXPECT_EQ(outs[0], outs[i]) << option << " = " << *(values.begin() + i) << ", " << to_string(op) << " "
-                                      << p.text();
+          EXPECT_EQ(outs[0], outs[i]) << option << " = " << *(values.begin() + i) << ", "
+                                      << to_string(op) << " " << p.text();
       }
     }
   }
@@ -57,12 +57,12 @@ TEST_P(CpuX86Threads, SameBytesForOneTwoThreeThreads) {
 // The GEMV kernels' weight prefetch is a hint: no distance may change a byte. M <= 16 picks
 // the GEMV role; prefetches past the end of the packed weights are harmless hints too.
 TEST_P(CpuX86Threads, SameBytesForEveryGemvPrefetchDistance) {
-  expect_same_bytes("gemv_prefetch", {"0", "64", "4096", "65536"}, {{1, 300, 700}, {16, 129, 256}, {7, 40, 64}});
+  expect_same_bytes("gemv_prefetch", {"0", "64", "4096", "65536"},
+                    {{1, 300, 700}, {16, 129, 256}, {7, 40, 64}});
   loaded_.ops->set_option("gemv_prefetch", "default");
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, CpuX86Threads,
-                         ::testing::ValuesIn([] {
+INSTANTIATE_TEST_SUITE_P(Kernels, CpuX86Threads, ::testing::ValuesIn([] {
                            std::vector<std::string> all = kGemmKernels;
                            all.insert(all.end(), kBlockKernels.begin(), kBlockKernels.end());
                            return all;
@@ -78,7 +78,8 @@ TEST(CpuX86ThreadsElementwise, QuantizeSameBytes) {
   std::vector<float> x(300007);
   for (auto& v : x) v = u(rng);
   const QuantizeDesc d{{static_cast<std::int64_t>(x.size())},
-                       QuantizationParams::per_tensor_affine(DType::uint8, 0.07f, 131), FloatType::f32};
+                       QuantizationParams::per_tensor_affine(DType::uint8, 0.07f, 131),
+                       FloatType::f32};
   std::vector<std::vector<std::uint8_t>> outs;
   for (const char* t : {"1", "2", "3"}) {
     l.ops->set_option("threads", t);

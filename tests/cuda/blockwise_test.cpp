@@ -20,8 +20,8 @@ struct Shape3 {
   std::int64_t m, n, k;
 };
 
-MatmulDesc make_desc(std::int64_t m, std::int64_t n, std::int64_t k, QuantizationParams a, QuantizationParams b,
-                     MatrixLayout layout) {
+MatmulDesc make_desc(std::int64_t m, std::int64_t n, std::int64_t k, QuantizationParams a,
+                     QuantizationParams b, MatrixLayout layout) {
   return MatmulDesc{.m = m,
                     .n = n,
                     .k = k,
@@ -39,7 +39,8 @@ class CudaBlockwise : public CudaTest {
   QuantizationParams a_params(DType t, bool per_row, std::int64_t m, bool zero_point) {
     const std::size_t c = per_row ? static_cast<std::size_t>(m) : 1;
     std::vector<float> scales(c);
-    for (auto& s : scales) s = std::exp2(std::uniform_real_distribution<float>(-10.0f, -4.0f)(rng_));
+    for (auto& s : scales)
+      s = std::exp2(std::uniform_real_distribution<float>(-10.0f, -4.0f)(rng_));
     if (!zero_point)
       return per_row ? QuantizationParams::per_channel(t, Mapping::symmetric, 0, scales)
                      : QuantizationParams::per_tensor_symmetric(t, scales[0]);
@@ -49,11 +50,13 @@ class CudaBlockwise : public CudaTest {
     return per_row ? QuantizationParams::per_channel(t, Mapping::affine, 0, scales, zps)
                    : QuantizationParams::per_tensor_affine(t, scales[0], zps[0]);
   }
-  QuantizationParams b_params(DType t, Mapping map, std::int64_t block, std::int64_t n, std::int64_t k) {
+  QuantizationParams b_params(DType t, Mapping map, std::int64_t block, std::int64_t n,
+                              std::int64_t k) {
     const auto count = static_cast<std::size_t>(n * ((k + block - 1) / block));
     std::vector<float> scales(count);
     // Scales keep every output inside float16's range.
-    for (auto& s : scales) s = std::exp2(std::uniform_real_distribution<float>(-12.0f, -4.0f)(rng_));
+    for (auto& s : scales)
+      s = std::exp2(std::uniform_real_distribution<float>(-12.0f, -4.0f)(rng_));
     std::vector<std::int32_t> zps;
     if (map == Mapping::affine) {
       zps.resize(count);
@@ -74,20 +77,25 @@ class CudaBlockwise : public CudaTest {
   // Per element of Y, the size of what the epilogue rounds: sum over blocks of |C_j sa sb_j|
   // plus |bias| (the conformance suite's measure).
   std::vector<double> magnitudes(const MatmulDesc& d, const std::vector<std::uint8_t>& a,
-                                 const std::vector<std::uint8_t>& b, const std::vector<float>& bias) {
+                                 const std::vector<std::uint8_t>& b,
+                                 const std::vector<float>& bias) {
     const std::int64_t bs = d.b.scheme().block_size, nb = (d.k + bs - 1) / bs;
     std::vector<double> mag(static_cast<std::size_t>(d.m * d.n));
     for (std::int64_t m = 0; m < d.m; ++m) {
-      const std::size_t ap = d.a.scheme().granularity == Granularity::per_tensor ? 0 : static_cast<std::size_t>(m);
+      const std::size_t ap =
+          d.a.scheme().granularity == Granularity::per_tensor ? 0 : static_cast<std::size_t>(m);
       for (std::int64_t n = 0; n < d.n; ++n) {
-        double total = d.has_bias ? std::fabs(static_cast<double>(bias[static_cast<std::size_t>(n)])) : 0.0;
+        double total =
+            d.has_bias ? std::fabs(static_cast<double>(bias[static_cast<std::size_t>(n)])) : 0.0;
         for (std::int64_t j = 0; j < nb; ++j) {
           const auto bp = static_cast<std::size_t>(n * nb + j);
           std::int64_t c = 0;
           for (std::int64_t k = j * bs; k < std::min(d.k, (j + 1) * bs); ++k)
-            c += static_cast<std::int64_t>(load_element(d.a.dtype(), a.data(), static_cast<std::size_t>(m * d.k + k)) -
-                                           d.a.zero_point(ap)) *
-                 (load_element(d.b.dtype(), b.data(), static_cast<std::size_t>(n * d.k + k)) - d.b.zero_point(bp));
+            c += static_cast<std::int64_t>(
+                     load_element(d.a.dtype(), a.data(), static_cast<std::size_t>(m * d.k + k)) -
+                     d.a.zero_point(ap)) *
+                 (load_element(d.b.dtype(), b.data(), static_cast<std::size_t>(n * d.k + k)) -
+                  d.b.zero_point(bp));
           total += std::fabs(static_cast<double>(c)) * d.a.scale(ap) * d.b.scale(bp);
         }
         mag[static_cast<std::size_t>(m * d.n + n)] = total;
@@ -97,7 +105,8 @@ class CudaBlockwise : public CudaTest {
   }
 
   // Runs matmul_integer and matmul_dequant (every output type) on every listed kernel.
-  void check(const MatmulDesc& base, const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b) {
+  void check(const MatmulDesc& base, const std::vector<std::uint8_t>& a,
+             const std::vector<std::uint8_t>& b) {
     SCOPED_TRACE(describe({OpKind::matmul_dequant, base}));
     std::vector<float> bias(static_cast<std::size_t>(base.n));
     std::normal_distribution<float> normal(0.0f, 2.0f);
@@ -122,8 +131,8 @@ class CudaBlockwise : public CudaTest {
       std::size_t bad = 0, first = 0;
       for (std::size_t i = 0; i < got.size(); ++i)
         if (got[i] != c_ref[i] && bad++ == 0) first = i;
-      EXPECT_EQ(bad, 0u) << "first at (" << first / base.n << ", " << first % base.n << "): got " << got[first]
-                         << ", expected " << c_ref[first];
+      EXPECT_EQ(bad, 0u) << "first at (" << first / base.n << ", " << first % base.n << "): got "
+                         << got[first] << ", expected " << c_ref[first];
       EXPECT_TRUE(dout.guards_intact());
     }
 
@@ -134,7 +143,8 @@ class CudaBlockwise : public CudaTest {
       d.out_type = out;
       d.has_bias = out != FloatType::f16;
       const std::vector<double> mag_here = d.has_bias ? mag : magnitudes(d, a, b, bias);
-      std::vector<std::byte> y_ref(static_cast<std::size_t>(d.m * d.n) * static_cast<std::size_t>(size_of(out)));
+      std::vector<std::byte> y_ref(static_cast<std::size_t>(d.m * d.n) *
+                                   static_cast<std::size_t>(size_of(out)));
       reference::matmul_dequant(d, a.data(), b.data(), bias.data(), y_ref.data());
       const Support sd = ops().supports({OpKind::matmul_dequant, d});
       ASSERT_TRUE(sd.supported) << sd.reason;
@@ -142,7 +152,8 @@ class CudaBlockwise : public CudaTest {
         SCOPED_TRACE(std::string("matmul_dequant ") + name(out) + " on " + kernel);
         ops().set_kernel({kernel});
         dout.poison(0xCD);
-        ops().matmul_dequant(d, da.data(), db.data(), d.has_bias ? static_cast<const float*>(dbias.data()) : nullptr,
+        ops().matmul_dequant(d, da.data(), db.data(),
+                             d.has_bias ? static_cast<const float*>(dbias.data()) : nullptr,
                              dout.data());
         const auto got = dout.read();
         double err = 0, size = 0;
@@ -163,14 +174,18 @@ class CudaBlockwise : public CudaTest {
         }
         const double nmse = size > 0 ? err / size : err;
         const double bound = out == FloatType::f32 ? 1e-12 : out == FloatType::f16 ? 1e-6 : 1e-4;
-        EXPECT_LE(nmse, bound) << "worst element " << worst << " (" << worst / d.n << ", " << worst % d.n
-                               << "): got " << load_float(out, got.data(), worst) << ", expected "
-                               << load_float(out, y_ref.data(), worst) << ", magnitude " << mag_here[worst];
+        EXPECT_LE(nmse, bound) << "worst element " << worst << " (" << worst / d.n << ", "
+                               << worst % d.n << "): got " << load_float(out, got.data(), worst)
+                               << ", expected " << load_float(out, y_ref.data(), worst)
+                               << ", magnitude " << mag_here[worst];
         // Element by element: a few float32 roundings of the terms' size (float32 output), one
         // rounding of the output type (plus those) otherwise.
-        const double per_element = out == FloatType::f32 ? 1e-5 : out == FloatType::f16 ? 2e-3 : 2e-2;
-        EXPECT_LE(worst_ratio, per_element) << "element " << worst << ": got " << load_float(out, got.data(), worst)
-                                            << ", expected " << load_float(out, y_ref.data(), worst);
+        const double per_element = out == FloatType::f32   ? 1e-5
+                                   : out == FloatType::f16 ? 2e-3
+                                                           : 2e-2;
+        EXPECT_LE(worst_ratio, per_element)
+            << "element " << worst << ": got " << load_float(out, got.data(), worst)
+            << ", expected " << load_float(out, y_ref.data(), worst);
         EXPECT_TRUE(dout.guards_intact());
       }
     }
@@ -182,10 +197,20 @@ class CudaBlockwise : public CudaTest {
   }
 };
 
-const Shape3 kShapes[] = {{1, 1, 32},   {1, 37, 100},  {5, 7, 33},     {16, 129, 256}, {17, 64, 96},
-                          {33, 255, 1000}, {130, 200, 64}, {1, 300, 4099}, {64, 256, 2048},
+const Shape3 kShapes[] = {{1, 1, 32},
+                          {1, 37, 100},
+                          {5, 7, 33},
+                          {16, 129, 256},
+                          {17, 64, 96},
+                          {33, 255, 1000},
+                          {130, 200, 64},
+                          {1, 300, 4099},
+                          {64, 256, 2048},
                           // M = 2..4: the block-wise GEMV's other row counts, one with a long K
-                          {2, 40, 1056},   {3, 70, 200},   {4, 129, 544},  {3, 24, 24000}};
+                          {2, 40, 1056},
+                          {3, 70, 200},
+                          {4, 129, 544},
+                          {3, 24, 24000}};
 
 TEST_F(CudaBlockwise, FourBitBOnEveryKernel) {
   for (const auto& sh : kShapes)
@@ -193,9 +218,10 @@ TEST_F(CudaBlockwise, FourBitBOnEveryKernel) {
       const DType ta = std::uniform_int_distribution<int>(0, 1)(rng_) ? DType::int8 : DType::uint8;
       const bool per_row = std::uniform_int_distribution<int>(0, 1)(rng_);
       const bool a_zp = std::uniform_int_distribution<int>(0, 1)(rng_);
-      const Mapping map = std::uniform_int_distribution<int>(0, 1)(rng_) ? Mapping::affine : Mapping::symmetric;
-      MatmulDesc d = make_desc(sh.m, sh.n, sh.k, a_params(ta, per_row, sh.m, a_zp), b_params(tb, map, 32, sh.n, sh.k),
-                   MatrixLayout::nk);
+      const Mapping map =
+          std::uniform_int_distribution<int>(0, 1)(rng_) ? Mapping::affine : Mapping::symmetric;
+      MatmulDesc d = make_desc(sh.m, sh.n, sh.k, a_params(ta, per_row, sh.m, a_zp),
+                               b_params(tb, map, 32, sh.n, sh.k), MatrixLayout::nk);
       check(d, random_bytes(static_cast<std::size_t>(sh.m * sh.k)), b_codes(tb, sh.n, sh.k));
     }
 }
@@ -205,9 +231,10 @@ TEST_F(CudaBlockwise, EightBitBOnEveryKernel) {
     for (const DType tb : {DType::int8, DType::uint8}) {
       const DType ta = std::uniform_int_distribution<int>(0, 1)(rng_) ? DType::int8 : DType::uint8;
       const bool per_row = std::uniform_int_distribution<int>(0, 1)(rng_);
-      const Mapping map = std::uniform_int_distribution<int>(0, 1)(rng_) ? Mapping::affine : Mapping::symmetric;
-      MatmulDesc d = make_desc(sh.m, sh.n, sh.k, a_params(ta, per_row, sh.m, true), b_params(tb, map, 32, sh.n, sh.k),
-                   MatrixLayout::nk);
+      const Mapping map =
+          std::uniform_int_distribution<int>(0, 1)(rng_) ? Mapping::affine : Mapping::symmetric;
+      MatmulDesc d = make_desc(sh.m, sh.n, sh.k, a_params(ta, per_row, sh.m, true),
+                               b_params(tb, map, 32, sh.n, sh.k), MatrixLayout::nk);
       check(d, random_bytes(static_cast<std::size_t>(sh.m * sh.k)), b_codes(tb, sh.n, sh.k));
     }
 }
@@ -218,11 +245,13 @@ TEST_F(CudaBlockwise, OtherBlockSizes) {
     DType tb;
     std::int64_t block;
   };
-  for (const Case c : {Case{DType::uint4, 16}, Case{DType::int8, 16}, Case{DType::int4, 64}, Case{DType::uint8, 64},
-                       Case{DType::uint4, 96}, Case{DType::int4, 128}, Case{DType::uint8, 128}, Case{DType::int4, 256}})
+  for (const Case c : {Case{DType::uint4, 16}, Case{DType::int8, 16}, Case{DType::int4, 64},
+                       Case{DType::uint8, 64}, Case{DType::uint4, 96}, Case{DType::int4, 128},
+                       Case{DType::uint8, 128}, Case{DType::int4, 256}})
     for (const Shape3 sh : {Shape3{1, 40, 300}, Shape3{20, 33, 257}, Shape3{129, 70, 520}}) {
-      MatmulDesc d = make_desc(sh.m, sh.n, sh.k, a_params(DType::uint8, sh.m % 2 == 1, sh.m, true),
-                   b_params(c.tb, Mapping::affine, c.block, sh.n, sh.k), MatrixLayout::nk);
+      MatmulDesc d =
+          make_desc(sh.m, sh.n, sh.k, a_params(DType::uint8, sh.m % 2 == 1, sh.m, true),
+                    b_params(c.tb, Mapping::affine, c.block, sh.n, sh.k), MatrixLayout::nk);
       check(d, random_bytes(static_cast<std::size_t>(sh.m * sh.k)), b_codes(c.tb, sh.n, sh.k));
     }
 }
@@ -231,11 +260,13 @@ TEST_F(CudaBlockwise, PackedWeightsGiveTheSameResults) {
   for (const DType tb : {DType::uint4, DType::uint8}) {
     const Shape3 sh{19, 77, 333};
     MatmulDesc d = make_desc(sh.m, sh.n, sh.k, a_params(DType::uint8, true, sh.m, true),
-                 b_params(tb, Mapping::affine, 32, sh.n, sh.k), MatrixLayout::nk);
+                             b_params(tb, Mapping::affine, 32, sh.n, sh.k), MatrixLayout::nk);
     const auto a = random_bytes(static_cast<std::size_t>(sh.m * sh.k));
     const auto b = b_codes(tb, sh.n, sh.k);
-    DeviceArray da(ops(), a.size()), db(ops(), b.size()), dc(ops(), static_cast<std::size_t>(sh.m * sh.n) * 4),
-        dy(ops(), static_cast<std::size_t>(sh.m * sh.n) * 4), dy2(ops(), static_cast<std::size_t>(sh.m * sh.n) * 4);
+    DeviceArray da(ops(), a.size()), db(ops(), b.size()),
+        dc(ops(), static_cast<std::size_t>(sh.m * sh.n) * 4),
+        dy(ops(), static_cast<std::size_t>(sh.m * sh.n) * 4),
+        dy2(ops(), static_cast<std::size_t>(sh.m * sh.n) * 4);
     da.write(a);
     db.write(b);
     ops().matmul_dequant(d, da.data(), db.data(), nullptr, dy.data());
@@ -269,7 +300,7 @@ TEST_F(CudaBlockwise, PackedWeightsGiveTheSameResults) {
 // exact sum sits just below 2^31 in magnitude.
 TEST_F(CudaBlockwise, ExactAtTheInt32Bound) {
   MatmulDesc d = make_desc(2, 3, 1, QuantizationParams::per_tensor_symmetric(DType::int8, 0.5f),
-               b_params(DType::int4, Mapping::affine, 32, 3, 1), MatrixLayout::nk);
+                           b_params(DType::int4, Mapping::affine, 32, 3, 1), MatrixLayout::nk);
   // Find the largest K supports() accepts (the bound is K = INT32_MAX / (128 * 15)).
   d.k = std::numeric_limits<std::int32_t>::max() / (128 * 15);
   std::vector<std::int32_t> zps(static_cast<std::size_t>(3 * ((d.k + 31) / 32)), 7);
@@ -278,13 +309,15 @@ TEST_F(CudaBlockwise, ExactAtTheInt32Bound) {
   ASSERT_TRUE(ops().supports({OpKind::matmul_integer, d}).supported);
   MatmulDesc beyond = d;
   beyond.k += 1;
-  beyond.b = QuantizationParams::blockwise(DType::int4, Mapping::affine, 32,
-                                           std::vector<float>(static_cast<std::size_t>(3 * ((beyond.k + 31) / 32)), 0.25f),
-                                           std::vector<std::int32_t>(static_cast<std::size_t>(3 * ((beyond.k + 31) / 32)), 7));
+  beyond.b = QuantizationParams::blockwise(
+      DType::int4, Mapping::affine, 32,
+      std::vector<float>(static_cast<std::size_t>(3 * ((beyond.k + 31) / 32)), 0.25f),
+      std::vector<std::int32_t>(static_cast<std::size_t>(3 * ((beyond.k + 31) / 32)), 7));
   EXPECT_FALSE(ops().supports({OpKind::matmul_integer, beyond}).supported);
   // A = -128 and B = -8 (zero point 7: |b - zb| = 15) everywhere but a few positions.
   std::vector<std::uint8_t> a(static_cast<std::size_t>(d.m * d.k), 0x80);
-  std::vector<std::uint8_t> b(storage_bytes(DType::int4, static_cast<std::size_t>(d.n * d.k)), 0x88);
+  std::vector<std::uint8_t> b(storage_bytes(DType::int4, static_cast<std::size_t>(d.n * d.k)),
+                              0x88);
   std::uniform_int_distribution<std::size_t> pos(0, a.size() - 1);
   for (int i = 0; i < 50; ++i) a[pos(rng_)] = 0;
   std::vector<std::int32_t> expected(static_cast<std::size_t>(d.m * d.n));
@@ -309,19 +342,26 @@ TEST_F(CudaBlockwise, RefusesWhatIsNotImplemented) {
     EXPECT_NE(s.reason.find(word), std::string::npos) << s.reason;
   };
   // A block size that is neither 16 nor a multiple of 32, and one beyond the 8-bit limit.
-  refused(OpKind::matmul_dequant, make_desc(4, 8, 96, a, b_params(DType::int4, Mapping::symmetric, 48, 8, 96), MatrixLayout::nk),
+  refused(OpKind::matmul_dequant,
+          make_desc(4, 8, 96, a, b_params(DType::int4, Mapping::symmetric, 48, 8, 96),
+                    MatrixLayout::nk),
           "block_size 48");
   refused(OpKind::matmul_dequant,
-          make_desc(4, 8, 512, a, b_params(DType::int8, Mapping::symmetric, 256, 8, 512), MatrixLayout::nk),
+          make_desc(4, 8, 512, a, b_params(DType::int8, Mapping::symmetric, 256, 8, 512),
+                    MatrixLayout::nk),
           "block_size 256");
   // Layout kn and qlinear_matmul: the reference rejects them too.
-  refused(OpKind::matmul_integer, make_desc(4, 8, 64, a, b_params(DType::int4, Mapping::symmetric, 32, 8, 64), MatrixLayout::kn),
+  refused(OpKind::matmul_integer,
+          make_desc(4, 8, 64, a, b_params(DType::int4, Mapping::symmetric, 32, 8, 64),
+                    MatrixLayout::kn),
           "nk");
-  MatmulDesc q = make_desc(4, 8, 64, a, b_params(DType::int4, Mapping::symmetric, 32, 8, 64), MatrixLayout::nk);
+  MatmulDesc q = make_desc(4, 8, 64, a, b_params(DType::int4, Mapping::symmetric, 32, 8, 64),
+                           MatrixLayout::nk);
   q.y = QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f);
   refused(OpKind::qlinear_matmul, q, "requantized");
   DeviceArray da(ops(), 256), db(ops(), 256), dc(ops(), 256);
-  MatmulDesc bad = make_desc(4, 8, 96, a, b_params(DType::int4, Mapping::symmetric, 48, 8, 96), MatrixLayout::nk);
+  MatmulDesc bad = make_desc(4, 8, 96, a, b_params(DType::int4, Mapping::symmetric, 48, 8, 96),
+                             MatrixLayout::nk);
   try {
     ops().matmul_dequant(bad, da.data(), db.data(), nullptr, dc.data());
     ADD_FAILURE() << "block_size 48 was accepted";

@@ -23,12 +23,14 @@ double nmse(const std::vector<float>& got, const std::vector<float>& want) {
 
 class CudaLinear : public CudaTest {
  protected:
-  LinearDesc random_desc(std::int64_t m, std::int64_t n, std::int64_t k, bool per_channel, bool bias) {
+  LinearDesc random_desc(std::int64_t m, std::int64_t n, std::int64_t k, bool per_channel,
+                         bool bias) {
     std::vector<float> scales(per_channel ? static_cast<std::size_t>(n) : 1);
     for (auto& s : scales) s = std::exp2(std::uniform_real_distribution<float>(-9.0f, -3.0f)(rng_));
     LinearDesc d{m, n, k,
-                 per_channel ? QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0, scales)
-                             : QuantizationParams::per_tensor_symmetric(DType::int8, scales[0]),
+                 per_channel
+                     ? QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0, scales)
+                     : QuantizationParams::per_tensor_symmetric(DType::int8, scales[0]),
                  bias};
     return d;
   }
@@ -49,7 +51,8 @@ class CudaLinear : public CudaTest {
 struct Dims {
   std::int64_t m, n, k;
 };
-const Dims kDims[] = {{1, 1, 1}, {1, 64, 33}, {7, 13, 5}, {32, 96, 128}, {65, 33, 257}, {200, 130, 64}};
+const Dims kDims[] = {{1, 1, 1},     {1, 64, 33},   {7, 13, 5},
+                      {32, 96, 128}, {65, 33, 257}, {200, 130, 64}};
 
 TEST_F(CudaLinear, ForwardMatchesTheReferenceOnEveryKernel) {
   for (const auto& dm : kDims)
@@ -62,7 +65,8 @@ TEST_F(CudaLinear, ForwardMatchesTheReferenceOnEveryKernel) {
       const auto bias = normal(static_cast<std::size_t>(dm.n), 1.0f);
       std::vector<std::int8_t> xq_ref(x.size());
       std::vector<float> y_ref(static_cast<std::size_t>(dm.m * dm.n));
-      const auto p_ref = reference::linear_forward(d, x.data(), w.data(), bias.data(), xq_ref.data(), y_ref.data());
+      const auto p_ref = reference::linear_forward(d, x.data(), w.data(), bias.data(),
+                                                   xq_ref.data(), y_ref.data());
 
       DeviceArray dx(ops(), x.size() * 4), dw(ops(), w.size()), db(ops(), bias.size() * 4),
           dxq(ops(), x.size()), dy(ops(), y_ref.size() * 4);
@@ -75,14 +79,15 @@ TEST_F(CudaLinear, ForwardMatchesTheReferenceOnEveryKernel) {
         SCOPED_TRACE("kernel " + kernel);
         ops().set_kernel({kernel});
         dy.poison(0xFF);
-        const auto p = ops().linear_forward(d, static_cast<const float*>(dx.data()),
-                                            static_cast<const std::int8_t*>(dw.data()),
-                                            has_bias ? static_cast<const float*>(db.data()) : nullptr,
-                                            static_cast<std::int8_t*>(dxq.data()), static_cast<float*>(dy.data()));
+        const auto p = ops().linear_forward(
+            d, static_cast<const float*>(dx.data()), static_cast<const std::int8_t*>(dw.data()),
+            has_bias ? static_cast<const float*>(db.data()) : nullptr,
+            static_cast<std::int8_t*>(dxq.data()), static_cast<float*>(dy.data()));
         EXPECT_EQ(p, p_ref) << p.to_string() << " vs " << p_ref.to_string();
         EXPECT_EQ(dxq.read_as<std::int8_t>(), xq_ref);
         const auto y = dy.read_as<float>();
-        EXPECT_EQ(0, std::memcmp(y.data(), y_ref.data(), y.size() * 4)) << "NMSE " << nmse(y, y_ref);
+        EXPECT_EQ(0, std::memcmp(y.data(), y_ref.data(), y.size() * 4))
+            << "NMSE " << nmse(y, y_ref);
         EXPECT_TRUE(dy.guards_intact());
         EXPECT_TRUE(dxq.guards_intact());
       }
@@ -92,14 +97,16 @@ TEST_F(CudaLinear, ForwardMatchesTheReferenceOnEveryKernel) {
 
 TEST_F(CudaLinear, ForwardRefusesNonFiniteInput) {
   const LinearDesc d = random_desc(4, 8, 16, true, false);
-  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+  for (const float bad :
+       {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
     auto x = normal(64, 1.0f);
     x[37] = bad;
     DeviceArray dx(ops(), 256), dw(ops(), 128), dxq(ops(), 64), dy(ops(), 128);
     dx.write(x);
     try {
-      ops().linear_forward(d, static_cast<const float*>(dx.data()), static_cast<const std::int8_t*>(dw.data()),
-                           nullptr, static_cast<std::int8_t*>(dxq.data()), static_cast<float*>(dy.data()));
+      ops().linear_forward(d, static_cast<const float*>(dx.data()),
+                           static_cast<const std::int8_t*>(dw.data()), nullptr,
+                           static_cast<std::int8_t*>(dxq.data()), static_cast<float*>(dy.data()));
       ADD_FAILURE() << "non-finite x accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
@@ -109,7 +116,8 @@ TEST_F(CudaLinear, ForwardRefusesNonFiniteInput) {
 }
 
 TEST_F(CudaLinear, BackwardMatchesTheReference) {
-  const Dims dims[] = {{1, 1, 1}, {1, 64, 33}, {7, 13, 5}, {33, 96, 128}, {300, 70, 40}, {1100, 3, 9}};
+  const Dims dims[] = {{1, 1, 1},     {1, 64, 33},   {7, 13, 5},
+                       {33, 96, 128}, {300, 70, 40}, {1100, 3, 9}};
   for (const auto& dm : dims)
     for (const bool per_channel : {false, true}) {
       const LinearDesc d = random_desc(dm.m, dm.n, dm.k, per_channel, true);
@@ -118,18 +126,21 @@ TEST_F(CudaLinear, BackwardMatchesTheReference) {
       const auto xq = weights(static_cast<std::size_t>(dm.m * dm.k));
       const auto w = weights(static_cast<std::size_t>(dm.n * dm.k));
       const auto xp = QuantizationParams::per_tensor_symmetric(DType::int8, 0.013f);
-      std::vector<float> dx_ref(static_cast<std::size_t>(dm.m * dm.k)), dw_ref(static_cast<std::size_t>(dm.n * dm.k)),
-          db_ref(static_cast<std::size_t>(dm.n));
-      reference::linear_backward(d, dy.data(), xq.data(), xp, w.data(), dx_ref.data(), dw_ref.data(), db_ref.data());
+      std::vector<float> dx_ref(static_cast<std::size_t>(dm.m * dm.k)),
+          dw_ref(static_cast<std::size_t>(dm.n * dm.k)), db_ref(static_cast<std::size_t>(dm.n));
+      reference::linear_backward(d, dy.data(), xq.data(), xp, w.data(), dx_ref.data(),
+                                 dw_ref.data(), db_ref.data());
 
       DeviceArray ddy(ops(), dy.size() * 4), dxq(ops(), xq.size()), dwq(ops(), w.size()),
-          ddx(ops(), dx_ref.size() * 4), ddw(ops(), dw_ref.size() * 4), ddb(ops(), db_ref.size() * 4);
+          ddx(ops(), dx_ref.size() * 4), ddw(ops(), dw_ref.size() * 4),
+          ddb(ops(), db_ref.size() * 4);
       ddy.write(dy);
       dxq.write(xq);
       dwq.write(w);
-      ops().linear_backward(d, static_cast<const float*>(ddy.data()), static_cast<const std::int8_t*>(dxq.data()), xp,
-                            static_cast<const std::int8_t*>(dwq.data()), static_cast<float*>(ddx.data()),
-                            static_cast<float*>(ddw.data()), static_cast<float*>(ddb.data()));
+      ops().linear_backward(
+          d, static_cast<const float*>(ddy.data()), static_cast<const std::int8_t*>(dxq.data()), xp,
+          static_cast<const std::int8_t*>(dwq.data()), static_cast<float*>(ddx.data()),
+          static_cast<float*>(ddw.data()), static_cast<float*>(ddb.data()));
       EXPECT_LE(nmse(ddx.read_as<float>(), dx_ref), 1e-10);
       EXPECT_LE(nmse(ddw.read_as<float>(), dw_ref), 1e-10);
       EXPECT_LE(nmse(ddb.read_as<float>(), db_ref), 1e-10);

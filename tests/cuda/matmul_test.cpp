@@ -20,8 +20,9 @@ struct Shape3 {
   std::int64_t m, n, k;
 };
 
-::testing::AssertionResult same_bytes(const std::vector<std::byte>& got, const std::vector<std::byte>& want,
-                                      std::size_t element, std::int64_t n_cols) {
+::testing::AssertionResult same_bytes(const std::vector<std::byte>& got,
+                                      const std::vector<std::byte>& want, std::size_t element,
+                                      std::int64_t n_cols) {
   if (got.size() != want.size())
     return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
   std::size_t bad = 0, first = 0;
@@ -34,19 +35,22 @@ struct Shape3 {
     std::string s;
     char buf[4];
     for (std::size_t b = 0; b < element; ++b) {
-      std::snprintf(buf, sizeof buf, "%02x", static_cast<unsigned>(v[first * element + element - 1 - b]));
+      std::snprintf(buf, sizeof buf, "%02x",
+                    static_cast<unsigned>(v[first * element + element - 1 - b]));
       s += buf;
     }
     return s;
   };
   return ::testing::AssertionFailure()
-         << bad << " of " << got.size() / element << " elements differ; first at (" << first / n_cols << ", "
-         << first % n_cols << "): got 0x" << hex(got) << ", expected 0x" << hex(want);
+         << bad << " of " << got.size() / element << " elements differ; first at ("
+         << first / n_cols << ", " << first % n_cols << "): got 0x" << hex(got) << ", expected 0x"
+         << hex(want);
 }
 
 class CudaMatmul : public CudaTest {
  protected:
-  QuantizationParams operand_params(DType t, bool per_channel, int axis, std::int64_t count, bool zero_point) {
+  QuantizationParams operand_params(DType t, bool per_channel, int axis, std::int64_t count,
+                                    bool zero_point) {
     const auto& tr = traits(t);
     const std::size_t c = per_channel ? static_cast<std::size_t>(count) : 1;
     std::vector<float> scales(c);
@@ -84,11 +88,11 @@ class CudaMatmul : public CudaTest {
     std::vector<std::byte> expected(static_cast<std::size_t>(d.m * d.n) * element);
     const float* bias_host = d.has_bias ? bias.data() : nullptr;
     if (kind == OpKind::matmul_integer)
-      reference::matmul_integer(d, a.data(), b.data(), reinterpret_cast<std::int32_t*>(expected.data()));
+      reference::matmul_integer(d, a.data(), b.data(),
+                                reinterpret_cast<std::int32_t*>(expected.data()));
     else if (kind == OpKind::matmul_dequant)
       reference::matmul_dequant(d, a.data(), b.data(), bias_host, expected.data());
-    else
-      reference::qlinear_matmul(d, a.data(), b.data(), expected.data());
+    else reference::qlinear_matmul(d, a.data(), b.data(), expected.data());
 
     DeviceArray da(ops(), a.size()), db(ops(), b.size()), dbias(ops(), bias.size() * 4),
         dout(ops(), expected.size());
@@ -102,10 +106,10 @@ class CudaMatmul : public CudaTest {
       if (kind == OpKind::matmul_integer)
         ops().matmul_integer(d, da.data(), db.data(), static_cast<std::int32_t*>(dout.data()));
       else if (kind == OpKind::matmul_dequant)
-        ops().matmul_dequant(d, da.data(), db.data(), d.has_bias ? static_cast<const float*>(dbias.data()) : nullptr,
+        ops().matmul_dequant(d, da.data(), db.data(),
+                             d.has_bias ? static_cast<const float*>(dbias.data()) : nullptr,
                              dout.data());
-      else
-        ops().qlinear_matmul(d, da.data(), db.data(), dout.data());
+      else ops().qlinear_matmul(d, da.data(), db.data(), dout.data());
       EXPECT_EQ(ops().last_kernel(), kernel);
       EXPECT_TRUE(same_bytes(dout.read(), expected, element, d.n));
       EXPECT_TRUE(dout.guards_intact());
@@ -114,9 +118,9 @@ class CudaMatmul : public CudaTest {
   }
 };
 
-const Shape3 kShapes[] = {{1, 1, 1},     {1, 37, 100},  {5, 7, 3},     {16, 64, 64},   {33, 65, 17},
-                          {127, 129, 255}, {64, 256, 1024}, {130, 200, 48}, {3, 300, 4099}, {257, 31, 160},
-                          {2, 2, 0}};
+const Shape3 kShapes[] = {{1, 1, 1},      {1, 37, 100},    {5, 7, 3},       {16, 64, 64},
+                          {33, 65, 17},   {127, 129, 255}, {64, 256, 1024}, {130, 200, 48},
+                          {3, 300, 4099}, {257, 31, 160},  {2, 2, 0}};
 
 TEST_F(CudaMatmul, MatmulIntegerOnEveryKernel) {
   for (const auto& sh : kShapes)
@@ -125,10 +129,14 @@ TEST_F(CudaMatmul, MatmulIntegerOnEveryKernel) {
         const bool kn = std::uniform_int_distribution<int>(0, 1)(rng_);
         const bool a_rows = std::uniform_int_distribution<int>(0, 1)(rng_);
         const bool b_cols = std::uniform_int_distribution<int>(0, 1)(rng_);
-        MatmulDesc d{sh.m, sh.n, sh.k, operand_params(ta, a_rows, 0, sh.m, true),
+        MatmulDesc d{sh.m,
+                     sh.n,
+                     sh.k,
+                     operand_params(ta, a_rows, 0, sh.m, true),
                      operand_params(tb, b_cols, kn ? 1 : 0, sh.n, true),
                      kn ? MatrixLayout::kn : MatrixLayout::nk};
-        check_all_kernels(OpKind::matmul_integer, d, random_codes(ta, sh.m * sh.k), random_codes(tb, sh.n * sh.k), {});
+        check_all_kernels(OpKind::matmul_integer, d, random_codes(ta, sh.m * sh.k),
+                          random_codes(tb, sh.n * sh.k), {});
       }
 }
 
@@ -137,8 +145,12 @@ TEST_F(CudaMatmul, MatmulDequantEveryOutputTypeOnEveryKernel) {
     for (const FloatType out : {FloatType::f32, FloatType::f16, FloatType::bf16}) {
       const DType ta = std::uniform_int_distribution<int>(0, 1)(rng_) ? DType::int8 : DType::uint8;
       const bool zp = std::uniform_int_distribution<int>(0, 1)(rng_);
-      MatmulDesc d{sh.m, sh.n, sh.k, operand_params(ta, true, 0, sh.m, zp),
-                   operand_params(DType::int8, true, 0, sh.n, false), MatrixLayout::nk};
+      MatmulDesc d{sh.m,
+                   sh.n,
+                   sh.k,
+                   operand_params(ta, true, 0, sh.m, zp),
+                   operand_params(DType::int8, true, 0, sh.n, false),
+                   MatrixLayout::nk};
       d.out_type = out;
       d.has_bias = sh.n % 2 == 1 || out == FloatType::f32;
       std::vector<float> bias(static_cast<std::size_t>(sh.n));
@@ -154,12 +166,16 @@ TEST_F(CudaMatmul, QLinearMatmulBothModesOnEveryKernel) {
     for (const RequantMode mode : {RequantMode::float_multiplier, RequantMode::fixed_point})
       for (const DType ty : {DType::int8, DType::uint8}) {
         const bool kn = std::uniform_int_distribution<int>(0, 1)(rng_);
-        MatmulDesc d{sh.m, sh.n, sh.k, operand_params(DType::uint8, sh.m % 2 == 1, 0, sh.m, true),
+        MatmulDesc d{sh.m,
+                     sh.n,
+                     sh.k,
+                     operand_params(DType::uint8, sh.m % 2 == 1, 0, sh.m, true),
                      operand_params(DType::int8, sh.n % 2 == 0, kn ? 1 : 0, sh.n, sh.k % 2 == 1),
                      kn ? MatrixLayout::kn : MatrixLayout::nk};
         // An output scale near the typical |C| * sa * sb, so that results spread over the range
         // rather than all saturating.
-        const float typical = std::sqrt(static_cast<float>(std::max<std::int64_t>(sh.k, 1))) * 64.0f * 100.0f;
+        const float typical =
+            std::sqrt(static_cast<float>(std::max<std::int64_t>(sh.k, 1))) * 64.0f * 100.0f;
         const float sy = d.a.scale(0) * d.b.scale(0) * typical / 127.0f;
         d.y = ty == DType::int8 ? QuantizationParams::per_tensor_affine(ty, sy, -3)
                                 : QuantizationParams::per_tensor_affine(ty, sy, 131);
@@ -176,12 +192,20 @@ TEST_F(CudaMatmul, SkinnyShapesOnEveryKernel) {
   for (const auto& sh : {Shape3{1, 8200, 2048}, Shape3{16, 4416, 1040}, Shape3{17, 4500, 528},
                          Shape3{32, 4400, 1024}}) {
     const bool zp = std::uniform_int_distribution<int>(0, 1)(rng_);
-    MatmulDesc d{sh.m, sh.n, sh.k, operand_params(DType::uint8, true, 0, sh.m, zp),
-                 operand_params(DType::int8, true, 0, sh.n, !zp), MatrixLayout::nk};
+    MatmulDesc d{sh.m,
+                 sh.n,
+                 sh.k,
+                 operand_params(DType::uint8, true, 0, sh.m, zp),
+                 operand_params(DType::int8, true, 0, sh.n, !zp),
+                 MatrixLayout::nk};
     check_all_kernels(OpKind::matmul_integer, d, random_codes(DType::uint8, sh.m * sh.k),
                       random_codes(DType::int8, sh.n * sh.k), {});
-    MatmulDesc q{sh.m, sh.n, sh.k, operand_params(DType::int8, true, 0, sh.m, false),
-                 operand_params(DType::int8, true, 0, sh.n, false), MatrixLayout::nk};
+    MatmulDesc q{sh.m,
+                 sh.n,
+                 sh.k,
+                 operand_params(DType::int8, true, 0, sh.m, false),
+                 operand_params(DType::int8, true, 0, sh.n, false),
+                 MatrixLayout::nk};
     q.has_bias = true;
     std::vector<float> bias(static_cast<std::size_t>(sh.n));
     std::normal_distribution<float> normal(0.0f, 3.0f);
@@ -194,8 +218,12 @@ TEST_F(CudaMatmul, SkinnyShapesOnEveryKernel) {
     SCOPED_TRACE(std::string("QFORGE_CUDA_SKINNY_STAGES=") + stages);
     setenv("QFORGE_CUDA_SKINNY_STAGES", stages, 1);
     for (const auto& sh : {Shape3{3, 4500, 528}, Shape3{31, 4420, 336}}) {
-      MatmulDesc d{sh.m, sh.n, sh.k, operand_params(DType::int8, true, 0, sh.m, true),
-                   operand_params(DType::uint8, true, 0, sh.n, true), MatrixLayout::nk};
+      MatmulDesc d{sh.m,
+                   sh.n,
+                   sh.k,
+                   operand_params(DType::int8, true, 0, sh.m, true),
+                   operand_params(DType::uint8, true, 0, sh.n, true),
+                   MatrixLayout::nk};
       check_all_kernels(OpKind::matmul_integer, d, random_codes(DType::int8, sh.m * sh.k),
                         random_codes(DType::uint8, sh.n * sh.k), {});
     }
@@ -206,19 +234,28 @@ TEST_F(CudaMatmul, SkinnyShapesOnEveryKernel) {
 // The wgmma kernel's split-K reduction in the kernel (partial slots, the last item of a tile
 // adds them): forced split counts (QFORGE_CUDA_WGMMA_SPLITS, read at every launch), including
 // more splits than there are K tiles (1040 bytes = 9 tiles in 8 splits of 2: the last three are
-// empty; K = 128 is one tile) and several tiles per CTA, with every epilogue kind. The kernel list decides whether
-// the wgmma kernel runs here (sm_90 only); the other kernels ignore the switch.
+// empty; K = 128 is one tile) and several tiles per CTA, with every epilogue kind. The kernel list
+// decides whether the wgmma kernel runs here (sm_90 only); the other kernels ignore the switch.
 TEST_F(CudaMatmul, WgmmaSplitKOnEveryKernel) {
   for (const char* splits : {"2", "3", "8", "16"}) {
     SCOPED_TRACE(std::string("QFORGE_CUDA_WGMMA_SPLITS=") + splits);
     setenv("QFORGE_CUDA_WGMMA_SPLITS", splits, 1);
-    for (const auto& sh : {Shape3{16, 4416, 1040}, Shape3{130, 600, 2100}, Shape3{140, 34000, 128}}) {
-      MatmulDesc d{sh.m, sh.n, sh.k, operand_params(DType::uint8, true, 0, sh.m, true),
-                   operand_params(DType::int8, true, 0, sh.n, true), MatrixLayout::nk};
+    for (const auto& sh :
+         {Shape3{16, 4416, 1040}, Shape3{130, 600, 2100}, Shape3{140, 34000, 128}}) {
+      MatmulDesc d{sh.m,
+                   sh.n,
+                   sh.k,
+                   operand_params(DType::uint8, true, 0, sh.m, true),
+                   operand_params(DType::int8, true, 0, sh.n, true),
+                   MatrixLayout::nk};
       check_all_kernels(OpKind::matmul_integer, d, random_codes(DType::uint8, sh.m * sh.k),
                         random_codes(DType::int8, sh.n * sh.k), {});
-      MatmulDesc q{sh.m, sh.n, sh.k, operand_params(DType::int8, true, 0, sh.m, false),
-                   operand_params(DType::int8, true, 0, sh.n, false), MatrixLayout::nk};
+      MatmulDesc q{sh.m,
+                   sh.n,
+                   sh.k,
+                   operand_params(DType::int8, true, 0, sh.m, false),
+                   operand_params(DType::int8, true, 0, sh.n, false),
+                   MatrixLayout::nk};
       q.has_bias = true;
       q.out_type = FloatType::bf16;
       std::vector<float> bias(static_cast<std::size_t>(sh.n));
@@ -236,11 +273,17 @@ TEST_F(CudaMatmul, WgmmaSplitKOnEveryKernel) {
 TEST_F(CudaMatmul, FourBitOperandsOnEveryKernel) {
   for (const auto& sh : {Shape3{5, 7, 3}, Shape3{33, 65, 129}, Shape3{1, 40, 256}})
     for (const bool kn : {false, true}) {
-      MatmulDesc d{sh.m, sh.n, sh.k, operand_params(DType::int4, true, 0, sh.m, true),
+      MatmulDesc d{sh.m,
+                   sh.n,
+                   sh.k,
+                   operand_params(DType::int4, true, 0, sh.m, true),
                    operand_params(DType::uint4, false, kn ? 1 : 0, sh.n, true),
                    kn ? MatrixLayout::kn : MatrixLayout::nk};
-      const auto a = random_codes(DType::int4, static_cast<std::int64_t>(storage_bytes(DType::int4, sh.m * sh.k)), 0, 255);
-      const auto b = random_codes(DType::uint4, static_cast<std::int64_t>(storage_bytes(DType::uint4, sh.n * sh.k)), 0, 255);
+      const auto a = random_codes(
+          DType::int4, static_cast<std::int64_t>(storage_bytes(DType::int4, sh.m * sh.k)), 0, 255);
+      const auto b =
+          random_codes(DType::uint4,
+                       static_cast<std::int64_t>(storage_bytes(DType::uint4, sh.n * sh.k)), 0, 255);
       check_all_kernels(OpKind::matmul_integer, d, a, b, {});
     }
 }
@@ -252,18 +295,25 @@ TEST_F(CudaMatmul, ExactAtTheInt32Bound) {
     DType ta, tb;
     int za, zb;
   };
-  for (const Case c : {Case{DType::uint8, DType::int8, 0, 0}, Case{DType::int8, DType::int8, 0, 0},
-                       Case{DType::uint8, DType::uint8, 255, 0}, Case{DType::int8, DType::uint8, 127, 7}}) {
-    MatmulDesc d{3, 5, 1, QuantizationParams::per_tensor_affine(c.ta, 0.5f, c.za),
-                 QuantizationParams::per_tensor_affine(c.tb, 0.25f, c.zb), MatrixLayout::nk};
+  for (const Case c :
+       {Case{DType::uint8, DType::int8, 0, 0}, Case{DType::int8, DType::int8, 0, 0},
+        Case{DType::uint8, DType::uint8, 255, 0}, Case{DType::int8, DType::uint8, 127, 7}}) {
+    MatmulDesc d{3,
+                 5,
+                 1,
+                 QuantizationParams::per_tensor_affine(c.ta, 0.5f, c.za),
+                 QuantizationParams::per_tensor_affine(c.tb, 0.25f, c.zb),
+                 MatrixLayout::nk};
     d.k = reference::int32_safe_k(d);
     const auto& ta = traits(c.ta);
     const auto& tb = traits(c.tb);
     // The operand value farthest from its zero point, everywhere but a few random positions.
     const int a_far = std::abs(ta.qmin - c.za) >= std::abs(ta.qmax - c.za) ? ta.qmin : ta.qmax;
     const int b_far = std::abs(tb.qmin - c.zb) >= std::abs(tb.qmax - c.zb) ? tb.qmin : tb.qmax;
-    std::vector<std::uint8_t> a(static_cast<std::size_t>(d.m * d.k), static_cast<std::uint8_t>(a_far & 0xFF));
-    std::vector<std::uint8_t> b(static_cast<std::size_t>(d.n * d.k), static_cast<std::uint8_t>(b_far & 0xFF));
+    std::vector<std::uint8_t> a(static_cast<std::size_t>(d.m * d.k),
+                                static_cast<std::uint8_t>(a_far & 0xFF));
+    std::vector<std::uint8_t> b(static_cast<std::size_t>(d.n * d.k),
+                                static_cast<std::uint8_t>(b_far & 0xFF));
     std::uniform_int_distribution<std::size_t> pos(0, a.size() - 1);
     for (int i = 0; i < 50; ++i) a[pos(rng_)] = static_cast<std::uint8_t>(c.za & 0xFF);
     check_all_kernels(OpKind::matmul_integer, d, a, b, {});
@@ -273,11 +323,16 @@ TEST_F(CudaMatmul, ExactAtTheInt32Bound) {
 TEST_F(CudaMatmul, PackedWeightsGiveTheSameResults) {
   for (const bool kn : {false, true}) {
     const Shape3 sh{19, 77, 333};
-    MatmulDesc d{sh.m, sh.n, sh.k, operand_params(DType::uint8, false, 0, sh.m, true),
-                 operand_params(DType::uint8, true, kn ? 1 : 0, sh.n, true), kn ? MatrixLayout::kn : MatrixLayout::nk};
+    MatmulDesc d{sh.m,
+                 sh.n,
+                 sh.k,
+                 operand_params(DType::uint8, false, 0, sh.m, true),
+                 operand_params(DType::uint8, true, kn ? 1 : 0, sh.n, true),
+                 kn ? MatrixLayout::kn : MatrixLayout::nk};
     const auto a = random_codes(DType::uint8, sh.m * sh.k);
     const auto b = random_codes(DType::uint8, sh.n * sh.k);
-    DeviceArray da(ops(), a.size()), db(ops(), b.size()), dc(ops(), static_cast<std::size_t>(sh.m * sh.n) * 4);
+    DeviceArray da(ops(), a.size()), db(ops(), b.size()),
+        dc(ops(), static_cast<std::size_t>(sh.m * sh.n) * 4);
     da.write(a);
     db.write(b);
     // Packed for another M and another A: only B may matter to the packing.

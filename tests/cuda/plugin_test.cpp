@@ -132,7 +132,10 @@ TEST_F(CudaPlugin, KernelSelectionIsChecked) {
 
 TEST_F(CudaPlugin, RefusesWhatItDoesNotImplement) {
   // Block-wise B is implemented for blocks of 16 and multiples of 32 (blockwise_test.cpp).
-  MatmulDesc block{4, 4, 64, QuantizationParams::per_tensor_symmetric(DType::int8, 0.1f),
+  MatmulDesc block{4,
+                   4,
+                   64,
+                   QuantizationParams::per_tensor_symmetric(DType::int8, 0.1f),
                    QuantizationParams::blockwise(DType::int8, Mapping::symmetric, 48,
                                                  std::vector<float>(8, 0.1f)),
                    MatrixLayout::nk};

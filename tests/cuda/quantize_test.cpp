@@ -15,8 +15,8 @@ namespace {
 class CudaQuantize : public CudaTest {
  protected:
   Shape random_shape() {
-    static const std::vector<Shape> shapes = {{1}, {17}, {3, 33}, {2, 5, 7}, {64, 129}, {4, 256},
-                                              {1, 1000}, {31, 8}};
+    static const std::vector<Shape> shapes = {{1},       {17},     {3, 33},   {2, 5, 7},
+                                              {64, 129}, {4, 256}, {1, 1000}, {31, 8}};
     return shapes[std::uniform_int_distribution<std::size_t>(0, shapes.size() - 1)(rng_)];
   }
   float random_scale() {
@@ -74,8 +74,10 @@ std::vector<std::byte> as_float_type(const std::vector<float>& v, FloatType t) {
 }
 
 TEST_F(CudaQuantize, QuantizeAndDequantizeMatchTheReferenceExactly) {
-  const DType dtypes[] = {DType::int8, DType::uint8, DType::int16, DType::uint16, DType::int4, DType::uint4};
-  const Granularity grans[] = {Granularity::per_tensor, Granularity::per_channel, Granularity::block};
+  const DType dtypes[] = {DType::int8,   DType::uint8, DType::int16,
+                          DType::uint16, DType::int4,  DType::uint4};
+  const Granularity grans[] = {Granularity::per_tensor, Granularity::per_channel,
+                               Granularity::block};
   const FloatType floats[] = {FloatType::f32, FloatType::f16, FloatType::bf16};
   int cases = 0;
   for (const DType t : dtypes)
@@ -121,10 +123,12 @@ TEST_F(CudaQuantize, RequantizeMatchesTheReferenceInBothModes) {
         d.shape = shape;
         d.out_dtype = out;
         d.mode = mode;
-        d.out_zero_point = std::uniform_int_distribution<int>(traits(out).qmin, traits(out).qmax)(rng_);
+        d.out_zero_point =
+            std::uniform_int_distribution<int>(traits(out).qmin, traits(out).qmax)(rng_);
         d.axis = per_axis ? 1 : -1;
         d.multipliers.resize(per_axis ? 33 : 1);
-        for (auto& m : d.multipliers) m = std::exp2(std::uniform_real_distribution<float>(-40.0f, 8.0f)(rng_));
+        for (auto& m : d.multipliers)
+          m = std::exp2(std::uniform_real_distribution<float>(-40.0f, 8.0f)(rng_));
         d.multipliers[0] = per_axis ? 0.0f : d.multipliers[0];
         std::vector<std::int32_t> c(7 * 33);
         std::uniform_int_distribution<std::int32_t> any(std::numeric_limits<std::int32_t>::min(),
@@ -145,7 +149,8 @@ TEST_F(CudaQuantize, RequantizeMatchesTheReferenceInBothModes) {
 }
 
 TEST_F(CudaQuantize, DynamicQuantizeLinearMatchesTheReference) {
-  for (const std::size_t n : {std::size_t{1}, std::size_t{6}, std::size_t{1000}, std::size_t{65537}}) {
+  for (const std::size_t n :
+       {std::size_t{1}, std::size_t{6}, std::size_t{1000}, std::size_t{65537}}) {
     std::normal_distribution<float> normal(0.3f, 2.0f);
     std::vector<float> x(n);
     for (auto& v : x) v = normal(rng_);
@@ -155,8 +160,8 @@ TEST_F(CudaQuantize, DynamicQuantizeLinearMatchesTheReference) {
     const QuantizationParams pe = reference::dynamic_quantize_linear(d, x.data(), expected.data());
     DeviceArray dx(ops(), n * 4), dy(ops(), n);
     dx.write(x);
-    const QuantizationParams pg =
-        ops().dynamic_quantize_linear(d, static_cast<const float*>(dx.data()), static_cast<std::uint8_t*>(dy.data()));
+    const QuantizationParams pg = ops().dynamic_quantize_linear(
+        d, static_cast<const float*>(dx.data()), static_cast<std::uint8_t*>(dy.data()));
     EXPECT_EQ(pg, pe) << pg.to_string() << " vs " << pe.to_string();
     EXPECT_EQ(dy.read_as<std::uint8_t>(), expected) << "n = " << n;
     EXPECT_TRUE(dy.guards_intact());

@@ -25,8 +25,8 @@ std::uint64_t draw_seed() {
     const std::string_view text(env);
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (ec != std::errc{} || end != text.data() + text.size())
-      throw Error(ErrorCode::invalid_argument,
-                  "QFORGE_TEST_SEED = '" + std::string(text) + "'; expected a decimal 64-bit integer");
+      throw Error(ErrorCode::invalid_argument, "QFORGE_TEST_SEED = '" + std::string(text) +
+                                                   "'; expected a decimal 64-bit integer");
     return v;
   }
   std::random_device device;

@@ -48,7 +48,9 @@ class DeviceArray {
   std::size_t size() const { return bytes_; }
   void write(const void* src, std::size_t bytes);
   template <class T>
-  void write(const std::vector<T>& v) { write(v.data(), v.size() * sizeof(T)); }
+  void write(const std::vector<T>& v) {
+    write(v.data(), v.size() * sizeof(T));
+  }
   void poison(std::uint8_t byte);
   std::vector<std::byte> read() const;
   template <class T>

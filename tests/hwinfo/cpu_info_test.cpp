@@ -1,21 +1,21 @@
 // qforge::cpu_info(): the fields a kernel selector relies on, and agreement with what the Linux
 // kernel itself reports in /proc/cpuinfo (which only lists features the OS has enabled).
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "qforge/hardware.h"
 
 namespace {
 
 const std::vector<std::string> kDocumentedOrder = {
-    "sse4_1",   "avx2",     "fma",      "f16c",     "avx512f",    "avx512bw",
+    "sse4_1",   "avx2",       "fma",        "f16c",     "avx512f",  "avx512bw",
     "avx512vl", "avx512vnni", "avx512bf16", "avx_vnni", "amx_int8", "amx_bf16",
-    "amx_tile", "neon",     "neon_dot", "i8mm"};
+    "amx_tile", "neon",       "neon_dot",   "i8mm"};
 
 bool is_x86() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -100,12 +100,19 @@ TEST(CpuInfo, EveryFeatureTheKernelListsIsDetected) {
   if (!is_x86()) GTEST_SKIP() << "flag names compared here are x86 ones";
   const auto flags = proc_cpuinfo_flags();
   if (flags.empty()) GTEST_SKIP() << "/proc/cpuinfo has no flags line here";
-  const std::vector<std::pair<std::string, std::string>> names = {
-      {"sse4_1", "sse4_1"},         {"avx2", "avx2"},         {"fma", "fma"},
-      {"f16c", "f16c"},             {"avx512f", "avx512f"},   {"avx512bw", "avx512bw"},
-      {"avx512vl", "avx512vl"},     {"avx512_vnni", "avx512vnni"},
-      {"avx512_bf16", "avx512bf16"}, {"avx_vnni", "avx_vnni"}, {"amx_int8", "amx_int8"},
-      {"amx_bf16", "amx_bf16"},     {"amx_tile", "amx_tile"}};
+  const std::vector<std::pair<std::string, std::string>> names = {{"sse4_1", "sse4_1"},
+                                                                  {"avx2", "avx2"},
+                                                                  {"fma", "fma"},
+                                                                  {"f16c", "f16c"},
+                                                                  {"avx512f", "avx512f"},
+                                                                  {"avx512bw", "avx512bw"},
+                                                                  {"avx512vl", "avx512vl"},
+                                                                  {"avx512_vnni", "avx512vnni"},
+                                                                  {"avx512_bf16", "avx512bf16"},
+                                                                  {"avx_vnni", "avx_vnni"},
+                                                                  {"amx_int8", "amx_int8"},
+                                                                  {"amx_bf16", "amx_bf16"},
+                                                                  {"amx_tile", "amx_tile"}};
   const auto& cpu = qforge::cpu_info();
   for (const auto& [linux_name, ours] : names) {
     if (flags.count(linux_name)) EXPECT_TRUE(cpu.has(ours)) << linux_name << " is in /proc/cpuinfo";
@@ -130,8 +137,6 @@ TEST(CpuInfo, CachesAreOrderedAndSized) {
   }
 }
 
-TEST(CpuInfo, IsDetectedOnce) {
-  EXPECT_EQ(&qforge::cpu_info(), &qforge::cpu_info());
-}
+TEST(CpuInfo, IsDetectedOnce) { EXPECT_EQ(&qforge::cpu_info(), &qforge::cpu_info()); }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // qforge-hwinfo --json: the document parses and follows the schema of docs/HWINFO.md.
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "qforge/hardware.h"
 #include "tool_runner.h"
@@ -66,7 +66,8 @@ void check_plugin(const json& p) {
   EXPECT_FALSE(p.at("capabilities").empty()) << where;
   for (const json& c : p.at("capabilities")) {
     const std::string cw = where + ".capabilities[" + c.value("case", std::string("?")) + "]";
-    for (const char* key : {"op", "case", "description"}) expect_field(c, key, is_string, "a string", cw);
+    for (const char* key : {"op", "case", "description"})
+      expect_field(c, key, is_string, "a string", cw);
     expect_field(c, "supported", is_bool, "a boolean", cw);
     if (c.value("supported", false)) {
       expect_field(c, "kernels", is_array, "an array", cw);

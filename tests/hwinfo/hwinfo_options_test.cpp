@@ -1,9 +1,9 @@
 // qforge-hwinfo's options: --op filters, --plugin-path is searched first, a broken plugin is
 // reported without failing the run, and a bad argument is refused with the valid choices.
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "tool_runner.h"
 

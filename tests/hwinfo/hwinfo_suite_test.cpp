@@ -1,11 +1,11 @@
 // qforge-hwinfo's default-suite section: which plugins serve each workload of the quick tuning
 // suite, and the tuned winner read (read-only) from the tuning cache.
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "qforge/accelerator.h"
 #include "qforge/registry.h"

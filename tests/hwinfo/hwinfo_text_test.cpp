@@ -1,10 +1,10 @@
 // qforge-hwinfo's text reports: the one-screen summary by default, and with --verbose the
 // sections a reader looks for and the reference plugin.
+#include <gtest/gtest.h>
+
 #include <set>
 #include <sstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "qforge/hardware.h"
 #include "tool_runner.h"
@@ -36,9 +36,9 @@ TEST(HwinfoText, DefaultIsOneScreenWithOneLinePerPlugin) {
 TEST(HwinfoText, VerbosePrintsEverySectionAndTheScalarPlugin) {
   const auto run = run_hwinfo("--verbose");
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  for (const char* expected : {"CPU\n", "  model ", "  features ", "Plugin search path\n",
-                               "Plugins (", "Plugin failures (", "cpu_scalar", "capabilities",
-                               "matmul_integer", "quantize"}) {
+  for (const char* expected :
+       {"CPU\n", "  model ", "  features ", "Plugin search path\n", "Plugins (",
+        "Plugin failures (", "cpu_scalar", "capabilities", "matmul_integer", "quantize"}) {
     EXPECT_NE(run.output.find(expected), std::string::npos) << "missing '" << expected << "' in:\n"
                                                             << run.output;
   }

@@ -1,5 +1,6 @@
 #include "tool_runner.h"
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -7,8 +8,6 @@
 #include <atomic>
 #include <cstdio>
 #include <stdexcept>
-
-#include <gtest/gtest.h>
 
 namespace qforge::test {
 
@@ -26,7 +25,8 @@ ToolRun run_hwinfo(const std::string& args, bool merge_stderr) {
   if (pipe == nullptr) throw std::runtime_error("popen failed for: " + command);
   std::array<char, 4096> chunk{};
   std::size_t n = 0;
-  while ((n = std::fread(chunk.data(), 1, chunk.size(), pipe)) > 0) run.output.append(chunk.data(), n);
+  while ((n = std::fread(chunk.data(), 1, chunk.size(), pipe)) > 0)
+    run.output.append(chunk.data(), n);
   const int status = ::pclose(pipe);
   if (status != -1 && WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
   return run;
@@ -39,7 +39,8 @@ nlohmann::ordered_json run_hwinfo_json(const std::string& args) {
     return nlohmann::ordered_json::parse(run.output);
   } catch (const nlohmann::ordered_json::parse_error& e) {
     ADD_FAILURE() << "qforge-hwinfo --json " << args << " printed something that is not one JSON "
-                  << "document (" << e.what() << "):\n" << run.output;
+                  << "document (" << e.what() << "):\n"
+                  << run.output;
     return nlohmann::ordered_json::object();
   }
 }

@@ -13,15 +13,16 @@ std::map<std::string, std::uint64_t> stats(const QuantizationOps& ops) {
   return counters(device_property(ops, "matmul_primitives"));
 }
 
-#define SKIP_UNLESS_MATMULS(ops)                                                            \
-  do {                                                                                      \
-    const std::string why = device_property(ops, "int8_matmul");                            \
+#define SKIP_UNLESS_MATMULS(ops)                                                                \
+  do {                                                                                          \
+    const std::string why = device_property(ops, "int8_matmul");                                \
     if (why.rfind("exact", 0) != 0) GTEST_SKIP() << "onednn refuses int8 matmul here: " << why; \
   } while (0)
 
 MatmulDesc desc_with(Rng& rng, std::int64_t m, std::int32_t za, std::int32_t zb) {
-  return matmul_desc(m, 48, 200, QuantizationParams::per_tensor_affine(DType::uint8, random_scale(rng), za),
-                     QuantizationParams::per_tensor_affine(DType::int8, random_scale(rng), zb), MatrixLayout::nk);
+  return matmul_desc(
+      m, 48, 200, QuantizationParams::per_tensor_affine(DType::uint8, random_scale(rng), za),
+      QuantizationParams::per_tensor_affine(DType::int8, random_scale(rng), zb), MatrixLayout::nk);
 }
 
 TEST(PrimitiveCache, SameShapeReusesThePrimitive) {
@@ -35,7 +36,8 @@ TEST(PrimitiveCache, SameShapeReusesThePrimitive) {
   // New data, new (non-zero) zero points and scales: runtime arguments, same primitives.
   for (int i = 0; i < 3; ++i) {
     ops.set_kernel({"dnnl_matmul_u8s8_s32"});
-    const std::int32_t za = 1 + static_cast<std::int32_t>(rng() % 254), zb = 1 + static_cast<std::int32_t>(rng() % 100);
+    const std::int32_t za = 1 + static_cast<std::int32_t>(rng() % 254),
+                       zb = 1 + static_cast<std::int32_t>(rng() % 100);
     expect_exact(ops, random_run(rng, OpKind::matmul_integer, desc_with(rng, 7, za, zb)));
   }
   const auto later = stats(ops);
@@ -46,7 +48,8 @@ TEST(PrimitiveCache, SameShapeReusesThePrimitive) {
   // Another M is another primitive.
   ops.set_kernel({"dnnl_matmul_u8s8_s32"});
   ops.matmul_integer(desc_with(rng, 9, 3, 5), std::vector<std::uint8_t>(9 * 200).data(),
-                     std::vector<std::uint8_t>(48 * 200).data(), std::vector<std::int32_t>(9 * 48).data());
+                     std::vector<std::uint8_t>(48 * 200).data(),
+                     std::vector<std::int32_t>(9 * 48).data());
   EXPECT_EQ(stats(ops).at("entries"), later.at("entries") + 1);
   ops.set_kernel({});
 }
@@ -60,7 +63,8 @@ TEST(PrimitiveCache, LastKernelNamesOneDnnsImplementation) {
   ops.matmul_integer(run.desc, run.a.data(), run.b.data(), c.data());
   const std::string k = ops.last_kernel();
   EXPECT_EQ(k.rfind("dnnl_matmul_u8s8_s32 [", 0), 0u) << k;
-  EXPECT_NE(k.find(':'), std::string::npos) << "expected oneDNN's impl name such as brg:avx512_core_vnni: " << k;
+  EXPECT_NE(k.find(':'), std::string::npos)
+      << "expected oneDNN's impl name such as brg:avx512_core_vnni: " << k;
 }
 
 // Every M runs on the same packed B. oneDNN may want another blocked format for some M (on a
@@ -73,14 +77,16 @@ TEST(PackedWeights, ReorderedOncePerFormatServeEveryM) {
   MatmulDesc d = desc_with(rng, 16, 131, 0);
   d.n = 256;
   d.k = 512;
-  d.b = QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0, std::vector<float>(256, 0.01f));
+  d.b = QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0,
+                                        std::vector<float>(256, 0.01f));
   d.has_bias = true;
   const auto b = random_codes(rng, DType::int8, d.n * d.k);
   for (const std::string kernel : {"dnnl_matmul_u8s8_s32", "dnnl_matmul_u8s8_f32"}) {
     SCOPED_TRACE(kernel);
     ops.set_kernel({kernel});
     const auto w = ops.pack_weights(d, b.data());
-    EXPECT_GT(w->bytes(), static_cast<std::size_t>(d.n * d.k));  // the plain copy and oneDNN's format
+    EXPECT_GT(w->bytes(),
+              static_cast<std::size_t>(d.n * d.k));  // the plain copy and oneDNN's format
     for (const std::int64_t m : {1, 16, 128, 3}) {
       SCOPED_TRACE("m = " + std::to_string(m));
       std::size_t bytes_after_first = 0;
@@ -104,7 +110,8 @@ TEST(PackedWeights, ReorderedOncePerFormatServeEveryM) {
 TEST(PrimitiveCache, ReorderDequantizeIsCachedToo) {
   ONEDNN_OR_SKIP(ops);
   Rng rng = test_rng();
-  const QuantizeDesc d{{64, 33}, QuantizationParams::per_tensor_affine(DType::uint8, 0.1f, 7), FloatType::f32};
+  const QuantizeDesc d{
+      {64, 33}, QuantizationParams::per_tensor_affine(DType::uint8, 0.1f, 7), FloatType::f32};
   ops.set_kernel({"dnnl_reorder_dequantize"});
   const auto q = random_codes(rng, DType::uint8, 64 * 33);
   std::vector<float> x(64 * 33);

@@ -21,9 +21,15 @@ std::vector<float> grid_values(Rng& rng, std::int64_t n, float s, std::int32_t s
   std::vector<float> x(static_cast<std::size_t>(n));
   std::uniform_int_distribution<std::int32_t> k(-span, span);
   std::uniform_real_distribution<float> u(-static_cast<float>(span), static_cast<float>(span));
-  const float specials[] = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                            std::numeric_limits<float>::quiet_NaN(), 0.0f, -0.0f, 3.0e38f, -3.0e38f,
-                            1.0e-40f, -1.0e-40f};
+  const float specials[] = {std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            0.0f,
+                            -0.0f,
+                            3.0e38f,
+                            -3.0e38f,
+                            1.0e-40f,
+                            -1.0e-40f};
   for (std::size_t i = 0; i < x.size(); ++i) {
     switch (rng() % 8) {
       case 0: x[i] = (static_cast<float>(k(rng)) + 0.5f) * s; break;
@@ -43,9 +49,11 @@ QuantizationParams params_for(Rng& rng, const Case& c, const Shape& shape) {
   std::int64_t pairs = 1;
   if (c.scheme.granularity == Granularity::per_channel) {
     const int rank = static_cast<int>(shape.size());
-    pairs = shape[static_cast<std::size_t>(c.scheme.axis < 0 ? c.scheme.axis + rank : c.scheme.axis)];
+    pairs =
+        shape[static_cast<std::size_t>(c.scheme.axis < 0 ? c.scheme.axis + rank : c.scheme.axis)];
   } else if (c.scheme.granularity == Granularity::block) {
-    pairs = element_count(shape) / shape.back() * ((shape.back() + c.scheme.block_size - 1) / c.scheme.block_size);
+    pairs = element_count(shape) / shape.back() *
+            ((shape.back() + c.scheme.block_size - 1) / c.scheme.block_size);
   }
   std::vector<float> scales;
   std::vector<std::int32_t> zps;
@@ -61,7 +69,8 @@ QuantizationParams params_for(Rng& rng, const Case& c, const Shape& shape) {
 
 std::vector<Case> cases() {
   std::vector<Case> out;
-  for (const DType t : {DType::int8, DType::uint8, DType::int16, DType::uint16, DType::int4, DType::uint4}) {
+  for (const DType t :
+       {DType::int8, DType::uint8, DType::int16, DType::uint16, DType::int4, DType::uint4}) {
     for (const Mapping m : {Mapping::affine, Mapping::symmetric}) {
       out.push_back({t, {m, Granularity::per_tensor}});
       out.push_back({t, {m, Granularity::per_channel, 0}});
@@ -87,7 +96,9 @@ TEST(Elementwise, QuantizeAndDequantizeMatchTheReference) {
   for (const Case& c : cases()) {
     for (const Shape& shape0 : shapes) {
       Shape shape = shape0;
-      if (c.scheme.granularity == Granularity::per_channel && c.scheme.axis == 1 && shape.size() < 2) continue;
+      if (c.scheme.granularity == Granularity::per_channel && c.scheme.axis == 1 &&
+          shape.size() < 2)
+        continue;
       const QuantizationParams p = params_for(rng, c, shape);
       const std::int64_t n = element_count(shape);
       SCOPED_TRACE(p.to_string() + " shape " + to_string(shape));
@@ -95,14 +106,17 @@ TEST(Elementwise, QuantizeAndDequantizeMatchTheReference) {
         if (ft != FloatType::f32 && shape != shapes[0]) continue;  // one shape is enough for them
         const QuantizeDesc d{shape, p, ft};
         const std::vector<float> xf = grid_values(rng, n, p.scale(0), traits(c.dtype).qmax);
-        std::vector<std::uint8_t> x(static_cast<std::size_t>(n) * static_cast<std::size_t>(size_of(ft)));
-        for (std::int64_t i = 0; i < n; ++i) store_float(ft, x.data(), static_cast<std::size_t>(i), xf[static_cast<std::size_t>(i)]);
+        std::vector<std::uint8_t> x(static_cast<std::size_t>(n) *
+                                    static_cast<std::size_t>(size_of(ft)));
+        for (std::int64_t i = 0; i < n; ++i)
+          store_float(ft, x.data(), static_cast<std::size_t>(i), xf[static_cast<std::size_t>(i)]);
         const std::size_t qbytes = storage_bytes(c.dtype, static_cast<std::size_t>(n));
         std::vector<std::uint8_t> want(qbytes), got(qbytes, 0xCD);
         reference::quantize(d, x.data(), want.data());
         ASSERT_TRUE(ops.supports({OpKind::quantize, d}).supported);
         ops.quantize(d, x.data(), got.data());
-        EXPECT_TRUE(same_bytes(got.data(), want.data(), qbytes)) << "quantize, " << name(ft) << " input";
+        EXPECT_TRUE(same_bytes(got.data(), want.data(), qbytes))
+            << "quantize, " << name(ft) << " input";
         ++compared;
         if (ft != FloatType::f32) continue;
         std::vector<float> xw(static_cast<std::size_t>(n)), xg(static_cast<std::size_t>(n));
@@ -113,7 +127,8 @@ TEST(Elementwise, QuantizeAndDequantizeMatchTheReference) {
           ops.set_kernel({kernel});
           std::fill(xg.begin(), xg.end(), std::numeric_limits<float>::quiet_NaN());
           ops.dequantize(d, want.data(), xg.data());
-          EXPECT_TRUE(same_bytes(xg.data(), xw.data(), xw.size() * 4, 4)) << "dequantize with " << ops.last_kernel();
+          EXPECT_TRUE(same_bytes(xg.data(), xw.data(), xw.size() * 4, 4))
+              << "dequantize with " << ops.last_kernel();
           ++compared;
         }
         ops.set_kernel({});
@@ -131,16 +146,32 @@ TEST(Elementwise, ReorderOnlyWhereExact) {
   using V = std::vector<std::string>;
   const V both = {"loop_dequantize", "dnnl_reorder_dequantize"}, loop = {"loop_dequantize"};
   EXPECT_EQ(kernels(QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 3), {10}), both);
-  EXPECT_EQ(kernels(QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 1, {0.5f, 0.25f}), {3, 2}), both);
+  EXPECT_EQ(
+      kernels(QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 1, {0.5f, 0.25f}),
+              {3, 2}),
+      both);
   // Zero points that differ per channel: oneDNN 2.6 cannot execute that reorder.
-  EXPECT_EQ(kernels(QuantizationParams::per_channel(DType::uint8, Mapping::affine, 1, {0.5f, 0.25f}, {1, 2}), {3, 2}), loop);
+  EXPECT_EQ(kernels(QuantizationParams::per_channel(DType::uint8, Mapping::affine, 1, {0.5f, 0.25f},
+                                                    {1, 2}),
+                    {3, 2}),
+            loop);
   // Partial last block: no whole-dimension view.
-  EXPECT_EQ(kernels(QuantizationParams(DType::int8, Scheme::block_symmetric(4), std::vector<float>(6, 0.5f)), {3, 6}), loop);
-  EXPECT_EQ(kernels(QuantizationParams(DType::int8, Scheme::block_symmetric(3), std::vector<float>(6, 0.5f)), {3, 6}), both);
+  EXPECT_EQ(kernels(QuantizationParams(DType::int8, Scheme::block_symmetric(4),
+                                       std::vector<float>(6, 0.5f)),
+                    {3, 6}),
+            loop);
+  EXPECT_EQ(kernels(QuantizationParams(DType::int8, Scheme::block_symmetric(3),
+                                       std::vector<float>(6, 0.5f)),
+                    {3, 6}),
+            both);
   EXPECT_EQ(kernels(QuantizationParams::per_tensor_affine(DType::int16, 0.5f, 3), {10}), loop);
   EXPECT_EQ(kernels(QuantizationParams::logarithmic(DType::int8, 1.0f), {10}), loop);
   // quantize never goes through a reorder (docs/ONEDNN.md: it is not exact).
-  EXPECT_EQ(ops.supports({OpKind::quantize, QuantizeDesc{{10}, QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 3), FloatType::f32}}).kernels,
+  EXPECT_EQ(ops.supports({OpKind::quantize,
+                          QuantizeDesc{{10},
+                                       QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 3),
+                                       FloatType::f32}})
+                .kernels,
             V{"loop_quantize"});
 }
 
@@ -150,7 +181,8 @@ TEST(Elementwise, RequantizeMatchesTheReference) {
   const Shape shape = {37, 1031};
   const std::int64_t n = element_count(shape);
   std::vector<std::int32_t> c(static_cast<std::size_t>(n));
-  std::uniform_int_distribution<std::int32_t> big(std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max());
+  std::uniform_int_distribution<std::int32_t> big(std::numeric_limits<std::int32_t>::min(),
+                                                  std::numeric_limits<std::int32_t>::max());
   std::uniform_int_distribution<std::int32_t> small(-3000, 3000);
   for (auto& v : c) v = rng() % 4 == 0 ? big(rng) : small(rng);
   for (const DType out : {DType::int8, DType::uint8})
@@ -161,12 +193,16 @@ TEST(Elementwise, RequantizeMatchesTheReference) {
         d.out_dtype = out;
         d.mode = mode;
         d.out_zero_point = out == DType::uint8 ? 128 : -3;
-        const std::int64_t count = axis == 99 ? 1 : shape[static_cast<std::size_t>(axis < 0 ? axis + 2 : axis)];
+        const std::int64_t count =
+            axis == 99 ? 1 : shape[static_cast<std::size_t>(axis < 0 ? axis + 2 : axis)];
         d.axis = axis == 99 ? -1 : axis;
         for (std::int64_t i = 0; i < count; ++i)
-          d.multipliers.push_back(i % 5 == 0 ? 0.5f : i % 5 == 1 ? 0.0f : random_scale(rng) / 16.0f);
+          d.multipliers.push_back(i % 5 == 0   ? 0.5f
+                                  : i % 5 == 1 ? 0.0f
+                                               : random_scale(rng) / 16.0f);
         SCOPED_TRACE(describe({OpKind::requantize, d}));
-        std::vector<std::uint8_t> want(static_cast<std::size_t>(n)), got(static_cast<std::size_t>(n), 0xCD);
+        std::vector<std::uint8_t> want(static_cast<std::size_t>(n)),
+            got(static_cast<std::size_t>(n), 0xCD);
         reference::requantize(d, c.data(), want.data());
         ops.requantize(d, c.data(), got.data());
         EXPECT_TRUE(same_bytes(got.data(), want.data(), want.size()));
@@ -176,7 +212,8 @@ TEST(Elementwise, RequantizeMatchesTheReference) {
 TEST(Elementwise, DynamicQuantizeLinearMatchesTheReference) {
   ONEDNN_OR_SKIP(ops);
   Rng rng = test_rng();
-  for (const std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{1000}, std::int64_t{300007}}) {
+  for (const std::int64_t n :
+       {std::int64_t{0}, std::int64_t{1}, std::int64_t{1000}, std::int64_t{300007}}) {
     std::uniform_real_distribution<float> u(-3.0f, 7.0f);
     std::vector<float> x(static_cast<std::size_t>(n));
     for (auto& v : x) v = rng() % 50 == 0 ? std::numeric_limits<float>::quiet_NaN() : u(rng);

@@ -19,8 +19,8 @@ TEST(Identity, UsableAboveTheScalarFallback) {
   ASSERT_EQ(devices.size(), 1u);
   EXPECT_EQ(devices[0].kind, "cpu");
   EXPECT_FALSE(devices[0].name.empty());
-  for (const char* key : {"onednn_version", "onednn_cpu_runtime", "isa_used", "threads_used", "int8_matmul",
-                          "matmul_primitives", "kernels"})
+  for (const char* key : {"onednn_version", "onednn_cpu_runtime", "isa_used", "threads_used",
+                          "int8_matmul", "matmul_primitives", "kernels"})
     EXPECT_FALSE(device_property(ops, key).empty()) << key;
   EXPECT_EQ(device_property(ops, "onednn_version").rfind("2.", 0), 0u);
 }
@@ -32,11 +32,13 @@ TEST(Identity, KernelChoice) {
     ADD_FAILURE() << "unknown kernel accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::unsupported);
-    EXPECT_NE(std::string(e.what()).find("dnnl_matmul_u8s8_s32"), std::string::npos) << "should list the kernels: " << e.what();
+    EXPECT_NE(std::string(e.what()).find("dnnl_matmul_u8s8_s32"), std::string::npos)
+        << "should list the kernels: " << e.what();
   }
   // A kernel of the op's family that cannot run this descriptor: unsupported, naming both.
   ops.set_kernel({"dnnl_reorder_dequantize"});
-  const QuantizeDesc d{{4}, QuantizationParams::per_tensor_affine(DType::int16, 0.5f, 1), FloatType::f32};
+  const QuantizeDesc d{
+      {4}, QuantizationParams::per_tensor_affine(DType::int16, 0.5f, 1), FloatType::f32};
   std::vector<std::int16_t> q(4, 3);
   std::vector<float> x(4);
   try {
@@ -47,7 +49,8 @@ TEST(Identity, KernelChoice) {
     EXPECT_NE(std::string(e.what()).find("loop_dequantize"), std::string::npos) << e.what();
   }
   // A kernel of another op does not constrain this one.
-  const QuantizeDesc qd{{4}, QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 1), FloatType::f32};
+  const QuantizeDesc qd{
+      {4}, QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 1), FloatType::f32};
   std::vector<float> xf = {0.0f, 1.0f, 2.0f, -1.0f};
   std::vector<std::uint8_t> out(4);
   ops.quantize(qd, xf.data(), out.data());

@@ -20,8 +20,9 @@ TEST(Isa, Int8MatmulOnlyWhereOneDnnIsExact) {
   Rng rng = test_rng();
   const std::string isa = device_property(ops, "isa_used");
   SCOPED_TRACE("oneDNN ISA " + isa);
-  const MatmulDesc d = matmul_desc(16, 64, 64, QuantizationParams::per_tensor_affine(DType::uint8, 0.1f, 0),
-                                   QuantizationParams::per_tensor_affine(DType::int8, 0.1f, 0));
+  const MatmulDesc d =
+      matmul_desc(16, 64, 64, QuantizationParams::per_tensor_affine(DType::uint8, 0.1f, 0),
+                  QuantizationParams::per_tensor_affine(DType::int8, 0.1f, 0));
   for (const OpKind op : {OpKind::matmul_integer, OpKind::matmul_dequant}) {
     const Support s = ops.supports({op, d});
     if (has_exact_int8(isa)) {

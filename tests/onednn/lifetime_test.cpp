@@ -22,15 +22,19 @@ TEST(Lifetime, PluginStaysLoadedAfterItsRegistryIsGone) {
       if (p.name == "onednn") path = p.path.string();
     // Run something on OpenMP threads so that libgomp has a thread pool to leave behind.
     Rng rng = test_rng();
-    const QuantizeDesc d{{1 << 20}, QuantizationParams::per_tensor_affine(DType::uint8, 0.1f, 3), FloatType::f32};
+    const QuantizeDesc d{
+        {1 << 20}, QuantizationParams::per_tensor_affine(DType::uint8, 0.1f, 3), FloatType::f32};
     std::vector<float> x(1 << 20, 1.0f);
     std::vector<std::uint8_t> q(x.size());
     l.ops->set_option("threads", "4");
     l.ops->quantize(d, x.data(), q.data());
     if (device_property(*l.ops, "int8_matmul").rfind("exact", 0) == 0)
-      expect_exact(*l.ops, random_run(rng, OpKind::matmul_integer,
-                                      matmul_desc(64, 64, 64, QuantizationParams::per_tensor_affine(DType::uint8, 0.1f, 3),
-                                                  QuantizationParams::per_tensor_symmetric(DType::int8, 0.1f))));
+      expect_exact(
+          *l.ops,
+          random_run(
+              rng, OpKind::matmul_integer,
+              matmul_desc(64, 64, 64, QuantizationParams::per_tensor_affine(DType::uint8, 0.1f, 3),
+                          QuantizationParams::per_tensor_symmetric(DType::int8, 0.1f))));
   }
   ASSERT_FALSE(path.empty());
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
@@ -41,7 +45,8 @@ TEST(Lifetime, PluginStaysLoadedAfterItsRegistryIsGone) {
   if (child == 0) ::_exit(0);
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "fork after the registry was destroyed";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "fork after the registry was destroyed";
 }
 
 }  // namespace

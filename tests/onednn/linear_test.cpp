@@ -24,14 +24,20 @@ TEST(Linear, ForwardAndBackwardMatchTheReference) {
   ONEDNN_OR_SKIP(ops);
   Rng rng = test_rng();
   std::normal_distribution<float> g(0.0f, 1.0f);
-  struct S { std::int64_t m, n, k; bool per_channel, bias; };
-  for (const S s : {S{1, 300, 257, true, true}, S{64, 96, 128, false, true}, S{33, 17, 1000, true, false}}) {
-    SCOPED_TRACE("m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k));
+  struct S {
+    std::int64_t m, n, k;
+    bool per_channel, bias;
+  };
+  for (const S s :
+       {S{1, 300, 257, true, true}, S{64, 96, 128, false, true}, S{33, 17, 1000, true, false}}) {
+    SCOPED_TRACE("m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) +
+                 " k=" + std::to_string(s.k));
     std::vector<float> sw(s.per_channel ? static_cast<std::size_t>(s.n) : 1);
     for (auto& v : sw) v = random_scale(rng);
     const LinearDesc d{s.m, s.n, s.k,
-                       s.per_channel ? QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0, sw)
-                                     : QuantizationParams::per_tensor_symmetric(DType::int8, sw[0]),
+                       s.per_channel
+                           ? QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0, sw)
+                           : QuantizationParams::per_tensor_symmetric(DType::int8, sw[0]),
                        s.bias};
     std::vector<float> x(static_cast<std::size_t>(s.m * s.k)), bias(static_cast<std::size_t>(s.n)),
         dy(static_cast<std::size_t>(s.m * s.n));
@@ -43,7 +49,8 @@ TEST(Linear, ForwardAndBackwardMatchTheReference) {
 
     std::vector<std::int8_t> xq_want(x.size()), xq(x.size());
     std::vector<float> y_want(static_cast<std::size_t>(s.m * s.n)), y(y_want.size());
-    const QuantizationParams p_want = reference::linear_forward(d, x.data(), w, bias.data(), xq_want.data(), y_want.data());
+    const QuantizationParams p_want =
+        reference::linear_forward(d, x.data(), w, bias.data(), xq_want.data(), y_want.data());
     const Support sup = ops.supports({OpKind::linear_forward, d});
     if (!sup.supported) {
       EXPECT_NE(device_property(ops, "int8_matmul").rfind("exact", 0), 0u) << sup.reason;
@@ -52,7 +59,8 @@ TEST(Linear, ForwardAndBackwardMatchTheReference) {
     for (const auto& kernel : sup.kernels) {
       ops.set_kernel({kernel});
       std::fill(y.begin(), y.end(), std::nanf(""));
-      const QuantizationParams p = ops.linear_forward(d, x.data(), w, bias.data(), xq.data(), y.data());
+      const QuantizationParams p =
+          ops.linear_forward(d, x.data(), w, bias.data(), xq.data(), y.data());
       EXPECT_EQ(p, p_want) << kernel;
       EXPECT_TRUE(same_bytes(xq.data(), xq_want.data(), xq.size())) << kernel;
       EXPECT_TRUE(same_bytes(y.data(), y_want.data(), y.size() * 4, 4)) << ops.last_kernel();
@@ -61,7 +69,8 @@ TEST(Linear, ForwardAndBackwardMatchTheReference) {
 
     std::vector<float> dx_w(x.size()), dw_w(static_cast<std::size_t>(s.n * s.k)), db_w(bias.size());
     std::vector<float> dx(dx_w.size()), dw(dw_w.size()), db(db_w.size());
-    reference::linear_backward(d, dy.data(), xq_want.data(), p_want, w, dx_w.data(), dw_w.data(), db_w.data());
+    reference::linear_backward(d, dy.data(), xq_want.data(), p_want, w, dx_w.data(), dw_w.data(),
+                               db_w.data());
     ops.linear_backward(d, dy.data(), xq_want.data(), p_want, w, dx.data(), dw.data(), db.data());
     EXPECT_LE(nmse(dx, dx_w), 1e-10);
     EXPECT_LE(nmse(dw, dw_w), 1e-10);
@@ -73,7 +82,8 @@ TEST(Linear, ForwardAndBackwardMatchTheReference) {
 
 TEST(Linear, NonFiniteInputThrowsNamingTheElement) {
   ONEDNN_OR_SKIP(ops);
-  if (device_property(ops, "int8_matmul").rfind("exact", 0) != 0) GTEST_SKIP() << "int8 matmul refused here";
+  if (device_property(ops, "int8_matmul").rfind("exact", 0) != 0)
+    GTEST_SKIP() << "int8 matmul refused here";
   const LinearDesc d{2, 3, 4, QuantizationParams::per_tensor_symmetric(DType::int8, 0.1f), false};
   std::vector<float> x(8, 1.0f), y(6);
   x[5] = std::nanf("");

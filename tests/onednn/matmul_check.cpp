@@ -8,15 +8,23 @@ std::size_t output_bytes(const MatmulRun& run) {
   const auto count = static_cast<std::size_t>(run.desc.m * run.desc.n);
   switch (run.op) {
     case OpKind::matmul_integer: return count * sizeof(std::int32_t);
-    case OpKind::matmul_dequant: return count * static_cast<std::size_t>(size_of(run.desc.out_type));
+    case OpKind::matmul_dequant:
+      return count * static_cast<std::size_t>(size_of(run.desc.out_type));
     default: return count;  // int8 / uint8
   }
 }
 
 MatmulDesc matmul_desc(std::int64_t m, std::int64_t n, std::int64_t k, QuantizationParams a,
                        QuantizationParams b, MatrixLayout layout) {
-  return MatmulDesc{.m = m, .n = n, .k = k, .a = std::move(a), .b = std::move(b), .b_layout = layout,
-                    .has_bias = false, .out_type = FloatType::f32, .y = std::nullopt,
+  return MatmulDesc{.m = m,
+                    .n = n,
+                    .k = k,
+                    .a = std::move(a),
+                    .b = std::move(b),
+                    .b_layout = layout,
+                    .has_bias = false,
+                    .out_type = FloatType::f32,
+                    .y = std::nullopt,
                     .requant_mode = RequantMode::float_multiplier};
 }
 
@@ -43,9 +51,7 @@ std::vector<std::uint8_t> reference_output(const MatmulRun& run) {
     case OpKind::matmul_dequant:
       reference::matmul_dequant(run.desc, a, b, run.bias.data(), out.data());
       break;
-    default:
-      reference::qlinear_matmul(run.desc, a, b, out.data());
-      break;
+    default: reference::qlinear_matmul(run.desc, a, b, out.data()); break;
   }
   return out;
 }
@@ -69,8 +75,12 @@ int expect_exact(QuantizationOps& ops, const MatmulRun& run, std::string* refusa
       if (packed) w = ops.pack_weights(d, run.b.data());
       switch (run.op) {
         case OpKind::matmul_integer:
-          if (packed) ops.matmul_integer_packed(d, run.a.data(), *w, reinterpret_cast<std::int32_t*>(got.data()));
-          else ops.matmul_integer(d, run.a.data(), run.b.data(), reinterpret_cast<std::int32_t*>(got.data()));
+          if (packed)
+            ops.matmul_integer_packed(d, run.a.data(), *w,
+                                      reinterpret_cast<std::int32_t*>(got.data()));
+          else
+            ops.matmul_integer(d, run.a.data(), run.b.data(),
+                               reinterpret_cast<std::int32_t*>(got.data()));
           break;
         case OpKind::matmul_dequant:
           if (packed) ops.matmul_dequant_packed(d, run.a.data(), *w, run.bias.data(), got.data());
@@ -81,7 +91,8 @@ int expect_exact(QuantizationOps& ops, const MatmulRun& run, std::string* refusa
           else ops.qlinear_matmul(d, run.a.data(), run.b.data(), got.data());
           break;
       }
-      const std::size_t elem = want.size() / std::max<std::size_t>(1, static_cast<std::size_t>(d.m * d.n));
+      const std::size_t elem =
+          want.size() / std::max<std::size_t>(1, static_cast<std::size_t>(d.m * d.n));
       EXPECT_TRUE(same_bytes(got.data(), want.data(), want.size(), std::max<std::size_t>(1, elem)))
           << "last_kernel() = " << ops.last_kernel();
       ++compared;

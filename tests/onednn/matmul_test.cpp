@@ -14,17 +14,18 @@ struct Shape3 {
   std::int64_t m, n, k;
 };
 
-MatmulDesc make_desc(Rng& rng, const Shape3& s, DType ta, DType tb, bool a_per_row,
-                     bool b_per_col, bool b_symmetric, MatrixLayout layout) {
-  return matmul_desc(s.m, s.n, s.k, random_params(rng, ta, false, a_per_row ? s.m : 0, 0),
-                     random_params(rng, tb, b_symmetric, b_per_col ? s.n : 0, layout == MatrixLayout::kn ? 1 : 0),
-                     layout);
+MatmulDesc make_desc(Rng& rng, const Shape3& s, DType ta, DType tb, bool a_per_row, bool b_per_col,
+                     bool b_symmetric, MatrixLayout layout) {
+  return matmul_desc(
+      s.m, s.n, s.k, random_params(rng, ta, false, a_per_row ? s.m : 0, 0),
+      random_params(rng, tb, b_symmetric, b_per_col ? s.n : 0, layout == MatrixLayout::kn ? 1 : 0),
+      layout);
 }
 
 // Skips when the plugin refuses int8 matmuls here (no VNNI/AMX: isa_test.cpp covers that).
-#define SKIP_UNLESS_MATMULS(ops)                                                            \
-  do {                                                                                      \
-    const std::string why = device_property(ops, "int8_matmul");                            \
+#define SKIP_UNLESS_MATMULS(ops)                                                                \
+  do {                                                                                          \
+    const std::string why = device_property(ops, "int8_matmul");                                \
     if (why.rfind("exact", 0) != 0) GTEST_SKIP() << "onednn refuses int8 matmul here: " << why; \
   } while (0)
 
@@ -78,7 +79,8 @@ TEST(MatmulExact, FloatOutputsOfTheInt32Kernel) {
   SKIP_UNLESS_MATMULS(ops);
   Rng rng = test_rng();
   for (const FloatType out : {FloatType::f16, FloatType::bf16}) {
-    MatmulDesc d = make_desc(rng, {9, 40, 77}, DType::uint8, DType::int8, true, true, false, MatrixLayout::kn);
+    MatmulDesc d =
+        make_desc(rng, {9, 40, 77}, DType::uint8, DType::int8, true, true, false, MatrixLayout::kn);
     d.out_type = out;
     d.has_bias = true;
     EXPECT_EQ(expect_exact(ops, random_run(rng, OpKind::matmul_dequant, d)), 2) << name(out);
@@ -91,8 +93,10 @@ TEST(MatmulExact, FloatOutputsOfTheInt32Kernel) {
 TEST(MatmulExact, CompensationUndoesWrappedInt32Sums) {
   ONEDNN_OR_SKIP(ops);
   SKIP_UNLESS_MATMULS(ops);
-  MatmulDesc d = matmul_desc(2, 3, 1, QuantizationParams::per_channel(DType::uint8, Mapping::affine, 0, {0.5f, 0.25f}, {127, 128}),
-                             QuantizationParams::per_tensor_affine(DType::int8, 0.5f, 0));
+  MatmulDesc d = matmul_desc(
+      2, 3, 1,
+      QuantizationParams::per_channel(DType::uint8, Mapping::affine, 0, {0.5f, 0.25f}, {127, 128}),
+      QuantizationParams::per_tensor_affine(DType::int8, 0.5f, 0));
   d.k = reference::int32_safe_k(d);
   ASSERT_EQ(d.k, 131071);
   MatmulRun run{OpKind::matmul_integer, d, {}, {}, {}};
@@ -104,7 +108,8 @@ TEST(MatmulExact, CompensationUndoesWrappedInt32Sums) {
   EXPECT_EQ(expect_exact(ops, run), 2);
   // And per-column weight zero points with a per-tensor A: the row-sum compensation.
   run.desc.a = QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 0);
-  run.desc.b = QuantizationParams::per_channel(DType::int8, Mapping::affine, 1, {1.0f, 1.0f, 1.0f}, {0, -1, 1});
+  run.desc.b = QuantizationParams::per_channel(DType::int8, Mapping::affine, 1, {1.0f, 1.0f, 1.0f},
+                                               {0, -1, 1});
   run.desc.k = reference::int32_safe_k(run.desc);
   run.a.assign(static_cast<std::size_t>(d.m * run.desc.k), 255);
   run.b.assign(static_cast<std::size_t>(d.n * run.desc.k), static_cast<std::uint8_t>(-128));
@@ -116,7 +121,8 @@ TEST(MatmulExact, EmptyShapes) {
   SKIP_UNLESS_MATMULS(ops);
   Rng rng = test_rng();
   for (const Shape3 s : {Shape3{0, 5, 7}, Shape3{3, 0, 7}, Shape3{3, 5, 0}}) {
-    MatmulDesc d = make_desc(rng, s, DType::uint8, DType::int8, false, false, false, MatrixLayout::kn);
+    MatmulDesc d =
+        make_desc(rng, s, DType::uint8, DType::int8, false, false, false, MatrixLayout::kn);
     d.has_bias = true;
     expect_exact(ops, random_run(rng, OpKind::matmul_integer, d));
     expect_exact(ops, random_run(rng, OpKind::matmul_dequant, d));
@@ -126,7 +132,8 @@ TEST(MatmulExact, EmptyShapes) {
 TEST(MatmulRefusals, NameWhatIsNotClaimed) {
   ONEDNN_OR_SKIP(ops);
   Rng rng = test_rng();
-  MatmulDesc d = make_desc(rng, {4, 8, 64}, DType::uint8, DType::int8, false, false, false, MatrixLayout::nk);
+  MatmulDesc d =
+      make_desc(rng, {4, 8, 64}, DType::uint8, DType::int8, false, false, false, MatrixLayout::nk);
   d.b = QuantizationParams(DType::int8, Scheme::block_symmetric(32), std::vector<float>(16, 0.5f));
   Support s = ops.supports({OpKind::matmul_dequant, d});
   EXPECT_FALSE(s.supported);
@@ -146,7 +153,8 @@ TEST(MatmulRefusals, NameWhatIsNotClaimed) {
   }
 
   // An op called anyway throws unsupported with the same reason.
-  std::vector<std::uint8_t> a(static_cast<std::size_t>(d.m * d.k)), b(static_cast<std::size_t>(d.n * d.k));
+  std::vector<std::uint8_t> a(static_cast<std::size_t>(d.m * d.k)),
+      b(static_cast<std::size_t>(d.n * d.k));
   std::vector<std::int32_t> c(4);
   try {
     ops.matmul_integer(d, a.data(), b.data(), c.data());
@@ -161,7 +169,8 @@ TEST(MatmulRefusals, PackedWeightsMustMatch) {
   ONEDNN_OR_SKIP(ops);
   SKIP_UNLESS_MATMULS(ops);
   Rng rng = test_rng();
-  MatmulDesc d = make_desc(rng, {4, 8, 64}, DType::uint8, DType::int8, false, false, false, MatrixLayout::nk);
+  MatmulDesc d =
+      make_desc(rng, {4, 8, 64}, DType::uint8, DType::int8, false, false, false, MatrixLayout::nk);
   const auto b = random_codes(rng, DType::int8, d.n * d.k);
   const auto w = ops.pack_weights(d, b.data());
   EXPECT_EQ(w->backend(), "onednn");

@@ -41,7 +41,8 @@ std::vector<std::uint8_t> random_codes(Rng& rng, DType t, std::int64_t count, st
                                        std::int32_t hi) {
   std::vector<std::uint8_t> out(storage_bytes(t, static_cast<std::size_t>(count)) + 1, 0);
   std::uniform_int_distribution<std::int32_t> dist(lo, hi);
-  for (std::int64_t i = 0; i < count; ++i) store_element(t, out.data(), static_cast<std::size_t>(i), dist(rng));
+  for (std::int64_t i = 0; i < count; ++i)
+    store_element(t, out.data(), static_cast<std::size_t>(i), dist(rng));
   out.resize(storage_bytes(t, static_cast<std::size_t>(count)));
   return out;
 }
@@ -65,7 +66,8 @@ QuantizationParams random_params(Rng& rng, DType t, bool symmetric, std::int64_t
     if (!symmetric && t != DType::binary) zps.push_back(z(rng));
   }
   const Mapping m = symmetric || t == DType::binary ? Mapping::symmetric : Mapping::affine;
-  const Scheme s = count == 0 ? Scheme{m, Granularity::per_tensor} : Scheme{m, Granularity::per_channel, axis};
+  const Scheme s =
+      count == 0 ? Scheme{m, Granularity::per_tensor} : Scheme{m, Granularity::per_channel, axis};
   return QuantizationParams(t, s, scales, zps);
 }
 
@@ -98,8 +100,9 @@ std::map<std::string, std::uint64_t> counters(const std::string& text) {
       ++differ;
     }
   if (differ == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << differ << " of " << bytes << " bytes differ; first in element "
-                                       << first / element_size << " (byte " << first << ")";
+  return ::testing::AssertionFailure()
+         << differ << " of " << bytes << " bytes differ; first in element " << first / element_size
+         << " (byte " << first << ")";
 }
 
 }  // namespace qforge::onednn_test

@@ -37,9 +37,9 @@ struct Loaded {
 Loaded load_onednn();
 
 // Loads onednn (a fresh instance) or skips the test with the reason; also traces the seed.
-#define ONEDNN_OR_SKIP(var)                                                          \
-  SCOPED_TRACE(::qforge::onednn_test::seed_text());                                  \
-  auto var##_loaded = ::qforge::onednn_test::load_onednn();                          \
+#define ONEDNN_OR_SKIP(var)                                                                   \
+  SCOPED_TRACE(::qforge::onednn_test::seed_text());                                           \
+  auto var##_loaded = ::qforge::onednn_test::load_onednn();                                   \
   if (!var##_loaded.ops) GTEST_SKIP() << "onednn did not load: " << var##_loaded.why_missing; \
   ::qforge::QuantizationOps& var = *var##_loaded.ops
 

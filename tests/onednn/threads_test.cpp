@@ -17,9 +17,10 @@ TEST(Threads, ResultsDoNotDependOnTheCount) {
                              random_params(rng, DType::int8, false, 130, 1));
   d.y = QuantizationParams::per_tensor_affine(DType::int8, 0.3f, -5);
   const MatmulRun run = random_run(rng, OpKind::qlinear_matmul, d);
-  const QuantizeDesc qd{{1000, 333}, QuantizationParams::per_channel(DType::int4, Mapping::affine, 0,
-                                                                     std::vector<float>(1000, 0.05f),
-                                                                     std::vector<std::int32_t>(1000, 2)),
+  const QuantizeDesc qd{{1000, 333},
+                        QuantizationParams::per_channel(DType::int4, Mapping::affine, 0,
+                                                        std::vector<float>(1000, 0.05f),
+                                                        std::vector<std::int32_t>(1000, 2)),
                         FloatType::f32};
   std::vector<float> x(1000 * 333);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -37,7 +38,8 @@ TEST(Threads, ResultsDoNotDependOnTheCount) {
     std::vector<std::uint8_t> q(q_want.size(), 0xCD);
     ops.quantize(qd, x.data(), q.data());
     EXPECT_TRUE(same_bytes(q.data(), q_want.data(), q.size()));
-    EXPECT_EQ(omp_get_max_threads(), outer) << "the op left the caller's OpenMP thread count changed";
+    EXPECT_EQ(omp_get_max_threads(), outer)
+        << "the op left the caller's OpenMP thread count changed";
     if (std::string(t) != "0") {
       EXPECT_EQ(device_property(ops, "threads_used"), t);
     }
@@ -54,7 +56,8 @@ TEST(Threads, BadValuesThrow) {
       EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
     }
   }
-  EXPECT_FALSE(ops.set_option("isa", "avx2")) << "onednn has no isa option (DNNL_MAX_CPU_ISA is oneDNN's)";
+  EXPECT_FALSE(ops.set_option("isa", "avx2"))
+      << "onednn has no isa option (DNNL_MAX_CPU_ISA is oneDNN's)";
 }
 
 }  // namespace

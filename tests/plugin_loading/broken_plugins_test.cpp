@@ -57,8 +57,8 @@ TEST_F(BrokenPlugins, NoneLoadsAndEachIsReportedWithItsKind) {
   ASSERT_EQ(registry.failures().size(), kBroken.size());
   for (const auto& e : kBroken) {
     SCOPED_TRACE(e.file);
-    EXPECT_EQ(failure(e.file).kind, e.kind) << "got " << to_string(failure(e.file).kind)
-                                            << ": " << failure(e.file).message;
+    EXPECT_EQ(failure(e.file).kind, e.kind)
+        << "got " << to_string(failure(e.file).kind) << ": " << failure(e.file).message;
   }
 }
 
@@ -104,7 +104,8 @@ TEST_F(BrokenPlugins, ThrowingConstructorIsReportedWithItsMessage) {
   const auto& f = failure("libqforge_plugin_init_throws.so");
   EXPECT_EQ(f.kind, PluginFailureKind::create_failed);
   EXPECT_THAT(f.message, HasSubstr("plugin 'init_throws'"));
-  EXPECT_THAT(f.message, HasSubstr("fixture device init failed on purpose (simulated driver error 42)"));
+  EXPECT_THAT(f.message,
+              HasSubstr("fixture device init failed on purpose (simulated driver error 42)"));
 }
 
 TEST_F(BrokenPlugins, ExceptionEscapingCreateIsCaught) {

@@ -2,10 +2,9 @@
 // short (dlopen() of one dies with SIGBUS in the loader), FIFOs (open() blocks for a writer),
 // symbolic link loops, unreadable directories. Fixtures are made here from the built fixture
 // plugin, in temporary directories.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -79,8 +78,8 @@ TEST(HostilePluginFiles, TruncatedPluginsAreReportedNotLoaded) {
   std::mt19937_64 rng(seed);
   // The sizes the audit crashed with (1,000 to 33,768 bytes of a 34 KB plugin), the edges of
   // the ELF header, and random cuts.
-  std::vector<std::size_t> cuts = {1, 19, 20, 63, 64, 100, 1000, 4096, 12000, 33768,
-                                   bytes.size() - 1};
+  std::vector<std::size_t> cuts = {
+      1, 19, 20, 63, 64, 100, 1000, 4096, 12000, 33768, bytes.size() - 1};
   for (int i = 0; i < 8; ++i)
     cuts.push_back(std::uniform_int_distribution<std::size_t>(1, bytes.size() - 1)(rng));
   TempDir dir;
@@ -134,7 +133,8 @@ TEST(HostilePluginFiles, FifoInADirectoryIsReportedWithoutBlocking) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0) << std::strerror(errno);
   dir.copy_in(fixture_file());
   PluginRegistry registry;
-  finishes_within(10, [&] { registry.load_from({dir.path()}); }, [&] { release_fifo(fifo); });
+  finishes_within(
+      10, [&] { registry.load_from({dir.path()}); }, [&] { release_fifo(fifo); });
   const PluginFailure* f = failure_for(registry, "libqforge_plugin_fifo.so");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->kind, PluginFailureKind::not_shared_library);
@@ -148,8 +148,9 @@ TEST(HostilePluginFiles, FifoOnQforgePluginPathIsReportedWithoutBlocking) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0) << std::strerror(errno);
   ScopedEnv env("QFORGE_PLUGIN_PATH", fifo.string());
   PluginRegistry registry;
-  finishes_within(10, [&] { registry.load_from({PluginRegistry::default_search_path()[0]}); },
-                  [&] { release_fifo(fifo); });
+  finishes_within(
+      10, [&] { registry.load_from({PluginRegistry::default_search_path()[0]}); },
+      [&] { release_fifo(fifo); });
   const PluginFailure* f = failure_for(registry, "anything");
   ASSERT_NE(f, nullptr);
   EXPECT_THAT(f->message, HasSubstr("is not a shared library: it is a FIFO"));
@@ -157,7 +158,8 @@ TEST(HostilePluginFiles, FifoOnQforgePluginPathIsReportedWithoutBlocking) {
 
 TEST(HostilePluginFiles, DeviceIsReportedWithoutReading) {
   PluginRegistry registry;
-  finishes_within(10, [&] { registry.load_from({"/dev/zero"}); }, [] {});
+  finishes_within(
+      10, [&] { registry.load_from({"/dev/zero"}); }, [] {});
   const PluginFailure* f = failure_for(registry, "zero");
   ASSERT_NE(f, nullptr);
   EXPECT_THAT(f->message, HasSubstr("character device"));
@@ -186,9 +188,8 @@ TEST(HostilePluginFiles, SymlinkLoopIsReportedAsALoop) {
 TEST(HostilePluginFiles, UnreadableDirectoryIsReported) {
   // Root reads any directory, so the check runs in a child that gives up root first.
   TempDir dir;
-  fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_read |
-                                  fs::perms::group_exec | fs::perms::others_read |
-                                  fs::perms::others_exec);
+  fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                  fs::perms::others_read | fs::perms::others_exec);
   const fs::path locked = dir.path() / "locked";
   fs::create_directory(locked);
   dir.copy_in(fixture_file(), "locked/libqforge_plugin_fixture.so");
@@ -222,7 +223,8 @@ TEST(HostilePluginFiles, HwinfoSurvivesAndNamesEachFile) {
   TempDir dir;
   write_bytes(dir.path() / "libqforge_plugin_cut.so", bytes, 12000);
   ASSERT_EQ(::mkfifo((dir.path() / "libqforge_plugin_fifo.so").c_str(), 0644), 0);
-  fs::create_symlink(dir.path() / "libqforge_plugin_loop.so", dir.path() / "libqforge_plugin_loop.so");
+  fs::create_symlink(dir.path() / "libqforge_plugin_loop.so",
+                     dir.path() / "libqforge_plugin_loop.so");
   const std::string command = "timeout 60 env QFORGE_LOG_LEVEL=off QFORGE_PLUGIN_PATH='" +
                               dir.path().string() + "' '" QFORGE_HWINFO "' 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");

@@ -30,7 +30,8 @@ class ScalarPlugin : public ::testing::Test {
 
   // Zeroed host memory large enough for any operand of `elements` elements.
   static std::vector<std::byte> zeros(std::int64_t elements) {
-    return std::vector<std::byte>(static_cast<std::size_t>(std::max<std::int64_t>(elements, 1)) * 4);
+    return std::vector<std::byte>(static_cast<std::size_t>(std::max<std::int64_t>(elements, 1)) *
+                                  4);
   }
 
   // The reference's verdict (throws = rejects) must be supports()'s, and a refused op must
@@ -49,8 +50,8 @@ class ScalarPlugin : public ::testing::Test {
     }
     const Support s = ops_->supports(op);
     EXPECT_EQ(s.supported, !reference_error.has_value())
-        << "reference: " << reference_error.value_or("accepted") << "\nsupports(): "
-        << (s.supported ? "yes" : s.reason);
+        << "reference: " << reference_error.value_or("accepted")
+        << "\nsupports(): " << (s.supported ? "yes" : s.reason);
     if (s.supported) {
       EXPECT_THAT(s.kernels, ::testing::ElementsAre("scalar_reference"));
       if (reference_overflowed) {
@@ -66,7 +67,8 @@ class ScalarPlugin : public ::testing::Test {
       EXPECT_EQ(ops_->last_kernel(), "scalar_reference");
       return;
     }
-    EXPECT_THAT(s.reason, ::testing::StartsWith("cpu_scalar: reference::" + std::string(to_string(op.op))));
+    EXPECT_THAT(s.reason,
+                ::testing::StartsWith("cpu_scalar: reference::" + std::string(to_string(op.op))));
     try {
       plugin_run();
       ADD_FAILURE() << "op ran although supports() said: " << s.reason;
@@ -125,8 +127,9 @@ TEST_F(ScalarPlugin, QuantizeAndDequantizeAgreeWithTheReference) {
         const QuantizeDesc d{shape, p, ft};
         const auto n = element_count(shape);
         auto x = zeros(n), q = zeros(n), q2 = zeros(n);
-        expect_agreement({OpKind::quantize, d}, [&] { reference::quantize(d, x.data(), q.data()); },
-                         [&] { ops_->quantize(d, x.data(), q2.data()); });
+        expect_agreement(
+            {OpKind::quantize, d}, [&] { reference::quantize(d, x.data(), q.data()); },
+            [&] { ops_->quantize(d, x.data(), q2.data()); });
         EXPECT_EQ(q, q2);
       }
       const QuantizeDesc d{shape, p};
@@ -151,8 +154,9 @@ TEST_F(ScalarPlugin, RequantizeAgreesWithTheReference) {
             const RequantizeDesc d{shape, m, axis, out, zp, mode};
             auto c = zeros(12), y = zeros(12), y2 = zeros(12);
             const auto* cp = reinterpret_cast<const std::int32_t*>(c.data());
-            expect_agreement({OpKind::requantize, d}, [&] { reference::requantize(d, cp, y.data()); },
-                             [&] { ops_->requantize(d, cp, y2.data()); });
+            expect_agreement(
+                {OpKind::requantize, d}, [&] { reference::requantize(d, cp, y.data()); },
+                [&] { ops_->requantize(d, cp, y2.data()); });
             EXPECT_EQ(y, y2);
           }
         }
@@ -166,7 +170,8 @@ TEST_F(ScalarPlugin, MatmulOpsAgreeWithTheReference) {
   const QuantizationParams y8 = QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 3);
   const std::vector<std::optional<QuantizationParams>> ys = {
       y8, std::nullopt, QuantizationParams::per_tensor_symmetric(DType::int16, 1.0f),
-      QuantizationParams::per_channel(DType::int8, Mapping::affine, 1, std::vector<float>(N, 1.0f))};
+      QuantizationParams::per_channel(DType::int8, Mapping::affine, 1,
+                                      std::vector<float>(N, 1.0f))};
   const auto a_grid = param_grid({M, K});
   for (MatrixLayout layout : {MatrixLayout::kn, MatrixLayout::nk}) {
     // B's params sized for this layout's shape, and for the other one.
@@ -179,23 +184,33 @@ TEST_F(ScalarPlugin, MatmulOpsAgreeWithTheReference) {
         if (a.scheme().granularity != Granularity::per_tensor &&
             b.scheme().granularity != Granularity::per_tensor)
           continue;
-        MatmulDesc d{.m = M, .n = N, .k = K, .a = a, .b = b, .b_layout = layout,
-                     .has_bias = false, .out_type = FloatType::f32, .y = y8,
+        MatmulDesc d{.m = M,
+                     .n = N,
+                     .k = K,
+                     .a = a,
+                     .b = b,
+                     .b_layout = layout,
+                     .has_bias = false,
+                     .out_type = FloatType::f32,
+                     .y = y8,
                      .requant_mode = RequantMode::float_multiplier};
         auto A = zeros(M * K), B = zeros(N * K), C = zeros(M * N), C2 = zeros(M * N);
         auto* c = reinterpret_cast<std::int32_t*>(C.data());
         auto* c2 = reinterpret_cast<std::int32_t*>(C2.data());
-        expect_agreement({OpKind::matmul_integer, d},
-                         [&] { reference::matmul_integer(d, A.data(), B.data(), c); },
-                         [&] { ops_->matmul_integer(d, A.data(), B.data(), c2); });
-        expect_agreement({OpKind::matmul_dequant, d},
-                         [&] { reference::matmul_dequant(d, A.data(), B.data(), nullptr, c); },
-                         [&] { ops_->matmul_dequant(d, A.data(), B.data(), nullptr, c2); });
+        expect_agreement(
+            {OpKind::matmul_integer, d},
+            [&] { reference::matmul_integer(d, A.data(), B.data(), c); },
+            [&] { ops_->matmul_integer(d, A.data(), B.data(), c2); });
+        expect_agreement(
+            {OpKind::matmul_dequant, d},
+            [&] { reference::matmul_dequant(d, A.data(), B.data(), nullptr, c); },
+            [&] { ops_->matmul_dequant(d, A.data(), B.data(), nullptr, c2); });
         for (const auto& y : ys) {
           d.y = y;
-          expect_agreement({OpKind::qlinear_matmul, d},
-                           [&] { reference::qlinear_matmul(d, A.data(), B.data(), c); },
-                           [&] { ops_->qlinear_matmul(d, A.data(), B.data(), c2); });
+          expect_agreement(
+              {OpKind::qlinear_matmul, d},
+              [&] { reference::qlinear_matmul(d, A.data(), B.data(), c); },
+              [&] { ops_->qlinear_matmul(d, A.data(), B.data(), c2); });
         }
       }
     }
@@ -203,16 +218,21 @@ TEST_F(ScalarPlugin, MatmulOpsAgreeWithTheReference) {
 }
 
 TEST_F(ScalarPlugin, QlinearMultiplierOverflowIsRefused) {
-  MatmulDesc d{.m = 2, .n = 2, .k = 2,
+  MatmulDesc d{.m = 2,
+               .n = 2,
+               .k = 2,
                .a = QuantizationParams::per_tensor_affine(DType::uint8, 1e30f, 0),
                .b = QuantizationParams::per_tensor_affine(DType::uint8, 1e30f, 0),
-               .b_layout = MatrixLayout::kn, .has_bias = false, .out_type = FloatType::f32,
+               .b_layout = MatrixLayout::kn,
+               .has_bias = false,
+               .out_type = FloatType::f32,
                .y = QuantizationParams::per_tensor_affine(DType::uint8, 1e-3f, 0),
                .requant_mode = RequantMode::float_multiplier};
   auto A = zeros(4), B = zeros(4), Y = zeros(4);
-  expect_agreement({OpKind::qlinear_matmul, d},
-                   [&] { reference::qlinear_matmul(d, A.data(), B.data(), Y.data()); },
-                   [&] { ops_->qlinear_matmul(d, A.data(), B.data(), Y.data()); });
+  expect_agreement(
+      {OpKind::qlinear_matmul, d},
+      [&] { reference::qlinear_matmul(d, A.data(), B.data(), Y.data()); },
+      [&] { ops_->qlinear_matmul(d, A.data(), B.data(), Y.data()); });
   EXPECT_FALSE(ops_->supports({OpKind::qlinear_matmul, d}).supported);
 }
 
@@ -225,14 +245,23 @@ TEST_F(ScalarPlugin, LinearAgreesWithTheReference) {
     std::vector<float> x(M * K, 0.5f), bias(N, 1.0f), y(M * N), dy(M * N, 1.0f), dx(M * K),
         dw(N * K), db(N);
     std::vector<std::int8_t> wq(N * K, 1), xq(M * K);
-    expect_agreement({OpKind::linear_forward, d},
-                     [&] { reference::linear_forward(d, x.data(), wq.data(), bias.data(), xq.data(), y.data()); },
-                     [&] { ops_->linear_forward(d, x.data(), wq.data(), bias.data(), xq.data(), y.data()); });
+    expect_agreement(
+        {OpKind::linear_forward, d},
+        [&] {
+          reference::linear_forward(d, x.data(), wq.data(), bias.data(), xq.data(), y.data());
+        },
+        [&] { ops_->linear_forward(d, x.data(), wq.data(), bias.data(), xq.data(), y.data()); });
     const auto xp = QuantizationParams::per_tensor_symmetric(DType::int8, 0.01f);
     expect_agreement(
         {OpKind::linear_backward, d},
-        [&] { reference::linear_backward(d, dy.data(), xq.data(), xp, wq.data(), dx.data(), dw.data(), db.data()); },
-        [&] { ops_->linear_backward(d, dy.data(), xq.data(), xp, wq.data(), dx.data(), dw.data(), db.data()); });
+        [&] {
+          reference::linear_backward(d, dy.data(), xq.data(), xp, wq.data(), dx.data(), dw.data(),
+                                     db.data());
+        },
+        [&] {
+          ops_->linear_backward(d, dy.data(), xq.data(), xp, wq.data(), dx.data(), dw.data(),
+                                db.data());
+        });
   }
 }
 
@@ -254,10 +283,14 @@ TEST_F(ScalarPlugin, ResultsEqualTheReferenceOnRandomData) {
     SCOPED_TRACE("m=" + std::to_string(M) + " n=" + std::to_string(N) + " k=" + std::to_string(K));
     std::vector<float> sb(static_cast<std::size_t>(N));
     for (auto& s : sb) s = 0.01f + std::abs(value(rng));
-    MatmulDesc d{.m = M, .n = N, .k = K,
+    MatmulDesc d{.m = M,
+                 .n = N,
+                 .k = K,
                  .a = QuantizationParams::per_tensor_affine(DType::int8, 0.02f, 3),
                  .b = QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0, sb),
-                 .b_layout = MatrixLayout::nk, .has_bias = false, .out_type = FloatType::f32,
+                 .b_layout = MatrixLayout::nk,
+                 .has_bias = false,
+                 .out_type = FloatType::f32,
                  .y = QuantizationParams::per_tensor_affine(DType::uint8, 0.7f, 128),
                  .requant_mode = RequantMode::fixed_point};
     std::vector<std::int8_t> a(static_cast<std::size_t>(M * K)), b(static_cast<std::size_t>(N * K));

@@ -1,10 +1,10 @@
 #include "test_support.h"
 
-#include <cstdlib>
-#include <random>
-
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <random>
 
 #include "qforge/log.h"
 

@@ -60,8 +60,7 @@ TEST(WorkingPlugins, ScalarPluginMatchesReferenceOnRandomInput) {
   const auto n = static_cast<std::size_t>(element_count(shape));
   std::vector<float> x(n);
   for (auto& v : x) v = value(rng);
-  const QuantizeDesc desc{shape,
-                          QuantizationParams::per_tensor_affine(DType::int8, 0.037f, -5)};
+  const QuantizeDesc desc{shape, QuantizationParams::per_tensor_affine(DType::int8, 0.037f, -5)};
   std::vector<std::int8_t> got(n, 99), want(n, -99);
   ops->quantize(desc, x.data(), got.data());
   reference::quantize(desc, x.data(), want.data());

@@ -14,9 +14,16 @@ namespace qforge::test {
 // A MatmulDesc with the common fields set and the others at their defaults.
 inline MatmulDesc matmul(std::int64_t m, std::int64_t n, std::int64_t k, QuantizationParams a,
                          QuantizationParams b, MatrixLayout layout = MatrixLayout::kn) {
-  return MatmulDesc{.m = m, .n = n, .k = k, .a = std::move(a), .b = std::move(b),
-                    .b_layout = layout, .has_bias = false, .out_type = FloatType::f32,
-                    .y = std::nullopt, .requant_mode = RequantMode::float_multiplier};
+  return MatmulDesc{.m = m,
+                    .n = n,
+                    .k = k,
+                    .a = std::move(a),
+                    .b = std::move(b),
+                    .b_layout = layout,
+                    .has_bias = false,
+                    .out_type = FloatType::f32,
+                    .y = std::nullopt,
+                    .requant_mode = RequantMode::float_multiplier};
 }
 
 // Packed storage holding random values of dtype t over its full range.
@@ -67,7 +74,8 @@ struct RandomMatmul {
   std::vector<std::uint8_t> a, b;
 };
 
-inline RandomMatmul random_matmul(std::mt19937_64& rng, bool allow_block_b, std::int64_t max_dim = 9) {
+inline RandomMatmul random_matmul(std::mt19937_64& rng, bool allow_block_b,
+                                  std::int64_t max_dim = 9) {
   const auto pick_dtype = [&] { return static_cast<DType>(uniform_int(rng, 0, 6)); };
   const auto pick_mapping = [&](DType t) {
     return t == DType::binary ? Mapping::symmetric : static_cast<Mapping>(uniform_int(rng, 0, 1));
@@ -81,13 +89,14 @@ inline RandomMatmul random_matmul(std::mt19937_64& rng, bool allow_block_b, std:
   if (traits(ta).bits == 16 && traits(tb).bits == 16) tb = DType::int8;
   const Mapping ma = pick_mapping(ta), mb = pick_mapping(tb);
   const bool a_rows = uniform_int(rng, 0, 1);
-  QuantizationParams ap = a_rows
-      ? QuantizationParams::per_channel(ta, ma, 0, random_scales(rng, M),
-                                        random_zero_points(rng, ta, ma, M))
-      : QuantizationParams(ta, Scheme{ma, Granularity::per_tensor}, random_scales(rng, 1),
-                           random_zero_points(rng, ta, ma, 1));
+  QuantizationParams ap =
+      a_rows ? QuantizationParams::per_channel(ta, ma, 0, random_scales(rng, M),
+                                               random_zero_points(rng, ta, ma, M))
+             : QuantizationParams(ta, Scheme{ma, Granularity::per_tensor}, random_scales(rng, 1),
+                                  random_zero_points(rng, ta, ma, 1));
   const auto layout = uniform_int(rng, 0, 1) ? MatrixLayout::kn : MatrixLayout::nk;
-  const int b_kind = static_cast<int>(uniform_int(rng, 0, allow_block_b && layout == MatrixLayout::nk ? 2 : 1));
+  const int b_kind =
+      static_cast<int>(uniform_int(rng, 0, allow_block_b && layout == MatrixLayout::nk ? 2 : 1));
   std::optional<QuantizationParams> bp;
   if (b_kind == 0) {
     bp.emplace(tb, Scheme{mb, Granularity::per_tensor}, random_scales(rng, 1),

@@ -43,7 +43,8 @@ TEST(DynamicQuantize, OnnxExamples) {
   r = run({1, 2.1f, 1.3f, 2.5f, 3.34f, 4.0f, 1.5f, 2.6f, 3.9f, 4.0f, 3.0f, 2.345f}, {3, 4});
   EXPECT_EQ(r.params.scale(), 0.015686275f);
   EXPECT_EQ(r.params.zero_point(), 0);
-  EXPECT_EQ(r.y, (std::vector<std::uint8_t>{64, 134, 83, 159, 213, 255, 96, 166, 249, 255, 191, 149}));
+  EXPECT_EQ(r.y,
+            (std::vector<std::uint8_t>{64, 134, 83, 159, 213, 255, 96, 166, 249, 255, 191, 149}));
 }
 
 TEST(DynamicQuantize, ConstantEmptyAndNonFinite) {
@@ -91,16 +92,19 @@ TEST(DynamicQuantize, RandomAgreesWithParamsFromRange) {
     std::vector<float> x(n);
     for (auto& v : x) v = test::uniform(rng, -span, span) + shift;
     const auto r = run(x);
-    const float lo = *std::min_element(x.begin(), x.end()), hi = *std::max_element(x.begin(), x.end());
+    const float lo = *std::min_element(x.begin(), x.end()),
+                hi = *std::max_element(x.begin(), x.end());
     const auto p = reference::params_from_range(DType::uint8, Mapping::affine, lo, hi);
     ASSERT_EQ(r.params, p);
     // Independent formulas in float32 (ONNX reference implementation).
     const float mx = std::max(0.0f, hi), mn = std::min(0.0f, lo);
     const float s = (mx - mn) / 255.0f;
     ASSERT_EQ(r.params.scale(), s);
-    ASSERT_EQ(r.params.zero_point(), std::clamp(static_cast<int>(std::nearbyint(0.0f - mn / s)), 0, 255));
+    ASSERT_EQ(r.params.zero_point(),
+              std::clamp(static_cast<int>(std::nearbyint(0.0f - mn / s)), 0, 255));
     for (std::size_t i = 0; i < n; ++i)
-      ASSERT_EQ(r.y[i], std::clamp(std::nearbyint(x[i] / s) + r.params.zero_point(), 0.0f, 255.0f)) << i;
+      ASSERT_EQ(r.y[i], std::clamp(std::nearbyint(x[i] / s) + r.params.zero_point(), 0.0f, 255.0f))
+          << i;
   }
 }
 

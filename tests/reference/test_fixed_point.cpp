@@ -25,9 +25,9 @@ TEST(FixedPoint, QuantizeMultiplier) {
   expect_multiplier(0.5, 1 << 30, 0);
   expect_multiplier(1.0, 1 << 30, 1);
   expect_multiplier(0.25, 1 << 30, -1);
-  expect_multiplier(0.75, 1610612736, 0);           // 0.75 * 2^31
-  expect_multiplier(0.1, 1717986918, -3);           // 0.8 * 2^31 = 1717986918.4 -> rounds down
-  expect_multiplier(3.0, 1610612736, 2);            // 0.75 * 2^2
+  expect_multiplier(0.75, 1610612736, 0);  // 0.75 * 2^31
+  expect_multiplier(0.1, 1717986918, -3);  // 0.8 * 2^31 = 1717986918.4 -> rounds down
+  expect_multiplier(3.0, 1610612736, 2);   // 0.75 * 2^2
   expect_multiplier(1.0 - std::ldexp(1.0, -40), 1 << 30, 1);  // q rounds to 1.0: halved, shift + 1
   expect_multiplier(std::ldexp(1.0, -32), 1 << 30, -31);      // smallest kept
   expect_multiplier(std::ldexp(1.0, -33), 0, 0);              // shift < -31 flushes to zero
@@ -45,7 +45,7 @@ TEST(FixedPoint, SaturatingRoundingDoublingHighMul) {
   EXPECT_EQ(saturating_rounding_doubling_high_mul(kMin, kMin), kMax);  // the one saturating case
   EXPECT_EQ(saturating_rounding_doubling_high_mul(1 << 30, 1 << 30), 1 << 29);
   EXPECT_EQ(saturating_rounding_doubling_high_mul(100, 1 << 30), 50);
-  EXPECT_EQ(saturating_rounding_doubling_high_mul(101, 1 << 30), 51);   // 50.5 -> 51
+  EXPECT_EQ(saturating_rounding_doubling_high_mul(101, 1 << 30), 51);    // 50.5 -> 51
   EXPECT_EQ(saturating_rounding_doubling_high_mul(-101, 1 << 30), -50);  // -50.5 -> -50 (ties up)
   EXPECT_EQ(saturating_rounding_doubling_high_mul(-103, 1 << 30), -51);  // -51.5 -> -51
   EXPECT_EQ(saturating_rounding_doubling_high_mul(-102, 1 << 30), -51);
@@ -64,20 +64,20 @@ TEST(FixedPoint, RoundingDivideByPOT) {
   EXPECT_EQ(rounding_divide_by_pot(123, 0), 123);
   EXPECT_EQ(rounding_divide_by_pot(kMin, 31), -1);
   EXPECT_EQ(rounding_divide_by_pot(kMax, 31), 1);
-  EXPECT_EQ(rounding_divide_by_pot(kMin, 40), 0);   // beyond gemmlowp's range: same rule
-  EXPECT_EQ(rounding_divide_by_pot(kMax, 32), 0);   // 0.49999...
+  EXPECT_EQ(rounding_divide_by_pot(kMin, 40), 0);  // beyond gemmlowp's range: same rule
+  EXPECT_EQ(rounding_divide_by_pot(kMax, 32), 0);  // 0.49999...
 }
 
 TEST(FixedPoint, MultiplyByQuantizedMultiplier) {
   const auto half = quantize_multiplier(0.5);
   EXPECT_EQ(multiply_by_quantized_multiplier(100, half), 50);
-  EXPECT_EQ(multiply_by_quantized_multiplier(3, half), 2);    // 1.5 -> 2
-  EXPECT_EQ(multiply_by_quantized_multiplier(-3, half), -1);  // -1.5 -> -1 (SRDHM ties up)
-  const auto quarter = quantize_multiplier(0.25);            // 2^30, shift -1
-  EXPECT_EQ(multiply_by_quantized_multiplier(3, quarter), 1);   // SRDHM 2, then 2 / 2 = 1
-  EXPECT_EQ(multiply_by_quantized_multiplier(6, quarter), 2);   // SRDHM 3, then 1.5 -> 2
+  EXPECT_EQ(multiply_by_quantized_multiplier(3, half), 2);       // 1.5 -> 2
+  EXPECT_EQ(multiply_by_quantized_multiplier(-3, half), -1);     // -1.5 -> -1 (SRDHM ties up)
+  const auto quarter = quantize_multiplier(0.25);                // 2^30, shift -1
+  EXPECT_EQ(multiply_by_quantized_multiplier(3, quarter), 1);    // SRDHM 2, then 2 / 2 = 1
+  EXPECT_EQ(multiply_by_quantized_multiplier(6, quarter), 2);    // SRDHM 3, then 1.5 -> 2
   EXPECT_EQ(multiply_by_quantized_multiplier(-6, quarter), -2);  // SRDHM -3, then -1.5 -> -2
-  const auto three = quantize_multiplier(3.0);  // 0.75 * 2^31, shift 2
+  const auto three = quantize_multiplier(3.0);                   // 0.75 * 2^31, shift 2
   EXPECT_EQ(multiply_by_quantized_multiplier(7, three), 21);
   // Left shift overflow saturates: 2^30 * 2^3 does not fit int32.
   EXPECT_EQ(multiply_by_quantized_multiplier(1 << 30, quantize_multiplier(4.0)), 1 << 30);
@@ -88,14 +88,16 @@ TEST(FixedPoint, MultiplyByQuantizedMultiplier) {
   EXPECT_EQ(multiply_by_quantized_multiplier(-3, FixedPointMultiplier{1 << 30, 1000}), -(1 << 30));
   EXPECT_EQ(multiply_by_quantized_multiplier(kMax, FixedPointMultiplier{1 << 30, kMin}), 0);
   // 0.0066 * 0.00705 / 0.0107 applied to 1000: 4.3486 -> 4
-  EXPECT_EQ(multiply_by_quantized_multiplier(1000, quantize_multiplier(0.0066 * 0.00705 / 0.0107)), 4);
+  EXPECT_EQ(multiply_by_quantized_multiplier(1000, quantize_multiplier(0.0066 * 0.00705 / 0.0107)),
+            4);
 }
 
 TEST(FixedPoint, RequantizeValueModesAgreeWithinOne) {
   QFORGE_SEEDED_RNG(rng);
   for (int i = 0; i < 200000; ++i) {
     const auto c = static_cast<std::int32_t>(test::uniform_int(rng, -(1 << 20), 1 << 20));
-    const float m = std::ldexp(test::uniform(rng, 0.5f, 1.0f), static_cast<int>(test::uniform_int(rng, -24, 0)));
+    const float m = std::ldexp(test::uniform(rng, 0.5f, 1.0f),
+                               static_cast<int>(test::uniform_int(rng, -24, 0)));
     const auto f = requantize_value(c, m, RequantMode::float_multiplier, 0, kMin, kMax);
     const auto x = requantize_value(c, m, RequantMode::fixed_point, 0, kMin, kMax);
     ASSERT_LE(std::abs(f - x), 1) << "c=" << c << " m=" << m;

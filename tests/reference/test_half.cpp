@@ -96,8 +96,8 @@ TEST(Half, KnownValues) {
   EXPECT_EQ(to_float16(std::nextafter(std::ldexp(1.0f, -25), 1.0f)).bits, 0x0001);
   EXPECT_EQ(to_float16(std::ldexp(3.0f, -25)).bits, 0x0002);  // 1.5 units ties to 2
   EXPECT_EQ(to_float16(-0.0f).bits, 0x8000);
-  EXPECT_EQ(to_float16(1.0f + std::ldexp(1.0f, -11)).bits, 0x3C00);        // tie to even
-  EXPECT_EQ(to_float16(1.0f + 3 * std::ldexp(1.0f, -11)).bits, 0x3C02);    // tie to even
+  EXPECT_EQ(to_float16(1.0f + std::ldexp(1.0f, -11)).bits, 0x3C00);      // tie to even
+  EXPECT_EQ(to_float16(1.0f + 3 * std::ldexp(1.0f, -11)).bits, 0x3C02);  // tie to even
   EXPECT_TRUE(std::isnan(to_float(to_float16(std::numeric_limits<float>::quiet_NaN()))));
   EXPECT_EQ(to_bfloat16(1.0f).bits, 0x3F80);
   EXPECT_EQ(to_bfloat16(float_of(0x3F808000)).bits, 0x3F80);  // tie to even
@@ -114,7 +114,9 @@ TEST(Half, NarrowingIsRoundToNearestEven) {
     // Random bit patterns cover every exponent; a second set concentrates on the f16 range.
     float f = float_of(static_cast<std::uint32_t>(rng()));
     if (std::isnan(f)) continue;
-    if (i % 2) f = std::ldexp(test::uniform(rng, -2.0f, 2.0f), static_cast<int>(test::uniform_int(rng, -27, 17)));
+    if (i % 2)
+      f = std::ldexp(test::uniform(rng, -2.0f, 2.0f),
+                     static_cast<int>(test::uniform_int(rng, -27, 17)));
     expect_nearest(f, to_float16(f).bits, true);
     expect_nearest(f, to_bfloat16(f).bits, false);
 #ifdef __FLT16_MAX__

@@ -34,7 +34,7 @@ TEST(Linear, HandExample) {
   const std::vector<float> dy = {1.0f, 0.0f, 0.0f, 2.0f};
   std::vector<float> dx(4), dw(4), db(2);
   linear_backward(d, dy.data(), xq.data(), xp, w.data(), dx.data(), dw.data(), db.data());
-  EXPECT_EQ(dx, (std::vector<float>{1.0f, 0.0f, -1.0f, 1.0f}));        // dY deq(W)
+  EXPECT_EQ(dx, (std::vector<float>{1.0f, 0.0f, -1.0f, 1.0f}));               // dY deq(W)
   EXPECT_EQ(dw, (std::vector<float>{32 * sx, -95 * sx, 32 * sx, 254 * sx}));  // dY^T deq(Xq)
   EXPECT_EQ(db, (std::vector<float>{1.0f, 2.0f}));
 }
@@ -42,7 +42,8 @@ TEST(Linear, HandExample) {
 TEST(Linear, ZeroInputUsesScaleFloor) {
   const std::vector<float> x(6, 0.0f);
   const std::vector<std::int8_t> w(6, 5);
-  LinearDesc d{2, 2, 3, QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0, {1, 2})};
+  LinearDesc d{2, 2, 3,
+               QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0, {1, 2})};
   std::vector<std::int8_t> xq(6, 9);
   std::vector<float> y(4, 9);
   const auto xp = linear_forward(d, x.data(), w.data(), nullptr, xq.data(), y.data());
@@ -85,7 +86,8 @@ TEST(Linear, RandomForwardBitExactBackwardWithinTolerance) {
     ASSERT_EQ(xp.scale(), sx);
     const auto swn = [&](std::int64_t n) { return sw[per_row ? static_cast<std::size_t>(n) : 0]; };
     for (std::size_t i = 0; i < x.size(); ++i)
-      ASSERT_EQ(xq[i], static_cast<std::int8_t>(std::clamp(std::nearbyint(x[i] / sx), -127.0f, 127.0f)));
+      ASSERT_EQ(xq[i],
+                static_cast<std::int8_t>(std::clamp(std::nearbyint(x[i] / sx), -127.0f, 127.0f)));
     for (std::int64_t m = 0; m < M; ++m)
       for (std::int64_t n = 0; n < N; ++n) {
         std::int64_t acc = 0;
@@ -162,28 +164,37 @@ TEST(Linear, Errors) {
   const auto fwd = [&](const LinearDesc& d) {
     linear_forward(d, f.data(), q.data(), f.data(), q.data(), f.data());
   };
-  EXPECT_QFORGE_ERROR(fwd(LinearDesc{2, 2, 2, QuantizationParams::per_tensor_symmetric(DType::int4, 1.0f)}),
-                      ErrorCode::invalid_argument, "expected int8 symmetric");
-  EXPECT_QFORGE_ERROR(fwd(LinearDesc{2, 2, 2, QuantizationParams::per_tensor_affine(DType::int8, 1.0f, 3)}),
-                      ErrorCode::invalid_argument, "weight params int8 per_tensor_affine");
-  EXPECT_QFORGE_ERROR(fwd(LinearDesc{2, 2, 2, QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 1, {1, 1})}),
-                      ErrorCode::invalid_argument, "per_channel(axis 0) of [N, K]");
-  EXPECT_QFORGE_ERROR(fwd(LinearDesc{2, 3, 2, QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0, {1, 1})}),
-                      ErrorCode::shape_mismatch, "expected 3");
+  EXPECT_QFORGE_ERROR(
+      fwd(LinearDesc{2, 2, 2, QuantizationParams::per_tensor_symmetric(DType::int4, 1.0f)}),
+      ErrorCode::invalid_argument, "expected int8 symmetric");
+  EXPECT_QFORGE_ERROR(
+      fwd(LinearDesc{2, 2, 2, QuantizationParams::per_tensor_affine(DType::int8, 1.0f, 3)}),
+      ErrorCode::invalid_argument, "weight params int8 per_tensor_affine");
+  EXPECT_QFORGE_ERROR(
+      fwd(LinearDesc{2, 2, 2,
+                     QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 1, {1, 1})}),
+      ErrorCode::invalid_argument, "per_channel(axis 0) of [N, K]");
+  EXPECT_QFORGE_ERROR(
+      fwd(LinearDesc{2, 3, 2,
+                     QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0, {1, 1})}),
+      ErrorCode::shape_mismatch, "expected 3");
   EXPECT_QFORGE_ERROR(fwd(LinearDesc{2, -2, 2, sym}), ErrorCode::invalid_argument, "n = -2");
   LinearDesc with_bias{2, 2, 2, sym, true};
   EXPECT_QFORGE_ERROR(linear_forward(with_bias, f.data(), q.data(), nullptr, q.data(), f.data()),
                       ErrorCode::invalid_argument, "bias (has_bias is set) is null");
   std::vector<float> bad = {1.0f, std::numeric_limits<float>::quiet_NaN(), 0, 0};
-  EXPECT_QFORGE_ERROR(linear_forward(LinearDesc{2, 2, 2, sym}, bad.data(), q.data(), nullptr, q.data(), f.data()),
-                      ErrorCode::invalid_argument, "x[1] = nan; expected finite inputs");
+  EXPECT_QFORGE_ERROR(
+      linear_forward(LinearDesc{2, 2, 2, sym}, bad.data(), q.data(), nullptr, q.data(), f.data()),
+      ErrorCode::invalid_argument, "x[1] = nan; expected finite inputs");
   EXPECT_QFORGE_ERROR(linear_backward(LinearDesc{2, 2, 2, sym}, f.data(), q.data(),
                                       QuantizationParams::per_tensor_affine(DType::int8, 1.0f, 1),
                                       q.data(), f.data(), f.data(), nullptr),
                       ErrorCode::invalid_argument, "xq params int8 per_tensor_affine");
-  EXPECT_QFORGE_ERROR(linear_backward(with_bias, f.data(), q.data(), sym, q.data(), f.data(), f.data(), nullptr),
-                      ErrorCode::invalid_argument, "db (has_bias is set) is null");
-  EXPECT_QFORGE_ERROR(linear_backward(LinearDesc{2, 2, 2, sym}, f.data(), q.data(), sym, q.data(), nullptr, f.data(), nullptr),
+  EXPECT_QFORGE_ERROR(
+      linear_backward(with_bias, f.data(), q.data(), sym, q.data(), f.data(), f.data(), nullptr),
+      ErrorCode::invalid_argument, "db (has_bias is set) is null");
+  EXPECT_QFORGE_ERROR(linear_backward(LinearDesc{2, 2, 2, sym}, f.data(), q.data(), sym, q.data(),
+                                      nullptr, f.data(), nullptr),
                       ErrorCode::invalid_argument, "dx is null");
 }
 

@@ -14,8 +14,8 @@ using reference::dequantize_log_value;
 using reference::quantize_log_value;
 
 TEST(Logarithmic, Encoding) {
-  EXPECT_EQ(quantize_log_value(1.0f, 1.0f, DType::int8), 1);    // s * 2^0
-  EXPECT_EQ(quantize_log_value(0.5f, 1.0f, DType::int8), 2);    // s * 2^-1
+  EXPECT_EQ(quantize_log_value(1.0f, 1.0f, DType::int8), 1);  // s * 2^0
+  EXPECT_EQ(quantize_log_value(0.5f, 1.0f, DType::int8), 2);  // s * 2^-1
   EXPECT_EQ(quantize_log_value(0.25f, 1.0f, DType::int8), 3);
   EXPECT_EQ(quantize_log_value(-0.25f, 1.0f, DType::int8), -3);
   EXPECT_EQ(quantize_log_value(0.0f, 1.0f, DType::int8), 0);
@@ -26,13 +26,14 @@ TEST(Logarithmic, Encoding) {
   EXPECT_EQ(dequantize_log_value(3, 6.0f), 1.5f);
   EXPECT_EQ(dequantize_log_value(-4, 6.0f), -0.75f);
   EXPECT_EQ(dequantize_log_value(127, 1.0f), std::ldexp(1.0f, -126));
-  EXPECT_EQ(dequantize_log_value(std::numeric_limits<std::int32_t>::min(), 1e30f), 0.0f);  // underflow
+  EXPECT_EQ(dequantize_log_value(std::numeric_limits<std::int32_t>::min(), 1e30f),
+            0.0f);  // underflow
 }
 
 TEST(Logarithmic, RoundsInTheLogDomainAtSqrt2) {
   // Between 0.5 and 1 the boundary is 1/sqrt(2) = 0.70710678...; no float equals it.
-  const float below = 0x1.6a09e6p-1f;  // 0.70710677
-  const float above = 0x1.6a09e8p-1f;  // 0.70710683
+  const float below = 0x1.6a09e6p-1f;                          // 0.70710677
+  const float above = 0x1.6a09e8p-1f;                          // 0.70710683
   EXPECT_EQ(quantize_log_value(below, 1.0f, DType::int8), 2);  // -> 0.5
   EXPECT_EQ(quantize_log_value(above, 1.0f, DType::int8), 1);  // -> 1.0
   // Not the linear midpoint 0.75: 0.74 is linearly nearer to 0.5 but log2(0.74) = -0.43
@@ -45,7 +46,7 @@ TEST(Logarithmic, RoundsInTheLogDomainAtSqrt2) {
 
 TEST(Logarithmic, SaturationAndUnderflow) {
   const float inf = std::numeric_limits<float>::infinity();
-  EXPECT_EQ(quantize_log_value(1.4f, 1.0f, DType::int8), 1);   // rounds down to s
+  EXPECT_EQ(quantize_log_value(1.4f, 1.0f, DType::int8), 1);    // rounds down to s
   EXPECT_EQ(quantize_log_value(100.0f, 1.0f, DType::int8), 1);  // clips to s
   EXPECT_EQ(quantize_log_value(inf, 1.0f, DType::int8), 1);
   EXPECT_EQ(quantize_log_value(-inf, 1.0f, DType::int8), -1);
@@ -98,8 +99,10 @@ TEST(Logarithmic, MatchesLog2Oracle) {
   for (int i = 0; i < 200000; ++i) {
     const DType t = static_cast<DType>(test::uniform_int(rng, 0, 5));
     const auto& tr = traits(t);
-    const float s = std::ldexp(test::uniform(rng, 0.5f, 1.0f), static_cast<int>(test::uniform_int(rng, -10, 10)));
-    const float x = std::ldexp(test::uniform(rng, -1.0f, 1.0f), static_cast<int>(test::uniform_int(rng, -20, 12)));
+    const float s = std::ldexp(test::uniform(rng, 0.5f, 1.0f),
+                               static_cast<int>(test::uniform_int(rng, -10, 10)));
+    const float x = std::ldexp(test::uniform(rng, -1.0f, 1.0f),
+                               static_cast<int>(test::uniform_int(rng, -20, 12)));
     // Independent: round log2 in double (no float is within 1e-8 of a half-integer log2, far
     // beyond double's error), then clip and underflow as documented.
     std::int32_t expected = 0;

@@ -20,7 +20,9 @@ float expected_y(const MatmulDesc& d, const void* a, const void* b, const float*
                  std::int64_t m, std::int64_t n) {
   const float sa = d.a.scale(d.a.param_index(d.a_shape(), m * d.k));
   const Shape bs = d.b_shape();
-  const auto b_flat = [&](std::int64_t k) { return d.b_layout == MatrixLayout::kn ? k * d.n + n : n * d.k + k; };
+  const auto b_flat = [&](std::int64_t k) {
+    return d.b_layout == MatrixLayout::kn ? k * d.n + n : n * d.k + k;
+  };
   float v = 0.0f;
   if (d.b.scheme().granularity != Granularity::block) {
     const float sb = d.b.scale(d.b.param_index(bs, b_flat(0)));
@@ -43,7 +45,7 @@ TEST(MatmulDequant, HandExample) {
   const std::int8_t b[] = {1, 0, 0, 1};
   const float bias[] = {0.25f, -1.0f};
   MatmulDesc d = test::matmul(2, 2, 2, QuantizationParams::per_tensor_symmetric(DType::int8, 0.5f),
-               QuantizationParams::per_tensor_symmetric(DType::int8, 2.0f));
+                              QuantizationParams::per_tensor_symmetric(DType::int8, 2.0f));
   d.has_bias = true;
   std::vector<float> y(4);
   matmul_dequant(d, a, b, bias, y.data());
@@ -57,9 +59,10 @@ TEST(MatmulDequant, BlockwisePartialSums) {
   // B [1, 5] nk int8, blocks of 2 with scales {1, 0.5, 0.25}; A = ones, sa = 2.
   const std::int8_t a[] = {1, 1, 1, 1, 1};
   const std::int8_t b[] = {4, 4, 8, 8, 16};
-  const MatmulDesc d = test::matmul(1, 1, 5, QuantizationParams::per_tensor_symmetric(DType::int8, 2.0f),
-                     QuantizationParams::blockwise(DType::int8, Mapping::symmetric, 2, {1, 0.5f, 0.25f}),
-                     MatrixLayout::nk);
+  const MatmulDesc d = test::matmul(
+      1, 1, 5, QuantizationParams::per_tensor_symmetric(DType::int8, 2.0f),
+      QuantizationParams::blockwise(DType::int8, Mapping::symmetric, 2, {1, 0.5f, 0.25f}),
+      MatrixLayout::nk);
   float y = 0;
   matmul_dequant(d, a, b, nullptr, &y);
   EXPECT_EQ(y, 2.0f * (8 * 1 + 16 * 0.5f + 16 * 0.25f));
@@ -85,7 +88,8 @@ TEST(MatmulDequant, RandomMatchesDocumentedOrderBitForBit) {
         std::vector<std::uint8_t> one(4);
         store_float(d.out_type, one.data(), 0, e);
         const auto i = static_cast<std::size_t>(m * d.n + n);
-        ASSERT_EQ(bits(load_float(d.out_type, y.data(), i)), bits(load_float(d.out_type, one.data(), 0)))
+        ASSERT_EQ(bits(load_float(d.out_type, y.data(), i)),
+                  bits(load_float(d.out_type, one.data(), 0)))
             << "(" << m << ", " << n << ")";
       }
   }
@@ -102,11 +106,12 @@ TEST(MatmulDequant, Errors) {
   const auto i16 = QuantizationParams::per_tensor_affine(DType::int16, 1.0f, 0);
   std::vector<std::int16_t> big(4, -32768);
   float y[1];
-  EXPECT_QFORGE_ERROR(matmul_dequant(test::matmul(1, 1, 4, i16, i16), big.data(), big.data(), nullptr, y),
-                      ErrorCode::overflow, "C[0, 0]");
+  EXPECT_QFORGE_ERROR(
+      matmul_dequant(test::matmul(1, 1, 4, i16, i16), big.data(), big.data(), nullptr, y),
+      ErrorCode::overflow, "C[0, 0]");
   const auto blocks = QuantizationParams::blockwise(DType::int16, Mapping::affine, 2, {1, 1});
-  EXPECT_QFORGE_ERROR(matmul_dequant(test::matmul(1, 1, 4, i16, blocks, MatrixLayout::nk), big.data(),
-                                     big.data(), nullptr, y),
+  EXPECT_QFORGE_ERROR(matmul_dequant(test::matmul(1, 1, 4, i16, blocks, MatrixLayout::nk),
+                                     big.data(), big.data(), nullptr, y),
                       ErrorCode::overflow, "C[0, 0] (block 0) = 2147483648");
 }
 

@@ -17,8 +17,9 @@ std::vector<std::uint8_t> bytes_of(DType t, const std::vector<std::int32_t>& v) 
 TEST(MatmulInteger, OnnxExample) {
   const auto a = bytes_of(DType::uint8, {11, 7, 3, 10, 6, 2, 9, 5, 1, 8, 4, 0});
   const auto b = bytes_of(DType::uint8, {1, 4, 2, 5, 3, 6});
-  MatmulDesc d = test::matmul(4, 2, 3, QuantizationParams::per_tensor_affine(DType::uint8, 1.0f, 12),
-               QuantizationParams::per_tensor_affine(DType::uint8, 1.0f, 0), MatrixLayout::kn);
+  MatmulDesc d =
+      test::matmul(4, 2, 3, QuantizationParams::per_tensor_affine(DType::uint8, 1.0f, 12),
+                   QuantizationParams::per_tensor_affine(DType::uint8, 1.0f, 0), MatrixLayout::kn);
   std::vector<std::int32_t> c(8);
   matmul_integer(d, a.data(), b.data(), c.data());
   EXPECT_EQ(c, (std::vector<std::int32_t>{-38, -83, -44, -98, -50, -113, -56, -128}));
@@ -34,10 +35,10 @@ TEST(MatmulInteger, PerRowPerColumnAndBlockZeroPoints) {
   // A [2, 3] int8, za per row = {1, -1}; B [3, 2] kn uint8, zb per column = {2, 0}.
   const auto a = bytes_of(DType::int8, {1, 2, 3, -1, 0, 1});
   const auto b = bytes_of(DType::uint8, {2, 1, 3, 0, 4, 2});
-  const MatmulDesc d = test::matmul(2, 2, 3,
-                     QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, {1, 1}, {1, -1}),
-                     QuantizationParams::per_channel(DType::uint8, Mapping::affine, 1, {1, 1}, {2, 0}),
-                     MatrixLayout::kn);
+  const MatmulDesc d = test::matmul(
+      2, 2, 3, QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, {1, 1}, {1, -1}),
+      QuantizationParams::per_channel(DType::uint8, Mapping::affine, 1, {1, 1}, {2, 0}),
+      MatrixLayout::kn);
   std::vector<std::int32_t> c(4);
   matmul_integer(d, a.data(), b.data(), c.data());
   // A - za = [[0, 1, 2], [0, 1, 2]]; B - zb = [[0, 1], [1, 0], [2, 2]].
@@ -45,9 +46,10 @@ TEST(MatmulInteger, PerRowPerColumnAndBlockZeroPoints) {
   // Block zero points along K for B [N=1, K=5], blocks of 2: zb = {1, 2, 3}.
   const auto a2 = bytes_of(DType::int8, {1, 1, 1, 1, 1});
   const auto b2 = bytes_of(DType::int4, {1, 2, 3, 4, 5});
-  const MatmulDesc blk = test::matmul(1, 1, 5, QuantizationParams::per_tensor_affine(DType::int8, 1.0f, 0),
-                       QuantizationParams::blockwise(DType::int4, Mapping::affine, 2, {1, 1, 1}, {1, 2, 3}),
-                       MatrixLayout::nk);
+  const MatmulDesc blk = test::matmul(
+      1, 1, 5, QuantizationParams::per_tensor_affine(DType::int8, 1.0f, 0),
+      QuantizationParams::blockwise(DType::int4, Mapping::affine, 2, {1, 1, 1}, {1, 2, 3}),
+      MatrixLayout::nk);
   std::int32_t c2 = 0;
   matmul_integer(blk, a2.data(), b2.data(), &c2);
   EXPECT_EQ(c2, (0 + 1) + (1 + 2) + 2);
@@ -114,7 +116,8 @@ TEST(MatmulInteger, Int32SafeKIsTight) {
   const auto u8z = QuantizationParams::per_tensor_affine(DType::uint8, 1.0f, 128);
   EXPECT_EQ(int32_safe_k(test::matmul(1, 1, 1, u8z, i8)), 131071);
   // Per-row zero points: the worst one counts (uint8 zp 3 -> 252, zp 250 -> 250).
-  const auto rows = QuantizationParams::per_channel(DType::uint8, Mapping::affine, 0, {1, 1}, {3, 250});
+  const auto rows =
+      QuantizationParams::per_channel(DType::uint8, Mapping::affine, 0, {1, 1}, {3, 250});
   EXPECT_EQ(int32_safe_k(test::matmul(2, 1, 1, rows, u8)), 2147483647 / (252 * 255));
   const auto bin = QuantizationParams::per_tensor_symmetric(DType::binary, 1.0f);
   EXPECT_EQ(int32_safe_k(test::matmul(1, 1, 1, bin, bin)), 2147483647);
@@ -126,22 +129,25 @@ TEST(MatmulInteger, Errors) {
   const auto pt = QuantizationParams::per_tensor_affine(DType::int8, 1.0f, 0);
   std::vector<std::uint8_t> buf(64);
   std::vector<std::int32_t> c(16);
-  const auto call = [&](const MatmulDesc& d) { matmul_integer(d, buf.data(), buf.data(), c.data()); };
+  const auto call = [&](const MatmulDesc& d) {
+    matmul_integer(d, buf.data(), buf.data(), c.data());
+  };
   EXPECT_QFORGE_ERROR(call(test::matmul(-1, 2, 2, pt, pt)), ErrorCode::invalid_argument,
                       "m = -1; expected >= 0");
-  EXPECT_QFORGE_ERROR(call(test::matmul(2, 2, 2, QuantizationParams::logarithmic(DType::int8, 1.0f), pt)),
-                      ErrorCode::invalid_argument, "A (int8 per_tensor_logarithmic");
   EXPECT_QFORGE_ERROR(
-      call(test::matmul(2, 2, 2,
-                      QuantizationParams::blockwise(DType::int8, Mapping::affine, 2, {1, 1}), pt)),
+      call(test::matmul(2, 2, 2, QuantizationParams::logarithmic(DType::int8, 1.0f), pt)),
+      ErrorCode::invalid_argument, "A (int8 per_tensor_logarithmic");
+  EXPECT_QFORGE_ERROR(
+      call(test::matmul(
+          2, 2, 2, QuantizationParams::blockwise(DType::int8, Mapping::affine, 2, {1, 1}), pt)),
       ErrorCode::invalid_argument, "blocks are only defined for B");
   EXPECT_QFORGE_ERROR(
-      call(test::matmul(2, 2, 2,
-                      QuantizationParams::per_channel(DType::int8, Mapping::affine, 1, {1, 1}), pt)),
+      call(test::matmul(
+          2, 2, 2, QuantizationParams::per_channel(DType::int8, Mapping::affine, 1, {1, 1}), pt)),
       ErrorCode::invalid_argument, "expected axis 0");
   EXPECT_QFORGE_ERROR(
-      call(test::matmul(3, 2, 2,
-                      QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, {1, 1}), pt)),
+      call(test::matmul(
+          3, 2, 2, QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, {1, 1}), pt)),
       ErrorCode::shape_mismatch, "2 scales for shape [3, 2]");
   // B per column: axis 1 for kn, axis 0 for nk.
   const auto b_axis0 = QuantizationParams::per_channel(DType::int8, Mapping::affine, 0, {1, 1, 1});
@@ -153,8 +159,9 @@ TEST(MatmulInteger, Errors) {
   call(test::matmul(2, 2, 4, pt, blocks, MatrixLayout::nk));  // the same blocks along K are fine
   EXPECT_QFORGE_ERROR(matmul_integer(test::matmul(2, 2, 2, pt, pt), nullptr, buf.data(), c.data()),
                       ErrorCode::invalid_argument, "a is null for 4 elements");
-  EXPECT_QFORGE_ERROR(matmul_integer(test::matmul(2, 2, 2, pt, pt), buf.data(), buf.data(), nullptr),
-                      ErrorCode::invalid_argument, "c is null");
+  EXPECT_QFORGE_ERROR(
+      matmul_integer(test::matmul(2, 2, 2, pt, pt), buf.data(), buf.data(), nullptr),
+      ErrorCode::invalid_argument, "c is null");
 }
 
 }  // namespace

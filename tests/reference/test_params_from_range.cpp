@@ -84,8 +84,8 @@ TEST(ParamsFromRange, BinaryAndLogarithmic) {
 
 TEST(ParamsFromRange, ZeroRangeGivesScaleOne) {
   for (const Mapping m : {Mapping::affine, Mapping::symmetric, Mapping::logarithmic})
-    for (const DType t : {DType::int8, DType::uint8, DType::int4, DType::uint4, DType::int16,
-                          DType::uint16}) {
+    for (const DType t :
+         {DType::int8, DType::uint8, DType::int4, DType::uint4, DType::int16, DType::uint16}) {
       const auto p = params_from_range(t, m, 0.0f, 0.0f);
       EXPECT_EQ(p.scale(), 1.0f) << name(t) << " " << to_string(m);
     }

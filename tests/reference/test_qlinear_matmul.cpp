@@ -10,8 +10,9 @@ namespace {
 using reference::qlinear_matmul;
 
 MatmulDesc onnx_desc() {
-  MatmulDesc d = test::matmul(2, 3, 4, QuantizationParams::per_tensor_affine(DType::uint8, 0.0066f, 113),
-               QuantizationParams::per_tensor_affine(DType::uint8, 0.00705f, 114));
+  MatmulDesc d =
+      test::matmul(2, 3, 4, QuantizationParams::per_tensor_affine(DType::uint8, 0.0066f, 113),
+                   QuantizationParams::per_tensor_affine(DType::uint8, 0.00705f, 114));
   d.y = QuantizationParams::per_tensor_affine(DType::uint8, 0.0107f, 118);
   return d;
 }
@@ -37,9 +38,9 @@ TEST(QLinearMatmul, RandomPerRowPerColumnMatchesIndependentRequantization) {
     const DType yt = iter % 2 ? DType::int8 : DType::uint8;
     const bool sym = iter % 5 == 0;
     d.y = sym ? QuantizationParams::per_tensor_symmetric(yt, test::uniform(rng, 0.01f, 1.0f))
-              : QuantizationParams::per_tensor_affine(
-                    yt, test::uniform(rng, 0.01f, 1.0f),
-                    static_cast<std::int32_t>(test::uniform_int(rng, traits(yt).qmin, traits(yt).qmax)));
+              : QuantizationParams::per_tensor_affine(yt, test::uniform(rng, 0.01f, 1.0f),
+                                                      static_cast<std::int32_t>(test::uniform_int(
+                                                          rng, traits(yt).qmin, traits(yt).qmax)));
     d.requant_mode = iter % 3 ? RequantMode::float_multiplier : RequantMode::fixed_point;
     SCOPED_TRACE(describe(OpDesc{OpKind::qlinear_matmul, d}));
     std::vector<std::uint8_t> y(static_cast<std::size_t>(d.m * d.n));
@@ -50,7 +51,8 @@ TEST(QLinearMatmul, RandomPerRowPerColumnMatchesIndependentRequantization) {
         const std::int64_t bflat = d.b_layout == MatrixLayout::kn ? n : n * d.k;
         const float sb = d.b.scale(d.b.param_index(d.b_shape(), bflat));
         const float mult = (sa * sb) / d.y->scale();
-        const auto c = static_cast<std::int32_t>(test::naive_dot(d, r.a.data(), r.b.data(), m, n, 0, d.k));
+        const auto c =
+            static_cast<std::int32_t>(test::naive_dot(d, r.a.data(), r.b.data(), m, n, 0, d.k));
         std::int64_t q;
         if (d.requant_mode == RequantMode::float_multiplier)
           q = static_cast<std::int64_t>(std::nearbyint(static_cast<float>(c) * mult));

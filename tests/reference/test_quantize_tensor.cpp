@@ -32,14 +32,14 @@ std::vector<std::uint8_t> run_quantize(const QuantizeDesc& d, const void* x) {
 
 TEST(QuantizeTensor, OnnxPerAxisExample) {
   // ONNX QuantizeLinear with axis = 1 on x of shape [1, 3, 3, 2], uint8.
-  const std::vector<float> x = {-162, 10, -100, 232, -20, -50,   // channel 0: s 2, z 84
-                                -76,  0,  0,    252, 32,  -44,   // channel 1: s 4, z 24
-                                245, -485, -960, -270, -375, -470};  // channel 2: s 5, z 196
-  const std::vector<std::int32_t> expected = {3,   89, 34, 200, 74,  59,  5,   24, 24,
-                                              87,  32, 13, 245, 99, 4,   142, 121, 102};
-  const QuantizeDesc d{{1, 3, 3, 2},
-                       QuantizationParams::per_channel(DType::uint8, Mapping::affine, 1,
-                                                       {2, 4, 5}, {84, 24, 196})};
+  const std::vector<float> x = {-162, 10,   -100, 232,  -20,  -50,    // channel 0: s 2, z 84
+                                -76,  0,    0,    252,  32,   -44,    // channel 1: s 4, z 24
+                                245,  -485, -960, -270, -375, -470};  // channel 2: s 5, z 196
+  const std::vector<std::int32_t> expected = {3,  89, 34, 200, 74, 59, 5,   24,  24,
+                                              87, 32, 13, 245, 99, 4,  142, 121, 102};
+  const QuantizeDesc d{
+      {1, 3, 3, 2},
+      QuantizationParams::per_channel(DType::uint8, Mapping::affine, 1, {2, 4, 5}, {84, 24, 196})};
   const auto q = run_quantize(d, x.data());
   EXPECT_EQ(unpack(DType::uint8, q, 18), expected);
   // DequantizeLinear of the same data gives x back exactly (every x is on the grid).
@@ -47,19 +47,19 @@ TEST(QuantizeTensor, OnnxPerAxisExample) {
   dequantize(d, q.data(), back.data());
   EXPECT_EQ(back, x);
   // The same axis written from the end.
-  const QuantizeDesc neg{{1, 3, 3, 2},
-                         QuantizationParams::per_channel(DType::uint8, Mapping::affine, -3,
-                                                         {2, 4, 5}, {84, 24, 196})};
+  const QuantizeDesc neg{
+      {1, 3, 3, 2},
+      QuantizationParams::per_channel(DType::uint8, Mapping::affine, -3, {2, 4, 5}, {84, 24, 196})};
   EXPECT_EQ(run_quantize(neg, x.data()), q);
 }
 
 TEST(QuantizeTensor, BlockedWithPartialLastBlock) {
   // Blocks of 2 along the last axis of [3, 4], affine uint8 (hand-computed).
   const std::vector<float> x = {6, 12, 50, 5, 1, 8, 4, 5, 0, 20, 10, 4};
-  const QuantizeDesc d{{3, 4},
-                       QuantizationParams::blockwise(DType::uint8, Mapping::affine, 2,
-                                                     {1.5f, 2.5f, 3.0f, 4.9f, 5.1f, 6.9f},
-                                                     {0, 1, 1, 0, 2, 3})};
+  const QuantizeDesc d{
+      {3, 4},
+      QuantizationParams::blockwise(DType::uint8, Mapping::affine, 2,
+                                    {1.5f, 2.5f, 3.0f, 4.9f, 5.1f, 6.9f}, {0, 1, 1, 0, 2, 3})};
   EXPECT_EQ(unpack(DType::uint8, run_quantize(d, x.data()), 12),
             (std::vector<std::int32_t>{4, 8, 21, 3, 1, 4, 1, 1, 2, 6, 4, 4}));
   // Last axis 5 with blocks of 2: 3 blocks per row, the last holding one element.
@@ -70,8 +70,8 @@ TEST(QuantizeTensor, BlockedWithPartialLastBlock) {
   EXPECT_EQ(unpack(DType::int8, run_quantize(p, y.data()), 10),
             (std::vector<std::int32_t>{1, 2, 6, 8, 20, -1, -2, -6, -8, -20}));
   // Wrong number of blocks.
-  const QuantizeDesc bad{{2, 5}, QuantizationParams::blockwise(DType::int8, Mapping::symmetric, 2,
-                                                               {1, 1, 1, 1})};
+  const QuantizeDesc bad{
+      {2, 5}, QuantizationParams::blockwise(DType::int8, Mapping::symmetric, 2, {1, 1, 1, 1})};
   std::vector<std::uint8_t> q(10);
   EXPECT_QFORGE_ERROR(quantize(bad, y.data(), q.data()), ErrorCode::shape_mismatch, "expected 6");
 }
@@ -132,8 +132,8 @@ TEST(QuantizeTensor, EmptyAndScalar) {
   EXPECT_EQ(canary, 0x5A);
   dequantize(empty, nullptr, nullptr);
   // Per-channel params carry at least one pair, so an empty channel axis is refused by name.
-  const QuantizeDesc empty_axis{{0, 4},
-                                QuantizationParams(DType::int8, Scheme::per_channel_affine(0), {1.0f})};
+  const QuantizeDesc empty_axis{
+      {0, 4}, QuantizationParams(DType::int8, Scheme::per_channel_affine(0), {1.0f})};
   EXPECT_QFORGE_ERROR(quantize(empty_axis, nullptr, nullptr), ErrorCode::shape_mismatch,
                       "would need 0 pairs");
 
@@ -161,19 +161,18 @@ TEST(QuantizeTensor, NonFiniteInputs) {
 TEST(QuantizeTensor, Errors) {
   std::vector<float> x(6, 1.0f);
   std::vector<std::uint8_t> q(6);
-  const QuantizeDesc wrong_count{{2, 3}, QuantizationParams::per_channel(DType::int8, Mapping::affine,
-                                                                         1, {1, 1})};
+  const QuantizeDesc wrong_count{
+      {2, 3}, QuantizationParams::per_channel(DType::int8, Mapping::affine, 1, {1, 1})};
   EXPECT_QFORGE_ERROR(quantize(wrong_count, x.data(), q.data()), ErrorCode::shape_mismatch,
                       "2 scales for shape [2, 3]");
-  const QuantizeDesc bad_axis{{2, 3}, QuantizationParams::per_channel(DType::int8, Mapping::affine,
-                                                                      2, {1, 1})};
+  const QuantizeDesc bad_axis{
+      {2, 3}, QuantizationParams::per_channel(DType::int8, Mapping::affine, 2, {1, 1})};
   EXPECT_QFORGE_ERROR(dequantize(bad_axis, q.data(), x.data()), ErrorCode::shape_mismatch,
                       "axis 2 for a tensor of rank 2");
   const QuantizeDesc ok{{2, 3}, QuantizationParams::per_tensor_affine(DType::int8, 1.0f, 0)};
   EXPECT_QFORGE_ERROR(quantize(ok, nullptr, q.data()), ErrorCode::invalid_argument,
                       "x is null for 6 elements");
-  EXPECT_QFORGE_ERROR(dequantize(ok, q.data(), nullptr), ErrorCode::invalid_argument,
-                      "x is null");
+  EXPECT_QFORGE_ERROR(dequantize(ok, q.data(), nullptr), ErrorCode::invalid_argument, "x is null");
   const QuantizeDesc negative{{2, -3}, QuantizationParams::per_tensor_affine(DType::int8, 1.0f, 0)};
   EXPECT_QFORGE_ERROR(quantize(negative, x.data(), q.data()), ErrorCode::shape_mismatch,
                       "expected >= 0");
@@ -183,7 +182,8 @@ TEST(QuantizeTensor, RandomPerChannelMatchesScalarKernel) {
   QFORGE_SEEDED_RNG(rng);
   for (int iter = 0; iter < 200; ++iter) {
     const DType t = static_cast<DType>(test::uniform_int(rng, 0, 6));
-    const Shape shape = {test::uniform_int(rng, 1, 5), test::uniform_int(rng, 1, 7), test::uniform_int(rng, 1, 9)};
+    const Shape shape = {test::uniform_int(rng, 1, 5), test::uniform_int(rng, 1, 7),
+                         test::uniform_int(rng, 1, 9)};
     const int axis = static_cast<int>(test::uniform_int(rng, 0, 2));
     const Mapping m = t == DType::binary ? Mapping::symmetric
                                          : static_cast<Mapping>(test::uniform_int(rng, 0, 2));
@@ -193,7 +193,8 @@ TEST(QuantizeTensor, RandomPerChannelMatchesScalarKernel) {
     for (auto& s : scales) s = test::uniform(rng, 0.01f, 2.0f);
     if (m == Mapping::affine)
       for (std::size_t c = 0; c < channels; ++c)
-        zps.push_back(static_cast<std::int32_t>(test::uniform_int(rng, traits(t).qmin, traits(t).qmax)));
+        zps.push_back(
+            static_cast<std::int32_t>(test::uniform_int(rng, traits(t).qmin, traits(t).qmax)));
     const QuantizeDesc d{shape, QuantizationParams::per_channel(t, m, axis, scales, zps)};
     const auto n = static_cast<std::size_t>(element_count(shape));
     std::vector<float> x(n);
@@ -211,8 +212,9 @@ TEST(QuantizeTensor, RandomPerChannelMatchesScalarKernel) {
       const float s = scales[c];
       const std::int32_t z = d.params.zero_point(c);
       const std::int32_t expected =
-          m == Mapping::logarithmic ? reference::quantize_log_value(x[i], s, t)
-                                    : reference::quantize_value(x[i], s, z, d.params.qmin(), d.params.qmax());
+          m == Mapping::logarithmic
+              ? reference::quantize_log_value(x[i], s, t)
+              : reference::quantize_value(x[i], s, z, d.params.qmin(), d.params.qmax());
       ASSERT_EQ(load_element(t, q.data(), i), expected) << "element " << i;
       const float expected_back = m == Mapping::logarithmic
                                       ? reference::dequantize_log_value(expected, s)

@@ -26,7 +26,8 @@ TEST(QuantizeValue, OnnxQuantizeLinearExample) {
 TEST(QuantizeValue, RoundsHalfToEven) {
   const float x[] = {0.5f, 1.5f, 2.5f, 3.5f, -0.5f, -1.5f, -2.5f, -3.5f, 126.5f, -127.5f};
   const std::int32_t expected[] = {0, 2, 2, 4, 0, -2, -2, -4, 126, -128};
-  for (int i = 0; i < 10; ++i) EXPECT_EQ(quantize_value(x[i], 1.0f, 0, -128, 127), expected[i]) << x[i];
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(quantize_value(x[i], 1.0f, 0, -128, 127), expected[i]) << x[i];
   // Just either side of a tie.
   EXPECT_EQ(quantize_value(std::nextafter(0.5f, 1.0f), 1.0f, 0, -128, 127), 1);
   EXPECT_EQ(quantize_value(std::nextafter(0.5f, 0.0f), 1.0f, 0, -128, 127), 0);
@@ -62,12 +63,12 @@ TEST(QuantizeValue, SaturatesAndHandlesNonFinite) {
 
 TEST(QuantizeValue, TinyAndHugeScales) {
   EXPECT_EQ(quantize_value(1e-28f, 1e-30f, 0, -128, 127), 100);
-  EXPECT_EQ(quantize_value(1.0f, 1e-30f, 0, -128, 127), 127);    // 1e30 saturates
-  EXPECT_EQ(quantize_value(3e38f, 1e-30f, 0, -128, 127), 127);   // x / s overflows to inf
+  EXPECT_EQ(quantize_value(1.0f, 1e-30f, 0, -128, 127), 127);   // 1e30 saturates
+  EXPECT_EQ(quantize_value(3e38f, 1e-30f, 0, -128, 127), 127);  // x / s overflows to inf
   EXPECT_EQ(quantize_value(-3e38f, 1e-30f, 5, -128, 127), -128);
   EXPECT_EQ(quantize_value(1e32f, 1e30f, 0, -128, 127), 100);
-  EXPECT_EQ(quantize_value(1.0f, 1e30f, 7, -128, 127), 7);      // underflows to 0
-  EXPECT_EQ(quantize_value(-1e-40f, 1e30f, 7, -128, 127), 7);    // subnormal input
+  EXPECT_EQ(quantize_value(1.0f, 1e30f, 7, -128, 127), 7);     // underflows to 0
+  EXPECT_EQ(quantize_value(-1e-40f, 1e30f, 7, -128, 127), 7);  // subnormal input
   EXPECT_FLOAT_EQ(dequantize_value(100, 1e-30f, 0), 1e-28f);
   EXPECT_FLOAT_EQ(dequantize_value(-100, 1e30f, 0), -1e32f);
   EXPECT_EQ(dequantize_value(127, 3e36f, -128), kInf);  // 255 * 3e36 overflows float32
@@ -102,12 +103,17 @@ TEST(QuantizeValue, MatchesNearbyintFormulation) {
     const bool symmetric = i % 3 == 0;
     const std::int32_t qmin = symmetric ? tr.narrow_qmin : tr.qmin;
     const std::int32_t qmax = symmetric ? tr.narrow_qmax : tr.qmax;
-    const std::int32_t z = symmetric ? symmetric_zero_point(t)
-                                     : static_cast<std::int32_t>(test::uniform_int(rng, tr.qmin, tr.qmax));
-    const float s = std::ldexp(test::uniform(rng, 0.5f, 1.0f), static_cast<int>(test::uniform_int(rng, -40, 40)));
+    const std::int32_t z =
+        symmetric ? symmetric_zero_point(t)
+                  : static_cast<std::int32_t>(test::uniform_int(rng, tr.qmin, tr.qmax));
+    const float s = std::ldexp(test::uniform(rng, 0.5f, 1.0f),
+                               static_cast<int>(test::uniform_int(rng, -40, 40)));
     // Mostly values near the grid (many exact ties), sometimes anything.
-    float x = i % 4 ? s * (static_cast<float>(test::uniform_int(rng, -2 * (qmax - qmin), 2 * (qmax - qmin))) / 2.0f)
-                    : std::ldexp(test::uniform(rng, -1.0f, 1.0f), static_cast<int>(test::uniform_int(rng, -60, 60)));
+    float x = i % 4 ? s * (static_cast<float>(
+                               test::uniform_int(rng, -2 * (qmax - qmin), 2 * (qmax - qmin))) /
+                           2.0f)
+                    : std::ldexp(test::uniform(rng, -1.0f, 1.0f),
+                                 static_cast<int>(test::uniform_int(rng, -60, 60)));
     const double r = std::nearbyint(static_cast<double>(x / s)) + z;  // independent rounding
     const auto expected = static_cast<std::int32_t>(std::clamp<double>(r, qmin, qmax));
     ASSERT_EQ(quantize_value(x, s, z, qmin, qmax), expected)
@@ -121,7 +127,8 @@ TEST(QuantizeValue, RoundTripErrorIsAtMostHalfAStep) {
     const DType t = static_cast<DType>(test::uniform_int(rng, 0, 5));
     const auto& tr = traits(t);
     const std::int32_t z = static_cast<std::int32_t>(test::uniform_int(rng, tr.qmin, tr.qmax));
-    const float s = std::ldexp(test::uniform(rng, 0.5f, 1.0f), static_cast<int>(test::uniform_int(rng, -30, 30)));
+    const float s = std::ldexp(test::uniform(rng, 0.5f, 1.0f),
+                               static_cast<int>(test::uniform_int(rng, -30, 30)));
     const float lo = dequantize_value(tr.qmin, s, z), hi = dequantize_value(tr.qmax, s, z);
     const float x = test::uniform(rng, lo, hi);
     const auto q = quantize_value(x, s, z, tr.qmin, tr.qmax);

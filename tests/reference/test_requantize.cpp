@@ -36,8 +36,8 @@ TEST(Requantize, PerAxisMultipliers) {
   const std::vector<std::int32_t> c = {10, 10, 10, 10, 10, 10};
   // Shape [2, 3], one multiplier per column (axis 1 and its alias -1).
   for (const int axis : {1, -1}) {
-    const RequantizeDesc d{{2, 3}, {1.0f, 0.5f, 0.25f}, axis, DType::int8, 0,
-                           RequantMode::float_multiplier};
+    const RequantizeDesc d{{2, 3}, {1.0f, 0.5f, 0.25f},          axis, DType::int8,
+                           0,      RequantMode::float_multiplier};
     EXPECT_EQ(run(d, c), (std::vector<std::int32_t>{10, 5, 2, 10, 5, 2}));  // 2.5 -> 2
   }
   // One multiplier per row (axis 0).
@@ -51,24 +51,29 @@ TEST(Requantize, EmptyAndRandomAgainstScalarKernel) {
 
   QFORGE_SEEDED_RNG(rng);
   for (int iter = 0; iter < 100; ++iter) {
-    const Shape shape = {test::uniform_int(rng, 1, 6), test::uniform_int(rng, 1, 6), test::uniform_int(rng, 1, 6)};
+    const Shape shape = {test::uniform_int(rng, 1, 6), test::uniform_int(rng, 1, 6),
+                         test::uniform_int(rng, 1, 6)};
     const int axis = static_cast<int>(test::uniform_int(rng, 0, 2));
     const bool per_axis = iter % 2;
     const std::size_t count = per_axis ? static_cast<std::size_t>(shape[axis]) : 1;
-    RequantizeDesc d{shape, {}, axis, iter % 4 < 2 ? DType::int8 : DType::uint8, 0,
-                     iter % 3 ? RequantMode::fixed_point : RequantMode::float_multiplier};
+    RequantizeDesc d{shape, {},
+                     axis,  iter % 4 < 2 ? DType::int8 : DType::uint8,
+                     0,     iter % 3 ? RequantMode::fixed_point : RequantMode::float_multiplier};
     const auto& tr = traits(d.out_dtype);
     d.out_zero_point = static_cast<std::int32_t>(test::uniform_int(rng, tr.qmin, tr.qmax));
-    for (std::size_t i = 0; i < count; ++i) d.multipliers.push_back(test::uniform(rng, 1e-4f, 0.1f));
+    for (std::size_t i = 0; i < count; ++i)
+      d.multipliers.push_back(test::uniform(rng, 1e-4f, 0.1f));
     const auto n = static_cast<std::size_t>(element_count(shape));
     std::vector<std::int32_t> c(n);
     for (auto& v : c) v = static_cast<std::int32_t>(test::uniform_int(rng, -100000, 100000));
     const auto y = run(d, c);
     std::size_t stride = 1;
-    for (std::size_t a = static_cast<std::size_t>(axis) + 1; a < 3; ++a) stride *= static_cast<std::size_t>(shape[a]);
+    for (std::size_t a = static_cast<std::size_t>(axis) + 1; a < 3; ++a)
+      stride *= static_cast<std::size_t>(shape[a]);
     for (std::size_t i = 0; i < n; ++i) {
       const float m = per_axis ? d.multipliers[(i / stride) % count] : d.multipliers[0];
-      ASSERT_EQ(y[i], reference::requantize_value(c[i], m, d.mode, d.out_zero_point, tr.qmin, tr.qmax))
+      ASSERT_EQ(y[i],
+                reference::requantize_value(c[i], m, d.mode, d.out_zero_point, tr.qmin, tr.qmax))
           << "element " << i;
     }
   }
@@ -99,8 +104,7 @@ TEST(Requantize, Errors) {
   EXPECT_QFORGE_ERROR(requantize(d, c.data(), y.data()), ErrorCode::invalid_argument,
                       "multipliers[1] = nan");
   d.multipliers = {1.0f};
-  EXPECT_QFORGE_ERROR(requantize(d, nullptr, y.data()), ErrorCode::invalid_argument,
-                      "c is null");
+  EXPECT_QFORGE_ERROR(requantize(d, nullptr, y.data()), ErrorCode::invalid_argument, "c is null");
 }
 
 }  // namespace

@@ -73,7 +73,8 @@ TEST(SizeLimits, MatmulOpsNameTheOperand) {
                         ErrorCode::invalid_argument, c.text);
     // The packed calls' check covers A and the output (B was checked when packed).
     if (c.text.rfind("B ", 0) != 0)
-      EXPECT_QFORGE_ERROR(check_matmul_a(OpKind::matmul_integer, d), ErrorCode::invalid_argument, c.text);
+      EXPECT_QFORGE_ERROR(check_matmul_a(OpKind::matmul_integer, d), ErrorCode::invalid_argument,
+                          c.text);
     EXPECT_TRUE(a.untouched() && b.untouched() && out.untouched());
   }
 }
@@ -82,12 +83,14 @@ TEST(SizeLimits, MatmulBytesCountToo) {
   // 2^48 int16 codes are 2^49 bytes.
   const auto i16 = QuantizationParams::per_tensor_affine(DType::int16, 1.0f, 0);
   Dummy a, b, out;
-  EXPECT_QFORGE_ERROR(matmul_integer(test::matmul(1 << 24, 1, 1 << 24, i16, i16), a.p(), b.p(), out.i32()),
-                      ErrorCode::invalid_argument,
-                      "A [M, K] = [16777216, 16777216]: 281474976710656 elements of 2 bytes");
+  EXPECT_QFORGE_ERROR(
+      matmul_integer(test::matmul(1 << 24, 1, 1 << 24, i16, i16), a.p(), b.p(), out.i32()),
+      ErrorCode::invalid_argument,
+      "A [M, K] = [16777216, 16777216]: 281474976710656 elements of 2 bytes");
   // The int32 output at the limit's element count needs 2^50 bytes.
-  EXPECT_QFORGE_ERROR(matmul_integer(test::matmul(1 << 24, 1 << 24, 1, i8(), i8()), a.p(), b.p(), out.i32()),
-                      ErrorCode::invalid_argument, "output [M, N] = [16777216, 16777216]");
+  EXPECT_QFORGE_ERROR(
+      matmul_integer(test::matmul(1 << 24, 1 << 24, 1, i8(), i8()), a.p(), b.p(), out.i32()),
+      ErrorCode::invalid_argument, "output [M, N] = [16777216, 16777216]");
 }
 
 TEST(SizeLimits, ElementwiseOpsNameTheShape) {
@@ -108,8 +111,10 @@ TEST(SizeLimits, ElementwiseOpsNameTheShape) {
     const RequantizeDesc rd{shape, {0.5f}};
     EXPECT_QFORGE_ERROR(requantize(rd, x.i32(), y.p()), ErrorCode::invalid_argument,
                         "reference::requantize: c = " + text);
-    EXPECT_QFORGE_ERROR(dynamic_quantize_linear(DynamicQuantizeDesc{shape}, x.f(), static_cast<std::uint8_t*>(y.p())),
-                        ErrorCode::invalid_argument, "reference::dynamic_quantize_linear: x = " + text);
+    EXPECT_QFORGE_ERROR(dynamic_quantize_linear(DynamicQuantizeDesc{shape}, x.f(),
+                                                static_cast<std::uint8_t*>(y.p())),
+                        ErrorCode::invalid_argument,
+                        "reference::dynamic_quantize_linear: x = " + text);
     for (const OpKind op : {OpKind::quantize, OpKind::dequantize})
       EXPECT_QFORGE_ERROR(check_descriptor(OpDesc{op, qd}), ErrorCode::invalid_argument, text);
     EXPECT_TRUE(x.untouched() && y.untouched());
@@ -127,22 +132,27 @@ TEST(SizeLimits, LinearNamesTheOperand) {
   Dummy x, w, b, xq, y, dx, dw, db;
   for (const auto& c : hostile_matmuls()) {
     SCOPED_TRACE(c.text);
-    const LinearDesc d{c.m, c.n, c.k, QuantizationParams::per_tensor_symmetric(DType::int8, 0.5f), false};
+    const LinearDesc d{c.m, c.n, c.k, QuantizationParams::per_tensor_symmetric(DType::int8, 0.5f),
+                       false};
     EXPECT_QFORGE_ERROR(linear_forward(d, x.f(), w.s8(), nullptr, xq.s8(), y.f()),
                         ErrorCode::invalid_argument, "reference::linear_forward: ");
-    EXPECT_QFORGE_ERROR(linear_backward(d, y.f(), xq.s8(), QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f),
+    EXPECT_QFORGE_ERROR(linear_backward(d, y.f(), xq.s8(),
+                                        QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f),
                                         w.s8(), dx.f(), dw.f(), db.f()),
                         ErrorCode::invalid_argument, "2^48");
   }
-  const LinearDesc mk{k2_32, 1, k2_32, QuantizationParams::per_tensor_symmetric(DType::int8, 0.5f), false};
-  EXPECT_QFORGE_ERROR(check_descriptor(OpDesc{OpKind::linear_forward, mk}), ErrorCode::invalid_argument,
-                      "X [M, K] = [4294967296, 4294967296]");
+  const LinearDesc mk{k2_32, 1, k2_32, QuantizationParams::per_tensor_symmetric(DType::int8, 0.5f),
+                      false};
+  EXPECT_QFORGE_ERROR(check_descriptor(OpDesc{OpKind::linear_forward, mk}),
+                      ErrorCode::invalid_argument, "X [M, K] = [4294967296, 4294967296]");
 }
 
 // A shape at the limit is a valid descriptor: the limit refuses nothing a machine could hold.
 TEST(SizeLimits, AtTheLimitIsValid) {
-  EXPECT_NO_THROW(check_descriptor(OpDesc{OpKind::quantize, QuantizeDesc{{1 << 23, 1 << 23}, i8(), FloatType::f32}}));
-  EXPECT_NO_THROW(check_descriptor(OpDesc{OpKind::matmul_integer, test::matmul(1 << 23, 1 << 23, 1 << 23, i8(), i8())}));
+  EXPECT_NO_THROW(check_descriptor(
+      OpDesc{OpKind::quantize, QuantizeDesc{{1 << 23, 1 << 23}, i8(), FloatType::f32}}));
+  EXPECT_NO_THROW(check_descriptor(
+      OpDesc{OpKind::matmul_integer, test::matmul(1 << 23, 1 << 23, 1 << 23, i8(), i8())}));
 }
 
 }  // namespace

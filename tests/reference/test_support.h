@@ -23,7 +23,9 @@ inline std::uint64_t run_seed() {
   return seed;
 }
 
-inline std::string seed_text() { return "replay with QFORGE_TEST_SEED=" + std::to_string(run_seed()); }
+inline std::string seed_text() {
+  return "replay with QFORGE_TEST_SEED=" + std::to_string(run_seed());
+}
 
 // A generator seeded from the run seed and the test's name, so tests stay independent of the
 // order they run in while one environment variable replays them all.
@@ -59,14 +61,14 @@ inline double nmse(const std::vector<float>& ref, const std::vector<float>& got)
 }  // namespace qforge::test
 
 // Expects `stmt` to throw qforge::Error with `code` and a message containing `text`.
-#define EXPECT_QFORGE_ERROR(stmt_, code_, text_)                                            \
-  do {                                                                                      \
-    try {                                                                                   \
-      stmt_;                                                                                \
+#define EXPECT_QFORGE_ERROR(stmt_, code_, text_)                                              \
+  do {                                                                                        \
+    try {                                                                                     \
+      stmt_;                                                                                  \
       ADD_FAILURE() << "expected qforge::Error(" #code_ ") containing \"" << (text_) << "\""; \
-    } catch (const ::qforge::Error& qforge_error_) {                                        \
-      EXPECT_EQ(qforge_error_.code(), code_) << qforge_error_.what();                       \
-      EXPECT_NE(std::string(qforge_error_.what()).find(text_), std::string::npos)           \
-          << "message: " << qforge_error_.what() << "\nexpected to contain: " << (text_);   \
-    }                                                                                       \
+    } catch (const ::qforge::Error& qforge_error_) {                                          \
+      EXPECT_EQ(qforge_error_.code(), code_) << qforge_error_.what();                         \
+      EXPECT_NE(std::string(qforge_error_.what()).find(text_), std::string::npos)             \
+          << "message: " << qforge_error_.what() << "\nexpected to contain: " << (text_);     \
+    }                                                                                         \
   } while (0)

@@ -32,7 +32,8 @@ TEST_F(DeviceTest, ListsEveryDeviceWithItsFeatures) {
       EXPECT_EQ(static_cast<int>(i), ops().device_index());
     }
     // Shapes are listed exactly when the NV extension is usable.
-    EXPECT_EQ(p.at("cooperative_matrix_nv") == "yes", p.at("cooperative_matrix_s8_shapes") != "none");
+    EXPECT_EQ(p.at("cooperative_matrix_nv") == "yes",
+              p.at("cooperative_matrix_s8_shapes") != "none");
     EXPECT_NE(p.at("gemm_kernels").find("vk_gemm_q8_s32acc_plain_64x64"), std::string::npos);
   }
   EXPECT_EQ(selected, 1);
@@ -66,7 +67,8 @@ TEST_F(DeviceTest, SwitchingDevicesKeepsOldBuffersApart) {
   const int current = ops().device_index();
   int other = -1;
   for (int i = 0; i < count; ++i)
-    if (i != current && ops().devices()[static_cast<std::size_t>(i)].properties.count("unusable") == 0)
+    if (i != current &&
+        ops().devices()[static_cast<std::size_t>(i)].properties.count("unusable") == 0)
       other = i;
   if (other < 0) GTEST_SKIP() << "only one usable Vulkan device here";
   auto buffer = ops().allocate(64);

@@ -29,8 +29,8 @@ void check(QuantizationOps& ops, DType dtype, const std::vector<float>& scales,
       ADD_FAILURE() << name(dtype) << " q[" << i << "] = " << int(got[i]) << ", reference "
                     << int(expected[i]) << " for x = " << x[i] << " (0x" << std::hex
                     << std::bit_cast<std::uint32_t>(x[i]) << "), s = " << scales[i] << " (0x"
-                    << std::bit_cast<std::uint32_t>(scales[i]) << std::dec << "), z = "
-                    << p.zero_point(i);
+                    << std::bit_cast<std::uint32_t>(scales[i]) << std::dec
+                    << "), z = " << p.zero_point(i);
   EXPECT_EQ(wrong, 0u) << "of " << x.size();
 }
 

@@ -60,8 +60,9 @@ TEST_F(ErrorsTest, PackedWeightsMustFitTheCall) {
   EXPECT_EQ(w->backend(), "vulkan");
   MatmulDesc other = d;
   other.n = 2;
-  expect_error([&] { ops().matmul_integer_packed(other, a.ptr(), *w, static_cast<std::int32_t*>(c.ptr())); },
-               ErrorCode::shape_mismatch, "packed weights for n=3");
+  expect_error(
+      [&] { ops().matmul_integer_packed(other, a.ptr(), *w, static_cast<std::int32_t*>(c.ptr())); },
+      ErrorCode::shape_mismatch, "packed weights for n=3");
 }
 
 }  // namespace

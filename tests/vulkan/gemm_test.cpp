@@ -27,7 +27,8 @@ QuantizationParams operand_params(Rng& rng, DType dtype, bool per_channel, int a
     scales[i] = s(rng);
     zps[i] = z(rng);
   }
-  const Scheme scheme = per_channel ? Scheme::per_channel_affine(axis) : Scheme::per_tensor_affine();
+  const Scheme scheme =
+      per_channel ? Scheme::per_channel_affine(axis) : Scheme::per_tensor_affine();
   return QuantizationParams(dtype, scheme, scales, zps);
 }
 
@@ -47,20 +48,22 @@ void run_case(QuantizationOps& ops, Rng& rng, OpKind op, Shape3 s, MatrixLayout 
   std::uniform_int_distribution<int> coin(0, 1);
   const DType da = coin(rng) ? DType::int8 : DType::uint8;
   const DType db = coin(rng) ? DType::int8 : DType::uint8;
-  MatmulDesc d = make_matmul(s.m, s.n, s.k, operand_params(rng, da, coin(rng), 0, s.m),
-                             operand_params(rng, db, coin(rng), layout == MatrixLayout::kn ? 1 : 0, s.n),
-                             layout);
+  MatmulDesc d = make_matmul(
+      s.m, s.n, s.k, operand_params(rng, da, coin(rng), 0, s.m),
+      operand_params(rng, db, coin(rng), layout == MatrixLayout::kn ? 1 : 0, s.n), layout);
   d.has_bias = op == OpKind::matmul_dequant && coin(rng);
   if (op == OpKind::qlinear_matmul) {
     const DType dy = coin(rng) ? DType::int8 : DType::uint8;
     std::uniform_int_distribution<std::int32_t> z(traits(dy).qmin, traits(dy).qmax);
     // An output scale that keeps most results inside the range, some saturating.
-    const float sy = 0.02f * 0.02f * std::sqrt(static_cast<float>(std::max<std::int64_t>(s.k, 1))) * 40.0f;
+    const float sy =
+        0.02f * 0.02f * std::sqrt(static_cast<float>(std::max<std::int64_t>(s.k, 1))) * 40.0f;
     d.y = QuantizationParams::per_tensor_affine(dy, sy, z(rng));
     d.requant_mode = coin(rng) ? RequantMode::fixed_point : RequantMode::float_multiplier;
   }
-  SCOPED_TRACE(describe({op, d}) + (packed ? " (prepacked)" : "") + " kernel " +
-               (ops.supports({op, d}).kernels.empty() ? "?" : ops.supports({op, d}).kernels.front()));
+  SCOPED_TRACE(
+      describe({op, d}) + (packed ? " (prepacked)" : "") + " kernel " +
+      (ops.supports({op, d}).kernels.empty() ? "?" : ops.supports({op, d}).kernels.front()));
   const Support sup = ops.supports({op, d});
   ASSERT_TRUE(sup.supported) << sup.reason;
 
@@ -73,11 +76,12 @@ void run_case(QuantizationOps& ops, Rng& rng, OpKind op, Shape3 s, MatrixLayout 
   const std::size_t elt = op == OpKind::qlinear_matmul ? 1 : 4;
   std::vector<std::uint8_t> expected(outs * elt);
   if (op == OpKind::matmul_integer)
-    reference::matmul_integer(d, a.data(), b.data(), reinterpret_cast<std::int32_t*>(expected.data()));
+    reference::matmul_integer(d, a.data(), b.data(),
+                              reinterpret_cast<std::int32_t*>(expected.data()));
   else if (op == OpKind::matmul_dequant)
-    reference::matmul_dequant(d, a.data(), b.data(), d.has_bias ? bias.data() : nullptr, expected.data());
-  else
-    reference::qlinear_matmul(d, a.data(), b.data(), expected.data());
+    reference::matmul_dequant(d, a.data(), b.data(), d.has_bias ? bias.data() : nullptr,
+                              expected.data());
+  else reference::qlinear_matmul(d, a.data(), b.data(), expected.data());
 
   std::uniform_int_distribution<int> pad(0, 5);
   DeviceArray da_(ops, a, static_cast<std::size_t>(pad(rng)));
@@ -90,7 +94,8 @@ void run_case(QuantizationOps& ops, Rng& rng, OpKind op, Shape3 s, MatrixLayout 
   if (packed) w = ops.pack_weights(d, db_.ptr());
   switch (op) {
     case OpKind::matmul_integer:
-      if (packed) ops.matmul_integer_packed(d, da_.ptr(), *w, static_cast<std::int32_t*>(dout.ptr()));
+      if (packed)
+        ops.matmul_integer_packed(d, da_.ptr(), *w, static_cast<std::int32_t*>(dout.ptr()));
       else ops.matmul_integer(d, da_.ptr(), db_.ptr(), static_cast<std::int32_t*>(dout.ptr()));
       break;
     case OpKind::matmul_dequant:
@@ -103,7 +108,8 @@ void run_case(QuantizationOps& ops, Rng& rng, OpKind op, Shape3 s, MatrixLayout 
       break;
   }
   const auto raw = dout.raw();
-  for (std::size_t i = 0; i < dout.pad(); ++i) ASSERT_EQ(raw[i], 0xCD) << "canary before the output";
+  for (std::size_t i = 0; i < dout.pad(); ++i)
+    ASSERT_EQ(raw[i], 0xCD) << "canary before the output";
   for (std::size_t i = 0; i < outs; ++i) {
     const std::uint8_t* g = raw.data() + dout.pad() + i * elt;
     const std::uint8_t* e = expected.data() + i * elt;
@@ -111,8 +117,9 @@ void run_case(QuantizationOps& ops, Rng& rng, OpKind op, Shape3 s, MatrixLayout 
     std::int32_t gi = 0, ei = 0;
     std::memcpy(&gi, g, elt);
     std::memcpy(&ei, e, elt);
-    FAIL() << "output (" << i / static_cast<std::size_t>(s.n) << ", " << i % static_cast<std::size_t>(s.n)
-           << "): got 0x" << std::hex << gi << " expected 0x" << ei << std::dec
+    FAIL() << "output (" << i / static_cast<std::size_t>(s.n) << ", "
+           << i % static_cast<std::size_t>(s.n) << "): got 0x" << std::hex << gi << " expected 0x"
+           << ei << std::dec
            << (elt == 4 && op == OpKind::matmul_dequant
                    ? " (" + std::to_string(std::bit_cast<float>(gi)) + " vs " +
                          std::to_string(std::bit_cast<float>(ei)) + ")"
@@ -123,14 +130,16 @@ void run_case(QuantizationOps& ops, Rng& rng, OpKind op, Shape3 s, MatrixLayout 
 // Fatal failures of the running test so far: a kernel that fails stops its own cases only, so
 // one run reports every kernel that is wrong, not just the first.
 int fatal_failures() {
-  const ::testing::TestResult* r = ::testing::UnitTest::GetInstance()->current_test_info()->result();
+  const ::testing::TestResult* r =
+      ::testing::UnitTest::GetInstance()->current_test_info()->result();
   int n = 0;
-  for (int i = 0; i < r->total_part_count(); ++i) n += r->GetTestPartResult(i).fatally_failed() ? 1 : 0;
+  for (int i = 0; i < r->total_part_count(); ++i)
+    n += r->GetTestPartResult(i).fatally_failed() ? 1 : 0;
   return n;
 }
 
-const std::vector<Shape3> kShapes = {{1, 1, 1}, {4, 2, 3}, {7, 13, 65}, {65, 33, 129},
-                                     {1, 70, 300}, {130, 67, 5}, {3, 5, 0}, {129, 129, 64}};
+const std::vector<Shape3> kShapes = {{1, 1, 1},    {4, 2, 3},    {7, 13, 65}, {65, 33, 129},
+                                     {1, 70, 300}, {130, 67, 5}, {3, 5, 0},   {129, 129, 64}};
 
 TEST_F(GemmTest, EveryKernelMatchesTheReference) {
   const auto p = QuantizationParams::per_tensor_affine(DType::int8, 1.0f, 0);
@@ -177,8 +186,9 @@ TEST_F(GemmTest, CooperativeMatrixKernelsOnManyTiles) {
 // for int8 x int8 with zero points at the ends of the range (the accumulator wraps on the way and
 // the zero-point correction must still land exactly).
 TEST_F(GemmTest, LargestSafeKWithExtremeZeroPoints) {
-  MatmulDesc d = make_matmul(3, 5, 1, QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 255),
-                             QuantizationParams::per_tensor_affine(DType::int8, 0.5f, 127));
+  MatmulDesc d =
+      make_matmul(3, 5, 1, QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 255),
+                  QuantizationParams::per_tensor_affine(DType::int8, 0.5f, 127));
   d.k = reference::int32_safe_k(d);
   const Support all = ops().supports({OpKind::matmul_integer, d});
   ASSERT_TRUE(all.supported) << all.reason;

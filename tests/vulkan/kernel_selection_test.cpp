@@ -30,7 +30,8 @@ TEST_F(KernelSelection, GemmKernelsFollowTheDeviceFeatures) {
                     device_property(ops(), "subgroup_size") == "32";
   const bool s8_16x16x32 = coop && shapes.find("16x16x32") != std::string::npos;
   const auto shared = std::stoul(device_property(ops(), "max_shared_memory_bytes"));
-  EXPECT_EQ(lists(s, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128"), s8_16x16x32 && shared >= 36864);
+  EXPECT_EQ(lists(s, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128"),
+            s8_16x16x32 && shared >= 36864);
   // 64 x 64 per subgroup, K in steps of 64 bytes: 128 + 128 rows of 80 bytes.
   EXPECT_EQ(lists(s, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_direct"),
             s8_16x16x32 && shared >= 20480);
@@ -74,7 +75,8 @@ TEST_F(KernelSelection, UnknownOrUnavailableKernelsAreRefused) {
     EXPECT_NE(std::string(e.what()).find("vk_gemm_q8_s32acc_plain_64x64"), std::string::npos)
         << "the message lists the known kernels: " << e.what();
   }
-  if (device_property(ops(), "cooperative_matrix_nv") == "yes") GTEST_SKIP() << "device has coopmat";
+  if (device_property(ops(), "cooperative_matrix_nv") == "yes")
+    GTEST_SKIP() << "device has coopmat";
   try {
     ops().set_kernel({"vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128"});
     ADD_FAILURE() << "a cooperative-matrix kernel was accepted on a device without it";

@@ -25,10 +25,12 @@ TEST_F(LimitsTest, QuantizeAndDequantizeSplit) {
   std::vector<float> scales(5 * ((4001 + 31) / 32));
   for (auto& s : scales) s = random_scale(rng());
   std::vector<std::int32_t> zps(scales.size(), 3);
-  const QuantizeDesc desc{shape, QuantizationParams::blockwise(DType::int8, Mapping::affine, 32, scales, zps)};
+  const QuantizeDesc desc{
+      shape, QuantizationParams::blockwise(DType::int8, Mapping::affine, 32, scales, zps)};
   std::vector<float> per_element(20005);
   for (std::size_t i = 0; i < per_element.size(); ++i)
-    per_element[i] = desc.params.scale(desc.params.param_index(shape, static_cast<std::int64_t>(i)));
+    per_element[i] =
+        desc.params.scale(desc.params.param_index(shape, static_cast<std::int64_t>(i)));
   const auto x = tricky_values(rng(), per_element.size(), per_element, 200.0f);
   std::vector<std::int8_t> expected(x.size());
   reference::quantize(desc, x.data(), expected.data());
@@ -61,11 +63,12 @@ TEST_F(LimitsTest, RequantizeSplits) {
 TEST_F(LimitsTest, GemmSplitsRowsColumnsAndPacking) {
   for (MatrixLayout layout : {MatrixLayout::kn, MatrixLayout::nk}) {
     // kn: B is 27 KB, so packing it splits along K and N.
-    MatmulDesc d = make_matmul(
-        70, 90, 300, QuantizationParams::per_tensor_affine(DType::uint8, 0.01f, 131),
-        QuantizationParams(DType::int8, Scheme::per_channel_affine(layout == MatrixLayout::kn ? 1 : 0),
-                           std::vector<float>(90, 0.02f), std::vector<std::int32_t>(90, -5)),
-        layout);
+    MatmulDesc d =
+        make_matmul(70, 90, 300, QuantizationParams::per_tensor_affine(DType::uint8, 0.01f, 131),
+                    QuantizationParams(
+                        DType::int8, Scheme::per_channel_affine(layout == MatrixLayout::kn ? 1 : 0),
+                        std::vector<float>(90, 0.02f), std::vector<std::int32_t>(90, -5)),
+                    layout);
     const Support all = ops().supports({OpKind::matmul_integer, d});
     ASSERT_TRUE(all.supported) << all.reason;
     std::uniform_int_distribution<int> byte(0, 255);

@@ -26,10 +26,12 @@ QuantizationParams make_params(const Case& c, Rng& rng) {
   std::size_t count = 1;
   if (c.gran == Granularity::per_channel) {
     const int rank = static_cast<int>(c.shape.size());
-    count = static_cast<std::size_t>(c.shape[static_cast<std::size_t>(c.axis < 0 ? c.axis + rank : c.axis)]);
+    count = static_cast<std::size_t>(
+        c.shape[static_cast<std::size_t>(c.axis < 0 ? c.axis + rank : c.axis)]);
   } else if (c.gran == Granularity::block) {
     const std::int64_t last = c.shape.back();
-    count = static_cast<std::size_t>(element_count(c.shape) / last * ((last + c.block - 1) / c.block));
+    count =
+        static_cast<std::size_t>(element_count(c.shape) / last * ((last + c.block - 1) / c.block));
   }
   std::vector<float> scales(count);
   std::vector<std::int32_t> zps;
@@ -54,7 +56,8 @@ void run_case(QuantizationOps& ops, Rng& rng, const Case& c) {
   const auto n = static_cast<std::size_t>(element_count(c.shape));
   // Scales per element, to aim the tricky values at each element's own scale.
   std::vector<float> per_element(n);
-  for (std::size_t i = 0; i < n; ++i) per_element[i] = p.scale(p.param_index(c.shape, static_cast<std::int64_t>(i)));
+  for (std::size_t i = 0; i < n; ++i)
+    per_element[i] = p.scale(p.param_index(c.shape, static_cast<std::int64_t>(i)));
   const std::vector<float> x = tricky_values(rng, n, per_element, 256.0f);
 
   std::vector<std::uint8_t> expected(n);
@@ -65,12 +68,14 @@ void run_case(QuantizationOps& ops, Rng& rng, const Case& c) {
   dq.fill(0xCD);
   ops.quantize(desc, dx.ptr(), dq.ptr());
   const auto raw = dq.raw();
-  for (std::size_t i = 0; i < dq.pad(); ++i) ASSERT_EQ(raw[i], 0xCD) << "canary before q overwritten";
-  const std::vector<std::uint8_t> got(raw.begin() + static_cast<std::ptrdiff_t>(dq.pad()), raw.end());
+  for (std::size_t i = 0; i < dq.pad(); ++i)
+    ASSERT_EQ(raw[i], 0xCD) << "canary before q overwritten";
+  const std::vector<std::uint8_t> got(raw.begin() + static_cast<std::ptrdiff_t>(dq.pad()),
+                                      raw.end());
   for (std::size_t i = 0; i < n; ++i)
-    ASSERT_EQ(got[i], expected[i]) << "q[" << i << "] for x = " << x[i] << " (bits 0x" << std::hex
-                                   << std::bit_cast<std::uint32_t>(x[i]) << std::dec
-                                   << "), scale " << per_element[i];
+    ASSERT_EQ(got[i], expected[i])
+        << "q[" << i << "] for x = " << x[i] << " (bits 0x" << std::hex
+        << std::bit_cast<std::uint32_t>(x[i]) << std::dec << "), scale " << per_element[i];
 
   // Dequantize the reference's codes back.
   std::vector<float> back(n);

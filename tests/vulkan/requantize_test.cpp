@@ -49,7 +49,10 @@ void run(QuantizationOps& ops, Rng& rng, RequantizeDesc desc) {
   ops.requantize(desc, static_cast<const std::int32_t*>(dc.ptr()), dy.ptr());
   const auto got = dy.read<std::uint8_t>();
   for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t ch = desc.multipliers.size() == 1 ? 0 : (i / static_cast<std::size_t>(desc.shape.back())) % desc.multipliers.size();
+    const std::size_t ch =
+        desc.multipliers.size() == 1
+            ? 0
+            : (i / static_cast<std::size_t>(desc.shape.back())) % desc.multipliers.size();
     ASSERT_EQ(got[i], expected[i]) << "y[" << i << "] for c = " << c[i] << ", multiplier "
                                    << desc.multipliers[desc.multipliers.size() == 1 ? 0 : ch];
   }

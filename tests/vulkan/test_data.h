@@ -19,10 +19,11 @@ inline float tricky_value(std::mt19937_64& rng, float scale, float span) {
   std::uniform_int_distribution<int> ulps(-3, 3);
   switch (kind(rng)) {
     case 0: return std::numeric_limits<float>::quiet_NaN();
-    case 1: return u(rng) < 0 ? -std::numeric_limits<float>::infinity()
-                              : std::numeric_limits<float>::infinity();
+    case 1:
+      return u(rng) < 0 ? -std::numeric_limits<float>::infinity()
+                        : std::numeric_limits<float>::infinity();
     case 2: return u(rng) < 0 ? -0.0f : 0.0f;
-    case 3: return u(rng) * 1e30f;                                     // saturates
+    case 3: return u(rng) * 1e30f;                                               // saturates
     case 4: return u(rng) * std::numeric_limits<float>::denorm_min() * 1000.0f;  // subnormal
     case 5:
     case 6:
@@ -58,12 +59,18 @@ inline float random_scale(std::mt19937_64& rng, int lo_exp = -12, int hi_exp = 4
 namespace qforge::vktest {
 
 // MatmulDesc has no default constructor (its params must be valid): build one field by field.
-inline MatmulDesc make_matmul(std::int64_t m, std::int64_t n, std::int64_t k,
-                              QuantizationParams a, QuantizationParams b,
-                              MatrixLayout layout = MatrixLayout::kn) {
-  return MatmulDesc{.m = m, .n = n, .k = k, .a = std::move(a), .b = std::move(b),
-                    .b_layout = layout, .has_bias = false, .out_type = FloatType::f32,
-                    .y = std::nullopt, .requant_mode = RequantMode::float_multiplier};
+inline MatmulDesc make_matmul(std::int64_t m, std::int64_t n, std::int64_t k, QuantizationParams a,
+                              QuantizationParams b, MatrixLayout layout = MatrixLayout::kn) {
+  return MatmulDesc{.m = m,
+                    .n = n,
+                    .k = k,
+                    .a = std::move(a),
+                    .b = std::move(b),
+                    .b_layout = layout,
+                    .has_bias = false,
+                    .out_type = FloatType::f32,
+                    .y = std::nullopt,
+                    .requant_mode = RequantMode::float_multiplier};
 }
 
 }  // namespace qforge::vktest

@@ -18,7 +18,8 @@ std::uint64_t draw_seed() {
     std::uint64_t v = 0;
     const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v, base);
     if (ec == std::errc() && p == text.data() + text.size()) return v;
-    std::fprintf(stderr, "QFORGE_TEST_SEED='%s' is not a 64-bit integer; drawing a fresh seed\n", env);
+    std::fprintf(stderr, "QFORGE_TEST_SEED='%s' is not a 64-bit integer; drawing a fresh seed\n",
+                 env);
   }
   std::random_device rd;
   return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();

@@ -41,18 +41,16 @@ QuantizationParams make_params(DType t, Granularity g, std::int64_t rows, std::i
                  : QuantizationParams::per_tensor_affine(t, kScale, zp);
     case Granularity::per_channel: {
       const auto n = static_cast<std::size_t>(channel_axis == 0 ? rows : cols);
-      return QuantizationParams::per_channel(t, mapping, channel_axis,
-                                             std::vector<float>(n, kScale),
-                                             sym ? std::vector<std::int32_t>{}
-                                                 : std::vector<std::int32_t>(n, zp));
+      return QuantizationParams::per_channel(
+          t, mapping, channel_axis, std::vector<float>(n, kScale),
+          sym ? std::vector<std::int32_t>{} : std::vector<std::int32_t>(n, zp));
     }
     case Granularity::block: {
-      const auto n = static_cast<std::size_t>(rows * ((cols + kDefaultBlockSize - 1) /
-                                                      kDefaultBlockSize));
-      return QuantizationParams::blockwise(t, mapping, kDefaultBlockSize,
-                                           std::vector<float>(n, kScale),
-                                           sym ? std::vector<std::int32_t>{}
-                                               : std::vector<std::int32_t>(n, zp));
+      const auto n =
+          static_cast<std::size_t>(rows * ((cols + kDefaultBlockSize - 1) / kDefaultBlockSize));
+      return QuantizationParams::blockwise(
+          t, mapping, kDefaultBlockSize, std::vector<float>(n, kScale),
+          sym ? std::vector<std::int32_t>{} : std::vector<std::int32_t>(n, zp));
     }
   }
   return QuantizationParams::per_tensor_symmetric(t, kScale);
@@ -115,7 +113,9 @@ MatmulDesc make_matmul(const MatmulPair& p) {
   // B's channels are columns of the [K, N] view: axis 1 for kn, axis 0 for nk.
   const bool kn = p.layout == MatrixLayout::kn;
   const std::int64_t rows = kn ? kK : kN, cols = kn ? kN : kK;
-  return MatmulDesc{kM, kN, kK,
+  return MatmulDesc{kM,
+                    kN,
+                    kK,
                     make_params(p.a, Granularity::per_tensor, kM, kK, 0),
                     make_params(p.b, p.b_granularity, rows, cols, kn ? 1 : 0),
                     p.layout,

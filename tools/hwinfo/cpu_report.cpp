@@ -18,8 +18,7 @@ std::string format_bytes(std::uint64_t bytes) {
   // Whole numbers print without decimals ("2 MiB"); others keep one ("1.5 MiB").
   if (value == static_cast<double>(static_cast<std::uint64_t>(value)))
     std::snprintf(text, sizeof(text), "%.0f %s", value, units[unit]);
-  else
-    std::snprintf(text, sizeof(text), "%.1f %s", value, units[unit]);
+  else std::snprintf(text, sizeof(text), "%.1f %s", value, units[unit]);
   return text;
 }
 
@@ -36,8 +35,7 @@ void print_cpu(std::ostream& out, const CpuInfo& cpu) {
   out << "  vendor        " << cpu.vendor << '\n';
   out << "  architecture  " << cpu.architecture << '\n';
   out << "  packages      " << cpu.packages << '\n';
-  out << "  cores         " << cpu.cores << " physical, " << cpu.logical_processors
-      << " logical\n";
+  out << "  cores         " << cpu.cores << " physical, " << cpu.logical_processors << " logical\n";
   out << "  caches       ";
   if (cpu.caches.empty()) out << " unknown";
   for (std::size_t i = 0; i < cpu.caches.size(); ++i) {

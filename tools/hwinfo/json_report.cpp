@@ -42,10 +42,8 @@ json plugin_json(const PluginReport& p) {
                   {"case", c.label},
                   {"description", c.description},
                   {"supported", c.support.supported}};
-    if (c.support.supported)
-      entry["kernels"] = c.support.kernels;
-    else
-      entry["reason"] = c.support.reason;
+    if (c.support.supported) entry["kernels"] = c.support.kernels;
+    else entry["reason"] = c.support.reason;
     caps.push_back(std::move(entry));
   }
   return {{"name", p.name},
@@ -61,9 +59,8 @@ json plugin_json(const PluginReport& p) {
 }
 
 json failure_json(const PluginFailure& f) {
-  return {{"path", f.path.string()},
-          {"kind", std::string(to_string(f.kind))},
-          {"message", f.message}};
+  return {
+      {"path", f.path.string()}, {"kind", std::string(to_string(f.kind))}, {"message", f.message}};
 }
 
 json report_json(const CpuInfo& cpu, const std::vector<std::filesystem::path>& search_path,

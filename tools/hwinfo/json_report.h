@@ -4,9 +4,8 @@
 #pragma once
 
 #include <filesystem>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "plugin_report.h"
 #include "qforge/hardware.h"

@@ -4,14 +4,13 @@
 // and the default tuning suite. `--json` prints the full report as one JSON document and nothing
 // else on stdout; logs go to stderr. Exits 0 even when plugins fail to load: reporting failures
 // is the tool's job.
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "capability_grid.h"
 #include "cpu_report.h"
@@ -80,8 +79,9 @@ int run(bool as_json, bool verbose, const std::vector<std::string>& plugin_dirs,
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"qforge-hwinfo: the CPU, every qforge plugin found (or why it failed to load), "
-               "its devices and its per-op capabilities"};
+  CLI::App app{
+      "qforge-hwinfo: the CPU, every qforge plugin found (or why it failed to load), "
+      "its devices and its per-op capabilities"};
   bool as_json = false;
   bool verbose = false;
   std::vector<std::string> plugin_dirs;

@@ -56,10 +56,8 @@ void print_capabilities(std::ostream& out, const std::vector<CapabilityAnswer>& 
       out << "      " << to_string(c.op) << '\n';
     }
     out << "        " << c.label << std::string(width - c.label.size() + 2, ' ');
-    if (c.support.supported)
-      out << "yes  " << join(c.support.kernels, ", ") << '\n';
-    else
-      out << "no   " << c.support.reason << '\n';
+    if (c.support.supported) out << "yes  " << join(c.support.kernels, ", ") << '\n';
+    else out << "no   " << c.support.reason << '\n';
   }
 }
 
@@ -98,10 +96,8 @@ void print_plugins(std::ostream& out, const std::vector<PluginReport>& plugins) 
   for (const PluginReport& p : plugins) {
     out << "  " << p.name << ' ' << p.version << '\n';
     out << "    path       " << p.path.string() << '\n';
-    if (p.availability.usable)
-      out << "    available  yes (score " << p.availability.score << ")\n";
-    else
-      out << "    available  no: " << p.availability.reason << '\n';
+    if (p.availability.usable) out << "    available  yes (score " << p.availability.score << ")\n";
+    else out << "    available  no: " << p.availability.reason << '\n';
     for (const auto& e : p.errors) out << "    error      " << e << '\n';
     out << "    devices    " << p.devices.size() << '\n';
     for (std::size_t i = 0; i < p.devices.size(); ++i) print_device(out, i, p.devices[i]);

@@ -4,11 +4,10 @@
 #pragma once
 
 #include <iosfwd>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "qforge/registry.h"
 #include "qforge/tuning_cache.h"
@@ -16,15 +15,15 @@
 namespace qforge::hwinfo {
 
 struct SuiteRow {
-  std::string workload;              // the suite's name for it
-  std::string description;           // qforge::describe() of its descriptor
+  std::string workload;                // the suite's name for it
+  std::string description;             // qforge::describe() of its descriptor
   std::vector<std::string> served_by;  // plugins whose supports() accepts it
-  std::optional<CacheEntry> tuned;   // the cached decision, if any
+  std::optional<CacheEntry> tuned;     // the cached decision, if any
 };
 
 struct SuiteReport {
-  std::string cache_path;            // empty when no cache location could be determined
-  std::string cache_note;            // why no cache was read, or its warnings
+  std::string cache_path;  // empty when no cache location could be determined
+  std::string cache_note;  // why no cache was read, or its warnings
   std::vector<SuiteRow> rows;
 };
 

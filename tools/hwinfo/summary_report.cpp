@@ -42,8 +42,7 @@ std::string devices_text(const PluginReport& plugin) {
 // Long lists are cut so one plugin stays one line on an ordinary terminal.
 std::string first_of(const std::vector<std::string>& items, std::size_t keep) {
   std::string text;
-  for (std::size_t i = 0; i < items.size() && i < keep; ++i)
-    text += (i ? ", " : "") + items[i];
+  for (std::size_t i = 0; i < items.size() && i < keep; ++i) text += (i ? ", " : "") + items[i];
   if (items.size() > keep) text += " and " + std::to_string(items.size() - keep) + " more";
   return text;
 }

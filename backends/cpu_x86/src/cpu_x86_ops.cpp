@@ -112,8 +112,9 @@ bool CpuX86Ops::set_option(std::string_view key, std::string_view value) {
     if (value != "default") {
       const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), bytes);
       if (ec != std::errc{} || end != value.data() + value.size() || bytes < 0 || bytes > 65536)
-        throw Error(ErrorCode::invalid_argument, "cpu_x86: option gemv_prefetch = \"" + std::string(value) +
-                                                     "\"; expected bytes in [0, 65536], or \"default\"");
+        throw Error(ErrorCode::invalid_argument,
+                    "cpu_x86: option gemv_prefetch = \"" + std::string(value) +
+                        "\"; expected bytes in [0, 65536], or \"default\"");
     }
     gemv_prefetch_ = bytes;
     return true;
@@ -129,7 +130,8 @@ void CpuX86Ops::set_kernel(const KernelChoice& choice) {
   const KernelInfo* k = find_kernel(choice.name);
   if (!k) {
     std::string names;
-    for (const KernelInfo& info : all_kernels()) names += (names.empty() ? "" : ", ") + std::string(info.name);
+    for (const KernelInfo& info : all_kernels())
+      names += (names.empty() ? "" : ", ") + std::string(info.name);
     throw Error(ErrorCode::unsupported, "cpu_x86: unknown kernel '" + choice.name +
                                             "'; expected one of " + names +
                                             ", or an empty name for the backend's choice");
@@ -139,8 +141,9 @@ void CpuX86Ops::set_kernel(const KernelChoice& choice) {
                 "cpu_x86: kernel '" + choice.name + "' needs " + std::string(feature_text(k->isa)) +
                     ", which " +
                     (!compiled_.has(k->isa) ? "this build left out"
-                     : !detected_.has(k->isa) ? "this CPU lacks"
-                                              : "the ISA restriction (" + allowed_.to_string() + ") excludes"));
+                     : !detected_.has(k->isa)
+                         ? "this CPU lacks"
+                         : "the ISA restriction (" + allowed_.to_string() + ") excludes"));
   forced_ = choice.name;
 }
 
@@ -202,10 +205,10 @@ const KernelInfo& CpuX86Ops::elementwise_kernel(KernelRole role, bool vector_ok,
   if (!forced_.empty()) {
     const KernelInfo& k = *find_kernel(forced_);
     if (k.role == KernelRole::reference || (k.role == role && vector_ok)) return k;
-    throw Error(ErrorCode::unsupported, "cpu_x86: the forced kernel '" + forced_ + "' cannot run " +
-                                            std::string(to_string(op)) +
-                                            " for this descriptor; expected " +
-                                            (vector_ok ? "a kernel of that op or " : "") + "'reference'");
+    throw Error(ErrorCode::unsupported,
+                "cpu_x86: the forced kernel '" + forced_ + "' cannot run " +
+                    std::string(to_string(op)) + " for this descriptor; expected " +
+                    (vector_ok ? "a kernel of that op or " : "") + "'reference'");
   }
   if (vector_ok)
     for (const KernelInfo& k : all_kernels())
@@ -216,8 +219,8 @@ const KernelInfo& CpuX86Ops::elementwise_kernel(KernelRole role, bool vector_ok,
 const KernelInfo& CpuX86Ops::gemm_kernel(const MatmulDesc& desc, const X86PackedWeights& b,
                                          OpKind op) const {
   const KernelRole role = b.blocks.blocked ? KernelRole::gemm_block
-                          : desc.m <= 16  ? KernelRole::gemv
-                                          : KernelRole::gemm;
+                          : desc.m <= 16   ? KernelRole::gemv
+                                           : KernelRole::gemm;
   auto fits = [&](const KernelInfo& k) { return !(k.needs_no_min && b.holds_min); };
   if (!forced_.empty()) {
     const KernelInfo& k = *find_kernel(forced_);
@@ -230,8 +233,8 @@ const KernelInfo& CpuX86Ops::gemm_kernel(const MatmulDesc& desc, const X86Packed
                   "cpu_x86: the forced kernel '" + forced_ + "' cannot run " +
                       std::string(to_string(op)) + " with " +
                       (b.blocks.blocked ? "block-wise" : "per-tensor/per-channel") +
-                      " weights; expected a " + (b.blocks.blocked ? "q8_qbw_" : "q8_gemm_/q8_gemv_") +
-                      " kernel");
+                      " weights; expected a " +
+                      (b.blocks.blocked ? "q8_qbw_" : "q8_gemm_/q8_gemv_") + " kernel");
     // maddubs would saturate on these weights: the exact kernel of the same role runs instead
     // and last_kernel() names it (supports() lists maddubs only for schemes without -128).
     if (!fits(k)) return *find_kernel(maddwd_for(k.role));
@@ -239,7 +242,8 @@ const KernelInfo& CpuX86Ops::gemm_kernel(const MatmulDesc& desc, const X86Packed
   }
   for (const KernelInfo& k : all_kernels())
     if (k.role == role && runnable(k) && fits(k) && desc.m >= k.min_rows) return k;
-  throw Error(ErrorCode::internal, "cpu_x86: no GEMM kernel for role; the maddwd kernel needs only AVX2");
+  throw Error(ErrorCode::internal,
+              "cpu_x86: no GEMM kernel for role; the maddwd kernel needs only AVX2");
 }
 
 }  // namespace qforge::cpu_x86

@@ -64,9 +64,8 @@ class CpuX86Ops final : public QuantizationOps {
                              void* y) override;
   QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc, const float* x,
                                              std::uint8_t* y) override;
-  QuantizationParams linear_forward(const LinearDesc& desc, const float* x,
-                                    const std::int8_t* wq, const float* bias, std::int8_t* xq,
-                                    float* y) override;
+  QuantizationParams linear_forward(const LinearDesc& desc, const float* x, const std::int8_t* wq,
+                                    const float* bias, std::int8_t* xq, float* y) override;
   void linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
                        const QuantizationParams& xq_params, const std::int8_t* wq, float* dx,
                        float* dw, float* db) override;
@@ -80,15 +79,15 @@ class CpuX86Ops final : public QuantizationOps {
   // descriptor by reference: an OpDesc would copy its params on every call.
   template <class Desc>
   void require_supported(OpKind op, const Desc& desc) const {
-    if (!detected_.has(Isa::avx2)) throw Error(ErrorCode::unsupported, "cpu_x86: " + availability().reason);
+    if (!detected_.has(Isa::avx2))
+      throw Error(ErrorCode::unsupported, "cpu_x86: " + availability().reason);
     check_descriptor(op, desc);
   }
   // The kernel for an elementwise role: the forced one, or the role's vector kernel, or the
   // reference when `vector_ok` is false. Throws unsupported when a forced kernel cannot run it.
   const KernelInfo& elementwise_kernel(KernelRole role, bool vector_ok, OpKind op) const;
   // The GEMM kernel for desc with packed weights b (maddubs needs b without -128).
-  const KernelInfo& gemm_kernel(const MatmulDesc& desc, const X86PackedWeights& b,
-                                OpKind op) const;
+  const KernelInfo& gemm_kernel(const MatmulDesc& desc, const X86PackedWeights& b, OpKind op) const;
   // b as this backend's packing, or invalid_argument.
   const X86PackedWeights& own_packed(const PackedWeights& b) const;
   void run_matmul(OpKind op, const MatmulDesc& desc, const void* a, const X86PackedWeights& b,
@@ -98,7 +97,7 @@ class CpuX86Ops final : public QuantizationOps {
   IsaSet compiled_, detected_, allowed_;
   std::unique_ptr<ThreadPool> pool_;
   std::int64_t gemv_prefetch_ = kDefaultGemvPrefetch;
-  std::string forced_;       // set_kernel name, empty = automatic
+  std::string forced_;  // set_kernel name, empty = automatic
   std::string last_kernel_;
   GemmScratch scratch_;
 };

@@ -66,21 +66,25 @@ std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / t
 // accepts what packing then cannot allocate. The descriptor check bounded M, N, K and their
 // products, so the padded extents below are exact; checked_* names what does not fit.
 void check_packed_b_size(const MatmulDesc& d) {
-  const std::int64_t blocks = d.b.scheme().granularity == Granularity::block
-                                  ? std::max<std::int64_t>(1, (d.k + d.b.scheme().block_size - 1) /
-                                                                  d.b.scheme().block_size)
-                                  : 1;
+  const std::int64_t blocks =
+      d.b.scheme().granularity == Granularity::block
+          ? std::max<std::int64_t>(1, (d.k + d.b.scheme().block_size - 1) / d.b.scheme().block_size)
+          : 1;
   const std::int64_t pn = round_up(d.n, kPanel);
-  checked_bytes("packed B [N padded, K padded]",
-                checked_element_count("packed B [N padded, K padded]", {pn, round_up(d.k, kDepthAlign)}), 1);
-  checked_bytes("packed B sums [blocks, N padded]", checked_element_count("packed B sums [blocks, N padded]", {blocks, pn}),
+  checked_bytes(
+      "packed B [N padded, K padded]",
+      checked_element_count("packed B [N padded, K padded]", {pn, round_up(d.k, kDepthAlign)}), 1);
+  checked_bytes("packed B sums [blocks, N padded]",
+                checked_element_count("packed B sums [blocks, N padded]", {blocks, pn}),
                 sizeof(std::int32_t));
 }
 
 void check_packed_a_size(const MatmulDesc& d) {
   const std::int64_t rows = round_up(std::max<std::int64_t>(d.m, 1), kRowAlign);
   checked_bytes("packed A [M padded, K padded]",
-                checked_element_count("packed A [M padded, K padded]", {rows, round_up(d.k, kDepthAlign) + 64}), 1);
+                checked_element_count("packed A [M padded, K padded]",
+                                      {rows, round_up(d.k, kDepthAlign) + 64}),
+                1);
 }
 
 float max_scale(const QuantizationParams& p) {
@@ -105,9 +109,10 @@ void check_packed_call(OpKind op, const MatmulDesc& d, const MatmulDesc& packed,
                        const PackedFacts& facts) {
   if (d.n != packed.n || d.k != packed.k || d.b_layout != packed.b_layout || !(d.b == packed.b))
     throw Error(ErrorCode::shape_mismatch,
-                "cpu_x86: packed weights for n=" + std::to_string(packed.n) + " k=" +
-                    std::to_string(packed.k) + " " + packed.b.to_string() + " used with n=" +
-                    std::to_string(d.n) + " k=" + std::to_string(d.k) + " " + d.b.to_string() +
+                "cpu_x86: packed weights for n=" + std::to_string(packed.n) +
+                    " k=" + std::to_string(packed.k) + " " + packed.b.to_string() +
+                    " used with n=" + std::to_string(d.n) + " k=" + std::to_string(d.k) + " " +
+                    d.b.to_string() +
                     "; expected the same B shape, layout and params it was packed for");
   try {
     reference::check_matmul_a(op, d);
@@ -138,9 +143,13 @@ void check_descriptor(OpKind op, const Desc& desc) {
     // The vector forward packs W as the B of a matmul.
     if constexpr (std::is_same_v<Desc, LinearDesc>) {
       if (op == OpKind::linear_forward && vector_linear(desc)) {
-        const MatmulDesc m{.m = desc.m, .n = desc.n, .k = desc.k,
+        const MatmulDesc m{.m = desc.m,
+                           .n = desc.n,
+                           .k = desc.k,
                            .a = QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f),
-                           .b = desc.w, .b_layout = MatrixLayout::nk, .y = std::nullopt};
+                           .b = desc.w,
+                           .b_layout = MatrixLayout::nk,
+                           .y = std::nullopt};
         check_packed_b_size(m);
         check_packed_a_size(m);
       }
@@ -161,7 +170,8 @@ void check_descriptor(const OpDesc& op) {
 
 bool vector_quantize(const QuantizeDesc& d) {
   const DType t = d.params.dtype();
-  return (t == DType::int8 || t == DType::uint8) && d.params.scheme().mapping != Mapping::logarithmic;
+  return (t == DType::int8 || t == DType::uint8) &&
+         d.params.scheme().mapping != Mapping::logarithmic;
 }
 
 bool vector_linear(const LinearDesc& d) {

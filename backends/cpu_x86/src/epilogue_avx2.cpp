@@ -51,23 +51,27 @@ void compensate_avx2(const TileRef& t, const Compensation& comp) {
 
 void store_int32_avx2(const TileRef& t, std::int32_t* out, std::int64_t ldo) {
   for (int r = 0; r < t.rows; ++r)
-    for (int c = 0; c < t.cols; c += 8) store8_i32(out + r * ldo + c, load8(t.d + r * t.ldd + c), t.cols - c);
+    for (int c = 0; c < t.cols; c += 8)
+      store8_i32(out + r * ldo + c, load8(t.d + r * t.ldd + c), t.cols - c);
 }
 
-void store_dequant_compensated_avx2(const TileRef& t, const Compensation& comp, const std::int32_t* za_colsum,
-                                    bool zb_zero, const float* sa, const float* sb, const float* bias,
-                                    float* out, std::int64_t ldo) {
+void store_dequant_compensated_avx2(const TileRef& t, const Compensation& comp,
+                                    const std::int32_t* za_colsum, bool zb_zero, const float* sa,
+                                    const float* sb, const float* bias, float* out,
+                                    std::int64_t ldo) {
   for (int r = 0; r < t.rows; ++r) {
     const __m256 a = _mm256_set1_ps(sa[r]);
     const __m256i za = _mm256_set1_epi32(comp.za[r]);
     // zb * (k*za - rowsum), the row's factor of the B zero-point term
-    const auto zterm_u = static_cast<std::uint32_t>(comp.k) * static_cast<std::uint32_t>(comp.za[r]) -
-                         static_cast<std::uint32_t>(comp.rowsum[r * comp.rowsum_stride]);
+    const auto zterm_u =
+        static_cast<std::uint32_t>(comp.k) * static_cast<std::uint32_t>(comp.za[r]) -
+        static_cast<std::uint32_t>(comp.rowsum[r * comp.rowsum_stride]);
     const __m256i zterm = _mm256_set1_epi32(static_cast<std::int32_t>(zterm_u));
     const std::int32_t* row = t.d + r * t.ldd;
     for (int c = 0; c < t.cols; c += 8) {
       __m256i v = load8(row + c);
-      v = _mm256_sub_epi32(v, za_colsum ? load8(za_colsum + c) : _mm256_mullo_epi32(za, load8(comp.colsum + c)));
+      v = _mm256_sub_epi32(
+          v, za_colsum ? load8(za_colsum + c) : _mm256_mullo_epi32(za, load8(comp.colsum + c)));
       if (!zb_zero) v = _mm256_add_epi32(v, _mm256_mullo_epi32(load8(comp.zb + c), zterm));
       __m256 f = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), a), _mm256_loadu_ps(sb + c));
       if (bias) f = _mm256_add_ps(f, _mm256_loadu_ps(bias + c));
@@ -82,8 +86,9 @@ void accumulate_dequant_avx2(const TileRef& t, const float* sa, const float* sb,
     const __m256 a = _mm256_set1_ps(sa[r]);
     float* row = acc + r * ldacc;
     for (int c = 0; c < t.padded_cols; c += 8) {
-      const __m256 v = _mm256_mul_ps(
-          _mm256_mul_ps(_mm256_cvtepi32_ps(load8(t.d + r * t.ldd + c)), a), _mm256_loadu_ps(sb + c));
+      const __m256 v =
+          _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(load8(t.d + r * t.ldd + c)), a),
+                        _mm256_loadu_ps(sb + c));
       _mm256_storeu_ps(row + c, _mm256_add_ps(_mm256_loadu_ps(row + c), v));
     }
   }
@@ -111,7 +116,8 @@ void store_f32_avx2(const float* acc, std::int64_t ldacc, int rows, int cols, co
 void store_i32_avx2(const std::int32_t* acc, std::int64_t ldacc, int rows, int cols,
                     std::int32_t* out, std::int64_t ldo) {
   for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; c += 8) store8_i32(out + r * ldo + c, load8(acc + r * ldacc + c), cols - c);
+    for (int c = 0; c < cols; c += 8)
+      store8_i32(out + r * ldo + c, load8(acc + r * ldacc + c), cols - c);
 }
 
 void store_requant_float_avx2(const TileRef& t, const float* sa, const float* sb, float sy,

@@ -8,26 +8,32 @@
 
 namespace qforge::cpu_x86 {
 
-void store_dequant_compensated_avx512(const TileRef& t, const Compensation& comp, const std::int32_t* za_colsum,
-                                      bool zb_zero, const float* sa, const float* sb, const float* bias,
-                                      float* out, std::int64_t ldo) {
+void store_dequant_compensated_avx512(const TileRef& t, const Compensation& comp,
+                                      const std::int32_t* za_colsum, bool zb_zero, const float* sa,
+                                      const float* sb, const float* bias, float* out,
+                                      std::int64_t ldo) {
   for (int r = 0; r < t.rows; ++r) {
     const __m512 a = _mm512_set1_ps(sa[r]);
     const __m512i za = _mm512_set1_epi32(comp.za[r]);
-    const auto zterm_u = static_cast<std::uint32_t>(comp.k) * static_cast<std::uint32_t>(comp.za[r]) -
-                         static_cast<std::uint32_t>(comp.rowsum[r * comp.rowsum_stride]);
+    const auto zterm_u =
+        static_cast<std::uint32_t>(comp.k) * static_cast<std::uint32_t>(comp.za[r]) -
+        static_cast<std::uint32_t>(comp.rowsum[r * comp.rowsum_stride]);
     const __m512i zterm = _mm512_set1_epi32(static_cast<std::int32_t>(zterm_u));
     const std::int32_t* row = t.d + r * t.ldd;
     float* dst = out + r * ldo;
     for (int c = 0; c < t.cols; c += 16) {
       // The padded tile columns exist in d, colsum, zb, sb and bias; only the output is masked.
       // (maskz_cvtepi32_ps: the unmasked form trips a GCC 12 maybe-uninitialized warning.)
-      const __mmask16 m = t.cols - c >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (t.cols - c)) - 1);
+      const __mmask16 m =
+          t.cols - c >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (t.cols - c)) - 1);
       __m512i v = _mm512_loadu_si512(row + c);
-      v = _mm512_sub_epi32(v, za_colsum ? _mm512_loadu_si512(za_colsum + c)
-                                        : _mm512_mullo_epi32(za, _mm512_loadu_si512(comp.colsum + c)));
-      if (!zb_zero) v = _mm512_add_epi32(v, _mm512_mullo_epi32(_mm512_loadu_si512(comp.zb + c), zterm));
-      __m512 f = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, v), a), _mm512_loadu_ps(sb + c));
+      v = _mm512_sub_epi32(v, za_colsum
+                                  ? _mm512_loadu_si512(za_colsum + c)
+                                  : _mm512_mullo_epi32(za, _mm512_loadu_si512(comp.colsum + c)));
+      if (!zb_zero)
+        v = _mm512_add_epi32(v, _mm512_mullo_epi32(_mm512_loadu_si512(comp.zb + c), zterm));
+      __m512 f = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, v), a),
+                               _mm512_loadu_ps(sb + c));
       if (bias) f = _mm512_add_ps(f, _mm512_loadu_ps(bias + c));
       _mm512_mask_storeu_ps(dst + c, m, f);
     }

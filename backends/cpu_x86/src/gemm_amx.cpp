@@ -43,9 +43,7 @@ constexpr TileConfig kConfig = make_config();
 
 }  // namespace
 
-void amx_begin() {
-  _tile_loadconfig(&kConfig);
-}
+void amx_begin() { _tile_loadconfig(&kConfig); }
 
 void amx_end() { _tile_release(); }
 
@@ -66,8 +64,11 @@ void tile(const TileArgs& t) {
   for (std::int64_t s = 0; s < steps; ++s) {
     if (t.b_prefetch)  // the 16 lines of each B tile, b_prefetch bytes ahead
       for (int l = 0; l < 16; ++l) {
-        _mm_prefetch(reinterpret_cast<const char*>(b0 + s * 1024 + t.b_prefetch + 64 * l), _MM_HINT_T0);
-        if (NT > 1) _mm_prefetch(reinterpret_cast<const char*>(b1 + s * 1024 + t.b_prefetch + 64 * l), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(b0 + s * 1024 + t.b_prefetch + 64 * l),
+                     _MM_HINT_T0);
+        if (NT > 1)
+          _mm_prefetch(reinterpret_cast<const char*>(b1 + s * 1024 + t.b_prefetch + 64 * l),
+                       _MM_HINT_T0);
       }
     _tile_loadd(6, b0 + s * 1024, 64);
     _tile_loadd(4, a0 + s * 1024, 64);

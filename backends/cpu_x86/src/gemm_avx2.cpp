@@ -69,12 +69,14 @@ void tile_maddwd(const TileArgs& t) {
     for (int q = 0; q < 4; ++q) {
       const __m256i bw = _mm256_cvtepi8_epi16(
           _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.b + g * 64 + q * 16)));
-      for (int r = 0; r < R; ++r) acc[r][q] = _mm256_add_epi32(acc[r][q], _mm256_madd_epi16(aw[r], bw));
+      for (int r = 0; r < R; ++r)
+        acc[r][q] = _mm256_add_epi32(acc[r][q], _mm256_madd_epi16(aw[r], bw));
     }
   }
   for (int r = 0; r < R; ++r) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(t.d + r * t.ldd), fold(acc[r][0], acc[r][1]));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(t.d + r * t.ldd + 8), fold(acc[r][2], acc[r][3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(t.d + r * t.ldd + 8),
+                        fold(acc[r][2], acc[r][3]));
   }
 }
 

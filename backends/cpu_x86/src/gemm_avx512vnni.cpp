@@ -33,7 +33,9 @@ void tile(const TileArgs& t) {
   const std::int8_t* b = t.b;
   for (std::int64_t g = 0; g < t.groups; ++g) {
     if (t.b_prefetch)  // one cache line per panel and group
-      for (int p = 0; p < P; ++p) _mm_prefetch(reinterpret_cast<const char*>(b + p * t.panel_stride + g * 64 + t.b_prefetch), _MM_HINT_T0);
+      for (int p = 0; p < P; ++p)
+        _mm_prefetch(reinterpret_cast<const char*>(b + p * t.panel_stride + g * 64 + t.b_prefetch),
+                     _MM_HINT_T0);
     __m512i bv[P];
     for (int p = 0; p < P; ++p) bv[p] = _mm512_loadu_si512(b + p * t.panel_stride + g * 64);
     for (int r = 0; r < R; ++r) {
@@ -46,7 +48,8 @@ void tile(const TileArgs& t) {
 }
 
 using Fn = void (*)(const TileArgs&);
-#define QF_ROW(R) {&tile<R, 1>, &tile<R, 2>, &tile<R, 3>, &tile<R, 4>}
+#define QF_ROW(R) \
+  { &tile<R, 1>, &tile<R, 2>, &tile<R, 3>, &tile<R, 4> }
 // rows x panels; entries with more than 24 accumulators are never chosen by the drivers.
 constexpr Fn kTable[6][4] = {QF_ROW(1), QF_ROW(2), QF_ROW(3), QF_ROW(4), QF_ROW(5), QF_ROW(6)};
 #undef QF_ROW
@@ -100,11 +103,13 @@ void block_tile(const BlockTileArgs& t) {
         const std::int32_t za = t.za[r];
         const __m512i za_v = _mm512_set1_epi32(za);
         // len * za - rowsum, wrapping like the rest
-        const auto w = static_cast<std::int32_t>(static_cast<std::uint32_t>(len) * static_cast<std::uint32_t>(za) -
-                                                 static_cast<std::uint32_t>(t.rowsum[r * t.blocks + j]));
+        const auto w = static_cast<std::int32_t>(
+            static_cast<std::uint32_t>(len) * static_cast<std::uint32_t>(za) -
+            static_cast<std::uint32_t>(t.rowsum[r * t.blocks + j]));
         __m512i cj = _mm512_sub_epi32(acc[r][p], _mm512_mullo_epi32(za_v, cs));
         cj = _mm512_add_epi32(cj, _mm512_mullo_epi32(zb, _mm512_set1_epi32(w)));
-        const __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(cj), _mm512_set1_ps(t.sa[r])), sb);
+        const __m512 v =
+            _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(cj), _mm512_set1_ps(t.sa[r])), sb);
         facc[r][p] = _mm512_add_ps(facc[r][p], v);
       }
     }
@@ -114,13 +119,13 @@ void block_tile(const BlockTileArgs& t) {
 }
 
 using BlockFn = void (*)(const BlockTileArgs&);
-#define QF_BROW(R, N) {&block_tile<R, 1, N>, &block_tile<R, 2, N>, &block_tile<R, 4, N>}
+#define QF_BROW(R, N) \
+  { &block_tile<R, 1, N>, &block_tile<R, 2, N>, &block_tile<R, 4, N> }
 // [bytes, nibbles] x rows 1-6 x panels {1, 2, 4}; the driver keeps rows * panels <= 12.
-constexpr BlockFn kBlockTable[2][6][3] = {
-    {QF_BROW(1, false), QF_BROW(2, false), QF_BROW(3, false), QF_BROW(4, false), QF_BROW(5, false),
-     QF_BROW(6, false)},
-    {QF_BROW(1, true), QF_BROW(2, true), QF_BROW(3, true), QF_BROW(4, true), QF_BROW(5, true),
-     QF_BROW(6, true)}};
+constexpr BlockFn kBlockTable[2][6][3] = {{QF_BROW(1, false), QF_BROW(2, false), QF_BROW(3, false),
+                                           QF_BROW(4, false), QF_BROW(5, false), QF_BROW(6, false)},
+                                          {QF_BROW(1, true), QF_BROW(2, true), QF_BROW(3, true),
+                                           QF_BROW(4, true), QF_BROW(5, true), QF_BROW(6, true)}};
 #undef QF_BROW
 
 }  // namespace

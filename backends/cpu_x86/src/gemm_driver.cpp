@@ -24,9 +24,11 @@ class FixedPointTable {
     a_per_tensor_ = desc.a.scheme().granularity == Granularity::per_tensor;
     b_per_tensor_ = desc.b.scheme().granularity == Granularity::per_tensor;
     if (a_per_tensor_ && desc.m > 0)
-      for (std::int64_t n = 0; n < b.n; ++n) cols_.push_back(convert(a.sa[0], b.sb[static_cast<std::size_t>(n)]));
+      for (std::int64_t n = 0; n < b.n; ++n)
+        cols_.push_back(convert(a.sa[0], b.sb[static_cast<std::size_t>(n)]));
     else if (b_per_tensor_)
-      for (std::int64_t m = 0; m < a.m; ++m) rows_.push_back(convert(a.sa[static_cast<std::size_t>(m)], b.sb[0]));
+      for (std::int64_t m = 0; m < a.m; ++m)
+        rows_.push_back(convert(a.sa[static_cast<std::size_t>(m)], b.sb[0]));
   }
   reference::FixedPointMultiplier at(std::int64_t m, std::int64_t n) const {
     if (!cols_.empty()) return cols_[static_cast<std::size_t>(n)];
@@ -46,8 +48,8 @@ class FixedPointTable {
 };
 
 struct Plan {
-  int tile_rows;       // rows per tile call
-  int tile_panels;     // panels per tile call
+  int tile_rows;    // rows per tile call
+  int tile_panels;  // panels per tile call
   std::int64_t m_tiles, n_tiles;
   std::int64_t m_chunk, n_chunk;  // tiles per task in each direction
 };
@@ -72,7 +74,8 @@ Plan make_plan(const KernelInfo& kernel, std::int64_t m, const X86PackedWeights&
   // task walks its rows); then shrink until every thread has a few tasks to balance.
   const std::int64_t tile_cols = p.tile_panels * kPanel;
   p.m_chunk = std::max<std::int64_t>(1, 128 / p.tile_rows);
-  p.n_chunk = std::max<std::int64_t>(1, (512 * 1024) / std::max<std::int64_t>(1, b.depth * tile_cols));
+  p.n_chunk =
+      std::max<std::int64_t>(1, (512 * 1024) / std::max<std::int64_t>(1, b.depth * tile_cols));
   p.m_chunk = std::min(p.m_chunk, p.m_tiles);
   p.n_chunk = std::min(p.n_chunk, p.n_tiles);
   auto tasks = [&] {
@@ -111,11 +114,13 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
   bool zb_zero = true;
   if (out.kind == GemmOutput::Kind::dequant_f32 && !b.blocks.blocked) {
     zb_zero = std::all_of(b.zb.begin(), b.zb.end(), [](std::int32_t z) { return z == 0; });
-    if (std::all_of(pa.za.begin(), pa.za.begin() + M, [&](std::int32_t z) { return z == pa.za[0]; })) {
+    if (std::all_of(pa.za.begin(), pa.za.begin() + M,
+                    [&](std::int32_t z) { return z == pa.za[0]; })) {
       za_colsum.resize(static_cast<std::size_t>(pn));
       for (std::int64_t n = 0; n < pn; ++n)  // modulo 2^32, like the kernels' sums
         za_colsum[static_cast<std::size_t>(n)] = static_cast<std::int32_t>(
-            static_cast<std::uint32_t>(pa.za[0]) * static_cast<std::uint32_t>(b.colsum[static_cast<std::size_t>(n)]));
+            static_cast<std::uint32_t>(pa.za[0]) *
+            static_cast<std::uint32_t>(b.colsum[static_cast<std::size_t>(n)]));
     }
   }
 
@@ -134,26 +139,40 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
     const int panels = static_cast<int>(std::min<std::int64_t>(plan.tile_panels, b.panels - p0));
     const std::int64_t n0 = p0 * kPanel;
     const int cols = static_cast<int>(std::min<std::int64_t>(panels * kPanel, N - n0));
-    TileArgs t{pa.data.data() + m0 * pa.stride, pa.stride, b.panel(p0), b.panel_stride, groups_all,
-               rows, panels, d, kLdd, kernel.role == KernelRole::gemv ? tuning.gemv_b_prefetch : 0};
+    TileArgs t{pa.data.data() + m0 * pa.stride,
+               pa.stride,
+               b.panel(p0),
+               b.panel_stride,
+               groups_all,
+               rows,
+               panels,
+               d,
+               kLdd,
+               kernel.role == KernelRole::gemv ? tuning.gemv_b_prefetch : 0};
     TileRef ref{d, kLdd, rows, cols, panels * kPanel};
     const std::int64_t nb = pa.block_count;
 
     if (!blocks.blocked) {
       kernel.tile(t);
-      const Compensation comp{static_cast<std::int32_t>(K), pa.rowsum.data() + m0 * nb, nb,
-                              pa.za.data() + m0, b.colsum.data() + n0, b.zb.data() + n0};
+      const Compensation comp{static_cast<std::int32_t>(K),
+                              pa.rowsum.data() + m0 * nb,
+                              nb,
+                              pa.za.data() + m0,
+                              b.colsum.data() + n0,
+                              b.zb.data() + n0};
       if (out.kind == GemmOutput::Kind::dequant_f32) {
         const auto* zc = za_colsum.empty() ? nullptr : za_colsum.data() + n0;
         const float* bc = bias.empty() ? nullptr : bias.data() + n0;
         float* y = static_cast<float*>(out.out) + m0 * N + n0;
 #if QFORGE_CPU_X86_HAVE_AVX512VNNI
         if (tuning.avx512_epilogue) {
-          store_dequant_compensated_avx512(ref, comp, zc, zb_zero, pa.sa.data() + m0, b.sb.data() + n0, bc, y, N);
+          store_dequant_compensated_avx512(ref, comp, zc, zb_zero, pa.sa.data() + m0,
+                                           b.sb.data() + n0, bc, y, N);
           return;
         }
 #endif
-        store_dequant_compensated_avx2(ref, comp, zc, zb_zero, pa.sa.data() + m0, b.sb.data() + n0, bc, y, N);
+        store_dequant_compensated_avx2(ref, comp, zc, zb_zero, pa.sa.data() + m0, b.sb.data() + n0,
+                                       bc, y, N);
         return;
       }
       compensate_avx2(ref, comp);
@@ -166,7 +185,8 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
         case GemmOutput::Kind::requant:
           if (!fixed) {
             store_requant_float_avx2(ref, pa.sa.data() + m0, b.sb.data() + n0, out.sy, out.zy,
-                                     out.range, static_cast<std::uint8_t*>(out.out) + m0 * N + n0, N);
+                                     out.range, static_cast<std::uint8_t*>(out.out) + m0 * N + n0,
+                                     N);
           } else {
             auto* y = static_cast<std::uint8_t*>(out.out);
             for (int r = 0; r < rows; ++r)
@@ -174,7 +194,8 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
                 const std::int64_t m = m0 + r, n = n0 + c;
                 const std::int64_t v =
                     static_cast<std::int64_t>(reference::multiply_by_quantized_multiplier(
-                        d[r * kLdd + c], fixed->at(m, n))) + out.zy;
+                        d[r * kLdd + c], fixed->at(m, n))) +
+                    out.zy;
                 const auto q = static_cast<std::int32_t>(
                     std::clamp<std::int64_t>(v, out.range.qmin, out.range.qmax));
                 y[m * N + n] = static_cast<std::uint8_t>(q);
@@ -188,10 +209,25 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
     const bool dequant = out.kind == GemmOutput::Kind::dequant_f32;
     alignas(64) float accf[kMaxTileRows * kMaxTileCols];
     if (dequant && kernel.block_tile) {  // fused: every block's epilogue in registers
-      BlockTileArgs bt{t.a, t.lda, t.b, t.panel_stride, b.nibbles, rows, panels, K, blocks.size, blocks.count,
-                       pa.rowsum.data() + m0 * nb, pa.za.data() + m0, pa.sa.data() + m0,
-                       b.colsum.data() + b.meta(0, n0), b.zb.data() + b.meta(0, n0),
-                       b.sb.data() + b.meta(0, n0), blocks.count * kPanel, accf, kLdd};
+      BlockTileArgs bt{t.a,
+                       t.lda,
+                       t.b,
+                       t.panel_stride,
+                       b.nibbles,
+                       rows,
+                       panels,
+                       K,
+                       blocks.size,
+                       blocks.count,
+                       pa.rowsum.data() + m0 * nb,
+                       pa.za.data() + m0,
+                       pa.sa.data() + m0,
+                       b.colsum.data() + b.meta(0, n0),
+                       b.zb.data() + b.meta(0, n0),
+                       b.sb.data() + b.meta(0, n0),
+                       blocks.count * kPanel,
+                       accf,
+                       kLdd};
       kernel.block_tile(bt);
       store_f32_avx2(accf, kLdd, rows, cols, bias.empty() ? nullptr : bias.data() + n0,
                      static_cast<float*>(out.out) + m0 * N + n0, N);
@@ -228,9 +264,9 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
         compensate_avx2(sub, {static_cast<std::int32_t>(len), pa.rowsum.data() + m0 * nb + j, nb,
                               pa.za.data() + m0, b.colsum.data() + at, b.zb.data() + at});
         if (dequant)
-          accumulate_dequant_avx2(sub, pa.sa.data() + m0, b.sb.data() + at, accf + p * kPanel, kLdd);
-        else
-          accumulate_int32_avx2(sub, acci + p * kPanel, kLdd);
+          accumulate_dequant_avx2(sub, pa.sa.data() + m0, b.sb.data() + at, accf + p * kPanel,
+                                  kLdd);
+        else accumulate_int32_avx2(sub, acci + p * kPanel, kLdd);
       }
     }
     if (dequant)
@@ -247,7 +283,9 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
     if (kernel.begin) kernel.begin();
     struct End {  // undo the setup even when a tile throws (fixed-point conversion can)
       void (*end)();
-      ~End() { if (end) end(); }
+      ~End() {
+        if (end) end();
+      }
     } end{kernel.end};
     for (std::int64_t nt = tn * plan.n_chunk; nt < nt1; ++nt)
       for (std::int64_t mt = tm * plan.m_chunk; mt < mt1; ++mt) run_tile(mt, nt);

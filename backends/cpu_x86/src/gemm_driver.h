@@ -33,7 +33,7 @@ struct GemmScratch {
 
 // Choices of the driver that do not change any result.
 struct GemmTuning {
-  bool avx512_epilogue = false;  // the AVX-512 tier may run: the float epilogue uses it
+  bool avx512_epilogue = false;      // the AVX-512 tier may run: the float epilogue uses it
   std::int64_t gemv_b_prefetch = 0;  // TileArgs::b_prefetch for GEMV kernels (M <= 16)
 };
 

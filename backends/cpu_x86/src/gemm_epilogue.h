@@ -20,20 +20,20 @@
 namespace qforge::cpu_x86 {
 
 struct Compensation {
-  std::int32_t k;               // depth of the sum (K, or the block's length)
-  const std::int32_t* rowsum;   // tile row r uses rowsum[r * rowsum_stride]
+  std::int32_t k;              // depth of the sum (K, or the block's length)
+  const std::int32_t* rowsum;  // tile row r uses rowsum[r * rowsum_stride]
   std::int64_t rowsum_stride;
-  const std::int32_t* za;       // per tile row
-  const std::int32_t* colsum;   // per tile column (padded)
-  const std::int32_t* zb;       // per tile column (padded)
+  const std::int32_t* za;      // per tile row
+  const std::int32_t* colsum;  // per tile column (padded)
+  const std::int32_t* zb;      // per tile column (padded)
 };
 
 struct TileRef {
-  std::int32_t* d;     // [rows][ldd]
+  std::int32_t* d;  // [rows][ldd]
   std::int64_t ldd;
   int rows;
-  int cols;            // valid columns
-  int padded_cols;     // multiple of 8, >= cols
+  int cols;         // valid columns
+  int padded_cols;  // multiple of 8, >= cols
 };
 
 void compensate_avx2(const TileRef& t, const Compensation& comp);
@@ -44,14 +44,16 @@ void store_int32_avx2(const TileRef& t, std::int32_t* out, std::int64_t ldo);
 // has the same za; `zb_zero` says every zb of the tile is 0 (symmetric B), dropping that term.
 // Integer arithmetic is modulo 2^32 like compensate_avx2's, so the sum is exact whenever the
 // true result fits int32.
-void store_dequant_compensated_avx2(const TileRef& t, const Compensation& comp, const std::int32_t* za_colsum,
-                                    bool zb_zero, const float* sa, const float* sb, const float* bias,
-                                    float* out, std::int64_t ldo);
+void store_dequant_compensated_avx2(const TileRef& t, const Compensation& comp,
+                                    const std::int32_t* za_colsum, bool zb_zero, const float* sa,
+                                    const float* sb, const float* bias, float* out,
+                                    std::int64_t ldo);
 // The same with AVX-512 (epilogue_avx512.cpp, present when the AVX-512 VNNI tier is compiled:
 // QFORGE_CPU_X86_HAVE_AVX512VNNI). It reads whole 16-column groups of the padded tile columns.
-void store_dequant_compensated_avx512(const TileRef& t, const Compensation& comp, const std::int32_t* za_colsum,
-                                      bool zb_zero, const float* sa, const float* sb, const float* bias,
-                                      float* out, std::int64_t ldo);
+void store_dequant_compensated_avx512(const TileRef& t, const Compensation& comp,
+                                      const std::int32_t* za_colsum, bool zb_zero, const float* sa,
+                                      const float* sb, const float* bias, float* out,
+                                      std::int64_t ldo);
 void accumulate_dequant_avx2(const TileRef& t, const float* sa, const float* sb, float* acc,
                              std::int64_t ldacc);
 void accumulate_int32_avx2(const TileRef& t, std::int32_t* acc, std::int64_t ldacc);

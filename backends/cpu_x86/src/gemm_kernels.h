@@ -30,14 +30,14 @@ inline constexpr int kRowAlign = 16;    // packed-A row padding (AMX tile rows)
 
 // One tile call: rows [0, mr) of A against `panels` consecutive panels, over `groups` k groups.
 struct TileArgs {
-  const std::uint8_t* a;     // packed A at the tile's first row and first k
-  std::int64_t lda;          // bytes between packed A rows
-  const std::int8_t* b;      // first panel, at the same first k (byte offset 16 * k)
-  std::int64_t panel_stride; // bytes between panels
-  std::int64_t groups;       // k groups to reduce (AMX: a multiple of 16)
-  int mr;                    // rows, 1 <= mr <= the kernel's limit
-  int panels;                // panels, 1 <= panels <= the kernel's limit
-  std::int32_t* d;           // raw dots, row-major [mr][ldd]
+  const std::uint8_t* a;      // packed A at the tile's first row and first k
+  std::int64_t lda;           // bytes between packed A rows
+  const std::int8_t* b;       // first panel, at the same first k (byte offset 16 * k)
+  std::int64_t panel_stride;  // bytes between panels
+  std::int64_t groups;        // k groups to reduce (AMX: a multiple of 16)
+  int mr;                     // rows, 1 <= mr <= the kernel's limit
+  int panels;                 // panels, 1 <= panels <= the kernel's limit
+  std::int32_t* d;            // raw dots, row-major [mr][ldd]
   std::int64_t ldd;
   // Bytes ahead of the current k on each B panel to prefetch (0: none). The GEMV kernels
   // (AVX-512 VNNI and AMX) honour it: they stream weights from memory, and one core's
@@ -85,24 +85,24 @@ inline constexpr TileShape kAmxShape{32, 2};
 //     acc = acc + ((float(C_j) * sa) * sb_j)                      (float32, in this order)
 // so no tile of partial sums goes through memory between blocks. `out` receives acc.
 struct BlockTileArgs {
-  const std::uint8_t* a;      // packed A at the tile's first row, k = 0
+  const std::uint8_t* a;  // packed A at the tile's first row, k = 0
   std::int64_t lda;
-  const std::int8_t* b;       // first panel, k = 0
+  const std::int8_t* b;  // first panel, k = 0
   std::int64_t panel_stride;
-  bool nibbles;               // B groups are 32 bytes of nibbles (packing.h), else 64 bytes
-  int mr, panels;             // panels: 1, 2 or 4 (rows <= 6; rows * panels <= 12)
-  std::int64_t k;             // K
-  std::int64_t block_size;    // multiple of 4
+  bool nibbles;             // B groups are 32 bytes of nibbles (packing.h), else 64 bytes
+  int mr, panels;           // panels: 1, 2 or 4 (rows <= 6; rows * panels <= 12)
+  std::int64_t k;           // K
+  std::int64_t block_size;  // multiple of 4
   std::int64_t blocks;
-  const std::int32_t* rowsum; // row r, block j: rowsum[r * blocks + j]
-  const std::int32_t* za;     // per row
-  const float* sa;            // per row
+  const std::int32_t* rowsum;  // row r, block j: rowsum[r * blocks + j]
+  const std::int32_t* za;      // per row
+  const float* sa;             // per row
   // Panel p of the tile, block j, column c < 16: colsum[p * panel_meta_stride + j * 16 + c]
   const std::int32_t* colsum;
   const std::int32_t* zb;
   const float* sb;
   std::int64_t panel_meta_stride;  // blocks * 16
-  float* out;                 // [mr][ldo]
+  float* out;                      // [mr][ldo]
   std::int64_t ldo;
 };
 void block_tile_avx512vnni(const BlockTileArgs& t);

@@ -13,7 +13,7 @@ namespace qforge::cpu_x86 {
 namespace {
 
 constexpr std::array<std::string_view, kIsaCount> kNames = {"avx2", "avx512_vnni", "avx_vnni",
-                                                             "amx_int8"};
+                                                            "amx_int8"};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);

@@ -22,7 +22,9 @@ class IsaSet {
   constexpr IsaSet() = default;
   static constexpr IsaSet all() { return IsaSet((1u << kIsaCount) - 1); }
   constexpr bool has(Isa isa) const { return (bits_ >> static_cast<unsigned>(isa)) & 1u; }
-  constexpr IsaSet with(Isa isa) const { return IsaSet(bits_ | (1u << static_cast<unsigned>(isa))); }
+  constexpr IsaSet with(Isa isa) const {
+    return IsaSet(bits_ | (1u << static_cast<unsigned>(isa)));
+  }
   constexpr IsaSet operator&(IsaSet o) const { return IsaSet(bits_ & o.bits_); }
   constexpr bool empty() const { return bits_ == 0; }
   friend constexpr bool operator==(IsaSet, IsaSet) = default;

@@ -17,28 +17,28 @@
 namespace qforge::cpu_x86 {
 
 enum class KernelRole : std::uint8_t {
-  gemm,         // matmul ops, M > 16
-  gemv,         // matmul ops, M <= 16 (streams the packed weights once per call)
-  gemm_block,   // block-wise B, any M
+  gemm,        // matmul ops, M > 16
+  gemv,        // matmul ops, M <= 16 (streams the packed weights once per call)
+  gemm_block,  // block-wise B, any M
   quantize,
   dequantize,
   requantize,
   dynamic_quantize,
-  reference,    // qforge::reference, for whatever no vector kernel serves
+  reference,  // qforge::reference, for whatever no vector kernel serves
 };
 
 struct KernelInfo {
   std::string_view name;
   KernelRole role;
   Isa isa;
-  TileFn tile = nullptr;          // GEMM roles
+  TileFn tile = nullptr;  // GEMM roles
   TileShape shape{0, 0};
-  bool s8_domain = false;         // A packed as s8 (maddubs idiom)
-  bool needs_no_min = false;      // exact only when B holds no -128
-  bool amx = false;               // depth in steps of 64 k, rows in multiples of 16
-  void (*begin)() = nullptr;      // per-thread setup before a run of tiles, and its undo
+  bool s8_domain = false;     // A packed as s8 (maddubs idiom)
+  bool needs_no_min = false;  // exact only when B holds no -128
+  bool amx = false;           // depth in steps of 64 k, rows in multiples of 16
+  void (*begin)() = nullptr;  // per-thread setup before a run of tiles, and its undo
   void (*end)() = nullptr;
-  int min_rows = 0;               // automatic selection skips it for smaller M
+  int min_rows = 0;  // automatic selection skips it for smaller M
   // Block-wise weights, float output: a fused per-block kernel (gemm_kernels.h), if any.
   void (*block_tile)(const BlockTileArgs&) = nullptr;
 };

@@ -20,7 +20,9 @@ constexpr std::int64_t kTaskElements = 1 << 16;  // ~64K elements per task
 constexpr std::int64_t kStreamBytes = std::int64_t{8} << 20;
 
 FloatKind float_kind(FloatType t) {
-  return t == FloatType::f32 ? FloatKind::f32 : t == FloatType::f16 ? FloatKind::f16 : FloatKind::bf16;
+  return t == FloatType::f32   ? FloatKind::f32
+         : t == FloatType::f16 ? FloatKind::f16
+                               : FloatKind::bf16;
 }
 
 // A tensor as rows of runs: `rows` rows of `row_len` elements; within a row the elements form
@@ -47,7 +49,8 @@ Walk make_walk(const QuantizeDesc& d) {
     case Granularity::per_channel: {
       const int axis = p.channel_axis(d.shape.size());
       std::int64_t inner = 1;
-      for (std::size_t i = static_cast<std::size_t>(axis) + 1; i < d.shape.size(); ++i) inner *= d.shape[i];
+      for (std::size_t i = static_cast<std::size_t>(axis) + 1; i < d.shape.size(); ++i)
+        inner *= d.shape[i];
       const std::int64_t channels = d.shape[static_cast<std::size_t>(axis)];
       if (inner == 1) {  // channel is the last axis: per element within a row of `channels`
         w.per_element = true;
@@ -104,13 +107,15 @@ std::size_t pair_of(const Walk& w, std::int64_t row, std::int64_t e) {
 
 void CpuX86Ops::quantize(const QuantizeDesc& desc, const void* x, void* q) {
   require_supported(OpKind::quantize, desc);
-  const KernelInfo& k = elementwise_kernel(KernelRole::quantize, vector_quantize(desc), OpKind::quantize);
+  const KernelInfo& k =
+      elementwise_kernel(KernelRole::quantize, vector_quantize(desc), OpKind::quantize);
   last_kernel_ = k.name;
   if (k.role == KernelRole::reference) return reference::quantize(desc, x, q);
   const std::int64_t n = element_count(desc.shape);
   if (n > 0 && (!x || !q))
     throw Error(ErrorCode::invalid_argument, "cpu_x86: quantize: null data pointer for " +
-                                                 std::to_string(n) + " elements; expected valid host pointers");
+                                                 std::to_string(n) +
+                                                 " elements; expected valid host pointers");
   const QuantizationParams& p = desc.params;
   const QuantRange range{p.dtype() == DType::int8, p.qmin(), p.qmax()};
   const FloatKind kind = float_kind(desc.float_type);
@@ -139,8 +144,8 @@ void CpuX86Ops::quantize(const QuantizeDesc& desc, const void* x, void* q) {
       for (std::int64_t e = e0; e < e1;) {
         const std::int64_t end = std::min(e1, (e / w.run + 1) * w.run);
         const std::size_t pi = pair_of(w, r, e);
-        quantize_run_avx2(xs + (base + e) * fb, kind, qs + base + e, end - e, scales[pi], zps[pi], range,
-                          stream);
+        quantize_run_avx2(xs + (base + e) * fb, kind, qs + base + e, end - e, scales[pi], zps[pi],
+                          range, stream);
         e = end;
       }
     }
@@ -149,13 +154,15 @@ void CpuX86Ops::quantize(const QuantizeDesc& desc, const void* x, void* q) {
 
 void CpuX86Ops::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
   require_supported(OpKind::dequantize, desc);
-  const KernelInfo& k = elementwise_kernel(KernelRole::dequantize, vector_quantize(desc), OpKind::dequantize);
+  const KernelInfo& k =
+      elementwise_kernel(KernelRole::dequantize, vector_quantize(desc), OpKind::dequantize);
   last_kernel_ = k.name;
   if (k.role == KernelRole::reference) return reference::dequantize(desc, q, x);
   const std::int64_t n = element_count(desc.shape);
   if (n > 0 && (!x || !q))
     throw Error(ErrorCode::invalid_argument, "cpu_x86: dequantize: null data pointer for " +
-                                                 std::to_string(n) + " elements; expected valid host pointers");
+                                                 std::to_string(n) +
+                                                 " elements; expected valid host pointers");
   const QuantizationParams& p = desc.params;
   const bool is_signed = p.dtype() == DType::int8;
   const Walk w = make_walk(desc);
@@ -181,7 +188,8 @@ void CpuX86Ops::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
       for (std::int64_t e = e0; e < e1;) {
         const std::int64_t end = std::min(e1, (e / w.run + 1) * w.run);
         const std::size_t pi = pair_of(w, r, e);
-        dequantize_run_avx2(qs + base + e, is_signed, x + base + e, end - e, scales[pi], zps[pi], stream);
+        dequantize_run_avx2(qs + base + e, is_signed, x + base + e, end - e, scales[pi], zps[pi],
+                            stream);
         e = end;
       }
     }
@@ -197,7 +205,8 @@ void CpuX86Ops::requantize(const RequantizeDesc& desc, const std::int32_t* c, vo
   const std::int64_t n = element_count(desc.shape);
   if (n > 0 && (!c || !y))
     throw Error(ErrorCode::invalid_argument, "cpu_x86: requantize: null data pointer for " +
-                                                 std::to_string(n) + " elements; expected valid host pointers");
+                                                 std::to_string(n) +
+                                                 " elements; expected valid host pointers");
   const auto& tr = traits(desc.out_dtype);
   const QuantRange range{desc.out_dtype == DType::int8, tr.qmin, tr.qmax};
   auto* out = static_cast<std::uint8_t*>(y);
@@ -211,7 +220,8 @@ void CpuX86Ops::requantize(const RequantizeDesc& desc, const std::int32_t* c, vo
     const int rank = static_cast<int>(desc.shape.size());
     const int axis = desc.axis < 0 ? desc.axis + rank : desc.axis;
     std::int64_t stride = 1;
-    for (std::size_t i = static_cast<std::size_t>(axis) + 1; i < desc.shape.size(); ++i) stride *= desc.shape[i];
+    for (std::size_t i = static_cast<std::size_t>(axis) + 1; i < desc.shape.size(); ++i)
+      stride *= desc.shape[i];
     const std::int64_t extent = desc.shape[static_cast<std::size_t>(axis)];
     if (stride == 1) {
       w.per_element = true;
@@ -257,7 +267,8 @@ QuantizationParams CpuX86Ops::dynamic_quantize_linear(const DynamicQuantizeDesc&
   if (n > 0)
     pool_->parallel_for(tasks, [&](std::int64_t t) {
       const std::int64_t e0 = t * kTaskElements;
-      part[static_cast<std::size_t>(t)] = minmax_f32_avx2(x + e0, std::min(n, e0 + kTaskElements) - e0);
+      part[static_cast<std::size_t>(t)] =
+          minmax_f32_avx2(x + e0, std::min(n, e0 + kTaskElements) - e0);
     });
   float lo = 0.0f, hi = 0.0f;  // the reference starts its range at 0
   for (const MinMax& m : part) {
@@ -271,8 +282,8 @@ QuantizationParams CpuX86Ops::dynamic_quantize_linear(const DynamicQuantizeDesc&
   const std::int64_t qt = (n + kTaskElements - 1) / kTaskElements;
   pool_->parallel_for(qt, [&](std::int64_t t) {
     const std::int64_t e0 = t * kTaskElements;
-    quantize_run_avx2(x + e0, FloatKind::f32, y + e0, std::min(n, e0 + kTaskElements) - e0, p.scale(),
-                      p.zero_point(), range, n >= kStreamBytes);
+    quantize_run_avx2(x + e0, FloatKind::f32, y + e0, std::min(n, e0 + kTaskElements) - e0,
+                      p.scale(), p.zero_point(), range, n >= kStreamBytes);
   });
   return p;
 }

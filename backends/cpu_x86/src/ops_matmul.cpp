@@ -17,7 +17,8 @@ void require_pointers(OpKind op, std::initializer_list<std::pair<const char*, co
   for (const auto& [what, p] : ptrs)
     if (!p)
       throw Error(ErrorCode::invalid_argument, "cpu_x86: " + std::string(to_string(op)) + ": " +
-                                                   what + " is null; expected a valid host pointer");
+                                                   what +
+                                                   " is null; expected a valid host pointer");
 }
 
 GemmOutput requant_output(const MatmulDesc& desc, void* y) {
@@ -47,14 +48,16 @@ void CpuX86Ops::run_matmul(OpKind op, const MatmulDesc& desc, const void* a,
                            const X86PackedWeights& b, const GemmOutput& out) {
   const KernelInfo& k = gemm_kernel(desc, b, op);
   last_kernel_ = k.name;
-  run_gemm(k, desc, a, b, out, *pool_, scratch_, {usable_isas().has(Isa::avx512_vnni), gemv_prefetch_});
+  run_gemm(k, desc, a, b, out, *pool_, scratch_,
+           {usable_isas().has(Isa::avx512_vnni), gemv_prefetch_});
 }
 
 std::shared_ptr<PackedWeights> CpuX86Ops::pack_weights(const MatmulDesc& desc, const void* b) {
   // The most permissive matmul: block-wise B is allowed (qlinear_matmul refuses it later).
   // M does not matter to packing; pick one that fits A's params so they validate.
   MatmulDesc d = desc;
-  if (d.a.scheme().granularity == Granularity::per_channel) d.m = static_cast<std::int64_t>(d.a.count());
+  if (d.a.scheme().granularity == Granularity::per_channel)
+    d.m = static_cast<std::int64_t>(d.a.count());
   // The checks are matmul_integer's; the messages name pack_weights, the call that was made.
   try {
     require_supported(OpKind::matmul_integer, d);
@@ -72,7 +75,8 @@ std::shared_ptr<PackedWeights> CpuX86Ops::pack_weights(const MatmulDesc& desc, c
 // The unpacked ops validate the whole descriptor, pack B for this call and run; the packed ops
 // check only what the packing did not (descriptor_rules.h), so a GEMV with per-block weight
 // params does not pay for re-validating them on every call.
-void CpuX86Ops::matmul_integer(const MatmulDesc& desc, const void* a, const void* b, std::int32_t* c) {
+void CpuX86Ops::matmul_integer(const MatmulDesc& desc, const void* a, const void* b,
+                               std::int32_t* c) {
   require_supported(OpKind::matmul_integer, desc);
   if (forced_ == kReferenceKernel) {
     last_kernel_ = kReferenceKernel;
@@ -93,7 +97,8 @@ void CpuX86Ops::matmul_dequant(const MatmulDesc& desc, const void* a, const void
   }
   require_pointers(OpKind::matmul_dequant, {{"b", b}}, desc.n * desc.k > 0);
   require_pointers(OpKind::matmul_dequant, {{"a", a}, {"y", y}}, desc.m * desc.n > 0);
-  if (desc.has_bias) require_pointers(OpKind::matmul_dequant, {{"bias (has_bias is set)", bias}}, desc.n > 0);
+  if (desc.has_bias)
+    require_pointers(OpKind::matmul_dequant, {{"bias (has_bias is set)", bias}}, desc.n > 0);
   const X86PackedWeights packed(desc, b, pool_.get());
   run_matmul(OpKind::matmul_dequant, desc, a, packed,
              {GemmOutput::Kind::dequant_f32, y, desc.has_bias ? bias : nullptr});
@@ -111,26 +116,27 @@ void CpuX86Ops::qlinear_matmul(const MatmulDesc& desc, const void* a, const void
   run_matmul(OpKind::qlinear_matmul, desc, a, packed, requant_output(desc, y));
 }
 
-void CpuX86Ops::matmul_integer_packed(const MatmulDesc& desc, const void* a,
-                                      const PackedWeights& b, std::int32_t* c) {
+void CpuX86Ops::matmul_integer_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                                      std::int32_t* c) {
   const X86PackedWeights& w = own_packed(b);
   check_packed_call(OpKind::matmul_integer, desc, w.desc(), w.facts);
   require_pointers(OpKind::matmul_integer, {{"a", a}, {"c", c}}, desc.m * desc.n > 0);
   run_matmul(OpKind::matmul_integer, desc, a, w, {GemmOutput::Kind::int32, c});
 }
 
-void CpuX86Ops::matmul_dequant_packed(const MatmulDesc& desc, const void* a,
-                                      const PackedWeights& b, const float* bias, void* y) {
+void CpuX86Ops::matmul_dequant_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                                      const float* bias, void* y) {
   const X86PackedWeights& w = own_packed(b);
   check_packed_call(OpKind::matmul_dequant, desc, w.desc(), w.facts);
   require_pointers(OpKind::matmul_dequant, {{"a", a}, {"y", y}}, desc.m * desc.n > 0);
-  if (desc.has_bias) require_pointers(OpKind::matmul_dequant, {{"bias (has_bias is set)", bias}}, desc.n > 0);
+  if (desc.has_bias)
+    require_pointers(OpKind::matmul_dequant, {{"bias (has_bias is set)", bias}}, desc.n > 0);
   run_matmul(OpKind::matmul_dequant, desc, a, w,
              {GemmOutput::Kind::dequant_f32, y, desc.has_bias ? bias : nullptr});
 }
 
-void CpuX86Ops::qlinear_matmul_packed(const MatmulDesc& desc, const void* a,
-                                      const PackedWeights& b, void* y) {
+void CpuX86Ops::qlinear_matmul_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                                      void* y) {
   const X86PackedWeights& w = own_packed(b);
   check_packed_call(OpKind::qlinear_matmul, desc, w.desc(), w.facts);
   require_pointers(OpKind::qlinear_matmul, {{"a", a}, {"y", y}}, desc.m * desc.n > 0);
@@ -149,7 +155,8 @@ QuantizationParams CpuX86Ops::linear_forward(const LinearDesc& desc, const float
   require_pointers(OpKind::linear_forward, {{"x", x}, {"xq", xq}}, M * K > 0);
   require_pointers(OpKind::linear_forward, {{"wq", wq}}, N * K > 0);
   require_pointers(OpKind::linear_forward, {{"y", y}}, M * N > 0);
-  if (desc.has_bias) require_pointers(OpKind::linear_forward, {{"bias (has_bias is set)", bias}}, N > 0);
+  if (desc.has_bias)
+    require_pointers(OpKind::linear_forward, {{"bias (has_bias is set)", bias}}, N > 0);
   // sx = max(max|X| / 127, 1e-8), as the reference; a non-finite X is an error it names.
   float amax = 0.0f;
   bool finite = true;

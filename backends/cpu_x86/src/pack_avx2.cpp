@@ -16,7 +16,8 @@ std::int64_t convert(const std::uint8_t* in, std::uint8_t* out, std::int64_t n, 
   __m256i acc = _mm256_setzero_si256();
   std::int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    const __m256i v = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i)), f);
+    const __m256i v =
+        _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i)), f);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), v);
     acc = _mm256_add_epi64(acc, _mm256_sad_epu8(_mm256_xor_si256(v, sf), _mm256_setzero_si256()));
   }
@@ -64,7 +65,8 @@ std::int64_t pack_panel_bytes_avx2(const std::uint8_t* b, std::int64_t ld, bool 
                                    std::uint8_t flip, std::int8_t* panel, std::int32_t* colsum,
                                    bool* holds_min) {
   const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
-  __m128i sums[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
+  __m128i sums[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(),
+                     _mm_setzero_si128()};
   __m128i mins = _mm_setzero_si128();
   std::int64_t kk = 0;
   if (nk) {
@@ -90,7 +92,8 @@ std::int64_t pack_panel_bytes_avx2(const std::uint8_t* b, std::int64_t ld, bool 
     for (; kk + 4 <= k; kk += 4) {
       __m128i r[4];
       for (int i = 0; i < 4; ++i)
-        r[i] = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + (kk + i) * ld)), f);
+        r[i] =
+            _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + (kk + i) * ld)), f);
       const __m128i lo01 = _mm_unpacklo_epi8(r[0], r[1]), hi01 = _mm_unpackhi_epi8(r[0], r[1]);
       const __m128i lo23 = _mm_unpacklo_epi8(r[2], r[3]), hi23 = _mm_unpackhi_epi8(r[2], r[3]);
       const __m128i c[4] = {_mm_unpacklo_epi16(lo01, lo23), _mm_unpackhi_epi16(lo01, lo23),

@@ -5,11 +5,11 @@
 #include <cstring>
 #include <new>
 
+#include "gemm_kernels.h"
+#include "pack_kernels.h"
 #include "qforge/checked_size.h"
 #include "qforge/dtype.h"
 #include "qforge/error.h"
-#include "gemm_kernels.h"
-#include "pack_kernels.h"
 #include "thread_pool.h"
 
 namespace qforge::cpu_x86 {
@@ -80,9 +80,11 @@ X86PackedWeights::X86PackedWeights(const MatmulDesc& desc, const void* b, Thread
   nibbles = blocks.blocked && (desc.b.dtype() == DType::int4 || desc.b.dtype() == DType::uint4);
   panel_stride = nibbles ? depth * kPanel / 2 : depth * kPanel;
   // Sizes within qforge's limit (checked_size.h); supports() already refused larger ones.
-  data.reset(checked_bytes("cpu_x86: packed B", checked_element_count("cpu_x86: packed B", {panels, panel_stride}), 1));
+  data.reset(checked_bytes("cpu_x86: packed B",
+                           checked_element_count("cpu_x86: packed B", {panels, panel_stride}), 1));
   const std::int64_t pn = padded_n();
-  const auto sums = static_cast<std::size_t>(checked_element_count("cpu_x86: packed B sums", {blocks.count, pn}));
+  const auto sums =
+      static_cast<std::size_t>(checked_element_count("cpu_x86: packed B sums", {blocks.count, pn}));
   colsum.assign(sums, 0);
   zb.assign(sums, 0);
   sb.assign(sums, 0.0f);
@@ -96,49 +98,54 @@ X86PackedWeights::X86PackedWeights(const MatmulDesc& desc, const void* b, Thread
   std::vector<char> panel_min(static_cast<std::size_t>(panels), 0);
   // Whole panels of 8-bit weights that are not block-wise take the vector packer for most of
   // K; the scalar loop below packs the rest (and everything else).
-  const bool vector_bytes = (p.dtype() == DType::int8 || p.dtype() == DType::uint8) && !blocks.blocked;
+  const bool vector_bytes =
+      (p.dtype() == DType::int8 || p.dtype() == DType::uint8) && !blocks.blocked;
   const bool nk = desc.b_layout == MatrixLayout::nk;
   auto pack_panel = [&](std::int64_t panel) {
-  bool any_min = false;
-  std::int64_t k_done = 0;
-  if (vector_bytes && (panel + 1) * kPanel <= n) {
-    const std::int64_t n0 = panel * kPanel;
-    const auto* src = static_cast<const std::uint8_t*>(b) + (nk ? n0 * k : n0);
-    std::int32_t sums[kPanel] = {};
-    k_done = pack_panel_bytes_avx2(src, nk ? k : n, nk, k, static_cast<std::uint8_t>(shift ? 0x80 : 0),
-                                   bytes + panel * panel_stride, sums, &any_min);
-    for (int c = 0; c < kPanel; ++c) colsum[static_cast<std::size_t>(meta(0, n0 + c))] += sums[c];
-  }
-  for (std::int64_t nn = panel * kPanel; nn < std::min(n, (panel + 1) * kPanel); ++nn) {
-    std::int8_t* col = bytes + (nn / kPanel) * panel_stride + (nn % kPanel) * kGroup;
-    for (std::int64_t kk = k_done; kk < k; ++kk) {
-      const std::int32_t v = read(kk, nn) + shift;
-      any_min = any_min || v == -128;
-      if (nibbles) {
-        // Group g's 64 values (16 columns x 4 k) in 32 bytes: value i < 32 in the low nibble of
-        // byte i, value 32 + i in the high nibble (one vpsrlw + two vpand unpack a group).
-        const std::int64_t i = (nn % kPanel) * kGroup + kk % kGroup;
-        auto* byte = reinterpret_cast<std::uint8_t*>(bytes) + (nn / kPanel) * panel_stride + (kk / kGroup) * 32 + i % 32;
-        *byte = static_cast<std::uint8_t>(*byte | (v << (i < 32 ? 0 : 4)));
-      } else {
-        col[(kk / kGroup) * (kPanel * kGroup) + kk % kGroup] = static_cast<std::int8_t>(v);
+    bool any_min = false;
+    std::int64_t k_done = 0;
+    if (vector_bytes && (panel + 1) * kPanel <= n) {
+      const std::int64_t n0 = panel * kPanel;
+      const auto* src = static_cast<const std::uint8_t*>(b) + (nk ? n0 * k : n0);
+      std::int32_t sums[kPanel] = {};
+      k_done =
+          pack_panel_bytes_avx2(src, nk ? k : n, nk, k, static_cast<std::uint8_t>(shift ? 0x80 : 0),
+                                bytes + panel * panel_stride, sums, &any_min);
+      for (int c = 0; c < kPanel; ++c) colsum[static_cast<std::size_t>(meta(0, n0 + c))] += sums[c];
+    }
+    for (std::int64_t nn = panel * kPanel; nn < std::min(n, (panel + 1) * kPanel); ++nn) {
+      std::int8_t* col = bytes + (nn / kPanel) * panel_stride + (nn % kPanel) * kGroup;
+      for (std::int64_t kk = k_done; kk < k; ++kk) {
+        const std::int32_t v = read(kk, nn) + shift;
+        any_min = any_min || v == -128;
+        if (nibbles) {
+          // Group g's 64 values (16 columns x 4 k) in 32 bytes: value i < 32 in the low nibble of
+          // byte i, value 32 + i in the high nibble (one vpsrlw + two vpand unpack a group).
+          const std::int64_t i = (nn % kPanel) * kGroup + kk % kGroup;
+          auto* byte = reinterpret_cast<std::uint8_t*>(bytes) + (nn / kPanel) * panel_stride +
+                       (kk / kGroup) * 32 + i % 32;
+          *byte = static_cast<std::uint8_t>(*byte | (v << (i < 32 ? 0 : 4)));
+        } else {
+          col[(kk / kGroup) * (kPanel * kGroup) + kk % kGroup] = static_cast<std::int8_t>(v);
+        }
+        const std::int64_t j = blocks.blocked ? kk / blocks.size : 0;
+        colsum[static_cast<std::size_t>(meta(j, nn))] += v;
       }
-      const std::int64_t j = blocks.blocked ? kk / blocks.size : 0;
-      colsum[static_cast<std::size_t>(meta(j, nn))] += v;
+      for (std::int64_t j = 0; j < blocks.count; ++j) {
+        const std::size_t pi = g == Granularity::per_tensor ? 0
+                               : g == Granularity::per_channel
+                                   ? static_cast<std::size_t>(nn)
+                                   : static_cast<std::size_t>(nn * blocks.count + j);
+        const auto at = static_cast<std::size_t>(meta(j, nn));
+        zb[at] = p.zero_point(pi) + shift;
+        sb[at] = p.scale(pi);
+      }
     }
-    for (std::int64_t j = 0; j < blocks.count; ++j) {
-      const std::size_t pi = g == Granularity::per_tensor ? 0
-                             : g == Granularity::per_channel ? static_cast<std::size_t>(nn)
-                                                             : static_cast<std::size_t>(nn * blocks.count + j);
-      const auto at = static_cast<std::size_t>(meta(j, nn));
-      zb[at] = p.zero_point(pi) + shift;
-      sb[at] = p.scale(pi);
-    }
-  }
-  panel_min[static_cast<std::size_t>(panel)] = any_min;
+    panel_min[static_cast<std::size_t>(panel)] = any_min;
   };
   if (pool) pool->parallel_for(panels, pack_panel);
-  else for (std::int64_t q = 0; q < panels; ++q) pack_panel(q);
+  else
+    for (std::int64_t q = 0; q < panels; ++q) pack_panel(q);
   for (const char m : panel_min) holds_min = holds_min || m;
 }
 
@@ -158,10 +165,12 @@ void pack_activations(const MatmulDesc& desc, const void* a, std::int64_t depth,
   out.amx_tiles = amx_tiles;
   out.s8_domain = s8_domain;
   out.block_count = blocks.count;
-  out.data.reset(checked_bytes("cpu_x86: packed A",
-                               checked_element_count("cpu_x86: packed A", {out.rows, out.stride}), 1),
-                 /*zero=*/false);
-  out.rowsum.resize(static_cast<std::size_t>(checked_element_count("cpu_x86: A row sums", {M, blocks.count})));
+  out.data.reset(
+      checked_bytes("cpu_x86: packed A",
+                    checked_element_count("cpu_x86: packed A", {out.rows, out.stride}), 1),
+      /*zero=*/false);
+  out.rowsum.resize(
+      static_cast<std::size_t>(checked_element_count("cpu_x86: A row sums", {M, blocks.count})));
   out.za.resize(static_cast<std::size_t>(M));
   out.sa.resize(static_cast<std::size_t>(M));
   const QuantizationParams& p = desc.a;
@@ -175,7 +184,8 @@ void pack_activations(const MatmulDesc& desc, const void* a, std::int64_t depth,
   // the AMX layout they are spread over the last 16-row block, which is zeroed whole.
   if (out.rows > M) {
     const std::int64_t first = amx_tiles ? M / 16 * 16 : M;
-    std::memset(dst + first * out.stride, 0, static_cast<std::size_t>((out.rows - first) * out.stride));
+    std::memset(dst + first * out.stride, 0,
+                static_cast<std::size_t>((out.rows - first) * out.stride));
   }
   constexpr std::int64_t kRowsPerTask = 16;
   pool.parallel_for((M + kRowsPerTask - 1) / kRowsPerTask, [&](std::int64_t t) {
@@ -188,7 +198,8 @@ void pack_activations(const MatmulDesc& desc, const void* a, std::int64_t depth,
       std::memset(row + K, 0, static_cast<std::size_t>((amx_tiles ? depth : out.stride) - K));
       if (amx_tiles) {
         std::uint8_t* block = dst + (m / 16) * 16 * depth + (m % 16) * 64;
-        for (std::int64_t s = 0; s < depth / 64; ++s) std::memcpy(block + s * 1024, row + s * 64, 64);
+        for (std::int64_t s = 0; s < depth / 64; ++s)
+          std::memcpy(block + s * 1024, row + s * 64, 64);
       }
     }
   });

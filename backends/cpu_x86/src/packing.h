@@ -65,18 +65,20 @@ class X86PackedWeights final : public PackedWeights {
   std::size_t bytes() const noexcept override;
 
   std::int64_t n = 0, k = 0;
-  std::int64_t panels = 0;       // ceil(N / 16)
-  std::int64_t depth = 0;        // K padded to a multiple of 64
-  std::int64_t panel_stride = 0; // bytes per panel: depth * 16, or depth * 8 with nibbles
+  std::int64_t panels = 0;        // ceil(N / 16)
+  std::int64_t depth = 0;         // K padded to a multiple of 64
+  std::int64_t panel_stride = 0;  // bytes per panel: depth * 16, or depth * 8 with nibbles
   KBlocks blocks;
-  bool holds_min = false;        // some stored value is -128 (the maddubs idiom is then inexact)
-  bool nibbles = false;          // block-wise 4-bit weights stored two per byte (see above)
-  PackedFacts facts;             // for the per-call checks (descriptor_rules.h)
-  AlignedBytes data;             // the panels
+  bool holds_min = false;  // some stored value is -128 (the maddubs idiom is then inexact)
+  bool nibbles = false;    // block-wise 4-bit weights stored two per byte (see above)
+  PackedFacts facts;       // for the per-call checks (descriptor_rules.h)
+  AlignedBytes data;       // the panels
   // Per block j and padded column c, panel-major: index meta(j, c) = ((c / 16) * blocks + j) * 16
   // + c % 16, so a kernel walking one panel down K reads them sequentially (with one block it is
   // just c). Padded columns hold 0.
-  std::int64_t meta(std::int64_t j, std::int64_t c) const { return ((c / 16) * blocks.count + j) * 16 + c % 16; }
+  std::int64_t meta(std::int64_t j, std::int64_t c) const {
+    return ((c / 16) * blocks.count + j) * 16 + c % 16;
+  }
   std::vector<std::int32_t> colsum;
   std::vector<std::int32_t> zb;
   std::vector<float> sb;
@@ -93,8 +95,8 @@ class X86PackedWeights final : public PackedWeights {
 // The activations of one call, packed for one kernel family.
 struct PackedA {
   std::int64_t m = 0;
-  std::int64_t rows = 0;    // m padded to a multiple of 16
-  std::int64_t depth = 0;   // same as the weights'
+  std::int64_t rows = 0;   // m padded to a multiple of 16
+  std::int64_t depth = 0;  // same as the weights'
   // Bytes between rows: depth plus one cache line, so that the rows of a VNNI tile do not all
   // fall into the same L1 set when depth is a power of two.
   std::int64_t stride = 0;
@@ -104,7 +106,7 @@ struct PackedA {
   // order instead of 16 lines a row apart. Then stride == depth and row m of step s is at
   // (m / 16) * 16 * depth + s * 1024 + (m % 16) * 64.
   bool amx_tiles = false;
-  AlignedBytes data;        // [rows][stride], or the AMX layout
+  AlignedBytes data;                 // [rows][stride], or the AMX layout
   std::vector<std::int32_t> rowsum;  // [m][blocks]
   std::vector<std::int32_t> za;      // [m]
   std::vector<float> sa;             // [m]

@@ -22,11 +22,11 @@ inline __m256 load8(const void* x, FloatKind kind, std::int64_t i) {
   switch (kind) {
     case FloatKind::f32: return _mm256_loadu_ps(static_cast<const float*>(x) + i);
     case FloatKind::f16:
-      return _mm256_cvtph_ps(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(x) + i)));
+      return _mm256_cvtph_ps(_mm_loadu_si128(
+          reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(x) + i)));
     case FloatKind::bf16: {
-      const __m128i h =
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(x) + i));
+      const __m128i h = _mm_loadu_si128(
+          reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(x) + i));
       return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
     }
   }
@@ -83,7 +83,10 @@ class VectorSink {
  public:
   VectorSink(void* dst, bool stream) : p_(static_cast<unsigned char*>(dst)) {
     const auto a = reinterpret_cast<std::uintptr_t>(dst) % 32;
-    mode_ = !stream ? Mode::normal : a == 0 ? Mode::nt32 : a == 16 ? Mode::nt_shifted : Mode::normal;
+    mode_ = !stream   ? Mode::normal
+            : a == 0  ? Mode::nt32
+            : a == 16 ? Mode::nt_shifted
+                      : Mode::normal;
   }
   bool streaming() const { return mode_ != Mode::normal; }
   void put(__m256i v) {
@@ -92,7 +95,9 @@ class VectorSink {
       case Mode::nt32: _mm256_stream_si256(reinterpret_cast<__m256i*>(p_), v); break;
       case Mode::nt_shifted:
         if (!started_) _mm_stream_si128(reinterpret_cast<__m128i*>(p_), _mm256_castsi256_si128(v));
-        else _mm256_stream_si256(reinterpret_cast<__m256i*>(p_ - 16), _mm256_permute2x128_si256(prev_, v, 0x21));
+        else
+          _mm256_stream_si256(reinterpret_cast<__m256i*>(p_ - 16),
+                              _mm256_permute2x128_si256(prev_, v, 0x21));
         prev_ = v;
         started_ = true;
         break;
@@ -124,8 +129,8 @@ inline void prefetch_ahead(const void* p, std::int64_t byte_offset, int lines) {
 }
 
 // Quantizes 32 elements starting at x[i] into out[0..32).
-inline void quantize32_same(const void* x, FloatKind kind, std::int64_t i, __m256 s, const Bounds& b,
-                            bool is_signed, void* out) {
+inline void quantize32_same(const void* x, FloatKind kind, std::int64_t i, __m256 s,
+                            const Bounds& b, bool is_signed, void* out) {
   const __m256i q0 = finish(_mm256_div_ps(load8(x, kind, i), s), b.lo, b.hi, b.z);
   const __m256i q1 = finish(_mm256_div_ps(load8(x, kind, i + 8), s), b.lo, b.hi, b.z);
   const __m256i q2 = finish(_mm256_div_ps(load8(x, kind, i + 16), s), b.lo, b.hi, b.z);
@@ -144,7 +149,8 @@ inline __m256i quantize8_vec(const void* x, FloatKind kind, std::int64_t i, cons
 }
 
 inline __m256i load8_q(const void* q, bool is_signed, std::int64_t i) {
-  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(static_cast<const std::uint8_t*>(q) + i));
+  const __m128i b =
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(static_cast<const std::uint8_t*>(q) + i));
   return is_signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
 }
 
@@ -169,8 +175,9 @@ void quantize_run_avx2(const void* x, FloatKind kind, void* q, std::int64_t coun
   auto* out = static_cast<std::uint8_t*>(q);
   const int fb = float_bytes(kind);
   auto partial = [&](std::int64_t i, std::int64_t n) {  // fewer than 32 elements at i
-    with_tail_copy(static_cast<const unsigned char*>(x) + i * fb, fb, n, out + i, 1,
-                   [&](const void* in, void* o) { quantize32_same(in, kind, 0, s, b, range.is_signed, o); });
+    with_tail_copy(
+        static_cast<const unsigned char*>(x) + i * fb, fb, n, out + i, 1,
+        [&](const void* in, void* o) { quantize32_same(in, kind, 0, s, b, range.is_signed, o); });
   };
   std::int64_t i = 0;
   if (stream && count >= 4096) {  // short runs (blocks) are not worth the fence
@@ -182,7 +189,8 @@ void quantize_run_avx2(const void* x, FloatKind kind, void* q, std::int64_t coun
       prefetch_ahead(x, i * fb, fb / 2);  // 32 elements are fb / 2 cache lines
       alignas(32) unsigned char tmp[32];
       quantize32_same(x, kind, i, s, b, range.is_signed, tmp);
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(out + i), _mm256_load_si256(reinterpret_cast<const __m256i*>(tmp)));
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(out + i),
+                          _mm256_load_si256(reinterpret_cast<const __m256i*>(tmp)));
     }
     _mm_sfence();  // order the streamed stores before whatever signals completion
   } else {
@@ -200,7 +208,8 @@ void quantize_vec_avx2(const void* x, FloatKind kind, void* q, std::int64_t coun
     const __m256i q1 = quantize8_vec(x, kind, i + 8, scales, zero_points, range);
     const __m256i q2 = quantize8_vec(x, kind, i + 16, scales, zero_points, range);
     const __m256i q3 = quantize8_vec(x, kind, i + 24, scales, zero_points, range);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), pack32(q0, q1, q2, q3, range.is_signed));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        pack32(q0, q1, q2, q3, range.is_signed));
   }
   if (i < count) {
     // Pad the params too (scale 1, zero point 0) so the padded lanes stay harmless.
@@ -218,7 +227,8 @@ void quantize_vec_avx2(const void* x, FloatKind kind, void* q, std::int64_t coun
                      const __m256i q1 = quantize8_vec(in, kind, 8, sc, zp, range);
                      const __m256i q2 = quantize8_vec(in, kind, 16, sc, zp, range);
                      const __m256i q3 = quantize8_vec(in, kind, 24, sc, zp, range);
-                     _mm256_storeu_si256(static_cast<__m256i*>(o), pack32(q0, q1, q2, q3, range.is_signed));
+                     _mm256_storeu_si256(static_cast<__m256i*>(o),
+                                         pack32(q0, q1, q2, q3, range.is_signed));
                    });
   }
 }
@@ -231,13 +241,15 @@ void dequantize_run_avx2(const void* q, bool is_signed, float* x, std::int64_t c
     return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(load8_q(in, is_signed, i), z)), s);
   };
   auto partial = [&](std::int64_t i, std::int64_t n) {  // fewer than 8 elements at i
-    with_tail_copy(static_cast<const std::uint8_t*>(q) + i, 1, n, x + i, 4,
-                   [&](const void* in, void* o) { _mm256_storeu_ps(static_cast<float*>(o), eight(in, 0)); });
+    with_tail_copy(
+        static_cast<const std::uint8_t*>(q) + i, 1, n, x + i, 4,
+        [&](const void* in, void* o) { _mm256_storeu_ps(static_cast<float*>(o), eight(in, 0)); });
   };
   std::int64_t i = 0;
   const auto addr = reinterpret_cast<std::uintptr_t>(x);
   if (stream && addr % 4 == 0 && count >= 1024) {
-    const std::int64_t head = std::min<std::int64_t>(count, static_cast<std::int64_t>((32 - addr % 32) % 32 / 4));
+    const std::int64_t head =
+        std::min<std::int64_t>(count, static_cast<std::int64_t>((32 - addr % 32) % 32 / 4));
     if (head) partial(0, head);
     for (i = head; i + 8 <= count; i += 8) {
       if ((i - head) % 64 == 0) prefetch_ahead(q, i, 1);  // 64 codes per cache line
@@ -277,7 +289,8 @@ void quantize_blocks_avx2(const void* x, FloatKind kind, void* q, std::int64_t c
     for (; i + 32 <= count; i += 32, ++j) {
       if (sink.streaming()) prefetch_ahead(x, i * fb, fb / 2);
       alignas(32) unsigned char tmp[32];
-      quantize32_same(x, kind, i, _mm256_set1_ps(scales[j]), bounds(zero_points[j], range), range.is_signed, tmp);
+      quantize32_same(x, kind, i, _mm256_set1_ps(scales[j]), bounds(zero_points[j], range),
+                      range.is_signed, tmp);
       sink.put(_mm256_load_si256(reinterpret_cast<const __m256i*>(tmp)));
     }
     sink.finish();
@@ -299,8 +312,8 @@ void dequantize_blocks_avx2(const void* q, bool is_signed, float* x, std::int64_
       const __m256 s = _mm256_set1_ps(scales[j]);
       const __m256i z = _mm256_set1_epi32(zero_points[j]);
       for (int v = 0; v < 32; v += 8)
-        sink.put(_mm256_castps_si256(
-            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(load8_q(in, is_signed, i + v), z)), s)));
+        sink.put(_mm256_castps_si256(_mm256_mul_ps(
+            _mm256_cvtepi32_ps(_mm256_sub_epi32(load8_q(in, is_signed, i + v), z)), s)));
     }
     sink.finish();
   }
@@ -319,17 +332,20 @@ void requantize_float_avx2(const std::int32_t* c, void* y, std::int64_t count,
     for (int j = 0; j < 4; ++j) {
       const __m256 mul = per_element ? _mm256_loadu_ps(m + 8 * j) : _mm256_set1_ps(m[0]);
       const __m256 v = _mm256_mul_ps(
-          _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 8 * j))), mul);
+          _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 8 * j))),
+          mul);
       r[j] = finish(v, b.lo, b.hi, b.z);
     }
     _mm256_storeu_si256(static_cast<__m256i*>(o), pack32(r[0], r[1], r[2], r[3], range.is_signed));
   };
   std::int64_t i = 0;
-  for (; i + 32 <= count; i += 32) one32(c + i, per_element ? multipliers + i : multipliers, out + i);
+  for (; i + 32 <= count; i += 32)
+    one32(c + i, per_element ? multipliers + i : multipliers, out + i);
   if (i < count) {
     const std::int64_t rest = count - i;
     alignas(32) float mul[32];
-    for (int j = 0; j < 32; ++j) mul[j] = per_element ? (j < rest ? multipliers[i + j] : 0.0f) : multipliers[0];
+    for (int j = 0; j < 32; ++j)
+      mul[j] = per_element ? (j < rest ? multipliers[i + j] : 0.0f) : multipliers[0];
     with_tail_copy(c + i, 4, rest, out + i, 1, [&](const void* in, void* o) {
       one32(static_cast<const std::int32_t*>(in), mul, o);
     });

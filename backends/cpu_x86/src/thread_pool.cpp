@@ -69,7 +69,8 @@ void ThreadPool::run_tasks(const std::function<void(std::int64_t)>& fn, std::int
 void ThreadPool::worker_loop() {
   std::uint64_t seen = 0;
   for (;;) {
-    poll_for(kWorkerPoll, [&] { return posted_.load(std::memory_order_acquire) != seen || stop_.load(); });
+    poll_for(kWorkerPoll,
+             [&] { return posted_.load(std::memory_order_acquire) != seen || stop_.load(); });
     if (posted_.load() == seen && !stop_.load()) {
       std::unique_lock lock(mutex_);
       sleepers_.fetch_add(1);

@@ -50,10 +50,10 @@ class ThreadPool {
   std::atomic<int> sleepers_{0};          // threads asleep, or about to sleep, on a condition
   std::atomic<bool> failed_{false};       // a task threw: stop handing out tasks
   std::atomic<bool> stop_{false};
-  std::uint64_t generation_ = 0;          // the caller's count of calls
+  std::uint64_t generation_ = 0;  // the caller's count of calls
   std::mutex mutex_;
   std::condition_variable wake_, done_;
-  std::exception_ptr error_;              // guarded by mutex_
+  std::exception_ptr error_;  // guarded by mutex_
 };
 
 // Default thread count: the physical cores qforge::cpu_info() reports (at least 1).

@@ -157,12 +157,13 @@ void CudaOps::begin(const OpDesc& op) {
                 "cuda: " + std::string(to_string(op.op)) + ": " + r->reason);
 }
 
-GemmKernel CudaOps::pick_gemm(std::int64_t m, std::int64_t n, std::int64_t k, bool blockwise, bool gemv) {
+GemmKernel CudaOps::pick_gemm(std::int64_t m, std::int64_t n, std::int64_t k, bool blockwise,
+                              bool gemv) {
   const auto candidates = gemm_candidates(m, n, k, facts(), blockwise, gemv);
   if (auto forced = parse_gemm_kernel(forced_kernel_)) {
     if (std::find(candidates.begin(), candidates.end(), *forced) == candidates.end())
-      throw Error(ErrorCode::unsupported, "cuda: kernel " + forced_kernel_ +
-                                              " cannot run on " + props().name);
+      throw Error(ErrorCode::unsupported,
+                  "cuda: kernel " + forced_kernel_ + " cannot run on " + props().name);
     return *forced;
   }
   if (candidates.empty())

@@ -79,9 +79,8 @@ class CudaOps final : public QuantizationOps {
 
   QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc, const float* x,
                                              std::uint8_t* y) override;
-  QuantizationParams linear_forward(const LinearDesc& desc, const float* x,
-                                    const std::int8_t* wq, const float* bias, std::int8_t* xq,
-                                    float* y) override;
+  QuantizationParams linear_forward(const LinearDesc& desc, const float* x, const std::int8_t* wq,
+                                    const float* bias, std::int8_t* xq, float* y) override;
   void linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
                        const QuantizationParams& xq_params, const std::int8_t* wq, float* dx,
                        float* dw, float* db) override;
@@ -128,7 +127,8 @@ class CudaOps final : public QuantizationOps {
   }
 
   // Matmul plumbing (cuda_ops_matmul.cpp).
-  GemmKernel pick_gemm(std::int64_t m, std::int64_t n, std::int64_t k, bool blockwise = false, bool gemv = false);
+  GemmKernel pick_gemm(std::int64_t m, std::int64_t n, std::int64_t k, bool blockwise = false,
+                       bool gemv = false);
   struct AOperand {
     const std::int8_t* data = nullptr;
     std::int64_t ld = 0;

@@ -15,7 +15,9 @@
 namespace qforge::cuda {
 namespace {
 
-bool aligned(const void* p, std::uintptr_t to) { return reinterpret_cast<std::uintptr_t>(p) % to == 0; }
+bool aligned(const void* p, std::uintptr_t to) {
+  return reinterpret_cast<std::uintptr_t>(p) % to == 0;
+}
 std::int64_t round_up(std::int64_t v, std::int64_t m) { return (v + m - 1) / m * m; }
 
 // B's layout fields (no data yet).
@@ -52,14 +54,13 @@ SourceCodes codes_of(DType t) {
 }
 
 // Writes B's codes in the kernels' form to dst ([n, padded_ld] bytes).
-void convert_b(const MatmulDesc& d, const void* b, const BlockwiseB& op, std::uint8_t* dst, std::int64_t ld,
-               cudaStream_t s) {
+void convert_b(const MatmulDesc& d, const void* b, const BlockwiseB& op, std::uint8_t* dst,
+               std::int64_t ld, cudaStream_t s) {
   const auto* src = static_cast<const std::uint8_t*>(b);
-  if (op.bits == 4)
-    launch_repack_4bit(src, d.n, d.k, op, dst, ld, s);
+  if (op.bits == 4) launch_repack_4bit(src, d.n, d.k, op, dst, ld, s);
   else
-    launch_to_s8_operand(src, codes_of(d.b.dtype()), false, d.n, d.k, d.k, reinterpret_cast<std::int8_t*>(dst), ld,
-                         s);
+    launch_to_s8_operand(src, codes_of(d.b.dtype()), false, d.n, d.k, d.k,
+                         reinterpret_cast<std::int8_t*>(dst), ld, s);
 }
 
 }  // namespace
@@ -76,7 +77,8 @@ BlockwiseB CudaOps::prepare_blockwise_b(const MatmulDesc& desc, const void* b, b
     op.ld = op.bits == 4 ? K / 2 : K;
   } else {
     op.ld = padded_ld(desc);
-    auto* dst = workspace_.get<std::uint8_t>(Slot::b_operand, static_cast<std::size_t>(N * op.ld), device_, s);
+    auto* dst = workspace_.get<std::uint8_t>(Slot::b_operand, static_cast<std::size_t>(N * op.ld),
+                                             device_, s);
     convert_b(desc, b, op, dst, op.ld, s);
     op.codes = dst;
   }
@@ -84,9 +86,11 @@ BlockwiseB CudaOps::prepare_blockwise_b(const MatmulDesc& desc, const void* b, b
   const bool zb8 = op.bits == 8 && affine;
   if (need_col_sums || zb8) {
     const auto count = static_cast<std::size_t>(N * op.blocks);
-    float* sums = need_col_sums ? workspace_.get<float>(Slot::bw_col_sums, count, device_, s) : nullptr;
+    float* sums =
+        need_col_sums ? workspace_.get<float>(Slot::bw_col_sums, count, device_, s) : nullptr;
     std::int32_t* total =
-        need_col_sums ? workspace_.get<std::int32_t>(Slot::bw_col_sums_total, static_cast<std::size_t>(N), device_, s)
+        need_col_sums ? workspace_.get<std::int32_t>(Slot::bw_col_sums_total,
+                                                     static_cast<std::size_t>(N), device_, s)
                       : nullptr;
     float* nzb = zb8 ? workspace_.get<float>(Slot::bw_neg_zero_points, count, device_, s) : nullptr;
     launch_blockwise_b_sums(op, N, K, sums, total, nzb, s);
@@ -97,11 +101,12 @@ BlockwiseB CudaOps::prepare_blockwise_b(const MatmulDesc& desc, const void* b, b
   return op;
 }
 
-void CudaOps::run_blockwise(OpKind kind, const MatmulDesc& desc, const void* a, const BlockwiseB* packed,
-                            const void* b, const float* bias, void* out) {
+void CudaOps::run_blockwise(OpKind kind, const MatmulDesc& desc, const void* a,
+                            const BlockwiseB* packed, const void* b, const float* bias, void* out) {
   const std::int64_t M = desc.m, N = desc.n, K = desc.k;
   cudaStream_t s = stream();
-  const GemmKernel kernel = pick_gemm(M, N, K, /*blockwise=*/true, blockwise_gemv_takes(kind, desc));
+  const GemmKernel kernel =
+      pick_gemm(M, N, K, /*blockwise=*/true, blockwise_gemv_takes(kind, desc));
   const bool gemv = kernel == GemmKernel::qbw_gemv;
   last_kernel_ = gemm_kernel_name(kernel);
   if (M == 0 || N == 0) return;
@@ -121,7 +126,8 @@ void CudaOps::run_blockwise(OpKind kind, const MatmulDesc& desc, const void* a, 
   p.za = A.za;
   p.a_zero_points = !A.za_all_zero;
   if (B.neg_zero_points) {
-    auto* sums = workspace_.get<float>(Slot::bw_row_sums, static_cast<std::size_t>(M * B.blocks), device_, s);
+    auto* sums = workspace_.get<float>(Slot::bw_row_sums, static_cast<std::size_t>(M * B.blocks),
+                                       device_, s);
     launch_block_row_sums(A.data, M, A.ld, K, B.block, B.blocks, sums, s);
     p.row_sums = sums;
   }
@@ -134,7 +140,8 @@ void CudaOps::run_blockwise(OpKind kind, const MatmulDesc& desc, const void* a, 
     launch_blockwise_gemv(p, s);
     return;
   }
-  p.groups_per_split = blockwise_groups_per_split(kernel, M, N, p.groups, B.block, props().multiprocessors);
+  p.groups_per_split =
+      blockwise_groups_per_split(kernel, M, N, p.groups, B.block, props().multiprocessors);
   const std::int64_t splits = (p.groups + p.groups_per_split - 1) / p.groups_per_split;
 
   std::int32_t* int_workspace = nullptr;
@@ -151,7 +158,8 @@ void CudaOps::run_blockwise(OpKind kind, const MatmulDesc& desc, const void* a, 
     // C = raw - za' * (column sum of the centred B); B's own zero points are already gone.
     if (!A.za_all_zero) p.ep.b_colsum = B.col_sums_total;
     if (splits > 1)
-      int_workspace = workspace_.get<std::int32_t>(Slot::split_k, static_cast<std::size_t>(M * N), device_, s);
+      int_workspace =
+          workspace_.get<std::int32_t>(Slot::split_k, static_cast<std::size_t>(M * N), device_, s);
   } else {
     p.out = out;
     p.ldc = N;
@@ -161,9 +169,10 @@ void CudaOps::run_blockwise(OpKind kind, const MatmulDesc& desc, const void* a, 
     if (splits > 1) {
       const std::int64_t tiles = ((M + blockwise_tile_m(kernel) - 1) / blockwise_tile_m(kernel)) *
                                  ((N + blockwise_tile_n(kernel) - 1) / blockwise_tile_n(kernel));
-      p.partials = workspace_.get<float>(Slot::bw_partials, static_cast<std::size_t>(splits * M * N), device_, s);
-      p.counters = static_cast<int*>(
-          workspace_.get_zeroed(Slot::bw_counters, static_cast<std::size_t>(tiles) * sizeof(int), device_, s));
+      p.partials = workspace_.get<float>(Slot::bw_partials,
+                                         static_cast<std::size_t>(splits * M * N), device_, s);
+      p.counters = static_cast<int*>(workspace_.get_zeroed(
+          Slot::bw_counters, static_cast<std::size_t>(tiles) * sizeof(int), device_, s));
     }
   }
   launch_blockwise_gemm(kernel, p, int_workspace, device_, s);

@@ -35,7 +35,8 @@ QuantizationParams CudaOps::linear_forward(const LinearDesc& desc, const float* 
   const GemmKernel kernel = pick_gemm(M, N, K);
 
   // 1. max|X| and sx = max(max|X| / 127, 1e-8), left in device memory for the next kernels.
-  auto* partials = workspace_.get<RangeStats>(Slot::stats_partials, kRangeStatsMaxBlocks, device_, s);
+  auto* partials =
+      workspace_.get<RangeStats>(Slot::stats_partials, kRangeStatsMaxBlocks, device_, s);
   auto* stats = workspace_.get<RangeStats>(Slot::stats, 1, device_, s);
   launch_range_stats(FloatType::f32, x, M * K, partials, stats, props().multiprocessors, s);
   const float* sx = &stats->sx;
@@ -59,15 +60,19 @@ QuantizationParams CudaOps::linear_forward(const LinearDesc& desc, const float* 
     if (K == kp && aligned16(xq)) {
       op.a = xq;
     } else {
-      auto* a = workspace_.get<std::int8_t>(Slot::a_operand, static_cast<std::size_t>(M * kp), device_, s);
-      launch_to_s8_operand(reinterpret_cast<const std::uint8_t*>(xq), SourceCodes{}, false, M, K, K, a, kp, s);
+      auto* a = workspace_.get<std::int8_t>(Slot::a_operand, static_cast<std::size_t>(M * kp),
+                                            device_, s);
+      launch_to_s8_operand(reinterpret_cast<const std::uint8_t*>(xq), SourceCodes{}, false, M, K, K,
+                           a, kp, s);
       op.a = a;
     }
     if (K == kp && aligned16(wq)) {
       op.b = wq;
     } else {
-      auto* b = workspace_.get<std::int8_t>(Slot::b_operand, static_cast<std::size_t>(N * kp), device_, s);
-      launch_to_s8_operand(reinterpret_cast<const std::uint8_t*>(wq), SourceCodes{}, false, N, K, K, b, kp, s);
+      auto* b = workspace_.get<std::int8_t>(Slot::b_operand, static_cast<std::size_t>(N * kp),
+                                            device_, s);
+      launch_to_s8_operand(reinterpret_cast<const std::uint8_t*>(wq), SourceCodes{}, false, N, K, K,
+                           b, kp, s);
       op.b = b;
     }
     op.lda = kp;
@@ -150,13 +155,14 @@ void CudaOps::linear_backward(const LinearDesc& desc, const float* dy, const std
   for (const DequantGemm* g : {&gx, &gw}) {
     const int splits = dequant_gemm_splits(*g, sms);
     float* ws = splits > 1 ? workspace_.get<float>(Slot::float_partials,
-                                                   static_cast<std::size_t>(splits * g->i * g->j), device_, s)
+                                                   static_cast<std::size_t>(splits * g->i * g->j),
+                                                   device_, s)
                            : nullptr;
     launch_dequant_gemm(*g, splits, ws, s);
   }
   if (desc.has_bias) {
-    auto* ws = workspace_.get<float>(Slot::float_partials,
-                                     static_cast<std::size_t>(column_sums_workspace(M, N)), device_, s);
+    auto* ws = workspace_.get<float>(
+        Slot::float_partials, static_cast<std::size_t>(column_sums_workspace(M, N)), device_, s);
     launch_column_sums(dy, M, N, db, ws, s);
   }
   last_kernel_ = kLinearBackwardKernel;

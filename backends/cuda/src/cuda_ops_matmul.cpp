@@ -52,13 +52,15 @@ std::size_t element_bytes(OpKind kind, const MatmulDesc& d) {
 
 IntVec CudaOps::int_vec(const QuantizationParams& params, std::int32_t shift, bool& all_zero) {
   const auto values = params.zero_points();
-  all_zero = values.empty() || (params.min_zero_point() == shift && params.max_zero_point() == shift);
+  all_zero =
+      values.empty() || (params.min_zero_point() == shift && params.max_zero_point() == shift);
   // All zero: the epilogue never reads them (no compensation term), so nothing travels. Symmetric
   // per-channel weights took a 32 KB vector and a cache lookup per call here.
   if (all_zero) return {nullptr, 0, 1};
   if (values.size() == 1) return {nullptr, values[0] - shift, 1};
   const std::uint64_t tag = param_tag(params, ParamArray::shifted_zero_points);
-  if (const void* seen = params_.find(tag, values.size_bytes())) return {static_cast<const std::int32_t*>(seen), 0, 1};
+  if (const void* seen = params_.find(tag, values.size_bytes()))
+    return {static_cast<const std::int32_t*>(seen), 0, 1};
   std::vector<std::int32_t> shifted(values.begin(), values.end());
   for (auto& v : shifted) v -= shift;
   return {upload(std::span<const std::int32_t>(shifted), tag), 0, 1};
@@ -76,9 +78,10 @@ CudaOps::AOperand CudaOps::prepare_a(const MatmulDesc& desc, const void* a, std:
     op.data = static_cast<const std::int8_t*>(a);
     op.ld = kp;
   } else {
-    auto* dst = workspace_.get<std::int8_t>(Slot::a_operand, static_cast<std::size_t>(desc.m * kp), device_, stream());
-    launch_to_s8_operand(static_cast<const std::uint8_t*>(a), codes_of(desc.a.dtype()), false, desc.m, desc.k,
-                         desc.k, dst, kp, stream());
+    auto* dst = workspace_.get<std::int8_t>(Slot::a_operand, static_cast<std::size_t>(desc.m * kp),
+                                            device_, stream());
+    launch_to_s8_operand(static_cast<const std::uint8_t*>(a), codes_of(desc.a.dtype()), false,
+                         desc.m, desc.k, desc.k, dst, kp, stream());
     op.data = dst;
     op.ld = kp;
   }
@@ -94,16 +97,18 @@ CudaOps::BOperand CudaOps::prepare_b(const MatmulDesc& desc, const void* b, std:
   if (desc.b.dtype() == DType::int8 && !kn && desc.k == kp && aligned16(b)) {
     op.data = static_cast<const std::int8_t*>(b);
   } else {
-    auto* dst = workspace_.get<std::int8_t>(data_slot, static_cast<std::size_t>(desc.n * kp), device_, stream());
-    launch_to_s8_operand(static_cast<const std::uint8_t*>(b), codes_of(desc.b.dtype()), kn, desc.n, desc.k,
-                         kn ? desc.n : desc.k, dst, kp, stream());
+    auto* dst = workspace_.get<std::int8_t>(data_slot, static_cast<std::size_t>(desc.n * kp),
+                                            device_, stream());
+    launch_to_s8_operand(static_cast<const std::uint8_t*>(b), codes_of(desc.b.dtype()), kn, desc.n,
+                         desc.k, kn ? desc.n : desc.k, dst, kp, stream());
     op.data = dst;
   }
   op.ld = kp;
   op.zb = int_vec(desc.b, int8_shift(desc.b.dtype()), op.zb_all_zero);
   op.sb = float_vec(desc.b);
   if (need_sums) {
-    auto* sums = workspace_.get<std::int32_t>(sums_slot, static_cast<std::size_t>(desc.n), device_, stream());
+    auto* sums = workspace_.get<std::int32_t>(sums_slot, static_cast<std::size_t>(desc.n), device_,
+                                              stream());
     launch_row_sums(op.data, desc.n, op.ld, sums, stream());
     op.col_sums = sums;
   }
@@ -113,10 +118,12 @@ CudaOps::BOperand CudaOps::prepare_b(const MatmulDesc& desc, const void* b, std:
 void CudaOps::attach_split_workspace(GemmLaunch& how, std::int64_t m, std::int64_t n) {
   const SplitWorkspace need = split_workspace(how.kernel, m, n, how.splits);
   if (need.ints > 0)
-    how.workspace = workspace_.get<std::int32_t>(Slot::split_k, static_cast<std::size_t>(need.ints), device_, stream());
+    how.workspace = workspace_.get<std::int32_t>(Slot::split_k, static_cast<std::size_t>(need.ints),
+                                                 device_, stream());
   if (need.counters > 0)
     how.counters = static_cast<int*>(workspace_.get_zeroed(
-        Slot::split_counters, static_cast<std::size_t>(need.counters) * sizeof(int), device_, stream()));
+        Slot::split_counters, static_cast<std::size_t>(need.counters) * sizeof(int), device_,
+        stream()));
 }
 
 void CudaOps::run_matmul(OpKind kind, const MatmulDesc& desc, const void* a, const BOperand* packed,
@@ -157,8 +164,8 @@ void CudaOps::run_matmul(OpKind kind, const MatmulDesc& desc, const void* a, con
   if (M == 0 || N == 0) return;
 
   const AOperand A = prepare_a(desc, a, kp);
-  BOperand B = packed ? *packed
-                      : prepare_b(desc, b, kp, Slot::b_operand, Slot::b_sums, !A.za_all_zero);
+  BOperand B =
+      packed ? *packed : prepare_b(desc, b, kp, Slot::b_operand, Slot::b_sums, !A.za_all_zero);
   ep.out = out;
   ep.ldc = N;
   ep.m = M;
@@ -171,7 +178,8 @@ void CudaOps::run_matmul(OpKind kind, const MatmulDesc& desc, const void* a, con
   ep.sa = A.sa;
   ep.sb = B.sb;
   if (!B.zb_all_zero) {
-    auto* sums = workspace_.get<std::int32_t>(Slot::a_sums, static_cast<std::size_t>(M), device_, s);
+    auto* sums =
+        workspace_.get<std::int32_t>(Slot::a_sums, static_cast<std::size_t>(M), device_, s);
     launch_row_sums(A.data, M, A.ld, sums, s);
     ep.a_rowsum = sums;
   }
@@ -198,21 +206,18 @@ namespace {
 bool blockwise(const MatmulDesc& desc) { return desc.b.scheme().granularity == Granularity::block; }
 }  // namespace
 
-void CudaOps::matmul_integer(const MatmulDesc& desc, const void* a, const void* b, std::int32_t* c) {
+void CudaOps::matmul_integer(const MatmulDesc& desc, const void* a, const void* b,
+                             std::int32_t* c) {
   begin(OpKind::matmul_integer, desc);
-  if (blockwise(desc))
-    run_blockwise(OpKind::matmul_integer, desc, a, nullptr, b, nullptr, c);
-  else
-    run_matmul(OpKind::matmul_integer, desc, a, nullptr, b, nullptr, c);
+  if (blockwise(desc)) run_blockwise(OpKind::matmul_integer, desc, a, nullptr, b, nullptr, c);
+  else run_matmul(OpKind::matmul_integer, desc, a, nullptr, b, nullptr, c);
 }
 
-void CudaOps::matmul_dequant(const MatmulDesc& desc, const void* a, const void* b, const float* bias,
-                             void* y) {
+void CudaOps::matmul_dequant(const MatmulDesc& desc, const void* a, const void* b,
+                             const float* bias, void* y) {
   begin(OpKind::matmul_dequant, desc);
-  if (blockwise(desc))
-    run_blockwise(OpKind::matmul_dequant, desc, a, nullptr, b, bias, y);
-  else
-    run_matmul(OpKind::matmul_dequant, desc, a, nullptr, b, bias, y);
+  if (blockwise(desc)) run_blockwise(OpKind::matmul_dequant, desc, a, nullptr, b, bias, y);
+  else run_matmul(OpKind::matmul_dequant, desc, a, nullptr, b, bias, y);
 }
 
 void CudaOps::qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) {
@@ -244,8 +249,8 @@ std::shared_ptr<PackedWeights> CudaOps::pack_weights(const MatmulDesc& desc, con
   const bool kn = desc.b_layout == MatrixLayout::kn;
   BOperand& op = packed->operand;
   auto* data = packed->own<std::int8_t>(static_cast<std::size_t>(desc.n * kp));
-  launch_to_s8_operand(static_cast<const std::uint8_t*>(b), codes_of(desc.b.dtype()), kn, desc.n, desc.k,
-                       kn ? desc.n : desc.k, data, kp, s);
+  launch_to_s8_operand(static_cast<const std::uint8_t*>(b), codes_of(desc.b.dtype()), kn, desc.n,
+                       desc.k, kn ? desc.n : desc.k, data, kp, s);
   op.data = data;
   op.ld = kp;
   auto* sums = packed->own<std::int32_t>(static_cast<std::size_t>(desc.n));
@@ -261,7 +266,8 @@ std::shared_ptr<PackedWeights> CudaOps::pack_weights(const MatmulDesc& desc, con
     std::vector<std::int32_t> shifted(zps.begin(), zps.end());
     for (auto& v : shifted) v -= shift;
     auto* dz = packed->own<std::int32_t>(shifted.size());
-    check(cudaMemcpyAsync(dz, shifted.data(), shifted.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice, s),
+    check(cudaMemcpyAsync(dz, shifted.data(), shifted.size() * sizeof(std::int32_t),
+                          cudaMemcpyHostToDevice, s),
           "cudaMemcpyAsync(packed zero points)");
     op.zb = {dz, 0, 1};
   }
@@ -282,12 +288,14 @@ std::shared_ptr<PackedWeights> CudaOps::pack_weights(const MatmulDesc& desc, con
 const CudaPackedWeights& CudaOps::packed_b(const MatmulDesc& desc, const PackedWeights& b) {
   const auto* w = dynamic_cast<const CudaPackedWeights*>(&b);
   if (!w || b.backend() != kBackendName)
-    throw Error(ErrorCode::invalid_argument, "packed weights made by " + b.backend() +
-                                                 " passed to cuda; expected weights packed by the same backend");
+    throw Error(ErrorCode::invalid_argument,
+                "packed weights made by " + b.backend() +
+                    " passed to cuda; expected weights packed by the same backend");
   if (w->device() != device_)
     throw Error(ErrorCode::invalid_argument,
-                "cuda: packed weights live on device " + std::to_string(w->device()) + " but device " +
-                    std::to_string(device_) + " is selected; expected weights packed on the same device");
+                "cuda: packed weights live on device " + std::to_string(w->device()) +
+                    " but device " + std::to_string(device_) +
+                    " is selected; expected weights packed on the same device");
   const MatmulDesc& p = w->desc();
   if (p.n != desc.n || p.k != desc.k || p.b_layout != desc.b_layout || !(p.b == desc.b))
     throw Error(ErrorCode::shape_mismatch,
@@ -303,8 +311,7 @@ void CudaOps::matmul_integer_packed(const MatmulDesc& desc, const void* a, const
   const CudaPackedWeights& w = packed_b(desc, b);
   if (blockwise(desc))
     run_blockwise(OpKind::matmul_integer, desc, a, &w.blockwise, nullptr, nullptr, c);
-  else
-    run_matmul(OpKind::matmul_integer, desc, a, &w.operand, nullptr, nullptr, c);
+  else run_matmul(OpKind::matmul_integer, desc, a, &w.operand, nullptr, nullptr, c);
 }
 
 void CudaOps::matmul_dequant_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
@@ -313,8 +320,7 @@ void CudaOps::matmul_dequant_packed(const MatmulDesc& desc, const void* a, const
   const CudaPackedWeights& w = packed_b(desc, b);
   if (blockwise(desc))
     run_blockwise(OpKind::matmul_dequant, desc, a, &w.blockwise, nullptr, bias, y);
-  else
-    run_matmul(OpKind::matmul_dequant, desc, a, &w.operand, nullptr, bias, y);
+  else run_matmul(OpKind::matmul_dequant, desc, a, &w.operand, nullptr, bias, y);
 }
 
 void CudaOps::qlinear_matmul_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,

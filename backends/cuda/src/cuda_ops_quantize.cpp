@@ -108,12 +108,13 @@ void CudaOps::requantize(const RequantizeDesc& desc, const std::int32_t* c, void
   last_kernel_ = kRequantizeKernel;
 }
 
-QuantizationParams CudaOps::dynamic_quantize_linear(const DynamicQuantizeDesc& desc,
-                                                    const float* x, std::uint8_t* y) {
+QuantizationParams CudaOps::dynamic_quantize_linear(const DynamicQuantizeDesc& desc, const float* x,
+                                                    std::uint8_t* y) {
   begin({OpKind::dynamic_quantize_linear, desc});
   const std::int64_t n = element_count(desc.shape);
   cudaStream_t s = stream();
-  auto* partials = workspace_.get<RangeStats>(Slot::stats_partials, kRangeStatsMaxBlocks, device_, s);
+  auto* partials =
+      workspace_.get<RangeStats>(Slot::stats_partials, kRangeStatsMaxBlocks, device_, s);
   auto* stats = workspace_.get<RangeStats>(Slot::stats, 1, device_, s);
   launch_range_stats(FloatType::f32, x, n, partials, stats, props().multiprocessors, s);
   RangeStats host{};
@@ -126,10 +127,12 @@ QuantizationParams CudaOps::dynamic_quantize_linear(const DynamicQuantizeDesc& d
     check(cudaMemcpy(&v, x + host.first_inf, sizeof v, cudaMemcpyDeviceToHost), "cudaMemcpy");
     throw Error(ErrorCode::invalid_argument,
                 "cuda: dynamic_quantize_linear: x[" + std::to_string(host.first_inf) +
-                    "] = " + float_text(v) + "; expected finite values (an infinite range has no uint8 scale)");
+                    "] = " + float_text(v) +
+                    "; expected finite values (an infinite range has no uint8 scale)");
   }
   // The reference's own float32 expressions give (s, z) from the range; NaN did not count.
-  const QuantizationParams p = reference::params_from_range(DType::uint8, Mapping::affine, host.lo, host.hi);
+  const QuantizationParams p =
+      reference::params_from_range(DType::uint8, Mapping::affine, host.lo, host.hi);
   PairIndexing ix;
   ix.scale0 = p.scale();
   ix.zero_point0 = p.zero_point();

@@ -15,8 +15,8 @@ DeviceBuffer::DeviceBuffer(std::size_t bytes, int device) : bytes_(bytes), devic
   const cudaError_t status = cudaMalloc(&data_, bytes);
   if (status != cudaSuccess) {
     cudaGetLastError();
-    throw Error(ErrorCode::backend, "cudaMalloc of " + std::to_string(bytes) + " bytes: " +
-                                        cudaGetErrorString(status));
+    throw Error(ErrorCode::backend,
+                "cudaMalloc of " + std::to_string(bytes) + " bytes: " + cudaGetErrorString(status));
   }
 }
 

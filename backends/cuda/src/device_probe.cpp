@@ -59,9 +59,8 @@ Probe probe_devices() noexcept {
         probe.availability.score = 100;
         return probe;
       }
-    probe.availability.reason =
-        "no CUDA device with compute capability 8.0 or newer (found " + found +
-        "); this build has kernels for sm_80 and sm_90a";
+    probe.availability.reason = "no CUDA device with compute capability 8.0 or newer (found " +
+                                found + "); this build has kernels for sm_80 and sm_90a";
   } catch (const std::exception& e) {
     probe.availability = {false, 0, std::string("CUDA probe failed: ") + e.what()};
   }
@@ -73,7 +72,8 @@ DeviceInfo to_device_info(const DeviceProps& d, const Probe& probe) {
   info.name = d.name;
   info.kind = "gpu";
   info.memory_bytes = d.memory_bytes;
-  info.properties["compute_capability"] = std::to_string(d.cc / 10) + "." + std::to_string(d.cc % 10);
+  info.properties["compute_capability"] =
+      std::to_string(d.cc / 10) + "." + std::to_string(d.cc % 10);
   info.properties["multiprocessors"] = std::to_string(d.multiprocessors);
   info.properties["l2_bytes"] = std::to_string(d.l2_bytes);
   info.properties["shared_memory_per_block_optin"] = std::to_string(d.shared_per_block_optin);

@@ -17,7 +17,7 @@ inline constexpr int kMinComputeCapability = 80;
 struct DeviceProps {
   int index = 0;
   std::string name;
-  int cc = 0;                 // 10 * major + minor: 80, 86, 89, 90, ...
+  int cc = 0;  // 10 * major + minor: 80, 86, 89, 90, ...
   int multiprocessors = 0;
   std::size_t memory_bytes = 0;
   std::size_t l2_bytes = 0;

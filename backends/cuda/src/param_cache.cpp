@@ -29,7 +29,8 @@ const void* ParamCache::find(std::uint64_t tag, std::size_t bytes) {
   return last_->buffer->data();
 }
 
-const void* ParamCache::find_or_add(const void* host, std::size_t bytes, int device, cudaStream_t stream) {
+const void* ParamCache::find_or_add(const void* host, std::size_t bytes, int device,
+                                    cudaStream_t stream) {
   if (last_ && last_key_->size() == bytes && std::memcmp(last_key_->data(), host, bytes) == 0) {
     last_->last_use = ++clock_;
     return last_->buffer->data();

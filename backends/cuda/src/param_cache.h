@@ -25,7 +25,8 @@ class ParamCache {
  public:
   // A device pointer holding exactly these bytes, valid until clear() or until `kCapacity`
   // other arrays have been asked for since its last use.
-  const void* get(const void* host, std::size_t bytes, std::uint64_t tag, int device, cudaStream_t stream);
+  const void* get(const void* host, std::size_t bytes, std::uint64_t tag, int device,
+                  cudaStream_t stream);
   template <class T>
   const T* get(std::span<const T> host, std::uint64_t tag, int device, cudaStream_t stream) {
     return static_cast<const T*>(get(host.data(), host.size_bytes(), tag, device, stream));

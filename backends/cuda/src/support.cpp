@@ -31,11 +31,13 @@ bool elementwise_dtype(DType t) { return t != DType::binary; }
 std::optional<Refusal> check_quantize(const QuantizeDesc& d) {
   const auto& p = d.params;
   if (p.scheme().mapping == Mapping::logarithmic)
-    return unsupported("the CUDA backend does not implement the logarithmic mapping; expected "
-                       "affine or symmetric params");
+    return unsupported(
+        "the CUDA backend does not implement the logarithmic mapping; expected "
+        "affine or symmetric params");
   if (!elementwise_dtype(p.dtype()))
-    return unsupported("the CUDA backend does not implement binary codes; expected int8, uint8, "
-                       "int16, uint16, int4 or uint4");
+    return unsupported(
+        "the CUDA backend does not implement binary codes; expected int8, uint8, "
+        "int16, uint16, int4 or uint4");
   return fits(p, d.shape, "params");
 }
 
@@ -44,24 +46,26 @@ std::optional<Refusal> check_requantize(const RequantizeDesc& d) {
     return invalid("out_dtype = " + std::string(name(d.out_dtype)) + "; expected int8 or uint8");
   const auto& tr = traits(d.out_dtype);
   if (d.out_zero_point < tr.qmin || d.out_zero_point > tr.qmax)
-    return invalid("out_zero_point = " + std::to_string(d.out_zero_point) + "; expected a value in [" +
-                   std::to_string(tr.qmin) + ", " + std::to_string(tr.qmax) + "]");
+    return invalid("out_zero_point = " + std::to_string(d.out_zero_point) +
+                   "; expected a value in [" + std::to_string(tr.qmin) + ", " +
+                   std::to_string(tr.qmax) + "]");
   if (d.multipliers.empty())
     return invalid("no multipliers; expected 1 (per tensor) or one per index along axis");
   for (std::size_t i = 0; i < d.multipliers.size(); ++i)
     if (!std::isfinite(d.multipliers[i]) || d.multipliers[i] < 0.0f)
-      return invalid("multipliers[" + std::to_string(i) + "] = " + std::to_string(d.multipliers[i]) +
-                     "; expected a finite value >= 0");
+      return invalid("multipliers[" + std::to_string(i) +
+                     "] = " + std::to_string(d.multipliers[i]) + "; expected a finite value >= 0");
   if (d.multipliers.size() > 1) {
     const int rank = static_cast<int>(d.shape.size());
     const int axis = d.axis < 0 ? d.axis + rank : d.axis;
     if (axis < 0 || axis >= rank)
       return invalid("axis " + std::to_string(d.axis) + " for shape " + to_string(d.shape) +
-                     "; expected an axis in [" + std::to_string(-rank) + ", " + std::to_string(rank - 1) + "]");
+                     "; expected an axis in [" + std::to_string(-rank) + ", " +
+                     std::to_string(rank - 1) + "]");
     if (d.shape[static_cast<std::size_t>(axis)] != static_cast<std::int64_t>(d.multipliers.size()))
-      return invalid(std::to_string(d.multipliers.size()) + " multipliers for shape " + to_string(d.shape) +
-                     " along axis " + std::to_string(axis) + "; expected 1 or " +
-                     std::to_string(d.shape[static_cast<std::size_t>(axis)]));
+      return invalid(std::to_string(d.multipliers.size()) + " multipliers for shape " +
+                     to_string(d.shape) + " along axis " + std::to_string(axis) +
+                     "; expected 1 or " + std::to_string(d.shape[static_cast<std::size_t>(axis)]));
   }
   if (d.mode == RequantMode::fixed_point) {
     try {
@@ -73,8 +77,8 @@ std::optional<Refusal> check_requantize(const RequantizeDesc& d) {
   return std::nullopt;
 }
 
-std::optional<Refusal> check_operand(const QuantizationParams& p, const Shape& shape, int channel_axis,
-                                     const char* which) {
+std::optional<Refusal> check_operand(const QuantizationParams& p, const Shape& shape,
+                                     int channel_axis, const char* which) {
   const std::string who = std::string(which) + " (" + p.to_string() + ")";
   if (p.scheme().mapping == Mapping::logarithmic)
     return invalid(who + " uses the logarithmic mapping; expected affine or symmetric");
@@ -90,8 +94,8 @@ std::optional<Refusal> check_operand(const QuantizationParams& p, const Shape& s
       return invalid(who + ": " + e.what());
     }
     if (axis != channel_axis)
-      return invalid(who + " is per_channel along axis " + std::to_string(axis) + "; expected axis " +
-                     std::to_string(channel_axis));
+      return invalid(who + " is per_channel along axis " + std::to_string(axis) +
+                     "; expected axis " + std::to_string(channel_axis));
   }
   return fits(p, shape, which);
 }
@@ -117,19 +121,23 @@ std::optional<Refusal> check_blockwise_b(OpKind kind, const MatmulDesc& d) {
   const auto& b = d.b;
   const std::string who = "B (" + b.to_string() + ")";
   if (kind == OpKind::qlinear_matmul)
-    return invalid(who + " is block-wise; expected per_tensor or per_channel B (block-wise partial "
-                         "sums cannot be requantized to one output scale)");
+    return invalid(who +
+                   " is block-wise; expected per_tensor or per_channel B (block-wise partial "
+                   "sums cannot be requantized to one output scale)");
   if (d.b_layout != MatrixLayout::nk)
-    return invalid(who + " is block-wise with b_layout kn; expected b_layout nk (blocks run along "
-                         "the last axis, which must be K)");
+    return invalid(who +
+                   " is block-wise with b_layout kn; expected b_layout nk (blocks run along "
+                   "the last axis, which must be K)");
   if (auto r = fits(b, d.b_shape(), "B")) return r;
   const int bits = traits(b.dtype()).bits;
   const std::int64_t block = b.scheme().block_size;
   if (!blockwise_block_ok(block, bits))
     return unsupported(who + ": block_size " + std::to_string(block) +
                        " is not implemented; the CUDA block-wise GEMM takes blocks of 16 or a "
-                       "multiple of 32 up to " + std::to_string(blockwise_max_block(bits)) + " for " +
-                       std::string(name(b.dtype())) + " B (one or two blocks per 32-code tensor-core "
+                       "multiple of 32 up to " +
+                       std::to_string(blockwise_max_block(bits)) + " for " +
+                       std::string(name(b.dtype())) +
+                       " B (one or two blocks per 32-code tensor-core "
                        "step, per-block sums exact in float32)");
   if (kind == OpKind::matmul_integer) {
     std::int64_t a_mag = 1;
@@ -137,7 +145,8 @@ std::optional<Refusal> check_blockwise_b(OpKind kind, const MatmulDesc& d) {
     for (const std::int32_t z : d.a.zero_points())
       a_mag = std::max<std::int64_t>({a_mag, std::llabs(static_cast<std::int64_t>(ta.qmin) - z),
                                       std::llabs(static_cast<std::int64_t>(ta.qmax) - z)});
-    const std::int64_t safe = std::numeric_limits<std::int32_t>::max() / (a_mag * blockwise_b_magnitude(b));
+    const std::int64_t safe =
+        std::numeric_limits<std::int32_t>::max() / (a_mag * blockwise_b_magnitude(b));
     if (d.k > safe)
       return unsupported("k = " + std::to_string(d.k) + " exceeds " + std::to_string(safe) +
                          ", the largest depth whose int32 accumulation cannot overflow for these A "
@@ -152,17 +161,23 @@ std::optional<Refusal> check_matmul(OpKind kind, const MatmulDesc& d) {
     return invalid("m, n, k = " + std::to_string(d.m) + ", " + std::to_string(d.n) + ", " +
                    std::to_string(d.k) + "; expected sizes >= 0");
   if (d.a.scheme().granularity == Granularity::block)
-    return invalid("A (" + d.a.to_string() + ") is block-wise; expected per_tensor or per_channel(axis 0): "
+    return invalid("A (" + d.a.to_string() +
+                   ") is block-wise; expected per_tensor or per_channel(axis 0): "
                    "blocks are only defined for B");
   if (auto r = check_operand(d.a, d.a_shape(), 0, "A")) return r;
-  if (auto r = check_operand(d.b, d.b_shape(), d.b_layout == MatrixLayout::kn ? 1 : 0, "B")) return r;
+  if (auto r = check_operand(d.b, d.b_shape(), d.b_layout == MatrixLayout::kn ? 1 : 0, "B"))
+    return r;
   if (d.b.scheme().granularity == Granularity::block) return check_blockwise_b(kind, d);
   if (kind == OpKind::qlinear_matmul) {
-    if (!d.y) return invalid("no output params (desc.y is empty); expected per-tensor int8 or uint8 params");
+    if (!d.y)
+      return invalid(
+          "no output params (desc.y is empty); expected per-tensor int8 or uint8 params");
     const auto& y = *d.y;
-    if (y.scheme().granularity != Granularity::per_tensor || y.scheme().mapping == Mapping::logarithmic ||
+    if (y.scheme().granularity != Granularity::per_tensor ||
+        y.scheme().mapping == Mapping::logarithmic ||
         (y.dtype() != DType::int8 && y.dtype() != DType::uint8))
-      return invalid("output params " + y.to_string() + "; expected per-tensor affine or symmetric int8 or uint8");
+      return invalid("output params " + y.to_string() +
+                     "; expected per-tensor affine or symmetric int8 or uint8");
   }
   const std::int64_t safe = reference::int32_safe_k(d);
   if (d.k > safe)
@@ -184,10 +199,15 @@ std::optional<Refusal> check_linear(const LinearDesc& d, bool forward) {
                    "; expected int8 symmetric, per_tensor or per_channel(axis 0) of [N, K]");
   if (auto r = fits(w, {d.n, d.k}, "weight params")) return r;
   if (forward) {
-    const MatmulDesc md{d.m, d.n, d.k,
+    const MatmulDesc md{d.m,
+                        d.n,
+                        d.k,
                         QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f),
                         QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f),
-                        MatrixLayout::nk, false, FloatType::f32, std::nullopt,
+                        MatrixLayout::nk,
+                        false,
+                        FloatType::f32,
+                        std::nullopt,
                         RequantMode::float_multiplier};
     const std::int64_t safe = reference::int32_safe_k(md);
     if (d.k > safe)
@@ -213,7 +233,8 @@ bool allowed_by_environment(GemmKernel k) {
     }
     return v;
   }();
-  return allowed.empty() || std::find(allowed.begin(), allowed.end(), gemm_kernel_name(k)) != allowed.end();
+  return allowed.empty() ||
+         std::find(allowed.begin(), allowed.end(), gemm_kernel_name(k)) != allowed.end();
 }
 
 std::vector<std::string> names(const std::vector<GemmKernel>& ks) {
@@ -266,7 +287,8 @@ std::optional<Refusal> refusal_for_matmul(OpKind kind, const MatmulDesc& desc) {
 
 bool blockwise_gemv_takes(OpKind kind, const MatmulDesc& d) {
   return d.b.scheme().granularity == Granularity::block &&
-         blockwise_gemv_ok(kind == OpKind::matmul_dequant, d.m, traits(d.b.dtype()).bits, d.b.scheme().block_size);
+         blockwise_gemv_ok(kind == OpKind::matmul_dequant, d.m, traits(d.b.dtype()).bits,
+                           d.b.scheme().block_size);
 }
 
 std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, std::int64_t k,
@@ -278,10 +300,8 @@ std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, std::int
     // for GEMV-like M <= 8 (weight streaming: 1x8192x8192 took 0.053 ms against 0.087 ms with
     // the 128x128 tile on an H200), the 128x128 tile from M = 9 on (16x4096x4096: 0.042 ms
     // against 0.074 ms); docs/CUDA.md, "Block-wise B".
-    if (m <= 8)
-      out = {GemmKernel::qbw_16x128, GemmKernel::qbw_128x128};
-    else
-      out = {GemmKernel::qbw_128x128, GemmKernel::qbw_16x128};
+    if (m <= 8) out = {GemmKernel::qbw_16x128, GemmKernel::qbw_128x128};
+    else out = {GemmKernel::qbw_128x128, GemmKernel::qbw_16x128};
     if (gemv) out.insert(out.begin(), GemmKernel::qbw_gemv);
     std::erase_if(out, [](GemmKernel kk) { return !allowed_by_environment(kk); });
     return out;
@@ -295,15 +315,15 @@ std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, std::int
   if (m <= 32) out.push_back(GemmKernel::mma_skinny);
   if (wgmma && m > 32) out.push_back(GemmKernel::wgmma_128x256);
   if (m <= 64) {
-    out.insert(out.end(), {GemmKernel::mma_32x128, GemmKernel::mma_128x128, GemmKernel::mma_128x256});
+    out.insert(out.end(),
+               {GemmKernel::mma_32x128, GemmKernel::mma_128x128, GemmKernel::mma_128x256});
     if (wgmma && m <= 32) out.push_back(GemmKernel::wgmma_128x256);
   } else {
     // The large tile only when it still gives every SM a CTA.
     const std::int64_t big_tiles = ((m + 127) / 128) * ((n + 255) / 256);
     if (big_tiles >= device.multiprocessors)
       out.insert(out.end(), {GemmKernel::mma_128x256, GemmKernel::mma_128x128});
-    else
-      out.insert(out.end(), {GemmKernel::mma_128x128, GemmKernel::mma_128x256});
+    else out.insert(out.end(), {GemmKernel::mma_128x128, GemmKernel::mma_128x256});
     out.push_back(GemmKernel::mma_32x128);
   }
   // grid.z walks M in slices of 32 rows: at most 65535 of them.
@@ -325,9 +345,9 @@ Support support_for(const OpDesc& op, const DeviceFacts& device) {
     case OpKind::matmul_dequant:
     case OpKind::qlinear_matmul: {
       const auto& d = std::get<MatmulDesc>(op.desc);
-      return Support::yes(
-          names(gemm_candidates(d.m, d.n, d.k, device, d.b.scheme().granularity == Granularity::block,
-                                blockwise_gemv_takes(op.op, d))));
+      return Support::yes(names(gemm_candidates(d.m, d.n, d.k, device,
+                                                d.b.scheme().granularity == Granularity::block,
+                                                blockwise_gemv_takes(op.op, d))));
     }
     case OpKind::linear_forward: {
       const auto& d = std::get<LinearDesc>(op.desc);

@@ -27,9 +27,9 @@
 namespace qforge::cuda {
 
 struct DeviceFacts {
-  int cc = 0;               // 0 when no usable device
+  int cc = 0;  // 0 when no usable device
   int multiprocessors = 1;
-  bool wgmma = false;       // the sm_90a wgmma kernel runs on this device
+  bool wgmma = false;  // the sm_90a wgmma kernel runs on this device
 };
 
 Support support_for(const OpDesc& op, const DeviceFacts& device);
@@ -38,7 +38,8 @@ Support support_for(const OpDesc& op, const DeviceFacts& device);
 // has block-wise params, which only the qbw kernels take; `gemv`: the call is one the
 // block-wise GEMV takes, blockwise_gemv_ok).
 std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, std::int64_t k,
-                                        const DeviceFacts& device, bool blockwise = false, bool gemv = false);
+                                        const DeviceFacts& device, bool blockwise = false,
+                                        bool gemv = false);
 // Whether the block-wise GEMV kernel takes this matmul (block-wise B only).
 bool blockwise_gemv_takes(OpKind kind, const MatmulDesc& d);
 

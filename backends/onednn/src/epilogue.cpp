@@ -13,7 +13,9 @@ namespace qforge::onednn {
 namespace {
 
 // Rows per thread so that each thread gets at least ~16K elements.
-std::int64_t min_rows(std::int64_t n) { return std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(1, n)); }
+std::int64_t min_rows(std::int64_t n) {
+  return std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(1, n));
+}
 
 float scale_of(const QuantizationParams& p, std::int64_t i) {
   return p.count() == 1 ? p.scale(0) : p.scale(static_cast<std::size_t>(i));
@@ -61,12 +63,16 @@ void compensate(std::int32_t* c, std::int64_t m, std::int64_t n, const Compensat
     for (std::int64_t r = r0; r < r1; ++r) {
       std::int32_t* row = c + r * n;
       // Unsigned arithmetic: well defined modulo 2^32.
-      const std::uint32_t za = has_za ? static_cast<std::uint32_t>(comp.za[static_cast<std::size_t>(r)]) : 0u;
-      const std::uint32_t rt = has_zb ? static_cast<std::uint32_t>(comp.row_term[static_cast<std::size_t>(r)]) : 0u;
+      const std::uint32_t za =
+          has_za ? static_cast<std::uint32_t>(comp.za[static_cast<std::size_t>(r)]) : 0u;
+      const std::uint32_t rt =
+          has_zb ? static_cast<std::uint32_t>(comp.row_term[static_cast<std::size_t>(r)]) : 0u;
       for (std::int64_t j = 0; j < n; ++j) {
         std::uint32_t v = static_cast<std::uint32_t>(row[j]);
-        const std::uint32_t zb = has_zb ? static_cast<std::uint32_t>(comp.zb[static_cast<std::size_t>(j)]) : 0u;
-        const std::uint32_t ct = has_za ? static_cast<std::uint32_t>(comp.col_term[static_cast<std::size_t>(j)]) : 0u;
+        const std::uint32_t zb =
+            has_zb ? static_cast<std::uint32_t>(comp.zb[static_cast<std::size_t>(j)]) : 0u;
+        const std::uint32_t ct =
+            has_za ? static_cast<std::uint32_t>(comp.col_term[static_cast<std::size_t>(j)]) : 0u;
         v = v - zb * rt - za * ct + k32 * za * zb;
         row[j] = static_cast<std::int32_t>(v);
       }
@@ -122,17 +128,22 @@ void requant_epilogue(const std::int32_t* c, const MatmulDesc& d, void* y, int t
         const float sa = scale_of(d.a, r);
         for (std::int64_t j = 0; j < n; ++j) {
           mult[static_cast<std::size_t>(j)] = (sa * scale_of(d.b, j)) / sy;  // float32, this order
-          if (fixed) fm[static_cast<std::size_t>(j)] = reference::quantize_multiplier(mult[static_cast<std::size_t>(j)]);
+          if (fixed)
+            fm[static_cast<std::size_t>(j)] =
+                reference::quantize_multiplier(mult[static_cast<std::size_t>(j)]);
         }
         have_row_params = true;
       }
       const std::int32_t* cr = c + r * n;
       if (fixed) {
         for (std::int64_t j = 0; j < n; ++j)
-          codes[static_cast<std::size_t>(j)] = saturate64(
-              static_cast<std::int64_t>(reference::multiply_by_quantized_multiplier(cr[j], fm[static_cast<std::size_t>(j)])) + zy,
-              qmin, qmax);
-        for (std::int64_t j = 0; j < n; ++j) store_code(out, y, r * n + j, codes[static_cast<std::size_t>(j)]);
+          codes[static_cast<std::size_t>(j)] =
+              saturate64(static_cast<std::int64_t>(reference::multiply_by_quantized_multiplier(
+                             cr[j], fm[static_cast<std::size_t>(j)])) +
+                             zy,
+                         qmin, qmax);
+        for (std::int64_t j = 0; j < n; ++j)
+          store_code(out, y, r * n + j, codes[static_cast<std::size_t>(j)]);
       } else if (out == DType::int8) {
         requantize_s8(cr, mult.data(), static_cast<std::int8_t*>(y) + r * n, n, zy, qmin, qmax);
       } else {
@@ -150,7 +161,8 @@ void requantize_loop(const RequantizeDesc& d, const std::int32_t* c, void* y, in
     const int rank = static_cast<int>(d.shape.size());
     const int axis = d.axis < 0 ? d.axis + rank : d.axis;
     extent = d.shape[static_cast<std::size_t>(axis)];
-    for (std::size_t i = static_cast<std::size_t>(axis) + 1; i < d.shape.size(); ++i) stride *= d.shape[i];
+    for (std::size_t i = static_cast<std::size_t>(axis) + 1; i < d.shape.size(); ++i)
+      stride *= d.shape[i];
   }
   // Converted once, on this thread: quantize_multiplier throws for multipliers >= 2^31.
   std::vector<reference::FixedPointMultiplier> fixed;
@@ -166,14 +178,18 @@ void requantize_loop(const RequantizeDesc& d, const std::int32_t* c, void* y, in
       if (d.mode == RequantMode::fixed_point) {
         for (; i < run_end; ++i)
           store_code(d.out_dtype, y, i,
-                     saturate64(static_cast<std::int64_t>(reference::multiply_by_quantized_multiplier(c[i], fixed[ch])) + z,
+                     saturate64(static_cast<std::int64_t>(
+                                    reference::multiply_by_quantized_multiplier(c[i], fixed[ch])) +
+                                    z,
                                 tr.qmin, tr.qmax));
       } else {
         const float m = d.multipliers[ch];
         if (d.out_dtype == DType::int8)
-          requantize_s8(c + i, m, static_cast<std::int8_t*>(y) + i, run_end - i, z, tr.qmin, tr.qmax);
+          requantize_s8(c + i, m, static_cast<std::int8_t*>(y) + i, run_end - i, z, tr.qmin,
+                        tr.qmax);
         else
-          requantize_u8(c + i, m, static_cast<std::uint8_t*>(y) + i, run_end - i, z, tr.qmin, tr.qmax);
+          requantize_u8(c + i, m, static_cast<std::uint8_t*>(y) + i, run_end - i, z, tr.qmin,
+                        tr.qmax);
         i = run_end;
       }
     }

@@ -23,10 +23,10 @@ namespace qforge::onednn {
 // true C fits int32 (K <= int32_safe_k), so the result is exact.
 struct Compensation {
   std::int64_t k = 0;
-  std::vector<std::int32_t> za;          // per row, empty = none
-  std::vector<std::int32_t> zb;          // per column, empty = none
-  std::vector<std::int64_t> row_term;    // needed when zb is set
-  std::vector<std::int64_t> col_term;    // needed when za is set
+  std::vector<std::int32_t> za;        // per row, empty = none
+  std::vector<std::int32_t> zb;        // per column, empty = none
+  std::vector<std::int64_t> row_term;  // needed when zb is set
+  std::vector<std::int64_t> col_term;  // needed when za is set
 };
 void compensate(std::int32_t* c, std::int64_t m, std::int64_t n, const Compensation& comp,
                 int threads);

@@ -37,7 +37,8 @@ CachedMatmul create(const dnnl::engine& engine, const MatmulKey& key) {
     ops.append_binary(dnnl::algorithm::binary_mul,
                       dnnl::memory::desc({1, key.sb_per_column ? key.n : 1}, dt::f32, tag::ab));
     if (key.bias)
-      ops.append_binary(dnnl::algorithm::binary_add, dnnl::memory::desc({1, key.n}, dt::f32, tag::ab));
+      ops.append_binary(dnnl::algorithm::binary_add,
+                        dnnl::memory::desc({1, key.n}, dt::f32, tag::ab));
     attr.set_post_ops(ops);
   }
   const dnnl::matmul::desc desc(src, weights, dst);
@@ -50,13 +51,17 @@ CachedMatmul create(const dnnl::engine& engine, const MatmulKey& key) {
 
 std::size_t MatmulKeyHash::operator()(const MatmulKey& k) const noexcept {
   std::size_t h = 0;
-  auto mix = [&h](std::uint64_t v) { h ^= std::hash<std::uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+  auto mix = [&h](std::uint64_t v) {
+    h ^= std::hash<std::uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  };
   mix(static_cast<std::uint64_t>(k.m));
   mix(static_cast<std::uint64_t>(k.n));
   mix(static_cast<std::uint64_t>(k.k));
   mix((static_cast<std::uint64_t>(k.kind) << 0) | (static_cast<std::uint64_t>(k.a_unsigned) << 4) |
-      (static_cast<std::uint64_t>(k.weights) << 5) | (static_cast<std::uint64_t>(k.src_zero_point) << 8) |
-      (static_cast<std::uint64_t>(k.weights_zero_point) << 9) | (static_cast<std::uint64_t>(k.bias) << 10) |
+      (static_cast<std::uint64_t>(k.weights) << 5) |
+      (static_cast<std::uint64_t>(k.src_zero_point) << 8) |
+      (static_cast<std::uint64_t>(k.weights_zero_point) << 9) |
+      (static_cast<std::uint64_t>(k.bias) << 10) |
       (static_cast<std::uint64_t>(k.sb_per_column) << 12));
   mix(static_cast<std::uint64_t>(k.threads));
   return h;
@@ -113,7 +118,8 @@ void MatmulEngine::run(const MatmulKey& key, const CachedMatmul& prim, const Mat
     if (key.src_zero_point)
       m.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, dnnl::memory(one_s32, engine_, &src_zp));
     if (key.weights_zero_point)
-      m.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_WEIGHTS, dnnl::memory(one_s32, engine_, &wei_zp));
+      m.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_WEIGHTS,
+                dnnl::memory(one_s32, engine_, &wei_zp));
     if (key.kind == MatmulKind::int8_f32) {
       m.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
                 dnnl::memory({{1, 1}, dt::f32, tag::ab}, engine_, const_cast<float*>(args.sa)));
@@ -121,8 +127,9 @@ void MatmulEngine::run(const MatmulKey& key, const CachedMatmul& prim, const Mat
                 dnnl::memory({{1, key.sb_per_column ? key.n : 1}, dt::f32, tag::ab}, engine_,
                              const_cast<float*>(args.sb)));
       if (key.bias)
-        m.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(2) | DNNL_ARG_SRC_1,
-                  dnnl::memory({{1, key.n}, dt::f32, tag::ab}, engine_, const_cast<float*>(args.bias)));
+        m.emplace(
+            DNNL_ARG_ATTR_MULTIPLE_POST_OP(2) | DNNL_ARG_SRC_1,
+            dnnl::memory({{1, key.n}, dt::f32, tag::ab}, engine_, const_cast<float*>(args.bias)));
     }
     prim.primitive.execute(stream_, m);
     stream_.wait();
@@ -133,13 +140,16 @@ void MatmulEngine::run(const MatmulKey& key, const CachedMatmul& prim, const Mat
 }
 
 std::string describe(const MatmulKey& k) {
-  std::string s = "m=" + std::to_string(k.m) + " n=" + std::to_string(k.n) + " k=" + std::to_string(k.k) + " ";
+  std::string s =
+      "m=" + std::to_string(k.m) + " n=" + std::to_string(k.n) + " k=" + std::to_string(k.k) + " ";
   switch (k.kind) {
     case MatmulKind::int8_s32: s += k.a_unsigned ? "u8s8->s32" : "s8s8->s32"; break;
     case MatmulKind::int8_f32: s += k.a_unsigned ? "u8s8->f32" : "s8s8->f32"; break;
     case MatmulKind::f32: s += "f32->f32"; break;
   }
-  s += k.weights == WeightsFormat::any ? " weights=any" : k.weights == WeightsFormat::nk ? " weights=nk" : " weights=kn";
+  s += k.weights == WeightsFormat::any  ? " weights=any"
+       : k.weights == WeightsFormat::nk ? " weights=nk"
+                                        : " weights=kn";
   if (k.src_zero_point) s += " src_zp";
   if (k.weights_zero_point) s += " wei_zp";
   if (k.kind == MatmulKind::int8_f32) s += k.sb_per_column ? " sb(per column)" : " sb(per tensor)";

@@ -8,9 +8,8 @@
 // its work split when it is created (threads.h).
 #pragma once
 
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <cstdint>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <unordered_map>
 
@@ -61,9 +60,9 @@ struct MatmulArgs {
   void* dst = nullptr;
   std::int32_t src_zero_point = 0;
   std::int32_t weights_zero_point = 0;
-  const float* sa = nullptr;      // int8_f32: the output scale (1 value)
-  const float* sb = nullptr;      // int8_f32: 1 or N values
-  const float* bias = nullptr;    // int8_f32 with bias: N values
+  const float* sa = nullptr;    // int8_f32: the output scale (1 value)
+  const float* sb = nullptr;    // int8_f32: 1 or N values
+  const float* bias = nullptr;  // int8_f32 with bias: N values
 };
 
 class MatmulEngine {

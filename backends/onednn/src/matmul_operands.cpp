@@ -30,12 +30,9 @@ inline std::int32_t unpack(DType t, const std::uint8_t* p, std::int64_t i) {
       const std::int32_t nib = (i & 1) ? p[i >> 1] >> 4 : p[i >> 1] & 0xF;
       return (nib ^ 8) - 8;
     }
-    case DType::uint4:
-      return (i & 1) ? p[i >> 1] >> 4 : p[i >> 1] & 0xF;
-    case DType::binary:
-      return ((p[i >> 3] >> (i & 7)) & 1) ? 1 : -1;
-    default:
-      return 0;  // 8-bit types never come here
+    case DType::uint4: return (i & 1) ? p[i >> 1] >> 4 : p[i >> 1] & 0xF;
+    case DType::binary: return ((p[i >> 3] >> (i & 7)) & 1) ? 1 : -1;
+    default: return 0;  // 8-bit types never come here
   }
 }
 

@@ -28,7 +28,7 @@ struct OperandPlan {
   bool a_as_is = false;     // A is int8/uint8: oneDNN reads the caller's buffer
   bool b_as_is = false;     // B is int8: oneDNN reads the caller's buffer
   ZeroPointSplit za;
-  ZeroPointSplit zb;        // in the shifted s8 domain of B
+  ZeroPointSplit zb;  // in the shifted s8 domain of B
   bool compensated() const { return !za.residual.empty() || !zb.residual.empty(); }
 };
 

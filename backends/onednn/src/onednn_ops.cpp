@@ -1,11 +1,11 @@
 // Identity, devices, options, capability and kernel choice. The ops are in ops_*.cpp.
 #include "onednn_ops.h"
 
-#include <oneapi/dnnl/dnnl.hpp>
 #include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include "qforge/error.h"
 #include "qforge/hardware.h"
@@ -33,16 +33,14 @@ bool serves(OpKind op, const std::string& k) {
     case OpKind::matmul_integer:
     case OpKind::matmul_dequant:
     case OpKind::qlinear_matmul:
-    case OpKind::linear_forward:
-      return k.rfind("dnnl_matmul_", 0) == 0 && k != kernel::matmul_f32;
+    case OpKind::linear_forward: return k.rfind("dnnl_matmul_", 0) == 0 && k != kernel::matmul_f32;
   }
   return false;
 }
 
 }  // namespace
 
-OnednnOps::OnednnOps()
-    : facts_(detect_facts()), reorder_(engine_.engine(), engine_.stream()) {}
+OnednnOps::OnednnOps() : facts_(detect_facts()), reorder_(engine_.engine(), engine_.stream()) {}
 
 Availability OnednnOps::availability() const {
   // oneDNN runs on any x86-64 CPU (its reference kernels need nothing), so the plugin is usable
@@ -60,12 +58,13 @@ std::vector<DeviceInfo> OnednnOps::devices() const {
   host.properties["vendor"] = cpu.vendor;
   if (cpu.cores > 0) host.properties["cores"] = std::to_string(cpu.cores);
   const dnnl_version_t* v = dnnl::version();
-  host.properties["onednn_version"] = std::to_string(v->major) + "." + std::to_string(v->minor) +
-                                      "." + std::to_string(v->patch);
+  host.properties["onednn_version"] =
+      std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
   host.properties["onednn_cpu_runtime"] = v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other";
   host.properties["isa_used"] = effective_isa_name();
   host.properties["threads_used"] = std::to_string(threads_ > 0 ? threads_ : default_threads());
-  host.properties["int8_matmul"] = facts_.int8_exact ? "exact (VNNI/AMX)" : "refused: " + facts_.int8_refusal;
+  host.properties["int8_matmul"] =
+      facts_.int8_exact ? "exact (VNNI/AMX)" : "refused: " + facts_.int8_refusal;
   host.properties["matmul_primitives"] = "entries=" + std::to_string(engine_.cached()) +
                                          " hits=" + std::to_string(engine_.hits()) +
                                          " misses=" + std::to_string(engine_.misses());
@@ -115,7 +114,8 @@ std::string OnednnOps::begin(OpKind op, const Desc& desc) {
       std::string list;
       for (const auto& k : s.kernels) list += (list.empty() ? "" : ", ") + k;
       throw Error(ErrorCode::unsupported, "onednn: " + std::string(to_string(op)) + ": kernel '" +
-                                              forced_ + "' (set_kernel) cannot run " + describe(OpDesc{op, desc}) +
+                                              forced_ + "' (set_kernel) cannot run " +
+                                              describe(OpDesc{op, desc}) +
                                               "; kernels that can: " + list);
     }
     return forced_;

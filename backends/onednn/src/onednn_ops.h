@@ -63,9 +63,8 @@ class OnednnOps final : public QuantizationOps {
 
   QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc, const float* x,
                                              std::uint8_t* y) override;
-  QuantizationParams linear_forward(const LinearDesc& desc, const float* x,
-                                    const std::int8_t* wq, const float* bias, std::int8_t* xq,
-                                    float* y) override;
+  QuantizationParams linear_forward(const LinearDesc& desc, const float* x, const std::int8_t* wq,
+                                    const float* bias, std::int8_t* xq, float* y) override;
   void linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
                        const QuantizationParams& xq_params, const std::int8_t* wq, float* dx,
                        float* dw, float* db) override;

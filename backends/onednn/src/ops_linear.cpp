@@ -38,7 +38,9 @@ QuantizationParams OnednnOps::linear_forward(const LinearDesc& desc, const float
     quantize_int8(x, xq, M * K, sx, i8.narrow_qmin, i8.narrow_qmax, scope.threads());
   }
   // Y = ((float(Xq Wq^T) * sx) * sw[n]) + bias[n]: matmul_dequant of Xq and W [N, K].
-  const MatmulDesc md{.m = M, .n = N, .k = K,
+  const MatmulDesc md{.m = M,
+                      .n = N,
+                      .k = K,
                       .a = QuantizationParams::per_tensor_symmetric(DType::int8, sx),
                       .b = desc.w,
                       .b_layout = MatrixLayout::nk,
@@ -73,7 +75,8 @@ void OnednnOps::linear_backward(const LinearDesc& desc, const float* dy, const s
   std::vector<float> w_deq(static_cast<std::size_t>(N * K));
   for (std::int64_t n = 0; n < N; ++n) {
     const float s = weight_scale(desc, n);
-    for (std::int64_t i = 0; i < K; ++i) w_deq[static_cast<std::size_t>(n * K + i)] = static_cast<float>(wq[n * K + i]) * s;
+    for (std::int64_t i = 0; i < K; ++i)
+      w_deq[static_cast<std::size_t>(n * K + i)] = static_cast<float>(wq[n * K + i]) * s;
   }
   std::string impl;
   // out [rows, cols] = lhs [rows, inner] * rhs [inner, cols], all row-major float32.
@@ -104,7 +107,8 @@ void OnednnOps::linear_backward(const LinearDesc& desc, const float* dy, const s
   gemm(M, K, N, dy, w_deq.data(), dx);
   // dW [N, K] = dY^T [N, M] * deq(Xq) [M, K]
   std::vector<float> x_deq(static_cast<std::size_t>(M * K));
-  for (std::int64_t i = 0; i < M * K; ++i) x_deq[static_cast<std::size_t>(i)] = static_cast<float>(xq[i]) * sx;
+  for (std::int64_t i = 0; i < M * K; ++i)
+    x_deq[static_cast<std::size_t>(i)] = static_cast<float>(xq[i]) * sx;
   std::vector<float> dy_t(static_cast<std::size_t>(N * M));
   for (std::int64_t m = 0; m < M; ++m)
     for (std::int64_t n = 0; n < N; ++n) dy_t[static_cast<std::size_t>(n * M + m)] = dy[m * N + n];

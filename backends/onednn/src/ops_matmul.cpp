@@ -51,9 +51,9 @@ void OnednnOps::matmul_s32(const MatmulDesc& d, const void* a, const Weights& w,
   MatmulKey plain_key = key;
   plain_key.weights = plain_format(d);
   const dnnl::memory plain = engine_.wrap_weights(plain_key, b8);
-  const dnnl::memory& weights =
-      w.packed ? w.packed->formatted(prim.pd.weights_desc(), plain, engine_.engine(), engine_.stream())
-               : plain;
+  const dnnl::memory& weights = w.packed ? w.packed->formatted(prim.pd.weights_desc(), plain,
+                                                               engine_.engine(), engine_.stream())
+                                         : plain;
   MatmulArgs args;
   args.a = a8;
   args.weights = &weights;
@@ -106,9 +106,9 @@ void OnednnOps::fused_dequant(const MatmulDesc& d, const void* a, const Weights&
   MatmulKey plain_key = key;
   plain_key.weights = plain_format(d);
   const dnnl::memory plain = engine_.wrap_weights(plain_key, b8);
-  const dnnl::memory& weights =
-      w.packed ? w.packed->formatted(prim.pd.weights_desc(), plain, engine_.engine(), engine_.stream())
-               : plain;
+  const dnnl::memory& weights = w.packed ? w.packed->formatted(prim.pd.weights_desc(), plain,
+                                                               engine_.engine(), engine_.stream())
+                                         : plain;
   MatmulArgs args;
   args.a = a8;
   args.weights = &weights;
@@ -227,24 +227,24 @@ std::shared_ptr<PackedWeights> OnednnOps::pack_weights(const MatmulDesc& desc, c
   return packed;
 }
 
-void OnednnOps::matmul_integer_packed(const MatmulDesc& desc, const void* a,
-                                      const PackedWeights& b, std::int32_t* c) {
+void OnednnOps::matmul_integer_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                                      std::int32_t* c) {
   const std::string k = begin(OpKind::matmul_integer, desc);
   const OnednnPackedWeights& w = packed_for(desc, b);
   require_matmul_data("matmul_integer_packed", desc, a, w.plain(), c);
   integer(desc, a, {nullptr, &w}, c, k);
 }
 
-void OnednnOps::matmul_dequant_packed(const MatmulDesc& desc, const void* a,
-                                      const PackedWeights& b, const float* bias, void* y) {
+void OnednnOps::matmul_dequant_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                                      const float* bias, void* y) {
   const std::string k = begin(OpKind::matmul_dequant, desc);
   const OnednnPackedWeights& w = packed_for(desc, b);
   require_matmul_data("matmul_dequant_packed", desc, a, w.plain(), y);
   dequant(desc, a, {nullptr, &w}, bias, y, k);
 }
 
-void OnednnOps::qlinear_matmul_packed(const MatmulDesc& desc, const void* a,
-                                      const PackedWeights& b, void* y) {
+void OnednnOps::qlinear_matmul_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                                      void* y) {
   const std::string k = begin(OpKind::qlinear_matmul, desc);
   const OnednnPackedWeights& w = packed_for(desc, b);
   require_matmul_data("qlinear_matmul_packed", desc, a, w.plain(), y);

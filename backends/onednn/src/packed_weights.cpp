@@ -24,13 +24,15 @@ const dnnl::memory& OnednnPackedWeights::formatted(const dnnl::memory::desc& md,
     if (f.first == md) return f.second;
   try {
     dnnl::memory out(md, engine);
-    dnnl::reorder(plain_md_memory, out).execute(stream, const_cast<dnnl::memory&>(plain_md_memory), out);
+    dnnl::reorder(plain_md_memory, out)
+        .execute(stream, const_cast<dnnl::memory&>(plain_md_memory), out);
     stream.wait();
     formatted_.emplace_back(md, out);
     return formatted_.back().second;
   } catch (const dnnl::error& e) {
     throw Error(ErrorCode::backend,
-                std::string("onednn: reordering packed weights into the matmul's format failed: ") + e.what());
+                std::string("onednn: reordering packed weights into the matmul's format failed: ") +
+                    e.what());
   }
 }
 
@@ -43,10 +45,11 @@ const OnednnPackedWeights& packed_for(const MatmulDesc& desc, const PackedWeight
   const MatmulDesc& p = w->desc();
   if (p.n != desc.n || p.k != desc.k || p.b_layout != desc.b_layout || !(p.b == desc.b))
     throw Error(ErrorCode::shape_mismatch,
-                "onednn: packed weights for n=" + std::to_string(p.n) + " k=" + std::to_string(p.k) +
-                    " " + std::string(to_string(p.b_layout)) + " " + p.b.to_string() + " used with n=" +
-                    std::to_string(desc.n) + " k=" + std::to_string(desc.k) + " " +
-                    std::string(to_string(desc.b_layout)) + " " + desc.b.to_string() +
+                "onednn: packed weights for n=" + std::to_string(p.n) +
+                    " k=" + std::to_string(p.k) + " " + std::string(to_string(p.b_layout)) + " " +
+                    p.b.to_string() + " used with n=" + std::to_string(desc.n) +
+                    " k=" + std::to_string(desc.k) + " " + std::string(to_string(desc.b_layout)) +
+                    " " + desc.b.to_string() +
                     "; expected the B shape, layout and params they were packed for");
   return *w;
 }

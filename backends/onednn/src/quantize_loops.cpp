@@ -29,7 +29,8 @@ class ParamRuns {
     if (g_ == Granularity::per_channel) {
       const int axis = p.channel_axis(shape.size());
       extent_ = shape[static_cast<std::size_t>(axis)];
-      for (std::size_t i = static_cast<std::size_t>(axis) + 1; i < shape.size(); ++i) inner_ *= shape[i];
+      for (std::size_t i = static_cast<std::size_t>(axis) + 1; i < shape.size(); ++i)
+        inner_ *= shape[i];
     } else if (g_ == Granularity::block) {
       last_ = shape.back();
       block_ = p.scheme().block_size;
@@ -39,9 +40,7 @@ class ParamRuns {
   // Pair of element i; *run_end receives the end of its run.
   std::size_t at(std::int64_t i, std::int64_t* run_end) const {
     switch (g_) {
-      case Granularity::per_tensor:
-        *run_end = n_;
-        return 0;
+      case Granularity::per_tensor: *run_end = n_; return 0;
       case Granularity::per_channel: {
         const std::int64_t outer = i / inner_;
         *run_end = (outer + 1) * inner_;
@@ -64,7 +63,8 @@ class ParamRuns {
 
 template <class T>
 void dequantize_run(const T* q, float* x, std::int64_t n, float s, std::int32_t z) {
-  for (std::int64_t i = 0; i < n; ++i) x[i] = dequantize_linear(static_cast<std::int32_t>(q[i]), s, z);
+  for (std::int64_t i = 0; i < n; ++i)
+    x[i] = dequantize_linear(static_cast<std::int32_t>(q[i]), s, z);
 }
 
 // Packed stores for 4-bit and binary: the caller zeroed the bytes of its range first.
@@ -109,12 +109,14 @@ void quantize_range(const QuantizeDesc& d, const ParamRuns& runs, const void* x,
     const float s = p.scale(pi);
     const std::int32_t z = p.zero_point(pi);
     if (f32 && !log && t == DType::int8) {
-      quantize_f32_s8(static_cast<const float*>(x) + i, static_cast<std::int8_t*>(q) + i, run_end - i, s, z, p.qmin(), p.qmax());
+      quantize_f32_s8(static_cast<const float*>(x) + i, static_cast<std::int8_t*>(q) + i,
+                      run_end - i, s, z, p.qmin(), p.qmax());
       i = run_end;
       continue;
     }
     if (f32 && !log && t == DType::uint8) {
-      quantize_f32_u8(static_cast<const float*>(x) + i, static_cast<std::uint8_t*>(q) + i, run_end - i, s, z, p.qmin(), p.qmax());
+      quantize_f32_u8(static_cast<const float*>(x) + i, static_cast<std::uint8_t*>(q) + i,
+                      run_end - i, s, z, p.qmin(), p.qmax());
       i = run_end;
       continue;
     }
@@ -122,7 +124,8 @@ void quantize_range(const QuantizeDesc& d, const ParamRuns& runs, const void* x,
       const std::int64_t len = std::min(kChunk, run_end - i);
       const float* v = f32 ? static_cast<const float*>(x) + i : buf;
       if (!f32)
-        for (std::int64_t j = 0; j < len; ++j) buf[j] = load_float(d.float_type, x, static_cast<std::size_t>(i + j));
+        for (std::int64_t j = 0; j < len; ++j)
+          buf[j] = load_float(d.float_type, x, static_cast<std::size_t>(i + j));
       if (log) {
         for (std::int64_t j = 0; j < len; ++j) codes[j] = reference::quantize_log_value(v[j], s, t);
       } else if (t == DType::binary) {
@@ -132,11 +135,26 @@ void quantize_range(const QuantizeDesc& d, const ParamRuns& runs, const void* x,
         for (std::int64_t j = 0; j < len; ++j) codes[j] = quantize_linear(v[j], s, z, qmin, qmax);
       }
       switch (t) {
-        case DType::int8: for (std::int64_t j = 0; j < len; ++j) static_cast<std::int8_t*>(q)[i + j] = static_cast<std::int8_t>(codes[j]); break;
-        case DType::uint8: for (std::int64_t j = 0; j < len; ++j) static_cast<std::uint8_t*>(q)[i + j] = static_cast<std::uint8_t>(codes[j]); break;
-        case DType::int16: for (std::int64_t j = 0; j < len; ++j) static_cast<std::int16_t*>(q)[i + j] = static_cast<std::int16_t>(codes[j]); break;
-        case DType::uint16: for (std::int64_t j = 0; j < len; ++j) static_cast<std::uint16_t*>(q)[i + j] = static_cast<std::uint16_t>(codes[j]); break;
-        default: for (std::int64_t j = 0; j < len; ++j) store_packed(t, static_cast<std::uint8_t*>(q), i + j, codes[j]); break;
+        case DType::int8:
+          for (std::int64_t j = 0; j < len; ++j)
+            static_cast<std::int8_t*>(q)[i + j] = static_cast<std::int8_t>(codes[j]);
+          break;
+        case DType::uint8:
+          for (std::int64_t j = 0; j < len; ++j)
+            static_cast<std::uint8_t*>(q)[i + j] = static_cast<std::uint8_t>(codes[j]);
+          break;
+        case DType::int16:
+          for (std::int64_t j = 0; j < len; ++j)
+            static_cast<std::int16_t*>(q)[i + j] = static_cast<std::int16_t>(codes[j]);
+          break;
+        case DType::uint16:
+          for (std::int64_t j = 0; j < len; ++j)
+            static_cast<std::uint16_t*>(q)[i + j] = static_cast<std::uint16_t>(codes[j]);
+          break;
+        default:
+          for (std::int64_t j = 0; j < len; ++j)
+            store_packed(t, static_cast<std::uint8_t*>(q), i + j, codes[j]);
+          break;
       }
       i += len;
     }
@@ -160,10 +178,18 @@ void dequantize_range(const QuantizeDesc& d, const ParamRuns& runs, const void* 
         x[j] = reference::dequantize_log_value(load_element(t, q, static_cast<std::size_t>(j)), s);
     } else {
       switch (t) {
-        case DType::int8: dequantize_s8_f32(static_cast<const std::int8_t*>(q) + i, x + i, len, s, z); break;
-        case DType::uint8: dequantize_u8_f32(static_cast<const std::uint8_t*>(q) + i, x + i, len, s, z); break;
-        case DType::int16: dequantize_run(static_cast<const std::int16_t*>(q) + i, x + i, len, s, z); break;
-        case DType::uint16: dequantize_run(static_cast<const std::uint16_t*>(q) + i, x + i, len, s, z); break;
+        case DType::int8:
+          dequantize_s8_f32(static_cast<const std::int8_t*>(q) + i, x + i, len, s, z);
+          break;
+        case DType::uint8:
+          dequantize_u8_f32(static_cast<const std::uint8_t*>(q) + i, x + i, len, s, z);
+          break;
+        case DType::int16:
+          dequantize_run(static_cast<const std::int16_t*>(q) + i, x + i, len, s, z);
+          break;
+        case DType::uint16:
+          dequantize_run(static_cast<const std::uint16_t*>(q) + i, x + i, len, s, z);
+          break;
         default:
           for (std::int64_t j = i; j < run_end; ++j)
             x[j] = dequantize_linear(load_packed(t, static_cast<const std::uint8_t*>(q), j), s, z);
@@ -181,9 +207,8 @@ void quantize_loop(const QuantizeDesc& d, const void* x, void* q, int threads) {
   const std::int64_t n = element_count(d.shape);
   if (n == 0) return;
   const ParamRuns runs(d.params, d.shape);
-  parallel_ranges(n, 8, threads, kMinPerThread, [&](std::int64_t b, std::int64_t e) {
-    quantize_range(d, runs, x, q, b, e);
-  });
+  parallel_ranges(n, 8, threads, kMinPerThread,
+                  [&](std::int64_t b, std::int64_t e) { quantize_range(d, runs, x, q, b, e); });
 }
 
 void dequantize_loop(const QuantizeDesc& d, const void* q, float* x, int threads) {
@@ -191,17 +216,16 @@ void dequantize_loop(const QuantizeDesc& d, const void* q, float* x, int threads
   const std::int64_t n = element_count(d.shape);
   if (n == 0) return;
   const ParamRuns runs(d.params, d.shape);
-  parallel_ranges(n, 8, threads, kMinPerThread, [&](std::int64_t b, std::int64_t e) {
-    dequantize_range(d, runs, q, x, b, e);
-  });
+  parallel_ranges(n, 8, threads, kMinPerThread,
+                  [&](std::int64_t b, std::int64_t e) { dequantize_range(d, runs, q, x, b, e); });
 }
 
 namespace {
 
 // The first non-finite (or, with nan_ok, infinite) element, or -1.
 struct Scan {
-  float lo = 0.0f, hi = 0.0f;   // min(0, min x), max(0, max x) over the values taken
-  float amax = 0.0f;            // max |x|
+  float lo = 0.0f, hi = 0.0f;  // min(0, min x), max(0, max x) over the values taken
+  float amax = 0.0f;           // max |x|
   std::int64_t bad = -1;
 };
 
@@ -248,16 +272,18 @@ QuantizationParams dynamic_quantize_loop(const DynamicQuantizeDesc& d, const flo
                                          std::uint8_t* y, int threads) {
   const std::int64_t n = element_count(d.shape);
   if (n > 0 && (x == nullptr || y == nullptr))
-    throw Error(ErrorCode::invalid_argument,
-                "onednn: dynamic_quantize_linear: null x or y for " + std::to_string(n) +
-                    " elements; expected host pointers");
+    throw Error(ErrorCode::invalid_argument, "onednn: dynamic_quantize_linear: null x or y for " +
+                                                 std::to_string(n) +
+                                                 " elements; expected host pointers");
   const Scan s = scan(x, n, threads, /*nan_ok=*/true);
   if (s.bad >= 0)
     throw Error(ErrorCode::invalid_argument,
-                "onednn: dynamic_quantize_linear: x[" + std::to_string(s.bad) + "] = " +
-                    float_text(x[s.bad]) + "; expected finite values (an infinite range has no uint8 scale)");
+                "onednn: dynamic_quantize_linear: x[" + std::to_string(s.bad) +
+                    "] = " + float_text(x[s.bad]) +
+                    "; expected finite values (an infinite range has no uint8 scale)");
   // The reference's own expressions for (s, z), so the params are identical.
-  const QuantizationParams p = reference::params_from_range(DType::uint8, Mapping::affine, s.lo, s.hi);
+  const QuantizationParams p =
+      reference::params_from_range(DType::uint8, Mapping::affine, s.lo, s.hi);
   const float scale = p.scale();
   const std::int32_t z = p.zero_point();
   parallel_ranges(n, 64, threads, kMinPerThread, [&](std::int64_t b, std::int64_t e) {
@@ -269,9 +295,9 @@ QuantizationParams dynamic_quantize_loop(const DynamicQuantizeDesc& d, const flo
 float absmax_finite(const float* x, std::int64_t n, int threads, const char* op, const char* why) {
   const Scan s = scan(x, n, threads, /*nan_ok=*/false);
   if (s.bad >= 0)
-    throw Error(ErrorCode::invalid_argument, std::string("onednn: ") + op + ": x[" +
-                                                 std::to_string(s.bad) + "] = " + float_text(x[s.bad]) +
-                                                 "; expected finite inputs (" + why + ")");
+    throw Error(ErrorCode::invalid_argument,
+                std::string("onednn: ") + op + ": x[" + std::to_string(s.bad) +
+                    "] = " + float_text(x[s.bad]) + "; expected finite inputs (" + why + ")");
   return s.amax;
 }
 

@@ -82,7 +82,8 @@ std::string ReorderDequantizer::run(const QuantizeDesc& d, const void* q, float*
     return e.impl;
   } catch (const dnnl::error& err) {
     throw Error(ErrorCode::backend, "onednn: dequantize through dnnl::reorder (" + p.to_string() +
-                                        ", shape " + to_string(d.shape) + ") failed: " + err.what());
+                                        ", shape " + to_string(d.shape) +
+                                        ") failed: " + err.what());
   }
 }
 

@@ -9,9 +9,8 @@
 // matmuls.
 #pragma once
 
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <map>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <vector>
 

@@ -27,12 +27,14 @@ inline std::int32_t round_add_saturate(float v, std::int32_t z, std::int32_t qmi
   v = v > hi ? hi : v;
   v = nan ? 0.0f : v;
   const std::int32_t t = static_cast<std::int32_t>(v);  // toward zero
-  const float f = v - static_cast<float>(t);             // exact: |v| < 2^17
+  const float f = v - static_cast<float>(t);            // exact: |v| < 2^17
   const std::int32_t odd = t & 1;
   // Up when the fraction is above one half, or exactly one half and t is odd (ties to even);
   // the mirror image below zero.
-  const std::int32_t up = static_cast<std::int32_t>(f > 0.5f) | (static_cast<std::int32_t>(f == 0.5f) & odd);
-  const std::int32_t down = static_cast<std::int32_t>(f < -0.5f) | (static_cast<std::int32_t>(f == -0.5f) & odd);
+  const std::int32_t up =
+      static_cast<std::int32_t>(f > 0.5f) | (static_cast<std::int32_t>(f == 0.5f) & odd);
+  const std::int32_t down =
+      static_cast<std::int32_t>(f < -0.5f) | (static_cast<std::int32_t>(f == -0.5f) & odd);
   return t + up - down + z;
 }
 

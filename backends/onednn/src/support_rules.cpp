@@ -1,9 +1,8 @@
 #include "support_rules.h"
 
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <algorithm>
 #include <functional>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <span>
 #include <variant>
 
@@ -36,7 +35,9 @@ std::string isa_name(dnnl::cpu_isa isa) {
 }
 
 // One zero point throughout (the params keep their range: no scan per call).
-bool uniform_zero_points(const QuantizationParams& p) { return p.min_zero_point() == p.max_zero_point(); }
+bool uniform_zero_points(const QuantizationParams& p) {
+  return p.min_zero_point() == p.max_zero_point();
+}
 bool uniform(std::span<const float> v) {
   return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end();
 }
@@ -54,8 +55,9 @@ void check_operand(const char* which, const QuantizationParams& p) {
            "; expected int8, uint8, int4, uint4 or binary (oneDNN 2.6 has no 16-bit integer "
            "matmul; cpu_scalar runs it)");
   if (p.scheme().granularity == Granularity::block)
-    refuse(who + " is block-wise; expected per_tensor or per_channel (block-wise partial sums "
-                 "are not claimed by onednn; cpu_scalar and cpu_x86 run them)");
+    refuse(who +
+           " is block-wise; expected per_tensor or per_channel (block-wise partial sums "
+           "are not claimed by onednn; cpu_scalar and cpu_x86 run them)");
 }
 
 void check_matmul(const MatmulDesc& d, const Facts& facts) {
@@ -109,9 +111,14 @@ struct Check {
     if (op == OpKind::linear_backward) return {kernel::matmul_f32};
     if (!facts.int8_exact) refuse(facts.int8_refusal);
     // Xq (narrow int8) times W (raw int8 codes): the matmul bound of those operands.
-    MatmulDesc md{.m = d.m, .n = d.n, .k = d.k,
-                  .a = QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f), .b = d.w,
-                  .b_layout = MatrixLayout::nk, .has_bias = false, .out_type = FloatType::f32,
+    MatmulDesc md{.m = d.m,
+                  .n = d.n,
+                  .k = d.k,
+                  .a = QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f),
+                  .b = d.w,
+                  .b_layout = MatrixLayout::nk,
+                  .has_bias = false,
+                  .out_type = FloatType::f32,
                   .y = std::nullopt};
     const std::int64_t safe = reference::int32_safe_k(md);
     if (d.k > safe)
@@ -125,10 +132,11 @@ struct Check {
 
 const std::vector<std::string>& all_kernels() {
   static const std::vector<std::string> names = {
-      kernel::loop_quantize,   kernel::loop_dequantize, kernel::loop_requantize,
-      kernel::loop_dynamic_quantize, kernel::reorder_dequantize, kernel::matmul_u8s8_s32,
-      kernel::matmul_s8s8_s32, kernel::matmul_u8s8_f32, kernel::matmul_s8s8_f32,
-      kernel::matmul_f32};
+      kernel::loop_quantize,      kernel::loop_dequantize,
+      kernel::loop_requantize,    kernel::loop_dynamic_quantize,
+      kernel::reorder_dequantize, kernel::matmul_u8s8_s32,
+      kernel::matmul_s8s8_s32,    kernel::matmul_u8s8_f32,
+      kernel::matmul_s8s8_f32,    kernel::matmul_f32};
   return names;
 }
 

@@ -40,7 +40,8 @@ template <class Body>
 void parallel_ranges(std::int64_t n, std::int64_t align, int threads, std::int64_t min_per_thread,
                      const Body& body) {
   if (n <= 0) return;
-  const std::int64_t by_size = std::max<std::int64_t>(1, n / std::max<std::int64_t>(1, min_per_thread));
+  const std::int64_t by_size =
+      std::max<std::int64_t>(1, n / std::max<std::int64_t>(1, min_per_thread));
   const int t = static_cast<int>(std::min<std::int64_t>(std::max(threads, 1), by_size));
   if (t <= 1) {
     body(std::int64_t{0}, n);

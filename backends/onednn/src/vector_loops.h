@@ -14,17 +14,19 @@ void quantize_f32_s8(const float* x, std::int8_t* q, std::int64_t n, float s, st
 void quantize_f32_u8(const float* x, std::uint8_t* q, std::int64_t n, float s, std::int32_t z,
                      std::int32_t qmin, std::int32_t qmax) noexcept;
 // x[i] = float(q[i] - z) * s
-void dequantize_s8_f32(const std::int8_t* q, float* x, std::int64_t n, float s, std::int32_t z) noexcept;
-void dequantize_u8_f32(const std::uint8_t* q, float* x, std::int64_t n, float s, std::int32_t z) noexcept;
+void dequantize_s8_f32(const std::int8_t* q, float* x, std::int64_t n, float s,
+                       std::int32_t z) noexcept;
+void dequantize_u8_f32(const std::uint8_t* q, float* x, std::int64_t n, float s,
+                       std::int32_t z) noexcept;
 // y[i] = sat(rne(float(c[i]) * m[i]) + z), one multiplier per element
 void requantize_s8(const std::int32_t* c, const float* m, std::int8_t* y, std::int64_t n,
                    std::int32_t z, std::int32_t qmin, std::int32_t qmax) noexcept;
 void requantize_u8(const std::int32_t* c, const float* m, std::uint8_t* y, std::int64_t n,
                    std::int32_t z, std::int32_t qmin, std::int32_t qmax) noexcept;
 // the same with one multiplier for all
-void requantize_s8(const std::int32_t* c, float m, std::int8_t* y, std::int64_t n,
-                   std::int32_t z, std::int32_t qmin, std::int32_t qmax) noexcept;
-void requantize_u8(const std::int32_t* c, float m, std::uint8_t* y, std::int64_t n,
-                   std::int32_t z, std::int32_t qmin, std::int32_t qmax) noexcept;
+void requantize_s8(const std::int32_t* c, float m, std::int8_t* y, std::int64_t n, std::int32_t z,
+                   std::int32_t qmin, std::int32_t qmax) noexcept;
+void requantize_u8(const std::int32_t* c, float m, std::uint8_t* y, std::int64_t n, std::int32_t z,
+                   std::int32_t qmin, std::int32_t qmax) noexcept;
 
 }  // namespace qforge::onednn

@@ -92,7 +92,8 @@ DeviceBuffer::DeviceBuffer(Context& ctx, VkDeviceSize bytes, MemoryKind kind) : 
   VkResult r = vkBindBufferMemory(dev, buffer_, memory_, 0);
   const VkMemoryPropertyFlags flags = ctx.memory_flags(type);
   void* mapped = nullptr;
-  if (r == VK_SUCCESS && (flags & host) == host) r = vkMapMemory(dev, memory_, 0, VK_WHOLE_SIZE, 0, &mapped);
+  if (r == VK_SUCCESS && (flags & host) == host)
+    r = vkMapMemory(dev, memory_, 0, VK_WHOLE_SIZE, 0, &mapped);
   if (r != VK_SUCCESS) {
     vkDestroyBuffer(dev, buffer_, nullptr);
     vkFreeMemory(dev, memory_, nullptr);
@@ -204,8 +205,8 @@ void upload(Context& ctx, DeviceBuffer& dst, VkDeviceSize offset, const void* sr
     std::memcpy(dst.mapped() + offset, src, bytes);
     return;
   }
-  DeviceBuffer& staging = scratch(ctx, "staging_upload", std::min<VkDeviceSize>(bytes, kStagingBytes),
-                                  MemoryKind::upload);
+  DeviceBuffer& staging = scratch(ctx, "staging_upload",
+                                  std::min<VkDeviceSize>(bytes, kStagingBytes), MemoryKind::upload);
   const auto* from = static_cast<const std::byte*>(src);
   for (std::size_t done = 0; done < bytes;) {
     const std::size_t n = std::min<std::size_t>(bytes - done, staging.size());
@@ -224,8 +225,8 @@ void download(Context& ctx, void* dst, DeviceBuffer& src, VkDeviceSize offset, s
     std::memcpy(dst, src.mapped() + offset, bytes);
     return;
   }
-  DeviceBuffer& staging = scratch(ctx, "staging_readback",
-                                  std::min<VkDeviceSize>(bytes, kStagingBytes), MemoryKind::readback);
+  DeviceBuffer& staging = scratch(
+      ctx, "staging_readback", std::min<VkDeviceSize>(bytes, kStagingBytes), MemoryKind::readback);
   auto* to = static_cast<std::byte*>(dst);
   for (std::size_t done = 0; done < bytes;) {
     const std::size_t n = std::min<std::size_t>(bytes - done, staging.size());

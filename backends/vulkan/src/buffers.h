@@ -90,7 +90,8 @@ VulkanBuffer& vulkan_buffer(const Context& ctx, Buffer& b, std::string_view what
 DeviceBuffer& scratch(Context& ctx, std::string_view name, VkDeviceSize bytes, MemoryKind kind);
 
 // Host <-> device copies through a staging buffer (or a direct memcpy where the buffer is mapped).
-void upload(Context& ctx, DeviceBuffer& dst, VkDeviceSize offset, const void* src, std::size_t bytes);
+void upload(Context& ctx, DeviceBuffer& dst, VkDeviceSize offset, const void* src,
+            std::size_t bytes);
 void download(Context& ctx, void* dst, DeviceBuffer& src, VkDeviceSize offset, std::size_t bytes);
 
 }  // namespace qforge::vulkan

@@ -128,9 +128,9 @@ void Context::limit(std::uint64_t storage_range, std::uint32_t workgroups) {
       storage_range ? std::min(storage_range, device_caps_.max_storage_buffer_range)
                     : device_caps_.max_storage_buffer_range;
   for (int i = 0; i < 3; ++i)
-    caps_.max_workgroup_count[i] =
-        workgroups ? std::min(workgroups, device_caps_.max_workgroup_count[i])
-                   : device_caps_.max_workgroup_count[i];
+    caps_.max_workgroup_count[i] = workgroups
+                                       ? std::min(workgroups, device_caps_.max_workgroup_count[i])
+                                       : device_caps_.max_workgroup_count[i];
 }
 
 void Context::check_validation(const char* where) {
@@ -258,10 +258,9 @@ void Commands::dispatch(const Pipeline& p, std::span<const BufferBinding> bindin
                                          std::to_string(p.bindings) + " bindings, given " +
                                          std::to_string(bindings.size()));
   if (push_bytes != p.push_bytes)
-    throw Error(ErrorCode::internal, "vulkan: pipeline " + p.name + " takes " +
-                                         std::to_string(p.push_bytes) +
-                                         " push-constant bytes, given " +
-                                         std::to_string(push_bytes));
+    throw Error(ErrorCode::internal,
+                "vulkan: pipeline " + p.name + " takes " + std::to_string(p.push_bytes) +
+                    " push-constant bytes, given " + std::to_string(push_bytes));
   if (gx == 0 || gy == 0 || gz == 0) return;
   const auto& caps = ctx_.caps();
   if (gx > caps.max_workgroup_count[0] || gy > caps.max_workgroup_count[1] ||
@@ -275,10 +274,11 @@ void Commands::dispatch(const Pipeline& p, std::span<const BufferBinding> bindin
   std::vector<VkWriteDescriptorSet> writes(bindings.size());
   for (std::size_t i = 0; i < bindings.size(); ++i) {
     if (bindings[i].range > caps.max_storage_buffer_range)
-      throw Error(ErrorCode::internal,
-                  "vulkan: binding " + std::to_string(i) + " of " + p.name + " spans " +
-                      std::to_string(bindings[i].range) + " bytes, over maxStorageBufferRange " +
-                      std::to_string(caps.max_storage_buffer_range) + "; the op should have split it");
+      throw Error(ErrorCode::internal, "vulkan: binding " + std::to_string(i) + " of " + p.name +
+                                           " spans " + std::to_string(bindings[i].range) +
+                                           " bytes, over maxStorageBufferRange " +
+                                           std::to_string(caps.max_storage_buffer_range) +
+                                           "; the op should have split it");
     infos[i] = {bindings[i].buffer, bindings[i].offset, bindings[i].range};
     writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     writes[i].dstSet = set;
@@ -287,8 +287,8 @@ void Commands::dispatch(const Pipeline& p, std::span<const BufferBinding> bindin
     writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[i].pBufferInfo = &infos[i];
   }
-  vkUpdateDescriptorSets(ctx_.device(), static_cast<std::uint32_t>(writes.size()), writes.data(),
-                         0, nullptr);
+  vkUpdateDescriptorSets(ctx_.device(), static_cast<std::uint32_t>(writes.size()), writes.data(), 0,
+                         nullptr);
   vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
   vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
   if (push_bytes > 0)

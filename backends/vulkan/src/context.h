@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <string>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "device_caps.h"
@@ -50,9 +50,8 @@ class Commands {
             VkDeviceSize bytes);
   void fill(VkBuffer dst, VkDeviceSize offset, VkDeviceSize bytes, std::uint32_t value);
   // Binds `bindings` to bindings 0..n-1 of the pipeline's set 0, pushes `push` and dispatches.
-  void dispatch(const Pipeline& pipeline, std::span<const BufferBinding> bindings,
-                const void* push, std::uint32_t push_bytes, std::uint32_t gx, std::uint32_t gy,
-                std::uint32_t gz = 1);
+  void dispatch(const Pipeline& pipeline, std::span<const BufferBinding> bindings, const void* push,
+                std::uint32_t push_bytes, std::uint32_t gx, std::uint32_t gy, std::uint32_t gz = 1);
   // Ends, submits, waits; throws on a failed call or a collected validation error. Returns the
   // GPU time between the first and last command in ns (0 when the queue has no timestamps).
   double submit();

@@ -74,7 +74,8 @@ DeviceCaps query_device_caps(VkInstance instance, VkPhysicalDevice device, int i
   c.device_id = base.deviceID;
   c.max_shared_memory = base.limits.maxComputeSharedMemorySize;
   c.max_storage_buffer_range = base.limits.maxStorageBufferRange;
-  c.min_storage_offset_alignment = std::max<VkDeviceSize>(1, base.limits.minStorageBufferOffsetAlignment);
+  c.min_storage_offset_alignment =
+      std::max<VkDeviceSize>(1, base.limits.minStorageBufferOffsetAlignment);
   for (int i = 0; i < 3; ++i) c.max_workgroup_count[i] = base.limits.maxComputeWorkGroupCount[i];
   c.max_workgroup_invocations = base.limits.maxComputeWorkGroupInvocations;
   c.timestamp_period_ns = base.limits.timestampPeriod;
@@ -182,8 +183,8 @@ DeviceCaps query_device_caps(VkInstance instance, VkPhysicalDevice device, int i
   c.max_allocation = p11.maxMemoryAllocationSize;
   c.max_buffer_size = core13 ? p13.maxBufferSize : p11.maxMemoryAllocationSize;
   c.denorm_preserve_f32 = p12.shaderDenormPreserveFloat32;
-  c.dot_4x8_packed_accelerated = c.integer_dot_product &&
-                                 pdot.integerDotProduct4x8BitPackedSignedAccelerated;
+  c.dot_4x8_packed_accelerated =
+      c.integer_dot_product && pdot.integerDotProduct4x8BitPackedSignedAccelerated;
   c.driver = std::string(p12.driverName) + " " + p12.driverInfo;
 
   if (c.coopmat_nv) {
@@ -213,8 +214,8 @@ std::map<std::string, std::string> DeviceCaps::properties() const {
   p["pipeline_executable_info"] = yes_no(pipeline_executable_info);
   std::string shapes;
   for (const auto& s : coopmat_s8_shapes)
-    shapes += (shapes.empty() ? "" : ",") + std::to_string(s.m) + "x" + std::to_string(s.n) +
-              "x" + std::to_string(s.k);
+    shapes += (shapes.empty() ? "" : ",") + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
+              std::to_string(s.k);
   p["cooperative_matrix_s8_shapes"] = shapes.empty() ? "none" : shapes;
   p["denorm_preserve_f32"] = yes_no(denorm_preserve_f32);
   p["subgroup_size"] = std::to_string(subgroup_size);

@@ -21,7 +21,7 @@ struct DeviceCaps {
   VkPhysicalDevice physical = VK_NULL_HANDLE;
   int index = 0;
   std::string name;
-  std::string type;  // "discrete-gpu", "integrated-gpu", "virtual-gpu", "cpu", "other"
+  std::string type;    // "discrete-gpu", "integrated-gpu", "virtual-gpu", "cpu", "other"
   std::string driver;  // "NVIDIA 580.159.4", "llvmpipe Mesa 22.3.6"
   std::uint32_t api_version = 0;
   std::uint32_t vendor_id = 0, device_id = 0;
@@ -34,23 +34,23 @@ struct DeviceCaps {
   bool shader_int8 = false;
   bool shader_int64 = false;
   bool storage_buffer_8bit = false;
-  bool vulkan_memory_model = false;          // with device scope (the coopmat shaders use it)
-  bool integer_dot_product = false;           // VK_KHR_shader_integer_dot_product (or 1.3 core)
-  bool integer_dot_product_ext = false;       // needs the extension enabled (device API < 1.3)
-  bool dot_4x8_packed_accelerated = false;    // signed 4x8-bit packed dot product in hardware
-  bool coopmat_nv = false;                    // VK_NV_cooperative_matrix with the feature on
-  bool coopmat_khr_extension = false;         // VK_KHR_cooperative_matrix listed (reported only)
-  bool pipeline_executable_info = false;      // VK_KHR_pipeline_executable_properties (statistics)
+  bool vulkan_memory_model = false;         // with device scope (the coopmat shaders use it)
+  bool integer_dot_product = false;         // VK_KHR_shader_integer_dot_product (or 1.3 core)
+  bool integer_dot_product_ext = false;     // needs the extension enabled (device API < 1.3)
+  bool dot_4x8_packed_accelerated = false;  // signed 4x8-bit packed dot product in hardware
+  bool coopmat_nv = false;                  // VK_NV_cooperative_matrix with the feature on
+  bool coopmat_khr_extension = false;       // VK_KHR_cooperative_matrix listed (reported only)
+  bool pipeline_executable_info = false;    // VK_KHR_pipeline_executable_properties (statistics)
   std::vector<CoopMatShape> coopmat_s8_shapes;  // s8 x s8 -> s32, subgroup scope
   bool denorm_preserve_f32 = false;
 
   // Limits.
   std::uint32_t subgroup_size = 0;
-  std::uint32_t max_shared_memory = 0;          // maxComputeSharedMemorySize, bytes
-  std::uint64_t max_storage_buffer_range = 0;   // bytes one storage-buffer binding may span
+  std::uint32_t max_shared_memory = 0;         // maxComputeSharedMemorySize, bytes
+  std::uint64_t max_storage_buffer_range = 0;  // bytes one storage-buffer binding may span
   std::uint64_t min_storage_offset_alignment = 1;
-  std::uint64_t max_allocation = 0;             // maxMemoryAllocationSize
-  std::uint64_t max_buffer_size = 0;            // maxBufferSize (1.3), else max_allocation
+  std::uint64_t max_allocation = 0;   // maxMemoryAllocationSize
+  std::uint64_t max_buffer_size = 0;  // maxBufferSize (1.3), else max_allocation
   std::uint32_t max_workgroup_count[3] = {0, 0, 0};
   std::uint32_t max_workgroup_invocations = 0;
   float timestamp_period_ns = 0.0f;

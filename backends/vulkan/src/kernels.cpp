@@ -23,7 +23,8 @@ struct PipeConfig {
   constexpr std::uint32_t shared_bytes() const {
     const std::uint32_t main = (tile_m() + tile_n()) * (bk / 16 + 1) * 16;
     const std::uint32_t epilogue = sg_m * sg_n * 16 * (wt_n * 16 / 4 + 1) * 16;
-    const std::uint32_t stages = split ? 2 * (tile_m() + (src == 0 ? tile_n() : 0)) * (bk / 16 + 1) * 16 : 0;
+    const std::uint32_t stages =
+        split ? 2 * (tile_m() + (src == 0 ? tile_n() : 0)) * (bk / 16 + 1) * 16 : 0;
     return std::max({main, epilogue, stages});
   }
   constexpr std::uint32_t a_loads() const { return tile_m() * bk / 16 / threads(); }
@@ -47,14 +48,19 @@ constexpr GemmKernelInfo pipe(Kernel k, const char* shader, const char* shader_q
 }
 
 constexpr std::array<GemmKernelInfo, kGemmKernels> kGemm = {{
-    pipe(Kernel::gemm_coop_128x128_w4_k64_direct, "gemm_cp_128x128_w4_k64_direct", "gemm_cp_128x128_w4_k64_direct_q8", {2, 2, 4, 4, 64, false}),
-    pipe(Kernel::gemm_coop_128x128_w8_k128_prefetch, "gemm_cp_128x128_w8_k128_prefetch", "gemm_cp_128x128_w8_k128_prefetch_q8", {2, 4, 4, 2, 128, true}),
+    pipe(Kernel::gemm_coop_128x128_w4_k64_direct, "gemm_cp_128x128_w4_k64_direct",
+         "gemm_cp_128x128_w4_k64_direct_q8", {2, 2, 4, 4, 64, false}),
+    pipe(Kernel::gemm_coop_128x128_w8_k128_prefetch, "gemm_cp_128x128_w8_k128_prefetch",
+         "gemm_cp_128x128_w8_k128_prefetch_q8", {2, 4, 4, 2, 128, true}),
     // gemm_coopmat.comp: A and B slices of 128 bytes of K, one stage.
     {Kernel::gemm_coopmat_16x16x32, "gemm_coop16", "gemm_coop16_q8", 128, 128, 16, 36864},
     // Feeding variants measured slower on the H200 (docs/VULKAN.md), kept so a run can compare:
-    pipe(Kernel::gemm_coop_128x128_w4_k64_split, "gemm_cp_128x128_w4_k64_split", "gemm_cp_128x128_w4_k64_split_q8", {2, 2, 4, 4, 64, false, 0, true}),
-    pipe(Kernel::gemm_coop_128x128_w4_k64_bglobal, "gemm_cp_128x128_w4_k64_bglobal", "gemm_cp_128x128_w4_k64_bglobal_q8", {2, 2, 4, 4, 64, false, 1, false}),
-    pipe(Kernel::gemm_coop_128x128_w4_global, "gemm_cp_128x128_w4_global", "gemm_cp_128x128_w4_global_q8", {2, 2, 4, 4, 64, false, 2, false}),
+    pipe(Kernel::gemm_coop_128x128_w4_k64_split, "gemm_cp_128x128_w4_k64_split",
+         "gemm_cp_128x128_w4_k64_split_q8", {2, 2, 4, 4, 64, false, 0, true}),
+    pipe(Kernel::gemm_coop_128x128_w4_k64_bglobal, "gemm_cp_128x128_w4_k64_bglobal",
+         "gemm_cp_128x128_w4_k64_bglobal_q8", {2, 2, 4, 4, 64, false, 1, false}),
+    pipe(Kernel::gemm_coop_128x128_w4_global, "gemm_cp_128x128_w4_global",
+         "gemm_cp_128x128_w4_global_q8", {2, 2, 4, 4, 64, false, 2, false}),
     {Kernel::gemm_dot, "gemm_dot", "gemm_dot_q8", 64, 64, 0, 0},
     {Kernel::gemm_plain, "gemm_plain", "gemm_plain_q8", 64, 64, 0, 0},
 }};
@@ -78,14 +84,16 @@ const std::array<GemmKernelInfo, kGemmKernels>& gemm_kernel_table() { return kGe
 const GemmKernelInfo& gemm_info(Kernel k) {
   for (const auto& g : kGemm)
     if (g.kernel == k) return g;
-  throw Error(ErrorCode::internal, "vulkan: " + std::string(kernel_name(k)) + " is not a GEMM kernel");
+  throw Error(ErrorCode::internal,
+              "vulkan: " + std::string(kernel_name(k)) + " is not a GEMM kernel");
 }
 
 std::string kernel_unavailable_reason(Kernel k, const DeviceCaps& caps) {
   const std::string dev = "device '" + caps.name + "'";
   if (k == Kernel::gemm_dot && !caps.integer_dot_product)
     return dev + " lacks VK_KHR_shader_integer_dot_product (shaderIntegerDotProduct)";
-  const auto* g = std::find_if(kGemm.begin(), kGemm.end(), [k](const auto& e) { return e.kernel == k; });
+  const auto* g =
+      std::find_if(kGemm.begin(), kGemm.end(), [k](const auto& e) { return e.kernel == k; });
   if (g == kGemm.end() || g->coop_n == 0) return {};
   if (!caps.coopmat_nv) return dev + " lacks VK_NV_cooperative_matrix with s8 x s8 -> s32 tiles";
   if (!caps.has_coopmat_shape(16, g->coop_n, 32))

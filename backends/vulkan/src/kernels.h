@@ -13,11 +13,11 @@
 namespace qforge::vulkan {
 
 enum class Kernel {
-  quantize,             // f32 -> int8/uint8, word-owning invocations
-  dequantize,           // int8/uint8 -> f32
-  requantize,           // int32 -> int8/uint8
-  gemm_plain,           // int8 GEMM, int32 multiply-adds (everywhere)
-  gemm_dot,             // int8 GEMM, OpSDot on packed 4x8-bit words
+  quantize,    // f32 -> int8/uint8, word-owning invocations
+  dequantize,  // int8/uint8 -> f32
+  requantize,  // int32 -> int8/uint8
+  gemm_plain,  // int8 GEMM, int32 multiply-adds (everywhere)
+  gemm_dot,    // int8 GEMM, OpSDot on packed 4x8-bit words
   // gemm_coopmat.comp (the first tensor-core kernel, kept to compare): NV cooperative
   // matrices s8 16x16x32, 8 subgroups of 64 x 32, 128 x 128 per workgroup
   gemm_coopmat_16x16x32,
@@ -45,11 +45,16 @@ inline constexpr std::array<KernelInfo, 11> kKernels = {{
     {Kernel::gemm_plain, "vk_gemm_q8_s32acc_plain_64x64", true},
     {Kernel::gemm_dot, "vk_gemm_q8_s32acc_dot4x8_64x64", true},
     {Kernel::gemm_coopmat_16x16x32, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128", true},
-    {Kernel::gemm_coop_128x128_w4_k64_direct, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_direct", true},
-    {Kernel::gemm_coop_128x128_w8_k128_prefetch, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w8_k128_prefetch", true},
-    {Kernel::gemm_coop_128x128_w4_k64_split, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_split", true},
-    {Kernel::gemm_coop_128x128_w4_k64_bglobal, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_bglobal", true},
-    {Kernel::gemm_coop_128x128_w4_global, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_global", true},
+    {Kernel::gemm_coop_128x128_w4_k64_direct,
+     "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_direct", true},
+    {Kernel::gemm_coop_128x128_w8_k128_prefetch,
+     "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w8_k128_prefetch", true},
+    {Kernel::gemm_coop_128x128_w4_k64_split,
+     "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_split", true},
+    {Kernel::gemm_coop_128x128_w4_k64_bglobal,
+     "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_bglobal", true},
+    {Kernel::gemm_coop_128x128_w4_global, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_global",
+     true},
 }};
 
 std::string_view kernel_name(Kernel k);
@@ -58,11 +63,11 @@ std::optional<Kernel> parse_kernel(std::string_view name);
 // How a GEMM kernel is built and launched.
 struct GemmKernelInfo {
   Kernel kernel;
-  const char* shader;             // embedded SPIR-V (CMakeLists.txt's qforge_vk_shaders)
-  const char* shader_q8;          // the same with the requantizing byte epilogue
-  std::uint32_t tile_m, tile_n;   // outputs per workgroup
-  std::uint32_t coop_n;           // 0, or N of its s8 16 x N x 32 cooperative matrices
-  std::uint32_t shared_bytes;     // shared memory the shader declares
+  const char* shader;            // embedded SPIR-V (CMakeLists.txt's qforge_vk_shaders)
+  const char* shader_q8;         // the same with the requantizing byte epilogue
+  std::uint32_t tile_m, tile_n;  // outputs per workgroup
+  std::uint32_t coop_n;          // 0, or N of its s8 16 x N x 32 cooperative matrices
+  std::uint32_t shared_bytes;    // shared memory the shader declares
 };
 
 // The GEMM kernels, best guess first (the order supports() lists them in).

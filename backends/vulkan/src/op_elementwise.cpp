@@ -63,8 +63,13 @@ struct ParamPush {
 };
 
 ParamPush param_push(const ParamLayout& l, std::uint64_t base, std::uint64_t window_first) {
-  ParamPush p{l.gran, static_cast<std::uint32_t>(l.inner), static_cast<std::uint32_t>(l.channels),
-              static_cast<std::uint32_t>(l.block), 0, 0, 0};
+  ParamPush p{l.gran,
+              static_cast<std::uint32_t>(l.inner),
+              static_cast<std::uint32_t>(l.channels),
+              static_cast<std::uint32_t>(l.block),
+              0,
+              0,
+              0};
   if (l.gran == 1) {
     p.base_a = static_cast<std::uint32_t>((base / l.inner) % l.channels);
     p.base_b = static_cast<std::uint32_t>(base % l.inner);
@@ -219,24 +224,32 @@ double run_quantize(Context& ctx, const QuantizeDesc& desc, const void* x, void*
   const Pipeline& pipe = ctx.pipelines().get("quantize", 3, sizeof(QuantizePush));
   ctx.commands().begin();
   DeviceBuffer& pairs = stage_pairs(ctx, ctx.commands(), p);
-  const double ns = for_chunks(ctx, n, chunk_elements(caps, 4), [&](Commands& cmd,
-                                                                     std::uint64_t base,
-                                                                     std::uint64_t count) {
-    const Window wx = window(caps, *rx.buffer, rx.offset + base * 4, count * 4);
-    const Window wq = window(caps, *rq.buffer, rq.offset + base, count);
-    std::uint64_t first_pair = 0;
-    const Window wp = pair_window(caps, pairs, layout, p.count(), base, count, 8, first_pair);
-    const ParamPush pp = param_push(layout, base, first_pair);
-    const std::uint64_t q_lead = wq.lead;
-    const std::uint64_t words = (q_lead + count + 3) / 4 - q_lead / 4;
-    QuantizePush push{static_cast<std::uint32_t>(count), static_cast<std::uint32_t>(wx.lead / 4),
-                      static_cast<std::uint32_t>(q_lead), pp.gran, pp.inner, pp.channels,
-                      pp.block, pp.base_a, pp.base_b, p.qmin(), p.qmax(),
-                      static_cast<std::uint32_t>(words), pp.p_lead};
-    const Grid g = grid_for(caps, (words + kLocal - 1) / kLocal);
-    const BufferBinding b[] = {wx.binding, wq.binding, wp.binding};
-    cmd.dispatch(pipe, b, &push, sizeof push, g.x, g.y);
-  });
+  const double ns = for_chunks(
+      ctx, n, chunk_elements(caps, 4), [&](Commands& cmd, std::uint64_t base, std::uint64_t count) {
+        const Window wx = window(caps, *rx.buffer, rx.offset + base * 4, count * 4);
+        const Window wq = window(caps, *rq.buffer, rq.offset + base, count);
+        std::uint64_t first_pair = 0;
+        const Window wp = pair_window(caps, pairs, layout, p.count(), base, count, 8, first_pair);
+        const ParamPush pp = param_push(layout, base, first_pair);
+        const std::uint64_t q_lead = wq.lead;
+        const std::uint64_t words = (q_lead + count + 3) / 4 - q_lead / 4;
+        QuantizePush push{static_cast<std::uint32_t>(count),
+                          static_cast<std::uint32_t>(wx.lead / 4),
+                          static_cast<std::uint32_t>(q_lead),
+                          pp.gran,
+                          pp.inner,
+                          pp.channels,
+                          pp.block,
+                          pp.base_a,
+                          pp.base_b,
+                          p.qmin(),
+                          p.qmax(),
+                          static_cast<std::uint32_t>(words),
+                          pp.p_lead};
+        const Grid g = grid_for(caps, (words + kLocal - 1) / kLocal);
+        const BufferBinding b[] = {wx.binding, wq.binding, wp.binding};
+        cmd.dispatch(pipe, b, &push, sizeof push, g.x, g.y);
+      });
   return commit_params(ctx, ns);
 }
 
@@ -252,23 +265,30 @@ double run_dequantize(Context& ctx, const QuantizeDesc& desc, const void* q, flo
   const Pipeline& pipe = ctx.pipelines().get("dequantize", 3, sizeof(DequantizePush));
   ctx.commands().begin();
   DeviceBuffer& pairs = stage_pairs(ctx, ctx.commands(), p);
-  const double ns = for_chunks(ctx, n, chunk_elements(caps, 4), [&](Commands& cmd,
-                                                                     std::uint64_t base,
-                                                                     std::uint64_t count) {
-    const Window wq = window(caps, *rq.buffer, rq.offset + base, count);
-    const Window wx = window(caps, *rx.buffer, rx.offset + base * 4, count * 4);
-    std::uint64_t first_pair = 0;
-    const Window wp = pair_window(caps, pairs, layout, p.count(), base, count, 8, first_pair);
-    const ParamPush pp = param_push(layout, base, first_pair);
-    DequantizePush push{static_cast<std::uint32_t>(count), static_cast<std::uint32_t>(wq.lead),
-                        static_cast<std::uint32_t>(wx.lead / 4), pp.gran, pp.inner, pp.channels,
-                        pp.block, pp.base_a, pp.base_b,
-                        traits(p.dtype()).is_signed ? 1u : 0u, pp.p_lead, 0};
-    const std::uint64_t invocations = (count + kPerInvocation - 1) / kPerInvocation;
-    const Grid g = grid_for(caps, (invocations + kLocal - 1) / kLocal);
-    const BufferBinding b[] = {wq.binding, wx.binding, wp.binding};
-    cmd.dispatch(pipe, b, &push, sizeof push, g.x, g.y);
-  });
+  const double ns = for_chunks(
+      ctx, n, chunk_elements(caps, 4), [&](Commands& cmd, std::uint64_t base, std::uint64_t count) {
+        const Window wq = window(caps, *rq.buffer, rq.offset + base, count);
+        const Window wx = window(caps, *rx.buffer, rx.offset + base * 4, count * 4);
+        std::uint64_t first_pair = 0;
+        const Window wp = pair_window(caps, pairs, layout, p.count(), base, count, 8, first_pair);
+        const ParamPush pp = param_push(layout, base, first_pair);
+        DequantizePush push{static_cast<std::uint32_t>(count),
+                            static_cast<std::uint32_t>(wq.lead),
+                            static_cast<std::uint32_t>(wx.lead / 4),
+                            pp.gran,
+                            pp.inner,
+                            pp.channels,
+                            pp.block,
+                            pp.base_a,
+                            pp.base_b,
+                            traits(p.dtype()).is_signed ? 1u : 0u,
+                            pp.p_lead,
+                            0};
+        const std::uint64_t invocations = (count + kPerInvocation - 1) / kPerInvocation;
+        const Grid g = grid_for(caps, (invocations + kLocal - 1) / kLocal);
+        const BufferBinding b[] = {wq.binding, wx.binding, wp.binding};
+        cmd.dispatch(pipe, b, &push, sizeof push, g.x, g.y);
+      });
   return commit_params(ctx, ns);
 }
 
@@ -293,22 +313,32 @@ double run_requantize(Context& ctx, const RequantizeDesc& desc, const std::int32
   const auto& tr = traits(desc.out_dtype);
   const Pipeline& pipe = ctx.pipelines().get("requantize", 3, sizeof(RequantizePush));
   ctx.commands().begin();
-  return for_chunks(ctx, n, chunk_elements(caps, 4), [&](Commands& cmd, std::uint64_t base,
-                                                          std::uint64_t count) {
-    const Window wc = window(caps, *rc.buffer, rc.offset + base * 4, count * 4);
-    const Window wy = window(caps, *ry.buffer, ry.offset + base, count);
-    const Window wm = window(caps, mult, 0, desc.multipliers.size() * 4);
-    const ParamPush pp = param_push(layout, base, 0);
-    const std::uint64_t words = (wy.lead + count + 3) / 4 - wy.lead / 4;
-    RequantizePush push{static_cast<std::uint32_t>(count), static_cast<std::uint32_t>(wc.lead / 4),
-                        static_cast<std::uint32_t>(wy.lead), pp.gran, pp.inner, pp.channels, 1,
-                        pp.base_a, pp.base_b, tr.qmin, tr.qmax, desc.out_zero_point,
-                        desc.mode == RequantMode::fixed_point ? 1u : 0u,
-                        static_cast<std::uint32_t>(words), 0};
-    const Grid g = grid_for(caps, (words + kLocal - 1) / kLocal);
-    const BufferBinding b[] = {wc.binding, wy.binding, wm.binding};
-    cmd.dispatch(pipe, b, &push, sizeof push, g.x, g.y);
-  });
+  return for_chunks(ctx, n, chunk_elements(caps, 4),
+                    [&](Commands& cmd, std::uint64_t base, std::uint64_t count) {
+                      const Window wc = window(caps, *rc.buffer, rc.offset + base * 4, count * 4);
+                      const Window wy = window(caps, *ry.buffer, ry.offset + base, count);
+                      const Window wm = window(caps, mult, 0, desc.multipliers.size() * 4);
+                      const ParamPush pp = param_push(layout, base, 0);
+                      const std::uint64_t words = (wy.lead + count + 3) / 4 - wy.lead / 4;
+                      RequantizePush push{static_cast<std::uint32_t>(count),
+                                          static_cast<std::uint32_t>(wc.lead / 4),
+                                          static_cast<std::uint32_t>(wy.lead),
+                                          pp.gran,
+                                          pp.inner,
+                                          pp.channels,
+                                          1,
+                                          pp.base_a,
+                                          pp.base_b,
+                                          tr.qmin,
+                                          tr.qmax,
+                                          desc.out_zero_point,
+                                          desc.mode == RequantMode::fixed_point ? 1u : 0u,
+                                          static_cast<std::uint32_t>(words),
+                                          0};
+                      const Grid g = grid_for(caps, (words + kLocal - 1) / kLocal);
+                      const BufferBinding b[] = {wc.binding, wy.binding, wm.binding};
+                      cmd.dispatch(pipe, b, &push, sizeof push, g.x, g.y);
+                    });
 }
 
 }  // namespace qforge::vulkan

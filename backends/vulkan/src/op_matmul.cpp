@@ -49,10 +49,14 @@ void record_pack_rows(Context& ctx, Commands& cmd, const Resolved& r, std::uint6
     const Window ws = window(caps, *r.buffer, r.offset + r0 * k, n * k);
     const Window wd = window(caps, dst, r0 * kp, n * kp);
     const Window wsum = window(caps, sums, r0 * 4, n * 4);
-    PackPush push{static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(k),
-                  static_cast<std::uint32_t>(kp / 4), static_cast<std::uint32_t>(ws.lead),
-                  static_cast<std::uint32_t>(wd.lead / 4), static_cast<std::uint32_t>(wsum.lead / 4),
-                  flip, 0};
+    PackPush push{static_cast<std::uint32_t>(n),
+                  static_cast<std::uint32_t>(k),
+                  static_cast<std::uint32_t>(kp / 4),
+                  static_cast<std::uint32_t>(ws.lead),
+                  static_cast<std::uint32_t>(wd.lead / 4),
+                  static_cast<std::uint32_t>(wsum.lead / 4),
+                  flip,
+                  0};
     const Grid g = grid_for(caps, (n + 3) / 4);
     const BufferBinding b[] = {ws.binding, wd.binding, wsum.binding};
     cmd.dispatch(pipe, b, &push, sizeof push, g.x, g.y);
@@ -75,11 +79,13 @@ void record_pack_cols(Context& ctx, Commands& cmd, const Resolved& r, std::uint6
   // Columns per dispatch: the packed rows fit one window and the grid's x. K per dispatch in
   // multiples of 4 (one packed word) so that rows [k0, k1) of the source columns fit a window.
   std::uint64_t n_chunk = std::min<std::uint64_t>(cols, cap / std::max<std::uint64_t>(kp, 4));
-  n_chunk = std::min<std::uint64_t>(n_chunk, static_cast<std::uint64_t>(caps.max_workgroup_count[0]) * 64);
+  n_chunk = std::min<std::uint64_t>(n_chunk,
+                                    static_cast<std::uint64_t>(caps.max_workgroup_count[0]) * 64);
   n_chunk = std::max<std::uint64_t>(n_chunk, 1);
   const std::uint64_t rows_fit = cap / std::max<std::uint64_t>(cols, 1);
   std::uint64_t k_chunk = std::max<std::uint64_t>(4, std::min<std::uint64_t>(k, rows_fit) / 4 * 4);
-  k_chunk = std::min<std::uint64_t>(k_chunk, static_cast<std::uint64_t>(caps.max_workgroup_count[1]) * 256);
+  k_chunk = std::min<std::uint64_t>(k_chunk,
+                                    static_cast<std::uint64_t>(caps.max_workgroup_count[1]) * 256);
   const Pipeline& pipe = ctx.pipelines().get("pack_cols", 3, sizeof(PackColsPush));
   for (std::uint64_t k0 = 0; k0 < k; k0 += k_chunk) {
     const std::uint64_t kn = std::min(k_chunk, k - k0);
@@ -91,11 +97,15 @@ void record_pack_cols(Context& ctx, Commands& cmd, const Resolved& r, std::uint6
       const Window ws = window(caps, *r.buffer, r.offset + k0 * cols + c0, (kn - 1) * cols + cn);
       const Window wd = window(caps, dst, c0 * kp, cn * kp);
       const Window wsum = window(caps, sums, c0 * 4, cn * 4);
-      PackColsPush push{static_cast<std::uint32_t>(cn), static_cast<std::uint32_t>(k),
-                        static_cast<std::uint32_t>(kp / 4), static_cast<std::uint32_t>(ws.lead),
+      PackColsPush push{static_cast<std::uint32_t>(cn),
+                        static_cast<std::uint32_t>(k),
+                        static_cast<std::uint32_t>(kp / 4),
+                        static_cast<std::uint32_t>(ws.lead),
                         static_cast<std::uint32_t>(wd.lead / 4),
-                        static_cast<std::uint32_t>(wsum.lead / 4), flip,
-                        static_cast<std::uint32_t>(cols), static_cast<std::uint32_t>(k0),
+                        static_cast<std::uint32_t>(wsum.lead / 4),
+                        flip,
+                        static_cast<std::uint32_t>(cols),
+                        static_cast<std::uint32_t>(k0),
                         static_cast<std::uint32_t>(w_end)};
       const BufferBinding b[] = {ws.binding, wd.binding, wsum.binding};
       cmd.dispatch(pipe, b, &push, sizeof push, static_cast<std::uint32_t>((cn + 63) / 64),
@@ -143,8 +153,7 @@ void record_pack_b(Context& ctx, Commands& cmd, const MatmulDesc& desc, const vo
   const std::uint32_t flip = flip_of(desc.b.dtype());
   if (desc.b_layout == MatrixLayout::nk)
     record_pack_rows(ctx, cmd, rb, n, k, padded_k(desc.k), flip, dst, sums);
-  else
-    record_pack_cols(ctx, cmd, rb, n, k, padded_k(desc.k), flip, dst, sums);
+  else record_pack_cols(ctx, cmd, rb, n, k, padded_k(desc.k), flip, dst, sums);
 }
 
 }  // namespace
@@ -174,7 +183,8 @@ struct GemmPush {
   std::uint32_t m_base, n_base, sy_bits;
   std::int32_t zy, qmin, qmax;
   std::uint32_t has_bias;
-  std::uint32_t zero;  // 0: keeps the driver from fusing the dequantization product into the bias add
+  std::uint32_t
+      zero;  // 0: keeps the driver from fusing the dequantization product into the bias add
 };
 static_assert(sizeof(GemmPush) <= 128, "push constants beyond the guaranteed 128 bytes");
 
@@ -235,8 +245,8 @@ double run_gemm(Context& ctx, Kernel kernel, OpKind op, const MatmulDesc& desc, 
     const MatmulDesc& p = w->desc();
     if (p.n != desc.n || p.k != desc.k || p.b_layout != desc.b_layout || !(p.b == desc.b))
       throw Error(ErrorCode::shape_mismatch,
-                  "matmul: packed weights for n=" + std::to_string(p.n) + " k=" +
-                      std::to_string(p.k) + " used with n=" + std::to_string(desc.n) +
+                  "matmul: packed weights for n=" + std::to_string(p.n) +
+                      " k=" + std::to_string(p.k) + " used with n=" + std::to_string(desc.n) +
                       " k=" + std::to_string(desc.k) +
                       "; expected the same B shape, layout and params it was packed for");
     packed_b = &const_cast<VulkanPackedWeights*>(w)->packed();
@@ -259,27 +269,30 @@ double run_gemm(Context& ctx, Kernel kernel, OpKind op, const MatmulDesc& desc, 
   cmd.barrier();
 
   const GemmKernelInfo& shape = gemm_info(kernel);
-  const Pipeline& pipe = ctx.pipelines().get(out8 ? shape.shader_q8 : shape.shader, 7,
-                                             sizeof(GemmPush));
+  const Pipeline& pipe =
+      ctx.pipelines().get(out8 ? shape.shader_q8 : shape.shader, 7, sizeof(GemmPush));
   // Dispatch tiles: A rows and B rows within a window each, the output span within a window,
   // the grid within the limits.
   const std::uint64_t cap = window_capacity(caps);
   const std::uint64_t row_bytes = std::max<std::uint64_t>(kp, 4);
-  auto round_tile = [](std::uint64_t v, std::uint64_t tile) { return v >= tile ? v / tile * tile : v; };
-  std::uint64_t n_chunk = std::min<std::uint64_t>({N, cap / row_bytes, cap / elt,
-                                                   std::uint64_t{caps.max_workgroup_count[0]} * shape.tile_n});
+  auto round_tile = [](std::uint64_t v, std::uint64_t tile) {
+    return v >= tile ? v / tile * tile : v;
+  };
+  std::uint64_t n_chunk = std::min<std::uint64_t>(
+      {N, cap / row_bytes, cap / elt, std::uint64_t{caps.max_workgroup_count[0]} * shape.tile_n});
   n_chunk = std::max<std::uint64_t>(round_tile(n_chunk, shape.tile_n), 1);
   const std::uint64_t out_rows_fit = cap / elt >= n_chunk ? (cap / elt - n_chunk) / N + 1 : 1;
-  std::uint64_t m_chunk = std::min<std::uint64_t>({M, cap / row_bytes, out_rows_fit,
-                                                   std::uint64_t{caps.max_workgroup_count[1]} * shape.tile_m});
+  std::uint64_t m_chunk =
+      std::min<std::uint64_t>({M, cap / row_bytes, out_rows_fit,
+                               std::uint64_t{caps.max_workgroup_count[1]} * shape.tile_m});
   m_chunk = std::max<std::uint64_t>(round_tile(m_chunk, shape.tile_m), 1);
 
   const QuantizationParams* py = desc.y ? &*desc.y : nullptr;
   float sy = py ? py->scale() : 1.0f;
   std::uint32_t sy_bits = 0;
   std::memcpy(&sy_bits, &sy, 4);
-  const std::uint32_t mode = op == OpKind::matmul_integer   ? 0u
-                             : op == OpKind::matmul_dequant ? 1u
+  const std::uint32_t mode = op == OpKind::matmul_integer                    ? 0u
+                             : op == OpKind::matmul_dequant                  ? 1u
                              : desc.requant_mode == RequantMode::fixed_point ? 3u
                                                                              : 2u;
   for (std::uint64_t m0 = 0; m0 < M; m0 += m_chunk) {
@@ -293,8 +306,8 @@ double run_gemm(Context& ctx, Kernel kernel, OpKind op, const MatmulDesc& desc, 
       const Window wp = window(caps, pbuf, 0, params.size() * 4);
       const Window wbias = rbias ? window(caps, *rbias->buffer, rbias->offset + n0 * 4, nc * 4)
                                  : window(caps, pbuf, 0, 4);
-      const Window wo = window(caps, *ro.buffer, ro.offset + (m0 * N + n0) * elt,
-                               ((mc - 1) * N + nc) * elt);
+      const Window wo =
+          window(caps, *ro.buffer, ro.offset + (m0 * N + n0) * elt, ((mc - 1) * N + nc) * elt);
       GemmPush push{};
       push.m = static_cast<std::uint32_t>(mc);
       push.n = static_cast<std::uint32_t>(nc);
@@ -323,7 +336,7 @@ double run_gemm(Context& ctx, Kernel kernel, OpKind op, const MatmulDesc& desc, 
       push.qmin = py ? py->qmin() : 0;
       push.qmax = py ? py->qmax() : 0;
       push.has_bias = rbias ? 1u : 0u;
-      const BufferBinding bind[] = {wa.binding, wb.binding, wrs.binding, wcs.binding,
+      const BufferBinding bind[] = {wa.binding, wb.binding,    wrs.binding, wcs.binding,
                                     wp.binding, wbias.binding, wo.binding};
       cmd.dispatch(pipe, bind, &push, sizeof push,
                    static_cast<std::uint32_t>((nc + shape.tile_n - 1) / shape.tile_n),

@@ -40,7 +40,8 @@ std::string pipeline_statistics(VkDevice dev, VkPipeline pipeline) {
     exec.executableIndex = e;
     std::uint32_t n = 0;
     if (stats(dev, &exec, &n, nullptr) != VK_SUCCESS) continue;
-    std::vector<VkPipelineExecutableStatisticKHR> v(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    std::vector<VkPipelineExecutableStatisticKHR> v(
+        n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
     if (stats(dev, &exec, &n, v.data()) != VK_SUCCESS) continue;
     for (std::uint32_t i = 0; i < n; ++i)
       text += (text.empty() ? "" : "; ") + std::string(v[i].name) + "=" + statistic_text(v[i]);
@@ -79,7 +80,8 @@ VkShaderModule PipelineCache::module(std::string_view shader) {
 
 const Pipeline& PipelineCache::get(std::string_view shader, std::uint32_t bindings,
                                    std::uint32_t push_bytes, std::span<const std::uint32_t> spec) {
-  auto key = std::make_tuple(std::string(shader), std::vector<std::uint32_t>(spec.begin(), spec.end()));
+  auto key =
+      std::make_tuple(std::string(shader), std::vector<std::uint32_t>(spec.begin(), spec.end()));
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return *it->second;
 
   VkDevice dev = ctx_.device();

@@ -48,7 +48,8 @@ class PipelineCache {
 
   Context& ctx_;
   std::map<std::string, VkShaderModule, std::less<>> modules_;
-  std::map<std::tuple<std::string, std::vector<std::uint32_t>>, std::unique_ptr<Pipeline>> pipelines_;
+  std::map<std::tuple<std::string, std::vector<std::uint32_t>>, std::unique_ptr<Pipeline>>
+      pipelines_;
 };
 
 }  // namespace qforge::vulkan

@@ -41,8 +41,9 @@ void check_quantize(const QuantizeDesc& d, const DeviceCaps& caps) {
   d.params.validate_for(d.shape);
   require_q8("params", d.params.dtype());
   if (d.params.scheme().mapping == Mapping::logarithmic)
-    refuse("the logarithmic mapping is not implemented by the vulkan backend; expected affine or "
-           "symmetric");
+    refuse(
+        "the logarithmic mapping is not implemented by the vulkan backend; expected affine or "
+        "symmetric");
   if (d.float_type != FloatType::f32)
     refuse(std::string("float side is ") + name(d.float_type) +
            "; the vulkan backend quantizes float32");
@@ -60,7 +61,8 @@ void check_requantize(const RequantizeDesc& d, const DeviceCaps& caps) {
     refuse("out_zero_point = " + std::to_string(d.out_zero_point) + "; expected a value in the " +
            std::string(tr.name) + " range [" + std::to_string(tr.qmin) + ", " +
            std::to_string(tr.qmax) + "]");
-  if (d.multipliers.empty()) refuse("no multipliers; expected 1 (per tensor) or one per index along axis");
+  if (d.multipliers.empty())
+    refuse("no multipliers; expected 1 (per tensor) or one per index along axis");
   for (std::size_t i = 0; i < d.multipliers.size(); ++i) {
     const float m = d.multipliers[i];
     if (!std::isfinite(m) || m < 0.0f)
@@ -77,9 +79,8 @@ void check_requantize(const RequantizeDesc& d, const DeviceCaps& caps) {
              "]");
     const std::int64_t extent = d.shape[static_cast<std::size_t>(axis)];
     if (extent != static_cast<std::int64_t>(d.multipliers.size()))
-      refuse(std::to_string(d.multipliers.size()) + " multipliers for shape " +
-             to_string(d.shape) + " along axis " + std::to_string(axis) + "; expected 1 or " +
-             std::to_string(extent));
+      refuse(std::to_string(d.multipliers.size()) + " multipliers for shape " + to_string(d.shape) +
+             " along axis " + std::to_string(axis) + "; expected 1 or " + std::to_string(extent));
   }
   check_params_size(caps, d.multipliers.size(), 4);
 }
@@ -97,8 +98,9 @@ void check_operand(const char* which, const QuantizationParams& p, const Shape& 
              to_string(shape) + "; expected axis " + std::to_string(channel_axis));
   }
   if (p.scheme().granularity == Granularity::block)
-    refuse(who + " is block-wise; the vulkan backend's GEMM takes per_tensor or per_channel "
-                 "operands (block-wise B runs on the CPU backends)");
+    refuse(who +
+           " is block-wise; the vulkan backend's GEMM takes per_tensor or per_channel "
+           "operands (block-wise B runs on the CPU backends)");
   p.validate_for(shape);
 }
 
@@ -109,14 +111,17 @@ void check_matmul(const MatmulDesc& d, OpKind op, const DeviceCaps& caps) {
   check_operand("B", d.b, d.b_shape(), d.b_layout == MatrixLayout::kn ? 1 : 0);
   const std::int64_t safe_k = reference::int32_safe_k(d);
   if (d.k > safe_k)
-    refuse("k = " + std::to_string(d.k) + " can overflow the int32 accumulator for these dtypes "
+    refuse("k = " + std::to_string(d.k) +
+           " can overflow the int32 accumulator for these dtypes "
            "and zero points; the vulkan backend accumulates in int32 and takes k <= " +
            std::to_string(safe_k) + " (reference::int32_safe_k)");
   check_params_size(caps, d.a.count() + d.b.count(), 8);
   // Packing a [K, N] B reads at least four of its rows through one binding.
   if (d.b_layout == MatrixLayout::kn && static_cast<std::uint64_t>(d.n) * 4 > window_capacity(caps))
-    refuse("B is [K, N] with N = " + std::to_string(d.n) + ": four rows exceed one storage-buffer "
-           "binding on device '" + caps.name + "'; expected b_layout nk for so wide a B");
+    refuse("B is [K, N] with N = " + std::to_string(d.n) +
+           ": four rows exceed one storage-buffer "
+           "binding on device '" +
+           caps.name + "'; expected b_layout nk for so wide a B");
   if (op == OpKind::matmul_dequant && d.out_type != FloatType::f32)
     refuse(std::string("out_type ") + name(d.out_type) +
            " is not implemented by the vulkan backend; expected float32");
@@ -126,9 +131,11 @@ void check_matmul(const MatmulDesc& d, OpKind op, const DeviceCaps& caps) {
   if (y.scheme().granularity != Granularity::per_tensor ||
       y.scheme().mapping == Mapping::logarithmic ||
       (y.dtype() != DType::int8 && y.dtype() != DType::uint8))
-    refuse("output params " + y.to_string() + "; expected per-tensor affine or symmetric int8 or uint8");
+    refuse("output params " + y.to_string() +
+           "; expected per-tensor affine or symmetric int8 or uint8");
   if (!caps.storage_buffer_8bit)
-    refuse("device '" + caps.name + "' lacks storageBuffer8BitAccess, which the requantizing "
+    refuse("device '" + caps.name +
+           "' lacks storageBuffer8BitAccess, which the requantizing "
            "epilogue needs to store bytes");
   // Rounded multiplication and division are monotonic, so the largest scales give the largest
   // multiplier: if it is finite (and below 2^31 for fixed point) every one is.
@@ -197,7 +204,8 @@ Support check_support(OpKind op, const RequantizeDesc& d, const DeviceCaps& caps
 Support check_support(OpKind op, const MatmulDesc& d, const DeviceCaps& caps,
                       std::optional<Kernel> forced) {
   return answer(op, [&]() -> std::vector<Kernel> {
-    if (op != OpKind::matmul_integer && op != OpKind::matmul_dequant && op != OpKind::qlinear_matmul)
+    if (op != OpKind::matmul_integer && op != OpKind::matmul_dequant &&
+        op != OpKind::qlinear_matmul)
       refuse("descriptor is a MatmulDesc");
     reference::check_descriptor(op, d);
     check_matmul(d, op, caps);
@@ -215,13 +223,15 @@ Support check_support(OpKind op, const MatmulDesc& d, const DeviceCaps& caps,
 Support check_support(const OpDesc& op, const DeviceCaps& caps, std::optional<Kernel> forced) {
   if (const auto* d = std::get_if<QuantizeDesc>(&op.desc)) return check_support(op.op, *d, caps);
   if (const auto* d = std::get_if<RequantizeDesc>(&op.desc)) return check_support(op.op, *d, caps);
-  if (const auto* d = std::get_if<MatmulDesc>(&op.desc)) return check_support(op.op, *d, caps, forced);
+  if (const auto* d = std::get_if<MatmulDesc>(&op.desc))
+    return check_support(op.op, *d, caps, forced);
   // A malformed descriptor is refused for what is wrong with it (an operand over the size limit
   // included), before "not implemented".
   return answer(op.op, [&]() -> std::vector<Kernel> {
     reference::check_descriptor(op);
-    refuse("not implemented by the vulkan backend (its float reductions and float GEMMs run on "
-           "the CPU backends)");
+    refuse(
+        "not implemented by the vulkan backend (its float reductions and float GEMMs run on "
+        "the CPU backends)");
   });
 }
 

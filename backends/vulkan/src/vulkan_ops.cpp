@@ -1,8 +1,8 @@
 #include "vulkan_ops.h"
 
 #include <charconv>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 
 #include "buffers.h"
 #include "ops_internal.h"
@@ -19,10 +19,10 @@ int default_device(const std::vector<DeviceCaps>& devices) {
   if (const char* env = std::getenv("QFORGE_VULKAN_DEVICE"); env && *env) {
     int index = -1;
     const auto [p, ec] = std::from_chars(env, env + std::strlen(env), index);
-    if (ec != std::errc() || *p != '\0' || index < 0 ||
-        index >= static_cast<int>(devices.size()))
+    if (ec != std::errc() || *p != '\0' || index < 0 || index >= static_cast<int>(devices.size()))
       throw Error(ErrorCode::invalid_argument,
-                  "QFORGE_VULKAN_DEVICE = '" + std::string(env) + "'; expected a device index in [0, " +
+                  "QFORGE_VULKAN_DEVICE = '" + std::string(env) +
+                      "'; expected a device index in [0, " +
                       std::to_string(static_cast<int>(devices.size()) - 1) + "]");
     return index;
   }
@@ -102,7 +102,8 @@ std::vector<DeviceInfo> VulkanOps::devices() const {
       info.properties["last_op_dispatches"] = std::to_string(last_dispatches_);
       info.properties["validation"] = instance_->validation_enabled() ? "on" : "off";
       // The compiler statistics of the last op's last kernel (QFORGE_VULKAN_PIPELINE_STATS=1).
-      if (ctx_ && ctx_->commands().last_pipeline() && !ctx_->commands().last_pipeline()->stats.empty())
+      if (ctx_ && ctx_->commands().last_pipeline() &&
+          !ctx_->commands().last_pipeline()->stats.empty())
         info.properties["last_op_pipeline_stats"] = ctx_->commands().last_pipeline()->stats;
     }
     out.push_back(std::move(info));
@@ -124,7 +125,8 @@ Context& VulkanOps::context() {
   const Availability a = availability();
   if (!a.usable) throw Error(ErrorCode::unavailable, a.reason);
   if (!ctx_) {
-    ctx_ = std::make_shared<Context>(instance_, instance_->devices()[static_cast<std::size_t>(device_)]);
+    ctx_ = std::make_shared<Context>(instance_,
+                                     instance_->devices()[static_cast<std::size_t>(device_)]);
     ctx_->limit(limit_storage_range_, limit_workgroups_);
   }
   return *ctx_;
@@ -278,23 +280,23 @@ std::shared_ptr<PackedWeights> VulkanOps::pack_weights(const MatmulDesc& desc, c
   return pack_gemm_weights(ctx_, desc, b);
 }
 
-void VulkanOps::matmul_integer_packed(const MatmulDesc& desc, const void* a,
-                                      const PackedWeights& b, std::int32_t* c) {
+void VulkanOps::matmul_integer_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                                      std::int32_t* c) {
   gemm(desc, OpKind::matmul_integer, a, nullptr, &b, nullptr, c);
 }
 
-void VulkanOps::matmul_dequant_packed(const MatmulDesc& desc, const void* a,
-                                      const PackedWeights& b, const float* bias, void* y) {
+void VulkanOps::matmul_dequant_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                                      const float* bias, void* y) {
   gemm(desc, OpKind::matmul_dequant, a, nullptr, &b, bias, y);
 }
 
-void VulkanOps::qlinear_matmul_packed(const MatmulDesc& desc, const void* a,
-                                      const PackedWeights& b, void* y) {
+void VulkanOps::qlinear_matmul_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                                      void* y) {
   gemm(desc, OpKind::qlinear_matmul, a, nullptr, &b, nullptr, y);
 }
 
-QuantizationParams VulkanOps::dynamic_quantize_linear(const DynamicQuantizeDesc& desc,
-                                                      const float*, std::uint8_t*) {
+QuantizationParams VulkanOps::dynamic_quantize_linear(const DynamicQuantizeDesc& desc, const float*,
+                                                      std::uint8_t*) {
   begin(supports({OpKind::dynamic_quantize_linear, desc}));  // throws: supports() says no
   throw Error(ErrorCode::internal, "vulkan: dynamic_quantize_linear reached");
 }

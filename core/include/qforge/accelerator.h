@@ -25,8 +25,8 @@
 //
 // Tuning runs each candidate on a worker thread and waits for one call at most
 // TuningBudget::hang_s; a candidate that overruns is abandoned (its thread is left to finish on
-// its own, the plugin is not used again by this accelerator) and reported as timed_out. A plugin that crashes
-// the process cannot be survived in-process; see docs/ACCELERATOR.md for the limits.
+// its own, the plugin is not used again by this accelerator) and reported as timed_out. A plugin
+// that crashes the process cannot be survived in-process; see docs/ACCELERATOR.md for the limits.
 #pragma once
 
 #include <cstddef>
@@ -79,10 +79,10 @@ struct Policy {
 // When a candidate's median is trusted (after highway's hwy/auto_tune.h, whose estimate is
 // also robust to the outliers of shared machines).
 struct TunerSettings {
-  int min_samples = 5;       // never stable before this many samples
-  int max_samples = 200;     // stop sampling a candidate after this many
-  double tolerance = 0.02;   // relative movement of the median counted as "still moving"
-  int stable_checks = 3;     // the median held still over this many consecutive samples
+  int min_samples = 5;      // never stable before this many samples
+  int max_samples = 200;    // stop sampling a candidate after this many
+  double tolerance = 0.02;  // relative movement of the median counted as "still moving"
+  int stable_checks = 3;    // the median held still over this many consecutive samples
 };
 
 // The median of a candidate's samples, and whether it has settled.
@@ -138,9 +138,9 @@ struct TuningBudget {
 
 // Progress of one workload's tuning, for progress bars.
 struct TuningProgress {
-  std::string workload;        // describe() of the workload's descriptor
-  std::string stage;           // "probe", "time", "done"
-  std::string candidate;       // CandidateId::label() of the one being worked on
+  std::string workload;   // describe() of the workload's descriptor
+  std::string stage;      // "probe", "time", "done"
+  std::string candidate;  // CandidateId::label() of the one being worked on
   std::size_t candidates_done = 0;
   std::size_t candidates_total = 0;
 };
@@ -167,14 +167,14 @@ struct AcceleratorOptions {
 };
 
 enum class CandidateStatus : std::uint8_t {
-  measured,        // verified and timed (possibly fewer samples than wanted, see samples)
-  wrong_result,    // differed from the reference on the probe
-  threw,           // threw during probe or timing; message is the exception's
-  timed_out,       // a call did not return within TuningBudget::hang_s; abandoned
-  not_verified,    // the budget ran out before its probe
-  not_measured,    // verified, but the budget ran out before it was timed
-  quarantined,     // its plugin hung earlier; not run again
-  unsupported,     // refused the probe shapes (message says why)
+  measured,      // verified and timed (possibly fewer samples than wanted, see samples)
+  wrong_result,  // differed from the reference on the probe
+  threw,         // threw during probe or timing; message is the exception's
+  timed_out,     // a call did not return within TuningBudget::hang_s; abandoned
+  not_verified,  // the budget ran out before its probe
+  not_measured,  // verified, but the budget ran out before it was timed
+  quarantined,   // its plugin hung earlier; not run again
+  unsupported,   // refused the probe shapes (message says why)
 };
 QFORGE_API std::string_view to_string(CandidateStatus s) noexcept;
 
@@ -187,10 +187,10 @@ struct CandidateResult {
 };
 
 enum class DecisionSource : std::uint8_t {
-  memory,   // decided earlier by this accelerator
-  cache,    // read from the tuning cache
-  tuned,    // measured now
-  fallback, // default choice: online tuning off, total budget spent, or nothing measured
+  memory,    // decided earlier by this accelerator
+  cache,     // read from the tuning cache
+  tuned,     // measured now
+  fallback,  // default choice: online tuning off, total budget spent, or nothing measured
 };
 QFORGE_API std::string_view to_string(DecisionSource s) noexcept;
 
@@ -200,9 +200,9 @@ struct TuneReport {
   std::string key;          // cache key (bucket + policy)
   DecisionSource source = DecisionSource::tuned;
   CandidateId winner;
-  double winner_seconds = 0;  // 0 when not measured
-  bool complete = true;       // every survivor measured until stable
-  double tuning_seconds = 0;  // wall time spent tuning this workload now
+  double winner_seconds = 0;                // 0 when not measured
+  bool complete = true;                     // every survivor measured until stable
+  double tuning_seconds = 0;                // wall time spent tuning this workload now
   std::vector<CandidateResult> candidates;  // every candidate, in measuring order
   std::vector<std::string> notes;           // unusable plugins, policy exclusions, ...
 };
@@ -217,10 +217,10 @@ struct Decision {
 };
 
 struct AcceleratorStats {
-  std::uint64_t dispatches = 0;     // op calls through the accelerator
-  std::uint64_t buckets_tuned = 0;  // measured now
-  std::uint64_t cache_hits = 0;     // buckets taken from the cache file
-  std::uint64_t fallbacks = 0;      // buckets sent to the default choice
+  std::uint64_t dispatches = 0;           // op calls through the accelerator
+  std::uint64_t buckets_tuned = 0;        // measured now
+  std::uint64_t cache_hits = 0;           // buckets taken from the cache file
+  std::uint64_t fallbacks = 0;            // buckets sent to the default choice
   std::uint64_t unsupported_retries = 0;  // winner refused a shape of its bucket; another ran it
   double tuning_seconds = 0;
 };
@@ -245,11 +245,11 @@ struct MatmulChoice {
 
 struct PrecisionResult {
   std::string label;
-  double nmse = 0;           // error of the quantized result against float (double) math
-  bool meets = false;        // nmse <= tolerance
-  double seconds = 0;        // measured time of the quantized path (0 when not timed)
+  double nmse = 0;                   // error of the quantized result against float (double) math
+  bool meets = false;                // nmse <= tolerance
+  double seconds = 0;                // measured time of the quantized path (0 when not timed)
   std::vector<CandidateId> winners;  // the candidate that ran each op of the path
-  std::string message;       // why it was not timed, or why it failed
+  std::string message;               // why it was not timed, or why it failed
 };
 
 struct PrecisionRecommendation {
@@ -289,9 +289,8 @@ class QFORGE_API Accelerator {
   void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y);
   QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc, const float* x,
                                              std::uint8_t* y);
-  QuantizationParams linear_forward(const LinearDesc& desc, const float* x,
-                                    const std::int8_t* wq, const float* bias, std::int8_t* xq,
-                                    float* y);
+  QuantizationParams linear_forward(const LinearDesc& desc, const float* x, const std::int8_t* wq,
+                                    const float* bias, std::int8_t* xq, float* y);
   void linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
                        const QuantizationParams& xq_params, const std::int8_t* wq, float* dx,
                        float* dw, float* db);

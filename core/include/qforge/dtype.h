@@ -23,13 +23,13 @@ inline constexpr std::size_t kDTypeCount = 7;
 struct DTypeTraits {
   DType dtype;
   std::string_view name;
-  int bits;             // bits per element in storage
-  bool is_signed;       // values below zero are representable
-  std::int32_t qmin;    // full range
+  int bits;           // bits per element in storage
+  bool is_signed;     // values below zero are representable
+  std::int32_t qmin;  // full range
   std::int32_t qmax;
   std::int32_t narrow_qmin;  // range used by symmetric schemes (-qmax for signed types)
   std::int32_t narrow_qmax;
-  int elements_per_byte;     // 0 for types wider than a byte
+  int elements_per_byte;  // 0 for types wider than a byte
 };
 
 inline constexpr std::array<DTypeTraits, kDTypeCount> kDTypeTraits = {{

@@ -3,11 +3,11 @@
 #pragma once
 
 #if defined(_WIN32)
-#  if defined(QFORGE_CORE_BUILDING)
-#    define QFORGE_API __declspec(dllexport)
-#  else
-#    define QFORGE_API __declspec(dllimport)
-#  endif
+#if defined(QFORGE_CORE_BUILDING)
+#define QFORGE_API __declspec(dllexport)
 #else
-#  define QFORGE_API __attribute__((visibility("default")))
+#define QFORGE_API __declspec(dllimport)
+#endif
+#else
+#define QFORGE_API __attribute__((visibility("default")))
 #endif

@@ -8,8 +8,12 @@
 
 namespace qforge {
 
-struct Float16 { std::uint16_t bits = 0; };
-struct BFloat16 { std::uint16_t bits = 0; };
+struct Float16 {
+  std::uint16_t bits = 0;
+};
+struct BFloat16 {
+  std::uint16_t bits = 0;
+};
 
 QFORGE_API float to_float(Float16 h) noexcept;
 QFORGE_API float to_float(BFloat16 h) noexcept;

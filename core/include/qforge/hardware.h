@@ -12,8 +12,8 @@
 namespace qforge {
 
 struct CacheLevel {
-  int level = 0;              // 1, 2, 3
-  std::string type;           // "data", "instruction", "unified"
+  int level = 0;     // 1, 2, 3
+  std::string type;  // "data", "instruction", "unified"
   std::uint32_t size_bytes = 0;
   std::uint32_t shared_by_cores = 0;  // logical processors sharing one instance
 };
@@ -23,7 +23,7 @@ struct QFORGE_API CpuInfo {
   std::string model;         // package name, "Intel(R) Xeon(R) Platinum 8480+"
   std::string architecture;  // "x86_64", "aarch64"
   int packages = 0;
-  int cores = 0;             // physical
+  int cores = 0;  // physical
   int logical_processors = 0;
   std::vector<CacheLevel> caches;
   // ISA features by name, in a fixed order: sse4_1 avx2 fma f16c avx512f avx512bw avx512vl

@@ -6,7 +6,9 @@
 
 #include "qforge/export.h"
 
-namespace spdlog { class logger; }
+namespace spdlog {
+class logger;
+}
 
 namespace qforge {
 

@@ -74,8 +74,8 @@ struct MatmulDesc {
   QuantizationParams b;
   MatrixLayout b_layout = MatrixLayout::kn;
   // matmul_dequant
-  bool has_bias = false;                  // bias is float32 [N]
-  FloatType out_type = FloatType::f32;    // f16/bf16 only where a backend claims them
+  bool has_bias = false;                // bias is float32 [N]
+  FloatType out_type = FloatType::f32;  // f16/bf16 only where a backend claims them
   // qlinear_matmul: output params (per tensor, int8 or uint8) and requantization mode
   std::optional<QuantizationParams> y;
   RequantMode requant_mode = RequantMode::float_multiplier;

@@ -44,8 +44,8 @@ struct DeviceInfo {
 
 struct Support {
   bool supported = false;
-  std::string reason;                 // why not, when !supported
-  std::vector<std::string> kernels;   // kernel variants able to run it, best guess first
+  std::string reason;                // why not, when !supported
+  std::vector<std::string> kernels;  // kernel variants able to run it, best guess first
 
   static Support yes(std::vector<std::string> kernels) { return {true, {}, std::move(kernels)}; }
   static Support no(std::string why) { return {false, std::move(why), {}}; }
@@ -65,7 +65,7 @@ class QFORGE_API PackedWeights {
  public:
   virtual ~PackedWeights();
   virtual const MatmulDesc& desc() const noexcept = 0;
-  virtual std::string backend() const = 0;   // name() of the backend that packed it
+  virtual std::string backend() const = 0;         // name() of the backend that packed it
   virtual std::size_t bytes() const noexcept = 0;  // memory it holds
 };
 
@@ -79,7 +79,7 @@ class QFORGE_API QuantizationOps {
   virtual Availability availability() const = 0;
   virtual std::vector<DeviceInfo> devices() const = 0;
   virtual int device_index() const { return 0; }
-  virtual bool select_device(int index);    // false when out of range
+  virtual bool select_device(int index);  // false when out of range
 
   // ---- memory ----
   virtual bool host_memory() const = 0;  // op pointers are host pointers
@@ -111,18 +111,17 @@ class QFORGE_API QuantizationOps {
                               std::int32_t* c) = 0;
   virtual void matmul_dequant(const MatmulDesc& desc, const void* a, const void* b,
                               const float* bias, void* y) = 0;
-  virtual void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b,
-                              void* y) = 0;
+  virtual void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) = 0;
   // Prepacked weights. The default keeps a copy of B in a buffer of this backend (host-memory
   // backends only) and the *_packed ops forward to the plain ones; fast backends override all
   // four. b has desc.b_shape() elements.
   virtual std::shared_ptr<PackedWeights> pack_weights(const MatmulDesc& desc, const void* b);
-  virtual void matmul_integer_packed(const MatmulDesc& desc, const void* a,
-                                     const PackedWeights& b, std::int32_t* c);
-  virtual void matmul_dequant_packed(const MatmulDesc& desc, const void* a,
-                                     const PackedWeights& b, const float* bias, void* y);
-  virtual void qlinear_matmul_packed(const MatmulDesc& desc, const void* a,
-                                     const PackedWeights& b, void* y);
+  virtual void matmul_integer_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                                     std::int32_t* c);
+  virtual void matmul_dequant_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                                     const float* bias, void* y);
+  virtual void qlinear_matmul_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
+                                     void* y);
 
   // Writes y (uint8) and returns the params it computed.
   virtual QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc,

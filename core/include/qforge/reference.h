@@ -47,7 +47,8 @@ struct FixedPointMultiplier {
   int shift = 0;  // > 0: left shift, < 0: right shift
 };
 QFORGE_API FixedPointMultiplier quantize_multiplier(double real_multiplier);
-QFORGE_API std::int32_t saturating_rounding_doubling_high_mul(std::int32_t a, std::int32_t b) noexcept;
+QFORGE_API std::int32_t saturating_rounding_doubling_high_mul(std::int32_t a,
+                                                              std::int32_t b) noexcept;
 QFORGE_API std::int32_t rounding_divide_by_pot(std::int32_t x, int exponent) noexcept;
 // TFLite's MultiplyByQuantizedMultiplier.
 QFORGE_API std::int32_t multiply_by_quantized_multiplier(std::int32_t x,

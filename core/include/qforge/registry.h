@@ -19,8 +19,8 @@
 // unloaded while the registry lives (buffers and ops objects may point into them).
 #pragma once
 
-#include <filesystem>
 #include <cstddef>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <span>
@@ -36,11 +36,11 @@ enum class PluginFailureKind {
   not_shared_library,
   wrong_architecture,
   missing_dependency,
-  load_failed,        // any other dlopen failure (message from the loader)
+  load_failed,  // any other dlopen failure (message from the loader)
   missing_entry,
   abi_mismatch,
   create_failed,
-  shadowed,           // a plugin of the same name was already loaded from an earlier path
+  shadowed,  // a plugin of the same name was already loaded from an earlier path
 };
 QFORGE_API std::string_view to_string(PluginFailureKind kind) noexcept;
 

@@ -31,12 +31,14 @@ inline constexpr std::int64_t kDefaultBlockSize = 32;  // ggml Q8_0 / Q4_0
 struct Scheme {
   Mapping mapping = Mapping::affine;
   Granularity granularity = Granularity::per_tensor;
-  int axis = 0;                              // per_channel only; negative counts from the end
+  int axis = 0;                                 // per_channel only; negative counts from the end
   std::int64_t block_size = kDefaultBlockSize;  // block only
 
   static Scheme per_tensor_affine() { return {Mapping::affine, Granularity::per_tensor}; }
   static Scheme per_tensor_symmetric() { return {Mapping::symmetric, Granularity::per_tensor}; }
-  static Scheme per_channel_affine(int axis) { return {Mapping::affine, Granularity::per_channel, axis}; }
+  static Scheme per_channel_affine(int axis) {
+    return {Mapping::affine, Granularity::per_channel, axis};
+  }
   static Scheme per_channel_symmetric(int axis) {
     return {Mapping::symmetric, Granularity::per_channel, axis};
   }

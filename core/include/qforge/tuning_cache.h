@@ -80,8 +80,8 @@ QFORGE_API HardwareFingerprint hardware_fingerprint(const std::vector<LoadedPlug
 // One candidate's outcome as the tuner recorded it.
 struct CachedCandidate {
   CandidateId id;
-  std::string status;   // "measured", "wrong_result", "threw", "timed_out", "not_measured", ...
-  double seconds = 0;   // median seconds per call, when measured
+  std::string status;  // "measured", "wrong_result", "threw", "timed_out", "not_measured", ...
+  double seconds = 0;  // median seconds per call, when measured
   int samples = 0;
   std::string message;  // why it was excluded, when it was
 };

@@ -1,10 +1,10 @@
 // The Accelerator: how a bucket gets its decision (memory, cache, tuning, default) and the
 // public entry points other than the op calls (dispatch.cpp) and precision advice
 // (precision.cpp).
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <chrono>
-
-#include <spdlog/spdlog.h>
 
 #include "accelerator/accelerator_impl.h"
 #include "accelerator/cache_file.h"
@@ -31,10 +31,10 @@ accel::PluginState state_of(const LoadedPlugin& p) {
 }
 
 CandidateStatus status_from(const std::string& text) {
-  for (auto s : {CandidateStatus::measured, CandidateStatus::wrong_result, CandidateStatus::threw,
-                 CandidateStatus::timed_out, CandidateStatus::not_verified,
-                 CandidateStatus::not_measured, CandidateStatus::quarantined,
-                 CandidateStatus::unsupported})
+  for (auto s :
+       {CandidateStatus::measured, CandidateStatus::wrong_result, CandidateStatus::threw,
+        CandidateStatus::timed_out, CandidateStatus::not_verified, CandidateStatus::not_measured,
+        CandidateStatus::quarantined, CandidateStatus::unsupported})
     if (to_string(s) == text) return s;
   return CandidateStatus::not_verified;
 }
@@ -49,7 +49,8 @@ CacheEntry to_entry(const TuneReport& r) {
   e.complete = r.complete;
   e.tuned_at = accel::utc_now_iso();
   for (const auto& c : r.candidates)
-    e.candidates.push_back({c.id, std::string(to_string(c.status)), c.seconds, c.samples, c.message});
+    e.candidates.push_back(
+        {c.id, std::string(to_string(c.status)), c.seconds, c.samples, c.message});
   return e;
 }
 
@@ -81,7 +82,8 @@ std::optional<std::size_t> Accelerator::Impl::plugin_index(const std::string& na
 std::unique_ptr<DecisionSlot> Accelerator::Impl::make_slot(const CandidateId& id, TuneReport report,
                                                            std::vector<CandidateId> ranking) {
   const auto pi = plugin_index(id.plugin);
-  if (!pi) throw Error(ErrorCode::internal, "accelerator: decision names unknown plugin " + id.plugin);
+  if (!pi)
+    throw Error(ErrorCode::internal, "accelerator: decision names unknown plugin " + id.plugin);
   auto s = std::make_unique<DecisionSlot>();
   s->serial = ++next_serial;
   s->keep = plugins[*pi].plugin.ops;
@@ -96,7 +98,8 @@ std::unique_ptr<DecisionSlot> Accelerator::Impl::make_slot(const CandidateId& id
   return s;
 }
 
-std::unique_ptr<DecisionSlot> Accelerator::Impl::from_cache(const Workload& w, const std::string& key) {
+std::unique_ptr<DecisionSlot> Accelerator::Impl::from_cache(const Workload& w,
+                                                            const std::string& key) {
   if (!cache) return nullptr;
   std::optional<CacheEntry> e;
   try {
@@ -109,7 +112,8 @@ std::unique_ptr<DecisionSlot> Accelerator::Impl::from_cache(const Workload& w, c
   const auto pi = plugin_index(e->winner.plugin);
   // The fingerprint names the same plugins, but one may have hung in this process since.
   if (!pi || !plugins[*pi].quarantine.empty()) return nullptr;
-  if (e->winner.device < 0 || e->winner.device >= std::max<int>(1, static_cast<int>(plugins[*pi].devices.size())))
+  if (e->winner.device < 0 ||
+      e->winner.device >= std::max<int>(1, static_cast<int>(plugins[*pi].devices.size())))
     return nullptr;
   TuneReport r;
   r.description = describe(w.op);
@@ -132,7 +136,8 @@ std::unique_ptr<DecisionSlot> Accelerator::Impl::from_cache(const Workload& w, c
   return make_slot(e->winner, std::move(r), std::move(ranking));
 }
 
-std::unique_ptr<DecisionSlot> Accelerator::Impl::by_default(const Workload& w, const std::string& why) {
+std::unique_ptr<DecisionSlot> Accelerator::Impl::by_default(const Workload& w,
+                                                            const std::string& why) {
   const accel::Enumeration e = accel::enumerate_candidates(w.op, plugins, options.policy);
   if (e.candidates.empty()) accel::throw_no_candidate(w.op, e);
   TuneReport r;
@@ -143,7 +148,8 @@ std::unique_ptr<DecisionSlot> Accelerator::Impl::by_default(const Workload& w, c
   r.winner = e.candidates.front().id;
   r.complete = false;
   r.notes = {why + "; using the usable plugin with the highest availability score"};
-  for (const auto& c : e.candidates) r.candidates.push_back({c.id, CandidateStatus::not_verified, 0, 0, {}});
+  for (const auto& c : e.candidates)
+    r.candidates.push_back({c.id, CandidateStatus::not_verified, 0, 0, {}});
   std::vector<CandidateId> ranking;
   for (const auto& c : e.candidates) ranking.push_back(c.id);
   ++stats.fallbacks;
@@ -166,8 +172,8 @@ std::unique_ptr<DecisionSlot> Accelerator::Impl::by_tuning(const Workload& w) {
   }
   stats.tuning_seconds += std::chrono::duration<double>(Clock::now() - start).count();
   for (std::size_t pi : out.hung) {
-    plugins[pi].quarantine = "it hung while tuning " + out.report.description +
-                             "; its thread was abandoned";
+    plugins[pi].quarantine =
+        "it hung while tuning " + out.report.description + "; its thread was abandoned";
     logger().warn("accelerator: plugin {} is not used any more: {}", plugins[pi].plugin.name,
                   plugins[pi].quarantine);
     // Decisions already made for it must not call into it while its thread may still run.
@@ -198,8 +204,7 @@ DecisionSlot& Accelerator::Impl::resolve(const accel::WorkloadKey& key, const Wo
   if (!s) {
     if (dispatching && !options.online_tuning && !retune)
       s = by_default(w, "online tuning is off and the bucket is not in the tuning cache");
-    else
-      s = by_tuning(w);
+    else s = by_tuning(w);
   }
   auto& slot = memo[key];
   slot = std::move(s);

@@ -28,9 +28,9 @@ struct DecisionSlot {
   std::shared_ptr<QuantizationOps> keep;  // keeps ops alive
   std::size_t plugin = 0;                 // index into Impl::plugins
   CandidateId id;
-  TuneReport report;                      // how it was decided
-  std::vector<CandidateId> ranking;       // verified candidates, fastest first (fallbacks)
-  accel::DeviceArrays staging;            // host data for a device winner
+  TuneReport report;                 // how it was decided
+  std::vector<CandidateId> ranking;  // verified candidates, fastest first (fallbacks)
+  accel::DeviceArrays staging;       // host data for a device winner
 };
 
 struct Accelerator::Impl {
@@ -41,7 +41,8 @@ struct Accelerator::Impl {
   HardwareFingerprint fingerprint;
   std::unique_ptr<TuningCache> cache;
   bool cache_writable = true;
-  std::unordered_map<accel::WorkloadKey, std::unique_ptr<DecisionSlot>, accel::WorkloadKeyHash> memo;
+  std::unordered_map<accel::WorkloadKey, std::unique_ptr<DecisionSlot>, accel::WorkloadKeyHash>
+      memo;
   accel::Worker worker;
   AcceleratorStats stats;
   std::mt19937_64 seeds{std::random_device{}()};
@@ -57,14 +58,16 @@ struct Accelerator::Impl {
   // The hot path: the slot of a bucket, resolving it (cache, tuning, default) on first use.
   DecisionSlot& slot(const accel::WorkloadKey& key, const Workload& w) {
     const auto it = memo.find(key);
-    if (it != memo.end()) [[likely]] return *it->second;
+    if (it != memo.end()) [[likely]]
+      return *it->second;
     return resolve(key, w, /*dispatching=*/true, /*retune=*/false);
   }
   template <class Desc>
   DecisionSlot& slot(OpKind op, const Desc& d) {
     const accel::WorkloadKey key = accel::make_key(op, d, Residency::host);
     const auto it = memo.find(key);
-    if (it != memo.end()) [[likely]] return *it->second;
+    if (it != memo.end()) [[likely]]
+      return *it->second;
     return resolve(key, Workload{OpDesc{op, d}, Residency::host}, true, false);
   }
 

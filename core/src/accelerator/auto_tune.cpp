@@ -54,12 +54,12 @@ void AutoTune::notify_cost(double cost) {
   const auto i = next();
   if (!i) throw Error(ErrorCode::internal, "AutoTune::notify_cost: every candidate is done");
   if (!std::isfinite(cost) || cost < 0)
-    throw Error(ErrorCode::invalid_argument,
-                "AutoTune::notify_cost: cost " + std::to_string(cost) +
-                    "; expected a finite value >= 0");
+    throw Error(ErrorCode::invalid_argument, "AutoTune::notify_cost: cost " + std::to_string(cost) +
+                                                 "; expected a finite value >= 0");
   CostEstimate& e = estimates_[*i];
   e.add(cost);
-  if (e.stable(settings_) || e.count() >= static_cast<std::size_t>(std::max(settings_.max_samples, 1)))
+  if (e.stable(settings_) ||
+      e.count() >= static_cast<std::size_t>(std::max(settings_.max_samples, 1)))
     done_[*i] = true;
 }
 

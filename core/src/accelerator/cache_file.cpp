@@ -1,18 +1,16 @@
 #include "accelerator/cache_file.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <system_error>
-
-#include <chrono>
-
-#include <spdlog/spdlog.h>
 
 #include "qforge/error.h"
 #include "qforge/log.h"
@@ -21,8 +19,8 @@ namespace qforge::accel {
 namespace {
 
 [[noreturn]] void io_error(const std::string& what, const std::filesystem::path& p, int err) {
-  throw Error(ErrorCode::io, "tuning cache: cannot " + what + " " + p.string() + ": " +
-                                 std::strerror(err));
+  throw Error(ErrorCode::io,
+              "tuning cache: cannot " + what + " " + p.string() + ": " + std::strerror(err));
 }
 
 std::string utc_format(const char* format) {

@@ -62,7 +62,8 @@ Enumeration enumerate_candidates(const OpDesc& op, const std::vector<PluginState
       }
       if (s.kernels.empty()) s.kernels.emplace_back();  // the plugin's own choice
       for (const auto& k : s.kernels)
-        e.candidates.push_back({{name, d, k}, p.plugin.ops, pi, p.availability.score, p.host_memory});
+        e.candidates.push_back(
+            {{name, d, k}, p.plugin.ops, pi, p.availability.score, p.host_memory});
     }
     if (!any_device_of_kind)
       e.notes.push_back(name + ": no device of kind '" + policy.device_kind + "'");

@@ -56,8 +56,8 @@ std::optional<std::string> compare_floats(const ArraySpec& spec, const std::vect
   const double nmse = err / norm;
   if (nmse <= spec.tolerance) return std::nullopt;
   std::ostringstream s;
-  s << "output " << spec.name << ": NMSE " << nmse << " exceeds the tolerance "
-    << spec.tolerance << " (docs/NUMERICS.md)";
+  s << "output " << spec.name << ": NMSE " << nmse << " exceeds the tolerance " << spec.tolerance
+    << " (docs/NUMERICS.md)";
   return s.str();
 }
 

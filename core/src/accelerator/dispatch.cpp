@@ -3,10 +3,10 @@
 // another decision was bound there last, and the plugin's own call: no strings, no JSON, no
 // allocation. Everything else (first use of a bucket, device staging, a winner refusing one
 // shape of its bucket) goes to slow_call.
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <type_traits>
-
-#include <spdlog/spdlog.h>
 
 #include "accelerator/accelerator_impl.h"
 #include "qforge/error.h"
@@ -17,8 +17,7 @@ namespace qforge {
 template <class Result, class Desc, class Call, std::size_t NI, std::size_t NO>
 Result Accelerator::Impl::dispatch(OpKind op, const Desc& d, Call&& call,
                                    const std::array<const void*, NI>& in,
-                                   const std::array<void*, NO>& out,
-                                   const QuantizationParams* xq) {
+                                   const std::array<void*, NO>& out, const QuantizationParams* xq) {
   ++stats.dispatches;
   DecisionSlot& s = slot(op, d);
   bool refused = false;

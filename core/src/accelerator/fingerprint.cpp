@@ -16,8 +16,8 @@ namespace {
 // DeviceInfo::properties that enter the fingerprint. Others (free memory, last op timings)
 // change from run to run and would make every run a new machine.
 constexpr std::array<std::string_view, 7> kFingerprintProperties = {
-    "driver", "driver_version", "runtime", "api_version", "compute_capability", "isa_allowed",
-    "threads_used"};
+    "driver",      "driver_version", "runtime", "api_version", "compute_capability",
+    "isa_allowed", "threads_used"};
 
 std::uint64_t fnv1a(std::string_view text) {
   std::uint64_t h = 0xcbf29ce484222325ull;

@@ -11,7 +11,9 @@ namespace {
 // The reference with the method names of QuantizationOps, so one template serves both.
 struct ReferenceTarget {
   void quantize(const QuantizeDesc& d, const void* x, void* q) { reference::quantize(d, x, q); }
-  void dequantize(const QuantizeDesc& d, const void* q, float* x) { reference::dequantize(d, q, x); }
+  void dequantize(const QuantizeDesc& d, const void* q, float* x) {
+    reference::dequantize(d, q, x);
+  }
   void requantize(const RequantizeDesc& d, const std::int32_t* c, void* y) {
     reference::requantize(d, c, y);
   }
@@ -74,8 +76,8 @@ std::optional<QuantizationParams> call(Target& t, const OpDesc& op, const void* 
     case OpKind::linear_forward: {
       const auto& d = std::get<LinearDesc>(op.desc);
       return t.linear_forward(d, f32(in[0]), static_cast<const std::int8_t*>(in[1]),
-                              d.has_bias ? f32(in[2]) : nullptr,
-                              static_cast<std::int8_t*>(out[0]), static_cast<float*>(out[1]));
+                              d.has_bias ? f32(in[2]) : nullptr, static_cast<std::int8_t*>(out[0]),
+                              static_cast<float*>(out[1]));
     }
     case OpKind::linear_backward: {
       const auto& d = std::get<LinearDesc>(op.desc);

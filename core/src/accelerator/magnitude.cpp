@@ -17,7 +17,8 @@
 namespace qforge::accel {
 namespace {
 
-std::size_t b_pair(const QuantizationParams& b, std::int64_t n, std::int64_t k, std::int64_t depth) {
+std::size_t b_pair(const QuantizationParams& b, std::int64_t n, std::int64_t k,
+                   std::int64_t depth) {
   switch (b.scheme().granularity) {
     case Granularity::per_tensor: return 0;
     case Granularity::per_channel: return static_cast<std::size_t>(n);
@@ -116,7 +117,8 @@ std::vector<std::vector<double>> output_magnitudes(const OpDesc& op, const HostA
       out[2].assign(static_cast<std::size_t>(d.n), 0.0);
       for (std::int64_t m = 0; m < d.m; ++m)
         for (std::int64_t n = 0; n < d.n; ++n)
-          out[2][static_cast<std::size_t>(n)] += std::fabs(static_cast<double>(f32(dy, m * d.n + n)));
+          out[2][static_cast<std::size_t>(n)] +=
+              std::fabs(static_cast<double>(f32(dy, m * d.n + n)));
     }
   }
   return out;

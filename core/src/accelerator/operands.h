@@ -35,8 +35,8 @@ struct ArraySpec {
 struct IoLayout {
   std::vector<ArraySpec> inputs;
   std::vector<ArraySpec> outputs;
-  bool returns_params = false;  // dynamic_quantize_linear, linear_forward
-  bool needs_xq_params = false; // linear_backward
+  bool returns_params = false;   // dynamic_quantize_linear, linear_forward
+  bool needs_xq_params = false;  // linear_backward
   std::size_t input_bytes() const;
   std::size_t output_bytes() const;
 };
@@ -73,9 +73,9 @@ std::optional<OpDesc> probe_desc(const OpDesc& real, int level, Rng& rng);
 std::optional<QuantizationParams> invoke(QuantizationOps& ops, const OpDesc& op,
                                          const void* const* in, void* const* out,
                                          const std::optional<QuantizationParams>& xq_params);
-std::optional<QuantizationParams> invoke_reference(const OpDesc& op, const void* const* in,
-                                                   void* const* out,
-                                                   const std::optional<QuantizationParams>& xq_params);
+std::optional<QuantizationParams> invoke_reference(
+    const OpDesc& op, const void* const* in, void* const* out,
+    const std::optional<QuantizationParams>& xq_params);
 
 // Per output, the size of the terms each element was summed from, where the output is a sum
 // that can cancel (matmul_dequant, linear_forward Y, linear_backward); empty otherwise.

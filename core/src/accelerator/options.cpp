@@ -39,7 +39,8 @@ double parse_seconds(const char* name, const std::string& v) {
 
 AcceleratorOptions AcceleratorOptions::from_environment() {
   AcceleratorOptions o;
-  if (auto v = env("QFORGE_ONLINE_TUNING")) o.online_tuning = parse_switch("QFORGE_ONLINE_TUNING", *v);
+  if (auto v = env("QFORGE_ONLINE_TUNING"))
+    o.online_tuning = parse_switch("QFORGE_ONLINE_TUNING", *v);
   if (auto v = env("QFORGE_TUNING_CACHE")) {
     if (*v == "off") o.use_cache = false;
     else o.cache_path = *v;

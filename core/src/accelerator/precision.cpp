@@ -6,8 +6,8 @@
 #include <cmath>
 #include <limits>
 
-#include "qforge/checked_size.h"
 #include "qforge/accelerator.h"
+#include "qforge/checked_size.h"
 #include "qforge/error.h"
 #include "qforge/reference.h"
 
@@ -21,9 +21,9 @@ void check_data(const char* what, std::span<const float> x, std::size_t expected
                                                std::to_string(expected));
   for (std::size_t i = 0; i < x.size(); ++i)
     if (!std::isfinite(x[i]))
-      throw Error(ErrorCode::invalid_argument, std::string("recommend: ") + what + "[" +
-                                                   std::to_string(i) + "] = " + std::to_string(x[i]) +
-                                                   "; expected finite values");
+      throw Error(ErrorCode::invalid_argument,
+                  std::string("recommend: ") + what + "[" + std::to_string(i) +
+                      "] = " + std::to_string(x[i]) + "; expected finite values");
 }
 
 // Params from the observed ranges of `x` (row-major `shape`) for one (dtype, scheme).
@@ -115,17 +115,17 @@ std::vector<QuantizationChoice> default_quantization_choices() {
 }
 
 std::vector<MatmulChoice> default_matmul_choices() {
-  return {{DType::int8, Scheme::per_tensor_symmetric(), DType::int8, Scheme::per_tensor_symmetric()},
-          {DType::int8, Scheme::per_tensor_symmetric(), DType::int8, Scheme::per_channel_symmetric(1)},
-          {DType::uint8, Scheme::per_tensor_affine(), DType::int8, Scheme::per_channel_symmetric(1)},
-          {DType::int8, Scheme::per_tensor_symmetric(), DType::int4, Scheme::per_channel_symmetric(1)},
-          {DType::int8, Scheme::per_tensor_symmetric(), DType::int4, Scheme::block_symmetric(32)}};
+  return {
+      {DType::int8, Scheme::per_tensor_symmetric(), DType::int8, Scheme::per_tensor_symmetric()},
+      {DType::int8, Scheme::per_tensor_symmetric(), DType::int8, Scheme::per_channel_symmetric(1)},
+      {DType::uint8, Scheme::per_tensor_affine(), DType::int8, Scheme::per_channel_symmetric(1)},
+      {DType::int8, Scheme::per_tensor_symmetric(), DType::int4, Scheme::per_channel_symmetric(1)},
+      {DType::int8, Scheme::per_tensor_symmetric(), DType::int4, Scheme::block_symmetric(32)}};
 }
 
-PrecisionRecommendation Accelerator::recommend_quantization(const Shape& shape,
-                                                            std::span<const float> x,
-                                                            double tolerance,
-                                                            std::vector<QuantizationChoice> choices) {
+PrecisionRecommendation Accelerator::recommend_quantization(
+    const Shape& shape, std::span<const float> x, double tolerance,
+    std::vector<QuantizationChoice> choices) {
   check_data("x", x, static_cast<std::size_t>(element_count(shape)));
   if (choices.empty()) choices = default_quantization_choices();
   std::vector<double> exact(x.begin(), x.end());
@@ -143,10 +143,8 @@ PrecisionRecommendation Accelerator::recommend_quantization(const Shape& shape,
       reference::dequantize(d, q.data(), back.data());
       r.nmse = nmse(back, exact);
       r.meets = r.nmse <= tolerance;
-      if (r.meets)
-        time_path(*this, {{{OpKind::quantize, d}}, {{OpKind::dequantize, d}}}, r);
-      else
-        r.message = "error above the tolerance; not timed";
+      if (r.meets) time_path(*this, {{{OpKind::quantize, d}}, {{OpKind::dequantize, d}}}, r);
+      else r.message = "error above the tolerance; not timed";
     } catch (const Error& e) {
       r.message = e.what();
     }
@@ -161,14 +159,18 @@ PrecisionRecommendation Accelerator::recommend_matmul(std::int64_t m, std::int64
                                                       std::span<const float> b, double tolerance,
                                                       std::vector<MatmulChoice> choices) {
   if (m < 0 || n < 0 || k < 0)
-    throw Error(ErrorCode::invalid_argument, "recommend_matmul: negative extent; expected m, n, k >= 0");
-  check_data("a", a, static_cast<std::size_t>(checked_element_count("recommend_matmul: a [M, K]", {m, k})));
-  check_data("b", b, static_cast<std::size_t>(checked_element_count("recommend_matmul: b [K, N]", {k, n})));
+    throw Error(ErrorCode::invalid_argument,
+                "recommend_matmul: negative extent; expected m, n, k >= 0");
+  check_data("a", a,
+             static_cast<std::size_t>(checked_element_count("recommend_matmul: a [M, K]", {m, k})));
+  check_data("b", b,
+             static_cast<std::size_t>(checked_element_count("recommend_matmul: b [K, N]", {k, n})));
   if (choices.empty()) choices = default_matmul_choices();
 
   // The float answer, in double.
   std::vector<double> exact(
-      static_cast<std::size_t>(checked_element_count("recommend_matmul: output [M, N]", {m, n})), 0.0);
+      static_cast<std::size_t>(checked_element_count("recommend_matmul: output [M, N]", {m, n})),
+      0.0);
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t p = 0; p < k; ++p) {
       const double av = a[static_cast<std::size_t>(i * k + p)];
@@ -193,10 +195,15 @@ PrecisionRecommendation Accelerator::recommend_matmul(std::int64_t m, std::int64
       if (bs.granularity == Granularity::per_channel) bs.axis = nk ? 0 : 1;  // the N axis
       const Shape b_shape = nk ? Shape{n, k} : Shape{k, n};
       std::span<const float> bdata = nk ? std::span<const float>(bt) : b;
-      const MatmulDesc d{m, n, k, params_from_data(c.a, c.a_scheme, {m, k}, a),
+      const MatmulDesc d{m,
+                         n,
+                         k,
+                         params_from_data(c.a, c.a_scheme, {m, k}, a),
                          params_from_data(c.b, bs, b_shape, bdata),
                          nk ? MatrixLayout::nk : MatrixLayout::kn,
-                         /*has_bias=*/false, FloatType::f32, std::nullopt,
+                         /*has_bias=*/false,
+                         FloatType::f32,
+                         std::nullopt,
                          RequantMode::float_multiplier};
       std::vector<std::byte> qa(storage_bytes(c.a, a.size())), qb(storage_bytes(c.b, b.size()));
       reference::quantize({{m, k}, d.a, FloatType::f32}, a.data(), qa.data());
@@ -210,8 +217,7 @@ PrecisionRecommendation Accelerator::recommend_matmul(std::int64_t m, std::int64
                   {{{OpKind::quantize, QuantizeDesc{{m, k}, d.a, FloatType::f32}}},
                    {{OpKind::matmul_dequant, d}}},
                   r);
-      else
-        r.message = "error above the tolerance; not timed";
+      else r.message = "error above the tolerance; not timed";
     } catch (const Error& e) {
       r.message = e.what();
     }

@@ -44,8 +44,8 @@ std::shared_ptr<const ProbeCase> ProbeSet::level(int level) {
   c->inputs = random_arrays(c->desc, rng, /*specials=*/true);
   c->expected = c->inputs;
   auto out = c->expected.output_pointers();
-  c->expected.returned = invoke_reference(c->desc, c->expected.input_pointers().data(),
-                                          out.data(), c->expected.xq_params);
+  c->expected.returned = invoke_reference(c->desc, c->expected.input_pointers().data(), out.data(),
+                                          c->expected.xq_params);
   c->magnitudes = output_magnitudes(c->desc, c->expected);
   cases_[i] = c;
   return c;
@@ -59,9 +59,8 @@ Verdict verify_candidate(const Candidate& c, ProbeSet& probes, Worker& worker,
     try {
       pc = probes.level(level);
     } catch (const std::exception& e) {
-      throw Error(ErrorCode::internal,
-                  "accelerator: building probe data failed (seed " + std::to_string(probes.seed()) +
-                      "): " + e.what());
+      throw Error(ErrorCode::internal, "accelerator: building probe data failed (seed " +
+                                           std::to_string(probes.seed()) + "): " + e.what());
     }
     if (!pc) continue;
     Support s;
@@ -102,9 +101,10 @@ Verdict verify_candidate(const Candidate& c, ProbeSet& probes, Worker& worker,
     // Not the budget: a first call may initialise a device context or compile pipelines, and a
     // slow candidate must not be mistaken for a hung one.
     const TaskOutcome o = worker.run(task, hang_s);
-    const std::string where = "probe " + describe(pc->desc) + " (seed " +
-                              std::to_string(probes.seed()) + ")";
-    if (o.kind == TaskOutcome::Kind::threw) return {CandidateStatus::threw, where + ": " + o.message};
+    const std::string where =
+        "probe " + describe(pc->desc) + " (seed " + std::to_string(probes.seed()) + ")";
+    if (o.kind == TaskOutcome::Kind::threw)
+      return {CandidateStatus::threw, where + ": " + o.message};
     if (o.kind == TaskOutcome::Kind::timed_out)
       return {CandidateStatus::timed_out, where + " " + o.message, true};
     if (auto diff = compare_outputs(pc->layout, *got, pc->expected, pc->magnitudes))
@@ -113,7 +113,8 @@ Verdict verify_candidate(const Candidate& c, ProbeSet& probes, Worker& worker,
   }
   return {CandidateStatus::unsupported,
           "could not be verified: it refuses every probe shape small enough to check against "
-          "the reference (" + refusal + ")"};
+          "the reference (" +
+              refusal + ")"};
 }
 
 }  // namespace qforge::accel

@@ -21,8 +21,8 @@ using Clock = std::chrono::steady_clock;
 struct ProbeCase {
   OpDesc desc;
   IoLayout layout;
-  HostArrays inputs;    // outputs poisoned
-  HostArrays expected;  // the reference's outputs
+  HostArrays inputs;                            // outputs poisoned
+  HostArrays expected;                          // the reference's outputs
   std::vector<std::vector<double>> magnitudes;  // per output, for sums that can cancel
 };
 

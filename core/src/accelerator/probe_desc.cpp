@@ -5,8 +5,8 @@
 #include <cmath>
 #include <variant>
 
-#include "qforge/checked_size.h"
 #include "accelerator/operands.h"
+#include "qforge/checked_size.h"
 #include "qforge/shape.h"
 
 namespace qforge::accel {
@@ -27,7 +27,9 @@ Caps caps_for(int level, std::int64_t block) {
 constexpr std::int64_t kMaxRealElements = std::int64_t{1} << 22;
 constexpr std::int64_t kMaxRealMacs = std::int64_t{1} << 25;
 
-std::int64_t cap(std::int64_t d, std::int64_t c) { return std::max<std::int64_t>(1, std::min(d, c)); }
+std::int64_t cap(std::int64_t d, std::int64_t c) {
+  return std::max<std::int64_t>(1, std::min(d, c));
+}
 
 std::int64_t block_of(const QuantizationParams& p) {
   return p.scheme().granularity == Granularity::block ? p.scheme().block_size : 0;
@@ -112,11 +114,12 @@ std::optional<OpDesc> probe_desc(const OpDesc& real, int level, Rng& rng) {
                               abs_max_scale(p.a) * abs_max_scale(p.b);
         const float sy = static_cast<float>(spread / 64.0);
         const DType yt = d.y->dtype();
-        p.y = d.y->scheme().mapping == Mapping::affine
-                  ? QuantizationParams::per_tensor_affine(
-                        yt, sy,
-                        std::uniform_int_distribution<std::int32_t>(traits(yt).qmin, traits(yt).qmax)(rng))
-                  : QuantizationParams(yt, d.y->scheme(), {sy});
+        p.y =
+            d.y->scheme().mapping == Mapping::affine
+                ? QuantizationParams::per_tensor_affine(yt, sy,
+                                                        std::uniform_int_distribution<std::int32_t>(
+                                                            traits(yt).qmin, traits(yt).qmax)(rng))
+                : QuantizationParams(yt, d.y->scheme(), {sy});
       }
       return OpDesc{real.op, p};
     }

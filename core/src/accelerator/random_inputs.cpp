@@ -62,8 +62,9 @@ std::vector<std::byte> window_codes(Rng& rng, const QuantizationParams& p, const
 }
 
 std::int64_t overflow_window(std::int64_t k) {
-  const double w = std::floor(std::sqrt(static_cast<double>(std::numeric_limits<std::int32_t>::max()) /
-                                        static_cast<double>(std::max<std::int64_t>(k, 1))));
+  const double w =
+      std::floor(std::sqrt(static_cast<double>(std::numeric_limits<std::int32_t>::max()) /
+                           static_cast<double>(std::max<std::int64_t>(k, 1))));
   return static_cast<std::int64_t>(w);
 }
 
@@ -81,19 +82,16 @@ std::vector<float> quantize_inputs(Rng& rng, const QuantizationParams& p, std::s
       continue;
     }
     const auto q = uniform(rng, p.qmin() - 3, p.qmax() + 3) - z;
-    const float frac = uniform(rng, 0, 3) == 0 ? 0.5f
-                                               : std::uniform_real_distribution<float>(-0.5f, 0.5f)(rng);
+    const float frac =
+        uniform(rng, 0, 3) == 0 ? 0.5f : std::uniform_real_distribution<float>(-0.5f, 0.5f)(rng);
     x = (static_cast<float>(q) + frac) * s;
   }
   if (specials) {
-    const float list[] = {std::numeric_limits<float>::quiet_NaN(),
-                          std::numeric_limits<float>::infinity(),
-                          -std::numeric_limits<float>::infinity(),
-                          -0.0f,
-                          std::numeric_limits<float>::max(),
-                          -std::numeric_limits<float>::max(),
-                          std::numeric_limits<float>::denorm_min(),
-                          1e30f};
+    const float list[] = {
+        std::numeric_limits<float>::quiet_NaN(),  std::numeric_limits<float>::infinity(),
+        -std::numeric_limits<float>::infinity(),  -0.0f,
+        std::numeric_limits<float>::max(),        -std::numeric_limits<float>::max(),
+        std::numeric_limits<float>::denorm_min(), 1e30f};
     for (std::size_t i = 0; i < std::size(list) && i < n; ++i)
       v[static_cast<std::size_t>(uniform(rng, 0, static_cast<std::int64_t>(n) - 1))] = list[i];
   }
@@ -124,7 +122,9 @@ QuantizationParams random_params(Rng& rng, DType dtype, const Scheme& scheme, co
   if (scheme.granularity == Granularity::per_channel) {
     const int rank = static_cast<int>(shape.size());
     const int axis = scheme.axis < 0 ? scheme.axis + rank : scheme.axis;
-    count = axis >= 0 && axis < rank ? static_cast<std::size_t>(std::max<std::int64_t>(shape[axis], 1)) : 1;
+    count = axis >= 0 && axis < rank
+                ? static_cast<std::size_t>(std::max<std::int64_t>(shape[axis], 1))
+                : 1;
   } else if (scheme.granularity == Granularity::block) {
     std::int64_t outer = 1;
     for (std::size_t i = 0; i + 1 < shape.size(); ++i) outer *= shape[i];
@@ -178,13 +178,15 @@ HostArrays random_arrays(const OpDesc& op, Rng& rng, bool specials) {
       h.inputs.push_back(window_codes(rng, d.a, d.a_shape(), w));
       h.inputs.push_back(window_codes(rng, d.b, d.b_shape(), w));
       if (op.op == OpKind::matmul_dequant && d.has_bias)
-        h.inputs.push_back(float_bytes(FloatType::f32, normal_floats(rng, layout.inputs[2].count, 1.0)));
+        h.inputs.push_back(
+            float_bytes(FloatType::f32, normal_floats(rng, layout.inputs[2].count, 1.0)));
       break;
     }
     case OpKind::dynamic_quantize_linear: {
       auto x = normal_floats(rng, layout.inputs[0].count, 2.0);
-      if (specials && !x.empty()) x[static_cast<std::size_t>(uniform(rng, 0, static_cast<std::int64_t>(x.size()) - 1))] =
-          std::numeric_limits<float>::quiet_NaN();
+      if (specials && !x.empty())
+        x[static_cast<std::size_t>(uniform(rng, 0, static_cast<std::int64_t>(x.size()) - 1))] =
+            std::numeric_limits<float>::quiet_NaN();
       h.inputs.push_back(float_bytes(FloatType::f32, x));
       break;
     }
@@ -194,15 +196,19 @@ HostArrays random_arrays(const OpDesc& op, Rng& rng, bool specials) {
       const auto narrow = QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f);
       const std::int64_t w = std::min<std::int64_t>(127, overflow_window(d.k));
       if (op.op == OpKind::linear_forward) {
-        h.inputs.push_back(float_bytes(FloatType::f32, normal_floats(rng, layout.inputs[0].count, 1.0)));
+        h.inputs.push_back(
+            float_bytes(FloatType::f32, normal_floats(rng, layout.inputs[0].count, 1.0)));
         h.inputs.push_back(window_codes(rng, narrow, {d.n, d.k}, w));
         if (d.has_bias)
-          h.inputs.push_back(float_bytes(FloatType::f32, normal_floats(rng, layout.inputs[2].count, 1.0)));
+          h.inputs.push_back(
+              float_bytes(FloatType::f32, normal_floats(rng, layout.inputs[2].count, 1.0)));
       } else {
-        h.inputs.push_back(float_bytes(FloatType::f32, normal_floats(rng, layout.inputs[0].count, 1.0)));
+        h.inputs.push_back(
+            float_bytes(FloatType::f32, normal_floats(rng, layout.inputs[0].count, 1.0)));
         h.inputs.push_back(window_codes(rng, narrow, {d.m, d.k}, w));
         h.inputs.push_back(window_codes(rng, narrow, {d.n, d.k}, w));
-        h.xq_params = QuantizationParams::per_tensor_symmetric(DType::int8, log_uniform(rng, 1e-3, 0.1));
+        h.xq_params =
+            QuantizationParams::per_tensor_symmetric(DType::int8, log_uniform(rng, 1e-3, 0.1));
       }
       break;
     }

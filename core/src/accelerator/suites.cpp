@@ -17,9 +17,8 @@ std::size_t pairs_for(const Scheme& scheme, const Shape& shape) {
     if (axis < 0 || axis >= rank)
       throw Error(ErrorCode::invalid_argument,
                   "workload_params: per-channel axis " + std::to_string(scheme.axis) +
-                      " for a tensor of rank " + std::to_string(rank) +
-                      "; expected an axis in [" + std::to_string(-rank) + ", " +
-                      std::to_string(rank - 1) + "]");
+                      " for a tensor of rank " + std::to_string(rank) + "; expected an axis in [" +
+                      std::to_string(-rank) + ", " + std::to_string(rank - 1) + "]");
     return static_cast<std::size_t>(std::max<std::int64_t>(shape[axis], 1));
   }
   std::int64_t outer = 1;
@@ -33,15 +32,24 @@ Workload elementwise(OpKind op, DType t, Scheme s, Shape shape) {
   return {{op, QuantizeDesc{shape, workload_params(t, s, shape), FloatType::f32}}};
 }
 
-MatmulDesc matmul(std::int64_t m, std::int64_t n, std::int64_t k, DType a, DType b,
-                  Granularity bg, MatrixLayout layout) {
-  const Scheme as = traits(a).is_signed ? Scheme::per_tensor_symmetric() : Scheme::per_tensor_affine();
+MatmulDesc matmul(std::int64_t m, std::int64_t n, std::int64_t k, DType a, DType b, Granularity bg,
+                  MatrixLayout layout) {
+  const Scheme as =
+      traits(a).is_signed ? Scheme::per_tensor_symmetric() : Scheme::per_tensor_affine();
   Scheme bs = Scheme::per_tensor_symmetric();
-  if (bg == Granularity::per_channel) bs = Scheme::per_channel_symmetric(layout == MatrixLayout::kn ? 1 : 0);
+  if (bg == Granularity::per_channel)
+    bs = Scheme::per_channel_symmetric(layout == MatrixLayout::kn ? 1 : 0);
   if (bg == Granularity::block) bs = Scheme::block_symmetric();
   const Shape b_shape = layout == MatrixLayout::kn ? Shape{k, n} : Shape{n, k};
-  return MatmulDesc{m, n, k, workload_params(a, as, {m, k}), workload_params(b, bs, b_shape),
-                    layout,     /*has_bias=*/false, FloatType::f32, std::nullopt,
+  return MatmulDesc{m,
+                    n,
+                    k,
+                    workload_params(a, as, {m, k}),
+                    workload_params(b, bs, b_shape),
+                    layout,
+                    /*has_bias=*/false,
+                    FloatType::f32,
+                    std::nullopt,
                     RequantMode::float_multiplier};
 }
 
@@ -66,7 +74,8 @@ Workload requantize(Shape shape, DType out, RequantMode mode) {
 }
 
 Workload linear(OpKind op, std::int64_t m, std::int64_t n, std::int64_t k) {
-  LinearDesc d{m, n, k, workload_params(DType::int8, Scheme::per_channel_symmetric(0), {n, k}), true};
+  LinearDesc d{m, n, k, workload_params(DType::int8, Scheme::per_channel_symmetric(0), {n, k}),
+               true};
   return {{op, d}};
 }
 
@@ -83,16 +92,28 @@ QuantizationParams workload_params(DType dtype, const Scheme& scheme, const Shap
 std::vector<NamedWorkload> quick_suite() {
   const Shape act{256, 1024};
   return {
-      {"quantize_f32_s8_tensor_256x1024", elementwise(OpKind::quantize, DType::int8, Scheme::per_tensor_symmetric(), act)},
-      {"quantize_f32_u8_rows_256x1024", elementwise(OpKind::quantize, DType::uint8, Scheme::per_channel_affine(0), act)},
-      {"quantize_f32_s4_block32_256x1024", elementwise(OpKind::quantize, DType::int4, Scheme::block_symmetric(), act)},
-      {"dequantize_s8_cols_256x1024", elementwise(OpKind::dequantize, DType::int8, Scheme::per_channel_symmetric(1), act)},
+      {"quantize_f32_s8_tensor_256x1024",
+       elementwise(OpKind::quantize, DType::int8, Scheme::per_tensor_symmetric(), act)},
+      {"quantize_f32_u8_rows_256x1024",
+       elementwise(OpKind::quantize, DType::uint8, Scheme::per_channel_affine(0), act)},
+      {"quantize_f32_s4_block32_256x1024",
+       elementwise(OpKind::quantize, DType::int4, Scheme::block_symmetric(), act)},
+      {"dequantize_s8_cols_256x1024",
+       elementwise(OpKind::dequantize, DType::int8, Scheme::per_channel_symmetric(1), act)},
       {"requantize_s32_s8_fixed_256x1024", requantize(act, DType::int8, RequantMode::fixed_point)},
       {"dql_f32_u8_256x1024", {{OpKind::dynamic_quantize_linear, DynamicQuantizeDesc{act}}}},
-      {"gemm_u8s8_s32_64x256x256", op_of(OpKind::matmul_integer, matmul(64, 256, 256, DType::uint8, DType::int8, Granularity::per_channel, MatrixLayout::kn))},
-      {"gemv_s8s8_s32_1x1024x1024", op_of(OpKind::matmul_integer, matmul(1, 1024, 1024, DType::int8, DType::int8, Granularity::per_channel, MatrixLayout::nk))},
-      {"gemm_s8s4_f32_block32_32x512x512", op_of(OpKind::matmul_dequant, matmul(32, 512, 512, DType::int8, DType::int4, Granularity::block, MatrixLayout::nk))},
-      {"qlinear_u8s8_u8_64x256x256", op_of(OpKind::qlinear_matmul, matmul(64, 256, 256, DType::uint8, DType::int8, Granularity::per_channel, MatrixLayout::kn))},
+      {"gemm_u8s8_s32_64x256x256",
+       op_of(OpKind::matmul_integer, matmul(64, 256, 256, DType::uint8, DType::int8,
+                                            Granularity::per_channel, MatrixLayout::kn))},
+      {"gemv_s8s8_s32_1x1024x1024",
+       op_of(OpKind::matmul_integer, matmul(1, 1024, 1024, DType::int8, DType::int8,
+                                            Granularity::per_channel, MatrixLayout::nk))},
+      {"gemm_s8s4_f32_block32_32x512x512",
+       op_of(OpKind::matmul_dequant,
+             matmul(32, 512, 512, DType::int8, DType::int4, Granularity::block, MatrixLayout::nk))},
+      {"qlinear_u8s8_u8_64x256x256",
+       op_of(OpKind::qlinear_matmul, matmul(64, 256, 256, DType::uint8, DType::int8,
+                                            Granularity::per_channel, MatrixLayout::kn))},
       {"linear_fwd_32x256x256", linear(OpKind::linear_forward, 32, 256, 256)},
       {"linear_bwd_32x256x256", linear(OpKind::linear_backward, 32, 256, 256)},
   };
@@ -101,22 +122,42 @@ std::vector<NamedWorkload> quick_suite() {
 std::vector<NamedWorkload> full_suite() {
   const Shape act{1024, 4096};
   std::vector<NamedWorkload> s = {
-      {"quantize_f32_s8_tensor_1024x4096", elementwise(OpKind::quantize, DType::int8, Scheme::per_tensor_symmetric(), act)},
-      {"quantize_f32_u8_tensor_1024x4096", elementwise(OpKind::quantize, DType::uint8, Scheme::per_tensor_affine(), act)},
-      {"quantize_f32_s8_rows_1024x4096", elementwise(OpKind::quantize, DType::int8, Scheme::per_channel_symmetric(0), act)},
-      {"quantize_f32_s4_block32_1024x4096", elementwise(OpKind::quantize, DType::int4, Scheme::block_symmetric(), act)},
-      {"quantize_f32_s8_log_1024x4096", elementwise(OpKind::quantize, DType::int8, Scheme::logarithmic(), act)},
-      {"dequantize_s8_cols_1024x4096", elementwise(OpKind::dequantize, DType::int8, Scheme::per_channel_symmetric(1), act)},
-      {"dequantize_s4_block32_1024x4096", elementwise(OpKind::dequantize, DType::int4, Scheme::block_symmetric(), act)},
+      {"quantize_f32_s8_tensor_1024x4096",
+       elementwise(OpKind::quantize, DType::int8, Scheme::per_tensor_symmetric(), act)},
+      {"quantize_f32_u8_tensor_1024x4096",
+       elementwise(OpKind::quantize, DType::uint8, Scheme::per_tensor_affine(), act)},
+      {"quantize_f32_s8_rows_1024x4096",
+       elementwise(OpKind::quantize, DType::int8, Scheme::per_channel_symmetric(0), act)},
+      {"quantize_f32_s4_block32_1024x4096",
+       elementwise(OpKind::quantize, DType::int4, Scheme::block_symmetric(), act)},
+      {"quantize_f32_s8_log_1024x4096",
+       elementwise(OpKind::quantize, DType::int8, Scheme::logarithmic(), act)},
+      {"dequantize_s8_cols_1024x4096",
+       elementwise(OpKind::dequantize, DType::int8, Scheme::per_channel_symmetric(1), act)},
+      {"dequantize_s4_block32_1024x4096",
+       elementwise(OpKind::dequantize, DType::int4, Scheme::block_symmetric(), act)},
       {"requantize_s32_s8_fixed_1024x4096", requantize(act, DType::int8, RequantMode::fixed_point)},
-      {"requantize_s32_u8_float_1024x4096", requantize(act, DType::uint8, RequantMode::float_multiplier)},
+      {"requantize_s32_u8_float_1024x4096",
+       requantize(act, DType::uint8, RequantMode::float_multiplier)},
       {"dql_f32_u8_1024x4096", {{OpKind::dynamic_quantize_linear, DynamicQuantizeDesc{act}}}},
-      {"gemv_s8s8_s32_1x4096x4096", op_of(OpKind::matmul_integer, matmul(1, 4096, 4096, DType::int8, DType::int8, Granularity::per_channel, MatrixLayout::nk))},
-      {"gemm_u8s8_s32_256x1024x1024", op_of(OpKind::matmul_integer, matmul(256, 1024, 1024, DType::uint8, DType::int8, Granularity::per_channel, MatrixLayout::kn))},
-      {"gemm_s8s8_s32_1024x1024x1024", op_of(OpKind::matmul_integer, matmul(1024, 1024, 1024, DType::int8, DType::int8, Granularity::per_tensor, MatrixLayout::nk))},
-      {"gemm_s8s8_f32_256x1024x1024", op_of(OpKind::matmul_dequant, matmul(256, 1024, 1024, DType::int8, DType::int8, Granularity::per_channel, MatrixLayout::nk))},
-      {"gemm_s8s4_f32_block32_256x1024x1024", op_of(OpKind::matmul_dequant, matmul(256, 1024, 1024, DType::int8, DType::int4, Granularity::block, MatrixLayout::nk))},
-      {"qlinear_u8s8_u8_256x1024x1024", op_of(OpKind::qlinear_matmul, matmul(256, 1024, 1024, DType::uint8, DType::int8, Granularity::per_channel, MatrixLayout::kn))},
+      {"gemv_s8s8_s32_1x4096x4096",
+       op_of(OpKind::matmul_integer, matmul(1, 4096, 4096, DType::int8, DType::int8,
+                                            Granularity::per_channel, MatrixLayout::nk))},
+      {"gemm_u8s8_s32_256x1024x1024",
+       op_of(OpKind::matmul_integer, matmul(256, 1024, 1024, DType::uint8, DType::int8,
+                                            Granularity::per_channel, MatrixLayout::kn))},
+      {"gemm_s8s8_s32_1024x1024x1024",
+       op_of(OpKind::matmul_integer, matmul(1024, 1024, 1024, DType::int8, DType::int8,
+                                            Granularity::per_tensor, MatrixLayout::nk))},
+      {"gemm_s8s8_f32_256x1024x1024",
+       op_of(OpKind::matmul_dequant, matmul(256, 1024, 1024, DType::int8, DType::int8,
+                                            Granularity::per_channel, MatrixLayout::nk))},
+      {"gemm_s8s4_f32_block32_256x1024x1024",
+       op_of(OpKind::matmul_dequant, matmul(256, 1024, 1024, DType::int8, DType::int4,
+                                            Granularity::block, MatrixLayout::nk))},
+      {"qlinear_u8s8_u8_256x1024x1024",
+       op_of(OpKind::qlinear_matmul, matmul(256, 1024, 1024, DType::uint8, DType::int8,
+                                            Granularity::per_channel, MatrixLayout::kn))},
       {"linear_fwd_256x1024x1024", linear(OpKind::linear_forward, 256, 1024, 1024)},
       {"linear_bwd_256x1024x1024", linear(OpKind::linear_backward, 256, 1024, 1024)},
   };

@@ -26,10 +26,10 @@ struct Session {
   CandidateId id;
   bool host_memory = true;
   bool transfers = false;
-  std::vector<HostArrays> host;    // one per input set: inputs, outputs written by host plugins
-  std::vector<DeviceArrays> dev;   // device plugins: one per input set
+  std::vector<HostArrays> host;   // one per input set: inputs, outputs written by host plugins
+  std::vector<DeviceArrays> dev;  // device plugins: one per input set
   std::size_t next_set = 0;
-  double seconds = 0;              // the last measurement, per call
+  double seconds = 0;  // the last measurement, per call
 
   void prepare() {
     host = inputs->sets;
@@ -73,8 +73,8 @@ Verdict from_outcome(const TaskOutcome& o, const std::string& what) {
   return {CandidateStatus::timed_out, what + " " + o.message, true};
 }
 
-Verdict time_injected(const Candidate& c, AutoTune& tuner, const OpDesc& desc,
-                      bool count_transfers, const AcceleratorOptions& options) {
+Verdict time_injected(const Candidate& c, AutoTune& tuner, const OpDesc& desc, bool count_transfers,
+                      const AcceleratorOptions& options) {
   const std::size_t me = *tuner.next();
   try {
     while (tuner.next() == me) {
@@ -140,8 +140,8 @@ Verdict time_candidate(const Candidate& c, AutoTune& tuner, const OpDesc& desc,
   }
   const double single = std::max(s->seconds, 1e-9);
   tuner.notify_cost(s->seconds);
-  const auto calls = static_cast<std::int64_t>(
-      std::clamp(std::ceil(options.sample_seconds / single), 1.0, 1e6));
+  const auto calls =
+      static_cast<std::int64_t>(std::clamp(std::ceil(options.sample_seconds / single), 1.0, 1e6));
 
   while (tuner.next() == me) {
     const double left = seconds_until(deadline);

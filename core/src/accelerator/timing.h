@@ -28,7 +28,8 @@ std::shared_ptr<TimingInputs> make_timing_inputs(const OpDesc& real, std::uint64
 // done with it or `deadline` passes. With options.injected_cost the costs come from there and
 // nothing runs (inputs may then be null).
 Verdict time_candidate(const Candidate& c, AutoTune& tuner, const OpDesc& desc,
-                       std::shared_ptr<const TimingInputs> inputs, bool count_transfers, const AcceleratorOptions& options, Worker& worker,
+                       std::shared_ptr<const TimingInputs> inputs, bool count_transfers,
+                       const AcceleratorOptions& options, Worker& worker,
                        Clock::time_point deadline);
 
 }  // namespace qforge::accel

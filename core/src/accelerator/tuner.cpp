@@ -1,12 +1,12 @@
 #include "accelerator/tuner.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "accelerator/timing.h"
 #include "qforge/error.h"
 #include "qforge/log.h"
-
-#include <spdlog/spdlog.h>
 
 namespace qforge::accel {
 namespace {
@@ -45,7 +45,8 @@ TuneOutcome tune_workload(const Workload& w, const Enumeration& e,
   r.notes = e.notes;
   for (const auto& ref : e.refusals) r.notes.push_back(ref);
   const std::vector<Candidate>& cands = e.candidates;
-  for (const auto& c : cands) r.candidates.push_back({c.id, CandidateStatus::not_verified, 0, 0, {}});
+  for (const auto& c : cands)
+    r.candidates.push_back({c.id, CandidateStatus::not_verified, 0, 0, {}});
 
   // 1. Verify.
   ProbeSet probes(w.op, seed);
@@ -58,7 +59,8 @@ TuneOutcome tune_workload(const Workload& w, const Enumeration& e,
       continue;
     }
     progress(options, r, "probe", cands[i].id.label(), i);
-    const Verdict v = verify_candidate(cands[i], probes, worker, total_deadline, options.budget.hang_s);
+    const Verdict v =
+        verify_candidate(cands[i], probes, worker, total_deadline, options.budget.hang_s);
     if (v.hung) out.hung.push_back(cands[i].plugin);
     if (v.status == CandidateStatus::measured) {
       verified.push_back(i);
@@ -97,8 +99,9 @@ TuneOutcome tune_workload(const Workload& w, const Enumeration& e,
     }
     progress(options, r, "time", c.id.label(), i);
     // Each remaining survivor gets an equal share of what is left.
-    const auto share = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                          std::chrono::duration<double>(left / static_cast<double>(verified.size() - j)));
+    const auto share =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                           left / static_cast<double>(verified.size() - j)));
     const bool transfers = host_data && !c.host_memory && options.policy.include_transfers;
     const Verdict v = time_candidate(c, tuner, w.op, inputs, transfers, options, worker, share);
     if (v.hung) out.hung.push_back(c.plugin);
@@ -108,7 +111,8 @@ TuneOutcome tune_workload(const Workload& w, const Enumeration& e,
     if (v.status == CandidateStatus::measured) {
       res.status = est.count() ? CandidateStatus::measured : CandidateStatus::not_measured;
       res.message = v.message;
-      if (!est.stable(options.tuner) && est.count() < static_cast<std::size_t>(options.tuner.max_samples))
+      if (!est.stable(options.tuner) &&
+          est.count() < static_cast<std::size_t>(options.tuner.max_samples))
         r.complete = false;
     } else {
       res.status = v.status;
@@ -144,14 +148,15 @@ TuneOutcome tune_workload(const Workload& w, const Enumeration& e,
     r.source = DecisionSource::fallback;
     r.notes.push_back("nothing was timed within the budget; using the first verified candidate");
   } else {
-    const auto unverified = std::find_if(r.candidates.begin(), r.candidates.end(), [](const CandidateResult& c) {
-      return c.status == CandidateStatus::not_verified;
-    });
+    const auto unverified = std::find_if(
+        r.candidates.begin(), r.candidates.end(),
+        [](const CandidateResult& c) { return c.status == CandidateStatus::not_verified; });
     if (unverified == r.candidates.end()) {
-      std::string msg = "accelerator: no candidate for " + r.description +
-                        " reproduces the reference:";
+      std::string msg =
+          "accelerator: no candidate for " + r.description + " reproduces the reference:";
       for (const auto& c : r.candidates)
-        msg += " " + c.id.label() + ": " + std::string(to_string(c.status)) + ": " + c.message + ";";
+        msg +=
+            " " + c.id.label() + ": " + std::string(to_string(c.status)) + ": " + c.message + ";";
       throw Error(ErrorCode::unsupported, msg);
     }
     r.winner = unverified->id;

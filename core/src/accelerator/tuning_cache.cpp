@@ -9,6 +9,7 @@
 // by many machines, or years of plugin upgrades, do not grow the file without bound.
 #include "qforge/tuning_cache.h"
 
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,27 +17,25 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <limits>
-#include <stdexcept>
 #include <functional>
+#include <limits>
 #include <mutex>
-#include <set>
-#include <system_error>
-
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
+#include <set>
+#include <stdexcept>
+#include <system_error>
 
 #include "accelerator/cache_file.h"
 #include "qforge/error.h"
 #include "qforge/input_file.h"
-#include "qforge/output_file.h"
 #include "qforge/log.h"
+#include "qforge/output_file.h"
 
 namespace qforge {
 namespace {
 
-using nlohmann::json;
 using accel::FileLock;
+using nlohmann::json;
 
 constexpr const char* kFormat = "qforge-tuning-cache";
 // Bump when the layout or the meaning of keys (workload_key.cpp) changes: an older file is
@@ -64,7 +63,8 @@ struct Malformed : std::runtime_error {
 }
 
 const json& member(const json& j, const char* key, const std::string& where) {
-  if (!j.is_object()) malformed(where, std::string("is a JSON ") + j.type_name() + "; expected an object");
+  if (!j.is_object())
+    malformed(where, std::string("is a JSON ") + j.type_name() + "; expected an object");
   const auto it = j.find(key);
   if (it == j.end()) malformed(where, std::string("has no field \"") + key + "\"");
   return *it;
@@ -76,20 +76,26 @@ std::string field_path(const std::string& where, const char* key) {
 
 std::string text_at(const json& j, const char* key, const std::string& where) {
   const json& v = member(j, key, where);
-  if (!v.is_string()) malformed(field_path(where, key), std::string("is a JSON ") + v.type_name() + "; expected a string");
+  if (!v.is_string())
+    malformed(field_path(where, key),
+              std::string("is a JSON ") + v.type_name() + "; expected a string");
   return v.get<std::string>();
 }
 
 bool flag_at(const json& j, const char* key, const std::string& where) {
   const json& v = member(j, key, where);
-  if (!v.is_boolean()) malformed(field_path(where, key), std::string("is a JSON ") + v.type_name() + "; expected true or false");
+  if (!v.is_boolean())
+    malformed(field_path(where, key),
+              std::string("is a JSON ") + v.type_name() + "; expected true or false");
   return v.get<bool>();
 }
 
 // An integer in [lo, hi]: rejected unless the JSON value is an integer (not 3.0, not 3e9).
-std::int64_t integer_value(const json& v, std::int64_t lo, std::int64_t hi, const std::string& where) {
+std::int64_t integer_value(const json& v, std::int64_t lo, std::int64_t hi,
+                           const std::string& where) {
   const auto out_of_range = [&] {
-    malformed(where, v.dump() + " is not an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    malformed(where, v.dump() + " is not an integer in [" + std::to_string(lo) + ", " +
+                         std::to_string(hi) + "]");
   };
   if (v.is_number_unsigned()) {
     const auto u = v.get<std::uint64_t>();
@@ -110,21 +116,28 @@ int int_at(const json& j, const char* key, const std::string& where) {
 // Seconds: a finite number >= 0.
 double seconds_at(const json& j, const char* key, const std::string& where) {
   const json& v = member(j, key, where);
-  if (!v.is_number()) malformed(field_path(where, key), std::string("is a JSON ") + v.type_name() + "; expected a number");
+  if (!v.is_number())
+    malformed(field_path(where, key),
+              std::string("is a JSON ") + v.type_name() + "; expected a number");
   const double d = v.get<double>();
-  if (!std::isfinite(d) || d < 0) malformed(field_path(where, key), v.dump() + "; expected a finite number >= 0");
+  if (!std::isfinite(d) || d < 0)
+    malformed(field_path(where, key), v.dump() + "; expected a finite number >= 0");
   return d;
 }
 
 const json& object_at(const json& j, const char* key, const std::string& where) {
   const json& v = member(j, key, where);
-  if (!v.is_object()) malformed(field_path(where, key), std::string("is a JSON ") + v.type_name() + "; expected an object");
+  if (!v.is_object())
+    malformed(field_path(where, key),
+              std::string("is a JSON ") + v.type_name() + "; expected an object");
   return v;
 }
 
 const json& array_at(const json& j, const char* key, const std::string& where) {
   const json& v = member(j, key, where);
-  if (!v.is_array()) malformed(field_path(where, key), std::string("is a JSON ") + v.type_name() + "; expected an array");
+  if (!v.is_array())
+    malformed(field_path(where, key),
+              std::string("is a JSON ") + v.type_name() + "; expected an array");
   return v;
 }
 
@@ -133,7 +146,8 @@ std::vector<std::string> texts_at(const json& j, const char* key, const std::str
   const json& a = array_at(j, key, where);
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (!a[i].is_string())
-      malformed(field_path(where, key) + "[" + std::to_string(i) + "]", std::string("is a JSON ") + a[i].type_name() + "; expected a string");
+      malformed(field_path(where, key) + "[" + std::to_string(i) + "]",
+                std::string("is a JSON ") + a[i].type_name() + "; expected a string");
     out.push_back(a[i].get<std::string>());
   }
   return out;
@@ -175,8 +189,8 @@ json to_json(const CacheEntry& e) {
                           {"seconds", c.seconds},
                           {"samples", c.samples},
                           {"message", c.message}});
-  return json{{"workload", e.workload}, {"example", e.example}, {"winner", to_json(e.winner)},
-              {"seconds", e.seconds},   {"complete", e.complete}, {"tuned_at", e.tuned_at},
+  return json{{"workload", e.workload},  {"example", e.example},   {"winner", to_json(e.winner)},
+              {"seconds", e.seconds},    {"complete", e.complete}, {"tuned_at", e.tuned_at},
               {"candidates", candidates}};
 }
 
@@ -209,10 +223,12 @@ std::string entry_where(const std::string& id, const std::string& key) {
 // whether it is damaged ("corrupt") or from another format version ("incompatible").
 using Problem = std::pair<std::string, std::string>;
 std::optional<Problem> schema_problem(const json& doc) {
-  if (!doc.is_object()) return Problem{"corrupt", "it is not a qforge tuning cache (not a JSON object)"};
+  if (!doc.is_object())
+    return Problem{"corrupt", "it is not a qforge tuning cache (not a JSON object)"};
   const auto format = doc.find("format");
   if (format == doc.end() || !format->is_string() || format->get<std::string>() != kFormat)
-    return Problem{"corrupt", "it is not a qforge tuning cache (no \"format\": \"qforge-tuning-cache\")"};
+    return Problem{"corrupt",
+                   "it is not a qforge tuning cache (no \"format\": \"qforge-tuning-cache\")"};
   const auto version = doc.find("version");
   if (version == doc.end() || !version->is_number_integer())
     return Problem{"corrupt", "it has no integer \"version\""};
@@ -221,7 +237,8 @@ std::optional<Problem> schema_problem(const json& doc) {
                                                        : version->get<std::int64_t>() == kVersion;
   if (!supported)
     return Problem{"incompatible", "it has format version " + version->dump() +
-                                       " and this qforge reads version " + std::to_string(kVersion)};
+                                       " and this qforge reads version " +
+                                       std::to_string(kVersion)};
   try {
     for (const auto& [id, m] : object_at(doc, "machines", "").items()) {
       const std::string where = machine_where(id);
@@ -295,7 +312,8 @@ struct TuningCache::Impl {
   // replaced by an empty document. Called with the lock held.
   json unusable(const Problem& problem, const std::string& report_key) {
     const bool may_move = mode == CacheMode::read_write && !file_read_only;
-    const std::filesystem::path moved = may_move ? accel::set_aside(path, problem.first) : std::filesystem::path();
+    const std::filesystem::path moved =
+        may_move ? accel::set_aside(path, problem.first) : std::filesystem::path();
     std::string msg = "tuning cache " + path.string() + " is unusable: " + problem.second + "; ";
     if (mode == CacheMode::read_only)
       msg += "left in place (opened read-only); the next program that tunes sets it aside";
@@ -385,7 +403,8 @@ std::optional<CacheEntry> TuningCache::find(const HardwareFingerprint& fp,
   if (m == machines.end()) return std::nullopt;
   // Two fingerprints with one 64-bit id would be a hash collision: compare in full.
   const std::string where = machine_where(m.key());
-  if (!(fingerprint_from(m->at("fingerprint"), field_path(where, "fingerprint")) == fp)) return std::nullopt;
+  if (!(fingerprint_from(m->at("fingerprint"), field_path(where, "fingerprint")) == fp))
+    return std::nullopt;
   const json& entries = m->at("entries");
   const auto e = entries.find(std::string(key));
   if (e == entries.end()) return std::nullopt;
@@ -397,7 +416,8 @@ std::vector<CacheEntry> TuningCache::entries(const HardwareFingerprint& fp) cons
   const json& machines = impl_->doc.at("machines");
   const auto m = machines.find(fp.id());
   if (m == machines.end() ||
-      !(fingerprint_from(m->at("fingerprint"), field_path(machine_where(m.key()), "fingerprint")) == fp))
+      !(fingerprint_from(m->at("fingerprint"), field_path(machine_where(m.key()), "fingerprint")) ==
+        fp))
     return out;
   for (const auto& [key, e] : m->at("entries").items())
     out.push_back(entry_from(key, e, entry_where(m.key(), key)));
@@ -448,8 +468,8 @@ void TuningCache::store(const HardwareFingerprint& fp, const CacheEntry& entry) 
     auto oldest = machines.end();
     for (auto it = machines.begin(); it != machines.end(); ++it) {
       if (it.key() == self) continue;
-      if (oldest == machines.end() ||
-          it.value().at("updated").get<std::string>() < oldest.value().at("updated").get<std::string>())
+      if (oldest == machines.end() || it.value().at("updated").get<std::string>() <
+                                          oldest.value().at("updated").get<std::string>())
         oldest = it;
     }
     machines.erase(oldest);
@@ -466,7 +486,8 @@ void TuningCache::clear() {
   if (std::filesystem::exists(p, ec)) {
     FileLock lock(accel::lock_path(p), /*exclusive=*/true);
     std::filesystem::remove(p, ec);
-    if (ec) throw Error(ErrorCode::io, "tuning cache: cannot remove " + p.string() + ": " + ec.message());
+    if (ec)
+      throw Error(ErrorCode::io, "tuning cache: cannot remove " + p.string() + ": " + ec.message());
   }
   impl_->doc = empty_document();
 }

@@ -26,7 +26,9 @@ class KeyBuilder {
     }
     pos_ += bits;  // never past 128: the widest key (a matmul) uses 95 bits
   }
-  void dim(std::int64_t extent) noexcept { put(static_cast<std::uint64_t>(bucket_code(extent)), 7); }
+  void dim(std::int64_t extent) noexcept {
+    put(static_cast<std::uint64_t>(bucket_code(extent)), 7);
+  }
   WorkloadKey key() const noexcept { return {words_[0], words_[1]}; }
 
  private:
@@ -59,7 +61,8 @@ void put_params(KeyBuilder& b, const QuantizationParams& p, std::size_t rank) no
 // and how many there are, not how the outer extent is split.
 void put_shape(KeyBuilder& b, const Shape& shape) noexcept {
   std::int64_t outer = 1;
-  for (std::size_t i = 0; i + 1 < shape.size(); ++i) outer = saturating_mul(outer, shape[i] < 0 ? 0 : shape[i]);
+  for (std::size_t i = 0; i + 1 < shape.size(); ++i)
+    outer = saturating_mul(outer, shape[i] < 0 ? 0 : shape[i]);
   b.dim(outer);
   b.dim(shape.empty() ? 1 : shape.back());
 }

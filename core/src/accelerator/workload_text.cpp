@@ -35,7 +35,8 @@ struct BucketText {
   std::string operator()(const RequantizeDesc& d) const {
     return std::string(" s32->") + std::string(name(d.out_dtype)) + " " +
            std::string(to_string(d.mode)) +
-           (d.multipliers.size() == 1 ? " per_tensor" : " per_axis(" + std::to_string(d.axis) + ")") +
+           (d.multipliers.size() == 1 ? " per_tensor"
+                                      : " per_axis(" + std::to_string(d.axis) + ")") +
            shape_bucket(d.shape);
   }
   std::string operator()(const MatmulDesc& d) const {
@@ -58,7 +59,9 @@ struct BucketText {
 
 }  // namespace
 
-std::string_view to_string(Residency r) noexcept { return r == Residency::host ? "host" : "device"; }
+std::string_view to_string(Residency r) noexcept {
+  return r == Residency::host ? "host" : "device";
+}
 
 std::string_view to_string(CandidateStatus s) noexcept {
   switch (s) {

@@ -2,14 +2,13 @@
 #include "qforge/input_file.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "qforge/error.h"
 
@@ -26,8 +25,8 @@ struct Fd {
 
 [[noreturn]] void io_error(std::string_view what, const std::filesystem::path& p,
                            std::string_view step, int err) {
-  throw Error(ErrorCode::io, fmt::format("{} {}: cannot {}: {}", what, p.string(), step,
-                                         std::strerror(err)));
+  throw Error(ErrorCode::io,
+              fmt::format("{} {}: cannot {}: {}", what, p.string(), step, std::strerror(err)));
 }
 
 std::string size_text(std::size_t bytes) {
@@ -39,8 +38,8 @@ std::string size_text(std::size_t bytes) {
 [[noreturn]] void too_large(std::string_view what, const std::filesystem::path& p,
                             std::string_view size, std::size_t max_bytes) {
   throw Error(ErrorCode::corrupt_data,
-              fmt::format("{} {} holds {}; expected at most {} (a damaged file or not a {})",
-                          what, p.string(), size, size_text(max_bytes), what));
+              fmt::format("{} {} holds {}; expected at most {} (a damaged file or not a {})", what,
+                          p.string(), size, size_text(max_bytes), what));
 }
 
 std::optional<std::string> read_impl(const std::filesystem::path& path, std::string_view what,
@@ -101,8 +100,7 @@ std::string read_input_file(const std::filesystem::path& path, std::string_view 
 }
 
 std::optional<std::string> read_input_file_if_exists(const std::filesystem::path& path,
-                                                     std::string_view what,
-                                                     std::size_t max_bytes) {
+                                                     std::string_view what, std::size_t max_bytes) {
   return read_impl(path, what, max_bytes, true);
 }
 

@@ -58,7 +58,8 @@ std::int64_t checked_operand(const std::string& op, std::string_view operand,
 std::int64_t checked_operand(const std::string& op, std::string_view operand,
                              std::span<const std::int64_t> extents, DType dtype) {
   const auto& tr = traits(dtype);
-  return checked_operand(op, operand, extents, tr.bits < 8 ? 1 : static_cast<std::size_t>(tr.bits / 8));
+  return checked_operand(op, operand, extents,
+                         tr.bits < 8 ? 1 : static_cast<std::size_t>(tr.bits / 8));
 }
 
 void validate_quantize(const std::string& op, const QuantizeDesc& desc, std::size_t float_bytes) {

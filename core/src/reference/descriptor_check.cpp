@@ -36,9 +36,9 @@ struct Check {
   void operator()(const QuantizeDesc& d) const {
     if (op != OpKind::quantize && op != OpKind::dequantize) mismatch("QuantizeDesc");
     // dequantize writes float32 whatever float_type says (op_desc.h).
-    detail::validate_quantize(name(), d,
-                              op == OpKind::dequantize ? sizeof(float)
-                                                       : static_cast<std::size_t>(size_of(d.float_type)));
+    detail::validate_quantize(
+        name(), d,
+        op == OpKind::dequantize ? sizeof(float) : static_cast<std::size_t>(size_of(d.float_type)));
   }
   void operator()(const RequantizeDesc& d) const {
     if (op != OpKind::requantize) mismatch("RequantizeDesc");
@@ -64,7 +64,8 @@ struct Check {
   }
   [[noreturn]] void mismatch(const char* given) const {
     detail::fail(ErrorCode::invalid_argument, name(),
-                 std::string("descriptor is a ") + given + "; expected the descriptor type of this op (op_desc.h)");
+                 std::string("descriptor is a ") + given +
+                     "; expected the descriptor type of this op (op_desc.h)");
   }
 };
 
@@ -74,13 +75,21 @@ void check_descriptor(const OpDesc& op) {
   as_op(std::string(to_string(op.op)), [&] { std::visit(Check{op.op}, op.desc); });
 }
 
-void check_descriptor(OpKind op, const QuantizeDesc& d) { as_op(std::string(to_string(op)), [&] { Check{op}(d); }); }
-void check_descriptor(OpKind op, const RequantizeDesc& d) { as_op(std::string(to_string(op)), [&] { Check{op}(d); }); }
-void check_descriptor(OpKind op, const MatmulDesc& d) { as_op(std::string(to_string(op)), [&] { Check{op}(d); }); }
+void check_descriptor(OpKind op, const QuantizeDesc& d) {
+  as_op(std::string(to_string(op)), [&] { Check{op}(d); });
+}
+void check_descriptor(OpKind op, const RequantizeDesc& d) {
+  as_op(std::string(to_string(op)), [&] { Check{op}(d); });
+}
+void check_descriptor(OpKind op, const MatmulDesc& d) {
+  as_op(std::string(to_string(op)), [&] { Check{op}(d); });
+}
 void check_descriptor(OpKind op, const DynamicQuantizeDesc& d) {
   as_op(std::string(to_string(op)), [&] { Check{op}(d); });
 }
-void check_descriptor(OpKind op, const LinearDesc& d) { as_op(std::string(to_string(op)), [&] { Check{op}(d); }); }
+void check_descriptor(OpKind op, const LinearDesc& d) {
+  as_op(std::string(to_string(op)), [&] { Check{op}(d); });
+}
 
 void check_matmul_a(OpKind op, const MatmulDesc& desc) {
   const std::string name(to_string(op));
@@ -95,8 +104,9 @@ void check_qlinear_output(const MatmulDesc& d, float max_b_scale) {
     const float sa = max_scale(d.a);
     if (!std::isfinite((sa * max_b_scale) / y.scale()))
       detail::fail(ErrorCode::invalid_argument, op,
-                   "multiplier (sa * sb) / sy overflows float32 for sa = " + detail::float_text(sa) +
-                       ", sb = " + detail::float_text(max_b_scale) + ", sy = " + detail::float_text(y.scale()) +
+                   "multiplier (sa * sb) / sy overflows float32 for sa = " +
+                       detail::float_text(sa) + ", sb = " + detail::float_text(max_b_scale) +
+                       ", sy = " + detail::float_text(y.scale()) +
                        "; expected scales whose ratio fits float32");
   }
 }

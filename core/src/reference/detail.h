@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <string>
 #include <initializer_list>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -63,8 +63,8 @@ std::int64_t checked_operand(const std::string& op, std::string_view operand,
 inline std::int64_t checked_operand(const std::string& op, std::string_view operand,
                                     std::initializer_list<std::int64_t> extents,
                                     std::size_t element_bytes) {
-  return checked_operand(op, operand, std::span<const std::int64_t>(extents.begin(), extents.size()),
-                         element_bytes);
+  return checked_operand(
+      op, operand, std::span<const std::int64_t>(extents.begin(), extents.size()), element_bytes);
 }
 // The same for packed storage of `dtype`.
 std::int64_t checked_operand(const std::string& op, std::string_view operand,
@@ -89,8 +89,7 @@ std::int32_t requantize_fixed(std::int32_t c, FixedPointMultiplier m, std::int32
 // of a product with depth `depth` (the same indices QuantizationParams::param_index gives for
 // the [M, K] and [N, K] / [K, N] shapes).
 std::size_t a_pair(const QuantizationParams& a, std::int64_t m);
-std::size_t b_pair(const QuantizationParams& b, std::int64_t n, std::int64_t k,
-                   std::int64_t depth);
+std::size_t b_pair(const QuantizationParams& b, std::int64_t n, std::int64_t k, std::int64_t depth);
 
 // Validates dtypes, mappings and granularities of A and B for a matmul op and that their
 // parameter counts fit [M, K] and the B layout. `allow_block_b` is false for ops whose output

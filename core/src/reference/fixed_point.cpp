@@ -18,9 +18,9 @@ constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
 
 FixedPointMultiplier quantize_multiplier(double real_multiplier) {
   if (!std::isfinite(real_multiplier))
-    detail::fail(ErrorCode::invalid_argument, "quantize_multiplier",
-                 "real multiplier = " + std::to_string(real_multiplier) +
-                     "; expected a finite value");
+    detail::fail(
+        ErrorCode::invalid_argument, "quantize_multiplier",
+        "real multiplier = " + std::to_string(real_multiplier) + "; expected a finite value");
   if (real_multiplier == 0.0) return {0, 0};
   int shift = 0;
   const double q = std::frexp(real_multiplier, &shift);  // |q| in [0.5, 1)

@@ -24,8 +24,7 @@ void detail::validate_linear(const std::string& op, const LinearDesc& desc) {
   detail::checked_operand(op, "Y [M, N]", {desc.m, desc.n}, sizeof(float));
   detail::checked_operand(op, "bias [N]", {desc.n}, sizeof(float));
   const QuantizationParams& w = desc.w;
-  const bool per_row = w.scheme().granularity == Granularity::per_channel &&
-                       w.channel_axis(2) == 0;
+  const bool per_row = w.scheme().granularity == Granularity::per_channel && w.channel_axis(2) == 0;
   if (w.dtype() != DType::int8 || w.scheme().mapping != Mapping::symmetric ||
       !(w.scheme().granularity == Granularity::per_tensor || per_row))
     detail::fail(ErrorCode::invalid_argument, op,
@@ -37,9 +36,8 @@ void detail::validate_linear(const std::string& op, const LinearDesc& desc) {
 namespace {
 
 float weight_scale(const LinearDesc& desc, std::int64_t n) {
-  return desc.w.scale(desc.w.scheme().granularity == Granularity::per_tensor
-                          ? 0
-                          : static_cast<std::size_t>(n));
+  return desc.w.scale(
+      desc.w.scheme().granularity == Granularity::per_tensor ? 0 : static_cast<std::size_t>(n));
 }
 
 }  // namespace

@@ -29,14 +29,15 @@ void matmul_dequant(const MatmulDesc& desc, const void* a, const void* b, const 
     for (std::int64_t n = 0; n < desc.n; ++n) {
       float v = 0.0f;
       if (!blocked) {
-        const std::int32_t c = detail::checked_int32(op, detail::dot(ops, desc.k, m, n, 0, desc.k), m, n);
+        const std::int32_t c =
+            detail::checked_int32(op, detail::dot(ops, desc.k, m, n, 0, desc.k), m, n);
         v = (static_cast<float>(c) * sa) * desc.b.scale(detail::b_pair(desc.b, n, 0, desc.k));
       } else {
         for (std::int64_t k0 = 0; k0 < desc.k; k0 += bs) {
           const std::int64_t k1 = std::min(k0 + bs, desc.k);
-          const std::int32_t c = detail::checked_int32(
-              op, detail::dot(ops, desc.k, m, n, k0, k1), m, n,
-              " (block " + std::to_string(k0 / bs) + ")");
+          const std::int32_t c =
+              detail::checked_int32(op, detail::dot(ops, desc.k, m, n, k0, k1), m, n,
+                                    " (block " + std::to_string(k0 / bs) + ")");
           const float sb = desc.b.scale(detail::b_pair(desc.b, n, k0, desc.k));
           v = v + (static_cast<float>(c) * sa) * sb;
         }

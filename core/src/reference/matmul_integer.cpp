@@ -16,7 +16,8 @@ void matmul_integer(const MatmulDesc& desc, const void* a, const void* b, std::i
   // value must fit int32, and when it does not the caller hears about it.
   for (std::int64_t m = 0; m < desc.m; ++m)
     for (std::int64_t n = 0; n < desc.n; ++n)
-      c[m * desc.n + n] = detail::checked_int32(op, detail::dot(ops, desc.k, m, n, 0, desc.k), m, n);
+      c[m * desc.n + n] =
+          detail::checked_int32(op, detail::dot(ops, desc.k, m, n, 0, desc.k), m, n);
 }
 
 }  // namespace qforge::reference

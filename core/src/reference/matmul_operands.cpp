@@ -18,8 +18,9 @@ void validate_operand(const std::string& op, const char* which, const Quantizati
   const std::string who = std::string(which) + " (" + p.to_string() + ")";
   if (p.scheme().mapping == Mapping::logarithmic)
     fail(ErrorCode::invalid_argument, op,
-         who + " uses the logarithmic mapping; expected affine or symmetric (log codes are not "
-               "linear in the value, so an integer dot product has no meaning)");
+         who +
+             " uses the logarithmic mapping; expected affine or symmetric (log codes are not "
+             "linear in the value, so an integer dot product has no meaning)");
   switch (p.scheme().granularity) {
     case Granularity::per_tensor: break;
     case Granularity::per_channel: {
@@ -85,10 +86,12 @@ void validate_qlinear_output(const std::string& op, const MatmulDesc& desc) {
     fail(ErrorCode::invalid_argument, op,
          "no output params (desc.y is empty); expected per-tensor int8 or uint8 params");
   const QuantizationParams& yp = *desc.y;
-  if (yp.scheme().granularity != Granularity::per_tensor || yp.scheme().mapping == Mapping::logarithmic ||
+  if (yp.scheme().granularity != Granularity::per_tensor ||
+      yp.scheme().mapping == Mapping::logarithmic ||
       (yp.dtype() != DType::int8 && yp.dtype() != DType::uint8))
     fail(ErrorCode::invalid_argument, op,
-         "output params " + yp.to_string() + "; expected per-tensor affine or symmetric int8 or uint8");
+         "output params " + yp.to_string() +
+             "; expected per-tensor affine or symmetric int8 or uint8");
 }
 
 void validate_matmul(const std::string& op, const MatmulDesc& desc, bool allow_block_b) {
@@ -96,17 +99,21 @@ void validate_matmul(const std::string& op, const MatmulDesc& desc, bool allow_b
   const bool kn = desc.b_layout == MatrixLayout::kn;
   std::string block_refusal;
   if (!allow_block_b)
-    block_refusal = " is block-wise; expected per_tensor or per_channel B (block-wise partial "
-                    "sums cannot be requantized to one output scale)";
+    block_refusal =
+        " is block-wise; expected per_tensor or per_channel B (block-wise partial "
+        "sums cannot be requantized to one output scale)";
   else if (kn)
-    block_refusal = " is block-wise with b_layout kn; expected b_layout nk (blocks run along "
-                    "the last axis, which must be K)";
+    block_refusal =
+        " is block-wise with b_layout kn; expected b_layout nk (blocks run along "
+        "the last axis, which must be K)";
   const std::int64_t kn_extents[] = {desc.k, desc.n}, nk_extents[] = {desc.n, desc.k};
   checked_operand(op, kn ? "B [K, N]" : "B [N, K]", kn ? kn_extents : nk_extents, desc.b.dtype());
-  if (desc.has_bias && op == "matmul_dequant") checked_operand(op, "bias [N]", {desc.n}, sizeof(float));
-  validate_operand(op, "B", desc.b, desc.b_shape(), kn ? 1 : 0,
-                   kn ? "one pair per column N of the [K, N] B" : "one pair per row N of the [N, K] B",
-                   block_refusal);
+  if (desc.has_bias && op == "matmul_dequant")
+    checked_operand(op, "bias [N]", {desc.n}, sizeof(float));
+  validate_operand(
+      op, "B", desc.b, desc.b_shape(), kn ? 1 : 0,
+      kn ? "one pair per column N of the [K, N] B" : "one pair per row N of the [N, K] B",
+      block_refusal);
 }
 
 CenteredOperands center_operands(const MatmulDesc& desc, const void* a, const void* b) {
@@ -146,7 +153,8 @@ std::int32_t checked_int32(const std::string& op, std::int64_t v, std::int64_t m
   if (v < std::numeric_limits<std::int32_t>::min() || v > std::numeric_limits<std::int32_t>::max())
     fail(ErrorCode::overflow, op,
          "C[" + std::to_string(m) + ", " + std::to_string(n) + "]" + context + " = " +
-             std::to_string(v) + " does not fit int32; expected a result in [-2147483648, "
+             std::to_string(v) +
+             " does not fit int32; expected a result in [-2147483648, "
              "2147483647] (reduce K or the operand ranges; int32_safe_k gives a safe K)");
   return static_cast<std::int32_t>(v);
 }
@@ -164,7 +172,8 @@ std::int64_t max_centered_magnitude(const QuantizationParams& p) {
   const std::int64_t lo = p.min_zero_point(), hi = p.max_zero_point();
   const auto& tr = traits(p.dtype());
   const std::int64_t qmin = tr.qmin, qmax = tr.qmax;
-  return std::max({std::llabs(qmin - lo), std::llabs(qmin - hi), std::llabs(qmax - lo), std::llabs(qmax - hi)});
+  return std::max(
+      {std::llabs(qmin - lo), std::llabs(qmin - hi), std::llabs(qmax - lo), std::llabs(qmax - hi)});
 }
 
 }  // namespace
@@ -173,8 +182,9 @@ std::int64_t int32_safe_k(const MatmulDesc& desc) {
   for (const auto* p : {&desc.a, &desc.b})
     if (p->scheme().mapping == Mapping::logarithmic)
       detail::fail(ErrorCode::invalid_argument, "int32_safe_k",
-                   "operand " + p->to_string() + " uses the logarithmic mapping; expected "
-                   "affine or symmetric");
+                   "operand " + p->to_string() +
+                       " uses the logarithmic mapping; expected "
+                       "affine or symmetric");
   // At least 1, so that the division below is defined whatever the params.
   const std::int64_t worst =
       std::max<std::int64_t>(1, max_centered_magnitude(desc.a) * max_centered_magnitude(desc.b));

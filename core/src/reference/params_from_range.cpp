@@ -39,7 +39,8 @@ Pair pair_from_range(const std::string& op, DType dtype, Mapping mapping, float 
       // then quantizes to the zero point, i.e. to 0.0, within the range's own width.
       if (!(p.scale > 0.0f)) p.scale = 1.0f;
       const float z = static_cast<float>(tr.qmin) - lo / p.scale;
-      p.zero_point = detail::saturate(static_cast<double>(detail::round_half_even(z)), tr.qmin, tr.qmax);
+      p.zero_point =
+          detail::saturate(static_cast<double>(detail::round_half_even(z)), tr.qmin, tr.qmax);
       break;
     }
     case Mapping::symmetric: {
@@ -68,23 +69,22 @@ QuantizationParams params_from_range(DType dtype, Mapping mapping, float lo, flo
                             {p.zero_point});
 }
 
-QuantizationParams params_from_ranges(DType dtype, const Scheme& scheme,
-                                      std::span<const float> lo, std::span<const float> hi) {
+QuantizationParams params_from_ranges(DType dtype, const Scheme& scheme, std::span<const float> lo,
+                                      std::span<const float> hi) {
   const std::string op = "params_from_ranges";
   if (lo.size() != hi.size())
     detail::fail(ErrorCode::invalid_argument, op,
                  std::to_string(lo.size()) + " lower bounds and " + std::to_string(hi.size()) +
                      " upper bounds; expected one pair per channel or block");
-  if (lo.empty())
-    detail::fail(ErrorCode::invalid_argument, op, "no ranges; expected at least one");
+  if (lo.empty()) detail::fail(ErrorCode::invalid_argument, op, "no ranges; expected at least one");
   if (scheme.granularity == Granularity::per_tensor && lo.size() != 1)
     detail::fail(ErrorCode::invalid_argument, op,
                  std::to_string(lo.size()) + " ranges for a per_tensor scheme; expected 1");
   std::vector<float> scales;
   std::vector<std::int32_t> zero_points;
   for (std::size_t i = 0; i < lo.size(); ++i) {
-    const Pair p = pair_from_range(op + " (range " + std::to_string(i) + ")", dtype,
-                                   scheme.mapping, lo[i], hi[i]);
+    const Pair p = pair_from_range(op + " (range " + std::to_string(i) + ")", dtype, scheme.mapping,
+                                   lo[i], hi[i]);
     scales.push_back(p.scale);
     zero_points.push_back(p.zero_point);
   }

@@ -29,8 +29,8 @@ void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* 
                          "); expected scales whose ratio fits float32");
       const std::int32_t c =
           detail::checked_int32(op, detail::dot(ops, desc.k, m, n, 0, desc.k), m, n);
-      const std::int32_t q = requantize_value(c, multiplier, desc.requant_mode, yp.zero_point(),
-                                              yp.qmin(), yp.qmax());
+      const std::int32_t q =
+          requantize_value(c, multiplier, desc.requant_mode, yp.zero_point(), yp.qmin(), yp.qmax());
       store_element(yp.dtype(), y, static_cast<std::size_t>(m * desc.n + n), q);
     }
   }

@@ -14,7 +14,8 @@ void require_multiplier(const std::string& op, float multiplier, const std::stri
 
 std::int32_t requantize_fixed(std::int32_t c, FixedPointMultiplier m, std::int32_t zero_point,
                               std::int32_t qmin, std::int32_t qmax) noexcept {
-  const std::int64_t y = static_cast<std::int64_t>(multiply_by_quantized_multiplier(c, m)) + zero_point;
+  const std::int64_t y =
+      static_cast<std::int64_t>(multiply_by_quantized_multiplier(c, m)) + zero_point;
   return saturate(y, qmin, qmax);
 }
 
@@ -27,9 +28,11 @@ void validate_requantize(const std::string& op, const RequantizeDesc& desc) {
   if (desc.out_zero_point < tr.qmin || desc.out_zero_point > tr.qmax)
     fail(ErrorCode::invalid_argument, op,
          "out_zero_point = " + std::to_string(desc.out_zero_point) + "; expected a value in the " +
-             std::string(tr.name) + " range [" + std::to_string(tr.qmin) + ", " + std::to_string(tr.qmax) + "]");
+             std::string(tr.name) + " range [" + std::to_string(tr.qmin) + ", " +
+             std::to_string(tr.qmax) + "]");
   if (desc.multipliers.empty())
-    fail(ErrorCode::invalid_argument, op, "no multipliers; expected 1 (per tensor) or one per index along axis");
+    fail(ErrorCode::invalid_argument, op,
+         "no multipliers; expected 1 (per tensor) or one per index along axis");
   for (std::size_t i = 0; i < desc.multipliers.size(); ++i)
     require_multiplier(op, desc.multipliers[i], "multipliers[" + std::to_string(i) + "]");
   if (desc.multipliers.size() > 1) {
@@ -43,8 +46,9 @@ void validate_requantize(const std::string& op, const RequantizeDesc& desc) {
     const std::int64_t extent = desc.shape[static_cast<std::size_t>(axis)];
     if (extent != static_cast<std::int64_t>(desc.multipliers.size()))
       fail(ErrorCode::shape_mismatch, op,
-           std::to_string(desc.multipliers.size()) + " multipliers for shape " + to_string(desc.shape) +
-               " along axis " + std::to_string(axis) + "; expected 1 or " + std::to_string(extent));
+           std::to_string(desc.multipliers.size()) + " multipliers for shape " +
+               to_string(desc.shape) + " along axis " + std::to_string(axis) + "; expected 1 or " +
+               std::to_string(extent));
   }
 }
 
@@ -90,8 +94,8 @@ void requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) {
     if (desc.mode == RequantMode::fixed_point)
       q = detail::requantize_fixed(c[idx], fixed[ch], desc.out_zero_point, tr.qmin, tr.qmax);
     else
-      q = requantize_value(c[idx], desc.multipliers[ch], desc.mode, desc.out_zero_point,
-                           tr.qmin, tr.qmax);
+      q = requantize_value(c[idx], desc.multipliers[ch], desc.mode, desc.out_zero_point, tr.qmin,
+                           tr.qmax);
     store_element(desc.out_dtype, y, idx, q);
   }
 }

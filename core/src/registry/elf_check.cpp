@@ -2,6 +2,7 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,8 +13,6 @@
 #include <cstdio>
 #include <cstring>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "qforge/input_file.h"
 
@@ -110,9 +109,7 @@ std::string elf_machine_name(unsigned machine) {
   }
 }
 
-std::string this_process_architecture() {
-  return describe_identity(kThisProcess, false, false);
-}
+std::string this_process_architecture() { return describe_identity(kThisProcess, false, false); }
 
 namespace {
 
@@ -133,9 +130,9 @@ struct Decoder {
 struct ClassLayout {
   std::size_t ehdr_size, phdr_size, shdr_size;
   std::size_t phoff_at, shoff_at, phentsize_at, phnum_at, shentsize_at, shnum_at;
-  int addr_bytes;                                         // 4 or 8
-  std::size_t p_offset_at, p_filesz_at;                   // inside a program header
-  std::size_t sh_size_at;                                 // inside a section header
+  int addr_bytes;                        // 4 or 8
+  std::size_t p_offset_at, p_filesz_at;  // inside a program header
+  std::size_t sh_size_at;                // inside a section header
 };
 constexpr ClassLayout kElf64{64, 56, 64, 32, 40, 54, 56, 58, 60, 8, 8, 32, 32};
 constexpr ClassLayout kElf32{52, 32, 40, 28, 32, 42, 44, 46, 48, 4, 4, 16, 20};
@@ -180,22 +177,21 @@ std::optional<ElfProblem> check_layout(std::uint64_t file_size, const ElfRead& r
   const std::uint64_t shentsize = d.get(&eh[c.shentsize_at], 2);
   std::uint64_t shnum = d.get(&eh[c.shnum_at], 2);
 
-  if (phnum == 0)
-    return damaged(name, file_size, "it has no program headers, so nothing to load");
-  if (phnum == PN_XNUM)
-    return damaged(name, file_size, "it claims 65535 or more program headers");
+  if (phnum == 0) return damaged(name, file_size, "it has no program headers, so nothing to load");
+  if (phnum == PN_XNUM) return damaged(name, file_size, "it claims 65535 or more program headers");
   if (phentsize != c.phdr_size)
-    return damaged(name, file_size, fmt::format("its program headers are {} bytes each where "
-                                                "{} are expected",
-                                                phentsize, c.phdr_size));
+    return damaged(name, file_size,
+                   fmt::format("its program headers are {} bytes each where "
+                               "{} are expected",
+                               phentsize, c.phdr_size));
   const std::uint64_t ph_bytes = phnum * phentsize;  // at most 65535 * 56: no overflow
   if (!inside(phoff, ph_bytes, file_size))
-    return damaged(name, file_size, fmt::format("its program header table ({} entries at byte "
-                                                "{}) ends past the end of the file",
-                                                phnum, phoff));
+    return damaged(name, file_size,
+                   fmt::format("its program header table ({} entries at byte "
+                               "{}) ends past the end of the file",
+                               phnum, phoff));
   std::vector<unsigned char> ph(static_cast<std::size_t>(ph_bytes));
-  if (!read(phoff, ph))
-    return damaged(name, file_size, "its program header table cannot be read");
+  if (!read(phoff, ph)) return damaged(name, file_size, "its program header table cannot be read");
   for (std::uint64_t i = 0; i < phnum; ++i) {
     const unsigned char* p = ph.data() + i * phentsize;
     const std::uint64_t type = d.get(p, 4);
@@ -204,33 +200,36 @@ std::optional<ElfProblem> check_layout(std::uint64_t file_size, const ElfRead& r
     // Every segment's file contents, not only PT_LOAD: the loader reads PT_DYNAMIC, PT_NOTE
     // and the rest through the mapping of the loadable segments that contain them.
     if (filesz != 0 && !inside(offset, filesz, file_size))
-      return damaged(name, file_size,
-                     fmt::format("its {} segment {} needs bytes {} to {}",
-                                 segment_type_name(type), i, offset,
-                                 offset > UINT64_MAX - filesz ? std::string("beyond 2^64")
-                                                              : std::to_string(offset + filesz)));
+      return damaged(
+          name, file_size,
+          fmt::format("its {} segment {} needs bytes {} to {}", segment_type_name(type), i, offset,
+                      offset > UINT64_MAX - filesz ? std::string("beyond 2^64")
+                                                   : std::to_string(offset + filesz)));
   }
 
   if (shoff == 0 && shnum == 0) return std::nullopt;  // no section headers (a stripped image)
   if (shentsize != c.shdr_size)
-    return damaged(name, file_size, fmt::format("its section headers are {} bytes each where "
-                                                "{} are expected",
-                                                shentsize, c.shdr_size));
+    return damaged(name, file_size,
+                   fmt::format("its section headers are {} bytes each where "
+                               "{} are expected",
+                               shentsize, c.shdr_size));
   if (shnum == 0) {
     // SHN_UNDEF convention: 65280 or more sections; the count is section 0's sh_size.
     std::array<unsigned char, 64> s0{};
     if (!inside(shoff, shentsize, file_size) || !read(shoff, std::span(s0.data(), c.shdr_size)))
-      return damaged(name, file_size, fmt::format("its section header table at byte {} ends past "
-                                                  "the end of the file",
-                                                  shoff));
+      return damaged(name, file_size,
+                     fmt::format("its section header table at byte {} ends past "
+                                 "the end of the file",
+                                 shoff));
     shnum = d.get(&s0[c.sh_size_at], c.addr_bytes);
     if (shnum > file_size / shentsize)
       return damaged(name, file_size, fmt::format("it claims {} section headers", shnum));
   }
   if (!inside(shoff, shnum * shentsize, file_size))
-    return damaged(name, file_size, fmt::format("its section header table ({} entries at byte "
-                                                "{}) ends past the end of the file",
-                                                shnum, shoff));
+    return damaged(name, file_size,
+                   fmt::format("its section header table ({} entries at byte "
+                               "{}) ends past the end of the file",
+                               shnum, shoff));
   return std::nullopt;
 }
 
@@ -247,17 +246,17 @@ std::optional<ElfProblem> check_elf_image(std::uint64_t file_size, const ElfRead
   }
   if (!read(0, std::span(head.data(), got)))
     return damaged(name, file_size, "its first bytes cannot be read");
-  if (got < 4 || head[EI_MAG0] != ELFMAG0 || head[EI_MAG1] != ELFMAG1 ||
-      head[EI_MAG2] != ELFMAG2 || head[EI_MAG3] != ELFMAG3) {
+  if (got < 4 || head[EI_MAG0] != ELFMAG0 || head[EI_MAG1] != ELFMAG1 || head[EI_MAG2] != ELFMAG2 ||
+      head[EI_MAG3] != ELFMAG3) {
     return ElfProblem{PluginFailureKind::not_shared_library,
                       fmt::format("{} is not a shared library: no ELF header (starts with {}); "
                                   "expected an ELF shared object built by qforge_add_plugin()",
                                   name, quote_prefix(head.data(), std::min<std::size_t>(got, 16)))};
   }
   if (got < head.size()) {
-    return ElfProblem{PluginFailureKind::not_shared_library,
-                      fmt::format("{} is not a shared library: truncated ELF header ({} bytes)",
-                                  name, got)};
+    return ElfProblem{
+        PluginFailureKind::not_shared_library,
+        fmt::format("{} is not a shared library: truncated ELF header ({} bytes)", name, got)};
   }
   const unsigned char elf_class = head[EI_CLASS];
   const unsigned char data = head[EI_DATA];
@@ -284,9 +283,9 @@ std::optional<ElfProblem> check_elf_image(std::uint64_t file_size, const ElfRead
   }
   const unsigned type = static_cast<unsigned>(d.get(&head[16], 2));
   if (type != ET_DYN) {
-    return ElfProblem{PluginFailureKind::not_shared_library,
-                      fmt::format("{} is not a shared library: it is {}", name,
-                                  elf_type_name(type))};
+    return ElfProblem{
+        PluginFailureKind::not_shared_library,
+        fmt::format("{} is not a shared library: it is {}", name, elf_type_name(type))};
   }
   return check_layout(file_size, read, name, elf_class == ELFCLASS64 ? kElf64 : kElf32, d);
 } catch (...) {
@@ -333,8 +332,8 @@ std::optional<ElfProblem> check_elf_file(const std::filesystem::path& file) noex
   const ElfRead read = [fd](std::uint64_t offset, std::span<unsigned char> out) {
     std::size_t done = 0;
     while (done < out.size()) {
-      const ssize_t n = ::pread(fd, out.data() + done, out.size() - done,
-                                static_cast<off_t>(offset + done));
+      const ssize_t n =
+          ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return false;
       done += static_cast<std::size_t>(n);

@@ -1,13 +1,12 @@
 #include "registry/plugin_library.h"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 
 #include <exception>
 #include <string>
 #include <string_view>
 #include <system_error>
-
-#include <fmt/format.h>
 
 #include "registry/elf_check.h"
 
@@ -80,8 +79,8 @@ std::variant<OpenedPlugin, PluginFailure> open_plugin(const std::filesystem::pat
   if (ec || !library->is_loaded()) {
     // Boost.DLL leaves the loader's own message in dlerror() on failure.
     const char* loader = ::dlerror();
-    return classify_dlopen_failure(file, loader ? std::string_view(loader)
-                                                : std::string_view(ec.message()));
+    return classify_dlopen_failure(
+        file, loader ? std::string_view(loader) : std::string_view(ec.message()));
   }
 
   if (!library->has(QFORGE_PLUGIN_ENTRY_SYMBOL)) {
@@ -96,9 +95,9 @@ std::variant<OpenedPlugin, PluginFailure> open_plugin(const std::filesystem::pat
   try {
     descriptor = entry();
   } catch (const std::exception& e) {
-    return failure(file, PluginFailureKind::missing_entry,
-                   fmt::format("{}: {}() threw: {}", file.string(), QFORGE_PLUGIN_ENTRY_SYMBOL,
-                               e.what()));
+    return failure(
+        file, PluginFailureKind::missing_entry,
+        fmt::format("{}: {}() threw: {}", file.string(), QFORGE_PLUGIN_ENTRY_SYMBOL, e.what()));
   } catch (...) {
     return failure(file, PluginFailureKind::missing_entry,
                    fmt::format("{}: {}() threw an unknown exception", file.string(),
@@ -146,9 +145,9 @@ std::variant<std::shared_ptr<QuantizationOps>, PluginFailure> create_plugin_ops(
       const char* last = d.last_error ? d.last_error() : nullptr;
       reason = last ? std::string(last) : std::string("create() returned NULL and gave no reason");
     }
-    return failure(file, PluginFailureKind::create_failed,
-                   fmt::format("plugin '{}' in {} failed to initialise: {}", d.name,
-                               file.string(), reason));
+    return failure(
+        file, PluginFailureKind::create_failed,
+        fmt::format("plugin '{}' in {} failed to initialise: {}", d.name, file.string(), reason));
   }
   auto* ops = static_cast<QuantizationOps*>(raw);
   // The deleter holds the library: the object's code stays mapped until it is destroyed.

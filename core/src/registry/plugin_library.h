@@ -3,11 +3,10 @@
 // The registry runs them in order and adds what needs its state (duplicate names).
 #pragma once
 
+#include <boost/dll/shared_library.hpp>
 #include <filesystem>
 #include <memory>
 #include <variant>
-
-#include <boost/dll/shared_library.hpp>
 
 #include "qforge/plugin/abi.h"
 #include "qforge/registry.h"

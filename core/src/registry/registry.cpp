@@ -3,14 +3,13 @@
 // view.
 #include "qforge/registry.h"
 
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
 #include <set>
 #include <system_error>
-
-#include <spdlog/spdlog.h>
 
 #include "qforge/input_file.h"
 #include "qforge/log.h"
@@ -35,7 +34,7 @@ std::string_view to_string(PluginFailureKind kind) noexcept {
 }
 
 std::optional<PluginFailure> check_plugin_image(std::span<const std::byte> bytes,
-                                               const std::filesystem::path& name) {
+                                                const std::filesystem::path& name) {
   auto problem = detail::check_elf_bytes(bytes, name.string());
   if (!problem) return std::nullopt;
   return PluginFailure{name, problem->kind, std::move(problem->message)};
@@ -185,9 +184,7 @@ void PluginRegistry::load_default() {
   load_from(default_search_path());
 }
 
-const std::vector<LoadedPlugin>& PluginRegistry::plugins() const noexcept {
-  return impl_->plugins;
-}
+const std::vector<LoadedPlugin>& PluginRegistry::plugins() const noexcept { return impl_->plugins; }
 
 const std::vector<PluginFailure>& PluginRegistry::failures() const noexcept {
   return impl_->failures;

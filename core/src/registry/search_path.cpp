@@ -1,10 +1,9 @@
 #include "registry/search_path.h"
 
 #include <algorithm>
+#include <boost/dll/runtime_symbol_info.hpp>
 #include <cstdlib>
 #include <system_error>
-
-#include <boost/dll/runtime_symbol_info.hpp>
 
 namespace qforge::detail {
 

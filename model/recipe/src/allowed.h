@@ -16,12 +16,13 @@ inline constexpr std::array kActivationDTypes = {DType::int8, DType::uint8, DTyp
 inline constexpr std::array kMappings = {Mapping::symmetric, Mapping::affine};
 inline constexpr std::array kGranularities = {Granularity::per_tensor, Granularity::per_channel,
                                               Granularity::block};
-inline constexpr std::array kActivationModes = {ActivationMode::static_range, ActivationMode::dynamic,
-                                                ActivationMode::explicit_params};
-inline constexpr std::array kRequantModes = {RequantMode::float_multiplier, RequantMode::fixed_point};
-inline constexpr std::array kMethods = {calibration::Method::minmax, calibration::Method::percentile,
-                                        calibration::Method::entropy, calibration::Method::mse,
-                                        calibration::Method::adaptive};
+inline constexpr std::array kActivationModes = {
+    ActivationMode::static_range, ActivationMode::dynamic, ActivationMode::explicit_params};
+inline constexpr std::array kRequantModes = {RequantMode::float_multiplier,
+                                             RequantMode::fixed_point};
+inline constexpr std::array kMethods = {
+    calibration::Method::minmax, calibration::Method::percentile, calibration::Method::entropy,
+    calibration::Method::mse, calibration::Method::adaptive};
 
 template <typename T, std::size_t N>
 bool contains(const std::array<T, N>& list, T value) {

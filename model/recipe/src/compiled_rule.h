@@ -24,7 +24,9 @@ struct CompiledRule {
 
   bool name_matches(std::string_view name) const;
   bool op_type_matches(std::string_view op_type) const;
-  bool matches(const NodeRef& node) const { return op_type_matches(node.op_type) && name_matches(node.name); }
+  bool matches(const NodeRef& node) const {
+    return op_type_matches(node.op_type) && name_matches(node.name);
+  }
 };
 
 // Validates the whole recipe (as validate() does) and compiles every rule's regex.

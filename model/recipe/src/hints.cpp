@@ -1,12 +1,12 @@
 #include "hints.h"
 
-#include "text.h"
-
 #include <algorithm>
 #include <cctype>
 #include <map>
 #include <set>
 #include <vector>
+
+#include "text.h"
 
 namespace qforge::model::detail {
 namespace {
@@ -72,7 +72,8 @@ std::string op_types_hint(const Rule& rule, std::span<const NodeRef> nodes) {
     if (present.count(wanted)) continue;
     for (std::string_view have : present)
       if (lower(have) == lower(wanted)) {
-        out += "; did you mean " + text::quoted(have) + " for " + text::quoted(wanted) + " (op types are "
+        out += "; did you mean " + text::quoted(have) + " for " + text::quoted(wanted) +
+               " (op types are "
                "case-sensitive)?";
         break;
       }

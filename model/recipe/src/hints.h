@@ -16,8 +16,7 @@ std::string node_label(const NodeRef& node, std::size_t index);
 
 // One sentence (no trailing period) saying why rules[index] decided nothing and what to do.
 std::string explain_unused_rule(const Recipe& recipe, const CompiledRule& rule, std::size_t index,
-                                const RecipeResolution& resolution,
-                                std::span<const NodeRef> nodes);
+                                const RecipeResolution& resolution, std::span<const NodeRef> nodes);
 
 // Length of the longest common substring of a and b (both cut to their first 64 / 256 bytes,
 // so that a hint over 100k nodes stays quick).

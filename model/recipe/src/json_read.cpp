@@ -68,8 +68,8 @@ std::int64_t get_int(const json& v, const FieldPath& where, std::int64_t lo, std
     where.fail((v.is_number() ? "the number " + v.dump() : "a JSON " + type_of(v)) +
                "; expected an integer");
   if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
-    where.fail(v.dump() + " is out of range; expected an integer in [" + std::to_string(lo) +
-               ", " + std::to_string(hi) + "]");
+    where.fail(v.dump() + " is out of range; expected an integer in [" + std::to_string(lo) + ", " +
+               std::to_string(hi) + "]");
   const std::int64_t x = v.get<std::int64_t>();
   if (x < lo || x > hi)
     where.fail(std::to_string(x) + " is out of range; expected an integer in [" +
@@ -111,15 +111,15 @@ WeightQuantization read_weights(const json& j, const FieldPath& where) {
   const std::string granularity(to_string(w.granularity));
   if (const json* v = find(j, "axis")) {
     if (w.granularity != Granularity::per_channel)
-      (where / "axis").fail("an axis applies only to granularity per_channel; this one is " +
-                            granularity);
+      (where / "axis")
+          .fail("an axis applies only to granularity per_channel; this one is " + granularity);
     w.axis = static_cast<int>(get_int(*v, where / "axis", std::numeric_limits<int>::min(),
                                       std::numeric_limits<int>::max()));
   }
   if (const json* v = find(j, "block_size")) {
     if (w.granularity != Granularity::block)
-      (where / "block_size").fail("a block size applies only to granularity block; this one is " +
-                                  granularity);
+      (where / "block_size")
+          .fail("a block size applies only to granularity block; this one is " + granularity);
     w.block_size = get_int(*v, where / "block_size", std::numeric_limits<std::int64_t>::min(),
                            std::numeric_limits<std::int64_t>::max());
   }
@@ -131,14 +131,16 @@ calibration::MethodOptions read_calibration(const json& j, const FieldPath& wher
   check_fields(j, where, {"method", "percentile", "percentile_interpolate", "start_bin", "stride"});
   calibration::MethodOptions o;
   if (const json* v = find(j, "method"))
-    o.method = get_enum(*v, where / "method", "method", detail::kMethods, calibration::parse_method);
+    o.method =
+        get_enum(*v, where / "method", "method", detail::kMethods, calibration::parse_method);
   const std::string method(calibration::to_string(o.method));
   auto applies = [&](const char* field, bool uses) {
     const json* v = find(j, field);
     if (v && !uses)
-      (where / field).fail("method " + method + " does not use " + field +
-                           " (percentile and adaptive use percentile options; entropy, mse and "
-                           "adaptive use start_bin and stride)");
+      (where / field)
+          .fail("method " + method + " does not use " + field +
+                " (percentile and adaptive use percentile options; entropy, mse and "
+                "adaptive use start_bin and stride)");
     return v;
   };
   if (const json* v = applies("percentile", detail::method_uses_percentile(o.method)))
@@ -180,20 +182,23 @@ ActivationQuantization read_activations(const json& j, const FieldPath& where) {
     // float first (guarded, as converting a double far outside float's range is undefined).
     const float f = s > 0.0 && s < 3.5e38 ? static_cast<float>(s) : 0.0f;
     if (!(std::isnormal(f) && f > 0.0f && f <= FLT_MAX))
-      (where / "scale").fail(text::number(s) +
-                             "; expected a float32 > 0 in [1.17549435e-38, 3.40282347e+38]");
+      (where / "scale")
+          .fail(text::number(s) + "; expected a float32 > 0 in [1.17549435e-38, 3.40282347e+38]");
     a.scale = f;
   }
   if (const json* v = find(j, "zero_point")) {
     if (a.mode != ActivationMode::explicit_params)
-      (where / "zero_point").fail("a zero point applies only to mode explicit; this one is " + mode);
+      (where / "zero_point")
+          .fail("a zero point applies only to mode explicit; this one is " + mode);
     const auto& tr = traits(a.dtype);
-    const std::int64_t z = get_int(*v, where / "zero_point", std::numeric_limits<std::int32_t>::min(),
-                                   std::numeric_limits<std::int32_t>::max());
+    const std::int64_t z =
+        get_int(*v, where / "zero_point", std::numeric_limits<std::int32_t>::min(),
+                std::numeric_limits<std::int32_t>::max());
     if (z < tr.qmin || z > tr.qmax)
-      (where / "zero_point").fail(std::to_string(z) + " is outside " + std::string(tr.name) +
-                                  "; expected a value in [" + std::to_string(tr.qmin) + ", " +
-                                  std::to_string(tr.qmax) + "]");
+      (where / "zero_point")
+          .fail(std::to_string(z) + " is outside " + std::string(tr.name) +
+                "; expected a value in [" + std::to_string(tr.qmin) + ", " +
+                std::to_string(tr.qmax) + "]");
     a.zero_point = static_cast<std::int32_t>(z);
   }
   return a;
@@ -208,24 +213,28 @@ std::optional<LayerQuantization> read_action(const json& j, const FieldPath& whe
   const json* requant = find(j, "requantization");
   if (skip && get_bool(*skip, where / "skip")) {
     if (weights || activations || requant)
-      (where / "skip").fail("true keeps the node float, yet weights, activations or "
-                            "requantization are given; expected one or the other");
+      (where / "skip")
+          .fail(
+              "true keeps the node float, yet weights, activations or "
+              "requantization are given; expected one or the other");
     return std::nullopt;
   }
   if (!weights && !activations)
-    where.fail("says neither \"skip\": true nor how to quantize; expected \"skip\": true, "
-               "\"weights\", \"activations\" or both");
+    where.fail(
+        "says neither \"skip\": true nor how to quantize; expected \"skip\": true, "
+        "\"weights\", \"activations\" or both");
   LayerQuantization l;
   l.weights = weights ? std::optional(read_weights(*weights, where / "weights")) : std::nullopt;
   l.activations = activations ? std::optional(read_activations(*activations, where / "activations"))
                               : std::nullopt;
   if (requant)
-    l.requantization = get_enum(*requant, where / "requantization", "requantization",
-                                detail::kRequantModes, [](std::string_view s) -> std::optional<RequantMode> {
-                                  for (RequantMode m : detail::kRequantModes)
-                                    if (to_string(m) == s) return m;
-                                  return std::nullopt;
-                                });
+    l.requantization =
+        get_enum(*requant, where / "requantization", "requantization", detail::kRequantModes,
+                 [](std::string_view s) -> std::optional<RequantMode> {
+                   for (RequantMode m : detail::kRequantModes)
+                     if (to_string(m) == s) return m;
+                   return std::nullopt;
+                 });
   return l;
 }
 
@@ -236,13 +245,17 @@ NodeMatch read_match(const json& j, const FieldPath& where) {
   if (const json* v = find(j, "name_regex")) m.name_regex = get_string(*v, where / "name_regex");
   if (const json* v = find(j, "op_types")) {
     if (!v->is_array())
-      (where / "op_types").fail("a JSON " + type_of(*v) + "; expected an array of op type strings, "
-                                "e.g. [\"Conv\", \"MatMul\"]");
+      (where / "op_types")
+          .fail("a JSON " + type_of(*v) +
+                "; expected an array of op type strings, "
+                "e.g. [\"Conv\", \"MatMul\"]");
     for (std::size_t i = 0; i < v->size(); ++i)
       m.op_types.push_back(get_string((*v)[i], (where / "op_types").at(i)));
     if (m.op_types.empty())
-      (where / "op_types").fail("empty list; expected at least one op type (leave the field out "
-                                "to match any op type)");
+      (where / "op_types")
+          .fail(
+              "empty list; expected at least one op type (leave the field out "
+              "to match any op type)");
   }
   return m;
 }
@@ -258,7 +271,8 @@ Rule read_rule(const json& j, std::size_t index) {
   Rule r;
   r.label = std::move(label);
   const json* match = find(j, "match");
-  if (!match) (where / "match").fail("missing; expected {\"name_regex\": ..., \"op_types\": [...]}");
+  if (!match)
+    (where / "match").fail("missing; expected {\"name_regex\": ..., \"op_types\": [...]}");
   r.match = read_match(*match, where / "match");
   if (const json* v = find(j, "optional")) r.optional = get_bool(*v, where / "optional");
   r.quantize = read_action(j, where);
@@ -339,11 +353,12 @@ Recipe recipe_from_json(std::string_view text) {
     FieldPath("format", "").fail(text::quoted(f) + "; expected '" + kFormat + "'");
   const json* version = find(doc, "version");
   if (!version) FieldPath("version", "").fail("missing; expected " + std::to_string(kVersion));
-  if (const auto v = get_int(*version, FieldPath("version", ""), std::numeric_limits<std::int64_t>::min(),
-                             std::numeric_limits<std::int64_t>::max());
+  if (const auto v =
+          get_int(*version, FieldPath("version", ""), std::numeric_limits<std::int64_t>::min(),
+                  std::numeric_limits<std::int64_t>::max());
       v != kVersion)
-    FieldPath("version", "").fail(std::to_string(v) + " is not supported; expected " +
-                                  std::to_string(kVersion));
+    FieldPath("version", "")
+        .fail(std::to_string(v) + " is not supported; expected " + std::to_string(kVersion));
   // After format and version, so that another kind of file is named as such rather than by
   // its first unknown field.
   check_fields(doc, top, {"format", "version", "default", "rules"});
@@ -359,7 +374,8 @@ Recipe recipe_from_json(std::string_view text) {
     if (!rules->is_array())
       FieldPath("rules", "").fail("a JSON " + type_of(*rules) + "; expected an array of rules");
     recipe.rules.reserve(rules->size());
-    for (std::size_t i = 0; i < rules->size(); ++i) recipe.rules.push_back(read_rule((*rules)[i], i));
+    for (std::size_t i = 0; i < rules->size(); ++i)
+      recipe.rules.push_back(read_rule((*rules)[i], i));
   }
   validate(recipe);
   return recipe;

@@ -68,8 +68,8 @@ std::string describe(const std::optional<LayerQuantization>& q) {
   std::string out;
   if (q->weights) {
     const WeightQuantization& w = *q->weights;
-    out += "weights " + std::string(name(w.dtype)) + " " + std::string(to_string(w.mapping)) +
-           " " + std::string(to_string(w.granularity));
+    out += "weights " + std::string(name(w.dtype)) + " " + std::string(to_string(w.mapping)) + " " +
+           std::string(to_string(w.granularity));
     if (w.granularity == Granularity::per_channel)
       out += w.axis ? "(axis " + std::to_string(*w.axis) + ")" : "(output channel)";
     if (w.granularity == Granularity::block) out += "(" + std::to_string(w.block_size) + ")";

@@ -1,9 +1,10 @@
 // load_recipe / save_recipe: bounded reads of regular files, atomic writes.
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "qforge/calibration/serialize.h"
 #include "qforge/error.h"

@@ -29,8 +29,8 @@ std::string format_report(const Recipe& recipe, const RecipeResolution& resoluti
            describe(rule.quantize) + "\n";
     append_nodes(out, "decided", resolution.rules[r].decided, nodes);
     if (!resolution.rules[r].shadowed.empty())
-      append_nodes(out, "also matched, but decided by an earlier rule", resolution.rules[r].shadowed,
-                   nodes);
+      append_nodes(out, "also matched, but decided by an earlier rule",
+                   resolution.rules[r].shadowed, nodes);
   }
   out += "default -> " + describe(recipe.default_quantize) + "\n";
   append_nodes(out, "decided", resolution.by_default, nodes);

@@ -23,7 +23,8 @@ std::string number(double v) { return shortest(v); }
 std::string clip(std::string_view s, std::size_t max) {
   std::size_t keep = std::min(s.size(), max);
   // Back off to the start of a UTF-8 sequence (continuation bytes are 10xxxxxx).
-  while (keep < s.size() && keep > 0 && (static_cast<unsigned char>(s[keep]) & 0xC0) == 0x80) --keep;
+  while (keep < s.size() && keep > 0 && (static_cast<unsigned char>(s[keep]) & 0xC0) == 0x80)
+    --keep;
   std::string out;
   for (std::size_t i = 0; i < keep; ++i) {
     const auto c = static_cast<unsigned char>(s[i]);

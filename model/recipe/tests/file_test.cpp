@@ -1,10 +1,10 @@
 // load_recipe / save_recipe: bounded reads of regular files, the path in every error, atomic
 // writes; and every JSON example in docs/RECIPES.md parses.
 #include <gtest/gtest.h>
-
-#include <fstream>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <fstream>
 
 #include "qforge/model/recipe.h"
 #include "test_support.h"
@@ -25,7 +25,9 @@ class RecipeFile : public ::testing::Test {
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
-  void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+  void write(const fs::path& p, const std::string& text) {
+    std::ofstream(p, std::ios::binary) << text;
+  }
   fs::path dir_;
 };
 
@@ -45,7 +47,8 @@ TEST_F(RecipeFile, SavesAtomicallyAndLoadsBack) {
 
   Recipe invalid = r;
   invalid.rules[0].match.name_regex = "(";
-  expect_error([&] { save_recipe(invalid, p); }, ErrorCode::invalid_argument, {"rules[0].match.name_regex"});
+  expect_error([&] { save_recipe(invalid, p); }, ErrorCode::invalid_argument,
+               {"rules[0].match.name_regex"});
   EXPECT_EQ(load_recipe(p), r);  // the old file is untouched
 }
 
@@ -66,12 +69,16 @@ TEST_F(RecipeFile, ErrorsNameTheFile) {
   expect_error([&] { load_recipe(big); }, ErrorCode::io, {big.string() + ": larger than 16 MiB"});
 
   const fs::path bad = dir_ / "bad.json";
-  write(bad, R"({"format": "qforge.recipe", "version": 1, "rules": [{"match": {"op_types": ["Conv"]}, "weights": {"dtype": "int3"}}]})");
+  write(
+      bad,
+      R"({"format": "qforge.recipe", "version": 1, "rules": [{"match": {"op_types": ["Conv"]}, "weights": {"dtype": "int3"}}]})");
   expect_error([&] { load_recipe(bad); }, ErrorCode::invalid_argument,
                {bad.string() + ": rules[0].weights.dtype: unknown dtype 'int3'"});
   write(bad, "{");
-  expect_error([&] { load_recipe(bad); }, ErrorCode::corrupt_data, {bad.string() + ": recipe: not valid JSON"});
-  expect_error([&] { save_recipe(Recipe{}, dir_ / "no" / "such" / "dir.json"); }, ErrorCode::io, {"dir.json"});
+  expect_error([&] { load_recipe(bad); }, ErrorCode::corrupt_data,
+               {bad.string() + ": recipe: not valid JSON"});
+  expect_error([&] { save_recipe(Recipe{}, dir_ / "no" / "such" / "dir.json"); }, ErrorCode::io,
+               {"dir.json"});
 }
 
 // The documentation's examples are recipes that parse, not prose that drifts.

@@ -43,7 +43,8 @@ TEST(RecipeJson, ReadsEveryField) {
   ASSERT_EQ(r.rules.size(), 4u);
   ASSERT_TRUE(r.default_quantize);
   EXPECT_EQ(r.default_quantize->weights, WeightQuantization{});
-  EXPECT_EQ(r.default_quantize->activations, ActivationQuantization::dynamic_per_batch(DType::uint8));
+  EXPECT_EQ(r.default_quantize->activations,
+            ActivationQuantization::dynamic_per_batch(DType::uint8));
 
   EXPECT_EQ(r.rules[0].label, "keep float");
   EXPECT_EQ(r.rules[0].match.name_regex, "LayerNorm|Softmax");
@@ -79,18 +80,22 @@ TEST(RecipeJson, ErrorsNameTheRuleAndTheField) {
                     {"rules[0].weights.dtype: unknown dtype 'int3'; expected one of int8, uint8, "
                      "int16, int4"});
   expect_json_error(
-      with_rule(R"({"label": "attn", "match": {"op_types": ["Conv"]}, "activations": {"dtype": "int4"}})"),
+      with_rule(
+          R"({"label": "attn", "match": {"op_types": ["Conv"]}, "activations": {"dtype": "int4"}})"),
       {"rules[0].activations.dtype: dtype int4 is not supported for activations; expected one of "
        "int8, uint8, int16 [rule 'attn']"});
-  expect_json_error(with_rule(R"({"match": {"op_types": ["Conv"]}, "wieghts": {}})"),
-                    {"rules[0].wieghts: unknown field; expected one of label, match, optional, skip, "
-                     "weights, activations, requantization"});
+  expect_json_error(
+      with_rule(R"({"match": {"op_types": ["Conv"]}, "wieghts": {}})"),
+      {"rules[0].wieghts: unknown field; expected one of label, match, optional, skip, "
+       "weights, activations, requantization"});
   expect_json_error(with_rule(R"({"match": {"op_types": ["Conv"]}, "weights": {"bits": 4}})"),
                     {"rules[0].weights.bits: unknown field"});
-  expect_json_error(with_rule(R"({"match": {"op_type": ["Conv"]}, "skip": true})"),
-                    {"rules[0].match.op_type: unknown field; expected one of name_regex, op_types"});
-  expect_json_error(with_rule(R"({"match": {"op_types": "Conv"}, "skip": true})"),
-                    {"rules[0].match.op_types: a JSON string; expected an array of op type strings"});
+  expect_json_error(
+      with_rule(R"({"match": {"op_type": ["Conv"]}, "skip": true})"),
+      {"rules[0].match.op_type: unknown field; expected one of name_regex, op_types"});
+  expect_json_error(
+      with_rule(R"({"match": {"op_types": "Conv"}, "skip": true})"),
+      {"rules[0].match.op_types: a JSON string; expected an array of op type strings"});
   expect_json_error(with_rule(R"({"match": {"op_types": []}, "skip": true})"),
                     {"rules[0].match.op_types: empty list"});
   expect_json_error(with_rule(R"({"match": {"op_types": ["Conv", 7]}, "skip": true})"),
@@ -98,8 +103,9 @@ TEST(RecipeJson, ErrorsNameTheRuleAndTheField) {
   expect_json_error(with_rule(R"({"match": {"name_regex": "(a"}, "skip": true})"),
                     {"rules[0].match.name_regex: invalid regular expression '(a': missing ): (a"});
   expect_json_error(with_rule(R"({"skip": true})"), {"rules[0].match: missing"});
-  expect_json_error(with_rule(R"({"match": {"op_types": ["Conv"]}, "optional": "yes", "skip": true})"),
-                    {"rules[0].optional: a JSON string; expected true or false"});
+  expect_json_error(
+      with_rule(R"({"match": {"op_types": ["Conv"]}, "optional": "yes", "skip": true})"),
+      {"rules[0].optional: a JSON string; expected true or false"});
   expect_json_error(with_rule(R"({"match": {"op_types": ["Conv"]}})"),
                     {"rules[0]: says neither \"skip\": true nor how to quantize"});
   expect_json_error(with_rule(R"({"match": {"op_types": ["Conv"]}, "skip": false})"),
@@ -108,74 +114,96 @@ TEST(RecipeJson, ErrorsNameTheRuleAndTheField) {
                     {"rules[0].skip: true keeps the node float, yet weights"});
   expect_json_error(with_rule(R"("Conv")"), {"rules[0]: a JSON string; expected an object"});
   expect_json_error(
-      with_rule(R"({"match": {"op_types": ["Conv"]}, "weights": {"granularity": "block", "axis": 0}})"),
-      {"rules[0].weights.axis: an axis applies only to granularity per_channel; this one is block"});
-  expect_json_error(with_rule(R"({"match": {"op_types": ["Conv"]}, "weights": {"block_size": 32}})"),
-                    {"rules[0].weights.block_size: a block size applies only to granularity block; "
-                     "this one is per_channel"});
+      with_rule(
+          R"({"match": {"op_types": ["Conv"]}, "weights": {"granularity": "block", "axis": 0}})"),
+      {"rules[0].weights.axis: an axis applies only to granularity per_channel; this one is "
+       "block"});
   expect_json_error(
-      with_rule(R"({"match": {"op_types": ["Conv"]}, "weights": {"granularity": "block", "block_size": 24}})"),
+      with_rule(R"({"match": {"op_types": ["Conv"]}, "weights": {"block_size": 32}})"),
+      {"rules[0].weights.block_size: a block size applies only to granularity block; "
+       "this one is per_channel"});
+  expect_json_error(
+      with_rule(
+          R"({"match": {"op_types": ["Conv"]}, "weights": {"granularity": "block", "block_size": 24}})"),
       {"rules[0].weights.block_size: 24; expected a power of two from 2 to 65536"});
   expect_json_error(
-      with_rule(R"({"match": {"op_types": ["Conv"]}, "weights": {"granularity": "block", "block_size": 32.0}})"),
+      with_rule(
+          R"({"match": {"op_types": ["Conv"]}, "weights": {"granularity": "block", "block_size": 32.0}})"),
       {"rules[0].weights.block_size: the number 32.0; expected an integer"});
-  expect_json_error(with_rule(R"({"match": {"op_types": ["Conv"]}, "weights": {"granularity": "row"}})"),
-                    {"rules[0].weights.granularity: unknown granularity 'row'; expected one of "
-                     "per_tensor, per_channel, block"});
-  expect_json_error(with_rule(R"({"match": {"op_types": ["Conv"]}, "activations": {"mode": "qat"}})"),
-                    {"rules[0].activations.mode: unknown mode 'qat'; expected one of static, dynamic, "
-                     "explicit"});
   expect_json_error(
-      with_rule(R"({"match": {"op_types": ["Conv"]}, "activations": {"granularity": "per_channel"}})"),
+      with_rule(R"({"match": {"op_types": ["Conv"]}, "weights": {"granularity": "row"}})"),
+      {"rules[0].weights.granularity: unknown granularity 'row'; expected one of "
+       "per_tensor, per_channel, block"});
+  expect_json_error(
+      with_rule(R"({"match": {"op_types": ["Conv"]}, "activations": {"mode": "qat"}})"),
+      {"rules[0].activations.mode: unknown mode 'qat'; expected one of static, dynamic, "
+       "explicit"});
+  expect_json_error(
+      with_rule(
+          R"({"match": {"op_types": ["Conv"]}, "activations": {"granularity": "per_channel"}})"),
       {"rules[0].activations.granularity: per_channel: activations are quantized per tensor"});
   expect_json_error(
-      with_rule(R"({"match": {"op_types": ["Conv"]}, "activations": {"mode": "dynamic", "calibration": {}}})"),
-      {"rules[0].activations.calibration: calibration applies only to mode static; this one is dynamic"});
+      with_rule(
+          R"({"match": {"op_types": ["Conv"]}, "activations": {"mode": "dynamic", "calibration": {}}})"),
+      {"rules[0].activations.calibration: calibration applies only to mode static; this one is "
+       "dynamic"});
   expect_json_error(
-      with_rule(R"({"match": {"op_types": ["Conv"]}, "activations": {"calibration": {"method": "kl"}}})"),
+      with_rule(
+          R"({"match": {"op_types": ["Conv"]}, "activations": {"calibration": {"method": "kl"}}})"),
       {"rules[0].activations.calibration.method: unknown method 'kl'; expected one of minmax, "
        "percentile, entropy, mse, adaptive"});
   expect_json_error(
-      with_rule(R"({"match": {"op_types": ["Conv"]}, "activations": {"calibration": {"method": "minmax", "percentile": 99}}})"),
+      with_rule(
+          R"({"match": {"op_types": ["Conv"]}, "activations": {"calibration": {"method": "minmax", "percentile": 99}}})"),
       {"rules[0].activations.calibration.percentile: method minmax does not use percentile"});
   expect_json_error(
-      with_rule(R"({"match": {"op_types": ["Conv"]}, "activations": {"calibration": {"stride": 0}}})"),
+      with_rule(
+          R"({"match": {"op_types": ["Conv"]}, "activations": {"calibration": {"stride": 0}}})"),
       {"rules[0].activations.calibration.stride: 0 is out of range; expected an integer in [1, "});
   expect_json_error(
       with_rule(R"({"match": {"op_types": ["Conv"]}, "activations": {"scale": 0.1}})"),
       {"rules[0].activations.scale: a scale applies only to mode explicit; this one is static"});
   expect_json_error(
-      with_rule(R"({"match": {"op_types": ["Conv"]}, "activations": {"mode": "explicit", "scale": 0.1}})"),
-      {"rules[0].activations.zero_point: missing; mode explicit with affine mapping needs a zero point"});
+      with_rule(
+          R"({"match": {"op_types": ["Conv"]}, "activations": {"mode": "explicit", "scale": 0.1}})"),
+      {"rules[0].activations.zero_point: missing; mode explicit with affine mapping needs a zero "
+       "point"});
   for (const char* scale : {"0", "-1", "1e-50", "1e39"})
     expect_json_error(
-        with_rule(std::string(R"({"match": {"op_types": ["Conv"]}, "activations": {"mode": "explicit", "zero_point": 0, "scale": )") +
-                  scale + "}}"),
+        with_rule(
+            std::string(
+                R"({"match": {"op_types": ["Conv"]}, "activations": {"mode": "explicit", "zero_point": 0, "scale": )") +
+            scale + "}}"),
         {"rules[0].activations.scale: ", "; expected a float32 > 0"});
   expect_json_error(
-      with_rule(R"({"match": {"op_types": ["Conv"]}, "activations": {"mode": "explicit", "dtype": "uint8", "scale": 1, "zero_point": 256}})"),
+      with_rule(
+          R"({"match": {"op_types": ["Conv"]}, "activations": {"mode": "explicit", "dtype": "uint8", "scale": 1, "zero_point": 256}})"),
       {"rules[0].activations.zero_point: 256 is outside uint8; expected a value in [0, 255]"});
   expect_json_error(
-      with_rule(R"({"match": {"op_types": ["Conv"]}, "activations": {"mode": "explicit", "scale": 1, "zero_point": 99999999999999999999}})"),
+      with_rule(
+          R"({"match": {"op_types": ["Conv"]}, "activations": {"mode": "explicit", "scale": 1, "zero_point": 99999999999999999999}})"),
       {"rules[0].activations.zero_point: the number", "expected an integer"});
   expect_json_error(
-      with_rule(R"({"match": {"op_types": ["Conv"]}, "activations": {"mode": "explicit", "scale": 1, "zero_point": 18446744073709551615}})"),
+      with_rule(
+          R"({"match": {"op_types": ["Conv"]}, "activations": {"mode": "explicit", "scale": 1, "zero_point": 18446744073709551615}})"),
       {"rules[0].activations.zero_point: 18446744073709551615 is out of range"});
   expect_json_error(
       with_rule(R"({"match": {"op_types": ["Conv"]}, "weights": {}, "requantization": "fixed"})"),
       {"rules[0].requantization: unknown requantization 'fixed'; expected one of float_multiplier, "
        "fixed_point"});
   expect_json_error(
-      with_rule(R"({"match": {"op_types": ["Conv"]}, "weights": {}, "requantization": "fixed_point"})"),
+      with_rule(
+          R"({"match": {"op_types": ["Conv"]}, "weights": {}, "requantization": "fixed_point"})"),
       {"rules[0].requantization: fixed_point needs integer outputs"});
   expect_json_error(
       R"({"format": "qforge.recipe", "version": 1, "default": {"weights": {"dtype": "uint16"}}})",
       {"default.weights.dtype: dtype uint16 is not supported for weights"});
   expect_json_error(R"({"format": "qforge.recipe", "version": 1, "default": {}})",
                     {"default: says neither"});
-  expect_json_error(R"({"format": "qforge.recipe", "version": 1, "default": {"label": "x", "skip": true}})",
-                    {"default.label: unknown field; expected one of skip, weights, activations, "
-                     "requantization"});
+  expect_json_error(
+      R"({"format": "qforge.recipe", "version": 1, "default": {"label": "x", "skip": true}})",
+      {"default.label: unknown field; expected one of skip, weights, activations, "
+       "requantization"});
 }
 
 TEST(RecipeJson, DocumentLevelErrors) {
@@ -204,7 +232,8 @@ TEST(RecipeJson, HostileInputs) {
   expect_json_error(R"({"format": "qforge.recipe", "version": 1, "version": 1})",
                     {"duplicate field 'version'"});
   expect_json_error(
-      with_rule(R"({"match": {"op_types": ["Conv"]}, "weights": {"dtype": "int8", "dtype": "int4"}})"),
+      with_rule(
+          R"({"match": {"op_types": ["Conv"]}, "weights": {"dtype": "int8", "dtype": "int4"}})"),
       {"duplicate field 'dtype'"});
   expect_json_error("{\"format\": \"qforge.recipe\\u0000\", \"version\": 1}",
                     {"format: 'qforge.recipe\\x00'; expected 'qforge.recipe'"});
@@ -241,8 +270,9 @@ TEST(RecipeJson, HostileInputs) {
       },
       ErrorCode::invalid_argument, {"kkkk... (1048576 bytes): unknown field"});
   EXPECT_LT(long_key.size(), 300u);
-  expect_json_error(with_rule(R"j({"match": {"name_regex": "(((a{1000}){1000}){1000})"}, "skip": true})j"),
-                    {"rules[0].match.name_regex: invalid regular expression"});
+  expect_json_error(
+      with_rule(R"j({"match": {"name_regex": "(((a{1000}){1000}){1000})"}, "skip": true})j"),
+      {"rules[0].match.name_regex: invalid regular expression"});
 }
 
 TEST(RecipeJson, HundredThousandRules) {
@@ -279,13 +309,15 @@ Recipe random_recipe(std::mt19937_64& gen) {
     w.dtype = pick(DType::int8, DType::uint8, DType::int16, DType::int4);
     w.mapping = pick(Mapping::symmetric, Mapping::affine);
     w.granularity = pick(Granularity::per_tensor, Granularity::per_channel, Granularity::block);
-    if (w.granularity == Granularity::per_channel && gen() % 2) w.axis = static_cast<int>(gen() % 5) - 2;
+    if (w.granularity == Granularity::per_channel && gen() % 2)
+      w.axis = static_cast<int>(gen() % 5) - 2;
     if (w.granularity == Granularity::block) w.block_size = std::int64_t{1} << (1 + gen() % 16);
     return w;
   };
   auto activations = [&] {
     ActivationQuantization a;
-    a.mode = pick(ActivationMode::static_range, ActivationMode::dynamic, ActivationMode::explicit_params);
+    a.mode = pick(ActivationMode::static_range, ActivationMode::dynamic,
+                  ActivationMode::explicit_params);
     a.dtype = pick(DType::int8, DType::uint8, DType::int16);
     a.mapping = pick(Mapping::symmetric, Mapping::affine);
     if (a.mode == ActivationMode::static_range) {
@@ -294,7 +326,8 @@ Recipe random_recipe(std::mt19937_64& gen) {
                                   calibration::Method::adaptive);
       if (a.calibration.method == calibration::Method::percentile ||
           a.calibration.method == calibration::Method::adaptive) {
-        a.calibration.percentile = 90.0 + 10.0 * std::uniform_real_distribution<double>(0.0, 1.0)(gen);
+        a.calibration.percentile =
+            90.0 + 10.0 * std::uniform_real_distribution<double>(0.0, 1.0)(gen);
         a.calibration.percentile_interpolate = gen() % 2;
       }
       if (a.calibration.method != calibration::Method::minmax &&
@@ -310,9 +343,9 @@ Recipe random_recipe(std::mt19937_64& gen) {
       a.scale = s;
       const auto& tr = traits(a.dtype);
       if (a.mapping == Mapping::affine)
-        a.zero_point = tr.qmin + static_cast<std::int32_t>(gen() % static_cast<std::uint64_t>(tr.qmax - tr.qmin + 1));
-      else if (gen() % 2)
-        a.zero_point = symmetric_zero_point(a.dtype);
+        a.zero_point = tr.qmin + static_cast<std::int32_t>(
+                                     gen() % static_cast<std::uint64_t>(tr.qmax - tr.qmin + 1));
+      else if (gen() % 2) a.zero_point = symmetric_zero_point(a.dtype);
     }
     return a;
   };
@@ -330,7 +363,8 @@ Recipe random_recipe(std::mt19937_64& gen) {
   for (int i = 0; i < n; ++i) {
     Rule rule;
     if (gen() % 2) rule.label = "rule \"" + std::to_string(i) + "\"\n";
-    if (gen() % 2) rule.match.name_regex = pick("conv", "^/enc/.*\\.weight$", "(?i)norm|soft", "\\d+");
+    if (gen() % 2)
+      rule.match.name_regex = pick("conv", "^/enc/.*\\.weight$", "(?i)norm|soft", "\\d+");
     if (!rule.match.name_regex || gen() % 2) rule.match.op_types = {pick("Conv", "MatMul"), "Gemm"};
     rule.optional = gen() % 2;
     rule.quantize = layer();
@@ -353,10 +387,11 @@ TEST(RecipeJson, RoundTripsRandomRecipes) {
 
 TEST(RecipeJson, WritesEveryFieldAndFloatsThatReadBack) {
   Recipe r;
-  r.rules.push_back({.match = {.op_types = {"Add"}},
-                     .quantize = LayerQuantization{
-                         .weights = std::nullopt,
-                         .activations = ActivationQuantization::explicit_affine(DType::uint8, 0.1f, 7)}});
+  r.rules.push_back(
+      {.match = {.op_types = {"Add"}},
+       .quantize = LayerQuantization{
+           .weights = std::nullopt,
+           .activations = ActivationQuantization::explicit_affine(DType::uint8, 0.1f, 7)}});
   const std::string text = recipe_to_json(r);
   EXPECT_NE(text.find("\"scale\": 0.1,"), std::string::npos) << text;  // shortest form
   EXPECT_NE(text.find("\"default\": {\n    \"skip\": true\n  }"), std::string::npos) << text;
@@ -371,7 +406,8 @@ TEST(RecipeJson, WritesEveryFieldAndFloatsThatReadBack) {
   Recipe invalid;
   invalid.default_quantize = LayerQuantization{};
   invalid.default_quantize->activations->dtype = DType::int4;
-  expect_error([&] { recipe_to_json(invalid); }, ErrorCode::invalid_argument, {"default.activations.dtype"});
+  expect_error([&] { recipe_to_json(invalid); }, ErrorCode::invalid_argument,
+               {"default.activations.dtype"});
 }
 
 }  // namespace

@@ -26,7 +26,8 @@ TEST(RecipeResolve, FirstMatchingRuleWins) {
   r.rules.push_back({.label = "sensitive",
                      .match = {.name_regex = "layer\\.1/output"},
                      .quantize = int16_activations()});
-  r.rules.push_back({.label = "linear", .match = {.op_types = {"Gemm", "MatMul"}},
+  r.rules.push_back({.label = "linear",
+                     .match = {.op_types = {"Gemm", "MatMul"}},
                      .quantize = LayerQuantization{}});
   const RecipeResolution res = resolve(r, nodes);
   ASSERT_EQ(res.nodes.size(), nodes.size());
@@ -70,8 +71,8 @@ TEST(RecipeResolve, PatternsSearchTheNameAndAnchorsRestrictThem) {
   EXPECT_EQ(resolve(r, nodes).rules[0].decided, (std::vector<std::size_t>{2, 6}));
   r.rules[0].match.name_regex = "^query";  // anchored: no name starts with it
   expect_error([&] { resolve(r, nodes); }, ErrorCode::invalid_argument,
-               {"no node name matches '^query'", "closest names:",
-                "'/encoder/layer.0/attention/query' (MatMul)"});
+               {"no node name matches '^query'",
+                "closest names:", "'/encoder/layer.0/attention/query' (MatMul)"});
   r.rules[0].match.name_regex = "^/stem/conv$";
   EXPECT_EQ(resolve(r, nodes).rules[0].decided, (std::vector<std::size_t>{0}));
   r.rules[0].match.name_regex = "^$";  // the unnamed node
@@ -116,15 +117,15 @@ TEST(RecipeResolve, UnmatchedRulesAreListedWithHints) {
   const test::Graph g = test::small_graph();
   const auto nodes = g.refs();
   Recipe r;
-  r.rules.push_back(Rule::skip({.name_regex = "layer\\.1/atention"}, "typo"));      // 0
-  r.rules.push_back(Rule::skip({.op_types = {"conv"}}));                            // 1
+  r.rules.push_back(Rule::skip({.name_regex = "layer\\.1/atention"}, "typo"));        // 0
+  r.rules.push_back(Rule::skip({.op_types = {"conv"}}));                              // 1
   r.rules.push_back(Rule::skip({.name_regex = "dense", .op_types = {"Transpose"}}));  // 2
-  r.rules.push_back(Rule::skip({.name_regex = "xyzzy", .op_types = {"Gemm"}}));     // 3
-  r.rules.push_back(Rule::skip({.op_types = {"Relu"}}));                            // 4: fine
+  r.rules.push_back(Rule::skip({.name_regex = "xyzzy", .op_types = {"Gemm"}}));       // 3
+  r.rules.push_back(Rule::skip({.op_types = {"Relu"}}));                              // 4: fine
   Rule optional = Rule::skip({.name_regex = "decoder"});
   optional.optional = true;
-  r.rules.push_back(optional);                                                      // 5: fine
-  r.rules.push_back(Rule::skip({.name_regex = "dense", .op_types = {"MatMul"}}));   // 6
+  r.rules.push_back(optional);                                                     // 5: fine
+  r.rules.push_back(Rule::skip({.name_regex = "dense", .op_types = {"MatMul"}}));  // 6
   const std::string message = expect_error(
       [&] { resolve(r, nodes); }, ErrorCode::invalid_argument,
       {"5 of 7 rule(s) decide no node of the 10-node graph", "\"optional\": true",
@@ -145,7 +146,8 @@ TEST(RecipeResolve, UnmatchedRulesAreListedWithHints) {
 TEST(RecipeResolve, ManyUnmatchedRulesAreCappedInTheMessage) {
   const test::Graph g = test::small_graph();
   Recipe r;
-  for (int i = 0; i < 50; ++i) r.rules.push_back(Rule::skip({.op_types = {"Op" + std::to_string(i)}}));
+  for (int i = 0; i < 50; ++i)
+    r.rules.push_back(Rule::skip({.op_types = {"Op" + std::to_string(i)}}));
   const std::string message =
       expect_error([&] { resolve(r, g.refs()); }, ErrorCode::invalid_argument,
                    {"50 of 50 rule(s)", "rules[19] (op_types [Op19])", "... and 30 more"});
@@ -157,7 +159,8 @@ TEST(RecipeResolve, ReportListsWhatEachRuleMatched) {
   const auto nodes = g.refs();
   Recipe r;
   r.rules.push_back(Rule::skip({.name_regex = "LayerNorm|Softmax"}, "keep float"));
-  r.rules.push_back({.match = {.op_types = {"Gemm", "MatMul", "Softmax"}}, .quantize = LayerQuantization{}});
+  r.rules.push_back(
+      {.match = {.op_types = {"Gemm", "MatMul", "Softmax"}}, .quantize = LayerQuantization{}});
   r.default_quantize = std::nullopt;
   const RecipeResolution res = resolve(r, nodes);
   const std::string report = format_report(r, res, nodes);
@@ -196,7 +199,8 @@ TEST(RecipeResolve, PathologicalPatternRunsInLinearTime) {
   r.rules.back().optional = true;
   const auto start = std::chrono::steady_clock::now();
   const RecipeResolution res = resolve(r, g.refs());
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(res.rules[0].decided, (std::vector<std::size_t>{1}));
   EXPECT_TRUE(res.rules[1].decided.empty());
   EXPECT_LT(seconds, 2.0);

@@ -28,8 +28,8 @@ inline std::uint64_t run_seed() {
 }
 
 inline std::string seed_text() {
-  return "seed " + std::to_string(run_seed()) + " (replay with QFORGE_TEST_SEED=" +
-         std::to_string(run_seed()) + ")";
+  return "seed " + std::to_string(run_seed()) +
+         " (replay with QFORGE_TEST_SEED=" + std::to_string(run_seed()) + ")";
 }
 
 inline std::mt19937_64 rng(std::uint64_t salt) {
@@ -69,16 +69,16 @@ struct Graph {
 
 inline Graph small_graph() {
   Graph g;
-  g.add("/stem/conv", "Conv");                          // 0
-  g.add("/stem/relu", "Relu");                          // 1
-  g.add("/encoder/layer.0/attention/query", "MatMul");  // 2
-  g.add("/encoder/layer.0/attention/Softmax", "Softmax");  // 3
+  g.add("/stem/conv", "Conv");                                // 0
+  g.add("/stem/relu", "Relu");                                // 1
+  g.add("/encoder/layer.0/attention/query", "MatMul");        // 2
+  g.add("/encoder/layer.0/attention/Softmax", "Softmax");     // 3
   g.add("/encoder/layer.0/LayerNorm", "LayerNormalization");  // 4
-  g.add("/encoder/layer.0/output/dense", "Gemm");       // 5
-  g.add("/encoder/layer.1/attention/query", "MatMul");  // 6
-  g.add("/encoder/layer.1/output/dense", "Gemm");       // 7
-  g.add("", "Add");                                     // 8: ONNX allows unnamed nodes
-  g.add("/head/classifier", "Gemm");                    // 9
+  g.add("/encoder/layer.0/output/dense", "Gemm");             // 5
+  g.add("/encoder/layer.1/attention/query", "MatMul");        // 6
+  g.add("/encoder/layer.1/output/dense", "Gemm");             // 7
+  g.add("", "Add");                                           // 8: ONNX allows unnamed nodes
+  g.add("/head/classifier", "Gemm");                          // 9
   return g;
 }
 

@@ -21,9 +21,10 @@ Recipe with_rule(const LayerQuantization& l) {
 
 void expect_invalid(const LayerQuantization& l, std::initializer_list<std::string> pieces) {
   std::vector<std::string> all(pieces);
-  const std::string message = expect_error([&] { validate(with_rule(l)); },
-                                           ErrorCode::invalid_argument, {});
-  for (const auto& p : all) EXPECT_NE(message.find(p), std::string::npos) << "missing '" << p << "' in: " << message;
+  const std::string message =
+      expect_error([&] { validate(with_rule(l)); }, ErrorCode::invalid_argument, {});
+  for (const auto& p : all)
+    EXPECT_NE(message.find(p), std::string::npos) << "missing '" << p << "' in: " << message;
   EXPECT_NE(message.find("[rule 'r']"), std::string::npos) << message;
 }
 
@@ -54,7 +55,8 @@ TEST(RecipeValidate, WeightSettings) {
                      "one of int8, uint8, int16, int4"});
   l = {};
   l.weights->mapping = Mapping::logarithmic;
-  expect_invalid(l, {"rules[0].weights.mapping: mapping logarithmic", "expected symmetric or affine"});
+  expect_invalid(l,
+                 {"rules[0].weights.mapping: mapping logarithmic", "expected symmetric or affine"});
   l = {};
   l.weights->granularity = Granularity::block;
   l.weights->axis = 1;
@@ -69,7 +71,8 @@ TEST(RecipeValidate, WeightSettings) {
   }
   l = {};
   l.weights->block_size = 64;  // per_channel
-  expect_invalid(l, {"rules[0].weights.block_size: a block size applies only to granularity block"});
+  expect_invalid(l,
+                 {"rules[0].weights.block_size: a block size applies only to granularity block"});
 }
 
 TEST(RecipeValidate, ActivationSettings) {
@@ -79,7 +82,8 @@ TEST(RecipeValidate, ActivationSettings) {
                      "expected one of int8, uint8, int16"});
   l = {};
   l.activations->granularity = Granularity::block;
-  expect_invalid(l, {"rules[0].activations.granularity: block: activations are quantized per tensor"});
+  expect_invalid(l,
+                 {"rules[0].activations.granularity: block: activations are quantized per tensor"});
   l = {};
   l.activations->mapping = Mapping::logarithmic;
   expect_invalid(l, {"rules[0].activations.mapping"});
@@ -97,7 +101,8 @@ TEST(RecipeValidate, ActivationSettings) {
     l = {};
     l.activations->calibration.method = calibration::Method::percentile;
     l.activations->calibration.percentile = p;
-    expect_invalid(l, {"rules[0].activations.calibration.percentile:", "expected a value in (0, 100]"});
+    expect_invalid(
+        l, {"rules[0].activations.calibration.percentile:", "expected a value in (0, 100]"});
   }
   l = {};
   l.activations->calibration.stride = 0;
@@ -126,7 +131,8 @@ TEST(RecipeValidate, ExplicitScaleAndZeroPoint) {
   l.activations = ActivationQuantization::explicit_affine(DType::int16, 0.5f, -40000);
   expect_invalid(l, {"rules[0].activations.zero_point: -40000 is outside int16"});
   l.activations->zero_point.reset();
-  expect_invalid(l, {"rules[0].activations.zero_point: missing; mode explicit with affine mapping"});
+  expect_invalid(l,
+                 {"rules[0].activations.zero_point: missing; mode explicit with affine mapping"});
   l.activations = ActivationQuantization::explicit_symmetric(DType::uint8, 0.5f);
   EXPECT_NO_THROW(validate(with_rule(l)));
   l.activations->zero_point = 128;  // restating the fixed zero point is fine
@@ -139,7 +145,8 @@ TEST(RecipeValidate, ExplicitScaleAndZeroPoint) {
                      "is static"});
   l.activations = ActivationQuantization::dynamic_per_batch();
   l.activations->zero_point = 3;
-  expect_invalid(l, {"rules[0].activations.zero_point: a zero point applies only to mode explicit"});
+  expect_invalid(l,
+                 {"rules[0].activations.zero_point: a zero point applies only to mode explicit"});
 }
 
 TEST(RecipeValidate, FixedPointRequantizationNeedsIntegerOnlySettings) {
@@ -200,7 +207,8 @@ TEST(RecipeValidate, MatchAndActionShape) {
   Recipe d;
   d.default_quantize = LayerQuantization{};
   d.default_quantize->weights->dtype = DType::binary;
-  expect_error([&] { validate(d); }, ErrorCode::invalid_argument, {"default.weights.dtype: dtype binary"});
+  expect_error([&] { validate(d); }, ErrorCode::invalid_argument,
+               {"default.weights.dtype: dtype binary"});
 }
 
 }  // namespace

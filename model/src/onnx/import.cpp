@@ -29,20 +29,26 @@ std::int64_t default_opset(const onnx::ModelProto& m, std::string_view source) {
   std::int64_t opset = -1;
   for (const auto& imp : m.opset_import())
     if (is_default_domain(imp.domain())) {
-      if (opset != -1) fail(source, ErrorCode::corrupt_data, "the default ONNX domain is imported twice");
+      if (opset != -1)
+        fail(source, ErrorCode::corrupt_data, "the default ONNX domain is imported twice");
       opset = imp.version();
     }
   if (opset == -1) {
     std::string domains;
-    for (const auto& imp : m.opset_import()) domains += (domains.empty() ? "" : ", ") + imp.domain();
-    fail(source, domains.empty() ? ErrorCode::corrupt_data : ErrorCode::unsupported,
-         "the model imports no opset of the default ONNX domain" +
-             (domains.empty() ? std::string() : " (only " + domains + "); qforge supports only the default domain"));
+    for (const auto& imp : m.opset_import())
+      domains += (domains.empty() ? "" : ", ") + imp.domain();
+    fail(
+        source, domains.empty() ? ErrorCode::corrupt_data : ErrorCode::unsupported,
+        "the model imports no opset of the default ONNX domain" +
+            (domains.empty() ? std::string()
+                             : " (only " + domains + "); qforge supports only the default domain"));
   }
   if (opset < 1 || opset > kMaxOnnxOpset)
     fail(source, ErrorCode::unsupported,
-         "opset " + std::to_string(opset) + " of the default domain is not supported; qforge "
-         "imports opsets 1 to " + std::to_string(kMaxOnnxOpset) + " (ONNX 1.12)");
+         "opset " + std::to_string(opset) +
+             " of the default domain is not supported; qforge "
+             "imports opsets 1 to " +
+             std::to_string(kMaxOnnxOpset) + " (ONNX 1.12)");
   return opset;
 }
 
@@ -58,7 +64,8 @@ void check_structure(const onnx::ModelProto& m, std::string_view source) {
     fail(source, ErrorCode::unsupported, "sparse initializers are not supported");
   for (int i = 0; i < m.graph().node_size(); ++i) {
     const auto& n = m.graph().node(i);
-    const std::string label = n.op_type() + " '" + (n.name().empty() ? "#" + std::to_string(i) : n.name()) + "'";
+    const std::string label =
+        n.op_type() + " '" + (n.name().empty() ? "#" + std::to_string(i) : n.name()) + "'";
     if (!is_default_domain(n.domain()))
       fail(source, ErrorCode::unsupported,
            "node " + label + " is in domain '" + n.domain() +
@@ -76,7 +83,8 @@ void run_onnx_checks(onnx::ModelProto& m, std::string_view source) {
   try {
     onnx::checker::check_model(m);
   } catch (const std::exception& e) {
-    fail(source, ErrorCode::corrupt_data, std::string("onnx::checker rejected the model: ") + e.what());
+    fail(source, ErrorCode::corrupt_data,
+         std::string("onnx::checker rejected the model: ") + e.what());
   }
   try {
     // Strict: a node whose shapes do not fit its schema is an error here, not at run time.
@@ -94,8 +102,9 @@ ValueInfo convert_value_info(const onnx::ValueInfoProto& v, std::string_view sou
   out.name = v.name();
   if (!v.has_type() || !v.type().has_tensor_type())
     fail(source, ErrorCode::unsupported,
-         "value '" + v.name() + "' is not a tensor (sequence, map, optional and sparse values "
-         "are not supported)");
+         "value '" + v.name() +
+             "' is not a tensor (sequence, map, optional and sparse values "
+             "are not supported)");
   const auto& tt = v.type().tensor_type();
   const auto type = element_type_from_onnx(tt.elem_type());
   if (!type)
@@ -120,7 +129,9 @@ ValueInfo convert_value_info(const onnx::ValueInfoProto& v, std::string_view sou
       out.dims.push_back(std::move(dim));
     }
     // A declared static shape past the limit can never be allocated: say so now.
-    if (out.fully_known()) checked_tensor_bytes(out.type, known, std::string(source) + ": value '" + v.name() + "'", max_tensor_bytes);
+    if (out.fully_known())
+      checked_tensor_bytes(out.type, known, std::string(source) + ": value '" + v.name() + "'",
+                           max_tensor_bytes);
   }
   return out;
 }
@@ -132,11 +143,15 @@ AttributeValue convert_attribute(const onnx::AttributeProto& a, const std::strin
     case onnx::AttributeProto::FLOAT: return a.f();
     case onnx::AttributeProto::STRING: return a.s();
     case onnx::AttributeProto::TENSOR:
-      return tensor_from_proto(a.t(), std::string(source) + ": node " + node_label + " attribute '" + a.name() + "'",
-                               max_tensor_bytes);
-    case onnx::AttributeProto::INTS: return std::vector<std::int64_t>(a.ints().begin(), a.ints().end());
-    case onnx::AttributeProto::FLOATS: return std::vector<float>(a.floats().begin(), a.floats().end());
-    case onnx::AttributeProto::STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
+      return tensor_from_proto(
+          a.t(), std::string(source) + ": node " + node_label + " attribute '" + a.name() + "'",
+          max_tensor_bytes);
+    case onnx::AttributeProto::INTS:
+      return std::vector<std::int64_t>(a.ints().begin(), a.ints().end());
+    case onnx::AttributeProto::FLOATS:
+      return std::vector<float>(a.floats().begin(), a.floats().end());
+    case onnx::AttributeProto::STRINGS:
+      return std::vector<std::string>(a.strings().begin(), a.strings().end());
     default:
       fail(source, ErrorCode::unsupported,
            "node " + node_label + ": attribute '" + a.name() + "' has type " +
@@ -164,15 +179,16 @@ void check_supported(const Node& node, std::int64_t opset) {
     throw Error(ErrorCode::unsupported,
                 node.describe() + ": " + node.op_type + " version " +
                     std::to_string(node.since_version) + " (what opset " + std::to_string(opset) +
-                    " selects) is not supported; qforge implements " + node.op_type +
-                    " versions " + join_versions(k->since_versions));
+                    " selects) is not supported; qforge implements " + node.op_type + " versions " +
+                    join_versions(k->since_versions));
   for (const auto& [key, value] : node.attributes)
     if (std::find(k->attributes.begin(), k->attributes.end(), key) == k->attributes.end()) {
       std::string known;
       for (const auto& a : k->attributes) known += (known.empty() ? "" : ", ") + a;
       throw Error(ErrorCode::unsupported,
                   node.describe() + ": attribute '" + key + "' is not supported; qforge reads " +
-                      (known.empty() ? std::string("no attributes") : known) + " for " + node.op_type);
+                      (known.empty() ? std::string("no attributes") : known) + " for " +
+                      node.op_type);
     }
   if (k->check) k->check(node);
 }
@@ -184,14 +200,16 @@ Graph convert(const onnx::ModelProto& m, std::int64_t opset, std::string_view so
   graph.name = g.name();
   graph.opset = opset;
   graph.ir_version = m.ir_version();
-  graph.producer = m.producer_name() + (m.producer_version().empty() ? "" : " " + m.producer_version());
+  graph.producer =
+      m.producer_name() + (m.producer_version().empty() ? "" : " " + m.producer_version());
 
   for (const auto& init : g.initializer()) {
     if (graph.initializers.contains(init.name()))
       fail(source, ErrorCode::corrupt_data, "initializer '" + init.name() + "' appears twice");
     graph.initializers.emplace(
-        init.name(), tensor_from_proto(init, std::string(source) + ": initializer '" + init.name() + "'",
-                                       options.max_tensor_bytes));
+        init.name(),
+        tensor_from_proto(init, std::string(source) + ": initializer '" + init.name() + "'",
+                          options.max_tensor_bytes));
   }
   // Before IR version 4 initializers were also listed as inputs; they are not inputs to feed.
   for (const auto& in : g.input())
@@ -203,7 +221,8 @@ Graph convert(const onnx::ModelProto& m, std::int64_t opset, std::string_view so
     graph.value_info.push_back(convert_value_info(vi, source, options.max_tensor_bytes));
 
   std::set<std::string> names;
-  for (const auto& n : g.node()) if (!n.name().empty()) names.insert(n.name());
+  for (const auto& n : g.node())
+    if (!n.name().empty()) names.insert(n.name());
   for (int i = 0; i < g.node_size(); ++i) {
     const auto& n = g.node(i);
     Node node;
@@ -218,8 +237,8 @@ Graph convert(const onnx::ModelProto& m, std::int64_t opset, std::string_view so
     const onnx::OpSchema* schema =
         onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), "");
     if (!schema)  // check_model has already refused this; kept as a guard
-      fail(source, ErrorCode::unsupported, node.describe() + ": no ONNX schema for this op at opset " +
-                                               std::to_string(opset));
+      fail(source, ErrorCode::unsupported,
+           node.describe() + ": no ONNX schema for this op at opset " + std::to_string(opset));
     node.since_version = schema->SinceVersion();
     node.inputs.assign(n.input().begin(), n.input().end());
     node.outputs.assign(n.output().begin(), n.output().end());
@@ -228,8 +247,10 @@ Graph convert(const onnx::ModelProto& m, std::int64_t opset, std::string_view so
         fail(source, ErrorCode::corrupt_data,
              node.describe() + ": attribute '" + a.name() + "' refers to a function attribute");
       if (node.attributes.contains(a.name()))
-        fail(source, ErrorCode::corrupt_data, node.describe() + ": attribute '" + a.name() + "' appears twice");
-      node.attributes.emplace(a.name(), convert_attribute(a, node.describe(), source, options.max_tensor_bytes));
+        fail(source, ErrorCode::corrupt_data,
+             node.describe() + ": attribute '" + a.name() + "' appears twice");
+      node.attributes.emplace(
+          a.name(), convert_attribute(a, node.describe(), source, options.max_tensor_bytes));
     }
     graph.nodes.push_back(std::move(node));
   }

@@ -12,7 +12,8 @@
 
 namespace qforge::model::onnx_io {
 
-std::vector<std::byte> read_file_limited(const std::filesystem::path& path, std::uint64_t max_bytes) {
+std::vector<std::byte> read_file_limited(const std::filesystem::path& path,
+                                         std::uint64_t max_bytes) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(status))
@@ -21,11 +22,12 @@ std::vector<std::byte> read_file_limited(const std::filesystem::path& path, std:
   if (!std::filesystem::is_regular_file(status))
     throw Error(ErrorCode::io, path.string() + ": not a regular file");
   const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec) throw Error(ErrorCode::io, path.string() + ": cannot read its size (" + ec.message() + ")");
+  if (ec)
+    throw Error(ErrorCode::io, path.string() + ": cannot read its size (" + ec.message() + ")");
   if (size > max_bytes)
-    throw Error(ErrorCode::invalid_argument,
-                path.string() + ": " + std::to_string(size) + " bytes is over the limit of " +
-                    std::to_string(max_bytes) + " bytes");
+    throw Error(ErrorCode::invalid_argument, path.string() + ": " + std::to_string(size) +
+                                                 " bytes is over the limit of " +
+                                                 std::to_string(max_bytes) + " bytes");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorCode::io, path.string() + ": cannot open for reading");
   std::vector<std::byte> bytes(static_cast<std::size_t>(size));
@@ -45,8 +47,8 @@ void parse_limited(std::span<const std::byte> bytes, std::string_view source, st
                 std::string(source) + ": " + std::to_string(bytes.size()) +
                     " bytes is over the limit of " + std::to_string(limit) + " bytes");
   if (bytes.empty())
-    throw Error(ErrorCode::corrupt_data, std::string(source) + ": empty; expected an " +
-                                             std::string(kind));
+    throw Error(ErrorCode::corrupt_data,
+                std::string(source) + ": empty; expected an " + std::string(kind));
   google::protobuf::io::CodedInputStream stream(reinterpret_cast<const std::uint8_t*>(bytes.data()),
                                                 static_cast<int>(bytes.size()));
   stream.SetTotalBytesLimit(static_cast<int>(limit));

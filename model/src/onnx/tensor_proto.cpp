@@ -48,16 +48,19 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, std::string_view what,
   const auto type = element_type_from_onnx(proto.data_type());
   if (!type)
     throw Error(ErrorCode::unsupported,
-                std::string(what) + ": element type " + std::string(onnx_type_name(proto.data_type())) +
-                    " (" + std::to_string(proto.data_type()) +
+                std::string(what) + ": element type " +
+                    std::string(onnx_type_name(proto.data_type())) + " (" +
+                    std::to_string(proto.data_type()) +
                     ") is not supported; qforge holds float32, float16, float64, int8..int64, "
                     "uint8..uint64 and bool");
   if (proto.data_location() == onnx::TensorProto::EXTERNAL || proto.external_data_size() > 0)
     throw Error(ErrorCode::unsupported,
-                std::string(what) + ": external data is not supported; save the model with its "
-                                    "weights inside the file");
+                std::string(what) +
+                    ": external data is not supported; save the model with its "
+                    "weights inside the file");
   if (proto.has_segment())
-    throw Error(ErrorCode::unsupported, std::string(what) + ": segmented tensors are not supported");
+    throw Error(ErrorCode::unsupported,
+                std::string(what) + ": segmented tensors are not supported");
 
   Shape shape(proto.dims().begin(), proto.dims().end());
   for (std::int64_t d : shape)
@@ -87,24 +90,40 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, std::string_view what,
   }
   switch (*type) {
     case ElementType::float32: copy_field<float>(proto.float_data(), t, what, "float_data"); break;
-    case ElementType::float64: copy_field<double>(proto.double_data(), t, what, "double_data"); break;
-    case ElementType::int64: copy_field<std::int64_t>(proto.int64_data(), t, what, "int64_data"); break;
-    case ElementType::int32: copy_field<std::int32_t>(proto.int32_data(), t, what, "int32_data"); break;
-    case ElementType::int16: copy_field<std::int16_t>(proto.int32_data(), t, what, "int32_data"); break;
+    case ElementType::float64:
+      copy_field<double>(proto.double_data(), t, what, "double_data");
+      break;
+    case ElementType::int64:
+      copy_field<std::int64_t>(proto.int64_data(), t, what, "int64_data");
+      break;
+    case ElementType::int32:
+      copy_field<std::int32_t>(proto.int32_data(), t, what, "int32_data");
+      break;
+    case ElementType::int16:
+      copy_field<std::int16_t>(proto.int32_data(), t, what, "int32_data");
+      break;
     case ElementType::uint16:
     case ElementType::float16:  // the bits of each half, one per int32
       copy_field<std::uint16_t>(proto.int32_data(), t, what, "int32_data");
       break;
-    case ElementType::int8: copy_field<std::int8_t>(proto.int32_data(), t, what, "int32_data"); break;
-    case ElementType::uint8: copy_field<std::uint8_t>(proto.int32_data(), t, what, "int32_data"); break;
+    case ElementType::int8:
+      copy_field<std::int8_t>(proto.int32_data(), t, what, "int32_data");
+      break;
+    case ElementType::uint8:
+      copy_field<std::uint8_t>(proto.int32_data(), t, what, "int32_data");
+      break;
     case ElementType::boolean: {
       copy_field<std::uint8_t>(proto.int32_data(), t, what, "int32_data");
       for (std::int64_t i = 0; i < t.size(); ++i)
         t.data()[i] = std::byte{t.data()[i] != std::byte{0}};
       break;
     }
-    case ElementType::uint32: copy_field<std::uint32_t>(proto.uint64_data(), t, what, "uint64_data"); break;
-    case ElementType::uint64: copy_field<std::uint64_t>(proto.uint64_data(), t, what, "uint64_data"); break;
+    case ElementType::uint32:
+      copy_field<std::uint32_t>(proto.uint64_data(), t, what, "uint64_data");
+      break;
+    case ElementType::uint64:
+      copy_field<std::uint64_t>(proto.uint64_data(), t, what, "uint64_data");
+      break;
   }
   return t;
 }

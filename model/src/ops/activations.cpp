@@ -43,14 +43,16 @@ void run_unary(const Node& n, std::span<const Tensor* const> in, std::span<Tenso
   else if (op == "Reciprocal") map(x, y, [](float v) { return 1.0f / v; });
   else if (op == "Softsign") map(x, y, [](float v) { return v / (1.0f + std::fabs(v)); });
   // log(1 + e^v) without overflow for large v: max(v, 0) + log1p(e^-|v|).
-  else if (op == "Softplus") map(x, y, [](float v) { return std::max(v, 0.0f) + std::log1p(std::exp(-std::fabs(v))); });
+  else if (op == "Softplus")
+    map(x, y, [](float v) { return std::max(v, 0.0f) + std::log1p(std::exp(-std::fabs(v))); });
   else if (op == "Elu") {
     const float alpha = n.attr_float_or("alpha", 1.0f);
     map(x, y, [alpha](float v) { return v >= 0 ? v : alpha * std::expm1(v); });
   } else if (op == "Selu") {
     const float alpha = n.attr_float_or("alpha", 1.67326319217681884765625f);
     const float gamma = n.attr_float_or("gamma", 1.05070102214813232421875f);
-    map(x, y, [alpha, gamma](float v) { return v > 0 ? gamma * v : gamma * alpha * std::expm1(v); });
+    map(x, y,
+        [alpha, gamma](float v) { return v > 0 ? gamma * v : gamma * alpha * std::expm1(v); });
   } else if (op == "LeakyRelu") {
     const float alpha = n.attr_float_or("alpha", 0.01f);
     map(x, y, [alpha](float v) { return v >= 0 ? v : alpha * v; });
@@ -88,7 +90,8 @@ void run_clip(const Node& n, std::span<const Tensor* const> in, std::span<Tensor
 // PRelu: slope broadcasts to X (unidirectional). Version 6 predates numpy broadcasting: a slope
 // of C values is per channel (axis 1), as PyTorch's nn.PReLU exports it.
 Shape slope_shape(const Node& n, const Shape& x, const Shape& slope) {
-  if (n.since_version < 7 && slope.size() == 1 && x.size() >= 2 && slope[0] == x[1] && slope[0] != 1) {
+  if (n.since_version < 7 && slope.size() == 1 && x.size() >= 2 && slope[0] == x[1] &&
+      slope[0] != 1) {
     Shape s(x.size() - 1, 1);
     s[0] = slope[0];
     return s;
@@ -99,7 +102,8 @@ Shape slope_shape(const Node& n, const Shape& x, const Shape& slope) {
 std::vector<TensorType> infer_prelu(const Node& n, std::span<const InferInput> in) {
   require_type(n, in, 0, {ElementType::float32});
   require_type(n, in, 1, {ElementType::float32});
-  if (broadcast_shapes(n, in[0].type->shape, slope_shape(n, in[0].type->shape, in[1].type->shape)) != in[0].type->shape)
+  if (broadcast_shapes(n, in[0].type->shape,
+                       slope_shape(n, in[0].type->shape, in[1].type->shape)) != in[0].type->shape)
     fail(n, ErrorCode::shape_mismatch,
          "slope " + qforge::to_string(in[1].type->shape) + " does not broadcast to X " +
              qforge::to_string(in[0].type->shape));

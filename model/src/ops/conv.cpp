@@ -15,7 +15,8 @@ WindowGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w) {
   Shape in_spatial(x.begin() + 2, x.end());
   std::vector<std::int64_t> kernel(w.begin() + 2, w.end());
   if (n.has_attribute("kernel_shape") && n.attr_ints_or("kernel_shape", {}) != kernel)
-    fail(n, ErrorCode::shape_mismatch, "kernel_shape does not match the weight shape " + qforge::to_string(w));
+    fail(n, ErrorCode::shape_mismatch,
+         "kernel_shape does not match the weight shape " + qforge::to_string(w));
   return window_geometry(n, in_spatial, kernel, /*allow_dilations=*/true, /*allow_ceil=*/false);
 }
 
@@ -25,12 +26,14 @@ std::vector<TensorType> infer_conv(const Node& n, std::span<const InferInput> in
   const Shape& x = in[0].type->shape;
   const Shape& w = in[1].type->shape;
   if (x.size() < 3 || w.size() != x.size())
-    fail(n, ErrorCode::shape_mismatch, "X " + qforge::to_string(x) + " and W " + qforge::to_string(w) +
-                                           " must be (N, C, spatial...) and (M, C/group, kernel...)");
+    fail(n, ErrorCode::shape_mismatch,
+         "X " + qforge::to_string(x) + " and W " + qforge::to_string(w) +
+             " must be (N, C, spatial...) and (M, C/group, kernel...)");
   const std::int64_t group = n.attr_int_or("group", 1);
   if (group < 1 || x[1] % group != 0 || w[0] % group != 0 || w[1] * group != x[1])
-    fail(n, ErrorCode::shape_mismatch, "group " + std::to_string(group) + " does not fit X " +
-                                           qforge::to_string(x) + " and W " + qforge::to_string(w));
+    fail(n, ErrorCode::shape_mismatch,
+         "group " + std::to_string(group) + " does not fit X " + qforge::to_string(x) + " and W " +
+             qforge::to_string(w));
   if (in.size() > 2 && in[2].present()) {
     require_type(n, in, 2, {ElementType::float32});
     if (in[2].type->shape != Shape{w[0]})
@@ -64,8 +67,12 @@ void im2col(const float* x, std::int64_t channels, const WindowGeometry& g, floa
         std::int64_t base = 0;
         bool inside = true;
         for (std::size_t d = 0; d + 1 < r; ++d) {
-          const std::int64_t pos = oidx[d] * g.strides[d] - g.pad_begin[d] + kidx[d] * g.dilations[d];
-          if (pos < 0 || pos >= g.in[d]) { inside = false; break; }
+          const std::int64_t pos =
+              oidx[d] * g.strides[d] - g.pad_begin[d] + kidx[d] * g.dilations[d];
+          if (pos < 0 || pos >= g.in[d]) {
+            inside = false;
+            break;
+          }
           base = base * g.in[d] + pos;
         }
         float* dst = row + p;
@@ -148,8 +155,12 @@ void check_conv(const Node& n) { check_window_attributes(n); }
 }  // namespace
 
 void register_conv(KernelRegistry& r) {
-  r.add({"Conv", {1, 11}, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"},
-         check_conv, infer_conv, run_conv});
+  r.add({"Conv",
+         {1, 11},
+         {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"},
+         check_conv,
+         infer_conv,
+         run_conv});
 }
 
 }  // namespace qforge::model::ops

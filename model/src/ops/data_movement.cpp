@@ -39,10 +39,13 @@ std::vector<std::int64_t> perm_of(const Node& n, std::size_t rank) {
   for (std::size_t i = 0; i < rank; ++i) perm[i] = static_cast<std::int64_t>(rank - 1 - i);
   perm = n.attr_ints_or("perm", perm);
   std::vector<bool> seen(rank, false);
-  if (perm.size() != rank) fail(n, ErrorCode::invalid_argument, "perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(rank));
+  if (perm.size() != rank)
+    fail(n, ErrorCode::invalid_argument,
+         "perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(rank));
   for (std::int64_t p : perm) {
     if (p < 0 || p >= static_cast<std::int64_t>(rank) || seen[static_cast<std::size_t>(p)])
-      fail(n, ErrorCode::invalid_argument, "perm is not a permutation of 0.." + std::to_string(rank - 1));
+      fail(n, ErrorCode::invalid_argument,
+           "perm is not a permutation of 0.." + std::to_string(rank - 1));
     seen[static_cast<std::size_t>(p)] = true;
   }
   return perm;
@@ -67,7 +70,8 @@ void run_transpose(const Node& n, std::span<const Tensor* const> in, std::span<T
     auto* ys = reinterpret_cast<std::uint32_t*>(y);
     walk(out[0]->shape(), step, 0, [&](std::int64_t o, std::int64_t i) { ys[o] = xs[i]; });
   } else {
-    walk(out[0]->shape(), step, 0, [&](std::int64_t o, std::int64_t i) { std::memcpy(y + o * es, x + i * es, es); });
+    walk(out[0]->shape(), step, 0,
+         [&](std::int64_t o, std::int64_t i) { std::memcpy(y + o * es, x + i * es, es); });
   }
 }
 
@@ -82,16 +86,20 @@ std::vector<TensorType> infer_concat(const Node& n, std::span<const InferInput> 
   for (std::size_t i = 0; i < in.size(); ++i) {
     const TensorType& t = input_type(n, in, i);
     bool fits = t.type == first.type && t.shape.size() == first.shape.size();
-    for (std::size_t d = 0; fits && d < t.shape.size(); ++d) fits = d == axis || t.shape[d] == first.shape[d];
+    for (std::size_t d = 0; fits && d < t.shape.size(); ++d)
+      fits = d == axis || t.shape[d] == first.shape[d];
     if (!fits)
-      fail(n, ErrorCode::shape_mismatch, "input " + std::to_string(i) + " " + to_string(t) + " does not fit " + to_string(first) + " along axis " + std::to_string(axis));
+      fail(n, ErrorCode::shape_mismatch,
+           "input " + std::to_string(i) + " " + to_string(t) + " does not fit " + to_string(first) +
+               " along axis " + std::to_string(axis));
     out[axis] += t.shape[axis];
   }
   return {{first.type, out}};
 }
 void run_concat(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Shape& s = out[0]->shape();
-  const auto axis = static_cast<std::size_t>(normalize_axis(n, n.attr_int("axis"), static_cast<std::int64_t>(s.size())));
+  const auto axis = static_cast<std::size_t>(
+      normalize_axis(n, n.attr_int("axis"), static_cast<std::int64_t>(s.size())));
   const std::size_t es = element_size(out[0]->type());
   std::int64_t outer = 1, inner = 1;
   for (std::size_t d = 0; d < s.size(); ++d) {
@@ -104,13 +112,16 @@ void run_concat(const Node& n, std::span<const Tensor* const> in, std::span<Tens
   for (const Tensor* t : in) {
     const std::size_t row = static_cast<std::size_t>(t->shape()[axis] * inner) * es;
     for (std::int64_t o = 0; o < outer; ++o)
-      if (row) std::memcpy(y + static_cast<std::size_t>(o) * out_row + col, t->data() + static_cast<std::size_t>(o) * row, row);
+      if (row)
+        std::memcpy(y + static_cast<std::size_t>(o) * out_row + col,
+                    t->data() + static_cast<std::size_t>(o) * row, row);
     col += row;
   }
 }
 
 // ---- Split: `split` attribute before 13, input from 13; equal parts when absent ----
-std::vector<std::int64_t> split_sizes(const Node& n, std::span<const InferInput> in, std::int64_t extent) {
+std::vector<std::int64_t> split_sizes(const Node& n, std::span<const InferInput> in,
+                                      std::int64_t extent) {
   std::vector<std::int64_t> sizes;
   if (n.since_version >= 13) {
     if (in.size() > 1 && in[1].present()) sizes = int_values(constant_input(n, in, 1, "split"));
@@ -120,7 +131,9 @@ std::vector<std::int64_t> split_sizes(const Node& n, std::span<const InferInput>
   const auto parts = static_cast<std::int64_t>(n.outputs.size());
   if (sizes.empty()) {
     if (parts == 0 || extent % parts != 0)
-      fail(n, ErrorCode::shape_mismatch, "extent " + std::to_string(extent) + " does not split into " + std::to_string(parts) + " equal parts");
+      fail(n, ErrorCode::shape_mismatch,
+           "extent " + std::to_string(extent) + " does not split into " + std::to_string(parts) +
+               " equal parts");
     sizes.assign(static_cast<std::size_t>(parts), extent / parts);
   }
   std::int64_t total = 0;
@@ -129,12 +142,15 @@ std::vector<std::int64_t> split_sizes(const Node& n, std::span<const InferInput>
     total += v;
   }
   if (static_cast<std::int64_t>(sizes.size()) != parts || total != extent)
-    fail(n, ErrorCode::shape_mismatch, "split sizes do not add up to " + std::to_string(extent) + " over " + std::to_string(parts) + " outputs");
+    fail(n, ErrorCode::shape_mismatch,
+         "split sizes do not add up to " + std::to_string(extent) + " over " +
+             std::to_string(parts) + " outputs");
   return sizes;
 }
 std::vector<TensorType> infer_split(const Node& n, std::span<const InferInput> in) {
   const TensorType& x = input_type(n, in, 0);
-  const auto axis = static_cast<std::size_t>(normalize_axis(n, n.attr_int_or("axis", 0), static_cast<std::int64_t>(x.shape.size())));
+  const auto axis = static_cast<std::size_t>(
+      normalize_axis(n, n.attr_int_or("axis", 0), static_cast<std::int64_t>(x.shape.size())));
   std::vector<TensorType> out;
   for (std::int64_t sz : split_sizes(n, in, x.shape[axis])) {
     TensorType t = x;
@@ -145,7 +161,8 @@ std::vector<TensorType> infer_split(const Node& n, std::span<const InferInput> i
 }
 void run_split(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Shape& s = in[0]->shape();
-  const auto axis = static_cast<std::size_t>(normalize_axis(n, n.attr_int_or("axis", 0), static_cast<std::int64_t>(s.size())));
+  const auto axis = static_cast<std::size_t>(
+      normalize_axis(n, n.attr_int_or("axis", 0), static_cast<std::int64_t>(s.size())));
   const std::size_t es = element_size(in[0]->type());
   std::int64_t outer = 1, inner = 1;
   for (std::size_t d = 0; d < s.size(); ++d) {
@@ -157,7 +174,9 @@ void run_split(const Node& n, std::span<const Tensor* const> in, std::span<Tenso
   for (Tensor* t : out) {
     const std::size_t row = static_cast<std::size_t>(t->shape()[axis] * inner) * es;
     for (std::int64_t o = 0; o < outer; ++o)
-      if (row) std::memcpy(t->data() + static_cast<std::size_t>(o) * row, in[0]->data() + static_cast<std::size_t>(o) * in_row + col, row);
+      if (row)
+        std::memcpy(t->data() + static_cast<std::size_t>(o) * row,
+                    in[0]->data() + static_cast<std::size_t>(o) * in_row + col, row);
     col += row;
   }
 }
@@ -188,7 +207,8 @@ SliceSpec slice_spec(const Node& n, std::span<const InferInput> in, const Shape&
   std::vector<bool> seen(x.size(), false);
   for (std::size_t i = 0; i < starts.size(); ++i) {
     const auto a = static_cast<std::size_t>(normalize_axis(n, axes[i], rank));
-    if (seen[a]) fail(n, ErrorCode::invalid_argument, "axis " + std::to_string(axes[i]) + " is sliced twice");
+    if (seen[a])
+      fail(n, ErrorCode::invalid_argument, "axis " + std::to_string(axes[i]) + " is sliced twice");
     seen[a] = true;
     const std::int64_t dim = x[a], step = steps[i];
     if (step == 0) fail(n, ErrorCode::invalid_argument, "steps must not be 0");
@@ -213,7 +233,8 @@ SliceSpec slice_spec(const Node& n, std::span<const InferInput> in, const Shape&
   }
   return sp;
 }
-std::vector<InferInput> as_infer_inputs(std::span<const Tensor* const> in, std::vector<TensorType>& types) {
+std::vector<InferInput> as_infer_inputs(std::span<const Tensor* const> in,
+                                        std::vector<TensorType>& types) {
   std::vector<InferInput> ii(in.size());
   types.resize(in.size());
   for (std::size_t i = 0; i < in.size(); ++i)
@@ -241,14 +262,16 @@ void run_slice(const Node& n, std::span<const Tensor* const> in, std::span<Tenso
   const std::size_t es = element_size(in[0]->type());
   const std::byte* x = in[0]->data();
   std::byte* y = out[0]->data();
-  walk(out[0]->shape(), step, base, [&](std::int64_t o, std::int64_t i) { std::memcpy(y + o * es, x + i * es, es); });
+  walk(out[0]->shape(), step, base,
+       [&](std::int64_t o, std::int64_t i) { std::memcpy(y + o * es, x + i * es, es); });
 }
 
 // ---- Gather ----
 std::vector<TensorType> infer_gather(const Node& n, std::span<const InferInput> in) {
   const TensorType& x = input_type(n, in, 0);
   require_type(n, in, 1, {ElementType::int64, ElementType::int32});
-  const auto axis = static_cast<std::size_t>(normalize_axis(n, n.attr_int_or("axis", 0), static_cast<std::int64_t>(x.shape.size())));
+  const auto axis = static_cast<std::size_t>(
+      normalize_axis(n, n.attr_int_or("axis", 0), static_cast<std::int64_t>(x.shape.size())));
   Shape out(x.shape.begin(), x.shape.begin() + static_cast<std::ptrdiff_t>(axis));
   out.insert(out.end(), in[1].type->shape.begin(), in[1].type->shape.end());
   out.insert(out.end(), x.shape.begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.shape.end());
@@ -256,7 +279,8 @@ std::vector<TensorType> infer_gather(const Node& n, std::span<const InferInput> 
 }
 void run_gather(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Shape& s = in[0]->shape();
-  const auto axis = static_cast<std::size_t>(normalize_axis(n, n.attr_int_or("axis", 0), static_cast<std::int64_t>(s.size())));
+  const auto axis = static_cast<std::size_t>(
+      normalize_axis(n, n.attr_int_or("axis", 0), static_cast<std::int64_t>(s.size())));
   const auto idx = int_values(*in[1]);
   std::int64_t outer = 1, inner = 1;
   for (std::size_t d = 0; d < s.size(); ++d) {
@@ -270,9 +294,13 @@ void run_gather(const Node& n, std::span<const Tensor* const> in, std::span<Tens
     for (std::size_t k = 0; k < idx.size(); ++k) {
       std::int64_t i = idx[k];
       if (i < -dim || i >= dim)
-        fail(n, ErrorCode::invalid_argument, "index " + std::to_string(i) + " is outside [" + std::to_string(-dim) + ", " + std::to_string(dim - 1) + "]");
+        fail(n, ErrorCode::invalid_argument,
+             "index " + std::to_string(i) + " is outside [" + std::to_string(-dim) + ", " +
+                 std::to_string(dim - 1) + "]");
       if (i < 0) i += dim;
-      if (block) std::memcpy(y + (static_cast<std::size_t>(o) * idx.size() + k) * block, in[0]->data() + static_cast<std::size_t>(o * dim + i) * block, block);
+      if (block)
+        std::memcpy(y + (static_cast<std::size_t>(o) * idx.size() + k) * block,
+                    in[0]->data() + static_cast<std::size_t>(o * dim + i) * block, block);
     }
 }
 
@@ -284,8 +312,12 @@ struct PadSpec {
 PadSpec pad_spec(const Node& n, std::span<const InferInput> in, std::size_t rank) {
   PadSpec p;
   p.mode = n.attr_string_or("mode", "constant");
-  const auto pads = n.since_version < 11 ? n.attr_ints_or("pads", {}) : int_values(constant_input(n, in, 1, "pads"));
-  if (pads.size() != 2 * rank) fail(n, ErrorCode::invalid_argument, "pads has " + std::to_string(pads.size()) + " values; rank " + std::to_string(rank) + " needs " + std::to_string(2 * rank));
+  const auto pads = n.since_version < 11 ? n.attr_ints_or("pads", {})
+                                         : int_values(constant_input(n, in, 1, "pads"));
+  if (pads.size() != 2 * rank)
+    fail(n, ErrorCode::invalid_argument,
+         "pads has " + std::to_string(pads.size()) + " values; rank " + std::to_string(rank) +
+             " needs " + std::to_string(2 * rank));
   p.begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(rank));
   p.end.assign(pads.begin() + static_cast<std::ptrdiff_t>(rank), pads.end());
   return p;
@@ -294,7 +326,8 @@ void check_pad(const Node& n) {
   const std::string mode = n.attr_string_or("mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge")
     fail(n, ErrorCode::unsupported, "mode '" + mode + "' is not one of constant, reflect, edge");
-  if (n.since_version < 11 && !n.has_attribute("pads")) fail(n, ErrorCode::invalid_argument, "pads is required");
+  if (n.since_version < 11 && !n.has_attribute("pads"))
+    fail(n, ErrorCode::invalid_argument, "pads is required");
 }
 std::vector<TensorType> infer_pad(const Node& n, std::span<const InferInput> in) {
   const TensorType& x = input_type(n, in, 0);
@@ -302,15 +335,19 @@ std::vector<TensorType> infer_pad(const Node& n, std::span<const InferInput> in)
   Shape out = x.shape;
   for (std::size_t d = 0; d < out.size(); ++d) {
     out[d] += p.begin[d] + p.end[d];
-    if (out[d] < 0) fail(n, ErrorCode::shape_mismatch, "pads crop axis " + std::to_string(d) + " below zero");
+    if (out[d] < 0)
+      fail(n, ErrorCode::shape_mismatch, "pads crop axis " + std::to_string(d) + " below zero");
     if (p.mode != "constant" && out[d] > 0 && x.shape[d] == 0)
       fail(n, ErrorCode::shape_mismatch, p.mode + " padding of an empty axis");
-    if (p.mode == "reflect" && (p.begin[d] >= x.shape[d] || p.end[d] >= x.shape[d]) && (p.begin[d] > 0 || p.end[d] > 0))
-      fail(n, ErrorCode::shape_mismatch, "reflect pads must be smaller than the extent on axis " + std::to_string(d));
+    if (p.mode == "reflect" && (p.begin[d] >= x.shape[d] || p.end[d] >= x.shape[d]) &&
+        (p.begin[d] > 0 || p.end[d] > 0))
+      fail(n, ErrorCode::shape_mismatch,
+           "reflect pads must be smaller than the extent on axis " + std::to_string(d));
   }
   if (n.since_version >= 11 && in.size() > 2 && in[2].present() && in[2].type->type != x.type)
     fail(n, ErrorCode::invalid_argument, "constant_value must have X's element type");
-  if (n.since_version < 11 && p.mode == "constant" && x.type != ElementType::float32 && n.attr_float_or("value", 0.0f) != 0.0f)
+  if (n.since_version < 11 && p.mode == "constant" && x.type != ElementType::float32 &&
+      n.attr_float_or("value", 0.0f) != 0.0f)
     fail(n, ErrorCode::unsupported, "a non-zero value attribute needs float32 data");
   return {{x.type, out}};
 }
@@ -338,7 +375,10 @@ void run_pad(const Node& n, std::span<const Tensor* const> in, std::span<Tensor*
       std::int64_t i = idx[d] - p.begin[d];
       const std::int64_t dim = xs[d];
       if (i < 0 || i >= dim) {
-        if (p.mode == "constant") { inside = false; break; }
+        if (p.mode == "constant") {
+          inside = false;
+          break;
+        }
         if (p.mode == "edge") i = std::clamp<std::int64_t>(i, 0, dim - 1);
         else if (dim == 1) i = 0;
         else {  // reflect without repeating the edge; pads < dim keep this one bounce
@@ -348,7 +388,8 @@ void run_pad(const Node& n, std::span<const Tensor* const> in, std::span<Tensor*
       }
       off += i * st[d];
     }
-    std::memcpy(y + o * static_cast<std::int64_t>(es), inside ? in[0]->data() + off * static_cast<std::int64_t>(es) : fill.data(), es);
+    std::memcpy(y + o * static_cast<std::int64_t>(es),
+                inside ? in[0]->data() + off * static_cast<std::int64_t>(es) : fill.data(), es);
     for (std::size_t d = os.size(); d-- > 0;) {
       if (++idx[d] < os[d]) break;
       idx[d] = 0;

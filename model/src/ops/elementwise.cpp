@@ -25,8 +25,9 @@ Shape effective_b_shape(const Node& n, const Shape& a, const Shape& b) {
   if (n.since_version >= 7) return b;
   if (n.attr_int_or("broadcast", 0) == 0) {
     if (a != b)
-      fail(n, ErrorCode::shape_mismatch, "shapes " + qforge::to_string(a) + " and " + qforge::to_string(b) +
-                                             " differ and broadcast is 0");
+      fail(n, ErrorCode::shape_mismatch,
+           "shapes " + qforge::to_string(a) + " and " + qforge::to_string(b) +
+               " differ and broadcast is 0");
     return b;
   }
   const auto ra = static_cast<std::int64_t>(a.size()), rb = static_cast<std::int64_t>(b.size());
@@ -34,8 +35,9 @@ Shape effective_b_shape(const Node& n, const Shape& a, const Shape& b) {
   std::int64_t axis = n.attr_int_or("axis", ra - rb);
   if (axis < 0) axis += ra;
   if (axis < 0 || axis + rb > ra)
-    fail(n, ErrorCode::shape_mismatch, "B " + qforge::to_string(b) + " does not fit A " + qforge::to_string(a) +
-                                           " at axis " + std::to_string(axis));
+    fail(n, ErrorCode::shape_mismatch,
+         "B " + qforge::to_string(b) + " does not fit A " + qforge::to_string(a) + " at axis " +
+             std::to_string(axis));
   Shape out(static_cast<std::size_t>(axis), 1);
   out.insert(out.end(), b.begin(), b.end());
   out.resize(a.size(), 1);
@@ -48,8 +50,9 @@ std::vector<TensorType> infer_binary(const Node& n, std::span<const InferInput> 
     require_type(n, in, 0, {ElementType::float32});
     require_type(n, in, 1, {ElementType::float32, ElementType::int64, ElementType::int32});
   } else {
-    require_type(n, in, 0, {ElementType::float32, ElementType::int64, ElementType::int32,
-                            ElementType::boolean});
+    require_type(
+        n, in, 0,
+        {ElementType::float32, ElementType::int64, ElementType::int32, ElementType::boolean});
     if (input_type(n, in, 1).type != in[0].type->type)
       fail(n, ErrorCode::invalid_argument, "inputs have different element types");
     if (op != BinOp::equal && in[0].type->type == ElementType::boolean)
@@ -69,7 +72,8 @@ T apply(BinOp op, T a, T b) {
     case BinOp::sub: return a - b;
     case BinOp::mul: return a * b;
     case BinOp::div:
-      if constexpr (std::is_integral_v<T>) return b == 0 ? T{0} : a / b;  // ONNX leaves x/0 undefined
+      if constexpr (std::is_integral_v<T>)
+        return b == 0 ? T{0} : a / b;  // ONNX leaves x/0 undefined
       else return a / b;
     default: return a;
   }
@@ -87,10 +91,19 @@ void run_arith(BinOp op, const Tensor& a, const Tensor& b, const Shape& bs, Tens
                       T* z = po + o;
                       // Separate loops per op keep each one simple enough to vectorise.
                       switch (op) {
-                        case BinOp::add: for (std::int64_t j = 0; j < n; ++j) z[j] = x[j * st[0]] + y[j * st[1]]; break;
-                        case BinOp::sub: for (std::int64_t j = 0; j < n; ++j) z[j] = x[j * st[0]] - y[j * st[1]]; break;
-                        case BinOp::mul: for (std::int64_t j = 0; j < n; ++j) z[j] = x[j * st[0]] * y[j * st[1]]; break;
-                        default: for (std::int64_t j = 0; j < n; ++j) z[j] = apply(op, x[j * st[0]], y[j * st[1]]); break;
+                        case BinOp::add:
+                          for (std::int64_t j = 0; j < n; ++j) z[j] = x[j * st[0]] + y[j * st[1]];
+                          break;
+                        case BinOp::sub:
+                          for (std::int64_t j = 0; j < n; ++j) z[j] = x[j * st[0]] - y[j * st[1]];
+                          break;
+                        case BinOp::mul:
+                          for (std::int64_t j = 0; j < n; ++j) z[j] = x[j * st[0]] * y[j * st[1]];
+                          break;
+                        default:
+                          for (std::int64_t j = 0; j < n; ++j)
+                            z[j] = apply(op, x[j * st[0]], y[j * st[1]]);
+                          break;
                       }
                     });
 }

@@ -37,7 +37,7 @@ using RunFn = void (*)(const Node&, std::span<const Tensor* const> inputs,
 
 struct OpKernel {
   std::string op_type;
-  std::vector<int> since_versions;     // ONNX schema versions whose semantics run implements
+  std::vector<int> since_versions;      // ONNX schema versions whose semantics run implements
   std::vector<std::string> attributes;  // every attribute the kernel reads
   CheckFn check = nullptr;              // optional
   InferFn infer = nullptr;

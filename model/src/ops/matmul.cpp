@@ -12,7 +12,8 @@ namespace {
 
 int blas_int(const Node& n, std::int64_t v) {
   if (v > std::numeric_limits<int>::max())
-    fail(n, ErrorCode::unsupported, "a GEMM extent of " + std::to_string(v) + " exceeds BLAS's int");
+    fail(n, ErrorCode::unsupported,
+         "a GEMM extent of " + std::to_string(v) + " exceeds BLAS's int");
   return static_cast<int>(v);
 }
 
@@ -24,25 +25,27 @@ std::vector<TensorType> infer_gemm(const Node& n, std::span<const InferInput> in
   const Shape& a = in[0].type->shape;
   const Shape& b = in[1].type->shape;
   if (a.size() != 2 || b.size() != 2)
-    fail(n, ErrorCode::shape_mismatch, "A and B must be 2-D, got " + qforge::to_string(a) +
-                                           " and " + qforge::to_string(b));
+    fail(n, ErrorCode::shape_mismatch,
+         "A and B must be 2-D, got " + qforge::to_string(a) + " and " + qforge::to_string(b));
   const bool ta = n.attr_int_or("transA", 0) != 0, tb = n.attr_int_or("transB", 0) != 0;
   const std::int64_t m = ta ? a[1] : a[0], k = ta ? a[0] : a[1];
   const std::int64_t kb = tb ? b[1] : b[0], nn = tb ? b[0] : b[1];
   if (k != kb)
-    fail(n, ErrorCode::shape_mismatch, "inner extents differ: A' is " + std::to_string(m) + "x" +
-                                           std::to_string(k) + ", B' is " + std::to_string(kb) +
-                                           "x" + std::to_string(nn));
+    fail(n, ErrorCode::shape_mismatch,
+         "inner extents differ: A' is " + std::to_string(m) + "x" + std::to_string(k) + ", B' is " +
+             std::to_string(kb) + "x" + std::to_string(nn));
   const Shape out{m, nn};
   if (in.size() > 2 && in[2].present()) {
     require_type(n, in, 2, {ElementType::float32});
     // Version 6 broadcasts C only when `broadcast` is 1; 7 on always (unidirectionally).
     if (n.since_version < 7 && n.attr_int_or("broadcast", 0) == 0 && in[2].type->shape != out)
-      fail(n, ErrorCode::shape_mismatch, "C " + qforge::to_string(in[2].type->shape) +
-                                             " must be " + qforge::to_string(out) + " when broadcast is 0");
+      fail(n, ErrorCode::shape_mismatch,
+           "C " + qforge::to_string(in[2].type->shape) + " must be " + qforge::to_string(out) +
+               " when broadcast is 0");
     if (broadcast_shapes(n, out, in[2].type->shape) != out)
-      fail(n, ErrorCode::shape_mismatch, "C " + qforge::to_string(in[2].type->shape) +
-                                             " does not broadcast to " + qforge::to_string(out));
+      fail(n, ErrorCode::shape_mismatch,
+           "C " + qforge::to_string(in[2].type->shape) + " does not broadcast to " +
+               qforge::to_string(out));
   } else if (n.since_version < 11) {
     fail(n, ErrorCode::invalid_argument, "C is required before Gemm version 11");
   }
@@ -62,7 +65,8 @@ void run_gemm(const Node& n, std::span<const Tensor* const> in, std::span<Tensor
     const Shape& out_shape = out[0]->shape();
     broadcast_rows<1>(out_shape, {&in[2]->shape()},
                       [&](std::int64_t o, const auto& off, const auto& st, std::int64_t cnt) {
-                        for (std::int64_t j = 0; j < cnt; ++j) y[o + j] = beta * c[off[0] + j * st[0]];
+                        for (std::int64_t j = 0; j < cnt; ++j)
+                          y[o + j] = beta * c[off[0] + j * st[0]];
                       });
     blas_beta = 1.0f;
   }
@@ -86,7 +90,8 @@ struct MatMulDims {
 };
 
 MatMulDims matmul_dims(const Node& node, const Shape& a, const Shape& b) {
-  if (a.empty() || b.empty()) fail(node, ErrorCode::shape_mismatch, "MatMul operands must not be scalars");
+  if (a.empty() || b.empty())
+    fail(node, ErrorCode::shape_mismatch, "MatMul operands must not be scalars");
   MatMulDims d;
   const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
   d.m = a_vec ? 1 : a[a.size() - 2];
@@ -94,8 +99,8 @@ MatMulDims matmul_dims(const Node& node, const Shape& a, const Shape& b) {
   const std::int64_t kb = b_vec ? b[0] : b[b.size() - 2];
   d.n = b_vec ? 1 : b.back();
   if (d.k != kb)
-    fail(node, ErrorCode::shape_mismatch, "inner extents differ: " + qforge::to_string(a) +
-                                              " x " + qforge::to_string(b));
+    fail(node, ErrorCode::shape_mismatch,
+         "inner extents differ: " + qforge::to_string(a) + " x " + qforge::to_string(b));
   if (!a_vec) d.a_batch.assign(a.begin(), a.end() - 2);
   if (!b_vec) d.b_batch.assign(b.begin(), b.end() - 2);
   d.batch = broadcast_shapes(node, d.a_batch, d.b_batch);
@@ -145,7 +150,12 @@ void run_matmul(const Node& node, std::span<const Tensor* const> in, std::span<T
 }  // namespace
 
 void register_matmul(KernelRegistry& r) {
-  r.add({"Gemm", {6, 7, 9, 11, 13}, {"alpha", "beta", "broadcast", "transA", "transB"}, nullptr, infer_gemm, run_gemm});
+  r.add({"Gemm",
+         {6, 7, 9, 11, 13},
+         {"alpha", "beta", "broadcast", "transA", "transB"},
+         nullptr,
+         infer_gemm,
+         run_gemm});
   r.add({"MatMul", {1, 9, 13}, {}, nullptr, infer_matmul, run_matmul});
 }
 

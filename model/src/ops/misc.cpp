@@ -51,11 +51,12 @@ void check_constant(const Node& n) {
   if (n.attributes.size() != 1)
     fail(n, ErrorCode::invalid_argument, "exactly one value attribute is required");
   const auto& [key, value] = *n.attributes.begin();
-  const bool kind_ok = (key == "value" && std::holds_alternative<Tensor>(value)) ||
-                       (key == "value_float" && std::holds_alternative<float>(value)) ||
-                       (key == "value_int" && std::holds_alternative<std::int64_t>(value)) ||
-                       (key == "value_floats" && std::holds_alternative<std::vector<float>>(value)) ||
-                       (key == "value_ints" && std::holds_alternative<std::vector<std::int64_t>>(value));
+  const bool kind_ok =
+      (key == "value" && std::holds_alternative<Tensor>(value)) ||
+      (key == "value_float" && std::holds_alternative<float>(value)) ||
+      (key == "value_int" && std::holds_alternative<std::int64_t>(value)) ||
+      (key == "value_floats" && std::holds_alternative<std::vector<float>>(value)) ||
+      (key == "value_ints" && std::holds_alternative<std::vector<std::int64_t>>(value));
   if (!kind_ok) fail(n, ErrorCode::invalid_argument, "attribute '" + key + "' has the wrong kind");
 }
 std::vector<TensorType> infer_constant(const Node& n, std::span<const InferInput>) {
@@ -73,13 +74,16 @@ bool castable(ElementType t) {
 ElementType cast_target(const Node& n) {
   const auto t = element_type_from_onnx(static_cast<std::int32_t>(n.attr_int("to")));
   if (!t || !castable(*t))
-    fail(n, ErrorCode::unsupported, "cast to ONNX type " + std::to_string(n.attr_int("to")) +
-                                        "; qforge casts between float32, int64, int32 and bool");
+    fail(n, ErrorCode::unsupported,
+         "cast to ONNX type " + std::to_string(n.attr_int("to")) +
+             "; qforge casts between float32, int64, int32 and bool");
   return *t;
 }
 void check_cast(const Node& n) { cast_target(n); }
 std::vector<TensorType> infer_cast(const Node& n, std::span<const InferInput> in) {
-  require_type(n, in, 0, {ElementType::float32, ElementType::int64, ElementType::int32, ElementType::boolean});
+  require_type(
+      n, in, 0,
+      {ElementType::float32, ElementType::int64, ElementType::int32, ElementType::boolean});
   return {{cast_target(n), in[0].type->shape}};
 }
 
@@ -95,8 +99,10 @@ void convert(const Tensor& x, Tensor& y) {
       // C leaves undefined, saturate (NaN to 0).
       const From v = a[i];
       if (std::isnan(v)) b[i] = 0;
-      else if (v >= static_cast<From>(std::numeric_limits<To>::max())) b[i] = std::numeric_limits<To>::max();
-      else if (v <= static_cast<From>(std::numeric_limits<To>::min())) b[i] = std::numeric_limits<To>::min();
+      else if (v >= static_cast<From>(std::numeric_limits<To>::max()))
+        b[i] = std::numeric_limits<To>::max();
+      else if (v <= static_cast<From>(std::numeric_limits<To>::min()))
+        b[i] = std::numeric_limits<To>::min();
       else b[i] = static_cast<To>(v);
     } else {
       b[i] = static_cast<To>(a[i]);
@@ -125,10 +131,14 @@ void run_cast(const Node&, std::span<const Tensor* const> in, std::span<Tensor* 
 
 void register_misc(KernelRegistry& r) {
   r.add({"Identity", {1, 13, 14, 16}, {}, nullptr, infer_identity, run_identity});
-  r.add({"Dropout", {7, 10, 12, 13}, {"ratio", "seed"}, check_dropout, infer_dropout, run_identity});
-  r.add({"Constant", {1, 9, 11, 12, 13},
-         {"value", "value_float", "value_floats", "value_int", "value_ints"}, check_constant,
-         infer_constant, run_constant});
+  r.add(
+      {"Dropout", {7, 10, 12, 13}, {"ratio", "seed"}, check_dropout, infer_dropout, run_identity});
+  r.add({"Constant",
+         {1, 9, 11, 12, 13},
+         {"value", "value_float", "value_floats", "value_int", "value_ints"},
+         check_constant,
+         infer_constant,
+         run_constant});
   r.add({"Cast", {6, 9, 13}, {"to"}, check_cast, infer_cast, run_cast});
 }
 

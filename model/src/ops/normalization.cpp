@@ -9,9 +9,11 @@ namespace {
 
 void check_batchnorm(const Node& n) {
   if (n.since_version == 6 && n.attr_int_or("is_test", 0) != 1)
-    fail(n, ErrorCode::unsupported, "is_test 0 (training) is not supported; export the model in eval mode");
+    fail(n, ErrorCode::unsupported,
+         "is_test 0 (training) is not supported; export the model in eval mode");
   if (n.attr_int_or("training_mode", 0) != 0)
-    fail(n, ErrorCode::unsupported, "training_mode 1 is not supported; export the model in eval mode");
+    fail(n, ErrorCode::unsupported,
+         "training_mode 1 is not supported; export the model in eval mode");
   if (n.attr_int_or("spatial", 1) != 1)
     fail(n, ErrorCode::unsupported, "spatial 0 (per-activation statistics) is not supported");
   for (std::size_t i = 1; i < n.outputs.size(); ++i)
@@ -23,13 +25,14 @@ void check_batchnorm(const Node& n) {
 std::vector<TensorType> infer_batchnorm(const Node& n, std::span<const InferInput> in) {
   require_type(n, in, 0, {ElementType::float32});
   const Shape& x = in[0].type->shape;
-  if (x.size() < 2) fail(n, ErrorCode::shape_mismatch, "X " + qforge::to_string(x) + " must be (N, C, ...)");
+  if (x.size() < 2)
+    fail(n, ErrorCode::shape_mismatch, "X " + qforge::to_string(x) + " must be (N, C, ...)");
   for (std::size_t i = 1; i < 5; ++i) {
     require_type(n, in, i, {ElementType::float32});
     if (in[i].type->shape != Shape{x[1]})
-      fail(n, ErrorCode::shape_mismatch, "input " + std::to_string(i) + " ('" + n.input(i) +
-                                             "') must be [" + std::to_string(x[1]) + "], got " +
-                                             qforge::to_string(in[i].type->shape));
+      fail(n, ErrorCode::shape_mismatch,
+           "input " + std::to_string(i) + " ('" + n.input(i) + "') must be [" +
+               std::to_string(x[1]) + "], got " + qforge::to_string(in[i].type->shape));
   }
   return {*in[0].type};
 }
@@ -61,14 +64,16 @@ void run_batchnorm(const Node& n, std::span<const Tensor* const> in, std::span<T
 void check_layernorm(const Node& n) {
   const std::int64_t stash = n.attr_int_or("stash_type", 1);
   if (stash != 1)
-    fail(n, ErrorCode::unsupported, "stash_type " + std::to_string(stash) + "; qforge computes in float32 (1)");
+    fail(n, ErrorCode::unsupported,
+         "stash_type " + std::to_string(stash) + "; qforge computes in float32 (1)");
 }
 
 std::vector<TensorType> infer_layernorm(const Node& n, std::span<const InferInput> in) {
   require_type(n, in, 0, {ElementType::float32});
   require_type(n, in, 1, {ElementType::float32});
   const Shape& x = in[0].type->shape;
-  const std::int64_t axis = normalize_axis(n, n.attr_int_or("axis", -1), static_cast<std::int64_t>(x.size()));
+  const std::int64_t axis =
+      normalize_axis(n, n.attr_int_or("axis", -1), static_cast<std::int64_t>(x.size()));
   const Shape norm(x.begin() + axis, x.end());
   for (std::size_t i = 1; i < 3; ++i)
     if (i < in.size() && in[i].present()) {
@@ -77,10 +82,11 @@ std::vector<TensorType> infer_layernorm(const Node& n, std::span<const InferInpu
       // (leading 1s allowed), which is what exporters write.
       Shape t = in[i].type->shape;
       while (!t.empty() && t.front() == 1) t.erase(t.begin());
-      if (t.size() > norm.size() || !std::equal(t.begin(), t.end(), norm.end() - static_cast<std::ptrdiff_t>(t.size())))
-        fail(n, ErrorCode::shape_mismatch, "input " + std::to_string(i) + " " +
-                                               qforge::to_string(in[i].type->shape) +
-                                               " does not broadcast to " + qforge::to_string(norm));
+      if (t.size() > norm.size() ||
+          !std::equal(t.begin(), t.end(), norm.end() - static_cast<std::ptrdiff_t>(t.size())))
+        fail(n, ErrorCode::shape_mismatch,
+             "input " + std::to_string(i) + " " + qforge::to_string(in[i].type->shape) +
+                 " does not broadcast to " + qforge::to_string(norm));
     }
   Shape stats = x;
   std::fill(stats.begin() + axis, stats.end(), 1);
@@ -109,7 +115,8 @@ void run_layernorm(const Node& n, std::span<const Tensor* const> in, std::span<T
     for (std::int64_t j = 0; j < cols; ++j) sum += xr[j];
     const float mean = static_cast<float>(sum / static_cast<double>(cols));
     double sq = 0.0;
-    for (std::int64_t j = 0; j < cols; ++j) sq += static_cast<double>(xr[j] - mean) * (xr[j] - mean);
+    for (std::int64_t j = 0; j < cols; ++j)
+      sq += static_cast<double>(xr[j] - mean) * (xr[j] - mean);
     const float inv = 1.0f / std::sqrt(static_cast<float>(sq / static_cast<double>(cols)) + eps);
     float* yr = y + r * cols;
     for (std::int64_t j = 0; j < cols; ++j) {
@@ -125,11 +132,18 @@ void run_layernorm(const Node& n, std::span<const Tensor* const> in, std::span<T
 
 void register_normalization(KernelRegistry& r) {
   // Version 6 needs is_test 1; spatial exists until 9, training_mode from 14.
-  r.add({"BatchNormalization", {6, 7, 9, 14, 15},
+  r.add({"BatchNormalization",
+         {6, 7, 9, 14, 15},
          {"epsilon", "is_test", "momentum", "spatial", "training_mode"},
-         check_batchnorm, infer_batchnorm, run_batchnorm});
-  r.add({"LayerNormalization", {17}, {"axis", "epsilon", "stash_type"}, check_layernorm,
-         infer_layernorm, run_layernorm});
+         check_batchnorm,
+         infer_batchnorm,
+         run_batchnorm});
+  r.add({"LayerNormalization",
+         {17},
+         {"axis", "epsilon", "stash_type"},
+         check_layernorm,
+         infer_layernorm,
+         run_layernorm});
 }
 
 }  // namespace qforge::model::ops

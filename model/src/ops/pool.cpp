@@ -54,8 +54,8 @@ void run_pool(const Node& n, std::span<const Tensor* const> in, std::span<Tensor
         lo[d] = o[d] * g.strides[d] - g.pad_begin[d];
         // The window as far as it lies inside input + declared padding (AveragePool's divisor
         // with count_include_pad; ceil_mode windows may run past even the padding).
-        const std::int64_t end = std::min(lo[d] + (g.kernel[d] - 1) * g.dilations[d] + 1,
-                                          g.in[d] + g.pad_end[d]);
+        const std::int64_t end =
+            std::min(lo[d] + (g.kernel[d] - 1) * g.dilations[d] + 1, g.in[d] + g.pad_end[d]);
         padded_count *= (end - lo[d] + g.dilations[d] - 1) / g.dilations[d];
         hi[d] = end;
       }
@@ -67,7 +67,10 @@ void run_pool(const Node& n, std::span<const Tensor* const> in, std::span<Tensor
         bool inside = true;
         for (std::size_t d = 0; d < r; ++d) {
           const std::int64_t pos = lo[d] + k[d] * g.dilations[d];
-          if (pos < 0 || pos >= g.in[d]) { inside = false; break; }
+          if (pos < 0 || pos >= g.in[d]) {
+            inside = false;
+            break;
+          }
           off = off * g.in[d] + pos;
         }
         if (inside) {
@@ -78,7 +81,10 @@ void run_pool(const Node& n, std::span<const Tensor* const> in, std::span<Tensor
         }
         more = false;
         for (std::size_t d = r; d-- > 0;) {
-          if (lo[d] + (++k[d]) * g.dilations[d] < hi[d]) { more = true; break; }
+          if (lo[d] + (++k[d]) * g.dilations[d] < hi[d]) {
+            more = true;
+            break;
+          }
           k[d] = 0;
         }
       }
@@ -93,7 +99,8 @@ void run_pool(const Node& n, std::span<const Tensor* const> in, std::span<Tensor
 
 void check_pool(const Node& n) {
   check_window_attributes(n);
-  if (!n.has_attribute("kernel_shape")) fail(n, ErrorCode::invalid_argument, "kernel_shape is required");
+  if (!n.has_attribute("kernel_shape"))
+    fail(n, ErrorCode::invalid_argument, "kernel_shape is required");
   if (n.outputs.size() > 1 && !n.outputs[1].empty())
     fail(n, ErrorCode::unsupported, "the Indices output of MaxPool is not supported");
   if (n.attr_int_or("storage_order", 0) != 0)
@@ -103,7 +110,8 @@ void check_pool(const Node& n) {
 std::vector<TensorType> infer_global(const Node& n, std::span<const InferInput> in) {
   require_type(n, in, 0, {ElementType::float32});
   Shape s = in[0].type->shape;
-  if (s.size() < 3) fail(n, ErrorCode::shape_mismatch, "X " + qforge::to_string(s) + " must be (N, C, spatial...)");
+  if (s.size() < 3)
+    fail(n, ErrorCode::shape_mismatch, "X " + qforge::to_string(s) + " must be (N, C, spatial...)");
   std::fill(s.begin() + 2, s.end(), 1);
   return {{ElementType::float32, s}};
 }
@@ -124,12 +132,18 @@ void run_global(const Node&, std::span<const Tensor* const> in, std::span<Tensor
 }  // namespace
 
 void register_pool(KernelRegistry& r) {
-  r.add({"MaxPool", {1, 8, 10, 11, 12},
+  r.add({"MaxPool",
+         {1, 8, 10, 11, 12},
          {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"},
-         check_pool, infer_pool, run_pool});
-  r.add({"AveragePool", {1, 7, 10, 11},
+         check_pool,
+         infer_pool,
+         run_pool});
+  r.add({"AveragePool",
+         {1, 7, 10, 11},
          {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"},
-         check_pool, infer_pool, run_pool});
+         check_pool,
+         infer_pool,
+         run_pool});
   r.add({"GlobalAveragePool", {1}, {}, nullptr, infer_global, run_global});
 }
 

@@ -28,7 +28,8 @@ std::vector<bool> reduced_axes(const Node& n, std::span<const InferInput> in, st
   }
   for (std::int64_t a : axes) {
     const std::int64_t ax = normalize_axis(n, a, rank);
-    if (mask[static_cast<std::size_t>(ax)]) fail(n, ErrorCode::invalid_argument, "axis " + std::to_string(a) + " is listed twice");
+    if (mask[static_cast<std::size_t>(ax)])
+      fail(n, ErrorCode::invalid_argument, "axis " + std::to_string(a) + " is listed twice");
     mask[static_cast<std::size_t>(ax)] = true;
   }
   return mask;
@@ -73,8 +74,9 @@ void run_reduce(const Node& n, std::span<const Tensor* const> in, std::span<Tens
       step *= x[static_cast<std::size_t>(d)];
     }
   const std::string& op = n.op_type;
-  const float init = op == "ReduceMax" ? -std::numeric_limits<float>::infinity()
-                     : op == "ReduceMin" ? std::numeric_limits<float>::infinity() : 0.0f;
+  const float init = op == "ReduceMax"   ? -std::numeric_limits<float>::infinity()
+                     : op == "ReduceMin" ? std::numeric_limits<float>::infinity()
+                                         : 0.0f;
   auto y = out[0]->values<float>();
   std::fill(y.begin(), y.end(), init);
   const float* xv = in[0]->values<float>().data();
@@ -105,8 +107,12 @@ void register_reduce(KernelRegistry& r) {
   r.add({"ReduceMean", {1, 11, 13}, {"axes", "keepdims"}, nullptr, infer_reduce, run_reduce});
   for (const char* op : {"ReduceMax", "ReduceMin"})
     r.add({op, {1, 11, 12, 13}, {"axes", "keepdims"}, nullptr, infer_reduce, run_reduce});
-  r.add({"ReduceSum", {1, 11, 13}, {"axes", "keepdims", "noop_with_empty_axes"}, nullptr,
-         infer_reduce, run_reduce});
+  r.add({"ReduceSum",
+         {1, 11, 13},
+         {"axes", "keepdims", "noop_with_empty_axes"},
+         nullptr,
+         infer_reduce,
+         run_reduce});
 }
 
 }  // namespace qforge::model::ops

@@ -19,7 +19,9 @@ void run_copy(const Node&, std::span<const Tensor* const> in, std::span<Tensor* 
 
 // ---- Shape ----
 std::pair<std::int64_t, std::int64_t> shape_range(const Node& n, std::int64_t rank) {
-  auto clamp = [&](std::int64_t v) { return std::clamp(v < 0 ? v + rank : v, std::int64_t{0}, rank); };
+  auto clamp = [&](std::int64_t v) {
+    return std::clamp(v < 0 ? v + rank : v, std::int64_t{0}, rank);
+  };
   const std::int64_t start = clamp(n.attr_int_or("start", 0));
   const std::int64_t end = n.has_attribute("end") ? clamp(n.attr_int("end")) : rank;
   return {start, std::max(start, end)};
@@ -31,7 +33,8 @@ std::vector<TensorType> infer_shape(const Node& n, std::span<const InferInput> i
 std::vector<Tensor> fold_shape(const Node& n, std::span<const InferInput> in) {
   const Shape& s = input_type(n, in, 0).shape;
   const auto [b, e] = shape_range(n, static_cast<std::int64_t>(s.size()));
-  return {Tensor::from_values<std::int64_t>({e - b}, std::span<const std::int64_t>(s.data() + b, static_cast<std::size_t>(e - b)))};
+  return {Tensor::from_values<std::int64_t>(
+      {e - b}, std::span<const std::int64_t>(s.data() + b, static_cast<std::size_t>(e - b)))};
 }
 void run_shape(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Shape& s = in[0]->shape();
@@ -51,7 +54,9 @@ std::vector<TensorType> infer_reshape(const Node& n, std::span<const InferInput>
     std::int64_t d = target[i];
     if (d == 0 && !allowzero) {
       if (i >= x.shape.size())
-        fail(n, ErrorCode::shape_mismatch, "shape entry " + std::to_string(i) + " is 0 but the input has rank " + std::to_string(x.shape.size()));
+        fail(n, ErrorCode::shape_mismatch,
+             "shape entry " + std::to_string(i) + " is 0 but the input has rank " +
+                 std::to_string(x.shape.size()));
       d = x.shape[i];
     }
     if (d == -1) {
@@ -67,11 +72,15 @@ std::vector<TensorType> infer_reshape(const Node& n, std::span<const InferInput>
   const std::int64_t count = element_count(x.shape);
   if (infer_at >= 0) {
     if (known == 0 || count % known != 0)
-      fail(n, ErrorCode::shape_mismatch, "cannot reshape " + qforge::to_string(x.shape) + " to " + qforge::to_string(Shape(target.begin(), target.end())));
+      fail(n, ErrorCode::shape_mismatch,
+           "cannot reshape " + qforge::to_string(x.shape) + " to " +
+               qforge::to_string(Shape(target.begin(), target.end())));
     out[static_cast<std::size_t>(infer_at)] = count / known;
   }
   if (element_count(out) != count)
-    fail(n, ErrorCode::shape_mismatch, "cannot reshape " + qforge::to_string(x.shape) + " (" + std::to_string(count) + " elements) to " + qforge::to_string(out));
+    fail(n, ErrorCode::shape_mismatch,
+         "cannot reshape " + qforge::to_string(x.shape) + " (" + std::to_string(count) +
+             " elements) to " + qforge::to_string(out));
   return {{x.type, out}};
 }
 
@@ -81,10 +90,12 @@ std::vector<TensorType> infer_flatten(const Node& n, std::span<const InferInput>
   const auto rank = static_cast<std::int64_t>(x.shape.size());
   std::int64_t axis = n.attr_int_or("axis", 1);
   if (axis < -rank || axis > rank)
-    fail(n, ErrorCode::invalid_argument, "axis " + std::to_string(axis) + " is outside [-rank, rank]");
+    fail(n, ErrorCode::invalid_argument,
+         "axis " + std::to_string(axis) + " is outside [-rank, rank]");
   if (axis < 0) axis += rank;
   std::int64_t a = 1, b = 1;
-  for (std::int64_t d = 0; d < rank; ++d) (d < axis ? a : b) *= x.shape[static_cast<std::size_t>(d)];
+  for (std::int64_t d = 0; d < rank; ++d)
+    (d < axis ? a : b) *= x.shape[static_cast<std::size_t>(d)];
   return {{x.type, {a, b}}};
 }
 
@@ -95,7 +106,8 @@ std::vector<std::int64_t> axes_of(const Node& n, std::span<const InferInput> in,
     if (required) fail(n, ErrorCode::invalid_argument, "axes input is required");
     return {};
   }
-  if (required && !n.has_attribute("axes")) fail(n, ErrorCode::invalid_argument, "axes is required");
+  if (required && !n.has_attribute("axes"))
+    fail(n, ErrorCode::invalid_argument, "axes is required");
   return n.attr_ints_or("axes", {});
 }
 
@@ -106,12 +118,14 @@ std::vector<TensorType> infer_unsqueeze(const Node& n, std::span<const InferInpu
   std::vector<bool> inserted(static_cast<std::size_t>(rank), false);
   for (std::int64_t a : axes) {
     const auto ax = static_cast<std::size_t>(normalize_axis(n, a, rank));
-    if (inserted[ax]) fail(n, ErrorCode::invalid_argument, "axis " + std::to_string(a) + " is listed twice");
+    if (inserted[ax])
+      fail(n, ErrorCode::invalid_argument, "axis " + std::to_string(a) + " is listed twice");
     inserted[ax] = true;
   }
   Shape out;
   std::size_t next = 0;
-  for (std::int64_t d = 0; d < rank; ++d) out.push_back(inserted[static_cast<std::size_t>(d)] ? 1 : x.shape[next++]);
+  for (std::int64_t d = 0; d < rank; ++d)
+    out.push_back(inserted[static_cast<std::size_t>(d)] ? 1 : x.shape[next++]);
   return {{x.type, out}};
 }
 
@@ -126,7 +140,8 @@ std::vector<TensorType> infer_squeeze(const Node& n, std::span<const InferInput>
     for (std::int64_t a : axes) {
       const auto ax = static_cast<std::size_t>(normalize_axis(n, a, rank));
       if (x.shape[ax] != 1)
-        fail(n, ErrorCode::shape_mismatch, "axis " + std::to_string(a) + " of " + qforge::to_string(x.shape) + " is not 1");
+        fail(n, ErrorCode::shape_mismatch,
+             "axis " + std::to_string(a) + " of " + qforge::to_string(x.shape) + " is not 1");
       drop[ax] = true;
     }
   }
@@ -142,7 +157,8 @@ std::vector<TensorType> infer_expand(const Node& n, std::span<const InferInput> 
   require_type(n, in, 1, {ElementType::int64});
   const auto target = int_values(constant_input(n, in, 1, "shape"));
   for (std::int64_t d : target)
-    if (d < 0) fail(n, ErrorCode::invalid_argument, "shape entry " + std::to_string(d) + " is negative");
+    if (d < 0)
+      fail(n, ErrorCode::invalid_argument, "shape entry " + std::to_string(d) + " is negative");
   return {{x.type, broadcast_shapes(n, x.shape, Shape(target.begin(), target.end()))}};
 }
 
@@ -162,8 +178,10 @@ std::vector<TensorType> infer_constant_of_shape(const Node& n, std::span<const I
   require_type(n, in, 0, {ElementType::int64});
   const auto target = int_values(constant_input(n, in, 0, "shape"));
   for (std::int64_t d : target)
-    if (d < 0) fail(n, ErrorCode::invalid_argument, "shape entry " + std::to_string(d) + " is negative");
-  const ElementType type = n.has_attribute("value") ? n.attr_tensor("value").type() : ElementType::float32;
+    if (d < 0)
+      fail(n, ErrorCode::invalid_argument, "shape entry " + std::to_string(d) + " is negative");
+  const ElementType type =
+      n.has_attribute("value") ? n.attr_tensor("value").type() : ElementType::float32;
   return {{type, Shape(target.begin(), target.end())}};
 }
 
@@ -172,11 +190,13 @@ void check_constant_of_shape(const Node& n) {
     fail(n, ErrorCode::invalid_argument, "value must hold exactly one element");
 }
 
-void run_constant_of_shape(const Node& n, std::span<const Tensor* const>, std::span<Tensor* const> out) {
+void run_constant_of_shape(const Node& n, std::span<const Tensor* const>,
+                           std::span<Tensor* const> out) {
   if (!n.has_attribute("value")) return;  // zero-filled float32 already
   const Tensor& v = n.attr_tensor("value");
   const std::size_t es = v.byte_size();
-  for (std::int64_t i = 0; i < out[0]->size(); ++i) std::memcpy(out[0]->data() + i * es, v.data(), es);
+  for (std::int64_t i = 0; i < out[0]->size(); ++i)
+    std::memcpy(out[0]->data() + i * es, v.data(), es);
 }
 
 }  // namespace
@@ -191,7 +211,11 @@ void register_shape_ops(KernelRegistry& r) {
   r.add({"Unsqueeze", {1, 11, 13}, {"axes"}, nullptr, infer_unsqueeze, run_copy});
   r.add({"Squeeze", {1, 11, 13}, {"axes"}, nullptr, infer_squeeze, run_copy});
   r.add({"Expand", {8, 13}, {}, nullptr, infer_expand, run_expand});
-  r.add({"ConstantOfShape", {9}, {"value"}, check_constant_of_shape, infer_constant_of_shape,
+  r.add({"ConstantOfShape",
+         {9},
+         {"value"},
+         check_constant_of_shape,
+         infer_constant_of_shape,
          run_constant_of_shape});
 }
 

@@ -21,7 +21,8 @@ std::vector<TensorType> infer_softmax(const Node& n, std::span<const InferInput>
 void run_softmax(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Shape& s = in[0]->shape();
   const auto rank = static_cast<std::int64_t>(s.size());
-  const std::int64_t axis = normalize_axis(n, n.attr_int_or("axis", default_axis(n)), std::max<std::int64_t>(rank, 1));
+  const std::int64_t axis =
+      normalize_axis(n, n.attr_int_or("axis", default_axis(n)), std::max<std::int64_t>(rank, 1));
   // outer x len x inner, normalising over len with stride inner.
   std::int64_t outer = 1, len = 1, inner = 1;
   for (std::int64_t d = 0; d < rank; ++d) {

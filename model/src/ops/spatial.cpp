@@ -45,7 +45,8 @@ WindowGeometry window_geometry(const Node& node, const Shape& in_spatial,
     if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
       // Output ceil(in / stride); the padding that needs goes to the end (UPPER) or begin.
       g.out[i] = (in_spatial[i] + g.strides[i] - 1) / g.strides[i];
-      const std::int64_t total = std::max<std::int64_t>(0, (g.out[i] - 1) * g.strides[i] + span - in_spatial[i]);
+      const std::int64_t total =
+          std::max<std::int64_t>(0, (g.out[i] - 1) * g.strides[i] + span - in_spatial[i]);
       g.pad_begin[i] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
       g.pad_end[i] = total - g.pad_begin[i];
       continue;
@@ -60,8 +61,8 @@ WindowGeometry window_geometry(const Node& node, const Shape& in_spatial,
     if (room < 0)
       fail(node, ErrorCode::shape_mismatch,
            "the window (" + std::to_string(span) + ") is larger than the padded input (" +
-               std::to_string(in_spatial[i] + g.pad_begin[i] + g.pad_end[i]) + ") on spatial axis " +
-               std::to_string(i));
+               std::to_string(in_spatial[i] + g.pad_begin[i] + g.pad_end[i]) +
+               ") on spatial axis " + std::to_string(i));
     g.out[i] = (ceil ? (room + g.strides[i] - 1) / g.strides[i] : room / g.strides[i]) + 1;
     // With ceil_mode a last window that would start inside the end padding is dropped
     // (PyTorch and ONNX Runtime).

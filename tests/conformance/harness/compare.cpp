@@ -39,24 +39,18 @@ std::size_t OutputSpec::count() const { return static_cast<std::size_t>(element_
 
 std::size_t OutputSpec::bytes() const {
   switch (kind) {
-    case ValueKind::quantized:
-      return storage_bytes(dtype, count());
-    case ValueKind::int32:
-      return 4 * count();
-    case ValueKind::floating:
-      return static_cast<std::size_t>(size_of(float_type)) * count();
+    case ValueKind::quantized: return storage_bytes(dtype, count());
+    case ValueKind::int32: return 4 * count();
+    case ValueKind::floating: return static_cast<std::size_t>(size_of(float_type)) * count();
   }
   return 0;
 }
 
 std::size_t OutputSpec::element_bytes() const {
   switch (kind) {
-    case ValueKind::quantized:
-      return traits(dtype).bits >= 8 ? traits(dtype).bits / 8 : 1;
-    case ValueKind::int32:
-      return 4;
-    case ValueKind::floating:
-      return static_cast<std::size_t>(size_of(float_type));
+    case ValueKind::quantized: return traits(dtype).bits >= 8 ? traits(dtype).bits / 8 : 1;
+    case ValueKind::int32: return 4;
+    case ValueKind::floating: return static_cast<std::size_t>(size_of(float_type));
   }
   return 1;
 }
@@ -77,15 +71,9 @@ std::string header(const OutputSpec& spec) {
   std::ostringstream out;
   out << "output " << spec.name << " " << to_string(spec.shape) << " ";
   switch (spec.kind) {
-    case ValueKind::quantized:
-      out << name(spec.dtype);
-      break;
-    case ValueKind::int32:
-      out << "int32";
-      break;
-    case ValueKind::floating:
-      out << name(spec.float_type);
-      break;
+    case ValueKind::quantized: out << name(spec.dtype); break;
+    case ValueKind::int32: out << "int32"; break;
+    case ValueKind::floating: out << name(spec.float_type); break;
   }
   return out.str();
 }
@@ -192,12 +180,9 @@ std::string header(const OutputSpec& spec) {
            << header(spec) << ": " << got.size() << " bytes read back and " << expected.size()
            << " expected; the output holds " << spec.bytes();
   switch (spec.kind) {
-    case ValueKind::quantized:
-      return compare_quantized(spec, got, expected);
-    case ValueKind::int32:
-      return compare_int32(spec, got, expected);
-    case ValueKind::floating:
-      return compare_floating(spec, got, expected, magnitude);
+    case ValueKind::quantized: return compare_quantized(spec, got, expected);
+    case ValueKind::int32: return compare_int32(spec, got, expected);
+    case ValueKind::floating: return compare_floating(spec, got, expected, magnitude);
   }
   return ::testing::AssertionFailure() << "unknown output kind";
 }

@@ -35,20 +35,13 @@ struct DTypePair {
   std::string name() const { return short_name(a) + "x" + short_name(b); }
   static std::string short_name(DType t) {
     switch (t) {
-      case DType::int8:
-        return "s8";
-      case DType::uint8:
-        return "u8";
-      case DType::int16:
-        return "s16";
-      case DType::uint16:
-        return "u16";
-      case DType::int4:
-        return "s4";
-      case DType::uint4:
-        return "u4";
-      case DType::binary:
-        return "b1";
+      case DType::int8: return "s8";
+      case DType::uint8: return "u8";
+      case DType::int16: return "s16";
+      case DType::uint16: return "u16";
+      case DType::int4: return "s4";
+      case DType::uint4: return "u4";
+      case DType::binary: return "b1";
     }
     return "?";
   }

@@ -33,10 +33,8 @@ void* GuardedBuffer::payload() noexcept {
 }
 
 void GuardedBuffer::write_image(const std::vector<std::byte>& image) {
-  if (host_)
-    std::memcpy(buffer_->data(), image.data(), image.size());
-  else
-    ops_.copy_to_device(*buffer_, 0, image.data(), image.size());
+  if (host_) std::memcpy(buffer_->data(), image.data(), image.size());
+  else ops_.copy_to_device(*buffer_, 0, image.data(), image.size());
 }
 
 std::vector<std::byte> GuardedBuffer::read_image() const {

@@ -19,10 +19,8 @@ std::vector<std::byte> poison_element(const OutputSpec& spec, int round) {
   switch (spec.float_type) {
     case FloatType::f32:
       return {std::byte{0xCD}, std::byte{0xCD}, std::byte{0xCD}, std::byte{0x7F}};
-    case FloatType::f16:
-      return {std::byte{0xCD}, std::byte{0x7E}};
-    case FloatType::bf16:
-      return {std::byte{0xCD}, std::byte{0x7F}};
+    case FloatType::f16: return {std::byte{0xCD}, std::byte{0x7E}};
+    case FloatType::bf16: return {std::byte{0xCD}, std::byte{0x7F}};
   }
   return {b};
 }

@@ -29,8 +29,7 @@ float random_scale(Rng& rng) {
 
 std::size_t param_count(const Scheme& scheme, const Shape& shape) {
   switch (scheme.granularity) {
-    case Granularity::per_tensor:
-      return 1;
+    case Granularity::per_tensor: return 1;
     case Granularity::per_channel: {
       const int rank = static_cast<int>(shape.size());
       const int axis = scheme.axis < 0 ? scheme.axis + rank : scheme.axis;

@@ -13,20 +13,13 @@ namespace qforge::conformance {
 
 std::string_view to_string(DynamicData d) {
   switch (d) {
-    case DynamicData::mixed:
-      return "mixed";
-    case DynamicData::all_positive:
-      return "all_positive";
-    case DynamicData::all_negative:
-      return "all_negative";
-    case DynamicData::all_zero:
-      return "all_zero";
-    case DynamicData::constant:
-      return "constant";
-    case DynamicData::tiny:
-      return "tiny";
-    case DynamicData::non_finite:
-      return "non_finite";
+    case DynamicData::mixed: return "mixed";
+    case DynamicData::all_positive: return "all_positive";
+    case DynamicData::all_negative: return "all_negative";
+    case DynamicData::all_zero: return "all_zero";
+    case DynamicData::constant: return "constant";
+    case DynamicData::tiny: return "tiny";
+    case DynamicData::non_finite: return "non_finite";
   }
   return "?";
 }
@@ -36,8 +29,7 @@ namespace {
 std::vector<float> make_data(Rng& rng, DynamicData kind, std::size_t n) {
   std::vector<float> x = normal_floats(rng, n, log_uniform(rng, 1e-3, 1e3));
   switch (kind) {
-    case DynamicData::mixed:
-      break;
+    case DynamicData::mixed: break;
     case DynamicData::all_positive:
       for (auto& v : x) v = std::fabs(v);
       break;

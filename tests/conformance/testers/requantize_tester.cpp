@@ -38,14 +38,11 @@ void RequantizeTester::test(Target& target, Rng& rng) const {
       continue;
     }
     const double pick = uniform_real(rng, 0.0, 1.0);
-    if (pick < 0.03)
-      v = std::numeric_limits<std::int32_t>::min();
-    else if (pick < 0.06)
-      v = std::numeric_limits<std::int32_t>::max();
+    if (pick < 0.03) v = std::numeric_limits<std::int32_t>::min();
+    else if (pick < 0.06) v = std::numeric_limits<std::int32_t>::max();
     else if (pick < 0.25)  // odd values: with a power-of-two multiplier these hit ties
       v = static_cast<std::int32_t>(2 * uniform_int(rng, -(1 << 12), 1 << 12) + 1);
-    else
-      v = static_cast<std::int32_t>(uniform_int(rng, -(1 << 22), 1 << 22));
+    else v = static_cast<std::int32_t>(uniform_int(rng, -(1 << 22), 1 << 22));
   }
 
   ExpectedOutput y{OutputSpec::quantized("y", shape_, out_dtype_), {}};

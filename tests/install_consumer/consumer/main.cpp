@@ -3,12 +3,12 @@
 // Prints what it did; exits non-zero with a message on any mismatch.
 //
 //   qforge_consumer [PLUGIN_DIR PLUGIN_NAME]
+#include <qforge/qforge.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <vector>
-
-#include <qforge/qforge.h>
 
 namespace {
 

@@ -59,8 +59,9 @@ __device__ __forceinline__ std::int32_t requantized(const Epilogue& e, std::int6
 
 // Stores columns n and n + 1 of row m (n even; either may lie outside the matrix): every
 // epilogue kind, compensation and edge. Out of line on purpose (see FastPath).
-static __device__ __noinline__ void store_pair_general(const Epilogue& e, std::int64_t m, std::int64_t n,
-                                                std::int32_t raw0, std::int32_t raw1) {
+static __device__ __noinline__ void store_pair_general(const Epilogue& e, std::int64_t m,
+                                                       std::int64_t n, std::int32_t raw0,
+                                                       std::int32_t raw1) {
   if (m >= e.m || n >= e.n) return;
   const bool both = n + 1 < e.n;
   const bool paired = both && e.paired;
@@ -98,7 +99,8 @@ static __device__ __noinline__ void store_pair_general(const Epilogue& e, std::i
       } else if (e.out_type == FloatType::f16) {
         __half* out = static_cast<__half*>(e.out) + off;
         if (paired) {
-          *reinterpret_cast<__half2*>(out) = __halves2half2(__float2half_rn(v0), __float2half_rn(v1));
+          *reinterpret_cast<__half2*>(out) =
+              __halves2half2(__float2half_rn(v0), __float2half_rn(v1));
         } else {
           out[0] = __float2half_rn(v0);
           if (both) out[1] = __float2half_rn(v1);

@@ -24,8 +24,8 @@ struct GemmOperands {
   const std::int8_t* a = nullptr;  // [m, lda]
   const std::int8_t* b = nullptr;  // [n, ldb]
   std::int64_t m = 0, n = 0;
-  std::int64_t k = 0;    // true depth: the epilogue's k * za' * zb' term
-  std::int64_t kp = 0;   // depth the kernels run over: k rounded up to a multiple of 16
+  std::int64_t k = 0;             // true depth: the epilogue's k * za' * zb' term
+  std::int64_t kp = 0;            // depth the kernels run over: k rounded up to a multiple of 16
   std::int64_t lda = 0, ldb = 0;  // multiples of 16
   // Start each tile's K loop at a different K tile (integer sums do not depend on the order),
   // so that CTAs running in lock-step do not all read the same column band of A and B.
@@ -83,15 +83,15 @@ FastPath fast_path_of(const Epilogue& ep);
 
 // The kernel variants. Names (kernel_names.cpp) carry op, dtypes, instruction and tile.
 enum class GemmKernel : int {
-  mma_128x256,       // mma.sync m16n8k32, 128x256x64 tile, 8 warps of 64x64, 4 stages
-  mma_128x128,       // 128x128x64, 4 warps of 64x64, 4 stages
-  mma_32x128,        // 32x128x64, 4 warps of 32x32, 6 stages, split-K: skinny M (GEMV-like)
-  dp4a_128x128,      // __dp4a SIMT, 128x128x32 tile, 8x8 per thread
-  wgmma_128x256,     // Hopper wgmma m64n256k32 + TMA, 2 consumer warpgroups, persistent (sm_90a)
+  mma_128x256,    // mma.sync m16n8k32, 128x256x64 tile, 8 warps of 64x64, 4 stages
+  mma_128x128,    // 128x128x64, 4 warps of 64x64, 4 stages
+  mma_32x128,     // 32x128x64, 4 warps of 32x32, 6 stages, split-K: skinny M (GEMV-like)
+  dp4a_128x128,   // __dp4a SIMT, 128x128x32 tile, 8x8 per thread
+  wgmma_128x256,  // Hopper wgmma m64n256k32 + TMA, 2 consumer warpgroups, persistent (sm_90a)
   // Block-wise B (gemm_blockwise.h): mma.sync m16n8k32 with 4-bit B unpacked in registers.
-  qbw_128x128,       // 128x128x64 tile, 8 warps of 64x32, 4 stages, split-K for few tiles
-  qbw_16x128,        // 16x128x64 tile, 4 warps of 16x32, 4 stages, split-K: M <= 8 (GEMV)
-  qbw_gemv,          // CUDA cores (__dp4a), one warp per column, 4-bit B, float out, M <= 4
+  qbw_128x128,  // 128x128x64 tile, 8 warps of 64x32, 4 stages, split-K for few tiles
+  qbw_16x128,   // 16x128x64 tile, 4 warps of 16x32, 4 stages, split-K: M <= 8 (GEMV)
+  qbw_gemv,     // CUDA cores (__dp4a), one warp per column, 4-bit B, float out, M <= 4
   // Skinny M (gemm_skinny.cu): B streamed from global memory straight into mma fragments, K
   // split over a CTA's 8 warps and reduced in shared memory; 32 columns x 32 rows per CTA.
   mma_skinny,
@@ -99,9 +99,9 @@ enum class GemmKernel : int {
 
 struct GemmLaunch {
   GemmKernel kernel = GemmKernel::mma_128x128;
-  int splits = 1;                       // split-K factor (> 1 needs `workspace`)
-  std::int32_t* workspace = nullptr;    // split-K partial sums (split_workspace().ints of them)
-  int* counters = nullptr;              // split-K tile counters, zeroed (split_workspace().counters)
+  int splits = 1;                     // split-K factor (> 1 needs `workspace`)
+  std::int32_t* workspace = nullptr;  // split-K partial sums (split_workspace().ints of them)
+  int* counters = nullptr;            // split-K tile counters, zeroed (split_workspace().counters)
   int device = 0;
 };
 

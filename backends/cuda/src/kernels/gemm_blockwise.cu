@@ -28,11 +28,11 @@
 #include <algorithm>
 #include <numeric>
 
+#include "check.h"
 #include "kernels/epilogue.cuh"
 #include "kernels/gemm_blockwise.h"
 #include "kernels/gemm_mma.cuh"
 #include "kernels/ptx.cuh"
-#include "check.h"
 
 namespace qforge::cuda {
 namespace {
@@ -115,8 +115,8 @@ __device__ __forceinline__ std::uint32_t zero_bytes(std::int32_t zb, bool is_sig
 // y = acc * sa (+ bias) for columns n, n + 1 of row m, as the output type. Out of line: the
 // kernels call it once per fragment pair at the end, and 32 inlined copies of every output
 // type would only crowd the instruction cache.
-static __device__ __noinline__ void store_float_pair(const BlockwiseGemm& p, std::int64_t m, std::int64_t n,
-                                                 float v0, float v1) {
+static __device__ __noinline__ void store_float_pair(const BlockwiseGemm& p, std::int64_t m,
+                                                     std::int64_t n, float v0, float v1) {
   if (m >= p.m || n >= p.n) return;
   const bool both = n + 1 < p.n;
   const float sa = dev::at(p.sa, m);
@@ -147,7 +147,8 @@ static __device__ __noinline__ void store_float_pair(const BlockwiseGemm& p, std
   } else {
     __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.out) + off;
     if (paired) {
-      *reinterpret_cast<__nv_bfloat162*>(out) = __halves2bfloat162(__float2bfloat16_rn(v0), __float2bfloat16_rn(v1));
+      *reinterpret_cast<__nv_bfloat162*>(out) =
+          __halves2bfloat162(__float2bfloat16_rn(v0), __float2bfloat16_rn(v1));
     } else {
       out[0] = __float2bfloat16_rn(v0);
       if (both) out[1] = __float2bfloat16_rn(v1);
@@ -166,7 +167,7 @@ enum class BwMode : int { int_out, float_block32, float_block16, float_multi };
 // points with row sums); without one, a block's flush is one FADD and one FFMA per output.
 template <class T, int Bits, BwMode Mode, bool Zp>
 __global__ void __launch_bounds__(T::THREADS)
-qbw_gemm_kernel(const __grid_constant__ BlockwiseGemm p) {
+    qbw_gemm_kernel(const __grid_constant__ BlockwiseGemm p) {
   constexpr bool kFloat = Mode != BwMode::int_out;
   constexpr bool kPersistentInt = Mode == BwMode::int_out || Mode == BwMode::float_multi;
   using S = BwSmem<T, Bits>;
@@ -192,14 +193,16 @@ qbw_gemm_kernel(const __grid_constant__ BlockwiseGemm p) {
   const int kt_count = max(0, (g_end - g_begin + 1) / 2);
   const int kt_begin = g_begin / 2;
   const bool use_csum = Zp && kFloat && p.a_zero_points && p.b.col_sums != nullptr;
-  const bool use_zb = Zp && p.b.neg_zero_points != nullptr && p.row_sums != nullptr;  // 8-bit affine B
+  const bool use_zb =
+      Zp && p.b.neg_zero_points != nullptr && p.row_sums != nullptr;  // 8-bit affine B
 
   // Each thread's share of a stage's copies, fixed for the CTA: the row pointers and shared
   // offsets are computed once here, so that a stage costs a few adds per copy.
   constexpr int kBChunks = Bits == 4 ? 2 : 4;  // 16-byte chunks per B row and stage
   constexpr int kACopies = (T::BM * 4 + T::THREADS - 1) / T::THREADS;
   constexpr int kBCopies = (T::BN * kBChunks + T::THREADS - 1) / T::THREADS;
-  static_assert(T::THREADS % T::BN == 0 && (T::SLOTS * T::BN) % T::THREADS == 0, "aux copies split evenly");
+  static_assert(T::THREADS % T::BN == 0 && (T::SLOTS * T::BN) % T::THREADS == 0,
+                "aux copies split evenly");
   constexpr int kAuxCopies = T::SLOTS * T::BN / T::THREADS;  // one column, several slots
   const std::int8_t* a_src[kACopies];
   std::uint32_t a_dst[kACopies];
@@ -222,7 +225,8 @@ qbw_gemm_kernel(const __grid_constant__ BlockwiseGemm p) {
     const bool mine = c < T::BN * kBChunks;
     const bool ok = mine && n0 + row < p.n;
     b_src[i] = ok ? p.b.codes + (n0 + row) * p.b.ld + chunk * 16 : p.b.codes;
-    b_dst[i] = S::B + (Bits == 4 ? swizzled32(mine ? row : 0, chunk) : swizzled64(mine ? row : 0, chunk));
+    b_dst[i] =
+        S::B + (Bits == 4 ? swizzled32(mine ? row : 0, chunk) : swizzled64(mine ? row : 0, chunk));
     b_col[i] = !mine ? -1 : ok ? chunk * 16 : -2;
   }
   const int aux_col = tid % T::BN, aux_slot0 = tid / T::BN;
@@ -247,12 +251,13 @@ qbw_gemm_kernel(const __grid_constant__ BlockwiseGemm p) {
     }
     // The blocks this stage touches: j_first .. j_first + slots - 1 (no division for the
     // fixed block sizes).
-    const int j_first = Mode == BwMode::float_block32 ? 2 * kt
+    const int j_first = Mode == BwMode::float_block32   ? 2 * kt
                         : Mode == BwMode::float_block16 ? 4 * kt
                                                         : kt * T::BK / block;
     const int slots = Mode == BwMode::float_block32 ? 2
-                      : Mode == BwMode::float_block16 ? 4
-                                                      : min(T::SLOTS, (kt * T::BK + T::BK - 1) / block - j_first + 1);
+                      : Mode == BwMode::float_block16
+                          ? 4
+                          : min(T::SLOTS, (kt * T::BK + T::BK - 1) / block - j_first + 1);
 #pragma unroll
     for (int i = 0; i < kAuxCopies; ++i) {
       const int slot = aux_slot0 + i * (T::THREADS / T::BN);
@@ -262,7 +267,8 @@ qbw_gemm_kernel(const __grid_constant__ BlockwiseGemm p) {
       const std::int64_t idx = ok ? aux_row + j : 0;
       const std::uint32_t at = base + static_cast<std::uint32_t>((slot * T::BN + aux_col) * 4);
       if (kFloat) dev::cp_async4(at + S::SCALES, p.b.scales + idx, ok ? 4 : 0);
-      if (Bits == 4 && p.b.zero_points) dev::cp_async4(at + S::ZPS, p.b.zero_points + idx, ok ? 4 : 0);
+      if (Bits == 4 && p.b.zero_points)
+        dev::cp_async4(at + S::ZPS, p.b.zero_points + idx, ok ? 4 : 0);
       if (use_csum) dev::cp_async4(at + S::CSUM, p.b.col_sums + idx, ok ? 4 : 0);
       if (use_zb) dev::cp_async4(at + S::NZB, p.b.neg_zero_points + idx, ok ? 4 : 0);
     }
@@ -319,23 +325,27 @@ qbw_gemm_kernel(const __grid_constant__ BlockwiseGemm p) {
     dev::cp_async_commit();
 
     const std::uint32_t base = s0 + (it % T::STAGES) * S::STAGE;  // for ldmatrix (shared window)
-    const std::uint32_t off = (it % T::STAGES) * S::STAGE;         // for C++ loads from smem
-    const int j_first = Mode == BwMode::float_block32 || Mode == BwMode::float_block16 ? 0  // unused
-                                                                                       : (kt_begin + it) * T::BK / block;
+    const std::uint32_t off = (it % T::STAGES) * S::STAGE;        // for C++ loads from smem
+    const int j_first = Mode == BwMode::float_block32 || Mode == BwMode::float_block16
+                            ? 0  // unused
+                            : (kt_begin + it) * T::BK / block;
 #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int gi = 2 * (kt_begin + it) + q;  // the 32-code group
       if (gi >= g_end) break;
       // Slots of the group's codes: block 16 has two blocks per group (b0: k 0-15, b1: 16-31).
       const bool halves = Mode == BwMode::float_block16 || (Mode == BwMode::int_out && block == 16);
-      const int slot0 = Mode == BwMode::float_block32 ? q : halves ? 2 * q : gi * 32 / block - j_first;
+      const int slot0 = Mode == BwMode::float_block32 ? q
+                        : halves                      ? 2 * q
+                                                      : gi * 32 / block - j_first;
       const int slot1 = halves ? 2 * q + 1 : slot0;
 
       std::uint32_t af[T::MT][4];
 #pragma unroll
       for (int mt = 0; mt < T::MT; ++mt) {
         const int row = wm * T::TM + mt * 16 + (lane % 16);
-        dev::ldmatrix_x4(af[mt][0], af[mt][1], af[mt][2], af[mt][3], base + S::A + swizzled64(row, q * 2 + lane / 16));
+        dev::ldmatrix_x4(af[mt][0], af[mt][1], af[mt][2], af[mt][3],
+                         base + S::A + swizzled64(row, q * 2 + lane / 16));
       }
       std::uint32_t bf[T::NT][2];
       if constexpr (Bits == 8) {
@@ -350,15 +360,20 @@ qbw_gemm_kernel(const __grid_constant__ BlockwiseGemm p) {
         for (int nt = 0; nt < T::NT; ++nt) {
           const int row = wn * T::TN + nt * 8 + g;
           const std::uint32_t rb = off + S::B + swizzled32(row, q);
-          const std::uint32_t wa = lds32(smem, rb + 4 * (t >> 1)), wb = lds32(smem, rb + 8 + 4 * (t >> 1));
+          const std::uint32_t wa = lds32(smem, rb + 4 * (t >> 1)),
+                              wb = lds32(smem, rb + 8 + 4 * (t >> 1));
           const std::uint32_t x = __byte_perm(wa, wb, (t & 1) ? 0x7632u : 0x5410u);
           const std::uint32_t lo = (x & 0x0F0F0F0Fu) ^ xmask;
           const std::uint32_t hi = ((x >> 4) & 0x0F0F0F0Fu) ^ xmask;
           std::uint32_t zz0 = zz_const, zz1 = zz_const;
           if (p.b.zero_points) {
             const std::uint32_t zb = off + S::ZPS + static_cast<std::uint32_t>(row * 4);
-            zz0 = zero_bytes(static_cast<std::int32_t>(lds32(smem, zb + slot0 * T::BN * 4)), p.b.is_signed);
-            zz1 = halves ? zero_bytes(static_cast<std::int32_t>(lds32(smem, zb + slot1 * T::BN * 4)), p.b.is_signed) : zz0;
+            zz0 = zero_bytes(static_cast<std::int32_t>(lds32(smem, zb + slot0 * T::BN * 4)),
+                             p.b.is_signed);
+            zz1 = halves
+                      ? zero_bytes(static_cast<std::int32_t>(lds32(smem, zb + slot1 * T::BN * 4)),
+                                   p.b.is_signed)
+                      : zz0;
           }
           bf[nt][0] = centre(__byte_perm(lo, hi, 0x5140u), zz0);
           bf[nt][1] = centre(__byte_perm(lo, hi, 0x7362u), zz1);
@@ -366,7 +381,7 @@ qbw_gemm_kernel(const __grid_constant__ BlockwiseGemm p) {
       }
 
       // The float epilogue of one block for fragment (mt, nt): raw sum d -> acc_f.
-      auto flush = [&](int mt, int nt, const int (&d)[4], int slot) {
+      auto flush = [&](int mt, int nt, const int(&d)[4], int slot) {
         const int col = wn * T::TN + nt * 8 + 2 * t;
         const std::uint32_t at = static_cast<std::uint32_t>((slot * T::BN + col) * 4);
         const float2 sb = lds_f2(smem, off + S::SCALES + at);
@@ -377,7 +392,8 @@ qbw_gemm_kernel(const __grid_constant__ BlockwiseGemm p) {
           nz = lds_f2(smem, off + S::NZB + at);
           const int row = wm * T::TM + mt * 16 + g;
           rs[0] = lds_f(smem, off + S::RSUM + static_cast<std::uint32_t>((slot * T::BM + row) * 4));
-          rs[1] = lds_f(smem, off + S::RSUM + static_cast<std::uint32_t>((slot * T::BM + row + 8) * 4));
+          rs[1] =
+              lds_f(smem, off + S::RSUM + static_cast<std::uint32_t>((slot * T::BM + row + 8) * 4));
         }
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
@@ -415,40 +431,45 @@ qbw_gemm_kernel(const __grid_constant__ BlockwiseGemm p) {
           }
         continue;
       } else {
-      const bool first = Mode == BwMode::float_multi && (gi * 32) % block == 0;
-      const bool last = ((gi + 1) * 32) % block == 0 || gi + 1 == groups;
+        const bool first = Mode == BwMode::float_multi && (gi * 32) % block == 0;
+        const bool last = ((gi + 1) * 32) % block == 0 || gi + 1 == groups;
 #pragma unroll
-      for (int mt = 0; mt < T::MT; ++mt)
+        for (int mt = 0; mt < T::MT; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < T::NT; ++nt) {
-          if (first) acc_i[mt][nt][0] = acc_i[mt][nt][1] = acc_i[mt][nt][2] = acc_i[mt][nt][3] = kMagicBits;
-          dev::mma_s8_m16n8k32(acc_i[mt][nt], af[mt], bf[nt]);
-          if (kFloat && last) flush(mt, nt, acc_i[mt][nt], slot0);
-        }
-      if (!kFloat && last && use_zb) {
-        // int32 output, 8-bit B with zero points: subtract zb'_j rowsum_j(A') for every block
-        // that ends in this group (integers below 2^22: exact in float and back).
+          for (int nt = 0; nt < T::NT; ++nt) {
+            if (first)
+              acc_i[mt][nt][0] = acc_i[mt][nt][1] = acc_i[mt][nt][2] = acc_i[mt][nt][3] =
+                  kMagicBits;
+            dev::mma_s8_m16n8k32(acc_i[mt][nt], af[mt], bf[nt]);
+            if (kFloat && last) flush(mt, nt, acc_i[mt][nt], slot0);
+          }
+        if (!kFloat && last && use_zb) {
+          // int32 output, 8-bit B with zero points: subtract zb'_j rowsum_j(A') for every block
+          // that ends in this group (integers below 2^22: exact in float and back).
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          if (h == 1 && !halves) break;
-          const int slot = h == 0 ? slot0 : slot1;
+          for (int h = 0; h < 2; ++h) {
+            if (h == 1 && !halves) break;
+            const int slot = h == 0 ? slot0 : slot1;
 #pragma unroll
-          for (int mt = 0; mt < T::MT; ++mt) {
-            const int row = wm * T::TM + mt * 16 + g;
-            const float rs0 = lds_f(smem, off + S::RSUM + static_cast<std::uint32_t>((slot * T::BM + row) * 4));
-            const float rs1 = lds_f(smem, off + S::RSUM + static_cast<std::uint32_t>((slot * T::BM + row + 8) * 4));
+            for (int mt = 0; mt < T::MT; ++mt) {
+              const int row = wm * T::TM + mt * 16 + g;
+              const float rs0 =
+                  lds_f(smem, off + S::RSUM + static_cast<std::uint32_t>((slot * T::BM + row) * 4));
+              const float rs1 = lds_f(
+                  smem, off + S::RSUM + static_cast<std::uint32_t>((slot * T::BM + row + 8) * 4));
 #pragma unroll
-            for (int nt = 0; nt < T::NT; ++nt) {
-              const int col = wn * T::TN + nt * 8 + 2 * t;
-              const float2 nz = lds_f2(smem, off + S::NZB + static_cast<std::uint32_t>((slot * T::BN + col) * 4));
-              acc_i[mt][nt][0] += __float2int_rn(__fmul_rn(nz.x, rs0));
-              acc_i[mt][nt][1] += __float2int_rn(__fmul_rn(nz.y, rs0));
-              acc_i[mt][nt][2] += __float2int_rn(__fmul_rn(nz.x, rs1));
-              acc_i[mt][nt][3] += __float2int_rn(__fmul_rn(nz.y, rs1));
+              for (int nt = 0; nt < T::NT; ++nt) {
+                const int col = wn * T::TN + nt * 8 + 2 * t;
+                const float2 nz = lds_f2(
+                    smem, off + S::NZB + static_cast<std::uint32_t>((slot * T::BN + col) * 4));
+                acc_i[mt][nt][0] += __float2int_rn(__fmul_rn(nz.x, rs0));
+                acc_i[mt][nt][1] += __float2int_rn(__fmul_rn(nz.y, rs0));
+                acc_i[mt][nt][2] += __float2int_rn(__fmul_rn(nz.x, rs1));
+                acc_i[mt][nt][3] += __float2int_rn(__fmul_rn(nz.y, rs1));
+              }
             }
           }
         }
-      }
       }  // int_out, float_multi
     }
   }
@@ -458,61 +479,63 @@ qbw_gemm_kernel(const __grid_constant__ BlockwiseGemm p) {
   auto row_of = [&](int r) { return m0 + wm * T::TM + (r / 2) * 16 + (r % 2) * 8 + g; };
   auto col_of = [&](int c) { return n0 + wn * T::TN + c * 8 + 2 * t; };
   if constexpr (!kFloat) {
-    dev::store_fragment<2 * T::MT, T::NT>(p.ep, row_of, col_of,
-                                          [&](int r, int c, int h) { return acc_i[r / 2][c][(r % 2) * 2 + h]; });
+    dev::store_fragment<2 * T::MT, T::NT>(p.ep, row_of, col_of, [&](int r, int c, int h) {
+      return acc_i[r / 2][c][(r % 2) * 2 + h];
+    });
     return;
   } else {
-  if (gridDim.y == 1) {
+    if (gridDim.y == 1) {
+#pragma unroll
+      for (int r = 0; r < 2 * T::MT; ++r)
+#pragma unroll
+        for (int c = 0; c < T::NT; ++c)
+          store_float_pair(p, row_of(r), col_of(c), acc_f[r / 2][c][(r % 2) * 2],
+                           acc_f[r / 2][c][(r % 2) * 2 + 1]);
+      return;
+    }
+    // Split-K: every CTA leaves its partial tile; the last one of the tile adds them in split
+    // order (its own from registers) and stores the result.
+    const std::int64_t split_stride = p.m * p.n;
 #pragma unroll
     for (int r = 0; r < 2 * T::MT; ++r)
 #pragma unroll
-      for (int c = 0; c < T::NT; ++c)
-        store_float_pair(p, row_of(r), col_of(c), acc_f[r / 2][c][(r % 2) * 2], acc_f[r / 2][c][(r % 2) * 2 + 1]);
-    return;
-  }
-  // Split-K: every CTA leaves its partial tile; the last one of the tile adds them in split
-  // order (its own from registers) and stores the result.
-  const std::int64_t split_stride = p.m * p.n;
-#pragma unroll
-  for (int r = 0; r < 2 * T::MT; ++r)
-#pragma unroll
-    for (int c = 0; c < T::NT; ++c) {
-      const std::int64_t m = row_of(r), n = col_of(c);
-      if (m >= p.m || n >= p.n) continue;
-      float* out = p.partials + blockIdx.y * split_stride + m * p.n + n;
-      out[0] = acc_f[r / 2][c][(r % 2) * 2];
-      if (n + 1 < p.n) out[1] = acc_f[r / 2][c][(r % 2) * 2 + 1];
-    }
-  __threadfence();
-  __syncthreads();
-  int* flag = reinterpret_cast<int*>(smem + T::STAGES * S::STAGE);
-  if (tid == 0) {
-    const int arrived = atomicAdd(p.counters + blockIdx.x, 1);
-    *flag = arrived == static_cast<int>(gridDim.y) - 1;
-    if (*flag) p.counters[blockIdx.x] = 0;  // ready for the next launch
-  }
-  __syncthreads();
-  if (!*flag) return;
-  __threadfence();
-#pragma unroll
-  for (int r = 0; r < 2 * T::MT; ++r)
-#pragma unroll
-    for (int c = 0; c < T::NT; ++c) {
-      const std::int64_t m = row_of(r), n = col_of(c);
-      if (m >= p.m || n >= p.n) continue;
-      float v0 = 0.0f, v1 = 0.0f;
-      for (unsigned s = 0; s < gridDim.y; ++s) {
-        if (s == blockIdx.y) {
-          v0 = __fadd_rn(v0, acc_f[r / 2][c][(r % 2) * 2]);
-          v1 = __fadd_rn(v1, acc_f[r / 2][c][(r % 2) * 2 + 1]);
-        } else {
-          const float* src = p.partials + s * split_stride + m * p.n + n;
-          v0 = __fadd_rn(v0, __ldcg(src));
-          if (n + 1 < p.n) v1 = __fadd_rn(v1, __ldcg(src + 1));
-        }
+      for (int c = 0; c < T::NT; ++c) {
+        const std::int64_t m = row_of(r), n = col_of(c);
+        if (m >= p.m || n >= p.n) continue;
+        float* out = p.partials + blockIdx.y * split_stride + m * p.n + n;
+        out[0] = acc_f[r / 2][c][(r % 2) * 2];
+        if (n + 1 < p.n) out[1] = acc_f[r / 2][c][(r % 2) * 2 + 1];
       }
-      store_float_pair(p, m, n, v0, v1);
+    __threadfence();
+    __syncthreads();
+    int* flag = reinterpret_cast<int*>(smem + T::STAGES * S::STAGE);
+    if (tid == 0) {
+      const int arrived = atomicAdd(p.counters + blockIdx.x, 1);
+      *flag = arrived == static_cast<int>(gridDim.y) - 1;
+      if (*flag) p.counters[blockIdx.x] = 0;  // ready for the next launch
     }
+    __syncthreads();
+    if (!*flag) return;
+    __threadfence();
+#pragma unroll
+    for (int r = 0; r < 2 * T::MT; ++r)
+#pragma unroll
+      for (int c = 0; c < T::NT; ++c) {
+        const std::int64_t m = row_of(r), n = col_of(c);
+        if (m >= p.m || n >= p.n) continue;
+        float v0 = 0.0f, v1 = 0.0f;
+        for (unsigned s = 0; s < gridDim.y; ++s) {
+          if (s == blockIdx.y) {
+            v0 = __fadd_rn(v0, acc_f[r / 2][c][(r % 2) * 2]);
+            v1 = __fadd_rn(v1, acc_f[r / 2][c][(r % 2) * 2 + 1]);
+          } else {
+            const float* src = p.partials + s * split_stride + m * p.n + n;
+            v0 = __fadd_rn(v0, __ldcg(src));
+            if (n + 1 < p.n) v1 = __fadd_rn(v1, __ldcg(src + 1));
+          }
+        }
+        store_float_pair(p, m, n, v0, v1);
+      }
   }
 }
 
@@ -521,8 +544,8 @@ void allow_shared_memory(int device) {
   static bool done[64] = {};
   const int slot = device >= 0 && device < 64 ? device : 0;
   if (done[slot]) return;
-  check(cudaFuncSetAttribute(qbw_gemm_kernel<T, Bits, Mode, Zp>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             BwSmem<T, Bits>::TOTAL),
+  check(cudaFuncSetAttribute(qbw_gemm_kernel<T, Bits, Mode, Zp>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, BwSmem<T, Bits>::TOTAL),
         "cudaFuncSetAttribute(qbw_gemm_kernel, MaxDynamicSharedMemorySize)");
   done[slot] = true;
 }
@@ -530,9 +553,11 @@ void allow_shared_memory(int device) {
 template <class T, int Bits, BwMode Mode, bool Zp>
 void run(const BlockwiseGemm& p, int splits, int device, cudaStream_t stream) {
   allow_shared_memory<T, Bits, Mode, Zp>(device);
-  const auto tiles = static_cast<unsigned>(((p.m + T::BM - 1) / T::BM) * ((p.n + T::BN - 1) / T::BN));
+  const auto tiles =
+      static_cast<unsigned>(((p.m + T::BM - 1) / T::BM) * ((p.n + T::BN - 1) / T::BN));
   qbw_gemm_kernel<T, Bits, Mode, Zp>
-      <<<dim3(tiles, static_cast<unsigned>(splits)), T::THREADS, BwSmem<T, Bits>::TOTAL, stream>>>(p);
+      <<<dim3(tiles, static_cast<unsigned>(splits)), T::THREADS, BwSmem<T, Bits>::TOTAL, stream>>>(
+          p);
   check_launch("qbw_gemm_kernel");
 }
 
@@ -540,31 +565,29 @@ template <class T, int Bits, BwMode Mode>
 void run_zp(const BlockwiseGemm& p, int splits, int device, cudaStream_t stream) {
   const bool zp = (Mode != BwMode::int_out && p.a_zero_points && p.b.col_sums) ||
                   (p.b.neg_zero_points && p.row_sums);
-  if (zp)
-    run<T, Bits, Mode, true>(p, splits, device, stream);
-  else
-    run<T, Bits, Mode, false>(p, splits, device, stream);
+  if (zp) run<T, Bits, Mode, true>(p, splits, device, stream);
+  else run<T, Bits, Mode, false>(p, splits, device, stream);
 }
 
 template <class T, int Bits>
 void run_mode(const BlockwiseGemm& p, int splits, int device, cudaStream_t stream) {
-  if (p.int_out)
-    run_zp<T, Bits, BwMode::int_out>(p, splits, device, stream);
-  else if (p.b.block == 32)
-    run_zp<T, Bits, BwMode::float_block32>(p, splits, device, stream);
-  else if (p.b.block == 16)
-    run_zp<T, Bits, BwMode::float_block16>(p, splits, device, stream);
-  else
-    run_zp<T, Bits, BwMode::float_multi>(p, splits, device, stream);
+  if (p.int_out) run_zp<T, Bits, BwMode::int_out>(p, splits, device, stream);
+  else if (p.b.block == 32) run_zp<T, Bits, BwMode::float_block32>(p, splits, device, stream);
+  else if (p.b.block == 16) run_zp<T, Bits, BwMode::float_block16>(p, splits, device, stream);
+  else run_zp<T, Bits, BwMode::float_multi>(p, splits, device, stream);
 }
 
 }  // namespace
 
-int blockwise_tile_m(GemmKernel kernel) { return kernel == GemmKernel::qbw_16x128 ? Bw16x128::BM : Bw128x128::BM; }
-int blockwise_tile_n(GemmKernel kernel) { return kernel == GemmKernel::qbw_16x128 ? Bw16x128::BN : Bw128x128::BN; }
+int blockwise_tile_m(GemmKernel kernel) {
+  return kernel == GemmKernel::qbw_16x128 ? Bw16x128::BM : Bw128x128::BM;
+}
+int blockwise_tile_n(GemmKernel kernel) {
+  return kernel == GemmKernel::qbw_16x128 ? Bw16x128::BN : Bw128x128::BN;
+}
 
-int blockwise_groups_per_split(GemmKernel kernel, std::int64_t m, std::int64_t n, std::int64_t groups,
-                               std::int64_t block, int multiprocessors) {
+int blockwise_groups_per_split(GemmKernel kernel, std::int64_t m, std::int64_t n,
+                               std::int64_t groups, std::int64_t block, int multiprocessors) {
   if (groups <= 0) return 1;
   // A split covers whole blocks and whole stages (two groups).
   const std::int64_t unit = std::lcm<std::int64_t>(2, std::max<std::int64_t>(1, block / 32));
@@ -573,25 +596,30 @@ int blockwise_groups_per_split(GemmKernel kernel, std::int64_t m, std::int64_t n
                              ((n + blockwise_tile_n(kernel) - 1) / blockwise_tile_n(kernel));
   // The 128x128 tile runs one CTA per SM: split until one wave is full. The 16x128 tile fits
   // about four per SM: aim at that many, keeping at least two units of K per CTA.
-  const std::int64_t capacity = std::max(1, multiprocessors) * (kernel == GemmKernel::qbw_16x128 ? 4 : 1);
-  const std::int64_t splits = std::clamp<std::int64_t>(capacity / std::max<std::int64_t>(tiles, 1), 1,
-                                                       std::max<std::int64_t>(1, units / 2));
+  const std::int64_t capacity =
+      std::max(1, multiprocessors) * (kernel == GemmKernel::qbw_16x128 ? 4 : 1);
+  const std::int64_t splits = std::clamp<std::int64_t>(capacity / std::max<std::int64_t>(tiles, 1),
+                                                       1, std::max<std::int64_t>(1, units / 2));
   const std::int64_t per = (units + splits - 1) / splits * unit;
   return static_cast<int>(std::min<std::int64_t>(per, ((groups + 1) / 2) * 2));
 }
 
-void launch_blockwise_gemm(GemmKernel kernel, const BlockwiseGemm& p_in, std::int32_t* int_workspace,
-                           int device, cudaStream_t stream) {
+void launch_blockwise_gemm(GemmKernel kernel, const BlockwiseGemm& p_in,
+                           std::int32_t* int_workspace, int device, cudaStream_t stream) {
   if (p_in.m == 0 || p_in.n == 0) return;
   BlockwiseGemm p = p_in;
-  if (p.groups_per_split <= 0) p.groups_per_split = static_cast<int>(std::max<std::int64_t>(1, p.groups));
-  const int splits = p.groups <= 0 ? 1 : static_cast<int>((p.groups + p.groups_per_split - 1) / p.groups_per_split);
+  if (p.groups_per_split <= 0)
+    p.groups_per_split = static_cast<int>(std::max<std::int64_t>(1, p.groups));
+  const int splits =
+      p.groups <= 0 ? 1
+                    : static_cast<int>((p.groups + p.groups_per_split - 1) / p.groups_per_split);
   Epilogue final_ep = p.ep;
   final_ep.fast = fast_path_of(final_ep);
   if (p.int_out) {
     if (splits > 1) {
       // Raw split sums meet in an int32 workspace (exact, order-free), then the epilogue.
-      check(cudaMemsetAsync(int_workspace, 0, static_cast<std::size_t>(p.m * p.n) * sizeof(std::int32_t), stream),
+      check(cudaMemsetAsync(int_workspace, 0,
+                            static_cast<std::size_t>(p.m * p.n) * sizeof(std::int32_t), stream),
             "cudaMemsetAsync(block-wise split-K workspace)");
       Epilogue partial;
       partial.kind = EpilogueKind::accumulate;
@@ -608,15 +636,11 @@ void launch_blockwise_gemm(GemmKernel kernel, const BlockwiseGemm& p_in, std::in
   }
   auto go = [&](auto tile) {
     using T = decltype(tile);
-    if (p.b.bits == 4)
-      run_mode<T, 4>(p, splits, device, stream);
-    else
-      run_mode<T, 8>(p, splits, device, stream);
+    if (p.b.bits == 4) run_mode<T, 4>(p, splits, device, stream);
+    else run_mode<T, 8>(p, splits, device, stream);
   };
-  if (kernel == GemmKernel::qbw_16x128)
-    go(Bw16x128{});
-  else
-    go(Bw128x128{});
+  if (kernel == GemmKernel::qbw_16x128) go(Bw16x128{});
+  else go(Bw128x128{});
   if (p.int_out && splits > 1) launch_epilogue(int_workspace, final_ep, stream);
 }
 

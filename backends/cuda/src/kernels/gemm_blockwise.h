@@ -7,8 +7,8 @@
 // product, 4-bit codes are centred (b - zb fits int8) while they are unpacked, and the zero
 // point of A is removed with per-block column sums of the centred B; for 8-bit B (whose b - zb
 // may not fit int8) the zero point of B is removed with per-block row sums of A. Then
-//   matmul_dequant:  acc = fma(float(C_j), sb[n, j], acc) over the blocks, y = acc * sa[m] (+ bias[n])
-//   matmul_integer:  C = sum_j C_j, exact in wrap-around int32 (K <= the int32-safe bound)
+//   matmul_dequant:  acc = fma(float(C_j), sb[n, j], acc) over the blocks, y = acc * sa[m] (+
+//   bias[n]) matmul_integer:  C = sum_j C_j, exact in wrap-around int32 (K <= the int32-safe bound)
 // docs/CUDA.md ("Block-wise B") gives the exactness argument and the limits on the block size.
 #pragma once
 
@@ -35,11 +35,11 @@ struct BlockwiseB {
   // 8-bit: raw zero points too; only the preparation pass reads them (neg_zero_points).
   const std::int32_t* zero_points = nullptr;
   std::int32_t zero_point0 = 0;
-  std::int32_t shift = 0;                    // 8-bit: zb' = zb - shift (128 for uint8)
-  const float* col_sums = nullptr;           // [n, blocks] sum over the block (k < K) of the
-                                             // centred B (4-bit: b - zb, 8-bit: b' - zb'), exact
+  std::int32_t shift = 0;           // 8-bit: zb' = zb - shift (128 for uint8)
+  const float* col_sums = nullptr;  // [n, blocks] sum over the block (k < K) of the
+                                    // centred B (4-bit: b - zb, 8-bit: b' - zb'), exact
   const std::int32_t* col_sums_total = nullptr;  // [n] the sum of a row's col_sums
-  const float* neg_zero_points = nullptr;    // [n, blocks] 8-bit affine B only: -zb'
+  const float* neg_zero_points = nullptr;        // [n, blocks] 8-bit affine B only: -zb'
 };
 
 struct BlockwiseGemm {
@@ -47,12 +47,12 @@ struct BlockwiseGemm {
   std::int64_t lda = 0;
   BlockwiseB b;
   std::int64_t m = 0, n = 0, k = 0;
-  std::int64_t groups = 0;           // ceil(K / 32): 32-code steps of the tensor cores
-  FloatVec sa;                       // per row or per tensor
-  IntVec za;                         // za' (A's zero point in the int8 domain)
-  bool a_zero_points = false;        // some za' != 0: C_j needs b.col_sums
-  const float* row_sums = nullptr;   // [m, blocks] per-block sums of A' (8-bit affine B)
-  int groups_per_split = 0;          // K range of one CTA (whole blocks, an even count)
+  std::int64_t groups = 0;          // ceil(K / 32): 32-code steps of the tensor cores
+  FloatVec sa;                      // per row or per tensor
+  IntVec za;                        // za' (A's zero point in the int8 domain)
+  bool a_zero_points = false;       // some za' != 0: C_j needs b.col_sums
+  const float* row_sums = nullptr;  // [m, blocks] per-block sums of A' (8-bit affine B)
+  int groups_per_split = 0;         // K range of one CTA (whole blocks, an even count)
   // matmul_integer: the int32 result goes through `ep` (int32_out, or accumulate for split-K,
   // which launch_blockwise_gemm finishes); its zero-point compensation uses b.col_sums_total.
   bool int_out = false;
@@ -62,7 +62,7 @@ struct BlockwiseGemm {
   std::int64_t ldc = 0;
   FloatType out_type = FloatType::f32;
   const float* bias = nullptr;
-  bool paired = false;               // out and ldc allow one aligned store per column pair
+  bool paired = false;  // out and ldc allow one aligned store per column pair
   // Float split-K: per-split partial sums [splits, m, n] and one counter per output tile (zero
   // before the launch; the kernel leaves them zero), so that the last CTA of a tile adds the
   // partials in split order: deterministic, no second launch.
@@ -81,8 +81,8 @@ constexpr bool blockwise_block_ok(std::int64_t block, int bits) {
 // returns groups_per_split (== groups: no split).
 int blockwise_tile_m(GemmKernel kernel);
 int blockwise_tile_n(GemmKernel kernel);
-int blockwise_groups_per_split(GemmKernel kernel, std::int64_t m, std::int64_t n, std::int64_t groups,
-                               std::int64_t block, int multiprocessors);
+int blockwise_groups_per_split(GemmKernel kernel, std::int64_t m, std::int64_t n,
+                               std::int64_t groups, std::int64_t block, int multiprocessors);
 
 // The CUDA-core GEMV for block-wise B (gemm_blockwise_gemv.cu): matmul_dequant (float out) with
 // 4-bit B in blocks of a multiple of 32 and at most kBlockwiseGemvMaxM rows of A.
@@ -101,14 +101,17 @@ void launch_blockwise_gemm(GemmKernel kernel, const BlockwiseGemm& p, std::int32
 // ---- preparation passes (blockwise_prep.cu) ----
 // Packed 4-bit rows of length k (element n*k + kk of src, the layout core packs an [N, K] tensor
 // in) into [n, ld] bytes, codes past k set to the zero point of the row's last block.
-void launch_repack_4bit(const std::uint8_t* src, std::int64_t n, std::int64_t k, const BlockwiseB& b,
-                        std::uint8_t* dst, std::int64_t ld, cudaStream_t stream);
+void launch_repack_4bit(const std::uint8_t* src, std::int64_t n, std::int64_t k,
+                        const BlockwiseB& b, std::uint8_t* dst, std::int64_t ld,
+                        cudaStream_t stream);
 // b.col_sums, b.col_sums_total and (8-bit with zero points) b.neg_zero_points from b.codes and
 // the zero points; null outputs are skipped.
 void launch_blockwise_b_sums(const BlockwiseB& b, std::int64_t n, std::int64_t k, float* col_sums,
-                             std::int32_t* col_sums_total, float* neg_zero_points, cudaStream_t stream);
+                             std::int32_t* col_sums_total, float* neg_zero_points,
+                             cudaStream_t stream);
 // sums[m, j] = sum over block j (k < K) of a[m, k], as float (exact).
 void launch_block_row_sums(const std::int8_t* a, std::int64_t m, std::int64_t lda, std::int64_t k,
-                           std::int64_t block, std::int64_t blocks, float* sums, cudaStream_t stream);
+                           std::int64_t block, std::int64_t blocks, float* sums,
+                           cudaStream_t stream);
 
 }  // namespace qforge::cuda

@@ -28,7 +28,7 @@
 namespace qforge::cuda {
 namespace {
 
-constexpr int kWarps = 8;  // rows of B per CTA
+constexpr int kWarps = 8;           // rows of B per CTA
 constexpr int kPiecesInFlight = 4;  // pieces per lane loaded before any is used
 
 // dot of unsigned bytes a with signed bytes b, plus c.
@@ -38,28 +38,27 @@ __device__ __forceinline__ int dp4a_us(unsigned a, int b, int c) {
   return d;
 }
 
-__device__ __forceinline__ void store_output(const BlockwiseGemm& p, std::int64_t m, std::int64_t n, float v) {
+__device__ __forceinline__ void store_output(const BlockwiseGemm& p, std::int64_t m, std::int64_t n,
+                                             float v) {
   v = __fmul_rn(v, dev::at(p.sa, m));
   if (p.bias) v = __fadd_rn(v, p.bias[n]);  // only then: adding +0.0 would turn -0.0 into +0.0
   const std::int64_t off = m * p.ldc + n;
-  if (p.out_type == FloatType::f32)
-    static_cast<float*>(p.out)[off] = v;
-  else if (p.out_type == FloatType::f16)
-    static_cast<__half*>(p.out)[off] = __float2half_rn(v);
-  else
-    static_cast<__nv_bfloat16*>(p.out)[off] = __float2bfloat16_rn(v);
+  if (p.out_type == FloatType::f32) static_cast<float*>(p.out)[off] = v;
+  else if (p.out_type == FloatType::f16) static_cast<__half*>(p.out)[off] = __float2half_rn(v);
+  else static_cast<__nv_bfloat16*>(p.out)[off] = __float2bfloat16_rn(v);
 }
 
 // C columns per warp share each piece of A (loaded, permuted and summed once for all of them).
 template <int M, int C>
-__global__ void __launch_bounds__(kWarps * 32) qbw_gemv_kernel(const __grid_constant__ BlockwiseGemm p) {
+__global__ void __launch_bounds__(kWarps * 32)
+    qbw_gemv_kernel(const __grid_constant__ BlockwiseGemm p) {
   constexpr int kUnroll = kPiecesInFlight / C;  // pieces per lane and column loaded before use
   const int lane = threadIdx.x % 32;
   const std::int64_t n0 = (static_cast<std::int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32) * C;
   if (n0 >= p.n) return;
   const BlockwiseB& b = p.b;
   const int cols = p.n - n0 < C ? static_cast<int>(p.n - n0) : C;
-  const std::int64_t pieces = p.groups;      // 32-code pieces along K
+  const std::int64_t pieces = p.groups;                  // 32-code pieces along K
   const int per_block = static_cast<int>(b.block / 32);  // pieces per block (block % 32 == 0)
   const unsigned flip = b.is_signed ? 0x88888888u : 0u;  // int4 -> offset binary
   const int z_shift = b.is_signed ? 8 : 0;
@@ -84,7 +83,8 @@ __global__ void __launch_bounds__(kWarps * 32) qbw_gemv_kernel(const __grid_cons
         // A missing last column reads the first one again (its result is not stored).
         const std::int64_t n = n0 + (q < cols ? q : 0);
         if (c < pieces) {
-          raw[q][u] = __ldcs(reinterpret_cast<const uint4*>(b.codes + n * b.ld) + c);  // streamed once
+          raw[q][u] =
+              __ldcs(reinterpret_cast<const uint4*>(b.codes + n * b.ld) + c);  // streamed once
           const std::int64_t j = n * b.blocks + c / per_block;
           scale[q][u] = __ldg(b.scales + j);
           zero[q][u] = (b.zero_points ? __ldg(b.zero_points + j) : b.zero_point0) + z_shift;
@@ -98,13 +98,15 @@ __global__ void __launch_bounds__(kWarps * 32) qbw_gemv_kernel(const __grid_cons
       int sum_u[C];
 #pragma unroll
       for (int q = 0; q < C; ++q) {
-        const unsigned w[4] = {raw[q][u].x ^ flip, raw[q][u].y ^ flip, raw[q][u].z ^ flip, raw[q][u].w ^ flip};
+        const unsigned w[4] = {raw[q][u].x ^ flip, raw[q][u].y ^ flip, raw[q][u].z ^ flip,
+                               raw[q][u].w ^ flip};
         sum_u[q] = 0;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           lo[q][i] = w[i] & 0x0F0F0F0Fu;
           hi[q][i] = (w[i] >> 4) & 0x0F0F0F0Fu;
-          sum_u[q] = dp4a_us(lo[q][i] + hi[q][i], 0x01010101, sum_u[q]);  // nibble pairs: at most 30 per byte
+          sum_u[q] = dp4a_us(lo[q][i] + hi[q][i], 0x01010101,
+                             sum_u[q]);  // nibble pairs: at most 30 per byte
         }
       }
       const std::int64_t k0 = c * 32;
@@ -115,7 +117,8 @@ __global__ void __launch_bounds__(kWarps * 32) qbw_gemv_kernel(const __grid_cons
         // A holds lda bytes (a multiple of 16, zero past K): the second half of the last piece
         // may lie past it.
         const uint4 a0 = __ldg(reinterpret_cast<const uint4*>(arow));
-        const uint4 a1 = k0 + 16 < p.lda ? __ldg(reinterpret_cast<const uint4*>(arow + 16)) : make_uint4(0, 0, 0, 0);
+        const uint4 a1 = k0 + 16 < p.lda ? __ldg(reinterpret_cast<const uint4*>(arow + 16))
+                                         : make_uint4(0, 0, 0, 0);
         const unsigned av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
         int even[4], odd[4], sum_a = 0;
 #pragma unroll
@@ -144,7 +147,8 @@ __global__ void __launch_bounds__(kWarps * 32) qbw_gemv_kernel(const __grid_cons
 #pragma unroll
     for (int q = 0; q < C; ++q) {
 #pragma unroll
-      for (int o = 16; o > 0; o >>= 1) acc[m][q] = __fadd_rn(acc[m][q], __shfl_xor_sync(0xFFFFFFFFu, acc[m][q], o));
+      for (int o = 16; o > 0; o >>= 1)
+        acc[m][q] = __fadd_rn(acc[m][q], __shfl_xor_sync(0xFFFFFFFFu, acc[m][q], o));
       if (lane == 0 && m < p.m && q < cols) store_output(p, m, n0 + q, acc[m][q]);
     }
 }
@@ -158,12 +162,9 @@ void launch_blockwise_gemv(const BlockwiseGemm& p, cudaStream_t stream) {
   // ms; H200 run 23).
   const int columns = p.m >= 3 ? 2 : 1;
   const auto grid = static_cast<unsigned>((p.n + kWarps * columns - 1) / (kWarps * columns));
-  if (p.m == 1)
-    qbw_gemv_kernel<1, 1><<<grid, kWarps * 32, 0, stream>>>(p);
-  else if (p.m == 2)
-    qbw_gemv_kernel<2, 1><<<grid, kWarps * 32, 0, stream>>>(p);
-  else
-    qbw_gemv_kernel<4, 2><<<grid, kWarps * 32, 0, stream>>>(p);
+  if (p.m == 1) qbw_gemv_kernel<1, 1><<<grid, kWarps * 32, 0, stream>>>(p);
+  else if (p.m == 2) qbw_gemv_kernel<2, 1><<<grid, kWarps * 32, 0, stream>>>(p);
+  else qbw_gemv_kernel<4, 2><<<grid, kWarps * 32, 0, stream>>>(p);
   check_launch("qbw_gemv_kernel");
 }
 

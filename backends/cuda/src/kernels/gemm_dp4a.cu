@@ -7,9 +7,9 @@
 // is loaded into registers while the current one is multiplied (double-buffered shared memory).
 // Shared tiles are stored word-major ([k word][row]) with rows padded to 132 words, which keeps
 // the transposing stores free of bank conflicts between the two halves of a row's 32 bytes.
+#include "check.h"
 #include "kernels/epilogue.cuh"
 #include "kernels/gemm_mma.cuh"
-#include "check.h"
 
 namespace qforge::cuda {
 namespace {
@@ -19,7 +19,7 @@ constexpr int kLd = 132;
 constexpr int kThreads = 256;
 
 __global__ void __launch_bounds__(kThreads)
-s8_gemm_dp4a_kernel(GemmOperands op, const __grid_constant__ Epilogue ep) {
+    s8_gemm_dp4a_kernel(GemmOperands op, const __grid_constant__ Epilogue ep) {
   __shared__ __align__(16) int sA[2][kBKW][kLd];
   __shared__ __align__(16) int sB[2][kBKW][kLd];
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
@@ -30,12 +30,17 @@ s8_gemm_dp4a_kernel(GemmOperands op, const __grid_constant__ Epilogue ep) {
   const std::int64_t gm = m0 + lrow, gn = n0 + lrow;
   const int k_steps = static_cast<int>((op.kp + 31) / 32);
 
-  const int rot = op.k_rotate && k_steps > 0 ? static_cast<int>((blockIdx.y * gridDim.x + blockIdx.x) % k_steps) : 0;
+  const int rot = op.k_rotate && k_steps > 0
+                      ? static_cast<int>((blockIdx.y * gridDim.x + blockIdx.x) % k_steps)
+                      : 0;
   auto fetch = [&](int step, int4& ra, int4& rb) {
-    const int phys = step + rot >= k_steps ? step + rot - k_steps : step + rot;  // GemmOperands::k_rotate
+    const int phys =
+        step + rot >= k_steps ? step + rot - k_steps : step + rot;  // GemmOperands::k_rotate
     const std::int64_t k = static_cast<std::int64_t>(phys) * 32 + lhalf * 16;
-    ra = (gm < op.m && k < op.kp) ? *reinterpret_cast<const int4*>(op.a + gm * op.lda + k) : int4{0, 0, 0, 0};
-    rb = (gn < op.n && k < op.kp) ? *reinterpret_cast<const int4*>(op.b + gn * op.ldb + k) : int4{0, 0, 0, 0};
+    ra = (gm < op.m && k < op.kp) ? *reinterpret_cast<const int4*>(op.a + gm * op.lda + k)
+                                  : int4{0, 0, 0, 0};
+    rb = (gn < op.n && k < op.kp) ? *reinterpret_cast<const int4*>(op.b + gn * op.ldb + k)
+                                  : int4{0, 0, 0, 0};
   };
   auto stash = [&](int buf, const int4& ra, const int4& rb) {
     const int w = lhalf * 4;

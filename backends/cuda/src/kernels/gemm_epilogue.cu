@@ -2,9 +2,9 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "check.h"
 #include "kernels/epilogue.cuh"
 #include "kernels/gemm_mma.cuh"
-#include "check.h"
 #include "qforge/error.h"
 
 namespace qforge::cuda {
@@ -12,7 +12,7 @@ namespace {
 
 // One thread per column pair of one row.
 __global__ void __launch_bounds__(256)
-epilogue_kernel(const std::int32_t* __restrict__ c, const __grid_constant__ Epilogue ep) {
+    epilogue_kernel(const std::int32_t* __restrict__ c, const __grid_constant__ Epilogue ep) {
   const std::int64_t pairs_per_row = (ep.n + 1) / 2;
   const std::int64_t p = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (p >= pairs_per_row * ep.m) return;
@@ -29,7 +29,9 @@ FastPath fast_path_of(const Epilogue& ep) {
   if (!ep.paired || ep.a_rowsum || ep.b_colsum) return FastPath::none;
   if (ep.kind == EpilogueKind::int32_out) return FastPath::i32;
   if (ep.kind != EpilogueKind::float_out) return FastPath::none;
-  return ep.out_type == FloatType::f32 ? FastPath::f32 : ep.out_type == FloatType::f16 ? FastPath::f16 : FastPath::bf16;
+  return ep.out_type == FloatType::f32   ? FastPath::f32
+         : ep.out_type == FloatType::f16 ? FastPath::f16
+                                         : FastPath::bf16;
 }
 
 void launch_epilogue(const std::int32_t* c, const Epilogue& ep_in, cudaStream_t stream) {
@@ -43,7 +45,8 @@ void launch_epilogue(const std::int32_t* c, const Epilogue& ep_in, cudaStream_t 
 
 SplitWorkspace split_workspace(GemmKernel kernel, std::int64_t m, std::int64_t n, int splits) {
   if (splits <= 1) return {};
-  if (kernel == GemmKernel::wgmma_128x256) return {wgmma_split_workspace_ints(m, n, splits), wgmma_tiles(m, n)};
+  if (kernel == GemmKernel::wgmma_128x256)
+    return {wgmma_split_workspace_ints(m, n, splits), wgmma_tiles(m, n)};
   return {m * n, 0};
 }
 
@@ -76,8 +79,9 @@ void launch_gemm(const GemmLaunch& how, const GemmOperands& op_in, const Epilogu
   if (how.kernel == GemmKernel::wgmma_128x256) {  // reduces its own splits
     const int splits = how.workspace != nullptr && how.counters != nullptr ? how.splits : 1;
     if (!launch_gemm_wgmma(op, ep, splits, how.workspace, how.counters, how.device, stream))
-      throw Error(ErrorCode::unsupported, "s8_gemm_wgmma: needs an sm_90 GPU running this build's "
-                                          "sm_90a image and K > 0");
+      throw Error(ErrorCode::unsupported,
+                  "s8_gemm_wgmma: needs an sm_90 GPU running this build's "
+                  "sm_90a image and K > 0");
     return;
   }
   auto run = [&](const Epilogue& e, int splits) {
@@ -93,7 +97,8 @@ void launch_gemm(const GemmLaunch& how, const GemmOperands& op_in, const Epilogu
   }
   // Split-K: raw partial sums meet in an int32 workspace (integer addition is exact and
   // order-free), then one pass applies the epilogue.
-  check(cudaMemsetAsync(how.workspace, 0, static_cast<std::size_t>(op.m * op.n) * sizeof(std::int32_t), stream),
+  check(cudaMemsetAsync(how.workspace, 0,
+                        static_cast<std::size_t>(op.m * op.n) * sizeof(std::int32_t), stream),
         "cudaMemsetAsync(split-K workspace)");
   Epilogue partial;
   partial.kind = EpilogueKind::accumulate;

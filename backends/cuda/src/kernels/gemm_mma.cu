@@ -9,10 +9,10 @@
 // hands them to the shared epilogue in pairs of columns.
 #include <algorithm>
 
+#include "check.h"
 #include "kernels/epilogue.cuh"
 #include "kernels/gemm_mma.cuh"
 #include "kernels/ptx.cuh"
-#include "check.h"
 
 namespace qforge::cuda {
 namespace {
@@ -51,7 +51,8 @@ __device__ __forceinline__ void tile_coords(int tiles_m, int tiles_n, int& tm, i
 
 template <class T>
 __global__ void __launch_bounds__(T::THREADS)
-s8_gemm_mma_kernel(GemmOperands op, const __grid_constant__ Epilogue ep, int k_tiles_per_split) {
+    s8_gemm_mma_kernel(GemmOperands op, const __grid_constant__ Epilogue ep,
+                       int k_tiles_per_split) {
   extern __shared__ __align__(128) std::uint8_t smem[];
   const std::uint32_t sA = dev::smem_addr(smem);
   const std::uint32_t sB = sA + T::STAGES * T::BM * T::BK;
@@ -102,8 +103,8 @@ s8_gemm_mma_kernel(GemmOperands op, const __grid_constant__ Epilogue ep, int k_t
 #pragma unroll
       for (int r = 0; r < 4; ++r) acc[i][j][r] = 0;
 
-  // Prologue: STAGES - 1 tiles in flight. Every iteration commits one group (possibly empty) so
-  // that wait_group<STAGES - 2> always means "the tile about to be used has landed".
+        // Prologue: STAGES - 1 tiles in flight. Every iteration commits one group (possibly empty)
+        // so that wait_group<STAGES - 2> always means "the tile about to be used has landed".
 #pragma unroll
   for (int s = 0; s < T::STAGES - 1; ++s) {
     if (s < kt_count) load_tile(s, k_tile(s));
@@ -149,7 +150,8 @@ s8_gemm_mma_kernel(GemmOperands op, const __grid_constant__ Epilogue ep, int k_t
   const int g = lane / 4, t = lane % 4;
   const std::int64_t row0 = m0 + wm * T::TM + g, col0 = n0 + wn * T::TN + t * 2;
   dev::store_fragment<2 * T::MT, T::NT>(
-      ep, [&](int r) { return row0 + (r / 2) * 16 + (r % 2) * 8; }, [&](int c) { return col0 + 8 * c; },
+      ep, [&](int r) { return row0 + (r / 2) * 16 + (r % 2) * 8; },
+      [&](int c) { return col0 + 8 * c; },
       [&](int r, int c, int h) { return acc[r / 2][c][(r % 2) * 2 + h]; });
 }
 

@@ -11,7 +11,8 @@ void launch_gemm_mma(GemmKernel kernel, const GemmOperands& op, const Epilogue& 
                      int device, cudaStream_t stream);
 // The skinny-M kernel (gemm_skinny.cu); splits > 1: K also split across CTAs, ep of kind
 // accumulate.
-void launch_gemm_skinny(const GemmOperands& op, const Epilogue& ep, int splits, int device, cudaStream_t stream);
+void launch_gemm_skinny(const GemmOperands& op, const Epilogue& ep, int splits, int device,
+                        cudaStream_t stream);
 int skinny_splits(std::int64_t m, std::int64_t n, std::int64_t kp, int multiprocessors);
 void launch_gemm_dp4a(const GemmOperands& op, const Epilogue& ep, cudaStream_t stream);
 // Hopper only: whether the sm_90a wgmma kernel runs on `device`, and launching it (false
@@ -19,8 +20,8 @@ void launch_gemm_dp4a(const GemmOperands& op, const Epilogue& ep, cudaStream_t s
 bool wgmma_available(int device);
 // splits > 1: K split in that many pieces, reduced in the kernel through `partials`
 // (wgmma_split_workspace_ints of them) and one zeroed counter per tile; ep is the real epilogue.
-bool launch_gemm_wgmma(const GemmOperands& op, const Epilogue& ep, int splits, int* partials, int* counters,
-                       int device, cudaStream_t stream);
+bool launch_gemm_wgmma(const GemmOperands& op, const Epilogue& ep, int splits, int* partials,
+                       int* counters, int device, cudaStream_t stream);
 std::int64_t wgmma_tiles(std::int64_t m, std::int64_t n);
 std::int64_t wgmma_split_workspace_ints(std::int64_t m, std::int64_t n, int splits);
 int wgmma_splits(std::int64_t m, std::int64_t n, std::int64_t kp, int multiprocessors);

@@ -1,8 +1,8 @@
 // Operand preparation for the GEMM kernels: sign flip, transpose, zero padding, row sums.
 // These passes run only when an operand is not already int8, K-contiguous and 16-byte aligned
 // with a K that is a multiple of 16; packed weights run them once.
-#include "kernels/gemm_prep.h"
 #include "check.h"
+#include "kernels/gemm_prep.h"
 
 namespace qforge::cuda {
 namespace {
@@ -10,19 +10,21 @@ namespace {
 constexpr int kTile = 32;
 
 // Element i of the source as the int8 byte the GEMM kernels read.
-__device__ __forceinline__ std::uint32_t source_code(const std::uint8_t* src, std::int64_t i, SourceCodes codes) {
+__device__ __forceinline__ std::uint32_t source_code(const std::uint8_t* src, std::int64_t i,
+                                                     SourceCodes codes) {
   if (codes.bits == 8) return static_cast<std::uint32_t>(src[i]) ^ (codes.flip_sign ? 0x80u : 0u);
   const std::uint32_t byte = src[i / 2];
   const std::uint32_t nib = (i & 1) ? (byte >> 4) : (byte & 0xFu);
-  const std::int32_t v = codes.is_signed ? static_cast<std::int32_t>(nib ^ 8u) - 8 : static_cast<std::int32_t>(nib);
+  const std::int32_t v =
+      codes.is_signed ? static_cast<std::int32_t>(nib ^ 8u) - 8 : static_cast<std::int32_t>(nib);
   return static_cast<std::uint32_t>(v) & 0xFFu;
 }
 
 // Plain copy with padding: one thread per 4 output bytes.
 __global__ void __launch_bounds__(256)
-copy_operand_kernel(const std::uint8_t* __restrict__ src, std::int64_t rows, std::int64_t cols,
-                    std::int64_t src_ld, SourceCodes codes, std::int8_t* __restrict__ dst,
-                    std::int64_t dst_ld) {
+    copy_operand_kernel(const std::uint8_t* __restrict__ src, std::int64_t rows, std::int64_t cols,
+                        std::int64_t src_ld, SourceCodes codes, std::int8_t* __restrict__ dst,
+                        std::int64_t dst_ld) {
   const std::int64_t words_per_row = dst_ld / 4;
   const std::int64_t w = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (w >= words_per_row * rows) return;
@@ -40,16 +42,18 @@ copy_operand_kernel(const std::uint8_t* __restrict__ src, std::int64_t rows, std
 // Transpose through shared memory: reads rows of src (the c index, K) coalesced along r (N),
 // writes rows of dst coalesced along c.
 __global__ void __launch_bounds__(kTile * 8)
-transpose_operand_kernel(const std::uint8_t* __restrict__ src, std::int64_t rows, std::int64_t cols,
-                         std::int64_t src_ld, SourceCodes codes, std::int8_t* __restrict__ dst,
-                         std::int64_t dst_ld) {
+    transpose_operand_kernel(const std::uint8_t* __restrict__ src, std::int64_t rows,
+                             std::int64_t cols, std::int64_t src_ld, SourceCodes codes,
+                             std::int8_t* __restrict__ dst, std::int64_t dst_ld) {
   __shared__ std::uint8_t tile[kTile][kTile + 4];
   const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.x) * kTile;  // dst rows (N)
   const std::int64_t c0 = static_cast<std::int64_t>(blockIdx.y) * kTile;  // dst cols (K)
   const int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
   for (int i = ty; i < kTile; i += 8) {
     const std::int64_t c = c0 + i, r = r0 + tx;
-    tile[i][tx] = (c < cols && r < rows) ? static_cast<std::uint8_t>(source_code(src, c * src_ld + r, codes)) : 0;
+    tile[i][tx] = (c < cols && r < rows)
+                      ? static_cast<std::uint8_t>(source_code(src, c * src_ld + r, codes))
+                      : 0;
   }
   __syncthreads();
   for (int i = ty; i < kTile; i += 8) {
@@ -60,8 +64,8 @@ transpose_operand_kernel(const std::uint8_t* __restrict__ src, std::int64_t rows
 
 // One warp per row, 16 bytes per lane per step, __dp4a against 0x01010101 sums 4 signed bytes.
 __global__ void __launch_bounds__(256)
-row_sums_kernel(const std::int8_t* __restrict__ m, std::int64_t rows, std::int64_t ld,
-                std::int32_t* __restrict__ sums) {
+    row_sums_kernel(const std::int8_t* __restrict__ m, std::int64_t rows, std::int64_t ld,
+                    std::int32_t* __restrict__ sums) {
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * 8 + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;
@@ -87,7 +91,8 @@ void launch_to_s8_operand(const std::uint8_t* src, SourceCodes codes, bool trans
   if (transposed) {
     const dim3 grid(static_cast<unsigned>((rows + kTile - 1) / kTile),
                     static_cast<unsigned>((dst_ld + kTile - 1) / kTile));
-    transpose_operand_kernel<<<grid, kTile * 8, 0, stream>>>(src, rows, cols, src_ld, codes, dst, dst_ld);
+    transpose_operand_kernel<<<grid, kTile * 8, 0, stream>>>(src, rows, cols, src_ld, codes, dst,
+                                                             dst_ld);
     check_launch("transpose_operand_kernel");
   } else {
     const std::int64_t words = rows * (dst_ld / 4);

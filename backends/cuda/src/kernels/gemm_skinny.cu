@@ -26,22 +26,24 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "check.h"
 #include "kernels/epilogue.cuh"
 #include "kernels/gemm_mma.cuh"
 #include "kernels/ptx.cuh"
-#include "check.h"
 
 namespace qforge::cuda {
 namespace {
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-constexpr int kBN = 32;        // columns per CTA
-constexpr int kNT = kBN / 8;   // n8 tiles per warp
-constexpr int kStep = 64;      // K bytes per warp step
+constexpr int kBN = 32;       // columns per CTA
+constexpr int kNT = kBN / 8;  // n8 tiles per warp
+constexpr int kStep = 64;     // K bytes per warp step
 
 template <int MT>
-constexpr int slots_of() { return kNT + 2 * MT; }  // 16-byte pieces per thread and step
+constexpr int slots_of() {
+  return kNT + 2 * MT;
+}  // 16-byte pieces per thread and step
 
 // Dynamic shared memory: the ring of S stages (each thread's own pieces), later reused for the
 // warps' partial sums.
@@ -55,8 +57,9 @@ constexpr int smem_of() {
 // The 8 warps' partial sums of a CTA meet in shared memory red[warp][row][col] (int32: any
 // order gives the same sum) and the CTA applies the fused epilogue itself.
 template <int MT>
-__device__ __forceinline__ void reduce_and_store(int (*red)[MT * 16][kBN], const int (&acc)[MT][kNT][4],
-                                                 const Epilogue& ep, std::int64_t m0, std::int64_t n0) {
+__device__ __forceinline__ void reduce_and_store(int (*red)[MT * 16][kBN],
+                                                 const int (&acc)[MT][kNT][4], const Epilogue& ep,
+                                                 std::int64_t m0, std::int64_t n0) {
   constexpr int kRows = MT * 16;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
@@ -65,8 +68,10 @@ __device__ __forceinline__ void reduce_and_store(int (*red)[MT * 16][kBN], const
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
     for (int j = 0; j < kNT; ++j) {
-      *reinterpret_cast<int2*>(&red[warp][mt * 16 + g][8 * j + 2 * t]) = make_int2(acc[mt][j][0], acc[mt][j][1]);
-      *reinterpret_cast<int2*>(&red[warp][mt * 16 + g + 8][8 * j + 2 * t]) = make_int2(acc[mt][j][2], acc[mt][j][3]);
+      *reinterpret_cast<int2*>(&red[warp][mt * 16 + g][8 * j + 2 * t]) =
+          make_int2(acc[mt][j][0], acc[mt][j][1]);
+      *reinterpret_cast<int2*>(&red[warp][mt * 16 + g + 8][8 * j + 2 * t]) =
+          make_int2(acc[mt][j][2], acc[mt][j][3]);
     }
   __syncthreads();
   constexpr int kPairs = kRows * kBN / 2;
@@ -101,7 +106,8 @@ __device__ __forceinline__ uint4 load_stream(const std::int8_t* p) {
 
 template <int MT, int U>
 __global__ void __launch_bounds__(kThreads)
-s8_gemm_skinny_registers_kernel(GemmOperands op, const __grid_constant__ Epilogue ep, int steps_per_split) {
+    s8_gemm_skinny_registers_kernel(GemmOperands op, const __grid_constant__ Epilogue ep,
+                                    int steps_per_split) {
   constexpr int kRows = MT * 16;
   __shared__ int red[kWarps][kRows][kBN];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -150,19 +156,24 @@ s8_gemm_skinny_registers_kernel(GemmOperands op, const __grid_constant__ Epilogu
       const std::int64_t k = s * kStep + 16 * t;
       const bool kin = s < s_end && k < op.kp;
 #pragma unroll
-      for (int j = 0; j < kNT; ++j) bv[u][j] = kin && bok[j] ? load_stream(brow[j] + s * kStep) : zero;
+      for (int j = 0; j < kNT; ++j)
+        bv[u][j] = kin && bok[j] ? load_stream(brow[j] + s * kStep) : zero;
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-          av[u][mt][h] = kin && aok[mt][h] ? __ldg(reinterpret_cast<const uint4*>(arow[mt][h] + s * kStep)) : zero;
+          av[u][mt][h] = kin && aok[mt][h]
+                             ? __ldg(reinterpret_cast<const uint4*>(arow[mt][h] + s * kStep))
+                             : zero;
     }
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
-        const std::uint32_t a_lo[4] = {av[u][mt][0].x, av[u][mt][1].x, av[u][mt][0].y, av[u][mt][1].y};
-        const std::uint32_t a_hi[4] = {av[u][mt][0].z, av[u][mt][1].z, av[u][mt][0].w, av[u][mt][1].w};
+        const std::uint32_t a_lo[4] = {av[u][mt][0].x, av[u][mt][1].x, av[u][mt][0].y,
+                                       av[u][mt][1].y};
+        const std::uint32_t a_hi[4] = {av[u][mt][0].z, av[u][mt][1].z, av[u][mt][0].w,
+                                       av[u][mt][1].w};
 #pragma unroll
         for (int j = 0; j < kNT; ++j) {
           const std::uint32_t b_lo[2] = {bv[u][j].x, bv[u][j].y};
@@ -177,7 +188,8 @@ s8_gemm_skinny_registers_kernel(GemmOperands op, const __grid_constant__ Epilogu
 
 template <int MT, int S>
 __global__ void __launch_bounds__(kThreads)
-s8_gemm_skinny_kernel(GemmOperands op, const __grid_constant__ Epilogue ep, int steps_per_split) {
+    s8_gemm_skinny_kernel(GemmOperands op, const __grid_constant__ Epilogue ep,
+                          int steps_per_split) {
   constexpr int kRows = MT * 16;
   constexpr int kSlots = slots_of<MT>();
   extern __shared__ __align__(16) std::uint8_t smem[];
@@ -212,9 +224,11 @@ s8_gemm_skinny_kernel(GemmOperands op, const __grid_constant__ Epilogue ep, int 
   // shared reads are conflict-free; no other thread ever reads it, so the ring needs no barrier.
   const std::uint32_t ring = dev::smem_addr(smem);
   auto slot_addr = [&](int stage, int j) {
-    return ring + static_cast<std::uint32_t>((((stage * kWarps + warp) * kSlots + j) * 32 + lane) * 16);
+    return ring +
+           static_cast<std::uint32_t>((((stage * kWarps + warp) * kSlots + j) * 32 + lane) * 16);
   };
-  const std::int64_t my_steps = s_end > s_begin + warp ? (s_end - s_begin - warp + kWarps - 1) / kWarps : 0;
+  const std::int64_t my_steps =
+      s_end > s_begin + warp ? (s_end - s_begin - warp + kWarps - 1) / kWarps : 0;
   auto issue = [&](std::int64_t i) {  // the warp's i-th step into stage i % S
     if (i < my_steps) {
       const std::int64_t s = s_begin + warp + i * kWarps;
@@ -273,7 +287,7 @@ s8_gemm_skinny_kernel(GemmOperands op, const __grid_constant__ Epilogue ep, int 
   dev::cp_async_wait<0>();
   __syncthreads();  // the ring becomes the reduction buffer
 
-  reduce_and_store<MT>(reinterpret_cast<int (*)[kRows][kBN]>(smem), acc, ep, m0, n0);
+  reduce_and_store<MT>(reinterpret_cast<int(*)[kRows][kBN]>(smem), acc, ep, m0, n0);
 }
 
 // Raising the dynamic shared-memory limit is per device and kernel; once each.
@@ -282,8 +296,8 @@ void allow_shared_memory(int device) {
   static bool done[64] = {};
   const int slot = device >= 0 && device < 64 ? device : 0;
   if (done[slot]) return;
-  check(cudaFuncSetAttribute(s8_gemm_skinny_kernel<MT, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             smem_of<MT, S>()),
+  check(cudaFuncSetAttribute(s8_gemm_skinny_kernel<MT, S>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of<MT, S>()),
         "cudaFuncSetAttribute(s8_gemm_skinny_kernel, MaxDynamicSharedMemorySize)");
   done[slot] = true;
 }
@@ -296,7 +310,8 @@ void run(const GemmOperands& op, const Epilogue& ep, int splits, int device, cud
   const std::int64_t used = std::max<std::int64_t>(1, (steps + per_split - 1) / per_split);
   const dim3 grid(static_cast<unsigned>((op.n + kBN - 1) / kBN), static_cast<unsigned>(used),
                   static_cast<unsigned>((op.m + MT * 16 - 1) / (MT * 16)));
-  s8_gemm_skinny_kernel<MT, S><<<grid, kThreads, smem_of<MT, S>(), stream>>>(op, ep, static_cast<int>(per_split));
+  s8_gemm_skinny_kernel<MT, S>
+      <<<grid, kThreads, smem_of<MT, S>(), stream>>>(op, ep, static_cast<int>(per_split));
   check_launch("s8_gemm_skinny_kernel");
 }
 
@@ -307,13 +322,15 @@ void run_registers(const GemmOperands& op, const Epilogue& ep, int splits, cudaS
   const std::int64_t used = std::max<std::int64_t>(1, (steps + per_split - 1) / per_split);
   const dim3 grid(static_cast<unsigned>((op.n + kBN - 1) / kBN), static_cast<unsigned>(used),
                   static_cast<unsigned>((op.m + MT * 16 - 1) / (MT * 16)));
-  s8_gemm_skinny_registers_kernel<MT, U><<<grid, kThreads, 0, stream>>>(op, ep, static_cast<int>(per_split));
+  s8_gemm_skinny_registers_kernel<MT, U>
+      <<<grid, kThreads, 0, stream>>>(op, ep, static_cast<int>(per_split));
   check_launch("s8_gemm_skinny_registers_kernel");
 }
 
 }  // namespace
 
-void launch_gemm_skinny(const GemmOperands& op, const Epilogue& ep, int splits, int device, cudaStream_t stream) {
+void launch_gemm_skinny(const GemmOperands& op, const Epilogue& ep, int splits, int device,
+                        cudaStream_t stream) {
   // One m16 tile and a 4-stage ring up to M = 16 (96 KB of shared memory: 2 CTAs per SM), two
   // m16 tiles and 3 stages above (96 KB). QFORGE_CUDA_SKINNY_STAGES=2|3|4|6 overrides the ring
   // depth (an experiment switch: shared memory per CTA trades against copies in flight).

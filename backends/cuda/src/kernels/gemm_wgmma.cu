@@ -27,10 +27,10 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "check.h"
 #include "kernels/epilogue.cuh"
 #include "kernels/gemm_mma.cuh"
 #include "kernels/ptx.cuh"
-#include "check.h"
 #include "qforge/error.h"
 
 namespace qforge::cuda {
@@ -50,7 +50,8 @@ __device__ __forceinline__ void mbar_init(std::uint32_t bar, int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
 __device__ __forceinline__ void mbar_arrive_expect_tx(std::uint32_t bar, int bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
 }
 __device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
@@ -72,12 +73,17 @@ __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parit
 __device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const CUtensorMap* map, int x, int y,
                                             std::uint32_t bar) {
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+      "%3}], [%4];\n" ::"r"(dst),
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(x), "r"(y), "r"(bar)
       : "memory");
 }
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
 template <int N>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
@@ -92,45 +98,57 @@ __device__ __forceinline__ void fence_accumulators(int (&d)[128]) {
 __device__ __forceinline__ std::uint64_t smem_desc(std::uint32_t addr) {
   std::uint64_t d = 0;
   d |= static_cast<std::uint64_t>((addr & 0x3FFFF) >> 4);
-  d |= static_cast<std::uint64_t>(1) << 16;            // leading byte offset (unused when swizzled)
-  d |= static_cast<std::uint64_t>(1024 >> 4) << 32;    // stride byte offset
-  d |= static_cast<std::uint64_t>(1) << 62;            // SWIZZLE_128B
+  d |= static_cast<std::uint64_t>(1) << 16;          // leading byte offset (unused when swizzled)
+  d |= static_cast<std::uint64_t>(1024 >> 4) << 32;  // stride byte offset
+  d |= static_cast<std::uint64_t>(1) << 62;          // SWIZZLE_128B
   return d;
 }
 
 // d += A * B for one m64n256k32 int8 tile: A and B from shared memory (descriptors), d the
 // warpgroup's 64x256 int32 accumulators (128 registers per thread). scale_d = 0 overwrites d.
-__device__ __forceinline__ void wgmma_m64n256k32_s8(int (&d)[128], std::uint64_t desc_a, std::uint64_t desc_b,
-                                                    int scale_d) {
+__device__ __forceinline__ void wgmma_m64n256k32_s8(int (&d)[128], std::uint64_t desc_a,
+                                                    std::uint64_t desc_b, int scale_d) {
   asm volatile(
       "{\n"
       ".reg .pred p;\n"
       "setp.ne.b32 p, %130, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
+      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
+      "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
+      "%56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, "
+      "%74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, "
+      "%92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, "
+      "%108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, "
+      "%123, %124, %125, %126, %127}, "
       "%128, %129, p;\n"
       "}\n"
-      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
-        "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
-        "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
-        "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]),
-        "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]),
-        "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
-        "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
-        "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]),
-        "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]),
-        "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]),
-        "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]),
-        "+r"(d[88]), "+r"(d[89]), "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]),
-        "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]),
-        "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]),
-        "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]),
-        "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]),
+        "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]),
+        "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]),
+        "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]),
+        "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]),
+        "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]),
+        "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]),
+        "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
+        "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]),
+        "+r"(d[63]), "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]),
+        "+r"(d[70]), "+r"(d[71]), "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]),
+        "+r"(d[77]), "+r"(d[78]), "+r"(d[79]), "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]),
+        "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]), "+r"(d[89]), "+r"(d[90]),
+        "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]), "+r"(d[96]), "+r"(d[97]),
+        "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]),
+        "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]),
+        "+r"(d[110]), "+r"(d[111]), "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]),
+        "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]), "+r"(d[120]), "+r"(d[121]),
+        "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
 // Barrier 1 joins the two consumer warpgroups only (the producer is elsewhere).
-__device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory"); }
+__device__ __forceinline__ void consumers_sync() {
+  asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory");
+}
 
 __device__ __forceinline__ void tile_of(int tile, int tiles_m, int tiles_n, int& tm, int& tn) {
   constexpr int kGroup = 8;
@@ -144,9 +162,10 @@ __device__ __forceinline__ void tile_of(int tile, int tiles_m, int tiles_n, int&
 #endif  // sm_90a
 
 __global__ void __launch_bounds__(kThreads, 1)
-s8_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                     GemmOperands op, const __grid_constant__ Epilogue ep, int splits,
-                     int* __restrict__ partials, int* __restrict__ counters) {
+    s8_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
+                         const __grid_constant__ CUtensorMap map_b, GemmOperands op,
+                         const __grid_constant__ Epilogue ep, int splits,
+                         int* __restrict__ partials, int* __restrict__ counters) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(1024) std::uint8_t smem[];
   __shared__ int last_of_tile;
@@ -234,7 +253,8 @@ s8_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_con
         int4* mine = slots + static_cast<std::int64_t>(w) * (kTileInts / 4);
 #pragma unroll
         for (int i = 0; i < 32; ++i)
-          __stcg(mine + i * kConsumerThreads + ct, make_int4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+          __stcg(mine + i * kConsumerThreads + ct,
+                 make_int4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
         __threadfence();
         consumers_sync();
         if (ct == 0) {
@@ -249,7 +269,8 @@ s8_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_con
         __threadfence();
         for (int sp = 0; sp < splits; ++sp) {
           if (sp == w % splits) continue;
-          const int4* other = slots + (static_cast<std::int64_t>(tile) * splits + sp) * (kTileInts / 4);
+          const int4* other =
+              slots + (static_cast<std::int64_t>(tile) * splits + sp) * (kTileInts / 4);
 #pragma unroll
           for (int i = 0; i < 32; ++i) {
             const int4 v = __ldcg(other + i * kConsumerThreads + ct);
@@ -263,7 +284,8 @@ s8_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_con
 
       // Accumulator layout: for each n8 column block j, acc[4j], acc[4j+1] at (row g, cols 2t,
       // 2t+1) and acc[4j+2], acc[4j+3] at row g + 8, within the warp's 16 rows.
-      const std::int64_t row = static_cast<std::int64_t>(tm) * kBM + consumer * 64 + warp * 16 + lane / 4;
+      const std::int64_t row =
+          static_cast<std::int64_t>(tm) * kBM + consumer * 64 + warp * 16 + lane / 4;
       const std::int64_t col0 = static_cast<std::int64_t>(tn) * kBN + (lane % 4) * 2;
       dev::store_fragment<2, 32>(
           ep, [&](int r) { return row + 8 * r; }, [&](int c) { return col0 + 8 * c; },
@@ -278,7 +300,8 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
   static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
     void* p = nullptr;
     cudaDriverEntryPointQueryResult q{};
-    check(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q),
+    check(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
+                                           &q),
           "cudaGetDriverEntryPointByVersion(cuTensorMapEncodeTiled)");
     if (q != cudaDriverEntryPointSuccess || p == nullptr)
       throw Error(ErrorCode::backend, "cuTensorMapEncodeTiled: not provided by this driver");
@@ -288,20 +311,21 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
 }
 
 // A [rows, kp] int8 K-major matrix, boxes of box_rows x 128 bytes, 128-byte swizzle.
-CUtensorMap make_map(const std::int8_t* data, std::int64_t rows, std::int64_t kp, std::int64_t ld, int box_rows) {
+CUtensorMap make_map(const std::int8_t* data, std::int64_t rows, std::int64_t kp, std::int64_t ld,
+                     int box_rows) {
   CUtensorMap map{};
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(kp), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld)};
   const cuuint32_t box[2] = {static_cast<cuuint32_t>(kBK), static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult r = encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<std::int8_t*>(data), dims,
-                                 strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                 CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r = encode_fn()(
+      &map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<std::int8_t*>(data), dims, strides, box,
+      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
-    throw Error(ErrorCode::backend, "cuTensorMapEncodeTiled: error " + std::to_string(static_cast<int>(r)) +
-                                        " for a " + std::to_string(rows) + " x " + std::to_string(kp) +
-                                        " int8 matrix");
+    throw Error(ErrorCode::backend,
+                "cuTensorMapEncodeTiled: error " + std::to_string(static_cast<int>(r)) + " for a " +
+                    std::to_string(rows) + " x " + std::to_string(kp) + " int8 matrix");
   return map;
 }
 
@@ -325,11 +349,13 @@ DeviceState& state_of(int device) {
     cudaDeviceGetAttribute(&st.multiprocessors, cudaDevAttrMultiProcessorCount, device);
     // The sm_90a image must be the one the runtime picked (its body is empty elsewhere).
     cudaFuncAttributes attr{};
-    const bool image = cudaFuncGetAttributes(&attr, s8_gemm_wgmma_kernel) == cudaSuccess && attr.binaryVersion == 90;
+    const bool image = cudaFuncGetAttributes(&attr, s8_gemm_wgmma_kernel) == cudaSuccess &&
+                       attr.binaryVersion == 90;
     cudaGetLastError();
-    st.available = major == 9 && minor == 0 && image &&
-                   cudaFuncSetAttribute(s8_gemm_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem) ==
-                       cudaSuccess;
+    st.available =
+        major == 9 && minor == 0 && image &&
+        cudaFuncSetAttribute(s8_gemm_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             kSmem) == cudaSuccess;
     cudaGetLastError();
   }
   return st;
@@ -345,20 +371,24 @@ int wgmma_splits(std::int64_t m, std::int64_t n, std::int64_t kp, int multiproce
   const std::int64_t tiles = ((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN);
   const std::int64_t k_tiles = (kp + kBK - 1) / kBK;
   // QFORGE_CUDA_WGMMA_SPLITS=S (an experiment switch, read at every launch) forces S splits.
-  if (const char* env = std::getenv("QFORGE_CUDA_WGMMA_SPLITS"); env != nullptr && std::atoi(env) > 0)
+  if (const char* env = std::getenv("QFORGE_CUDA_WGMMA_SPLITS");
+      env != nullptr && std::atoi(env) > 0)
     return std::min(std::atoi(env), 64);  // more splits than K tiles leave some empty: still exact
   if (tiles >= multiprocessors) return 1;
-  return static_cast<int>(std::clamp<std::int64_t>(std::min(multiprocessors / tiles, k_tiles / 8), 1, 16));
+  return static_cast<int>(
+      std::clamp<std::int64_t>(std::min(multiprocessors / tiles, k_tiles / 8), 1, 16));
 }
 
 std::int64_t wgmma_split_workspace_ints(std::int64_t m, std::int64_t n, int splits) {
   return wgmma_tiles(m, n) * splits * kTileInts;
 }
 
-std::int64_t wgmma_tiles(std::int64_t m, std::int64_t n) { return ((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN); }
+std::int64_t wgmma_tiles(std::int64_t m, std::int64_t n) {
+  return ((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN);
+}
 
-bool launch_gemm_wgmma(const GemmOperands& op, const Epilogue& ep, int splits, int* partials, int* counters,
-                       int device, cudaStream_t stream) {
+bool launch_gemm_wgmma(const GemmOperands& op, const Epilogue& ep, int splits, int* partials,
+                       int* counters, int device, cudaStream_t stream) {
   const DeviceState& st = state_of(device);
   if (!st.available || op.kp == 0) return false;
   const CUtensorMap map_a = make_map(op.a, op.m, op.kp, op.lda, kBM);
@@ -366,8 +396,10 @@ bool launch_gemm_wgmma(const GemmOperands& op, const Epilogue& ep, int splits, i
   const std::int64_t tiles = ((op.m + kBM - 1) / kBM) * ((op.n + kBN - 1) / kBN);
   const int grid = static_cast<int>(std::min<std::int64_t>(tiles * splits, st.multiprocessors));
   if (splits > 1 && (partials == nullptr || counters == nullptr))
-    throw Error(ErrorCode::backend, "s8_gemm_wgmma: split-K needs its partial slots and tile counters");
-  s8_gemm_wgmma_kernel<<<grid, kThreads, kSmem, stream>>>(map_a, map_b, op, ep, splits, partials, counters);
+    throw Error(ErrorCode::backend,
+                "s8_gemm_wgmma: split-K needs its partial slots and tile counters");
+  s8_gemm_wgmma_kernel<<<grid, kThreads, kSmem, stream>>>(map_a, map_b, op, ep, splits, partials,
+                                                          counters);
   check_launch("s8_gemm_wgmma_kernel");
   return true;
 }

@@ -2,9 +2,9 @@
 // 256 threads, 8x8 outputs per thread, 8 terms of the reduction per step, double-buffered.
 #include <algorithm>
 
+#include "check.h"
 #include "kernels/epilogue.cuh"
 #include "kernels/linear_backward.h"
-#include "check.h"
 
 namespace qforge::cuda {
 namespace {
@@ -21,7 +21,7 @@ constexpr std::int64_t kMinTermsPerSplit = 512;
 constexpr int kTotalBytes = kT * kT * 4;
 
 __global__ void __launch_bounds__(kThreads, 2)
-dequant_gemm_kernel(DequantGemm g, std::int64_t r_per_split, float* __restrict__ partials) {
+    dequant_gemm_kernel(DequantGemm g, std::int64_t r_per_split, float* __restrict__ partials) {
   extern __shared__ __align__(16) float s_total[];  // [8][8][kThreads]: thread t's (i, j) total
   __shared__ __align__(16) float sA[2][kR][kT];
   __shared__ __align__(16) float sB[2][kR][kT];
@@ -47,13 +47,16 @@ dequant_gemm_kernel(DequantGemm g, std::int64_t r_per_split, float* __restrict__
     }
     const bool a_full = g.a_transposed ? (r < r_end && i + 3 < g.i) : (i < g.i && r + 3 < r_end);
     if (a_vec && a_full) {
-      const float4 v = *reinterpret_cast<const float4*>(g.a_transposed ? g.a + r * g.lda + i : g.a + i * g.lda + r);
+      const float4 v = *reinterpret_cast<const float4*>(g.a_transposed ? g.a + r * g.lda + i
+                                                                       : g.a + i * g.lda + r);
       ra[0] = v.x, ra[1] = v.y, ra[2] = v.z, ra[3] = v.w;
     } else {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const std::int64_t ie = g.a_transposed ? i + e : i, re = g.a_transposed ? r : r + e;
-        ra[e] = (ie < g.i && re < r_end) ? (g.a_transposed ? g.a[re * g.lda + ie] : g.a[ie * g.lda + re]) : 0.0f;
+        ra[e] = (ie < g.i && re < r_end)
+                    ? (g.a_transposed ? g.a[re * g.lda + ie] : g.a[ie * g.lda + re])
+                    : 0.0f;
       }
     }
     const std::int64_t br = r0 + tid / 32, bj = j0 + (tid % 32) * 4;
@@ -66,7 +69,8 @@ dequant_gemm_kernel(DequantGemm g, std::int64_t r_per_split, float* __restrict__
           rb[e] = dev::dequantize_value(static_cast<std::int8_t>((w >> (8 * e)) & 0xFFu), sb, 0);
       } else {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) rb[e] = bj + e < g.j ? dev::dequantize_value(g.b[br * g.ldb + bj + e], sb, 0) : 0.0f;
+        for (int e = 0; e < 4; ++e)
+          rb[e] = bj + e < g.j ? dev::dequantize_value(g.b[br * g.ldb + bj + e], sb, 0) : 0.0f;
       }
     } else {
 #pragma unroll
@@ -76,10 +80,8 @@ dequant_gemm_kernel(DequantGemm g, std::int64_t r_per_split, float* __restrict__
   auto stash = [&](int buf) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      if (g.a_transposed)
-        sA[buf][tid / 32][(tid % 32) * 4 + e] = ra[e];
-      else
-        sA[buf][(tid % 2) * 4 + e][tid / 2] = ra[e];
+      if (g.a_transposed) sA[buf][tid / 32][(tid % 32) * 4 + e] = ra[e];
+      else sA[buf][(tid % 2) * 4 + e][tid / 2] = ra[e];
       sB[buf][tid / 32][(tid % 32) * 4 + e] = rb[e];
     }
   };
@@ -143,8 +145,8 @@ dequant_gemm_kernel(DequantGemm g, std::int64_t r_per_split, float* __restrict__
 
 // c[i, j] = sum over splits s (in order) of partials[s, i, j].
 __global__ void __launch_bounds__(256)
-sum_partials_kernel(const float* __restrict__ partials, int splits, std::int64_t rows,
-                    std::int64_t cols, float* __restrict__ c, std::int64_t ldc) {
+    sum_partials_kernel(const float* __restrict__ partials, int splits, std::int64_t rows,
+                        std::int64_t cols, float* __restrict__ c, std::int64_t ldc) {
   const std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (e >= rows * cols) return;
   float s = 0.0f;
@@ -155,8 +157,8 @@ sum_partials_kernel(const float* __restrict__ partials, int splits, std::int64_t
 constexpr std::int64_t kColumnChunk = 256;
 
 __global__ void __launch_bounds__(256)
-column_chunk_sums_kernel(const float* __restrict__ x, std::int64_t rows, std::int64_t cols,
-                         float* __restrict__ partials) {
+    column_chunk_sums_kernel(const float* __restrict__ x, std::int64_t rows, std::int64_t cols,
+                             float* __restrict__ partials) {
   const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= cols) return;
   const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * kColumnChunk;
@@ -167,8 +169,8 @@ column_chunk_sums_kernel(const float* __restrict__ x, std::int64_t rows, std::in
 }
 
 __global__ void __launch_bounds__(256)
-column_total_kernel(const float* __restrict__ partials, std::int64_t chunks, std::int64_t cols,
-                    float* __restrict__ out) {
+    column_total_kernel(const float* __restrict__ partials, std::int64_t chunks, std::int64_t cols,
+                        float* __restrict__ out) {
   const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= cols) return;
   float s = 0.0f;
@@ -191,15 +193,16 @@ void launch_dequant_gemm(const DequantGemm& g, int splits, float* workspace, cud
   std::int64_t per_split = (g.r + splits - 1) / std::max(1, splits);
   per_split = std::max<std::int64_t>(kR, (per_split + kR - 1) / kR * kR);
   const auto used = static_cast<int>(std::max<std::int64_t>(1, (g.r + per_split - 1) / per_split));
-  const dim3 grid(static_cast<unsigned>((g.j + kT - 1) / kT), static_cast<unsigned>((g.i + kT - 1) / kT),
-                  static_cast<unsigned>(used));
+  const dim3 grid(static_cast<unsigned>((g.j + kT - 1) / kT),
+                  static_cast<unsigned>((g.i + kT - 1) / kT), static_cast<unsigned>(used));
   // The chunk totals take 64 KB of dynamic shared memory: raise the limit once per device.
   static bool allowed[64] = {};
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
   bool& done = allowed[device >= 0 && device < 64 ? device : 0];
   if (!done) {
-    check(cudaFuncSetAttribute(dequant_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kTotalBytes),
+    check(cudaFuncSetAttribute(dequant_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               kTotalBytes),
           "cudaFuncSetAttribute(dequant_gemm_kernel, MaxDynamicSharedMemorySize)");
     done = true;
   }
@@ -207,8 +210,8 @@ void launch_dequant_gemm(const DequantGemm& g, int splits, float* workspace, cud
   check_launch("dequant_gemm_kernel");
   if (used > 1) {
     const std::int64_t n = g.i * g.j;
-    sum_partials_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(workspace, used, g.i, g.j,
-                                                                                    g.c, g.ldc);
+    sum_partials_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
+        workspace, used, g.i, g.j, g.c, g.ldc);
     check_launch("sum_partials_kernel");
   }
 }

@@ -23,7 +23,7 @@ struct DequantGemm {
   std::int64_t lda = 0;
   const std::int8_t* b = nullptr;
   std::int64_t ldb = 0;
-  FloatVec sb;                // scale of row r of B
+  FloatVec sb;  // scale of row r of B
   float* c = nullptr;
   std::int64_t ldc = 0;
   std::int64_t i = 0, j = 0, r = 0;

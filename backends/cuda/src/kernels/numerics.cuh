@@ -11,8 +11,9 @@ namespace qforge::cuda::dev {
 // reference::quantize_value for every dtype but binary. rintf(v) + z may round only when
 // |rintf(v)| >= 2^24, and then it lies far outside any [qmin, qmax], as the reference's double
 // sum does: both saturate to the same end.
-__device__ __forceinline__ std::int32_t quantize_value(float x, float scale, std::int32_t zero_point,
-                                                       std::int32_t qmin, std::int32_t qmax) {
+__device__ __forceinline__ std::int32_t quantize_value(float x, float scale,
+                                                       std::int32_t zero_point, std::int32_t qmin,
+                                                       std::int32_t qmax) {
   const float v = __fdiv_rn(x, scale);
   if (isnan(v)) return zero_point;
   const float r = __fadd_rn(rintf(v), static_cast<float>(zero_point));
@@ -50,9 +51,9 @@ __device__ __forceinline__ std::int32_t quantize_value(float x, float scale, std
 // random values near the int8 range). A scale whose reciprocal is not a normal float (below
 // 2^-126 or above 2^126) takes the exact path for the whole call.
 struct FastQuantize {
-  float r = 1.0f;        // __frcp_rn(s)
-  float window = 0.0f;   // 2^-22, or 0 when s is a power of two
-  bool usable = false;   // r is a normal float
+  float r = 1.0f;       // __frcp_rn(s)
+  float window = 0.0f;  // 2^-22, or 0 when s is a power of two
+  bool usable = false;  // r is a normal float
 };
 
 // divide_only: take the exact division for every element (QFORGE_CUDA_QUANTIZE_DIVIDE=1, for
@@ -69,8 +70,9 @@ __device__ __forceinline__ FastQuantize fast_quantize_setup(float scale, bool di
 // The reference's code for x in q when this returns true; false: use quantize_value().
 // Branch-free on purpose (bitwise & of the tests): a short-circuit && became a branch per
 // element and made the fast path slower than the division it replaces.
-__device__ __forceinline__ bool quantize_fast(float x, float r, float window, std::int32_t zero_point,
-                                              std::int32_t qmin, std::int32_t qmax, std::int32_t& q) {
+__device__ __forceinline__ bool quantize_fast(float x, float r, float window,
+                                              std::int32_t zero_point, std::int32_t qmin,
+                                              std::int32_t qmax, std::int32_t& q) {
   constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23, bits 0x4B400000
   const float p = __fmul_rn(x, r);
   const float y = __fadd_rn(p, kMagic);
@@ -88,15 +90,18 @@ __device__ __forceinline__ bool quantize_fast(float x, float r, float window, st
 // scale such as 0.03 hit true near-ties (1.125 / 0.03 = 37.5) about once in 160 elements, so the
 // division runs per flagged element, not for the whole group.
 template <int G>
-__device__ __forceinline__ void quantize_values(const float (&v)[G], std::int32_t (&c)[G], float scale,
-                                                const FastQuantize& fast, std::int32_t zero_point,
-                                                std::int32_t qmin, std::int32_t qmax) {
+__device__ __forceinline__ void quantize_values(const float (&v)[G], std::int32_t (&c)[G],
+                                                float scale, const FastQuantize& fast,
+                                                std::int32_t zero_point, std::int32_t qmin,
+                                                std::int32_t qmax) {
   static_assert(G <= 32, "one flag bit per element");
   const float r = fast.r, window = fast.window;
   std::uint32_t redo = 0;
 #pragma unroll
   for (int e = 0; e < G; ++e)
-    redo |= static_cast<std::uint32_t>(!quantize_fast(v[e], r, window, zero_point, qmin, qmax, c[e])) << e;
+    redo |=
+        static_cast<std::uint32_t>(!quantize_fast(v[e], r, window, zero_point, qmin, qmax, c[e]))
+        << e;
   if (!fast.usable) redo = 0xFFFFFFFFu;
   if (redo != 0) {
 #pragma unroll
@@ -128,19 +133,21 @@ __device__ __forceinline__ void quantize_values(const float (&v)[G], std::int32_
 // to even (1.5 * 2^23 is even); the code is bits(y) - bits(1.5 * 2^23) + z. L > 2^20 (zero
 // points far outside the range) takes the division for the whole call.
 struct FastClamp {
-  float r = 1.0f;          // __frcp_rn(s)
+  float r = 1.0f;  // __frcp_rn(s)
   float s = 1.0f;
   float lo = 0.0f, hi = 0.0f;
-  std::int32_t offset = 0; // z - bits(1.5 * 2^23)
+  std::int32_t offset = 0;  // z - bits(1.5 * 2^23)
   bool usable = false;
 };
 
-__device__ __forceinline__ FastClamp fast_clamp_setup(float scale, std::int32_t zero_point, std::int32_t qmin,
-                                                      std::int32_t qmax, bool divide_only = false) {
+__device__ __forceinline__ FastClamp fast_clamp_setup(float scale, std::int32_t zero_point,
+                                                      std::int32_t qmin, std::int32_t qmax,
+                                                      bool divide_only = false) {
   FastClamp f;
   f.r = __frcp_rn(scale);
   f.s = scale;
-  const long long lo = static_cast<long long>(qmin) - zero_point, hi = static_cast<long long>(qmax) - zero_point;
+  const long long lo = static_cast<long long>(qmin) - zero_point,
+                  hi = static_cast<long long>(qmax) - zero_point;
   const long long l = max(lo < 0 ? -lo : lo, hi < 0 ? -hi : hi);
   f.usable = !divide_only && scale >= 0x1p-100f && f.r >= 0x1p-126f && f.r <= 0x1.fffffep127f &&
              l <= (1LL << 20);  // false for a NaN scale too
@@ -163,7 +170,8 @@ __device__ __forceinline__ float min_nan(float a, float b) {
 
 // The reference's code for x in q, and the clamped quotient it came from: when that is NaN (x NaN
 // or infinite, or x * r overflowed) q is meaningless and quantize_value() must decide.
-__device__ __forceinline__ float quantize_fast_clamped(float x, const FastClamp& f, std::int32_t& q) {
+__device__ __forceinline__ float quantize_fast_clamped(float x, const FastClamp& f,
+                                                       std::int32_t& q) {
   constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23, bits 0x4B400000
   const float p0 = __fmul_rn(x, f.r);
   const float p = __fmaf_rn(__fmaf_rn(-p0, f.s, x), f.r, p0);  // RN(x / s), Markstein
@@ -178,9 +186,10 @@ __device__ __forceinline__ float quantize_fast_clamped(float x, const FastClamp&
 // pipe; the first version's compare, select and OR per element took three integer-pipe slots,
 // which issue at half the FMA rate.
 template <int G>
-__device__ __forceinline__ void quantize_values_clamped(const float (&v)[G], std::int32_t (&c)[G], float scale,
-                                                        const FastClamp& fast, std::int32_t zero_point,
-                                                        std::int32_t qmin, std::int32_t qmax) {
+__device__ __forceinline__ void quantize_values_clamped(const float (&v)[G], std::int32_t (&c)[G],
+                                                        float scale, const FastClamp& fast,
+                                                        std::int32_t zero_point, std::int32_t qmin,
+                                                        std::int32_t qmax) {
   float sum = 0.0f;
 #pragma unroll
   for (int e = 0; e < G; ++e) sum = __fadd_rn(sum, quantize_fast_clamped(v[e], fast, c[e]));
@@ -191,7 +200,8 @@ __device__ __forceinline__ void quantize_values_clamped(const float (&v)[G], std
 }
 
 // reference::dequantize_value: q - z is exact in float32 (|q - z| <= 65535); one rounding.
-__device__ __forceinline__ float dequantize_value(std::int32_t q, float scale, std::int32_t zero_point) {
+__device__ __forceinline__ float dequantize_value(std::int32_t q, float scale,
+                                                  std::int32_t zero_point) {
   return __fmul_rn(static_cast<float>(q - zero_point), scale);
 }
 
@@ -245,7 +255,8 @@ __device__ __forceinline__ std::int32_t rounding_divide_by_pot(std::int32_t x, i
   return static_cast<std::int32_t>((v >> exponent) + (remainder > threshold ? 1 : 0));
 }
 
-__device__ __forceinline__ std::int32_t multiply_by_quantized_multiplier(std::int32_t x, FixedPoint m) {
+__device__ __forceinline__ std::int32_t multiply_by_quantized_multiplier(std::int32_t x,
+                                                                         FixedPoint m) {
   const int left_shift = m.shift > 0 ? m.shift : 0;
   const int right_shift = m.shift > 0 ? 0 : -m.shift;
   long long shifted = static_cast<long long>(x) * (1LL << left_shift);

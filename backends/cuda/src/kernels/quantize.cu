@@ -5,10 +5,10 @@
 // 16-byte aligned pointers and a full group it uses 16-byte loads and stores.
 #include <cstdlib>
 
+#include "check.h"
 #include "kernels/elementwise.cuh"
 #include "kernels/numerics.cuh"
 #include "kernels/quantize.h"
-#include "check.h"
 
 namespace qforge::cuda {
 namespace {
@@ -70,8 +70,8 @@ __device__ __forceinline__ void store_codes(void* q, std::int64_t i0, const std:
 
 template <FloatType In, int Bits>
 __global__ void __launch_bounds__(256)
-quantize_kernel(const void* __restrict__ x, void* __restrict__ q, std::int64_t n, PairIndexing p,
-                bool aligned) {
+    quantize_kernel(const void* __restrict__ x, void* __restrict__ q, std::int64_t n,
+                    PairIndexing p, bool aligned) {
   const std::int64_t i0 = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
   if (i0 >= n) return;
   const int count = n - i0 < kVec ? static_cast<int>(n - i0) : kVec;
@@ -87,13 +87,15 @@ quantize_kernel(const void* __restrict__ x, void* __restrict__ q, std::int64_t n
   if (p.layout == ParamLayout::per_tensor) {
     const float s = p.scales ? p.scales[0] : p.scale0;
     const std::int32_t z = p.zero_points ? p.zero_points[0] : p.zero_point0;
-    dev::quantize_values<kVec>(v, c, s, dev::fast_quantize_setup(s, p.divide_only), z, p.qmin, p.qmax);
+    dev::quantize_values<kVec>(v, c, s, dev::fast_quantize_setup(s, p.divide_only), z, p.qmin,
+                               p.qmax);
   } else {
     dev::PairCursor cur;
     cur.init(p, i0);
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {
-      c[e] = e < count ? dev::quantize_value(v[e], cur.scale(p), cur.zero_point(p), p.qmin, p.qmax) : 0;
+      c[e] = e < count ? dev::quantize_value(v[e], cur.scale(p), cur.zero_point(p), p.qmin, p.qmax)
+                       : 0;
       cur.advance(p);
     }
   }
@@ -118,8 +120,8 @@ __device__ __forceinline__ std::int32_t load_code(const void* q, std::int64_t i)
 
 template <int Bits, bool Signed>
 __global__ void __launch_bounds__(256)
-dequantize_kernel(const void* __restrict__ q, float* __restrict__ x, std::int64_t n, PairIndexing p,
-                  bool aligned) {
+    dequantize_kernel(const void* __restrict__ q, float* __restrict__ x, std::int64_t n,
+                      PairIndexing p, bool aligned) {
   const std::int64_t i0 = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
   if (i0 >= n) return;
   const int count = n - i0 < kVec ? static_cast<int>(n - i0) : kVec;
@@ -131,7 +133,8 @@ dequantize_kernel(const void* __restrict__ q, float* __restrict__ x, std::int64_
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {
       const std::uint32_t b = (w[e / 4] >> (8 * (e % 4))) & 0xFFu;
-      c[e] = Signed ? static_cast<std::int32_t>(static_cast<std::int8_t>(b)) : static_cast<std::int32_t>(b);
+      c[e] = Signed ? static_cast<std::int32_t>(static_cast<std::int8_t>(b))
+                    : static_cast<std::int32_t>(b);
     }
   } else {
 #pragma unroll
@@ -155,7 +158,8 @@ dequantize_kernel(const void* __restrict__ q, float* __restrict__ x, std::int64_
   if (vector) {
     float4* out = reinterpret_cast<float4*>(x + i0);
 #pragma unroll
-    for (int j = 0; j < kVec / 4; ++j) out[j] = make_float4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
+    for (int j = 0; j < kVec / 4; ++j)
+      out[j] = make_float4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
   } else {
     for (int e = 0; e < count; ++e) x[i0 + e] = v[e];
   }
@@ -178,17 +182,19 @@ constexpr std::int64_t kPerBlock = std::int64_t{kThreads} * kIters * kGroup;
 
 // Elements per group: 16 bytes of input (4 float32 or 8 float16/bfloat16).
 template <FloatType T>
-constexpr int group_of() { return T == FloatType::f32 ? 4 : 8; }
+constexpr int group_of() {
+  return T == FloatType::f32 ? 4 : 8;
+}
 
 // The raw bits of the G elements at i: one 16-byte load when `vector`, element by element
 // (zero past n) otherwise.
 template <FloatType T, int G>
-__device__ __forceinline__ uint4 load_raw(const void* x, std::int64_t i, std::int64_t n, bool vector) {
+__device__ __forceinline__ uint4 load_raw(const void* x, std::int64_t i, std::int64_t n,
+                                          bool vector) {
   if (vector) {
     if constexpr (T == FloatType::f32)
       return *reinterpret_cast<const uint4*>(static_cast<const float*>(x) + i);
-    else
-      return *reinterpret_cast<const uint4*>(static_cast<const std::uint16_t*>(x) + i);
+    else return *reinterpret_cast<const uint4*>(static_cast<const std::uint16_t*>(x) + i);
   }
   std::uint32_t w[4] = {0, 0, 0, 0};
 #pragma unroll
@@ -197,7 +203,8 @@ __device__ __forceinline__ uint4 load_raw(const void* x, std::int64_t i, std::in
     if constexpr (T == FloatType::f32) {
       w[e] = static_cast<const std::uint32_t*>(x)[i + e];
     } else {
-      w[e / 2] |= static_cast<std::uint32_t>(static_cast<const std::uint16_t*>(x)[i + e]) << (16 * (e % 2));
+      w[e / 2] |= static_cast<std::uint32_t>(static_cast<const std::uint16_t*>(x)[i + e])
+                  << (16 * (e % 2));
     }
   }
   return make_uint4(w[0], w[1], w[2], w[3]);
@@ -213,7 +220,8 @@ __device__ __forceinline__ void unpack_group(const uint4& u, float (&v)[G]) {
   } else {
 #pragma unroll
     for (int h = 0; h < 4; ++h) {
-      const auto lo = static_cast<unsigned short>(w[h] & 0xFFFFu), hi = static_cast<unsigned short>(w[h] >> 16);
+      const auto lo = static_cast<unsigned short>(w[h] & 0xFFFFu),
+                 hi = static_cast<unsigned short>(w[h] >> 16);
       if constexpr (T == FloatType::f16) {
         v[2 * h] = __half2float(__ushort_as_half(lo));
         v[2 * h + 1] = __half2float(__ushort_as_half(hi));
@@ -233,7 +241,8 @@ __device__ __forceinline__ void store_group(void* q, std::int64_t i, const std::
   std::uint32_t w[kWords > 0 ? kWords : 1] = {};
 #pragma unroll
   for (int e = 0; e < G; ++e)
-    w[e / kPerWord] |= (static_cast<std::uint32_t>(c[e]) & ((1u << Bits) - 1u)) << (Bits * (e % kPerWord));
+    w[e / kPerWord] |= (static_cast<std::uint32_t>(c[e]) & ((1u << Bits) - 1u))
+                       << (Bits * (e % kPerWord));
   auto* base = static_cast<std::uint8_t*>(q) + i * Bits / 8;
   if constexpr (G * Bits == 16) {
     *reinterpret_cast<std::uint16_t*>(base) = static_cast<std::uint16_t>(w[0]);
@@ -251,8 +260,8 @@ __device__ __forceinline__ void store_group(void* q, std::int64_t i, const std::
 // 2 x 8 0.85, 8 x 3 0.83.)
 template <FloatType In, int Bits>
 __global__ void __launch_bounds__(kThreads, 5)
-quantize_per_tensor_kernel(const void* __restrict__ x, void* __restrict__ q, std::int64_t n, PairIndexing p,
-                           bool aligned) {
+    quantize_per_tensor_kernel(const void* __restrict__ x, void* __restrict__ q, std::int64_t n,
+                               PairIndexing p, bool aligned) {
   constexpr int G = group_of<In>();
   constexpr std::int64_t kBlockElems = std::int64_t{kThreads} * kIters * G;
   const float s = p.scales ? p.scales[0] : p.scale0;
@@ -260,8 +269,10 @@ quantize_per_tensor_kernel(const void* __restrict__ x, void* __restrict__ q, std
   // Codes of at most 8 bits: the exact quotient from a multiply and two FMAs, clamped in float32
   // (numerics.cuh, FastClamp); 16-bit codes keep the relative window test.
   constexpr bool kClamped = Bits <= 8;
-  const dev::FastQuantize fast = kClamped ? dev::FastQuantize{} : dev::fast_quantize_setup(s, p.divide_only);
-  const dev::FastClamp clamp = kClamped ? dev::fast_clamp_setup(s, z, p.qmin, p.qmax, p.divide_only) : dev::FastClamp{};
+  const dev::FastQuantize fast =
+      kClamped ? dev::FastQuantize{} : dev::fast_quantize_setup(s, p.divide_only);
+  const dev::FastClamp clamp =
+      kClamped ? dev::fast_clamp_setup(s, z, p.qmin, p.qmax, p.divide_only) : dev::FastClamp{};
   const std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kBlockElems;
   uint4 raw[kIters];
 #pragma unroll
@@ -276,10 +287,8 @@ quantize_per_tensor_kernel(const void* __restrict__ x, void* __restrict__ q, std
     float v[G];
     unpack_group<In, G>(raw[j], v);
     std::int32_t c[G];
-    if constexpr (kClamped)
-      dev::quantize_values_clamped<G>(v, c, s, clamp, z, p.qmin, p.qmax);
-    else
-      dev::quantize_values<G>(v, c, s, fast, z, p.qmin, p.qmax);
+    if constexpr (kClamped) dev::quantize_values_clamped<G>(v, c, s, clamp, z, p.qmin, p.qmax);
+    else dev::quantize_values<G>(v, c, s, fast, z, p.qmin, p.qmax);
     if (aligned && i0 + G <= n) {
       store_group<Bits, G>(q, i0, c);
     } else {
@@ -292,8 +301,8 @@ quantize_per_tensor_kernel(const void* __restrict__ x, void* __restrict__ q, std
 
 template <int Bits, bool Signed>
 __global__ void __launch_bounds__(kThreads)
-dequantize_per_tensor_kernel(const void* __restrict__ q, float* __restrict__ x, std::int64_t n, PairIndexing p,
-                             bool aligned) {
+    dequantize_per_tensor_kernel(const void* __restrict__ q, float* __restrict__ x, std::int64_t n,
+                                 PairIndexing p, bool aligned) {
   const float s = p.scales ? p.scales[0] : p.scale0;
   const std::int32_t z = p.zero_points ? p.zero_points[0] : p.zero_point0;
   const std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kPerBlock;
@@ -303,11 +312,13 @@ dequantize_per_tensor_kernel(const void* __restrict__ q, float* __restrict__ x, 
     const std::int64_t i0 = base + (static_cast<std::int64_t>(j) * kThreads + threadIdx.x) * kGroup;
     if (aligned && i0 + kGroup <= n) {
       if constexpr (Bits == 8) {
-        const std::uint32_t w = *reinterpret_cast<const std::uint32_t*>(static_cast<const std::uint8_t*>(q) + i0);
+        const std::uint32_t w =
+            *reinterpret_cast<const std::uint32_t*>(static_cast<const std::uint8_t*>(q) + i0);
 #pragma unroll
         for (int e = 0; e < kGroup; ++e) {
           const std::uint32_t b = (w >> (8 * e)) & 0xFFu;
-          c[j][e] = Signed ? static_cast<std::int32_t>(static_cast<std::int8_t>(b)) : static_cast<std::int32_t>(b);
+          c[j][e] = Signed ? static_cast<std::int32_t>(static_cast<std::int8_t>(b))
+                           : static_cast<std::int32_t>(b);
         }
       } else {
 #pragma unroll
@@ -315,7 +326,8 @@ dequantize_per_tensor_kernel(const void* __restrict__ q, float* __restrict__ x, 
       }
     } else {
 #pragma unroll
-      for (int e = 0; e < kGroup; ++e) c[j][e] = i0 + e < n ? load_code<Bits, Signed>(q, i0 + e) : 0;
+      for (int e = 0; e < kGroup; ++e)
+        c[j][e] = i0 + e < n ? load_code<Bits, Signed>(q, i0 + e) : 0;
     }
   }
 #pragma unroll
@@ -347,9 +359,15 @@ void quantize_to(DType out, const void* x, void* q, std::int64_t n, const PairIn
     const std::int64_t per_block = std::int64_t{kThreads} * kIters * group_of<In>();
     const auto grid = static_cast<unsigned>((n + per_block - 1) / per_block);
     switch (traits(out).bits) {
-      case 8: quantize_per_tensor_kernel<In, 8><<<grid, kThreads, 0, stream>>>(x, q, n, p, aligned); break;
-      case 16: quantize_per_tensor_kernel<In, 16><<<grid, kThreads, 0, stream>>>(x, q, n, p, aligned); break;
-      case 4: quantize_per_tensor_kernel<In, 4><<<grid, kThreads, 0, stream>>>(x, q, n, p, aligned); break;
+      case 8:
+        quantize_per_tensor_kernel<In, 8><<<grid, kThreads, 0, stream>>>(x, q, n, p, aligned);
+        break;
+      case 16:
+        quantize_per_tensor_kernel<In, 16><<<grid, kThreads, 0, stream>>>(x, q, n, p, aligned);
+        break;
+      case 4:
+        quantize_per_tensor_kernel<In, 4><<<grid, kThreads, 0, stream>>>(x, q, n, p, aligned);
+        break;
       default: return;
     }
     check_launch("quantize_per_tensor_kernel");
@@ -394,12 +412,24 @@ void launch_dequantize(DType in, const void* q, float* x, std::int64_t n, const 
   if (p.layout == ParamLayout::per_tensor) {
     const auto grid = static_cast<unsigned>((n + kPerBlock - 1) / kPerBlock);
     switch (in) {
-      case DType::int8: dequantize_per_tensor_kernel<8, true><<<grid, kThreads, 0, stream>>>(q, x, n, p, aligned); break;
-      case DType::uint8: dequantize_per_tensor_kernel<8, false><<<grid, kThreads, 0, stream>>>(q, x, n, p, aligned); break;
-      case DType::int16: dequantize_per_tensor_kernel<16, true><<<grid, kThreads, 0, stream>>>(q, x, n, p, aligned); break;
-      case DType::uint16: dequantize_per_tensor_kernel<16, false><<<grid, kThreads, 0, stream>>>(q, x, n, p, aligned); break;
-      case DType::int4: dequantize_per_tensor_kernel<4, true><<<grid, kThreads, 0, stream>>>(q, x, n, p, aligned); break;
-      case DType::uint4: dequantize_per_tensor_kernel<4, false><<<grid, kThreads, 0, stream>>>(q, x, n, p, aligned); break;
+      case DType::int8:
+        dequantize_per_tensor_kernel<8, true><<<grid, kThreads, 0, stream>>>(q, x, n, p, aligned);
+        break;
+      case DType::uint8:
+        dequantize_per_tensor_kernel<8, false><<<grid, kThreads, 0, stream>>>(q, x, n, p, aligned);
+        break;
+      case DType::int16:
+        dequantize_per_tensor_kernel<16, true><<<grid, kThreads, 0, stream>>>(q, x, n, p, aligned);
+        break;
+      case DType::uint16:
+        dequantize_per_tensor_kernel<16, false><<<grid, kThreads, 0, stream>>>(q, x, n, p, aligned);
+        break;
+      case DType::int4:
+        dequantize_per_tensor_kernel<4, true><<<grid, kThreads, 0, stream>>>(q, x, n, p, aligned);
+        break;
+      case DType::uint4:
+        dequantize_per_tensor_kernel<4, false><<<grid, kThreads, 0, stream>>>(q, x, n, p, aligned);
+        break;
       case DType::binary: return;
     }
     check_launch("dequantize_per_tensor_kernel");
@@ -407,12 +437,24 @@ void launch_dequantize(DType in, const void* q, float* x, std::int64_t n, const 
   }
   const unsigned grid = blocks_for(n);
   switch (in) {
-    case DType::int8: dequantize_kernel<8, true><<<grid, 256, 0, stream>>>(q, x, n, p, aligned); break;
-    case DType::uint8: dequantize_kernel<8, false><<<grid, 256, 0, stream>>>(q, x, n, p, aligned); break;
-    case DType::int16: dequantize_kernel<16, true><<<grid, 256, 0, stream>>>(q, x, n, p, aligned); break;
-    case DType::uint16: dequantize_kernel<16, false><<<grid, 256, 0, stream>>>(q, x, n, p, aligned); break;
-    case DType::int4: dequantize_kernel<4, true><<<grid, 256, 0, stream>>>(q, x, n, p, aligned); break;
-    case DType::uint4: dequantize_kernel<4, false><<<grid, 256, 0, stream>>>(q, x, n, p, aligned); break;
+    case DType::int8:
+      dequantize_kernel<8, true><<<grid, 256, 0, stream>>>(q, x, n, p, aligned);
+      break;
+    case DType::uint8:
+      dequantize_kernel<8, false><<<grid, 256, 0, stream>>>(q, x, n, p, aligned);
+      break;
+    case DType::int16:
+      dequantize_kernel<16, true><<<grid, 256, 0, stream>>>(q, x, n, p, aligned);
+      break;
+    case DType::uint16:
+      dequantize_kernel<16, false><<<grid, 256, 0, stream>>>(q, x, n, p, aligned);
+      break;
+    case DType::int4:
+      dequantize_kernel<4, true><<<grid, 256, 0, stream>>>(q, x, n, p, aligned);
+      break;
+    case DType::uint4:
+      dequantize_kernel<4, false><<<grid, 256, 0, stream>>>(q, x, n, p, aligned);
+      break;
     case DType::binary: return;  // not claimed by supports()
   }
   check_launch("dequantize_kernel");

@@ -2,9 +2,9 @@
 // one block that folds the partials in a fixed order (deterministic, no float atomics).
 #include <algorithm>
 
+#include "check.h"
 #include "kernels/elementwise.cuh"
 #include "kernels/reduce.h"
-#include "check.h"
 
 namespace qforge::cuda {
 namespace {
@@ -16,7 +16,9 @@ struct Acc {
   float lo, hi, amax;
   std::uint64_t first_inf, first_nan;
 
-  static __device__ __forceinline__ Acc identity() { return {0.0f, 0.0f, 0.0f, kNoIndex, kNoIndex}; }
+  static __device__ __forceinline__ Acc identity() {
+    return {0.0f, 0.0f, 0.0f, kNoIndex, kNoIndex};
+  }
 
   __device__ __forceinline__ void add(float v, std::uint64_t i) {
     if (isnan(v)) {
@@ -74,11 +76,13 @@ __device__ __forceinline__ RangeStats to_stats(const Acc& a) {
 // Groups of 4 elements, adjacent across the grid (coalesced), grid-stride.
 template <FloatType T>
 __global__ void __launch_bounds__(kThreads)
-range_partial_kernel(const void* __restrict__ x, std::int64_t n, bool aligned, RangeStats* partials) {
+    range_partial_kernel(const void* __restrict__ x, std::int64_t n, bool aligned,
+                         RangeStats* partials) {
   Acc acc = Acc::identity();
   const std::int64_t groups = n / 4;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kThreads;
-  for (std::int64_t g = static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x; g < groups; g += stride) {
+  for (std::int64_t g = static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x; g < groups;
+       g += stride) {
     const std::int64_t i0 = g * 4;
     float v[4];
     if (aligned) {
@@ -99,14 +103,15 @@ range_partial_kernel(const void* __restrict__ x, std::int64_t n, bool aligned, R
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc.add(v[e], static_cast<std::uint64_t>(i0 + e));
   }
-  for (std::int64_t i = groups * 4 + static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride)
+  for (std::int64_t i = groups * 4 + static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+       i < n; i += stride)
     acc.add(dev::load_float<T>(x, i), static_cast<std::uint64_t>(i));
   acc = block_reduce(acc);
   if (threadIdx.x == 0) partials[blockIdx.x] = to_stats(acc);
 }
 
 __global__ void __launch_bounds__(kThreads)
-range_final_kernel(const RangeStats* __restrict__ partials, int count, RangeStats* out) {
+    range_final_kernel(const RangeStats* __restrict__ partials, int count, RangeStats* out) {
   Acc acc = Acc::identity();
   for (int i = threadIdx.x; i < count; i += kThreads) {
     const RangeStats& p = partials[i];
@@ -123,14 +128,22 @@ void launch_range_stats(FloatType type, const void* x, std::int64_t n, RangeStat
   const std::int64_t groups = (n + 3) / 4;
   // Enough blocks to fill the GPU a few times over, never more than there is work for.
   const std::int64_t wanted = std::max<std::int64_t>(1, (groups + kThreads - 1) / kThreads);
-  const int blocks = static_cast<int>(
-      std::min<std::int64_t>({wanted, std::int64_t{8} * std::max(1, multiprocessors),
-                              kRangeStatsMaxBlocks}));
+  const int blocks = static_cast<int>(std::min<std::int64_t>(
+      {wanted, std::int64_t{8} * std::max(1, multiprocessors), kRangeStatsMaxBlocks}));
   const bool aligned = (reinterpret_cast<std::uintptr_t>(x) & 15u) == 0;
   switch (type) {
-    case FloatType::f32: range_partial_kernel<FloatType::f32><<<blocks, kThreads, 0, stream>>>(x, n, aligned, partials); break;
-    case FloatType::f16: range_partial_kernel<FloatType::f16><<<blocks, kThreads, 0, stream>>>(x, n, aligned, partials); break;
-    case FloatType::bf16: range_partial_kernel<FloatType::bf16><<<blocks, kThreads, 0, stream>>>(x, n, aligned, partials); break;
+    case FloatType::f32:
+      range_partial_kernel<FloatType::f32>
+          <<<blocks, kThreads, 0, stream>>>(x, n, aligned, partials);
+      break;
+    case FloatType::f16:
+      range_partial_kernel<FloatType::f16>
+          <<<blocks, kThreads, 0, stream>>>(x, n, aligned, partials);
+      break;
+    case FloatType::bf16:
+      range_partial_kernel<FloatType::bf16>
+          <<<blocks, kThreads, 0, stream>>>(x, n, aligned, partials);
+      break;
   }
   check_launch("range_partial_kernel");
   range_final_kernel<<<1, kThreads, 0, stream>>>(partials, blocks, out);

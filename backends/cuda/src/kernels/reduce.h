@@ -14,9 +14,9 @@ namespace qforge::cuda {
 inline constexpr std::uint64_t kNoIndex = ~0ull;
 
 struct RangeStats {
-  float lo;   // min(0, min x) over non-NaN x
-  float hi;   // max(0, max x)
-  float amax; // max |x|
+  float lo;    // min(0, min x) over non-NaN x
+  float hi;    // max(0, max x)
+  float amax;  // max |x|
   // linear_forward's per-tensor scale from amax: max(amax / 127, 1e-8) in float32, computed on
   // the device so that the following kernels read it without a round trip through the host.
   float sx;

@@ -1,6 +1,6 @@
+#include "check.h"
 #include "kernels/numerics.cuh"
 #include "kernels/requantize.h"
-#include "check.h"
 
 namespace qforge::cuda {
 namespace {
@@ -9,8 +9,10 @@ constexpr int kThreads = 256;
 constexpr int kPerThread = 4;
 
 __global__ void __launch_bounds__(kThreads)
-requantize_kernel(const std::int32_t* __restrict__ c, std::uint8_t* __restrict__ y, RequantizeArgs a) {
-  const std::int64_t i0 = (static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x) * kPerThread;
+    requantize_kernel(const std::int32_t* __restrict__ c, std::uint8_t* __restrict__ y,
+                      RequantizeArgs a) {
+  const std::int64_t i0 =
+      (static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x) * kPerThread;
 #pragma unroll
   for (int e = 0; e < kPerThread; ++e) {
     const std::int64_t i = i0 + e;
@@ -20,8 +22,7 @@ requantize_kernel(const std::int32_t* __restrict__ c, std::uint8_t* __restrict__
     if (a.fixed_point)
       q = dev::requantize_fixed(c[i], {a.fixed_multipliers[ch], a.fixed_shifts[ch]}, a.zero_point,
                                 a.qmin, a.qmax);
-    else
-      q = dev::requantize_float(c[i], a.multipliers[ch], a.zero_point, a.qmin, a.qmax);
+    else q = dev::requantize_float(c[i], a.multipliers[ch], a.zero_point, a.qmin, a.qmax);
     y[i] = static_cast<std::uint8_t>(q & 0xFF);
   }
 }

@@ -13,7 +13,7 @@ struct RequantizeArgs {
   std::int64_t stride = 1;  // element i uses multiplier (i / stride) % extent
   std::int64_t extent = 1;
   bool fixed_point = false;
-  const float* multipliers = nullptr;          // float mode (device)
+  const float* multipliers = nullptr;               // float mode (device)
   const std::int32_t* fixed_multipliers = nullptr;  // fixed mode: reference::quantize_multiplier
   const std::int32_t* fixed_shifts = nullptr;       //   of each multiplier, done on the host
   std::int32_t zero_point = 0, qmin = 0, qmax = 0;

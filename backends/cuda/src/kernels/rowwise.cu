@@ -1,10 +1,10 @@
 #include <type_traits>
 
+#include "check.h"
 #include "kernels/elementwise.cuh"
 #include "kernels/numerics.cuh"
 #include "kernels/quantize.h"
 #include "kernels/rowwise.h"
-#include "check.h"
 
 namespace qforge::cuda {
 namespace {
@@ -13,15 +13,20 @@ constexpr int kThreads = 256;
 
 // Elements in 16 bytes of input: 4 float32 or 8 float16/bfloat16.
 template <FloatType T>
-constexpr int group_elems() { return T == FloatType::f32 ? 4 : 8; }
+constexpr int group_elems() {
+  return T == FloatType::f32 ? 4 : 8;
+}
 
 template <FloatType T>
-constexpr int sizeof_float() { return T == FloatType::f32 ? 4 : 2; }
+constexpr int sizeof_float() {
+  return T == FloatType::f32 ? 4 : 2;
+}
 
 // Loads the G = group_elems<T>() values at element i: one 16-byte load when `vector` (16-byte
 // aligned), element by element otherwise. float16/bfloat16 are widened exactly.
 template <FloatType T>
-__device__ __forceinline__ void load16(const void* x, std::int64_t i, bool vector, float (&v)[group_elems<T>()]) {
+__device__ __forceinline__ void load16(const void* x, std::int64_t i, bool vector,
+                                       float (&v)[group_elems<T>()]) {
   if (!vector) {
 #pragma unroll
     for (int e = 0; e < group_elems<T>(); ++e) v[e] = dev::load_float<T>(x, i + e);
@@ -38,7 +43,8 @@ __device__ __forceinline__ void load16(const void* x, std::int64_t i, bool vecto
     const std::uint32_t w[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
     for (int h = 0; h < 4; ++h) {
-      const auto lo = static_cast<unsigned short>(w[h] & 0xFFFFu), hi = static_cast<unsigned short>(w[h] >> 16);
+      const auto lo = static_cast<unsigned short>(w[h] & 0xFFFFu),
+                 hi = static_cast<unsigned short>(w[h] >> 16);
       if constexpr (T == FloatType::f16) {
         v[2 * h] = __half2float(__ushort_as_half(lo));
         v[2 * h + 1] = __half2float(__ushort_as_half(hi));
@@ -52,22 +58,23 @@ __device__ __forceinline__ void load16(const void* x, std::int64_t i, bool vecto
 
 // Stores G int8 codes at q[i]: one G-byte store when `vector`, byte by byte otherwise.
 template <int G>
-__device__ __forceinline__ void store_codes(std::int8_t* q, std::int64_t i, bool vector, const std::int32_t (&c)[G]) {
+__device__ __forceinline__ void store_codes(std::int8_t* q, std::int64_t i, bool vector,
+                                            const std::int32_t (&c)[G]) {
   std::uint32_t w[G / 4];
 #pragma unroll
   for (int h = 0; h < G / 4; ++h) {
     w[h] = 0;
 #pragma unroll
-    for (int e = 0; e < 4; ++e) w[h] |= (static_cast<std::uint32_t>(c[4 * h + e]) & 0xFFu) << (8 * e);
+    for (int e = 0; e < 4; ++e)
+      w[h] |= (static_cast<std::uint32_t>(c[4 * h + e]) & 0xFFu) << (8 * e);
   }
   if (vector) {
-    if constexpr (G == 4)
-      *reinterpret_cast<std::uint32_t*>(q + i) = w[0];
-    else
-      *reinterpret_cast<uint2*>(q + i) = make_uint2(w[0], w[1]);
+    if constexpr (G == 4) *reinterpret_cast<std::uint32_t*>(q + i) = w[0];
+    else *reinterpret_cast<uint2*>(q + i) = make_uint2(w[0], w[1]);
   } else {
 #pragma unroll
-    for (int e = 0; e < G; ++e) q[i + e] = static_cast<std::int8_t>((w[e / 4] >> (8 * (e % 4))) & 0xFFu);
+    for (int e = 0; e < G; ++e)
+      q[i + e] = static_cast<std::int8_t>((w[e / 4] >> (8 * (e % 4))) & 0xFFu);
   }
 }
 
@@ -76,9 +83,9 @@ __device__ __forceinline__ void store_codes(std::int8_t* q, std::int64_t i, bool
 // one contiguous run.
 template <FloatType T>
 __global__ void __launch_bounds__(kThreads)
-rowwise_absmax_quantize_kernel(const void* __restrict__ x, std::int64_t cols,
-                               std::int8_t* __restrict__ q, float* __restrict__ scales,
-                               bool aligned, bool divide_only) {
+    rowwise_absmax_quantize_kernel(const void* __restrict__ x, std::int64_t cols,
+                                   std::int8_t* __restrict__ q, float* __restrict__ scales,
+                                   bool aligned, bool divide_only) {
   constexpr int G = group_elems<T>();
   __shared__ float warp_max[kThreads / 32];
   __shared__ float row_scale;
@@ -117,7 +124,8 @@ rowwise_absmax_quantize_kernel(const void* __restrict__ x, std::int64_t cols,
     store_codes<G>(q, base + g * G, aligned, c);
   }
   for (std::int64_t c = groups * G + threadIdx.x; c < cols; c += kThreads)
-    q[base + c] = static_cast<std::int8_t>(dev::quantize_value(dev::load_float<T>(x, base + c), s, 0, -127, 127));
+    q[base + c] = static_cast<std::int8_t>(
+        dev::quantize_value(dev::load_float<T>(x, base + c), s, 0, -127, 127));
 }
 
 // Rows that fit in the block's registers (up to kResident groups of 16 bytes per thread) are
@@ -130,7 +138,9 @@ constexpr int kResident = 8;
 
 // At most 32 values per thread whatever the width (8 groups of 4 float32, 4 groups of 8 halves).
 template <FloatType T>
-constexpr int resident_groups() { return T == FloatType::f32 ? kResident : kResident / 2; }
+constexpr int resident_groups() {
+  return T == FloatType::f32 ? kResident : kResident / 2;
+}
 
 // Widens a raw group of 16 bytes (exact for float16/bfloat16).
 template <FloatType T>
@@ -179,8 +189,9 @@ __device__ __forceinline__ void unpack_pair(std::uint32_t w, float (&v)[2]) {
 
 template <FloatType T>
 __global__ void __launch_bounds__(kThreads, T == FloatType::f32 ? 1 : 6)
-rowwise_resident_kernel(const void* __restrict__ x, std::int64_t cols, std::int8_t* __restrict__ q,
-                        float* __restrict__ scales, bool divide_only) {
+    rowwise_resident_kernel(const void* __restrict__ x, std::int64_t cols,
+                            std::int8_t* __restrict__ q, float* __restrict__ scales,
+                            bool divide_only) {
   constexpr int G = group_elems<T>();
   __shared__ float warp_max[kThreads / 32];
   __shared__ float row_scale;
@@ -192,8 +203,9 @@ rowwise_resident_kernel(const void* __restrict__ x, std::int64_t cols, std::int8
 #pragma unroll
   for (int i = 0; i < R; ++i) {
     const int g = threadIdx.x + i * kThreads;
-    raw[i] = g < groups ? *reinterpret_cast<const uint4*>(static_cast<const std::uint8_t*>(x) +
-                                                           (base + static_cast<std::int64_t>(g) * G) * sizeof_float<T>())
+    raw[i] = g < groups ? *reinterpret_cast<const uint4*>(
+                              static_cast<const std::uint8_t*>(x) +
+                              (base + static_cast<std::int64_t>(g) * G) * sizeof_float<T>())
                         : make_uint4(0, 0, 0, 0);  // +0.0: does not change the maximum
   }
   float amax = 0.0f;
@@ -258,25 +270,45 @@ void launch_rowwise_absmax_quantize(FloatType type, const void* x, std::int64_t 
   // bytes at a time.
   const int g = type == FloatType::f32 ? 4 : 8;
   const bool aligned = (reinterpret_cast<std::uintptr_t>(x) & 15u) == 0 &&
-                       (reinterpret_cast<std::uintptr_t>(q) % static_cast<unsigned>(g)) == 0 && cols % g == 0;
+                       (reinterpret_cast<std::uintptr_t>(q) % static_cast<unsigned>(g)) == 0 &&
+                       cols % g == 0;
   const auto grid = static_cast<unsigned>(rows);
   // Register-resident when the accesses are vectors and the row fits the block's registers;
   // otherwise two reads per row (the second from cache).
   const bool resident =
-      aligned && cols / g <= std::int64_t{kThreads} * (type == FloatType::f32 ? kResident : kResident / 2);
+      aligned &&
+      cols / g <= std::int64_t{kThreads} * (type == FloatType::f32 ? kResident : kResident / 2);
   if (resident) {
     switch (type) {
-      case FloatType::f32: rowwise_resident_kernel<FloatType::f32><<<grid, kThreads, 0, stream>>>(x, cols, q, scales, divide_only); break;
-      case FloatType::f16: rowwise_resident_kernel<FloatType::f16><<<grid, kThreads, 0, stream>>>(x, cols, q, scales, divide_only); break;
-      case FloatType::bf16: rowwise_resident_kernel<FloatType::bf16><<<grid, kThreads, 0, stream>>>(x, cols, q, scales, divide_only); break;
+      case FloatType::f32:
+        rowwise_resident_kernel<FloatType::f32>
+            <<<grid, kThreads, 0, stream>>>(x, cols, q, scales, divide_only);
+        break;
+      case FloatType::f16:
+        rowwise_resident_kernel<FloatType::f16>
+            <<<grid, kThreads, 0, stream>>>(x, cols, q, scales, divide_only);
+        break;
+      case FloatType::bf16:
+        rowwise_resident_kernel<FloatType::bf16>
+            <<<grid, kThreads, 0, stream>>>(x, cols, q, scales, divide_only);
+        break;
     }
     check_launch("rowwise_resident_kernel");
     return;
   }
   switch (type) {
-    case FloatType::f32: rowwise_absmax_quantize_kernel<FloatType::f32><<<grid, kThreads, 0, stream>>>(x, cols, q, scales, aligned, divide_only); break;
-    case FloatType::f16: rowwise_absmax_quantize_kernel<FloatType::f16><<<grid, kThreads, 0, stream>>>(x, cols, q, scales, aligned, divide_only); break;
-    case FloatType::bf16: rowwise_absmax_quantize_kernel<FloatType::bf16><<<grid, kThreads, 0, stream>>>(x, cols, q, scales, aligned, divide_only); break;
+    case FloatType::f32:
+      rowwise_absmax_quantize_kernel<FloatType::f32>
+          <<<grid, kThreads, 0, stream>>>(x, cols, q, scales, aligned, divide_only);
+      break;
+    case FloatType::f16:
+      rowwise_absmax_quantize_kernel<FloatType::f16>
+          <<<grid, kThreads, 0, stream>>>(x, cols, q, scales, aligned, divide_only);
+      break;
+    case FloatType::bf16:
+      rowwise_absmax_quantize_kernel<FloatType::bf16>
+          <<<grid, kThreads, 0, stream>>>(x, cols, q, scales, aligned, divide_only);
+      break;
   }
   check_launch("rowwise_absmax_quantize_kernel");
 }

@@ -52,8 +52,8 @@ class QFORGE_CALIBRATION_API Histogram {
   int bins() const noexcept { return bins_; }
   float limit() const noexcept { return limit_; }
   double bin_width() const noexcept { return static_cast<double>(limit_) / bins_; }
-  float min() const noexcept { return min_; }  // +inf while empty
-  float max() const noexcept { return max_; }  // -inf while empty
+  float min() const noexcept { return min_; }       // +inf while empty
+  float max() const noexcept { return max_; }       // -inf while empty
   double total() const noexcept { return total_; }  // values counted (growth keeps it)
   bool empty() const noexcept { return !(max_ >= min_); }
 

@@ -62,9 +62,8 @@ QFORGE_CALIBRATION_API void validate(const MethodOptions& options);
 
 // NVIDIA's percentile: the first bin whose cumulative share reaches percentile / 100; returns
 // its left edge, or with `interpolate` the point inside it where the share is reached.
-QFORGE_CALIBRATION_API double percentile_threshold(std::span<const double> counts,
-                                                   double bin_width, double percentile,
-                                                   bool interpolate);
+QFORGE_CALIBRATION_API double percentile_threshold(std::span<const double> counts, double bin_width,
+                                                   double percentile, bool interpolate);
 
 // NVIDIA's entropy search on `counts` (a copy; bin 0 is replaced by bin 1 as NVIDIA does, to
 // discount a spike of zeros). Returns the chosen threshold i * bin_width. Candidates whose

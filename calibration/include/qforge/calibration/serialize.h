@@ -39,8 +39,7 @@ QFORGE_CALIBRATION_API std::unique_ptr<Observer> load_observer(const std::filesy
 using ParamsMap = std::map<std::string, QuantizationParams>;
 QFORGE_CALIBRATION_API std::string params_to_json(const ParamsMap& params);
 QFORGE_CALIBRATION_API ParamsMap params_from_json(std::string_view text);
-QFORGE_CALIBRATION_API void save_params(const ParamsMap& params,
-                                        const std::filesystem::path& path);
+QFORGE_CALIBRATION_API void save_params(const ParamsMap& params, const std::filesystem::path& path);
 QFORGE_CALIBRATION_API ParamsMap load_params(const std::filesystem::path& path);
 
 // The atomic write the savers use: qforge::write_file_atomically with "calibration file" as

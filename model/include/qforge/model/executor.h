@@ -2,10 +2,10 @@
 // docs/MODEL.md (heavy ops through OpenBLAS sgemm).
 //
 // The executor is built from a graph and concrete input shapes: construction resolves the graph
-// (qforge/model/resolve.h) and folds Conv + BatchNormalization once, so every shape and every allocation size is known before the
-// first run, and run() checks that the given inputs have exactly those types and shapes.
-// Intermediate tensors are freed after their last reader. An Executor may be run many times;
-// run() is not safe to call concurrently on one Executor.
+// (qforge/model/resolve.h) and folds Conv + BatchNormalization once, so every shape and every
+// allocation size is known before the first run, and run() checks that the given inputs have
+// exactly those types and shapes. Intermediate tensors are freed after their last reader. An
+// Executor may be run many times; run() is not safe to call concurrently on one Executor.
 #pragma once
 
 #include <map>

@@ -45,11 +45,12 @@ struct QFORGE_MODEL_API ValueInfo {
 
 QFORGE_MODEL_API std::string to_string(const ValueInfo& v);  // "x: float32[batch, 3, ?, 224]"
 
-using AttributeValue = std::variant<std::int64_t, float, std::string, Tensor,
-                                    std::vector<std::int64_t>, std::vector<float>,
-                                    std::vector<std::string>>;
+using AttributeValue =
+    std::variant<std::int64_t, float, std::string, Tensor, std::vector<std::int64_t>,
+                 std::vector<float>, std::vector<std::string>>;
 
-QFORGE_MODEL_API std::string_view attribute_kind(const AttributeValue& v) noexcept;  // "int", "floats", ...
+QFORGE_MODEL_API std::string_view attribute_kind(
+    const AttributeValue& v) noexcept;  // "int", "floats", ...
 
 struct QFORGE_MODEL_API Node {
   std::string name;     // unique within the graph (the importer names unnamed nodes)
@@ -61,14 +62,17 @@ struct QFORGE_MODEL_API Node {
   std::vector<std::string> outputs;
   std::map<std::string, AttributeValue, std::less<>> attributes;
 
-  bool has_attribute(std::string_view key) const { return attributes.find(key) != attributes.end(); }
+  bool has_attribute(std::string_view key) const {
+    return attributes.find(key) != attributes.end();
+  }
   // Typed reads. The *_or forms return the fallback when the attribute is absent; all of them
   // throw qforge::Error (invalid_argument) naming the node when it has another kind.
   std::int64_t attr_int(std::string_view key) const;
   std::int64_t attr_int_or(std::string_view key, std::int64_t fallback) const;
   float attr_float_or(std::string_view key, float fallback) const;
   std::string attr_string_or(std::string_view key, std::string fallback) const;
-  std::vector<std::int64_t> attr_ints_or(std::string_view key, std::vector<std::int64_t> fallback) const;
+  std::vector<std::int64_t> attr_ints_or(std::string_view key,
+                                         std::vector<std::int64_t> fallback) const;
   const Tensor& attr_tensor(std::string_view key) const;
 
   // Input i, or "" when the node has fewer inputs (absent optional inputs).
@@ -80,14 +84,14 @@ struct QFORGE_MODEL_API Node {
 
 struct QFORGE_MODEL_API Graph {
   std::string name;
-  std::int64_t opset = 0;        // default-domain opset the model imports
+  std::int64_t opset = 0;  // default-domain opset the model imports
   std::int64_t ir_version = 0;
-  std::string producer;          // producer_name and version, for reports
+  std::string producer;           // producer_name and version, for reports
   std::vector<ValueInfo> inputs;  // graph inputs that are not initializers
   std::vector<ValueInfo> outputs;
-  std::vector<ValueInfo> value_info;                 // intermediate tensors (shape inference)
+  std::vector<ValueInfo> value_info;  // intermediate tensors (shape inference)
   std::map<std::string, Tensor, std::less<>> initializers;
-  std::vector<Node> nodes;        // topological order
+  std::vector<Node> nodes;  // topological order
 
   const Tensor* initializer(std::string_view tensor) const;
   // The node producing `tensor`; nullptr for graph inputs, initializers and unknown names.

@@ -43,16 +43,38 @@ QFORGE_MODEL_API std::size_t element_size(ElementType type) noexcept;
 // The element type for an ONNX TensorProto.DataType value; nullopt for types qforge cannot hold.
 QFORGE_MODEL_API std::optional<ElementType> element_type_from_onnx(std::int32_t onnx_type) noexcept;
 
-template <class T> constexpr ElementType element_type_of();
-template <> constexpr ElementType element_type_of<float>() { return ElementType::float32; }
-template <> constexpr ElementType element_type_of<double>() { return ElementType::float64; }
-template <> constexpr ElementType element_type_of<std::int64_t>() { return ElementType::int64; }
-template <> constexpr ElementType element_type_of<std::int32_t>() { return ElementType::int32; }
-template <> constexpr ElementType element_type_of<std::int8_t>() { return ElementType::int8; }
-template <> constexpr ElementType element_type_of<std::uint8_t>() { return ElementType::uint8; }
+template <class T>
+constexpr ElementType element_type_of();
+template <>
+constexpr ElementType element_type_of<float>() {
+  return ElementType::float32;
+}
+template <>
+constexpr ElementType element_type_of<double>() {
+  return ElementType::float64;
+}
+template <>
+constexpr ElementType element_type_of<std::int64_t>() {
+  return ElementType::int64;
+}
+template <>
+constexpr ElementType element_type_of<std::int32_t>() {
+  return ElementType::int32;
+}
+template <>
+constexpr ElementType element_type_of<std::int8_t>() {
+  return ElementType::int8;
+}
+template <>
+constexpr ElementType element_type_of<std::uint8_t>() {
+  return ElementType::uint8;
+}
 // bool is one byte holding 0 or 1 on every platform qforge builds for.
 static_assert(sizeof(bool) == 1);
-template <> constexpr ElementType element_type_of<bool>() { return ElementType::boolean; }
+template <>
+constexpr ElementType element_type_of<bool>() {
+  return ElementType::boolean;
+}
 
 // A type and a concrete shape: what shape resolution computes for every tensor of a graph.
 struct TensorType {
@@ -69,9 +91,9 @@ inline constexpr std::uint64_t kDefaultMaxTensorBytes = std::uint64_t{4} << 30;
 
 // Bytes of a tensor of this type and shape; throws qforge::Error (invalid_argument) on a
 // negative extent, on overflow or when the result exceeds max_bytes. `what` names the tensor.
-QFORGE_MODEL_API std::uint64_t checked_tensor_bytes(ElementType type, const Shape& shape,
-                                                    std::string_view what,
-                                                    std::uint64_t max_bytes = kDefaultMaxTensorBytes);
+QFORGE_MODEL_API std::uint64_t checked_tensor_bytes(
+    ElementType type, const Shape& shape, std::string_view what,
+    std::uint64_t max_bytes = kDefaultMaxTensorBytes);
 
 class QFORGE_MODEL_API Tensor {
  public:
@@ -88,7 +110,9 @@ class QFORGE_MODEL_API Tensor {
     return from_values<T>(std::move(shape), std::span<const T>(values.begin(), values.size()));
   }
   template <class T>
-  static Tensor scalar(T v) { return from_values<T>({}, std::span<const T>(&v, 1)); }
+  static Tensor scalar(T v) {
+    return from_values<T>({}, std::span<const T>(&v, 1));
+  }
 
   ElementType type() const noexcept { return type_; }
   const Shape& shape() const noexcept { return shape_; }
@@ -101,8 +125,10 @@ class QFORGE_MODEL_API Tensor {
   const std::byte* data() const noexcept { return bytes_.data(); }
 
   // Typed views; throw qforge::Error (invalid_argument) when T is not the element type.
-  template <class T> std::span<T> values();
-  template <class T> std::span<const T> values() const;
+  template <class T>
+  std::span<T> values();
+  template <class T>
+  std::span<const T> values() const;
 
   // The same bytes seen under another shape with the same element count (Reshape, Flatten).
   void reshape(Shape shape);

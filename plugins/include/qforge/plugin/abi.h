@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#define QFORGE_PLUGIN_ABI_VERSION 2u  /* 2: QuantizationParams keeps its zero-point range */
+#define QFORGE_PLUGIN_ABI_VERSION 2u /* 2: QuantizationParams keeps its zero-point range */
 #define QFORGE_PLUGIN_ENTRY_SYMBOL "qforge_plugin_entry"
 
 #ifdef __cplusplus
@@ -22,10 +22,10 @@ extern "C" {
 #endif
 
 typedef struct qforge_plugin_descriptor {
-  uint32_t abi_version;  /* QFORGE_PLUGIN_ABI_VERSION the plugin was built with */
-  uint32_t struct_size;  /* sizeof(qforge_plugin_descriptor) the plugin was built with */
-  const char* name;      /* "cpu_scalar" */
-  const char* version;   /* the plugin's own version, "0.1.0" */
+  uint32_t abi_version; /* QFORGE_PLUGIN_ABI_VERSION the plugin was built with */
+  uint32_t struct_size; /* sizeof(qforge_plugin_descriptor) the plugin was built with */
+  const char* name;     /* "cpu_scalar" */
+  const char* version;  /* the plugin's own version, "0.1.0" */
   /* Returns a new qforge::QuantizationOps* (as void*), or NULL on failure. */
   void* (*create)(void);
   /* Destroys an object returned by create(). */

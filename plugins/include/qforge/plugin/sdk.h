@@ -38,16 +38,16 @@ struct Factory {
 
 }  // namespace qforge::plugin
 
-#define QFORGE_DEFINE_PLUGIN(OPS_CLASS, NAME, VERSION)                                     \
-  extern "C" __attribute__((visibility("default"))) const qforge_plugin_descriptor*        \
-  qforge_plugin_entry(void) {                                                              \
-    static const qforge_plugin_descriptor descriptor = {                                   \
-        QFORGE_PLUGIN_ABI_VERSION,                                                         \
-        static_cast<uint32_t>(sizeof(qforge_plugin_descriptor)),                           \
-        NAME,                                                                              \
-        VERSION,                                                                           \
-        &::qforge::plugin::Factory<OPS_CLASS>::create,                                     \
-        &::qforge::plugin::Factory<OPS_CLASS>::destroy,                                    \
-        &::qforge::plugin::Factory<OPS_CLASS>::last_error};                                \
-    return &descriptor;                                                                    \
+#define QFORGE_DEFINE_PLUGIN(OPS_CLASS, NAME, VERSION)                              \
+  extern "C" __attribute__((visibility("default"))) const qforge_plugin_descriptor* \
+  qforge_plugin_entry(void) {                                                       \
+    static const qforge_plugin_descriptor descriptor = {                            \
+        QFORGE_PLUGIN_ABI_VERSION,                                                  \
+        static_cast<uint32_t>(sizeof(qforge_plugin_descriptor)),                    \
+        NAME,                                                                       \
+        VERSION,                                                                    \
+        &::qforge::plugin::Factory<OPS_CLASS>::create,                              \
+        &::qforge::plugin::Factory<OPS_CLASS>::destroy,                             \
+        &::qforge::plugin::Factory<OPS_CLASS>::last_error};                         \
+    return &descriptor;                                                             \
   }

@@ -10,7 +10,8 @@
 //   Recipe r;
 //   r.rules.push_back(Rule::skip({.name_regex = "LayerNorm|Softmax"}));
 //   r.rules.push_back({.label = "convs", .match = {.op_types = {"Conv", "Gemm", "MatMul"}},
-//                      .quantize = LayerQuantization{}});          // int8 per-channel + static int8
+//                      .quantize = LayerQuantization{}});          // int8 per-channel + static
+//                      int8
 //   RecipeResolution res = resolve(r, nodes);                       // throws if a rule is unused
 //   std::cout << format_report(r, res, nodes);
 //
@@ -48,8 +49,8 @@ namespace qforge::model {
 
 // Weight quantization. Defaults: int8, symmetric, per output channel (TFLite's int8 spec).
 struct WeightQuantization {
-  DType dtype = DType::int8;                         // int8, uint8, int16 or int4
-  Mapping mapping = Mapping::symmetric;              // symmetric or affine
+  DType dtype = DType::int8;             // int8, uint8, int16 or int4
+  Mapping mapping = Mapping::symmetric;  // symmetric or affine
   Granularity granularity = Granularity::per_channel;
   // per_channel only: the weight's axis that carries the channels (negative counts from the
   // end). Unset: the op's output-channel axis, chosen by the transform (Conv 0, Gemm 0 or 1 by
@@ -63,20 +64,21 @@ struct WeightQuantization {
 };
 
 enum class ActivationMode : std::uint8_t {
-  static_range,  // "static": (scale, zero point) fixed ahead of time by calibration
-  dynamic,       // "dynamic": computed from each batch's min and max at run time
+  static_range,     // "static": (scale, zero point) fixed ahead of time by calibration
+  dynamic,          // "dynamic": computed from each batch's min and max at run time
   explicit_params,  // "explicit": the scale and zero point written in the recipe
 };
 QFORGE_RECIPE_API std::string_view to_string(ActivationMode m) noexcept;  // "static", ...
-QFORGE_RECIPE_API std::optional<ActivationMode> parse_activation_mode(std::string_view text) noexcept;
+QFORGE_RECIPE_API std::optional<ActivationMode> parse_activation_mode(
+    std::string_view text) noexcept;
 
 // Activation quantization (the node's inputs and output), always per tensor. Defaults: static
 // int8 affine with calibration's default method (entropy); ONNX Runtime's dynamic mode and its
 // x86 kernels want uint8, which is one field away.
 struct ActivationQuantization {
   ActivationMode mode = ActivationMode::static_range;
-  DType dtype = DType::int8;               // int8, uint8 or int16
-  Mapping mapping = Mapping::affine;       // affine or symmetric
+  DType dtype = DType::int8;                          // int8, uint8 or int16
+  Mapping mapping = Mapping::affine;                  // affine or symmetric
   Granularity granularity = Granularity::per_tensor;  // only per_tensor is valid
   // static only: how calibration turns the observed histogram into a range.
   calibration::MethodOptions calibration{};
@@ -85,11 +87,11 @@ struct ActivationQuantization {
   std::optional<float> scale;
   std::optional<std::int32_t> zero_point;
 
-  QFORGE_RECIPE_API static ActivationQuantization static_calibrated(DType dtype = DType::int8,
-                                                  calibration::Method method =
-                                                      calibration::MethodOptions{}.method);
+  QFORGE_RECIPE_API static ActivationQuantization static_calibrated(
+      DType dtype = DType::int8, calibration::Method method = calibration::MethodOptions{}.method);
   QFORGE_RECIPE_API static ActivationQuantization dynamic_per_batch(DType dtype = DType::uint8);
-  QFORGE_RECIPE_API static ActivationQuantization explicit_affine(DType dtype, float scale, std::int32_t zero_point);
+  QFORGE_RECIPE_API static ActivationQuantization explicit_affine(DType dtype, float scale,
+                                                                  std::int32_t zero_point);
   QFORGE_RECIPE_API static ActivationQuantization explicit_symmetric(DType dtype, float scale);
 
   friend bool operator==(const ActivationQuantization&, const ActivationQuantization&) = default;
@@ -118,10 +120,10 @@ struct NodeMatch {
 };
 
 struct Rule {
-  std::string label;  // optional human name, shown in messages and reports
-  NodeMatch match;    // at least one of name_regex and op_types
+  std::string label;                          // optional human name, shown in messages and reports
+  NodeMatch match;                            // at least one of name_regex and op_types
   std::optional<LayerQuantization> quantize;  // nullopt: skip, the node stays float
-  bool optional = false;  // true: deciding no node is not an error
+  bool optional = false;                      // true: deciding no node is not an error
 
   QFORGE_RECIPE_API static Rule skip(NodeMatch match, std::string label = {});
   friend bool operator==(const Rule&, const Rule&) = default;
@@ -156,7 +158,7 @@ struct NodeRef {
 inline constexpr std::size_t kDefaultRule = std::numeric_limits<std::size_t>::max();
 
 struct NodeDecision {
-  std::size_t rule = kDefaultRule;  // index into Recipe::rules, or kDefaultRule
+  std::size_t rule = kDefaultRule;            // index into Recipe::rules, or kDefaultRule
   std::optional<LayerQuantization> quantize;  // nullopt: the node stays float
   bool by_default() const noexcept { return rule == kDefaultRule; }
 };
@@ -167,8 +169,8 @@ struct RuleMatches {
 };
 
 struct RecipeResolution {
-  std::vector<NodeDecision> nodes;     // one per node, in the order given
-  std::vector<RuleMatches> rules;      // one per rule, in recipe order
+  std::vector<NodeDecision> nodes;      // one per node, in the order given
+  std::vector<RuleMatches> rules;       // one per rule, in recipe order
   std::vector<std::size_t> by_default;  // nodes no rule matched, ascending
 };
 

@@ -3,11 +3,11 @@
 #pragma once
 
 #if defined(_WIN32)
-#  if defined(QFORGE_RECIPE_BUILDING)
-#    define QFORGE_RECIPE_API __declspec(dllexport)
-#  else
-#    define QFORGE_RECIPE_API __declspec(dllimport)
-#  endif
+#if defined(QFORGE_RECIPE_BUILDING)
+#define QFORGE_RECIPE_API __declspec(dllexport)
 #else
-#  define QFORGE_RECIPE_API __attribute__((visibility("default")))
+#define QFORGE_RECIPE_API __declspec(dllimport)
+#endif
+#else
+#define QFORGE_RECIPE_API __attribute__((visibility("default")))
 #endif
