@@ -15,6 +15,8 @@ QFORGE_PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev
   # fuzz harnesses (fuzz/, ctest label fuzz): clang with libFuzzer and the sanitizer runtimes
   clang libclang-rt-14-dev
+  # the formatting check (scripts/format --check, ctest source_formatting)
+  clang-format
   libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers
 )
 
