@@ -25,6 +25,8 @@ class ScalarOps final : public QuantizationOps {
   Support supports(const OpDesc& op) const override;
   std::string last_kernel() const override { return last_kernel_; }
   void set_kernel(const KernelChoice& choice) override;
+  // Plans run the reference directly: concurrent, nothing kept on this instance.
+  std::shared_ptr<const Plan> plan(const OpDesc& op, const PlanRequest& request) override;
 
   void quantize(const QuantizeDesc& desc, const void* x, void* q) override;
   void dequantize(const QuantizeDesc& desc, const void* q, float* x) override;

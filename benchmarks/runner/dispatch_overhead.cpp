@@ -1,6 +1,7 @@
 // What a cached accelerator decision costs per call: a tiny GEMM (small enough that the op
 // itself takes little time) through Accelerator::matmul_integer against the same plugin called
-// directly, for every usable plugin that runs it. The difference is the dispatch overhead; the
+// directly and through a plan the accelerator prepared (Accelerator::prepare), for every usable
+// plugin that runs it. The difference is the dispatch overhead; the
 // target is at most 1 us per call (docs/ACCELERATOR.md records the figure).
 //
 // Loaded plugins re-check their descriptor on every call (microseconds for cpu_scalar), which
@@ -11,12 +12,14 @@
 //   qforge_bench_dispatch [--benchmark_filter=...] [--benchmark_repetitions=N]
 #include <benchmark/benchmark.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "qforge/accelerator.h"
 #include "qforge/error.h"
+#include "qforge/plan.h"
 #include "qforge/registry.h"
 
 namespace {
@@ -117,6 +120,20 @@ void through_accelerator(benchmark::State& state, std::shared_ptr<Accelerator> a
   }
 }
 
+// A plan prepared once by the accelerator (the winner's own plan, or the default plan over the
+// per-call op under the instance's lock), run with the same arrays.
+void through_plan(benchmark::State& state, std::shared_ptr<Accelerator> acc) {
+  Operands o;
+  const auto plan = acc->prepare(Workload{{OpKind::matmul_integer, tiny_gemm()}});
+  const std::array<const void*, 2> in{o.a.data(), o.b.data()};
+  const std::array<void*, 1> out{o.c.data()};
+  for (auto _ : state) {
+    plan->run(in, out);
+    benchmark::DoNotOptimize(o.c.data());
+  }
+  state.SetLabel(std::string(to_string(plan->concurrency())) + " plan");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -142,6 +159,7 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(("direct/" + r.winner.label()).c_str(), direct, p.ops.get());
     benchmark::RegisterBenchmark(("accelerator/" + r.winner.label()).c_str(), through_accelerator,
                                  acc);
+    benchmark::RegisterBenchmark(("plan/" + r.winner.label()).c_str(), through_plan, acc);
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -1,19 +1,9 @@
 #include "qforge/op_desc.h"
 
-#include <array>
+#include "qforge/op_table.h"
 
 namespace qforge {
 namespace {
-
-constexpr std::array<std::string_view, kOpKindCount> kOpNames = {"quantize",
-                                                                 "dequantize",
-                                                                 "requantize",
-                                                                 "matmul_integer",
-                                                                 "matmul_dequant",
-                                                                 "qlinear_matmul",
-                                                                 "dynamic_quantize_linear",
-                                                                 "linear_forward",
-                                                                 "linear_backward"};
 
 std::string params_text(const QuantizationParams& p) {
   return std::string(name(p.dtype())) + "/" + to_string(p.scheme());
@@ -55,12 +45,12 @@ struct Describe {
 
 std::string_view to_string(OpKind op) noexcept {
   const auto i = static_cast<std::size_t>(op);
-  return i < kOpNames.size() ? kOpNames[i] : "unknown";
+  return i < op_table().size() ? op_table()[i].name : "unknown";
 }
 
 std::optional<OpKind> parse_op_kind(std::string_view text) noexcept {
-  for (std::size_t i = 0; i < kOpNames.size(); ++i)
-    if (kOpNames[i] == text) return static_cast<OpKind>(i);
+  for (const OpInfo& info : op_table())
+    if (info.name == text) return info.kind;
   return std::nullopt;
 }
 

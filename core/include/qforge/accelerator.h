@@ -43,6 +43,7 @@
 #include "qforge/export.h"
 #include "qforge/op_desc.h"
 #include "qforge/ops.h"
+#include "qforge/plan.h"
 #include "qforge/registry.h"
 #include "qforge/tuning_cache.h"
 
@@ -278,6 +279,14 @@ class QFORGE_API Accelerator {
   TuneReport tune(const Workload& workload, bool retune = false);
   // The decision for a workload, tuning it first if needed.
   Decision decide(const Workload& workload);
+  // A plan of the workload (plan.h) from the winner of its bucket, decided as for the op calls
+  // below (memory, cache, measuring, or default); should the winner refuse this exact shape,
+  // the next candidate makes it. `weights` is PlanRequest::weights (host memory). With
+  // Residency::host and a device winner, the plan copies its arrays to the device and back on
+  // each run, one run at a time. Throws unsupported, with each plugin's reason, when no plugin
+  // makes one. The plan must not outlive this accelerator's plugins (its registry).
+  std::shared_ptr<const Plan> prepare(const Workload& workload,
+                                      const std::vector<const void*>& weights = {});
 
   // ---- ops on host memory, dispatched to the tuned plugin (meanings: reference.h) ----
   void quantize(const QuantizeDesc& desc, const void* x, void* q);

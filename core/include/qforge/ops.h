@@ -11,18 +11,21 @@
 // shape) and, when it says yes, lists the kernel variants that can run it. An op called with a
 // descriptor that supports() rejects throws ErrorCode::unsupported with the same reason.
 //
-// Threading: one instance may be used from one thread at a time.
+// Threading: the per-call ops may be used from one thread at a time per instance. Plans
+// (plan()) carry their own rules (plan.h).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "qforge/export.h"
 #include "qforge/op_desc.h"
+#include "qforge/plan.h"
 #include "qforge/tensor.h"
 
 namespace qforge {
@@ -123,6 +126,15 @@ class QFORGE_API QuantizationOps {
   virtual void qlinear_matmul_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
                                      void* y);
 
+  // ---- plans (plan.h) ----
+  // An immutable plan of `op` on request.device with request.kernel, the request's weights
+  // fixed. Throws unsupported (with supports()' reason) for a descriptor, kernel or device this
+  // backend refuses. The default runs the per-call ops above under a lock of this instance,
+  // selecting device and kernel on each run (PlanConcurrency::serialized), keeps fixed weights
+  // in this backend's memory and a fixed matmul B as pack_weights() packed it; backends whose
+  // plans need no instance state override it.
+  virtual std::shared_ptr<const Plan> plan(const OpDesc& op, const PlanRequest& request);
+
   // Writes y (uint8) and returns the params it computed.
   virtual QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc,
                                                      const float* x, std::uint8_t* y) = 0;
@@ -132,6 +144,10 @@ class QFORGE_API QuantizationOps {
   virtual void linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
                                const QuantizationParams& xq_params, const std::int8_t* wq,
                                float* dx, float* dw, float* db) = 0;
+
+ private:
+  friend class CallPlan;
+  std::mutex call_plan_mutex_;  // serialises the runs of the default plans of this instance
 };
 
 }  // namespace qforge

@@ -70,7 +70,7 @@ std::optional<std::string> compare_outputs(const IoLayout& layout, const HostArr
     const ArraySpec& spec = layout.outputs[i];
     static const std::vector<double> none;
     const std::vector<double>& mag = i < magnitudes.size() ? magnitudes[i] : none;
-    auto diff = spec.check == Check::exact
+    auto diff = spec.comparison == Comparison::exact
                     ? compare_exact(spec, got.outputs[i], expected.outputs[i])
                     : compare_floats(spec, got.outputs[i], expected.outputs[i], mag);
     if (diff) return diff;

@@ -2,45 +2,14 @@
 #include <variant>
 
 #include "accelerator/operands.h"
+#include "op_table/array_call.h"
 #include "qforge/error.h"
 #include "qforge/reference.h"
 
 namespace qforge::accel {
 namespace {
 
-// The reference with the method names of QuantizationOps, so one template serves both.
-struct ReferenceTarget {
-  void quantize(const QuantizeDesc& d, const void* x, void* q) { reference::quantize(d, x, q); }
-  void dequantize(const QuantizeDesc& d, const void* q, float* x) {
-    reference::dequantize(d, q, x);
-  }
-  void requantize(const RequantizeDesc& d, const std::int32_t* c, void* y) {
-    reference::requantize(d, c, y);
-  }
-  void matmul_integer(const MatmulDesc& d, const void* a, const void* b, std::int32_t* c) {
-    reference::matmul_integer(d, a, b, c);
-  }
-  void matmul_dequant(const MatmulDesc& d, const void* a, const void* b, const float* bias,
-                      void* y) {
-    reference::matmul_dequant(d, a, b, bias, y);
-  }
-  void qlinear_matmul(const MatmulDesc& d, const void* a, const void* b, void* y) {
-    reference::qlinear_matmul(d, a, b, y);
-  }
-  QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& d, const float* x,
-                                             std::uint8_t* y) {
-    return reference::dynamic_quantize_linear(d, x, y);
-  }
-  QuantizationParams linear_forward(const LinearDesc& d, const float* x, const std::int8_t* wq,
-                                    const float* bias, std::int8_t* xq, float* y) {
-    return reference::linear_forward(d, x, wq, bias, xq, y);
-  }
-  void linear_backward(const LinearDesc& d, const float* dy, const std::int8_t* xq,
-                       const QuantizationParams& xp, const std::int8_t* wq, float* dx, float* dw,
-                       float* db) {
-    reference::linear_backward(d, dy, xq, xp, wq, dx, dw, db);
-  }
-};
+using ReferenceTarget = op_table_detail::ReferenceOps;
 
 template <class Target>
 std::optional<QuantizationParams> call(Target& t, const OpDesc& op, const void* const* in,

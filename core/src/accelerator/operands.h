@@ -2,7 +2,7 @@
 // against the reference, to time it on any device, and to stage host data for a device plugin
 // without knowing each op's signature at every step.
 //
-// Arrays are listed in the order of the op's parameters in ops.h; optional ones (bias, db) are
+// Arrays are listed in the order of the op table's operands; optional ones (bias, db) are
 // present only when the descriptor asks for them.
 #pragma once
 
@@ -15,22 +15,16 @@
 
 #include "qforge/half.h"
 #include "qforge/op_desc.h"
+#include "qforge/op_table.h"
 #include "qforge/ops.h"
 
 namespace qforge::accel {
 
 using Rng = std::mt19937_64;
 
-enum class Check : std::uint8_t { exact, nmse };
-
-struct ArraySpec {
-  const char* name = "";
-  std::size_t bytes = 0;
-  std::size_t count = 0;                  // elements
-  Check check = Check::exact;             // outputs: how they are compared
-  FloatType float_type = FloatType::f32;  // Check::nmse
-  double tolerance = 0;                   // NMSE bound (docs/NUMERICS.md)
-};
+// The arrays of a per-call op (op_table.h), without the params it carries as
+// QuantizationParams (those are `returned` and `xq_params` of HostArrays).
+using ArraySpec = OperandSpec;
 
 struct IoLayout {
   std::vector<ArraySpec> inputs;

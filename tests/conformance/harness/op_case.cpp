@@ -1,11 +1,15 @@
 #include "harness/op_case.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <stdexcept>
 
 #include "harness/guarded_buffer.h"
+#include "qforge/op_table.h"
+#include "qforge/plan.h"
 
 namespace qforge::conformance {
 namespace {
@@ -36,6 +40,55 @@ bool expected_matches_poison(const ExpectedOutput& out) {
   return false;
 }
 
+// Launches through QuantizationOps::plan with `kernel`, with every operand passed on each run
+// and with the weight operands (op_table.h) fixed when the plan is made. None for ops that
+// read or write params, whose per-call signature carries those as QuantizationParams: the
+// plan tests of tests/core cover them.
+std::vector<Launch> plan_launches(const OpCase& c, const std::string& kernel) {
+  const OpOperands operands = op_operands(c.op);
+  auto params = [](const OperandSpec& o) { return o.params_in_calls; };
+  if (std::any_of(operands.inputs.begin(), operands.inputs.end(), params) ||
+      std::any_of(operands.outputs.begin(), operands.outputs.end(), params))
+    return {};
+  std::vector<Launch> launches;
+  for (bool fix : {false, true}) {
+    PlanRequest request;
+    request.kernel = kernel;
+    bool has_weight = false;
+    if (fix) {
+      for (std::size_t i = 0; i < operands.inputs.size() && i < c.inputs.size(); ++i) {
+        const bool weight = operands.inputs[i].role == OperandRole::weight;
+        has_weight = has_weight || weight;
+        request.weights.push_back(weight ? c.inputs[i].bytes.data() : nullptr);
+      }
+      if (!has_weight) continue;
+    }
+    const std::size_t n_in = operands.inputs.size(), n_out = operands.outputs.size();
+    auto fn = [&c, request, n_in, n_out](QuantizationOps& ops, const std::vector<void*>& in,
+                                         const std::vector<void*>& out) {
+      if (in.size() != n_in || out.size() != n_out)
+        throw std::logic_error("the case has " + std::to_string(in.size()) + " inputs and " +
+                               std::to_string(out.size()) + " outputs; the op table says " +
+                               std::to_string(n_in) + " and " + std::to_string(n_out));
+      const auto plan = ops.plan(c.op, request);
+      std::vector<const void*> inputs(in.begin(), in.end());
+      for (std::size_t i = 0; i < inputs.size(); ++i)
+        if (!plan->reads_input(i)) inputs[i] = nullptr;  // fixed: the plan must not need it
+      plan->run(inputs, out);
+      if (plan->kernel().empty()) throw std::logic_error("plan->kernel() is empty");
+    };
+    launches.push_back({fix ? "plan, weights fixed" : "plan", fn, true});
+  }
+  return launches;
+}
+
+// The case's own launches and the plan launches for one kernel.
+std::vector<Launch> all_launches(const OpCase& c, const std::string& kernel) {
+  std::vector<Launch> launches = c.launches;
+  for (auto& l : plan_launches(c, kernel)) launches.push_back(std::move(l));
+  return launches;
+}
+
 std::string kernel_label(const std::string& kernel) {
   return kernel.empty() ? "kernel <backend's choice>" : "kernel " + kernel;
 }
@@ -59,7 +112,7 @@ void expect_refusal(Target& target, const OpCase& c, const std::vector<std::stri
   }
   const bool overflow = c.reference == ReferenceOutcome::overflow;
   for (const auto& kernel : kernels)
-    for (const auto& launch : c.launches) {
+    for (const auto& launch : all_launches(c, kernel)) {
       SCOPED_TRACE(kernel_label(kernel) + ", launch " + launch.name);
       ops.set_kernel({kernel});
       try {
@@ -111,7 +164,7 @@ void run_one_launch(Target& target, const OpCase& c, const std::string& kernel,
       ADD_FAILURE() << target.name << " threw although supports() accepted the case: " << e.what();
       return;
     }
-    if (const auto last = ops.last_kernel(); last.empty())
+    if (const auto last = ops.last_kernel(); !launch.plan && last.empty())
       ADD_FAILURE() << target.name << ": last_kernel() is empty after an op ran";
     for (std::size_t i = 0; i < in.size(); ++i) {
       EXPECT_TRUE(in[i]->guards_intact());
@@ -186,7 +239,8 @@ void run_case(Target& target, const OpCase& c) {
     out.push_back(std::make_unique<GuardedBuffer>(ops, o.spec.bytes(), "output " + o.spec.name));
 
   for (const auto& kernel : kernels)
-    for (const auto& launch : c.launches) run_one_launch(target, c, kernel, launch, in, out);
+    for (const auto& launch : all_launches(c, kernel))
+      run_one_launch(target, c, kernel, launch, in, out);
   ops.set_kernel({});
   ++target.tally.compared;
 }

@@ -44,10 +44,13 @@ enum class ReferenceOutcome { ok, invalid, overflow };
 using LaunchFn = std::function<void(QuantizationOps&, const std::vector<void*>& in,
                                     const std::vector<void*>& out)>;
 
-// One way to run the op: "direct", or "prepacked" (pack_weights + the *_packed op).
+// One way to run the op: "direct", or "prepacked" (pack_weights + the *_packed op); run_case
+// adds "plan" and "plan, weights fixed" (QuantizationOps::plan) to every case whose operands
+// are all arrays in the per-call API too (op_table.h: no params_in_calls).
 struct Launch {
   std::string name;
   LaunchFn fn;
+  bool plan = false;  // runs through a plan: last_kernel() is not the plan's business
 };
 
 // Thrown by a launch variant that the plugin does not offer at all (pack_weights of a device

@@ -1,0 +1,94 @@
+#include "qforge/op_table.h"
+
+#include <array>
+
+#include "op_table/array_call.h"
+#include "qforge/error.h"
+#include "qforge/reference.h"
+
+namespace qforge {
+namespace op_table_detail {
+
+OpOperands quantize_operands(const OpDesc& op);
+OpOperands dequantize_operands(const OpDesc& op);
+OpOperands requantize_operands(const OpDesc& op);
+OpOperands matmul_operands(const OpDesc& op);
+OpOperands dynamic_quantize_operands(const OpDesc& op);
+OpOperands linear_forward_operands(const OpDesc& op);
+OpOperands linear_backward_operands(const OpDesc& op);
+
+namespace {
+
+void check(const OpDesc& op) { reference::check_descriptor(op); }
+
+void run(const OpDesc& op, const void* const* in, void* const* out) {
+  ReferenceOps ops;
+  call_with_arrays(ops, op, in, out);
+}
+
+// Indexed by OpKind; op_table_test checks that every entry sits at its kind's index.
+constexpr std::array<OpInfo, kOpKindCount> kTable = {{
+    {OpKind::quantize, "quantize", "float -> quantized codes (ONNX QuantizeLinear)",
+     &quantize_operands, &check, &run},
+    {OpKind::dequantize, "dequantize", "quantized codes -> float32 (ONNX DequantizeLinear)",
+     &dequantize_operands, &check, &run},
+    {OpKind::requantize, "requantize", "int32 -> int8/uint8 by a float or fixed-point multiplier",
+     &requantize_operands, &check, &run},
+    {OpKind::matmul_integer, "matmul_integer", "int32 C = (A - za)(B - zb) (ONNX MatMulInteger)",
+     &matmul_operands, &check, &run},
+    {OpKind::matmul_dequant, "matmul_dequant", "float Y = C * sa * sb + bias (fused dequantization)",
+     &matmul_operands, &check, &run},
+    {OpKind::qlinear_matmul, "qlinear_matmul", "requantized Y (ONNX QLinearMatMul)",
+     &matmul_operands, &check, &run},
+    {OpKind::dynamic_quantize_linear, "dynamic_quantize_linear",
+     "float -> uint8 with the scale and zero point it computed (ONNX DynamicQuantizeLinear)",
+     &dynamic_quantize_operands, &check, &run},
+    {OpKind::linear_forward, "linear_forward",
+     "quantized nn.Linear forward: X quantized per call, Y = Xq Wq^T sx sw + bias",
+     &linear_forward_operands, &check, &run},
+    {OpKind::linear_backward, "linear_backward", "its backward: dX, dW, db",
+     &linear_backward_operands, &check, &run},
+}};
+
+}  // namespace
+}  // namespace op_table_detail
+
+std::string_view to_string(OperandRole r) noexcept {
+  switch (r) {
+    case OperandRole::input: return "input";
+    case OperandRole::weight: return "weight";
+    case OperandRole::output: return "output";
+  }
+  return "unknown";
+}
+
+std::size_t OpOperands::input_bytes() const noexcept {
+  std::size_t n = 0;
+  for (const auto& a : inputs) n += a.bytes;
+  return n;
+}
+
+std::size_t OpOperands::output_bytes() const noexcept {
+  std::size_t n = 0;
+  for (const auto& a : outputs) n += a.bytes;
+  return n;
+}
+
+std::span<const OpInfo> op_table() noexcept { return op_table_detail::kTable; }
+
+const OpInfo& op_info(OpKind kind) {
+  const auto i = static_cast<std::size_t>(kind);
+  if (i >= op_table_detail::kTable.size())
+    throw Error(ErrorCode::invalid_argument,
+                "op kind " + std::to_string(i) + " is not in the op table; expected one of the " +
+                    std::to_string(kOpKindCount) + " kinds of op_desc.h");
+  return op_table_detail::kTable[i];
+}
+
+OpOperands op_operands(const OpDesc& op) { return op_info(op.op).operands(op); }
+
+void run_reference(const OpDesc& op, const void* const* inputs, void* const* outputs) {
+  op_info(op.op).reference(op, inputs, outputs);
+}
+
+}  // namespace qforge

@@ -1,0 +1,127 @@
+// What each op reads and writes, with sizes and how outputs are compared (docs/NUMERICS.md,
+// "Tolerances for backends").
+#include <variant>
+
+#include "qforge/checked_size.h"
+#include "qforge/dtype.h"
+#include "qforge/error.h"
+#include "qforge/op_table.h"
+#include "qforge/shape.h"
+
+namespace qforge::op_table_detail {
+namespace {
+
+// Checked against qforge's size limit (checked_size.h), so the byte counts below are exact.
+std::size_t count_of(const Shape& s) { return static_cast<std::size_t>(element_count(s)); }
+std::size_t count_of(std::int64_t a, std::int64_t b) {
+  return static_cast<std::size_t>(a < 0 || b < 0 ? 0 : checked_element_count("operand", {a, b}));
+}
+
+OperandSpec exact(std::string_view name, OperandRole role, std::size_t bytes, std::size_t count) {
+  OperandSpec s;
+  s.name = name;
+  s.role = role;
+  s.count = count;
+  s.bytes = bytes;
+  return s;
+}
+OperandSpec codes(std::string_view name, OperandRole role, DType t, std::size_t count) {
+  return exact(name, role, storage_bytes(t, count), count);
+}
+OperandSpec int32s(std::string_view name, OperandRole role, std::size_t count) {
+  return exact(name, role, count * sizeof(std::int32_t), count);
+}
+OperandSpec floats(std::string_view name, OperandRole role, std::size_t count,
+                   FloatType t = FloatType::f32, double tolerance = 0) {
+  OperandSpec s = exact(name, role, count * static_cast<std::size_t>(size_of(t)), count);
+  s.comparison = Comparison::nmse;
+  s.float_type = t;
+  s.tolerance = tolerance;
+  return s;
+}
+// A computed scale or zero point: every backend computes it exactly as the reference does.
+OperandSpec param(std::string_view name, OperandRole role, std::size_t bytes) {
+  OperandSpec s = exact(name, role, bytes, 1);
+  s.params_in_calls = true;
+  return s;
+}
+
+double matmul_dequant_tolerance(FloatType t) {
+  return t == FloatType::f32 ? 1e-12 : t == FloatType::f16 ? 1e-6 : 1e-4;
+}
+
+constexpr OperandRole in = OperandRole::input;
+constexpr OperandRole weight = OperandRole::weight;
+constexpr OperandRole out = OperandRole::output;
+
+}  // namespace
+
+OpOperands quantize_operands(const OpDesc& op) {
+  const auto& d = std::get<QuantizeDesc>(op.desc);
+  const std::size_t n = count_of(d.shape);
+  return {{floats("x", in, n, d.float_type)}, {codes("q", out, d.params.dtype(), n)}};
+}
+
+OpOperands dequantize_operands(const OpDesc& op) {
+  const auto& d = std::get<QuantizeDesc>(op.desc);
+  const std::size_t n = count_of(d.shape);
+  return {{codes("q", in, d.params.dtype(), n)}, {floats("x", out, n, FloatType::f32, 0.0)}};
+}
+
+OpOperands requantize_operands(const OpDesc& op) {
+  const auto& d = std::get<RequantizeDesc>(op.desc);
+  const std::size_t n = count_of(d.shape);
+  return {{int32s("c", in, n)}, {codes("y", out, d.out_dtype, n)}};
+}
+
+OpOperands matmul_operands(const OpDesc& op) {
+  const auto& d = std::get<MatmulDesc>(op.desc);
+  OpOperands l;
+  l.inputs = {codes("a", in, d.a.dtype(), count_of(d.m, d.k)),
+              codes("b", weight, d.b.dtype(), count_of(d.k, d.n))};
+  const std::size_t mn = count_of(d.m, d.n);
+  if (op.op == OpKind::matmul_integer) {
+    l.outputs = {int32s("c", out, mn)};
+  } else if (op.op == OpKind::matmul_dequant) {
+    if (d.has_bias) l.inputs.push_back(floats("bias", weight, count_of(d.n, 1)));
+    l.outputs = {floats("y", out, mn, d.out_type, matmul_dequant_tolerance(d.out_type))};
+  } else {
+    l.outputs = {codes("y", out, d.y ? d.y->dtype() : DType::int8, mn)};
+  }
+  return l;
+}
+
+OpOperands dynamic_quantize_operands(const OpDesc& op) {
+  const auto& d = std::get<DynamicQuantizeDesc>(op.desc);
+  const std::size_t n = count_of(d.shape);
+  return {{floats("x", in, n)},
+          {codes("y", out, DType::uint8, n), param("y_scale", out, sizeof(float)),
+           param("y_zero_point", out, sizeof(std::uint8_t))}};
+}
+
+OpOperands linear_forward_operands(const OpDesc& op) {
+  const auto& d = std::get<LinearDesc>(op.desc);
+  OpOperands l;
+  l.inputs = {floats("x", in, count_of(d.m, d.k)),
+              codes("wq", weight, DType::int8, count_of(d.n, d.k))};
+  if (d.has_bias) l.inputs.push_back(floats("bias", weight, count_of(d.n, 1)));
+  l.outputs = {codes("xq", out, DType::int8, count_of(d.m, d.k)),
+               floats("y", out, count_of(d.m, d.n), FloatType::f32, 1e-12),
+               param("x_scale", out, sizeof(float))};
+  return l;
+}
+
+OpOperands linear_backward_operands(const OpDesc& op) {
+  const auto& d = std::get<LinearDesc>(op.desc);
+  OpOperands l;
+  l.inputs = {floats("dy", in, count_of(d.m, d.n)),
+              codes("xq", in, DType::int8, count_of(d.m, d.k)),
+              param("x_scale", in, sizeof(float)),
+              codes("wq", weight, DType::int8, count_of(d.n, d.k))};
+  l.outputs = {floats("dx", out, count_of(d.m, d.k), FloatType::f32, 1e-10),
+               floats("dw", out, count_of(d.n, d.k), FloatType::f32, 1e-10)};
+  if (d.has_bias) l.outputs.push_back(floats("db", out, count_of(d.n, 1), FloatType::f32, 1e-10));
+  return l;
+}
+
+}  // namespace qforge::op_table_detail
