@@ -32,8 +32,7 @@ std::shared_ptr<const Plan> ScalarOps::plan(const OpDesc& op, const PlanRequest&
                                                  "; expected 0 (the host)");
   if (!request.kernel.empty() && request.kernel != kKernelName)
     throw Error(ErrorCode::unsupported, "cpu_scalar: unknown kernel '" + request.kernel +
-                                            "'; expected '" + kKernelName +
-                                            "' or an empty name");
+                                            "'; expected '" + kKernelName + "' or an empty name");
   const Support s = supports(op);
   if (!s.supported) throw Error(ErrorCode::unsupported, s.reason);
   return std::make_shared<ScalarPlan>(op, FixedWeights(op, op_operands(op), request));

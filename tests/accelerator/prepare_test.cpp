@@ -26,7 +26,8 @@ Arrays random_run(std::mt19937_64& rng, const OpDesc& op) {
     std::vector<std::byte> bytes(o.bytes);
     if (o.name == "a" || o.name == "b") {
       const DType t = o.name == "a" ? d.a.dtype() : d.b.dtype();
-      std::uniform_int_distribution<int> v(t == DType::int8 ? -127 : 0, t == DType::int8 ? 127 : 255);
+      std::uniform_int_distribution<int> v(t == DType::int8 ? -127 : 0,
+                                           t == DType::int8 ? 127 : 255);
       for (std::size_t i = 0; i < o.count; ++i) store_element(t, bytes.data(), i, v(rng));
     } else {
       std::normal_distribution<float> v(0.0f, 1.0f);

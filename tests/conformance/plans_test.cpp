@@ -77,12 +77,11 @@ OpDesc dynamic_quantize_case(Rng& rng, Arrays& a) {
 LinearDesc linear_desc(Rng& rng) {
   const std::int64_t m = uniform_int(rng, 1, 9), n = uniform_int(rng, 1, 20),
                      k = uniform_int(rng, 1, 70);
-  return LinearDesc{
-      .m = m,
-      .n = n,
-      .k = k,
-      .w = random_params(rng, DType::int8, Scheme::per_channel_symmetric(0), {n, k}),
-      .has_bias = chance(rng, 0.5)};
+  return LinearDesc{.m = m,
+                    .n = n,
+                    .k = k,
+                    .w = random_params(rng, DType::int8, Scheme::per_channel_symmetric(0), {n, k}),
+                    .has_bias = chance(rng, 0.5)};
 }
 
 OpDesc linear_forward_case(Rng& rng, Arrays& a) {
@@ -113,8 +112,8 @@ TEST_P(Plans, ParamsOperandsMatchReference) {
   using Make = OpDesc (*)(Rng&, Arrays&);
   int compared = 0;
   std::string refused;
-  for (Make make : {Make{&dynamic_quantize_case}, Make{&linear_forward_case},
-                    Make{&linear_backward_case}})
+  for (Make make :
+       {Make{&dynamic_quantize_case}, Make{&linear_forward_case}, Make{&linear_backward_case}})
     for (int repeat = 0; repeat < 3; ++repeat) {
       Arrays got;
       const OpDesc op = make(rng_, got);
@@ -227,12 +226,21 @@ TEST_P(Plans, BadRequestsAndRunsAreClearErrors) {
   if (!ops.supports(op).supported) GTEST_SKIP() << ops.supports(op).reason;
   const std::vector<std::byte> a(15), b(20);
   expect_error([&] { ops.plan(op, {99, "", {}}); }, ErrorCode::invalid_argument, "device 99");
-  expect_error([&] { ops.plan(op, {0, "no_such_kernel", {}}); }, ErrorCode::unsupported,
-               "no_such_kernel");
-  expect_error([&] { ops.plan(op, {0, "", {a.data(), nullptr}}); }, ErrorCode::invalid_argument,
-               "not a weight");
-  expect_error([&] { ops.plan(op, {0, "", {nullptr}}); }, ErrorCode::invalid_argument,
-               "one per input");
+  expect_error(
+      [&] {
+        ops.plan(op, {0, "no_such_kernel", {}});
+      },
+      ErrorCode::unsupported, "no_such_kernel");
+  expect_error(
+      [&] {
+        ops.plan(op, {0, "", {a.data(), nullptr}});
+      },
+      ErrorCode::invalid_argument, "not a weight");
+  expect_error(
+      [&] {
+        ops.plan(op, {0, "", {nullptr}});
+      },
+      ErrorCode::invalid_argument, "one per input");
   MatmulDesc bad = d;
   bad.k = -1;
   try {
@@ -249,10 +257,16 @@ TEST_P(Plans, BadRequestsAndRunsAreClearErrors) {
   std::vector<std::int32_t> c(12);
   expect_error([&] { plan->run({a.data()}, {c.data()}); }, ErrorCode::invalid_argument,
                "got 1 inputs");
-  expect_error([&] { plan->run({nullptr, nullptr}, {c.data()}); }, ErrorCode::invalid_argument,
-               "input 0 (a");
-  expect_error([&] { plan->run({a.data(), nullptr}, {nullptr}); }, ErrorCode::invalid_argument,
-               "output 0 (c");
+  expect_error(
+      [&] {
+        plan->run({nullptr, nullptr}, {c.data()});
+      },
+      ErrorCode::invalid_argument, "input 0 (a");
+  expect_error(
+      [&] {
+        plan->run({a.data(), nullptr}, {nullptr});
+      },
+      ErrorCode::invalid_argument, "output 0 (c");
   plan->run({a.data(), nullptr}, {c.data()});  // the fixed B needs no pointer
 }
 

@@ -97,7 +97,8 @@ TEST(OpTable, ReferenceOnArraysMatchesTheReferenceFunctions) {
   for (auto& v : lx) v = normal(rng);
   for (auto& v : dy) v = normal(rng);
   std::vector<std::int8_t> w(10);
-  for (auto& v : w) v = static_cast<std::int8_t>(std::uniform_int_distribution<int>(-127, 127)(rng));
+  for (auto& v : w)
+    v = static_cast<std::int8_t>(std::uniform_int_distribution<int>(-127, 127)(rng));
   std::vector<std::int8_t> xq(15);
   std::vector<float> y(6);
   float x_scale = 0;
@@ -106,8 +107,8 @@ TEST(OpTable, ReferenceOnArraysMatchesTheReferenceFunctions) {
   run_reference({OpKind::linear_forward, l}, fin, fout);
   std::vector<std::int8_t> xq_direct(15);
   std::vector<float> y_direct_f(6);
-  const QuantizationParams xp =
-      reference::linear_forward(l, lx.data(), w.data(), nullptr, xq_direct.data(), y_direct_f.data());
+  const QuantizationParams xp = reference::linear_forward(l, lx.data(), w.data(), nullptr,
+                                                          xq_direct.data(), y_direct_f.data());
   EXPECT_EQ(xq, xq_direct);
   EXPECT_EQ(y, y_direct_f);
   EXPECT_EQ(x_scale, xp.scale());

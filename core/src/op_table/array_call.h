@@ -94,10 +94,9 @@ void call_with_arrays(Ops& t, const OpDesc& op, const void* const* in, void* con
     }
     case OpKind::linear_forward: {
       const auto& d = std::get<LinearDesc>(op.desc);
-      const QuantizationParams p =
-          t.linear_forward(d, f32(in[0]), static_cast<const std::int8_t*>(in[1]),
-                           d.has_bias ? f32(in[2]) : nullptr, static_cast<std::int8_t*>(out[0]),
-                           static_cast<float*>(out[1]));
+      const QuantizationParams p = t.linear_forward(
+          d, f32(in[0]), static_cast<const std::int8_t*>(in[1]), d.has_bias ? f32(in[2]) : nullptr,
+          static_cast<std::int8_t*>(out[0]), static_cast<float*>(out[1]));
       put_scale(out[2], p);
       return;
     }

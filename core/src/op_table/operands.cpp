@@ -115,8 +115,7 @@ OpOperands linear_backward_operands(const OpDesc& op) {
   const auto& d = std::get<LinearDesc>(op.desc);
   OpOperands l;
   l.inputs = {floats("dy", in, count_of(d.m, d.n)),
-              codes("xq", in, DType::int8, count_of(d.m, d.k)),
-              param("x_scale", in, sizeof(float)),
+              codes("xq", in, DType::int8, count_of(d.m, d.k)), param("x_scale", in, sizeof(float)),
               codes("wq", weight, DType::int8, count_of(d.n, d.k))};
   l.outputs = {floats("dx", out, count_of(d.m, d.k), FloatType::f32, 1e-10),
                floats("dw", out, count_of(d.n, d.k), FloatType::f32, 1e-10)};

@@ -90,14 +90,14 @@ std::shared_ptr<const Plan> QuantizationOps::plan(const OpDesc& op, const PlanRe
   const auto devs = devices();
   if (request.device < 0 || static_cast<std::size_t>(request.device) >= devs.size())
     throw Error(ErrorCode::invalid_argument,
-                name() + ": plan for device " + std::to_string(request.device) + "; expected 0 to " +
-                    std::to_string(static_cast<long long>(devs.size()) - 1));
+                name() + ": plan for device " + std::to_string(request.device) +
+                    "; expected 0 to " + std::to_string(static_cast<long long>(devs.size()) - 1));
   Support s;
   {
     std::lock_guard lock(call_plan_mutex_);
     if (!select_device(request.device))
-      throw Error(ErrorCode::invalid_argument, name() + ": cannot select device " +
-                                                   std::to_string(request.device));
+      throw Error(ErrorCode::invalid_argument,
+                  name() + ": cannot select device " + std::to_string(request.device));
     s = supports(op);
   }
   if (!s.supported) throw Error(ErrorCode::unsupported, s.reason);
@@ -107,9 +107,8 @@ std::shared_ptr<const Plan> QuantizationOps::plan(const OpDesc& op, const PlanRe
       std::find(s.kernels.begin(), s.kernels.end(), request.kernel) == s.kernels.end()) {
     std::string names;
     for (const auto& k : s.kernels) names += (names.empty() ? "" : ", ") + k;
-    throw Error(ErrorCode::unsupported, name() + ": kernel '" + request.kernel +
-                                            "' cannot run " + describe(op) + "; expected one of " +
-                                            names);
+    throw Error(ErrorCode::unsupported, name() + ": kernel '" + request.kernel + "' cannot run " +
+                                            describe(op) + "; expected one of " + names);
   }
   const OpOperands operands = op_operands(op);
   if (!host_memory()) {

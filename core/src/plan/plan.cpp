@@ -48,8 +48,7 @@ void Plan::check_pointers(std::span<const void* const> inputs,
                       std::to_string(out_bytes_[i]) + " bytes) is null; expected a pointer");
 }
 
-FixedWeights::FixedWeights(const OpDesc& op, const OpOperands& operands,
-                           const PlanRequest& request)
+FixedWeights::FixedWeights(const OpDesc& op, const OpOperands& operands, const PlanRequest& request)
     : fixed_(operands.inputs.size(), false), copies_(operands.inputs.size()) {
   const auto& w = request.weights;
   if (w.empty()) return;

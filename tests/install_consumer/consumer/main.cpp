@@ -50,6 +50,15 @@ int main(int argc, char** argv) {
       ops->quantize(desc, kX.data(), qp.data());
       if (!check(argv[2], qp)) return 1;
       std::printf("plugin %s %s quantize: ok\n", ops->name().c_str(), ops->version().c_str());
+
+      // The same op prepared once as a plan and run twice.
+      const auto plan = ops->plan({qforge::OpKind::quantize, desc}, {});
+      for (int run = 0; run < 2; ++run) {
+        std::vector<std::uint8_t> qr(kX.size());
+        plan->run({kX.data()}, {qr.data()});
+        if (!check("plan", qr)) return 1;
+      }
+      std::printf("plugin %s plan (%s): ok\n", ops->name().c_str(), plan->kernel().c_str());
     }
     return 0;
   } catch (const std::exception& e) {
