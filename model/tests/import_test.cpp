@@ -251,6 +251,32 @@ TEST(OnnxImport, NonPositiveWindowAttributesAreRefusedBeforeOnnxShapeInference) 
   }
 }
 
+// ONNX 1.12 takes a convolution's kernel rank from the weight's shape when kernel_shape is
+// absent and indexes the data's dims with it unchecked: before the guarded schemas, a weight of
+// higher rank than the data (fuzz/findings/onnx_import/conv_weight_rank_*.onnx) read past the
+// shape and crashed.
+TEST(OnnxImport, ConvolutionWeightRankAboveTheDataIsRefused) {
+  for (const char* op : {"Conv", "ConvTranspose", "ConvInteger"}) {
+    SCOPED_TRACE(op);
+    const int type = std::string(op) == "ConvInteger" ? int{onnx::TensorProto::UINT8} : F;
+    OnnxBuilder b(17);
+    b.input("x", type, {1, 1, 39});
+    b.input("w", type, {1, 1, 3, 3});
+    b.node(op, {"x", "w"}, {"y"}, "conv");
+    b.output("y", std::string(op) == "ConvInteger" ? int{onnx::TensorProto::INT32} : F,
+             {std::string("n"), std::string("c"), std::string("l")});
+    expect_error([&] { import_onnx_bytes(b.bytes(), "rank.onnx"); }, ErrorCode::corrupt_data,
+                 {"rank.onnx", "shape inference", "rank 4", "rank 3"});
+  }
+  // The same with equal ranks imports.
+  OnnxBuilder b(17);
+  b.input("x", F, {1, 1, 8, 8});
+  b.input("w", F, {2, 1, 3, 3});
+  b.node("Conv", {"x", "w"}, {"y"}, "conv");
+  b.output("y", F, {1, 2, 6, 6});
+  EXPECT_EQ(import_onnx_bytes(b.bytes(), "ok.onnx").nodes.size(), 1u);
+}
+
 TEST(OnnxImport, FuzzFindingsAreRefused) {
   // Every committed finding of the fuzz harness gives a qforge::Error; run here too, so the
   // g++ build checks them without clang.

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "onnx/guarded_schemas.h"
 #include "onnx/parse.h"
 #include "onnx/tensor_proto.h"
 #include "ops/kernel.h"
@@ -106,7 +107,7 @@ void run_onnx_checks(onnx::ModelProto& m, std::string_view source) {
     // Strict: a node whose shapes do not fit its schema is an error here, not at run time.
     onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1,
                                         /*data_propagation=*/true);
-    onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), options);
+    onnx::shape_inference::InferShapes(m, &onnx_io::guarded_schemas(), options);
   } catch (const std::exception& e) {
     fail(source, ErrorCode::corrupt_data, std::string("ONNX shape inference failed: ") + e.what());
   }
