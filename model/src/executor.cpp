@@ -23,7 +23,9 @@ Executor::Executor(const Graph& graph, const ResolveOptions& options)
   for (const auto& [name, i] : last)
     if (!graph_.is_graph_output(name) && !graph_.initializers.contains(name) &&
         std::none_of(graph_.inputs.begin(), graph_.inputs.end(),
-                     [&](const ValueInfo& v) { return v.name == name; }))
+                     // An explicit init-capture: clang before 16 cannot capture a structured
+                     // binding, and the fuzz build (fuzz/) compiles this file with clang 14.
+                     [&name = name](const ValueInfo& v) { return v.name == name; }))
       release_after_[i].push_back(name);
 }
 

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "onnx_builder.h"
 #include "qforge/error.h"
@@ -214,6 +216,78 @@ TEST(OnnxImport, SubgraphAttributeIsRefused) {
   b.output("y", F, {1});
   expect_error([&] { import_onnx_bytes(b.bytes(), "if.onnx"); }, ErrorCode::unsupported,
                {"If 'branch'", "control flow"});
+}
+
+// ONNX 1.12's shape inference divides by each stride unchecked: before the guard, a zero
+// stride (fuzz/findings/onnx_import/conv_zero_stride.onnx) killed the process with SIGFPE.
+TEST(OnnxImport, NonPositiveWindowAttributesAreRefusedBeforeOnnxShapeInference) {
+  struct Case {
+    const char* op;
+    const char* attribute;
+    std::vector<std::int64_t> values;
+  };
+  const std::vector<Case> cases = {
+      {"Conv", "strides", {2, 0}},          {"Conv", "strides", {-1, 1}},
+      {"Conv", "dilations", {1, 0}},        {"Conv", "kernel_shape", {0, 3}},
+      {"MaxPool", "strides", {0, 0}},       {"AveragePool", "strides", {1, -3}},
+      {"MaxPool", "kernel_shape", {-2, 2}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.op) + " " + c.attribute);
+    OnnxBuilder b(17);
+    b.input("x", F, {1, 1, 7, 5});
+    std::vector<std::string> inputs = {"x"};
+    if (std::string(c.op) == "Conv") {
+      b.initializer("w", {1, 1, 3, 3}, std::vector<float>(9, 1.0f));
+      inputs.push_back("w");
+    }
+    auto& n = b.node(c.op, inputs, {"y"}, "window");
+    if (std::string(c.attribute) != "kernel_shape")
+      OnnxBuilder::attr(n, "kernel_shape", std::vector<std::int64_t>{3, 3});
+    OnnxBuilder::attr(n, c.attribute, c.values);
+    b.output("y", F, {1, 1, std::string("h"), std::string("w")});
+    expect_error([&] { import_onnx_bytes(b.bytes(), "window.onnx"); }, ErrorCode::corrupt_data,
+                 {"window.onnx", std::string(c.op) + " 'window'", c.attribute, ">= 1"});
+  }
+}
+
+// ONNX 1.12 takes a convolution's kernel rank from the weight's shape when kernel_shape is
+// absent and indexes the data's dims with it unchecked: before the guarded schemas, a weight of
+// higher rank than the data (fuzz/findings/onnx_import/conv_weight_rank_*.onnx) read past the
+// shape and crashed.
+TEST(OnnxImport, ConvolutionWeightRankAboveTheDataIsRefused) {
+  for (const char* op : {"Conv", "ConvTranspose", "ConvInteger"}) {
+    SCOPED_TRACE(op);
+    const int type = std::string(op) == "ConvInteger" ? int{onnx::TensorProto::UINT8} : F;
+    OnnxBuilder b(17);
+    b.input("x", type, {1, 1, 39});
+    b.input("w", type, {1, 1, 3, 3});
+    b.node(op, {"x", "w"}, {"y"}, "conv");
+    b.output("y", std::string(op) == "ConvInteger" ? int{onnx::TensorProto::INT32} : F,
+             {std::string("n"), std::string("c"), std::string("l")});
+    expect_error([&] { import_onnx_bytes(b.bytes(), "rank.onnx"); }, ErrorCode::corrupt_data,
+                 {"rank.onnx", "shape inference", "rank 4", "rank 3"});
+  }
+  // The same with equal ranks imports.
+  OnnxBuilder b(17);
+  b.input("x", F, {1, 1, 8, 8});
+  b.input("w", F, {2, 1, 3, 3});
+  b.node("Conv", {"x", "w"}, {"y"}, "conv");
+  b.output("y", F, {1, 2, 6, 6});
+  EXPECT_EQ(import_onnx_bytes(b.bytes(), "ok.onnx").nodes.size(), 1u);
+}
+
+TEST(OnnxImport, FuzzFindingsAreRefused) {
+  // Every committed finding of the fuzz harness gives a qforge::Error; run here too, so the
+  // g++ build checks them without clang.
+  const std::filesystem::path dir = QFORGE_FUZZ_FINDINGS_DIR "/onnx_import";
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    SCOPED_TRACE(entry.path().string());
+    ++files;
+    EXPECT_THROW(import_onnx_file(entry.path()), Error);
+  }
+  EXPECT_GT(files, 0) << "no findings under " << dir;
 }
 
 TEST(OnnxImport, StringTensorIsRefused) {

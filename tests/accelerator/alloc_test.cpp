@@ -13,13 +13,32 @@ namespace {
 std::atomic<long> g_allocations{0};
 }
 
-void* operator new(std::size_t n) {
+// Every replaceable form without an alignment argument is replaced, so that each allocation is
+// counted and every block is freed by the function that matches its allocation: the nothrow
+// forms (std::stable_sort's temporary buffer uses them) would otherwise stay the runtime's, and
+// under AddressSanitizer its nothrow new pairs with our delete (alloc-dealloc-mismatch). The
+// over-aligned forms stay the runtime's, with their own matching deletes.
+namespace {
+void* counted_alloc(std::size_t n) noexcept {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
+  return std::malloc(n ? n : 1);
+}
+void* counted_alloc_or_throw(std::size_t n) {
+  if (void* p = counted_alloc(n)) return p;
   throw std::bad_alloc();
 }
+}  // namespace
+
+void* operator new(std::size_t n) { return counted_alloc_or_throw(n); }
+void* operator new[](std::size_t n) { return counted_alloc_or_throw(n); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n); }
 void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace {
 

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "onnx/guarded_schemas.h"
 #include "onnx/parse.h"
 #include "onnx/tensor_proto.h"
 #include "ops/kernel.h"
@@ -52,8 +53,23 @@ std::int64_t default_opset(const onnx::ModelProto& m, std::string_view source) {
   return opset;
 }
 
+// ONNX 1.12's shape inference for Conv and the pools (convPoolShapeInference) divides by each
+// stride without checking it: a stride of 0 kills the process with SIGFPE, and -1 can too
+// (INT64_MIN / -1). It runs on every imported model, so the window attributes are checked
+// first; the operator specs require all three positive. Found by fuzz/harnesses/onnx_import.cpp.
+void check_window_attribute(const onnx::AttributeProto& a, const std::string& node_label,
+                            std::string_view source) {
+  if (a.name() != "strides" && a.name() != "dilations" && a.name() != "kernel_shape") return;
+  for (int i = 0; i < a.ints_size(); ++i)
+    if (a.ints(i) < 1)
+      fail(source, ErrorCode::corrupt_data,
+           "node " + node_label + ": attribute '" + a.name() + "' holds " +
+               std::to_string(a.ints(i)) + " at index " + std::to_string(i) +
+               "; expected values >= 1");
+}
+
 // What ONNX's own checks cannot see, or would report less clearly: nodes of other domains,
-// local functions, subgraph attributes.
+// local functions, subgraph attributes, window attributes ONNX would divide by.
 void check_structure(const onnx::ModelProto& m, std::string_view source) {
   if (m.functions_size() > 0)
     fail(source, ErrorCode::unsupported,
@@ -75,6 +91,7 @@ void check_structure(const onnx::ModelProto& m, std::string_view source) {
         fail(source, ErrorCode::unsupported,
              "node " + label + ": attribute '" + a.name() +
                  "' is a subgraph; control flow (If, Loop, Scan) is not supported");
+      check_window_attribute(a, label, source);
     }
   }
 }
@@ -90,7 +107,7 @@ void run_onnx_checks(onnx::ModelProto& m, std::string_view source) {
     // Strict: a node whose shapes do not fit its schema is an error here, not at run time.
     onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1,
                                         /*data_propagation=*/true);
-    onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), options);
+    onnx::shape_inference::InferShapes(m, &onnx_io::guarded_schemas(), options);
   } catch (const std::exception& e) {
     fail(source, ErrorCode::corrupt_data, std::string("ONNX shape inference failed: ") + e.what());
   }

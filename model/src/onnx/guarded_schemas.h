@@ -1,0 +1,18 @@
+// The ONNX operator schemas that import's shape inference uses: ONNX's own, except that the
+// convolutions' inference functions first check what ONNX 1.12 indexes without checking.
+#pragma once
+
+#include <onnx/defs/schema.h>
+
+namespace qforge::model::onnx_io {
+
+// ONNX 1.12's Conv, ConvInteger, QLinearConv and ConvTranspose inference (convPoolShapeInference,
+// convTransposeShapeInference) takes the kernel's spatial rank from the weight's shape when
+// kernel_shape is absent and indexes the data input's dims with it unchecked: a weight of
+// higher rank than the data reads past the shape (SIGSEGV; found by fuzz/harnesses/onnx_import).
+// These schemas refuse that rank mismatch with an onnx::InferenceError, and leave the output
+// shape open, as ONNX does for Conv, when the weight's shape is unknown. Thread-safe; the
+// schemas live as long as the process.
+const onnx::ISchemaRegistry& guarded_schemas();
+
+}  // namespace qforge::model::onnx_io
