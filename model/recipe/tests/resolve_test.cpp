@@ -187,8 +187,9 @@ TEST(RecipeResolve, ReportListsWhatEachRuleMatched) {
 }
 
 TEST(RecipeResolve, PathologicalPatternRunsInLinearTime) {
-  // (a*)*b backtracks exponentially in PCRE-style engines on a run of a's without b; RE2 is
-  // linear in the name's length, so 200k characters take milliseconds.
+  // (a*)*b backtracks exponentially in PCRE-style engines on a run of a's without b, so such an
+  // engine would never finish this test (ctest's timeout fails it); RE2 is linear in the name's
+  // length, so 200k characters take milliseconds.
   const std::string long_name(200000, 'a');
   test::Graph g;
   g.add(long_name, "MatMul");
@@ -197,13 +198,9 @@ TEST(RecipeResolve, PathologicalPatternRunsInLinearTime) {
   r.rules.push_back(Rule::skip({.name_regex = "^(a*)*b$"}));
   r.rules.push_back(Rule::skip({.name_regex = "(a|aa)*c", .op_types = {"MatMul"}}));
   r.rules.back().optional = true;
-  const auto start = std::chrono::steady_clock::now();
   const RecipeResolution res = resolve(r, g.refs());
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(res.rules[0].decided, (std::vector<std::size_t>{1}));
   EXPECT_TRUE(res.rules[1].decided.empty());
-  EXPECT_LT(seconds, 2.0);
 }
 
 TEST(RecipeResolve, HundredThousandRules) {
