@@ -277,6 +277,22 @@ TEST(OnnxImport, ConvolutionWeightRankAboveTheDataIsRefused) {
   EXPECT_EQ(import_onnx_bytes(b.bytes(), "ok.onnx").nodes.size(), 1u);
 }
 
+// Gemm's inference before version 13 reads dims 0 and 1 of A and B unchecked: a scalar B
+// (fuzz/findings/onnx_import/gemm_scalar_b.onnx) read a null dim and crashed.
+TEST(OnnxImport, GemmOperandThatIsNotAMatrixIsRefused) {
+  for (int opset : {6, 11, 17}) {
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    OnnxBuilder b(opset);
+    b.input("a", F, {4, 10});
+    b.input("b", F, {});
+    b.input("c", F, {8});
+    b.node("Gemm", {"a", "b", "c"}, {"y"}, "gemm");
+    b.output("y", F, {4, 8});
+    expect_error([&] { import_onnx_bytes(b.bytes(), "gemm.onnx"); }, ErrorCode::corrupt_data,
+                 {"gemm.onnx", "rank 0"});
+  }
+}
+
 TEST(OnnxImport, FuzzFindingsAreRefused) {
   // Every committed finding of the fuzz harness gives a qforge::Error; run here too, so the
   // g++ build checks them without clang.

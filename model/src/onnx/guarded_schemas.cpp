@@ -18,6 +18,23 @@ int weight_input(const std::string& op, const std::string& domain) {
   return -1;
 }
 
+bool is_gemm(const std::string& op, const std::string& domain) {
+  return op == "Gemm" && (domain.empty() || domain == "ai.onnx");
+}
+
+// Gemm's inference before version 13 reads dims 0 and 1 of A and B whatever their rank.
+void infer_gemm_checked(onnx::InferenceContext& ctx,
+                        const onnx::InferenceFunction& onnx_inference) {
+  for (std::size_t i = 0; i < 2 && i < ctx.getNumInputs(); ++i)
+    if (onnx::hasInputShape(ctx, i)) {
+      const int rank = ctx.getInputType(i)->tensor_type().shape().dim_size();
+      if (rank != 2)
+        fail_shape_inference("input ", i, " (", i == 0 ? "A" : "B", ") has rank ", rank,
+                             "; Gemm needs a matrix (rank 2)");
+    }
+  onnx_inference(ctx);
+}
+
 void infer_checked(onnx::InferenceContext& ctx, int weight,
                    const onnx::InferenceFunction& onnx_inference) {
   const auto w = static_cast<std::size_t>(weight);
@@ -43,14 +60,22 @@ class GuardedSchemas final : public onnx::ISchemaRegistry {
     const onnx::OpSchema* schema =
         onnx::OpSchemaRegistry::Schema(key, max_inclusive_version, domain);
     const int weight = weight_input(key, domain);
-    if (schema == nullptr || weight < 0) return schema;
+    const bool gemm = is_gemm(key, domain);
+    if (schema == nullptr || (weight < 0 && !gemm)) return schema;
     std::lock_guard lock(mutex_);
     std::unique_ptr<onnx::OpSchema>& guarded = guarded_[schema];
     if (!guarded) {
       guarded = std::make_unique<onnx::OpSchema>(*schema);
-      guarded->TypeAndShapeInferenceFunction(
-          [weight, onnx_inference = schema->GetTypeAndShapeInferenceFunction()](
-              onnx::InferenceContext& ctx) { infer_checked(ctx, weight, onnx_inference); });
+      auto onnx_inference = schema->GetTypeAndShapeInferenceFunction();
+      if (gemm)
+        guarded->TypeAndShapeInferenceFunction([onnx_inference](onnx::InferenceContext& ctx) {
+          infer_gemm_checked(ctx, onnx_inference);
+        });
+      else
+        guarded->TypeAndShapeInferenceFunction(
+            [weight, onnx_inference](onnx::InferenceContext& ctx) {
+              infer_checked(ctx, weight, onnx_inference);
+            });
     }
     return guarded.get();
   }
