@@ -64,6 +64,9 @@ class CpuX86Ops final : public QuantizationOps {
                              void* y) override;
   QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc, const float* x,
                                              std::uint8_t* y) override;
+  // Native plans (x86_plan.cpp): validated, kernel chosen and a fixed B packed once; they run
+  // from any threads at once and keep no state here (docs/CPU_X86.md, "Plans").
+  std::shared_ptr<const Plan> plan(const OpDesc& op, const PlanRequest& request) override;
   QuantizationParams linear_forward(const LinearDesc& desc, const float* x, const std::int8_t* wq,
                                     const float* bias, std::int8_t* xq, float* y) override;
   void linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
@@ -93,9 +96,12 @@ class CpuX86Ops final : public QuantizationOps {
   void run_matmul(OpKind op, const MatmulDesc& desc, const void* a, const X86PackedWeights& b,
                   const GemmOutput& out);
   bool runnable(const KernelInfo& k) const { return usable_isas().has(k.isa); }
+  // The driver's choices that follow the options in effect now.
+  GemmTuning tuning() const { return {usable_isas().has(Isa::avx512_vnni), gemv_prefetch_}; }
 
   IsaSet compiled_, detected_, allowed_;
-  std::unique_ptr<ThreadPool> pool_;
+  // Shared with the plans made from this instance: a plan keeps the pool it was made with.
+  std::shared_ptr<ThreadPool> pool_;
   std::int64_t gemv_prefetch_ = kDefaultGemvPrefetch;
   std::string forced_;  // set_kernel name, empty = automatic
   std::string last_kernel_;
