@@ -62,9 +62,9 @@ class ScratchPool {
 struct PlanParts {
   std::shared_ptr<ThreadPool> pool;
   GemmTuning tuning;
-  const KernelInfo* kernel = nullptr;  // resolved when the plan was made
-  FixedWeights weights;                // fixed inputs other than a packed one
-  std::vector<bool> fixed;             // per input: fixed (copied or packed)
+  const KernelInfo* kernel = nullptr;              // resolved when the plan was made
+  FixedWeights weights;                            // fixed inputs other than a packed one
+  std::vector<bool> fixed;                         // per input: fixed (copied or packed)
   std::shared_ptr<const X86PackedWeights> packed;  // input 1 (matmul B, Linear W), when fixed
 };
 
@@ -168,9 +168,9 @@ class X86Plan final : public Plan {
 
 std::shared_ptr<const Plan> CpuX86Ops::plan(const OpDesc& op, const PlanRequest& request) {
   if (request.device != 0)
-    throw Error(ErrorCode::invalid_argument, "cpu_x86: plan for device " +
-                                                 std::to_string(request.device) +
-                                                 "; expected 0 (the host)");
+    throw Error(
+        ErrorCode::invalid_argument,
+        "cpu_x86: plan for device " + std::to_string(request.device) + "; expected 0 (the host)");
   const Support s = supports(op);
   if (!s.supported) throw Error(ErrorCode::unsupported, s.reason);
   op_info(op.op).check(op);  // supports() restates the reference's rules; never run past them
