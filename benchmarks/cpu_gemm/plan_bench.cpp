@@ -1,12 +1,13 @@
 // What a call costs through each of cpu_x86's entry points for one u8 x s8 -> f32 GEMM
 // (matmul_dequant, per-channel int8 weights, bias): the per-call op with B given each call
 // ("direct", packs B every time), the per-call op with weights packed once ("prepacked"), and
-// plans with B fixed when made or given on every run. Times per call in microseconds (median);
-// weights rotate among copies as in the GEMM family, so no variant is served from the caches
-// that the others cannot be.
+// plans with B fixed when made or given on every run. Times per call in microseconds: per
+// variant the best median of three interleaved rounds. Weights rotate among copies as in the
+// GEMM family, so no variant is served from caches that the others cannot be.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 
@@ -21,8 +22,6 @@ std::string pad(std::string s, std::size_t w) {
   if (s.size() < w) s.append(w - s.size(), ' ');
   return s;
 }
-
-double micros(const Timing& t) { return t.median_s * 1e6; }
 
 }  // namespace
 
@@ -76,37 +75,39 @@ std::vector<std::string> run_plan_benchmarks(QuantizationOps& x86, const Options
     const auto per_run = x86.plan(op, {});
     std::vector<float> y(static_cast<std::size_t>(m * n)), y_plan(y.size());
     auto pick = [&](auto& v, int i) -> auto& { return v[static_cast<std::size_t>(i) % v.size()]; };
-    const Timing direct = measure(
+    // The variants take turns, three rounds of a third of the time each, and each keeps its
+    // best round: on a shared machine, load that comes and goes then does not favour the
+    // variant that happened to run while it was quiet.
+    const std::function<void(int)> variants[] = {
         [&](int i) { x86.matmul_dequant(d, a.data(), pick(bs, i).data(), bias.data(), y.data()); },
-        opt.min_time_s, opt.min_runs);
-    const Timing pre = measure(
         [&](int i) {
           x86.matmul_dequant_packed(d, a.data(), *pick(packed, i), bias.data(), y.data());
         },
-        opt.min_time_s, opt.min_runs);
-    const Timing plan = measure(
         [&](int i) {
           pick(plans, i)->run({a.data(), nullptr, bias.data()}, {y_plan.data()});
         },
-        opt.min_time_s, opt.min_runs);
-    const Timing plan_b = measure(
         [&](int i) {
           per_run->run({a.data(), pick(bs, i).data(), bias.data()}, {y_plan.data()});
-        },
-        opt.min_time_s, opt.min_runs);
+        }};
+    double best[4] = {0, 0, 0, 0};
+    for (int round = 0; round < 3; ++round)
+      for (int v = 0; v < 4; ++v) {
+        const double t = measure(variants[v], opt.min_time_s / 3, opt.min_runs).median_s;
+        if (round == 0 || t < best[v]) best[v] = t;
+      }
+    const double direct = best[0] * 1e6, pre = best[1] * 1e6, plan = best[2] * 1e6,
+                 plan_b = best[3] * 1e6;
     if (std::memcmp(y.data(), y_plan.data(), y.size() * sizeof(float)) != 0)
       std::printf("WARNING: the plan's output differs from the per-call op's for %s\n",
                   shape.c_str());
     std::printf(
         "plan %-16s direct %10.1f us  prepacked %10.1f us  plan %10.1f us  plan B/run %10.1f us"
         "  (%s)\n",
-        shape.c_str(), micros(direct), micros(pre), micros(plan), micros(plan_b),
-        plans[0]->kernel().c_str());
+        shape.c_str(), direct, pre, plan, plan_b, plans[0]->kernel().c_str());
     std::fflush(stdout);
-    table.push_back(pad(shape, 18) + pad(fixed(micros(direct), 1), 12) +
-                    pad(fixed(micros(pre), 1), 14) + pad(fixed(micros(plan), 1), 12) +
-                    pad(fixed(plan.median_s / pre.median_s, 3), 16) +
-                    pad(fixed(micros(plan_b), 1), 15) + plans[0]->kernel());
+    table.push_back(pad(shape, 18) + pad(fixed(direct, 1), 12) + pad(fixed(pre, 1), 14) +
+                    pad(fixed(plan, 1), 12) + pad(fixed(plan / pre, 3), 16) +
+                    pad(fixed(plan_b, 1), 15) + plans[0]->kernel());
   }
   return table;
 }

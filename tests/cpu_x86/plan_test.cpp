@@ -2,6 +2,8 @@
 // from several threads while the backend itself runs several threads, each output equal to the
 // reference bit for bit; and a plan keeps what was decided when it was made (kernel, threads,
 // ISA tiers) whatever the instance is told afterwards.
+#include "qforge/plan.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -10,7 +12,6 @@
 #include "gemm_cases.h"
 #include "qforge/error.h"
 #include "qforge/op_table.h"
-#include "qforge/plan.h"
 
 namespace qforge::cpu_x86_test {
 namespace {
@@ -122,7 +123,7 @@ TEST(CpuX86Plans, DistinctPlansRunAtOnceWithSeveralBackendThreads) {
   QuantizationOps& ops = *l.ops;
   ops.set_option("threads", "3");
   std::vector<Job> jobs;
-  jobs.push_back(matmul_job(rng, OpKind::matmul_integer, 1, 700, 300, false, true));   // GEMV
+  jobs.push_back(matmul_job(rng, OpKind::matmul_integer, 1, 700, 300, false, true));    // GEMV
   jobs.push_back(matmul_job(rng, OpKind::matmul_dequant, 37, 300, 200, false, false));  // B per run
   jobs.push_back(matmul_job(rng, OpKind::qlinear_matmul, 70, 129, 257, false, true));
   jobs.push_back(matmul_job(rng, OpKind::matmul_dequant, 5, 200, 256, true, true));  // block-wise
@@ -145,8 +146,8 @@ TEST(CpuX86Plans, DistinctPlansRunAtOnceWithSeveralBackendThreads) {
       try {
         for (int r = 0; r < kRounds; ++r)
           for (std::size_t i = 0; i < jobs.size(); ++i) {
-            const std::string why = jobs[(i + static_cast<std::size_t>(t) * 2) % jobs.size()]
-                                        .run_and_compare();
+            const std::string why =
+                jobs[(i + static_cast<std::size_t>(t) * 2) % jobs.size()].run_and_compare();
             if (!why.empty() && failures[static_cast<std::size_t>(t)].empty())
               failures[static_cast<std::size_t>(t)] = why;
           }
@@ -168,14 +169,15 @@ TEST(CpuX86Plans, PlanTimeChoicesSurviveLaterInstanceSettings) {
   QuantizationOps& ops = *l.ops;
   ops.set_option("threads", "2");
   // Symmetric int8 B without -128, so both AVX2 kernels can run it.
-  MatmulProblem p{MatmulDesc{.m = 40,
-                      .n = 64,
-                      .k = 96,
-                      .a = random_params(rng, DType::uint8, Granularity::per_tensor, false, 1),
-                      .b = random_params(rng, DType::int8, Granularity::per_channel, true, 64, 1)},
-                   random_codes(rng, DType::uint8, 40 * 96),
-                   random_codes(rng, DType::int8, 96 * 64, -127, 127),
-                   {}};
+  MatmulProblem p{
+      MatmulDesc{.m = 40,
+                 .n = 64,
+                 .k = 96,
+                 .a = random_params(rng, DType::uint8, Granularity::per_tensor, false, 1),
+                 .b = random_params(rng, DType::int8, Granularity::per_channel, true, 64, 1)},
+      random_codes(rng, DType::uint8, 40 * 96),
+      random_codes(rng, DType::int8, 96 * 64, -127, 127),
+      {}};
   const OpDesc op{OpKind::matmul_integer, p.desc};
   const std::string x = "q8_gemm_2x16c4__avx2_maddwd", y = "q8_gemm_4x16c4__avx2_maddubs";
   const Support s = ops.supports(op);
