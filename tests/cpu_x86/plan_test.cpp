@@ -239,5 +239,35 @@ TEST(CpuX86Plans, MaddubsPlansStayExactForWeightsHoldingMinusOneTwentyEight) {
   }
 }
 
+// With B fixed, a plan's automatic kernel is the one the per-call op picks for the same B.
+TEST(CpuX86Plans, AutomaticChoiceWithBFixedIsThePerCallChoice) {
+  auto l = load_plugin();
+  SKIP_UNLESS_USABLE(l);
+  SCOPED_TRACE(seed_text());
+  Rng rng = test_rng();
+  QuantizationOps& ops = *l.ops;
+  for (int i = 0; i < 12; ++i) {
+    const std::int64_t m = i % 3 == 0 ? 1 + i : 17 + 9 * i;
+    const bool blocked = i % 4 == 3;
+    Job j = matmul_job(rng, i % 2 ? OpKind::matmul_dequant : OpKind::matmul_integer, m, 40, 64 + i,
+                       blocked, true);
+    // int8 B without -128 whatever its scheme: the choice then depends on B's values.
+    if (i % 2 == 0 && std::get<MatmulDesc>(j.op.desc).b.dtype() == DType::int8)
+      j.in[1] = random_codes(rng, DType::int8, 40 * (64 + i), -127, 127);
+    j.make_plan(ops);
+    const auto& d = std::get<MatmulDesc>(j.op.desc);
+    std::vector<std::uint8_t> out(j.want[0].size());
+    if (j.op.op == OpKind::matmul_integer)
+      ops.matmul_integer(d, j.in[0].data(), j.in[1].data(),
+                         reinterpret_cast<std::int32_t*>(out.data()));
+    else
+      ops.matmul_dequant(d, j.in[0].data(), j.in[1].data(),
+                         d.has_bias ? reinterpret_cast<const float*>(j.in[2].data()) : nullptr,
+                         out.data());
+    EXPECT_EQ(j.plan->kernel(), ops.last_kernel()) << describe(j.op);
+    EXPECT_EQ(j.run_and_compare(), "");
+  }
+}
+
 }  // namespace
 }  // namespace qforge::cpu_x86_test

@@ -211,19 +211,19 @@ const KernelInfo& CpuX86Ops::elementwise_kernel(KernelRole role, bool vector_ok,
 }
 
 const KernelInfo& CpuX86Ops::gemm_kernel(const MatmulDesc& desc, const X86PackedWeights& b,
-                                         OpKind op) const {
+                                         OpKind op, std::string_view forced) const {
   const KernelRole role = b.blocks.blocked ? KernelRole::gemm_block
                           : desc.m <= 16   ? KernelRole::gemv
                                            : KernelRole::gemm;
-  if (!forced_.empty()) {
-    const KernelInfo& k = *find_kernel(forced_);
+  if (!forced.empty()) {
+    const KernelInfo& k = *find_kernel(forced);
     // A forced GEMM kernel of the other M range still computes the same thing: allow gemm and
     // gemv kernels for either, but block-wise weights need a block kernel and vice versa.
     const bool role_ok = is_gemm_role(k.role) &&
                          (k.role == KernelRole::gemm_block) == (role == KernelRole::gemm_block);
     if (!role_ok)
       throw Error(ErrorCode::unsupported,
-                  "cpu_x86: the forced kernel '" + forced_ + "' cannot run " +
+                  "cpu_x86: the forced kernel '" + std::string(forced) + "' cannot run " +
                       std::string(to_string(op)) + " with " +
                       (b.blocks.blocked ? "block-wise" : "per-tensor/per-channel") +
                       " weights; expected a " +

@@ -89,8 +89,10 @@ class CpuX86Ops final : public QuantizationOps {
   // The kernel for an elementwise role: the forced one, or the role's vector kernel, or the
   // reference when `vector_ok` is false. Throws unsupported when a forced kernel cannot run it.
   const KernelInfo& elementwise_kernel(KernelRole role, bool vector_ok, OpKind op) const;
-  // The GEMM kernel for desc with packed weights b (maddubs needs b without -128).
-  const KernelInfo& gemm_kernel(const MatmulDesc& desc, const X86PackedWeights& b, OpKind op) const;
+  // The GEMM kernel for desc with packed weights b (maddubs needs b without -128): `forced`
+  // (set_kernel's name, or a plan's requested one), else the automatic choice for b.
+  const KernelInfo& gemm_kernel(const MatmulDesc& desc, const X86PackedWeights& b, OpKind op,
+                                std::string_view forced) const;
   // b as this backend's packing, or invalid_argument.
   const X86PackedWeights& own_packed(const PackedWeights& b) const;
   void run_matmul(OpKind op, const MatmulDesc& desc, const void* a, const X86PackedWeights& b,

@@ -47,7 +47,7 @@ const X86PackedWeights& CpuX86Ops::own_packed(const PackedWeights& b) const {
 
 void CpuX86Ops::run_matmul(OpKind op, const MatmulDesc& desc, const void* a,
                            const X86PackedWeights& b, const GemmOutput& out) {
-  const KernelInfo& k = gemm_kernel(desc, b, op);
+  const KernelInfo& k = gemm_kernel(desc, b, op, forced_);
   last_kernel_ = k.name;
   run_gemm(k, desc, a, b, out, *pool_, scratch_, tuning());
 }
@@ -200,7 +200,7 @@ QuantizationParams CpuX86Ops::linear_forward(const LinearDesc& desc, const float
   // The kernel is chosen (and a forced one checked) before X is read, as for the matmuls.
   const MatmulDesc md = linear_matmul_desc(desc, 1.0f);
   const X86PackedWeights packed(md, wq, pool_.get());
-  const KernelInfo& k = gemm_kernel(md, packed, OpKind::linear_forward);
+  const KernelInfo& k = gemm_kernel(md, packed, OpKind::linear_forward, forced_);
   const auto sx =
       linear_forward_vector({*pool_, scratch_, tuning()}, k, desc, x, packed, bias, xq, y);
   last_kernel_ = sx ? k.name : kReferenceKernel;

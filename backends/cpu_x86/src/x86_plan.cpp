@@ -116,8 +116,9 @@ class X86Plan final : public Plan {
   }
 
  private:
-  // The kernel that runs: with B packed now, the exact one for its values; with B given per
-  // run, the one resolved (a maddubs kernel then still runs maddwd for a B holding -128).
+  // The kernel that runs: with B packed when the plan was made, the one chosen for its values;
+  // with B given per run, the one resolved from the descriptor (a maddubs kernel then still
+  // runs maddwd for a B holding -128).
   static const KernelInfo& runs(const PlanParts& p) {
     return p.packed ? exact_for_weights(*p.kernel, p.packed->holds_min) : *p.kernel;
   }
@@ -202,6 +203,9 @@ std::shared_ptr<const Plan> CpuX86Ops::plan(const OpDesc& op, const PlanRequest&
     const MatmulDesc d = is_matmul(op.op) ? std::get<MatmulDesc>(op.desc)
                                           : linear_matmul_desc(std::get<LinearDesc>(op.desc), 1);
     parts.packed = std::make_shared<const X86PackedWeights>(d, request.weights[1], pool_.get());
+    // With B's values known, the choice the per-call op makes for them (an automatic choice may
+    // then be a maddubs kernel for weights whose scheme allows -128 but which hold none).
+    parts.kernel = &gemm_kernel(d, *parts.packed, op.op, request.kernel);
   }
   return std::make_shared<X86Plan>(op, std::move(parts));
 }
