@@ -64,14 +64,14 @@ class CpuX86Ops final : public QuantizationOps {
                              void* y) override;
   QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc, const float* x,
                                              std::uint8_t* y) override;
-  // Native plans (x86_plan.cpp): validated, kernel chosen and a fixed B packed once; they run
-  // from any threads at once and keep no state here (docs/CPU_X86.md, "Plans").
-  std::shared_ptr<const Plan> plan(const OpDesc& op, const PlanRequest& request) override;
   QuantizationParams linear_forward(const LinearDesc& desc, const float* x, const std::int8_t* wq,
                                     const float* bias, std::int8_t* xq, float* y) override;
   void linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
                        const QuantizationParams& xq_params, const std::int8_t* wq, float* dx,
                        float* dw, float* db) override;
+  // Native plans (x86_plan.cpp): validated, kernel chosen and a fixed B packed once; they run
+  // from any threads at once and keep no state here (docs/CPU_X86.md, "Plans").
+  std::shared_ptr<const Plan> plan(const OpDesc& op, const PlanRequest& request) override;
 
   // The tiers kernels may use now: compiled in, detected, and allowed.
   IsaSet usable_isas() const { return compiled_ & detected_ & allowed_; }
