@@ -1,4 +1,4 @@
-// The two benchmark families of qforge_bench_cpu_gemm; each prints its rows and returns the
+// The three benchmark families of qforge_bench_cpu_gemm; each prints its rows and returns the
 // lines of the summary table printed last.
 #pragma once
 
@@ -25,6 +25,9 @@ struct Options {
 // u8 x s8 -> f32 (matmul_dequant with prepacked weights) against onednn and OpenBLAS sgemm.
 std::vector<std::string> run_gemm_benchmarks(QuantizationOps& x86, QuantizationOps* onednn,
                                              const Options& opt);
+// cpu_x86's entry points for one GEMM: per-call op (B packed each call), prepacked, and plans
+// (B fixed, B per run); microseconds per call.
+std::vector<std::string> run_plan_benchmarks(QuantizationOps& x86, const Options& opt);
 // quantize / dequantize of 64 MiB of float32 against memcpy.
 std::vector<std::string> run_quant_benchmarks(QuantizationOps& x86, QuantizationOps* onednn,
                                               const Options& opt);

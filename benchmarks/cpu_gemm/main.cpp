@@ -1,8 +1,10 @@
 // qforge_bench_cpu_gemm: the issue-4 CPU benchmarks. Loads cpu_x86 (and onednn when present)
 // through the plugin registry, as users do, and prints GEMM GOPS and quantize/dequantize GB/s
-// with their ratios to the anchors measured in the same run, then a short summary table.
+// with their ratios to the anchors measured in the same run, what a GEMM call costs through
+// cpu_x86's per-call ops and its plans, then a short summary table.
 //
-//   qforge_bench_cpu_gemm [--quick] [--threads N] [--min-time S] [--isa LIST] [--only gemm|quant]
+//   qforge_bench_cpu_gemm [--quick] [--threads N] [--min-time S] [--isa LIST] [--only
+//   gemm|plan|quant]
 //                         [--shape MxNxK]...   (only these GEMM shapes, no int4 rows)
 //                         [--x86-option KEY=VALUE]...   (cpu_x86 set_option, e.g. gemv_prefetch=0)
 #include <cstdio>
@@ -57,7 +59,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(
           stderr,
-          "usage: %s [--quick] [--threads N] [--min-time S] [--isa LIST] [--only gemm|quant] "
+          "usage: %s [--quick] [--threads N] [--min-time S] [--isa LIST] [--only gemm|plan|quant] "
           "[--shape MxNxK]... [--x86-option KEY=VALUE]...\n",
           argv[0]);
       return 2;
@@ -90,6 +92,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> table;
   if (only.empty() || only == "gemm")
     for (auto& line : bench::run_gemm_benchmarks(*x86, onednn, opt)) table.push_back(line);
+  if (only.empty() || only == "plan") {
+    if (!table.empty()) table.emplace_back();
+    for (auto& line : bench::run_plan_benchmarks(*x86, opt)) table.push_back(line);
+  }
   if (only.empty() || only == "quant") {
     table.emplace_back();
     for (auto& line : bench::run_quant_benchmarks(*x86, onednn, opt)) table.push_back(line);

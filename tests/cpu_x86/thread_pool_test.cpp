@@ -1,6 +1,7 @@
 // The cpu_x86 thread pool on its own (its source compiled into this test): every task index runs
 // exactly once per call, for many calls in a row, with workers polling and with workers asleep;
-// a task's exception reaches the caller and the pool keeps working.
+// a task's exception reaches the caller and the pool keeps working; several threads calling at
+// once, and a task calling the pool, each get all their tasks run once (plans do both).
 #include "thread_pool.h"
 
 #include <gtest/gtest.h>
@@ -56,6 +57,36 @@ TEST(CpuX86ThreadPool, AnExceptionReachesTheCallerAndThePoolGoesOn) {
                  std::runtime_error);
     expect_each_index_once(pool, 33);
   }
+}
+
+TEST(CpuX86ThreadPool, EveryTaskOnceWithSeveralCallersAtOnce) {
+  ThreadPool pool(3);
+  std::vector<std::thread> callers;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&, t] {
+      for (int call = 0; call < 500; ++call) {
+        const std::int64_t tasks = 1 + (call * 7 + t) % 61;
+        std::vector<std::atomic<int>> hits(static_cast<std::size_t>(tasks));
+        pool.parallel_for(tasks,
+                          [&](std::int64_t i) { hits[static_cast<std::size_t>(i)].fetch_add(1); });
+        for (auto& h : hits)
+          if (h.load() != 1) failures.fetch_add(1);
+      }
+    });
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(failures.load(), 0);
+  expect_each_index_once(pool, 50);  // and the pool still serves a single caller
+}
+
+TEST(CpuX86ThreadPool, ATaskMayCallThePool) {
+  ThreadPool pool(4);
+  std::vector<std::atomic<int>> hits(8 * 16);
+  pool.parallel_for(8, [&](std::int64_t outer) {
+    pool.parallel_for(
+        16, [&](std::int64_t i) { hits[static_cast<std::size_t>(outer * 16 + i)].fetch_add(1); });
+  });
+  for (std::size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << "task " << i;
 }
 
 }  // namespace

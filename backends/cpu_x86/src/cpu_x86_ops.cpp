@@ -26,13 +26,6 @@ IsaSet allowed_from_environment() {
   return env ? parse_isa_list(env, "QFORGE_CPU_X86_ISA") : IsaSet::all();
 }
 
-// The always-exact AVX2 kernel of a GEMM role.
-std::string_view maddwd_for(KernelRole r) {
-  return r == KernelRole::gemm_block ? "q8_qbw_gemm_2x16c4__avx2_maddwd"
-         : r == KernelRole::gemv     ? "q8_gemv_2x16c4__avx2_maddwd"
-                                     : "q8_gemm_2x16c4__avx2_maddwd";
-}
-
 // Whether B's dtype and scheme rule out -128 in the s8 domain, the one value that breaks the
 // maddubs idiom: symmetric int8 (narrow range [-127, 127]) and uint8 ([1, 255], 1 - 128 =
 // -127), and any 4-bit type. The packed weights are checked again, byte by byte.
@@ -51,7 +44,7 @@ CpuX86Ops::CpuX86Ops()
     : compiled_(compiled_isas()),
       detected_(detected_isas()),
       allowed_(allowed_from_environment()),
-      pool_(std::make_unique<ThreadPool>(default_thread_count())) {}
+      pool_(std::make_shared<ThreadPool>(default_thread_count())) {}
 
 CpuX86Ops::~CpuX86Ops() = default;
 
@@ -100,7 +93,8 @@ bool CpuX86Ops::set_option(std::string_view key, std::string_view value) {
                         "number of cores");
     }
     const int want = n == 0 ? default_thread_count() : n;
-    if (want != threads()) pool_ = std::make_unique<ThreadPool>(want);
+    // A new pool rather than a resized one: plans made before keep running on theirs.
+    if (want != threads()) pool_ = std::make_shared<ThreadPool>(want);
     return true;
   }
   if (key == "isa") {
@@ -217,31 +211,30 @@ const KernelInfo& CpuX86Ops::elementwise_kernel(KernelRole role, bool vector_ok,
 }
 
 const KernelInfo& CpuX86Ops::gemm_kernel(const MatmulDesc& desc, const X86PackedWeights& b,
-                                         OpKind op) const {
+                                         OpKind op, std::string_view forced) const {
   const KernelRole role = b.blocks.blocked ? KernelRole::gemm_block
                           : desc.m <= 16   ? KernelRole::gemv
                                            : KernelRole::gemm;
-  auto fits = [&](const KernelInfo& k) { return !(k.needs_no_min && b.holds_min); };
-  if (!forced_.empty()) {
-    const KernelInfo& k = *find_kernel(forced_);
+  if (!forced.empty()) {
+    const KernelInfo& k = *find_kernel(forced);
     // A forced GEMM kernel of the other M range still computes the same thing: allow gemm and
     // gemv kernels for either, but block-wise weights need a block kernel and vice versa.
     const bool role_ok = is_gemm_role(k.role) &&
                          (k.role == KernelRole::gemm_block) == (role == KernelRole::gemm_block);
     if (!role_ok)
       throw Error(ErrorCode::unsupported,
-                  "cpu_x86: the forced kernel '" + forced_ + "' cannot run " +
+                  "cpu_x86: the forced kernel '" + std::string(forced) + "' cannot run " +
                       std::string(to_string(op)) + " with " +
                       (b.blocks.blocked ? "block-wise" : "per-tensor/per-channel") +
                       " weights; expected a " +
                       (b.blocks.blocked ? "q8_qbw_" : "q8_gemm_/q8_gemv_") + " kernel");
     // maddubs would saturate on these weights: the exact kernel of the same role runs instead
     // and last_kernel() names it (supports() lists maddubs only for schemes without -128).
-    if (!fits(k)) return *find_kernel(maddwd_for(k.role));
-    return k;
+    return exact_for_weights(k, b.holds_min);
   }
   for (const KernelInfo& k : all_kernels())
-    if (k.role == role && runnable(k) && fits(k) && desc.m >= k.min_rows) return k;
+    if (k.role == role && runnable(k) && !(k.needs_no_min && b.holds_min) && desc.m >= k.min_rows)
+      return k;
   throw Error(ErrorCode::internal,
               "cpu_x86: no GEMM kernel for role; the maddwd kernel needs only AVX2");
 }

@@ -69,6 +69,9 @@ class CpuX86Ops final : public QuantizationOps {
   void linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
                        const QuantizationParams& xq_params, const std::int8_t* wq, float* dx,
                        float* dw, float* db) override;
+  // Native plans (x86_plan.cpp): validated, kernel chosen and a fixed B packed once; they run
+  // from any threads at once and keep no state here (docs/CPU_X86.md, "Plans").
+  std::shared_ptr<const Plan> plan(const OpDesc& op, const PlanRequest& request) override;
 
   // The tiers kernels may use now: compiled in, detected, and allowed.
   IsaSet usable_isas() const { return compiled_ & detected_ & allowed_; }
@@ -86,16 +89,21 @@ class CpuX86Ops final : public QuantizationOps {
   // The kernel for an elementwise role: the forced one, or the role's vector kernel, or the
   // reference when `vector_ok` is false. Throws unsupported when a forced kernel cannot run it.
   const KernelInfo& elementwise_kernel(KernelRole role, bool vector_ok, OpKind op) const;
-  // The GEMM kernel for desc with packed weights b (maddubs needs b without -128).
-  const KernelInfo& gemm_kernel(const MatmulDesc& desc, const X86PackedWeights& b, OpKind op) const;
+  // The GEMM kernel for desc with packed weights b (maddubs needs b without -128): `forced`
+  // (set_kernel's name, or a plan's requested one), else the automatic choice for b.
+  const KernelInfo& gemm_kernel(const MatmulDesc& desc, const X86PackedWeights& b, OpKind op,
+                                std::string_view forced) const;
   // b as this backend's packing, or invalid_argument.
   const X86PackedWeights& own_packed(const PackedWeights& b) const;
   void run_matmul(OpKind op, const MatmulDesc& desc, const void* a, const X86PackedWeights& b,
                   const GemmOutput& out);
   bool runnable(const KernelInfo& k) const { return usable_isas().has(k.isa); }
+  // The driver's choices that follow the options in effect now.
+  GemmTuning tuning() const { return {usable_isas().has(Isa::avx512_vnni), gemv_prefetch_}; }
 
   IsaSet compiled_, detected_, allowed_;
-  std::unique_ptr<ThreadPool> pool_;
+  // Shared with the plans made from this instance: a plan keeps the pool it was made with.
+  std::shared_ptr<ThreadPool> pool_;
   std::int64_t gemv_prefetch_ = kDefaultGemvPrefetch;
   std::string forced_;  // set_kernel name, empty = automatic
   std::string last_kernel_;

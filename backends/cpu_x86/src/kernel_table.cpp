@@ -92,4 +92,13 @@ const KernelInfo* find_kernel(std::string_view name) {
   return nullptr;
 }
 
+const KernelInfo& exact_for_weights(const KernelInfo& k, bool b_holds_min) {
+  if (!k.needs_no_min || !b_holds_min) return k;
+  const std::string_view maddwd = k.role == KernelRole::gemm_block
+                                      ? "q8_qbw_gemm_2x16c4__avx2_maddwd"
+                                  : k.role == KernelRole::gemv ? "q8_gemv_2x16c4__avx2_maddwd"
+                                                               : "q8_gemm_2x16c4__avx2_maddwd";
+  return *find_kernel(maddwd);
+}
+
 }  // namespace qforge::cpu_x86

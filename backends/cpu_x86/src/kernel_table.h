@@ -48,4 +48,9 @@ const KernelInfo* find_kernel(std::string_view name);
 
 inline constexpr std::string_view kReferenceKernel = "reference";
 
+// The GEMM kernel that runs when `k` is chosen for weights that hold -128 (b_holds_min) or not:
+// k itself, or for a maddubs kernel, which would saturate on -128, the always-exact maddwd
+// kernel of the same role.
+const KernelInfo& exact_for_weights(const KernelInfo& k, bool b_holds_min);
+
 }  // namespace qforge::cpu_x86

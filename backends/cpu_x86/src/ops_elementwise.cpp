@@ -7,6 +7,7 @@
 
 #include "cpu_x86_ops.h"
 #include "descriptor_rules.h"
+#include "op_runs.h"
 #include "qforge/error.h"
 #include "qforge/reference.h"
 #include "quantize_kernels.h"
@@ -103,19 +104,17 @@ std::size_t pair_of(const Walk& w, std::int64_t row, std::int64_t e) {
   return static_cast<std::size_t>((row % w.row_mod) * w.pairs_per_row + e / w.run);
 }
 
+void require_data(OpKind op, std::int64_t n, const void* in, const void* out) {
+  if (n > 0 && (!in || !out))
+    throw Error(ErrorCode::invalid_argument, "cpu_x86: " + std::string(to_string(op)) +
+                                                 ": null data pointer for " + std::to_string(n) +
+                                                 " elements; expected valid host pointers");
+}
+
 }  // namespace
 
-void CpuX86Ops::quantize(const QuantizeDesc& desc, const void* x, void* q) {
-  require_supported(OpKind::quantize, desc);
-  const KernelInfo& k =
-      elementwise_kernel(KernelRole::quantize, vector_quantize(desc), OpKind::quantize);
-  last_kernel_ = k.name;
-  if (k.role == KernelRole::reference) return reference::quantize(desc, x, q);
+void quantize_vector(ThreadPool& pool, const QuantizeDesc& desc, const void* x, void* q) {
   const std::int64_t n = element_count(desc.shape);
-  if (n > 0 && (!x || !q))
-    throw Error(ErrorCode::invalid_argument, "cpu_x86: quantize: null data pointer for " +
-                                                 std::to_string(n) +
-                                                 " elements; expected valid host pointers");
   const QuantizationParams& p = desc.params;
   const QuantRange range{p.dtype() == DType::int8, p.qmin(), p.qmax()};
   const FloatKind kind = float_kind(desc.float_type);
@@ -127,7 +126,7 @@ void CpuX86Ops::quantize(const QuantizeDesc& desc, const void* x, void* q) {
   const auto zps = p.zero_points();
   const bool stream = n >= kStreamBytes;
   const bool blockwise = p.scheme().granularity == Granularity::block;
-  split(*pool_, w, [&](std::int64_t r0, std::int64_t r1, std::int64_t e0, std::int64_t e1) {
+  split(pool, w, [&](std::int64_t r0, std::int64_t r1, std::int64_t e0, std::int64_t e1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const std::int64_t base = r * w.row_len;
       if (w.per_element) {
@@ -152,17 +151,8 @@ void CpuX86Ops::quantize(const QuantizeDesc& desc, const void* x, void* q) {
   });
 }
 
-void CpuX86Ops::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
-  require_supported(OpKind::dequantize, desc);
-  const KernelInfo& k =
-      elementwise_kernel(KernelRole::dequantize, vector_quantize(desc), OpKind::dequantize);
-  last_kernel_ = k.name;
-  if (k.role == KernelRole::reference) return reference::dequantize(desc, q, x);
+void dequantize_vector(ThreadPool& pool, const QuantizeDesc& desc, const void* q, float* x) {
   const std::int64_t n = element_count(desc.shape);
-  if (n > 0 && (!x || !q))
-    throw Error(ErrorCode::invalid_argument, "cpu_x86: dequantize: null data pointer for " +
-                                                 std::to_string(n) +
-                                                 " elements; expected valid host pointers");
   const QuantizationParams& p = desc.params;
   const bool is_signed = p.dtype() == DType::int8;
   const Walk w = make_walk(desc);
@@ -171,7 +161,7 @@ void CpuX86Ops::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
   const auto zps = p.zero_points();
   const bool stream = n * 4 >= kStreamBytes;
   const bool blockwise = p.scheme().granularity == Granularity::block;
-  split(*pool_, w, [&](std::int64_t r0, std::int64_t r1, std::int64_t e0, std::int64_t e1) {
+  split(pool, w, [&](std::int64_t r0, std::int64_t r1, std::int64_t e0, std::int64_t e1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const std::int64_t base = r * w.row_len;
       if (w.per_element) {
@@ -196,17 +186,9 @@ void CpuX86Ops::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
   });
 }
 
-void CpuX86Ops::requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) {
-  require_supported(OpKind::requantize, desc);
-  const bool vector_ok = desc.mode == RequantMode::float_multiplier;
-  const KernelInfo& k = elementwise_kernel(KernelRole::requantize, vector_ok, OpKind::requantize);
-  last_kernel_ = k.name;
-  if (k.role == KernelRole::reference) return reference::requantize(desc, c, y);
+void requantize_vector(ThreadPool& pool, const RequantizeDesc& desc, const std::int32_t* c,
+                       void* y) {
   const std::int64_t n = element_count(desc.shape);
-  if (n > 0 && (!c || !y))
-    throw Error(ErrorCode::invalid_argument, "cpu_x86: requantize: null data pointer for " +
-                                                 std::to_string(n) +
-                                                 " elements; expected valid host pointers");
   const auto& tr = traits(desc.out_dtype);
   const QuantRange range{desc.out_dtype == DType::int8, tr.qmin, tr.qmax};
   auto* out = static_cast<std::uint8_t*>(y);
@@ -234,7 +216,7 @@ void CpuX86Ops::requantize(const RequantizeDesc& desc, const std::int32_t* c, vo
     }
   }
   const float* mult = desc.multipliers.data();
-  split(*pool_, w, [&](std::int64_t r0, std::int64_t r1, std::int64_t e0, std::int64_t e1) {
+  split(pool, w, [&](std::int64_t r0, std::int64_t r1, std::int64_t e0, std::int64_t e1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const std::int64_t base = r * w.row_len;
       if (w.per_element) {
@@ -249,23 +231,15 @@ void CpuX86Ops::requantize(const RequantizeDesc& desc, const std::int32_t* c, vo
   });
 }
 
-QuantizationParams CpuX86Ops::dynamic_quantize_linear(const DynamicQuantizeDesc& desc,
-                                                      const float* x, std::uint8_t* y) {
-  require_supported(OpKind::dynamic_quantize_linear, desc);
-  const KernelInfo& k =
-      elementwise_kernel(KernelRole::dynamic_quantize, true, OpKind::dynamic_quantize_linear);
-  last_kernel_ = k.name;
-  if (k.role == KernelRole::reference) return reference::dynamic_quantize_linear(desc, x, y);
+std::optional<QuantizationParams> dynamic_quantize_vector(ThreadPool& pool,
+                                                          const DynamicQuantizeDesc& desc,
+                                                          const float* x, std::uint8_t* y) {
   const std::int64_t n = element_count(desc.shape);
-  if (n > 0 && (!x || !y))
-    throw Error(ErrorCode::invalid_argument,
-                "cpu_x86: dynamic_quantize_linear: null data pointer for " + std::to_string(n) +
-                    " elements; expected valid host pointers");
   // Range over the non-NaN elements (min and max are exact, so the split does not matter).
   const std::int64_t tasks = std::max<std::int64_t>(1, (n + kTaskElements - 1) / kTaskElements);
   std::vector<MinMax> part(static_cast<std::size_t>(tasks), MinMax{0.0f, 0.0f, false});
   if (n > 0)
-    pool_->parallel_for(tasks, [&](std::int64_t t) {
+    pool.parallel_for(tasks, [&](std::int64_t t) {
       const std::int64_t e0 = t * kTaskElements;
       part[static_cast<std::size_t>(t)] =
           minmax_f32_avx2(x + e0, std::min(n, e0 + kTaskElements) - e0);
@@ -275,17 +249,58 @@ QuantizationParams CpuX86Ops::dynamic_quantize_linear(const DynamicQuantizeDesc&
     lo = m.lo < lo ? m.lo : lo;
     hi = m.hi > hi ? m.hi : hi;
   }
-  if (std::isinf(lo) || std::isinf(hi))  // the reference names the first infinite element
-    return reference::dynamic_quantize_linear(desc, x, y);
+  if (std::isinf(lo) || std::isinf(hi)) return std::nullopt;
   const QuantizationParams p = reference::params_from_range(DType::uint8, Mapping::affine, lo, hi);
   const QuantRange range{false, 0, 255};
   const std::int64_t qt = (n + kTaskElements - 1) / kTaskElements;
-  pool_->parallel_for(qt, [&](std::int64_t t) {
+  pool.parallel_for(qt, [&](std::int64_t t) {
     const std::int64_t e0 = t * kTaskElements;
     quantize_run_avx2(x + e0, FloatKind::f32, y + e0, std::min(n, e0 + kTaskElements) - e0,
                       p.scale(), p.zero_point(), range, n >= kStreamBytes);
   });
   return p;
+}
+
+void CpuX86Ops::quantize(const QuantizeDesc& desc, const void* x, void* q) {
+  require_supported(OpKind::quantize, desc);
+  const KernelInfo& k =
+      elementwise_kernel(KernelRole::quantize, vector_quantize(desc), OpKind::quantize);
+  last_kernel_ = k.name;
+  if (k.role == KernelRole::reference) return reference::quantize(desc, x, q);
+  require_data(OpKind::quantize, element_count(desc.shape), x, q);
+  quantize_vector(*pool_, desc, x, q);
+}
+
+void CpuX86Ops::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
+  require_supported(OpKind::dequantize, desc);
+  const KernelInfo& k =
+      elementwise_kernel(KernelRole::dequantize, vector_quantize(desc), OpKind::dequantize);
+  last_kernel_ = k.name;
+  if (k.role == KernelRole::reference) return reference::dequantize(desc, q, x);
+  require_data(OpKind::dequantize, element_count(desc.shape), q, x);
+  dequantize_vector(*pool_, desc, q, x);
+}
+
+void CpuX86Ops::requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) {
+  require_supported(OpKind::requantize, desc);
+  const bool vector_ok = desc.mode == RequantMode::float_multiplier;
+  const KernelInfo& k = elementwise_kernel(KernelRole::requantize, vector_ok, OpKind::requantize);
+  last_kernel_ = k.name;
+  if (k.role == KernelRole::reference) return reference::requantize(desc, c, y);
+  require_data(OpKind::requantize, element_count(desc.shape), c, y);
+  requantize_vector(*pool_, desc, c, y);
+}
+
+QuantizationParams CpuX86Ops::dynamic_quantize_linear(const DynamicQuantizeDesc& desc,
+                                                      const float* x, std::uint8_t* y) {
+  require_supported(OpKind::dynamic_quantize_linear, desc);
+  const KernelInfo& k =
+      elementwise_kernel(KernelRole::dynamic_quantize, true, OpKind::dynamic_quantize_linear);
+  last_kernel_ = k.name;
+  if (k.role == KernelRole::reference) return reference::dynamic_quantize_linear(desc, x, y);
+  require_data(OpKind::dynamic_quantize_linear, element_count(desc.shape), x, y);
+  if (auto p = dynamic_quantize_vector(*pool_, desc, x, y)) return *p;
+  return reference::dynamic_quantize_linear(desc, x, y);
 }
 
 }  // namespace qforge::cpu_x86

@@ -4,6 +4,7 @@
 
 #include "cpu_x86_ops.h"
 #include "descriptor_rules.h"
+#include "op_runs.h"
 #include "qforge/error.h"
 #include "qforge/reference.h"
 #include "quantize_kernels.h"
@@ -21,6 +22,8 @@ void require_pointers(OpKind op, std::initializer_list<std::pair<const char*, co
                                                    " is null; expected a valid host pointer");
 }
 
+}  // namespace
+
 GemmOutput requant_output(const MatmulDesc& desc, void* y) {
   const QuantizationParams& yp = *desc.y;
   GemmOutput out;
@@ -33,8 +36,6 @@ GemmOutput requant_output(const MatmulDesc& desc, void* y) {
   return out;
 }
 
-}  // namespace
-
 const X86PackedWeights& CpuX86Ops::own_packed(const PackedWeights& b) const {
   const auto* w = dynamic_cast<const X86PackedWeights*>(&b);
   if (!w || b.backend() != name())
@@ -46,10 +47,9 @@ const X86PackedWeights& CpuX86Ops::own_packed(const PackedWeights& b) const {
 
 void CpuX86Ops::run_matmul(OpKind op, const MatmulDesc& desc, const void* a,
                            const X86PackedWeights& b, const GemmOutput& out) {
-  const KernelInfo& k = gemm_kernel(desc, b, op);
+  const KernelInfo& k = gemm_kernel(desc, b, op, forced_);
   last_kernel_ = k.name;
-  run_gemm(k, desc, a, b, out, *pool_, scratch_,
-           {usable_isas().has(Isa::avx512_vnni), gemv_prefetch_});
+  run_gemm(k, desc, a, b, out, *pool_, scratch_, tuning());
 }
 
 std::shared_ptr<PackedWeights> CpuX86Ops::pack_weights(const MatmulDesc& desc, const void* b) {
@@ -143,6 +143,46 @@ void CpuX86Ops::qlinear_matmul_packed(const MatmulDesc& desc, const void* a, con
   run_matmul(OpKind::qlinear_matmul, desc, a, w, requant_output(desc, y));
 }
 
+MatmulDesc linear_matmul_desc(const LinearDesc& desc, float sx) {
+  return MatmulDesc{.m = desc.m,
+                    .n = desc.n,
+                    .k = desc.k,
+                    .a = QuantizationParams::per_tensor_symmetric(DType::int8, sx),
+                    .b = desc.w,
+                    .b_layout = MatrixLayout::nk,
+                    .has_bias = desc.has_bias,
+                    .out_type = FloatType::f32,
+                    .y = std::nullopt};
+}
+
+std::optional<float> linear_forward_vector(const GemmContext& ctx, const KernelInfo& kernel,
+                                           const LinearDesc& desc, const float* x,
+                                           const X86PackedWeights& w, const float* bias,
+                                           std::int8_t* xq, float* y) {
+  const std::int64_t M = desc.m, K = desc.k;
+  // sx = max(max|X| / 127, 1e-8), as the reference; a non-finite X is an error it names.
+  float amax = 0.0f;
+  if (M * K > 0) {
+    const MinMax mm = minmax_f32_avx2(x, M * K);
+    if (mm.has_nan || !std::isfinite(mm.lo) || !std::isfinite(mm.hi)) return std::nullopt;
+    amax = std::max(std::fabs(mm.lo), std::fabs(mm.hi));
+  }
+  const auto& i8 = traits(DType::int8);
+  const float sx = std::max(amax / static_cast<float>(i8.narrow_qmax), 1e-8f);
+  const QuantRange range{true, i8.narrow_qmin, i8.narrow_qmax};
+  const std::int64_t n = M * K;
+  constexpr std::int64_t kChunk = 1 << 16;
+  ctx.pool.parallel_for((n + kChunk - 1) / kChunk, [&](std::int64_t t) {
+    const std::int64_t e0 = t * kChunk;
+    quantize_run_avx2(x + e0, FloatKind::f32, xq + e0, std::min(n, e0 + kChunk) - e0, sx, 0, range);
+  });
+  // Y = ((float(Xq Wq^T) * sx) * sw[n]) + bias[n]: matmul_dequant with A = Xq, B = Wq as [N, K].
+  run_gemm(exact_for_weights(kernel, w.holds_min), linear_matmul_desc(desc, sx), xq, w,
+           {GemmOutput::Kind::dequant_f32, y, desc.has_bias ? bias : nullptr}, ctx.pool,
+           ctx.scratch, ctx.tuning);
+  return sx;
+}
+
 QuantizationParams CpuX86Ops::linear_forward(const LinearDesc& desc, const float* x,
                                              const std::int8_t* wq, const float* bias,
                                              std::int8_t* xq, float* y) {
@@ -157,38 +197,15 @@ QuantizationParams CpuX86Ops::linear_forward(const LinearDesc& desc, const float
   require_pointers(OpKind::linear_forward, {{"y", y}}, M * N > 0);
   if (desc.has_bias)
     require_pointers(OpKind::linear_forward, {{"bias (has_bias is set)", bias}}, N > 0);
-  // sx = max(max|X| / 127, 1e-8), as the reference; a non-finite X is an error it names.
-  float amax = 0.0f;
-  bool finite = true;
-  if (M * K > 0) {
-    const MinMax mm = minmax_f32_avx2(x, M * K);
-    finite = !mm.has_nan && std::isfinite(mm.lo) && std::isfinite(mm.hi);
-    amax = std::max(std::fabs(mm.lo), std::fabs(mm.hi));
-  }
-  if (!finite) return reference::linear_forward(desc, x, wq, bias, xq, y);
-  const auto& i8 = traits(DType::int8);
-  const float sx = std::max(amax / static_cast<float>(i8.narrow_qmax), 1e-8f);
-  const QuantRange range{true, i8.narrow_qmin, i8.narrow_qmax};
-  const std::int64_t n = M * K;
-  constexpr std::int64_t kChunk = 1 << 16;
-  pool_->parallel_for((n + kChunk - 1) / kChunk, [&](std::int64_t t) {
-    const std::int64_t e0 = t * kChunk;
-    quantize_run_avx2(x + e0, FloatKind::f32, xq + e0, std::min(n, e0 + kChunk) - e0, sx, 0, range);
-  });
-  // Y = ((float(Xq Wq^T) * sx) * sw[n]) + bias[n]: matmul_dequant with A = Xq, B = Wq as [N, K].
-  const MatmulDesc md{.m = M,
-                      .n = N,
-                      .k = K,
-                      .a = QuantizationParams::per_tensor_symmetric(DType::int8, sx),
-                      .b = desc.w,
-                      .b_layout = MatrixLayout::nk,
-                      .has_bias = desc.has_bias,
-                      .out_type = FloatType::f32,
-                      .y = std::nullopt};
+  // The kernel is chosen (and a forced one checked) before X is read, as for the matmuls.
+  const MatmulDesc md = linear_matmul_desc(desc, 1.0f);
   const X86PackedWeights packed(md, wq, pool_.get());
-  run_matmul(OpKind::linear_forward, md, xq, packed,
-             {GemmOutput::Kind::dequant_f32, y, desc.has_bias ? bias : nullptr});
-  return QuantizationParams::per_tensor_symmetric(DType::int8, sx);
+  const KernelInfo& k = gemm_kernel(md, packed, OpKind::linear_forward, forced_);
+  const auto sx =
+      linear_forward_vector({*pool_, scratch_, tuning()}, k, desc, x, packed, bias, xq, y);
+  last_kernel_ = sx ? k.name : kReferenceKernel;
+  if (!sx) return reference::linear_forward(desc, x, wq, bias, xq, y);
+  return QuantizationParams::per_tensor_symmetric(DType::int8, *sx);
 }
 
 void CpuX86Ops::linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,

@@ -100,10 +100,16 @@ void ThreadPool::worker_loop() {
 
 void ThreadPool::parallel_for(std::int64_t tasks, const std::function<void(std::int64_t)>& fn) {
   if (tasks <= 0) return;
-  if (workers_.empty() || tasks == 1) {
+  // Inline when there is nothing to share, or when another call holds the workers: waiting
+  // for it would only add the latency of its tasks to ours.
+  if (workers_.empty() || tasks == 1 || claimed_.exchange(true, std::memory_order_acquire)) {
     for (std::int64_t i = 0; i < tasks; ++i) fn(i);
     return;
   }
+  struct Release {
+    std::atomic<bool>& claimed;
+    ~Release() { claimed.store(false, std::memory_order_release); }
+  } release{claimed_};
   const std::uint64_t g = ++generation_;
   job_.store(&fn);
   tasks_.store(tasks);

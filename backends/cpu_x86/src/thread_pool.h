@@ -26,7 +26,10 @@ class ThreadPool {
   int threads() const noexcept { return static_cast<int>(workers_.size()) + 1; }
 
   // Runs fn(i) for every i in [0, tasks). Returns when all have finished; rethrows the first
-  // exception a task threw. Not reentrant: call it from one thread at a time.
+  // exception a task threw. Safe to call from several threads at once, and from inside a task:
+  // the pool serves one call at a time, and a call that finds it serving another runs all its
+  // tasks on the calling thread instead of waiting (plans of one backend instance run at once
+  // from the caller's threads, each of which then does its own work).
   void parallel_for(std::int64_t tasks, const std::function<void(std::int64_t)>& fn);
 
  private:
@@ -50,7 +53,9 @@ class ThreadPool {
   std::atomic<int> sleepers_{0};          // threads asleep, or about to sleep, on a condition
   std::atomic<bool> failed_{false};       // a task threw: stop handing out tasks
   std::atomic<bool> stop_{false};
-  std::uint64_t generation_ = 0;  // the caller's count of calls
+  // Held by the thread whose call the workers serve; a call that cannot take it runs inline.
+  std::atomic<bool> claimed_{false};
+  std::uint64_t generation_ = 0;  // count of calls, written only by the claiming thread
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   std::exception_ptr error_;  // guarded by mutex_

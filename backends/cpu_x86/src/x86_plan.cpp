@@ -1,0 +1,213 @@
+// cpu_x86's plans. Everything the per-call ops decide on each call is decided once, when the
+// plan is made: the descriptor is validated, the kernel resolved, a fixed matmul B (or Linear W)
+// packed, and the thread pool and the driver's tuning (ISA tiers, GEMV prefetch) captured. A run
+// reads nothing of the backend instance and writes only its outputs and scratch of its own, so
+// plans run from any number of threads at once (docs/CPU_X86.md, "Plans").
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <optional>
+
+#include "cpu_x86_ops.h"
+#include "op_runs.h"
+#include "qforge/error.h"
+#include "qforge/op_table.h"
+
+namespace qforge::cpu_x86 {
+namespace {
+
+bool is_matmul(OpKind op) {
+  return op == OpKind::matmul_integer || op == OpKind::matmul_dequant ||
+         op == OpKind::qlinear_matmul;
+}
+
+// GEMM scratch (the packed activations) lent to one run at a time, so that back-to-back runs
+// reuse memory instead of allocating it, and concurrent runs each get their own.
+class ScratchPool {
+ public:
+  class Lease {
+   public:
+    Lease(ScratchPool& pool, std::unique_ptr<GemmScratch> s) : pool_(pool), s_(std::move(s)) {}
+    ~Lease() { pool_.give_back(std::move(s_)); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    GemmScratch& get() { return *s_; }
+
+   private:
+    ScratchPool& pool_;
+    std::unique_ptr<GemmScratch> s_;
+  };
+
+  Lease take() {
+    std::unique_ptr<GemmScratch> s;
+    {
+      std::lock_guard lock(mutex_);
+      if (!free_.empty()) {
+        s = std::move(free_.back());
+        free_.pop_back();
+      }
+    }
+    return Lease(*this, s ? std::move(s) : std::make_unique<GemmScratch>());
+  }
+
+ private:
+  void give_back(std::unique_ptr<GemmScratch> s) {
+    std::lock_guard lock(mutex_);
+    free_.push_back(std::move(s));
+  }
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<GemmScratch>> free_;  // as many as runs were ever at once
+};
+
+struct PlanParts {
+  std::shared_ptr<ThreadPool> pool;
+  GemmTuning tuning;
+  const KernelInfo* kernel = nullptr;              // resolved when the plan was made
+  FixedWeights weights;                            // fixed inputs other than a packed one
+  std::vector<bool> fixed;                         // per input: fixed (copied or packed)
+  std::shared_ptr<const X86PackedWeights> packed;  // input 1 (matmul B, Linear W), when fixed
+};
+
+class X86Plan final : public Plan {
+ public:
+  X86Plan(const OpDesc& op, PlanParts parts)
+      : Plan(op, "cpu_x86", 0, std::string(runs(parts).name), PlanConcurrency::concurrent,
+             parts.fixed),
+        parts_(std::move(parts)) {}
+
+  void run(std::span<const void* const> inputs, std::span<void* const> outputs) const override {
+    check_pointers(inputs, outputs);
+    const auto in = parts_.weights.substitute(inputs);
+    if (parts_.kernel->role == KernelRole::reference) {
+      run_reference(desc(), in.data(), outputs.data());
+      return;
+    }
+    ThreadPool& pool = *parts_.pool;
+    const OpDesc& op = desc();
+    switch (op.op) {
+      case OpKind::quantize:
+        quantize_vector(pool, std::get<QuantizeDesc>(op.desc), in[0], outputs[0]);
+        return;
+      case OpKind::dequantize:
+        dequantize_vector(pool, std::get<QuantizeDesc>(op.desc), in[0],
+                          static_cast<float*>(outputs[0]));
+        return;
+      case OpKind::requantize:
+        requantize_vector(pool, std::get<RequantizeDesc>(op.desc),
+                          static_cast<const std::int32_t*>(in[0]), outputs[0]);
+        return;
+      case OpKind::dynamic_quantize_linear: {
+        const auto p = dynamic_quantize_vector(pool, std::get<DynamicQuantizeDesc>(op.desc),
+                                               static_cast<const float*>(in[0]),
+                                               static_cast<std::uint8_t*>(outputs[0]));
+        if (!p) return run_reference(op, in.data(), outputs.data());  // it names the infinity
+        const float scale = p->scale();
+        std::memcpy(outputs[1], &scale, sizeof scale);
+        *static_cast<std::uint8_t*>(outputs[2]) = static_cast<std::uint8_t>(p->zero_point());
+        return;
+      }
+      case OpKind::matmul_integer:
+      case OpKind::matmul_dequant:
+      case OpKind::qlinear_matmul: return run_matmul(in.data(), outputs[0]);
+      case OpKind::linear_forward: return run_linear_forward(in.data(), outputs.data());
+      case OpKind::linear_backward: break;  // reference only (supports())
+    }
+    throw Error(ErrorCode::internal, "cpu_x86 plan: no vector path for " + describe(op));
+  }
+
+ private:
+  // The kernel that runs: with B packed when the plan was made, the one chosen for its values;
+  // with B given per run, the one resolved from the descriptor (a maddubs kernel then still
+  // runs maddwd for a B holding -128).
+  static const KernelInfo& runs(const PlanParts& p) {
+    return p.packed ? exact_for_weights(*p.kernel, p.packed->holds_min) : *p.kernel;
+  }
+
+  void run_matmul(const void* const* in, void* y) const {
+    const auto& d = std::get<MatmulDesc>(desc().desc);
+    ThreadPool& pool = *parts_.pool;
+    std::optional<X86PackedWeights> per_run;
+    const X86PackedWeights* b = parts_.packed.get();
+    if (!b) b = &per_run.emplace(d, in[1], &pool);
+    GemmOutput out;
+    switch (desc().op) {
+      case OpKind::matmul_integer: out = {GemmOutput::Kind::int32, y}; break;
+      case OpKind::matmul_dequant:
+        out = {GemmOutput::Kind::dequant_f32, y,
+               d.has_bias ? static_cast<const float*>(in[2]) : nullptr};
+        break;
+      default: out = requant_output(d, y); break;
+    }
+    auto scratch = scratch_.take();
+    run_gemm(exact_for_weights(*parts_.kernel, b->holds_min), d, in[0], *b, out, pool,
+             scratch.get(), parts_.tuning);
+  }
+
+  void run_linear_forward(const void* const* in, void* const* out) const {
+    const auto& d = std::get<LinearDesc>(desc().desc);
+    ThreadPool& pool = *parts_.pool;
+    std::optional<X86PackedWeights> per_run;
+    const X86PackedWeights* w = parts_.packed.get();
+    if (!w) w = &per_run.emplace(linear_matmul_desc(d, 1.0f), in[1], &pool);
+    std::optional<float> sx;
+    {
+      auto scratch = scratch_.take();
+      sx = linear_forward_vector({pool, scratch.get(), parts_.tuning}, *parts_.kernel, d,
+                                 static_cast<const float*>(in[0]), *w,
+                                 d.has_bias ? static_cast<const float*>(in[2]) : nullptr,
+                                 static_cast<std::int8_t*>(out[0]), static_cast<float*>(out[1]));
+    }
+    if (!sx) return run_reference(desc(), in, out);  // it names the non-finite element
+    std::memcpy(out[2], &*sx, sizeof(float));
+  }
+
+  PlanParts parts_;
+  mutable ScratchPool scratch_;
+};
+
+}  // namespace
+
+std::shared_ptr<const Plan> CpuX86Ops::plan(const OpDesc& op, const PlanRequest& request) {
+  if (request.device != 0)
+    throw Error(
+        ErrorCode::invalid_argument,
+        "cpu_x86: plan for device " + std::to_string(request.device) + "; expected 0 (the host)");
+  const Support s = supports(op);
+  if (!s.supported) throw Error(ErrorCode::unsupported, s.reason);
+  op_info(op.op).check(op);  // supports() restates the reference's rules; never run past them
+  const std::string& name = request.kernel.empty() ? s.kernels.front() : request.kernel;
+  if (std::find(s.kernels.begin(), s.kernels.end(), name) == s.kernels.end()) {
+    std::string names;
+    for (const auto& k : s.kernels) names += (names.empty() ? "" : ", ") + k;
+    throw Error(ErrorCode::unsupported, "cpu_x86: kernel '" + name + "' cannot run " +
+                                            describe(op) + "; expected one of " + names);
+  }
+  const KernelInfo* kernel = find_kernel(name);
+  const OpOperands operands = op_operands(op);
+
+  // Input 1 of the GEMM ops (matmul B, Linear W) is packed rather than copied when fixed.
+  const bool gemm = is_matmul(op.op) ||
+                    (op.op == OpKind::linear_forward && kernel->role != KernelRole::reference);
+  const bool pack = gemm && request.weights.size() == operands.inputs.size() && request.weights[1];
+  PlanRequest rest = request;
+  if (pack) rest.weights[1] = nullptr;
+  PlanParts parts{.pool = pool_,
+                  .tuning = tuning(),
+                  .kernel = kernel,
+                  .weights = FixedWeights(op, operands, rest),  // checks the request
+                  .fixed = {},
+                  .packed = nullptr};
+  parts.fixed = parts.weights.fixed();
+  if (pack) {
+    parts.fixed[1] = true;
+    const MatmulDesc d = is_matmul(op.op) ? std::get<MatmulDesc>(op.desc)
+                                          : linear_matmul_desc(std::get<LinearDesc>(op.desc), 1);
+    parts.packed = std::make_shared<const X86PackedWeights>(d, request.weights[1], pool_.get());
+    // With B's values known, the choice the per-call op makes for them (an automatic choice may
+    // then be a maddubs kernel for weights whose scheme allows -128 but which hold none).
+    parts.kernel = &gemm_kernel(d, *parts.packed, op.op, request.kernel);
+  }
+  return std::make_shared<X86Plan>(op, std::move(parts));
+}
+
+}  // namespace qforge::cpu_x86
