@@ -15,8 +15,10 @@
 namespace qforge::bench {
 
 // Limits on what a workload file may ask for, checked while parsing, before anything is
-// allocated: the runner generates random inputs of the real shape (outside --budget and --hang),
-// so a typo like "k": 4294967296 would otherwise allocate gigabytes before any timeout. Kept
+// allocated: the accelerator generates random inputs of the real shape for timing. That time
+// counts against --budget (the workload's deadline is set before the inputs are made), but the
+// generation itself cannot be interrupted, so a typo like "k": 4294967296 would otherwise
+// allocate gigabytes before any deadline is looked at. Kept
 // here, local to the file parser, rather than in core's shape arithmetic.
 //   - every extent (m, n, k, shape dimensions, block_size) is at most 2^30;
 //   - the operands of one call (inputs and outputs, counted at 8 bytes per element, which covers

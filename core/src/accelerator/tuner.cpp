@@ -74,7 +74,8 @@ TuneOutcome tune_workload(const Workload& w, const Enumeration& e,
                     to_string(v.status), v.message);
   }
 
-  // 2. Time the survivors on the real shape, within the per-workload budget.
+  // 2. Time the survivors on the real shape, within the per-workload budget. The deadline is
+  // taken before the timing inputs are made, so generating them counts against the budget.
   const Clock::time_point deadline =
       std::min(total_deadline, after(Clock::now(), options.budget.per_workload_s));
   const bool host_data = w.residency == Residency::host;
