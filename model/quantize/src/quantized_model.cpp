@@ -155,10 +155,10 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
     info.k = spec->k;
     info.b_layout = w.layout;
     info.b_params = w.params;
+    info.quantized_weight_bytes = quantize::quantized_bytes(w);
     info.b_codes = std::move(w.codes);
     info.bias = std::move(spec->bias);
     info.float_weight_bytes = spec->weight.size() * sizeof(float);
-    info.quantized_weight_bytes = quantize::quantized_bytes(w);
 
     const DType a_dtype = act.mode == ActivationMode::dynamic ? DType::uint8 : act.dtype;
     // Dynamic: representative params decide the bucket; every call carries the batch's own.

@@ -156,6 +156,27 @@ TEST(QuantizedModel, DynamicAndStaticBothStayCloseToFloat) {
   }
 }
 
+TEST(QuantizedModel, BlockWiseInt4WeightsRunInTheNkLayout) {
+  SCOPED_TRACE(test::seed_text());
+  auto g = test::rng(12);
+  const Graph graph = matmul_mlp(g, {});  // MatMul stores B as [K, N]: transposed once
+  LayerQuantization layer;
+  layer.weights = WeightQuantization{.dtype = DType::int4,
+                                     .mapping = Mapping::symmetric,
+                                     .granularity = Granularity::block,
+                                     .block_size = 16};
+  const auto data = batches(g, graph, 2);
+  Prepared p = prepare(graph, matmul_recipe(layer), data);
+  auto acc = accelerator("cpu_scalar");
+  QuantizedModel q(*p.float_model, p.recipe, p.resolution, p.calibration, *acc);
+  EXPECT_EQ(q.layers()[0].b_layout, MatrixLayout::nk);
+  EXPECT_EQ(q.layers()[0].b_params.count(), 48u * 2);  // N = 48 rows of K = 32 in 2 blocks
+  const TensorMap batch = batches(g, graph, 1)[0];
+  expect_layers_match_reference(q, batch);
+  // int4 keeps about 6 dB per bit less than int8.
+  EXPECT_GT(sqnr_db(p.float_model->run(batch).at("y"), q.run(batch).at("y")), 15.0);
+}
+
 TEST(QuantizedModel, ExplicitActivationParamsAreUsedAsWritten) {
   SCOPED_TRACE(test::seed_text());
   auto g = test::rng(7);
