@@ -84,6 +84,9 @@ CalibrationResult calibrate_batches(const Executor& float_model, const RecipeRes
         q->activations->mode != ActivationMode::static_range ||
         !quantize::is_quantizable_matmul(node.op_type) || !node.has_input(0))
       continue;
+    // QuantizedModel refuses A of another type with the reason; nothing to observe here.
+    const ValueInfo* a = graph.find_value_info(node.input(0));
+    if (!a || a->type != ElementType::float32) continue;
     const std::string& tensor = node.input(0);
     Watched* w = nullptr;
     for (auto& existing : watched)

@@ -28,8 +28,7 @@ struct QuantizedModel::Layer {
 namespace {
 
 // A's params for static and explicit activations.
-QuantizationParams activation_params(const Node& node, const ActivationQuantization& a,
-                                     const std::string& input,
+QuantizationParams activation_params(const ActivationQuantization& a, const std::string& input,
                                      const CalibrationResult& calibration) {
   if (a.mode == ActivationMode::explicit_params) {
     if (a.mapping == Mapping::symmetric)
@@ -39,10 +38,9 @@ QuantizationParams activation_params(const Node& node, const ActivationQuantizat
   const TensorCalibration& c = calibration.at(input);
   if (c.params.dtype() != a.dtype || c.params.scheme().mapping != a.mapping)
     throw Error(ErrorCode::invalid_argument,
-                node.describe() + ": the calibration of '" + input + "' is " +
-                    c.params.to_string() + ", the rule asks for " +
-                    std::string(qforge::name(a.dtype)) + " " + std::string(to_string(a.mapping)) +
-                    "; calibrate with the same recipe");
+                "the calibration of '" + input + "' is " + c.params.to_string() +
+                    ", the rule asks for " + std::string(qforge::name(a.dtype)) + " " +
+                    std::string(to_string(a.mapping)) + "; calibrate with the same recipe");
   return c.params;
 }
 
@@ -162,14 +160,18 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
 
     const DType a_dtype = act.mode == ActivationMode::dynamic ? DType::uint8 : act.dtype;
     // Dynamic: representative params decide the bucket; every call carries the batch's own.
-    QuantizationParams a_params =
-        act.mode == ActivationMode::dynamic
-            ? QuantizationParams::per_tensor_affine(DType::uint8, 1.0f / 64, 128)
-            : activation_params(node, act, spec->input, calibration);
+    std::optional<QuantizationParams> a_params;
+    try {
+      a_params = act.mode == ActivationMode::dynamic
+                     ? QuantizationParams::per_tensor_affine(DType::uint8, 1.0f / 64, 128)
+                     : activation_params(act, spec->input, calibration);
+    } catch (const Error& e) {
+      throw Error(e.code(), "QuantizedModel: " + node.describe() + ": " + e.what());
+    }
     auto layer = std::make_unique<Layer>(MatmulDesc{.m = spec->m,
                                                     .n = spec->n,
                                                     .k = spec->k,
-                                                    .a = std::move(a_params),
+                                                    .a = std::move(*a_params),
                                                     .b = info.b_params,
                                                     .b_layout = info.b_layout,
                                                     .has_bias = !info.bias.empty(),

@@ -260,6 +260,22 @@ TEST(QuantizedModel, ARuleThatMatchesNothingIsAnError) {
   }
 }
 
+TEST(QuantizedModel, StaticLayersNeedTheirCalibration) {
+  SCOPED_TRACE(test::seed_text());
+  auto g = test::rng(13);
+  const Graph graph = gemm_mlp(g, {});
+  Prepared p = prepare(graph, matmul_recipe(), batches(g, graph, 1));
+  auto acc = accelerator("cpu_scalar");
+  try {
+    QuantizedModel q(*p.float_model, p.recipe, p.resolution, CalibrationResult{}, *acc);
+    FAIL() << "a static layer without calibration was accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("fc1"), std::string::npos) << what;
+    EXPECT_NE(what.find("'x'"), std::string::npos) << what;
+  }
+}
+
 TEST(QuantizedModel, RefusesWhatCoreCannotRun) {
   SCOPED_TRACE(test::seed_text());
   auto g = test::rng(11);
