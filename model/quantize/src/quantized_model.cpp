@@ -114,10 +114,13 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
     // Broad rules (optional ones, the default) leave what they cannot quantize in float.
     const bool lenient = d.by_default() || recipe.rules.at(d.rule).optional;
     std::optional<quantize::MatmulSpec> spec;
+    std::optional<quantize::QuantizedWeight> w;
     std::string reason = unsupported_reason(node, *d.quantize);
     if (reason.empty()) {
       try {
         spec = quantize::matmul_spec(graph, node);
+        w = quantize::quantize_weight(node, *d.quantize->weights, spec->weight, spec->k, spec->n,
+                                      spec->layout);
       } catch (const Error& e) {
         if (e.code() != ErrorCode::unsupported) throw;
         reason = e.what();
@@ -125,7 +128,7 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
     } else {
       reason = node.describe() + ": " + reason;
     }
-    if (!spec) {
+    if (!w) {
       if (lenient) {
         skipped_.push_back(
             {i, node.name, reason + " (decided by " + decided_by(recipe, d) + "; left in float)"});
@@ -138,8 +141,6 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
 
     const LayerQuantization& q = *d.quantize;
     const ActivationQuantization& act = *q.activations;
-    quantize::QuantizedWeight w =
-        quantize::quantize_weight(node, *q.weights, spec->weight, spec->k, spec->n, spec->layout);
 
     QuantizedLayerInfo info;
     info.node = i;
@@ -151,10 +152,10 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
     info.settings = describe(d.quantize);
     info.n = spec->n;
     info.k = spec->k;
-    info.b_layout = w.layout;
-    info.b_params = w.params;
-    info.quantized_weight_bytes = quantize::quantized_bytes(w);
-    info.b_codes = std::move(w.codes);
+    info.b_layout = w->layout;
+    info.b_params = w->params;
+    info.quantized_weight_bytes = quantize::quantized_bytes(*w);
+    info.b_codes = std::move(w->codes);
     info.bias = std::move(spec->bias);
     info.float_weight_bytes = spec->weight.size() * sizeof(float);
 
