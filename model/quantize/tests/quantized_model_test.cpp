@@ -22,8 +22,8 @@ TEST(QuantizedModel, GemmMlpStaysCloseToFloat) {
   SCOPED_TRACE(test::seed_text());
   auto g = test::rng(1);
   const Graph graph = gemm_mlp(g, {});
-  const auto data = batches(g, graph, 4);
-  Prepared p = prepare(graph, matmul_recipe(), data);
+  const auto data = batches(g, graph, kCalibrationBatches);
+  Prepared p = prepare(graph, matmul_recipe(minmax_layer()), data);
   auto acc = accelerator("cpu_scalar");
   ASSERT_TRUE(acc);
   QuantizedModel q(*p.float_model, p.recipe, p.resolution, p.calibration, *acc);
@@ -40,8 +40,8 @@ TEST(QuantizedModel, MatMulAddMlpStaysCloseToFloat) {
   SCOPED_TRACE(test::seed_text());
   auto g = test::rng(2);
   const Graph graph = matmul_mlp(g, {});
-  const auto data = batches(g, graph, 4);
-  Prepared p = prepare(graph, matmul_recipe(), data);
+  const auto data = batches(g, graph, kCalibrationBatches);
+  Prepared p = prepare(graph, matmul_recipe(minmax_layer()), data);
   auto acc = accelerator("cpu_scalar");
   QuantizedModel q(*p.float_model, p.recipe, p.resolution, p.calibration, *acc);
   ASSERT_EQ(q.layers().size(), 2u);
@@ -56,8 +56,8 @@ TEST(QuantizedModel, GemmTransBAlphaBetaStaysCloseToFloat) {
   SCOPED_TRACE(test::seed_text());
   auto g = test::rng(3);
   const Graph graph = gemm_mlp(g, {}, /*trans_b=*/true, /*alpha=*/0.75f, /*beta=*/1.5f);
-  const auto data = batches(g, graph, 4);
-  Prepared p = prepare(graph, matmul_recipe(), data);
+  const auto data = batches(g, graph, kCalibrationBatches);
+  Prepared p = prepare(graph, matmul_recipe(minmax_layer()), data);
   auto acc = accelerator("cpu_scalar");
   QuantizedModel q(*p.float_model, p.recipe, p.resolution, p.calibration, *acc);
   EXPECT_EQ(q.layers()[0].b_layout, MatrixLayout::nk);
@@ -110,7 +110,7 @@ TEST_P(OnCpuPlugin, StaticLayersEqualTheReference) {
   for (bool gemm : {true, false}) {
     const Graph graph = gemm ? gemm_mlp(g, {}) : matmul_mlp(g, {});
     const auto data = batches(g, graph, 2);
-    Prepared p = prepare(graph, matmul_recipe(), data);
+    Prepared p = prepare(graph, matmul_recipe(minmax_layer()), data);
     QuantizedModel q(*p.float_model, p.recipe, p.resolution, p.calibration, *acc);
     EXPECT_EQ(q.layers()[0].backend, GetParam());
     expect_layers_match_reference(q, batches(g, graph, 1)[0]);
@@ -143,10 +143,10 @@ TEST(QuantizedModel, DynamicAndStaticBothStayCloseToFloat) {
   SCOPED_TRACE(test::seed_text());
   auto g = test::rng(6);
   const Graph graph = matmul_mlp(g, {});
-  const auto data = batches(g, graph, 4);
+  const auto data = batches(g, graph, kCalibrationBatches);
   auto acc = accelerator("cpu_scalar");
   const TensorMap batch = batches(g, graph, 1)[0];
-  for (const LayerQuantization& layer : {LayerQuantization{}, dynamic_layer()}) {
+  for (const LayerQuantization& layer : {minmax_layer(), dynamic_layer()}) {
     Prepared p = prepare(graph, matmul_recipe(layer), data);
     EXPECT_EQ(p.calibration.tensors.size(),
               layer.activations->mode == ActivationMode::dynamic ? 0u : 2u);
@@ -160,12 +160,12 @@ TEST(QuantizedModel, BlockWiseInt4WeightsRunInTheNkLayout) {
   SCOPED_TRACE(test::seed_text());
   auto g = test::rng(12);
   const Graph graph = matmul_mlp(g, {});  // MatMul stores B as [K, N]: transposed once
-  LayerQuantization layer;
+  LayerQuantization layer = minmax_layer();
   layer.weights = WeightQuantization{.dtype = DType::int4,
                                      .mapping = Mapping::symmetric,
                                      .granularity = Granularity::block,
                                      .block_size = 16};
-  const auto data = batches(g, graph, 2);
+  const auto data = batches(g, graph, kCalibrationBatches);
   Prepared p = prepare(graph, matmul_recipe(layer), data);
   auto acc = accelerator("cpu_scalar");
   QuantizedModel q(*p.float_model, p.recipe, p.resolution, p.calibration, *acc);
@@ -231,9 +231,9 @@ TEST(QuantizedModel, AnOptionalRuleLeavesUnsupportedNodesInFloat) {
   Recipe r;
   r.rules.push_back({.label = "all",
                      .match = {.op_types = {"Conv", "Gemm"}},
-                     .quantize = LayerQuantization{},
+                     .quantize = minmax_layer(),
                      .optional = true});
-  const auto data = batches(g, graph, 2);
+  const auto data = batches(g, graph, kCalibrationBatches);
   Prepared p = prepare(graph, r, data);
   auto acc = accelerator("cpu_scalar");
   QuantizedModel q(*p.float_model, p.recipe, p.resolution, p.calibration, *acc);
@@ -242,7 +242,8 @@ TEST(QuantizedModel, AnOptionalRuleLeavesUnsupportedNodesInFloat) {
   ASSERT_EQ(q.layers().size(), 1u);
   EXPECT_EQ(q.layers()[0].name, "fc");
   const TensorMap& batch = data[0];
-  EXPECT_GT(sqnr_db(p.float_model->run(batch).at("y"), q.run(batch).at("y")), kMinSqnrDb);
+  // Four outputs only: their SQNR spreads wider over seeds than a layer's thousands.
+  EXPECT_GT(sqnr_db(p.float_model->run(batch).at("y"), q.run(batch).at("y")), 20.0);
 }
 
 TEST(QuantizedModel, ARuleThatMatchesNothingIsAnError) {

@@ -18,11 +18,11 @@ TEST(LayerReport, ComparesEveryQuantizedLayerWithFloat) {
   auto g = test::rng(30);
   const MlpShape s;
   const Graph graph = gemm_mlp(g, s);
-  Recipe r = matmul_recipe();
+  Recipe r = matmul_recipe(minmax_layer());
   r.rules.insert(
       r.rules.begin(),
       {.label = "last dynamic", .match = {.name_regex = "^fc2$"}, .quantize = dynamic_layer()});
-  Prepared p = prepare(graph, r, batches(g, graph, 3));
+  Prepared p = prepare(graph, r, batches(g, graph, kCalibrationBatches));
   auto acc = accelerator("cpu_scalar");
   QuantizedModel q(*p.float_model, p.recipe, p.resolution, p.calibration, *acc);
   const auto data = batches(g, graph, 2);
