@@ -32,6 +32,11 @@ Executor::Executor(const Graph& graph, const ResolveOptions& options)
 TensorMap Executor::run(const TensorMap& inputs) const { return run(inputs, {}); }
 
 TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>& keep) const {
+  return run(inputs, keep, NodeHook{});
+}
+
+TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>& keep,
+                        const NodeHook& hook) const {
   std::map<std::string, const Tensor*, std::less<>> env;
   for (const auto& [name, t] : graph_.initializers) env[name] = &t;
   for (const ValueInfo& v : graph_.inputs) {
@@ -74,7 +79,7 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
       outs.push_back(&pos->second);
       env[o] = &pos->second;
     }
-    k->run(node, args, outs);
+    if (!hook || !hook(i, args, outs)) k->run(node, args, outs);
     for (const std::string& name : release_after_[i])
       if (!kept.contains(name)) {
         owned.erase(name);

@@ -8,7 +8,10 @@
 // Executor may be run many times; run() is not safe to call concurrently on one Executor.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,6 +23,14 @@
 namespace qforge::model {
 
 using TensorMap = std::map<std::string, Tensor, std::less<>>;
+
+// Called for every node, in graph order, with its inputs (null where absent) and its outputs,
+// already allocated with the resolved shapes. Returns true when it computed the outputs itself;
+// false lets the node's float kernel run. Quantized execution replaces layers through it and
+// calibration watches activations through it, so both share the executor's allocation and
+// liveness instead of copying them.
+using NodeHook = std::function<bool(std::size_t node, std::span<const Tensor* const> inputs,
+                                    std::span<Tensor* const> outputs)>;
 
 class QFORGE_MODEL_API Executor {
  public:
@@ -35,6 +46,11 @@ class QFORGE_MODEL_API Executor {
   // Runs and also returns every intermediate tensor named in `keep` (for per-layer comparisons
   // and calibration); unknown names are an error.
   TensorMap run(const TensorMap& inputs, const std::vector<std::string>& keep) const;
+
+  // The same with a hook that may run any node instead of its float kernel (node indices are
+  // those of graph().nodes).
+  TensorMap run(const TensorMap& inputs, const std::vector<std::string>& keep,
+                const NodeHook& hook) const;
 
  private:
   Graph graph_;

@@ -1,0 +1,122 @@
+// Quantized execution of a graph's MatMul and Gemm layers (docs/MODEL.md, "Quantized
+// execution").
+//
+// A QuantizedModel is built once from the float executor, the recipe and its resolution, and
+// the calibration result. For every MatMul or Gemm node the recipe quantizes:
+//   - the weight B (an initializer) is quantized once as the rule says (dtype, mapping,
+//     per tensor / per output channel / block-wise along K), Gemm's alpha folded into B and
+//     beta * C into a float bias first;
+//   - static and explicit activations: the layer is two accelerator plans prepared once,
+//     quantize (A with its calibrated or written params) and matmul_dequant with B and the bias
+//     fixed in the plan (packed by the winning plugin, never passed again);
+//   - dynamic activations: dynamic_quantize_linear (uint8, ONNX's DynamicQuantizeLinear) per
+//     batch, then the accelerator's per-call matmul_dequant. A plan fixes A's params in its
+//     descriptor, and dynamic params change every batch, so a plan per batch would repack B
+//     each time; the per-call path keeps the same B params object, whose identity() lets a
+//     backend keep its packing.
+// Every other node runs in float through the executor's kernels (its node hook).
+//
+// Refused (qforge::Error naming the node and what is supported): quantizing any op other than
+// MatMul and Gemm (Conv waits for core's quantized convolution), B that is not an initializer,
+// weight-only or activation-only rules (core has no float-activation matmul), Gemm with
+// transA = 1 or a C that is not a per-column initializer, dynamic activations other than
+// uint8 affine, per-channel weights on another axis than the output channel. A node decided by
+// an optional rule or by the recipe's default is not refused: it stays float and skipped()
+// says why, since such rules are broad by design.
+//
+// run() is not safe to call concurrently (the accelerator is used from one thread at a time).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "qforge/accelerator.h"
+#include "qforge/model/calibrate.h"
+#include "qforge/model/executor.h"
+#include "qforge/model/quantize_export.h"
+#include "qforge/model/recipe.h"
+#include "qforge/op_desc.h"
+#include "qforge/params.h"
+
+namespace qforge::model {
+
+// What one quantized layer holds, for reports and for checking against the reference.
+struct QuantizedLayerInfo {
+  std::size_t node = 0;  // index into graph().nodes
+  std::string name;
+  std::string op_type;
+  std::string input;   // the activation tensor A
+  std::string output;  // the float output Y
+  ActivationMode mode = ActivationMode::static_range;
+  std::string settings;  // describe() of the rule's LayerQuantization
+  std::int64_t n = 0, k = 0;
+  // The quantized weight as matmul_dequant reads it: codes in `b_layout`, params of B, and the
+  // float bias (empty when the layer has none).
+  MatrixLayout b_layout = MatrixLayout::kn;
+  QuantizationParams b_params = QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f);
+  std::vector<std::byte> b_codes;
+  std::vector<float> bias;
+  // Static and explicit: A's params. Dynamic: nullopt (computed per batch).
+  std::optional<QuantizationParams> a_params;
+  std::size_t float_weight_bytes = 0;      // B as float32
+  std::size_t quantized_weight_bytes = 0;  // B's codes plus 4 bytes per scale and zero point
+  // The plugin and kernel of the matmul_dequant plan (dynamic: the accelerator's decision for
+  // the layer's shape).
+  std::string backend;
+  std::string kernel;
+};
+
+struct SkippedNode {
+  std::size_t node = 0;
+  std::string name;
+  std::string reason;
+};
+
+// Seconds each quantized layer took in one run, indexed like layers().
+using LayerTimes = std::vector<double>;
+
+class QFORGE_QUANTIZE_API QuantizedModel {
+ public:
+  // `resolution` must come from node_refs(float_model.graph()); `calibration` must hold every
+  // statically quantized input (calibrate() with the same resolution). The accelerator must
+  // outlive the model (its plans belong to its plugins).
+  QuantizedModel(const Executor& float_model, const Recipe& recipe,
+                 const RecipeResolution& resolution, const CalibrationResult& calibration,
+                 Accelerator& accelerator);
+  // The same with an accelerator of its own, options from the environment.
+  QuantizedModel(const Executor& float_model, const Recipe& recipe,
+                 const RecipeResolution& resolution, const CalibrationResult& calibration);
+  ~QuantizedModel();
+  QuantizedModel(const QuantizedModel&) = delete;
+  QuantizedModel& operator=(const QuantizedModel&) = delete;
+
+  const Graph& graph() const noexcept;
+  std::span<const QuantizedLayerInfo> layers() const noexcept;
+  std::span<const SkippedNode> skipped() const noexcept { return skipped_; }
+
+  // Runs the graph as the float executor does (same checks, same outputs), with the quantized
+  // layers in place of their nodes. `keep` names intermediates to return as well; `times`, when
+  // given, receives the seconds each layer took.
+  TensorMap run(const TensorMap& inputs) const { return run(inputs, {}); }
+  TensorMap run(const TensorMap& inputs, const std::vector<std::string>& keep,
+                LayerTimes* times = nullptr) const;
+
+ private:
+  struct Layer;
+  void build(const Recipe& recipe, const RecipeResolution& resolution,
+             const CalibrationResult& calibration);
+
+  std::unique_ptr<Accelerator> owned_;
+  Accelerator* accelerator_;
+  std::unique_ptr<Executor> executor_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<QuantizedLayerInfo> info_;
+  std::vector<SkippedNode> skipped_;
+  std::vector<std::ptrdiff_t> layer_of_node_;  // -1 for float nodes
+};
+
+}  // namespace qforge::model

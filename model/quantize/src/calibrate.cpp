@@ -1,0 +1,143 @@
+#include "qforge/model/calibrate.h"
+
+#include <memory>
+
+#include "matmul_spec.h"
+#include "qforge/calibration/histogram_observer.h"
+#include "qforge/error.h"
+
+namespace qforge::model {
+namespace {
+
+struct Watched {
+  std::string tensor;
+  ActivationQuantization settings;
+  std::vector<std::string> consumers;
+  std::unique_ptr<calibration::HistogramObserver> observer;
+};
+
+// The settings that decide a tensor's params; two consumers must agree on them.
+bool same_calibration(const ActivationQuantization& a, const ActivationQuantization& b) {
+  return a.dtype == b.dtype && a.mapping == b.mapping && a.calibration == b.calibration;
+}
+
+// Batches as pointers, so that a span of batches is not copied one by one.
+using BatchPointers = std::function<const TensorMap*()>;
+CalibrationResult calibrate_batches(const Executor& float_model, const RecipeResolution& resolution,
+                                    const BatchPointers& next, const CalibrateOptions& options);
+
+}  // namespace
+
+std::vector<NodeRef> node_refs(const Graph& graph) {
+  std::vector<NodeRef> refs;
+  refs.reserve(graph.nodes.size());
+  for (const Node& n : graph.nodes) refs.push_back({n.name, n.op_type});
+  return refs;
+}
+
+const TensorCalibration& CalibrationResult::at(std::string_view tensor) const {
+  auto it = tensors.find(tensor);
+  if (it == tensors.end())
+    throw Error(ErrorCode::invalid_argument,
+                "calibration: no params for tensor '" + std::string(tensor) +
+                    "'; calibrate with the same recipe resolution as the quantized model");
+  return it->second;
+}
+
+CalibrationResult calibrate(const Executor& float_model, const RecipeResolution& resolution,
+                            const BatchSource& next, const CalibrateOptions& options) {
+  std::optional<TensorMap> current;
+  return calibrate_batches(
+      float_model, resolution,
+      [&]() -> const TensorMap* {
+        current = next();
+        return current ? &*current : nullptr;
+      },
+      options);
+}
+
+CalibrationResult calibrate(const Executor& float_model, const RecipeResolution& resolution,
+                            std::span<const TensorMap> batches, const CalibrateOptions& options) {
+  std::size_t i = 0;
+  return calibrate_batches(
+      float_model, resolution,
+      [&]() -> const TensorMap* { return i == batches.size() ? nullptr : &batches[i++]; }, options);
+}
+
+namespace {
+
+CalibrationResult calibrate_batches(const Executor& float_model, const RecipeResolution& resolution,
+                                    const BatchPointers& next, const CalibrateOptions& options) {
+  const Graph& graph = float_model.graph();
+  if (resolution.nodes.size() != graph.nodes.size())
+    throw Error(ErrorCode::invalid_argument,
+                "calibrate: the recipe resolution has " + std::to_string(resolution.nodes.size()) +
+                    " nodes, the executor's graph " + std::to_string(graph.nodes.size()) +
+                    "; resolve the recipe against node_refs(executor.graph())");
+
+  std::vector<std::unique_ptr<Watched>> watched;
+  std::vector<Watched*> watch_at(graph.nodes.size(), nullptr);  // the first consumer observes
+  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& node = graph.nodes[i];
+    const auto& q = resolution.nodes[i].quantize;
+    if (!q || !q->activations || !q->weights ||
+        q->activations->mode != ActivationMode::static_range ||
+        !quantize::is_quantizable_matmul(node.op_type) || !node.has_input(0))
+      continue;
+    // QuantizedModel refuses A of another type with the reason; nothing to observe here.
+    const ValueInfo* a = graph.find_value_info(node.input(0));
+    if (!a || a->type != ElementType::float32) continue;
+    const std::string& tensor = node.input(0);
+    Watched* w = nullptr;
+    for (auto& existing : watched)
+      if (existing->tensor == tensor) w = existing.get();
+    if (w && !same_calibration(w->settings, *q->activations))
+      throw Error(ErrorCode::invalid_argument,
+                  "calibrate: tensor '" + tensor + "' is read by '" + w->consumers.front() +
+                      "' and '" + node.name +
+                      "' with different activation dtypes, mappings or methods; give both "
+                      "nodes one rule or the same activation settings");
+    if (!w) {
+      watched.push_back(
+          std::make_unique<Watched>(Watched{tensor,
+                                            *q->activations,
+                                            {},
+                                            std::make_unique<calibration::HistogramObserver>(
+                                                q->activations->calibration, options.bins)}));
+      w = watched.back().get();
+      watch_at[i] = w;
+    }
+    w->consumers.push_back(node.name);
+  }
+
+  CalibrationResult result;
+  if (watched.empty()) return result;
+  const NodeHook hook = [&](std::size_t node, std::span<const Tensor* const> in,
+                            std::span<Tensor* const>) {
+    if (Watched* w = watch_at[node]) w->observer->observe(in[0]->values<float>(), in[0]->shape());
+    return false;
+  };
+  std::size_t batches = 0;
+  while (const TensorMap* batch = next()) {
+    float_model.run(*batch, {}, hook);
+    ++batches;
+  }
+  if (batches == 0) throw Error(ErrorCode::invalid_argument, "calibrate: no calibration batch");
+
+  for (const auto& w : watched) {
+    const calibration::Target target{w->settings.dtype, w->settings.mapping,
+                                     calibration::Convention::qforge};
+    if (!w->observer->has_data())
+      throw Error(ErrorCode::invalid_argument, "calibrate: tensor '" + w->tensor +
+                                                   "' saw no finite value in " +
+                                                   std::to_string(batches) + " batches");
+    result.tensors.emplace(w->tensor,
+                           TensorCalibration{w->tensor, w->consumers, w->settings,
+                                             w->observer->params(target), w->observer->stats()});
+  }
+  return result;
+}
+
+}  // namespace
+
+}  // namespace qforge::model

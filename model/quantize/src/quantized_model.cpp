@@ -1,0 +1,250 @@
+#include "qforge/model/quantized_model.h"
+
+#include <array>
+#include <chrono>
+
+#include "matmul_spec.h"
+#include "qforge/dtype.h"
+#include "qforge/error.h"
+#include "qforge/op_table.h"
+#include "weights.h"
+
+namespace qforge::model {
+
+// One quantized MatMul/Gemm: the plans (static and explicit) or the descriptors for the
+// per-call path (dynamic), and scratch for A's codes.
+struct QuantizedModel::Layer {
+  explicit Layer(MatmulDesc d) : desc(std::move(d)) {}
+  std::size_t info = 0;  // index into info_
+  ActivationMode mode = ActivationMode::static_range;
+  std::int64_t m = 0, k = 0;
+  MatmulDesc desc;  // dynamic: A's params are replaced on each run
+  std::shared_ptr<const Plan> quantize_plan;
+  std::shared_ptr<const Plan> matmul_plan;
+  std::size_t matmul_inputs = 0;
+  mutable std::vector<std::byte> a_codes;
+};
+
+namespace {
+
+// A's params for static and explicit activations.
+QuantizationParams activation_params(const ActivationQuantization& a, const std::string& input,
+                                     const CalibrationResult& calibration) {
+  if (a.mode == ActivationMode::explicit_params) {
+    if (a.mapping == Mapping::symmetric)
+      return QuantizationParams::per_tensor_symmetric(a.dtype, *a.scale);
+    return QuantizationParams::per_tensor_affine(a.dtype, *a.scale, a.zero_point.value_or(0));
+  }
+  const TensorCalibration& c = calibration.at(input);
+  if (c.params.dtype() != a.dtype || c.params.scheme().mapping != a.mapping)
+    throw Error(ErrorCode::invalid_argument,
+                "the calibration of '" + input + "' is " + c.params.to_string() +
+                    ", the rule asks for " + std::string(qforge::name(a.dtype)) + " " +
+                    std::string(to_string(a.mapping)) + "; calibrate with the same recipe");
+  return c.params;
+}
+
+// Why a quantized decision cannot run, or empty when it can (before the node's structure is
+// read by matmul_spec, which throws its own reasons).
+std::string unsupported_reason(const Node& node, const LayerQuantization& q) {
+  if (!quantize::is_quantizable_matmul(node.op_type))
+    return "quantized " + node.op_type +
+           " is not supported; MatMul and Gemm are (quantized Conv waits for core's quantized "
+           "convolution)";
+  if (!q.weights)
+    return "activation-only quantization of " + node.op_type +
+           " is not supported; MatMul and Gemm need weights and activations quantized";
+  if (!q.activations)
+    return "weight-only quantization is not supported: core has no matmul with float "
+           "activations and quantized weights; quantize activations too";
+  if (q.activations->mode == ActivationMode::dynamic &&
+      (q.activations->dtype != DType::uint8 || q.activations->mapping != Mapping::affine))
+    return "dynamic activations run through dynamic_quantize_linear, which is uint8 affine; the "
+           "rule asks for " +
+           std::string(qforge::name(q.activations->dtype)) + " " +
+           std::string(to_string(q.activations->mapping));
+  return {};
+}
+
+std::string decided_by(const Recipe& recipe, const NodeDecision& d) {
+  return d.by_default() ? std::string("the recipe's default") : rule_name(recipe, d.rule);
+}
+
+}  // namespace
+
+QuantizedModel::QuantizedModel(const Executor& float_model, const Recipe& recipe,
+                               const RecipeResolution& resolution,
+                               const CalibrationResult& calibration, Accelerator& accelerator)
+    : accelerator_(&accelerator), executor_(std::make_unique<Executor>(float_model)) {
+  build(recipe, resolution, calibration);
+}
+
+QuantizedModel::QuantizedModel(const Executor& float_model, const Recipe& recipe,
+                               const RecipeResolution& resolution,
+                               const CalibrationResult& calibration)
+    : owned_(std::make_unique<Accelerator>(AcceleratorOptions::from_environment())),
+      accelerator_(owned_.get()),
+      executor_(std::make_unique<Executor>(float_model)) {
+  build(recipe, resolution, calibration);
+}
+
+QuantizedModel::~QuantizedModel() {
+  // Plans belong to the accelerator's plugins: release them before an owned accelerator.
+  layers_.clear();
+}
+
+const Graph& QuantizedModel::graph() const noexcept { return executor_->graph(); }
+
+std::span<const QuantizedLayerInfo> QuantizedModel::layers() const noexcept { return info_; }
+
+void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolution,
+                           const CalibrationResult& calibration) {
+  const Graph& graph = executor_->graph();
+  if (resolution.nodes.size() != graph.nodes.size())
+    throw Error(ErrorCode::invalid_argument,
+                "QuantizedModel: the recipe resolution has " +
+                    std::to_string(resolution.nodes.size()) + " nodes, the graph " +
+                    std::to_string(graph.nodes.size()) +
+                    "; resolve the recipe against node_refs(executor.graph())");
+  layer_of_node_.assign(graph.nodes.size(), -1);
+  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& node = graph.nodes[i];
+    const NodeDecision& d = resolution.nodes[i];
+    if (!d.quantize) continue;
+    // Broad rules (optional ones, the default) leave what they cannot quantize in float.
+    const bool lenient = d.by_default() || recipe.rules.at(d.rule).optional;
+    std::optional<quantize::MatmulSpec> spec;
+    std::optional<quantize::QuantizedWeight> w;
+    std::string reason = unsupported_reason(node, *d.quantize);
+    if (reason.empty()) {
+      try {
+        spec = quantize::matmul_spec(graph, node);
+        w = quantize::quantize_weight(node, *d.quantize->weights, spec->weight, spec->k, spec->n,
+                                      spec->layout);
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::unsupported) throw;
+        reason = e.what();
+      }
+    } else {
+      reason = node.describe() + ": " + reason;
+    }
+    if (!w) {
+      if (lenient) {
+        skipped_.push_back(
+            {i, node.name, reason + " (decided by " + decided_by(recipe, d) + "; left in float)"});
+        continue;
+      }
+      throw Error(ErrorCode::unsupported,
+                  "QuantizedModel: " + reason + " (decided by " + decided_by(recipe, d) +
+                      "; skip the node or mark the rule optional to keep it float)");
+    }
+
+    const LayerQuantization& q = *d.quantize;
+    const ActivationQuantization& act = *q.activations;
+
+    QuantizedLayerInfo info;
+    info.node = i;
+    info.name = node.name;
+    info.op_type = node.op_type;
+    info.input = spec->input;
+    info.output = spec->output;
+    info.mode = act.mode;
+    info.settings = describe(d.quantize);
+    info.n = spec->n;
+    info.k = spec->k;
+    info.b_layout = w->layout;
+    info.b_params = w->params;
+    info.quantized_weight_bytes = quantize::quantized_bytes(*w);
+    info.b_codes = std::move(w->codes);
+    info.bias = std::move(spec->bias);
+    info.float_weight_bytes = spec->weight.size() * sizeof(float);
+
+    const DType a_dtype = act.mode == ActivationMode::dynamic ? DType::uint8 : act.dtype;
+    // Dynamic: representative params decide the bucket; every call carries the batch's own.
+    std::optional<QuantizationParams> a_params;
+    try {
+      a_params = act.mode == ActivationMode::dynamic
+                     ? QuantizationParams::per_tensor_affine(DType::uint8, 1.0f / 64, 128)
+                     : activation_params(act, spec->input, calibration);
+    } catch (const Error& e) {
+      throw Error(e.code(), "QuantizedModel: " + node.describe() + ": " + e.what());
+    }
+    auto layer = std::make_unique<Layer>(MatmulDesc{.m = spec->m,
+                                                    .n = spec->n,
+                                                    .k = spec->k,
+                                                    .a = std::move(*a_params),
+                                                    .b = info.b_params,
+                                                    .b_layout = info.b_layout,
+                                                    .has_bias = !info.bias.empty(),
+                                                    .out_type = FloatType::f32,
+                                                    .y = std::nullopt,
+                                                    .requant_mode = RequantMode::float_multiplier});
+    layer->info = info_.size();
+    layer->mode = act.mode;
+    layer->m = spec->m;
+    layer->k = spec->k;
+    const MatmulDesc& desc = layer->desc;
+    layer->a_codes.resize(storage_bytes(a_dtype, static_cast<std::size_t>(desc.m * desc.k)));
+    try {
+      if (act.mode == ActivationMode::dynamic) {
+        const Decision decision = accelerator_->decide({OpDesc{OpKind::matmul_dequant, desc}});
+        info.backend = decision.id.plugin;
+        info.kernel = decision.id.kernel;
+      } else {
+        info.a_params = desc.a;
+        layer->quantize_plan = accelerator_->prepare(
+            {OpDesc{OpKind::quantize, QuantizeDesc{Shape{desc.m, desc.k}, desc.a}}});
+        const OpDesc op{OpKind::matmul_dequant, desc};
+        std::vector<const void*> weights(op_operands(op).inputs.size(), nullptr);
+        weights[1] = info.b_codes.data();
+        if (desc.has_bias) weights[2] = info.bias.data();
+        layer->matmul_plan = accelerator_->prepare({op}, weights);
+        layer->matmul_inputs = weights.size();
+        info.backend = layer->matmul_plan->backend();
+        info.kernel = layer->matmul_plan->kernel();
+      }
+    } catch (const Error& e) {
+      throw Error(e.code(), "QuantizedModel: " + node.describe() + ": " + e.what());
+    }
+    layer_of_node_[i] = static_cast<std::ptrdiff_t>(layers_.size());
+    layers_.push_back(std::move(layer));
+    info_.push_back(std::move(info));
+  }
+}
+
+TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::string>& keep,
+                              LayerTimes* times) const {
+  if (times) times->assign(layers_.size(), 0.0);
+  const NodeHook hook = [&](std::size_t node, std::span<const Tensor* const> in,
+                            std::span<Tensor* const> out) {
+    const std::ptrdiff_t index = layer_of_node_[node];
+    if (index < 0) return false;
+    const Layer& layer = *layers_[static_cast<std::size_t>(index)];
+    const QuantizedLayerInfo& info = info_[layer.info];
+    const float* x = in[0]->values<float>().data();
+    float* y = out[0]->values<float>().data();
+    const auto start = std::chrono::steady_clock::now();
+    if (layer.mode == ActivationMode::dynamic) {
+      MatmulDesc desc = layer.desc;
+      desc.a = accelerator_->dynamic_quantize_linear(
+          DynamicQuantizeDesc{Shape{layer.m, layer.k}}, x,
+          reinterpret_cast<std::uint8_t*>(layer.a_codes.data()));
+      accelerator_->matmul_dequant(desc, layer.a_codes.data(), info.b_codes.data(),
+                                   info.bias.empty() ? nullptr : info.bias.data(), y);
+    } else {
+      layer.quantize_plan->run({x}, {layer.a_codes.data()});
+      std::array<const void*, kMaxOperands> args{};
+      args[0] = layer.a_codes.data();
+      void* const result = y;
+      layer.matmul_plan->run(std::span<const void* const>(args.data(), layer.matmul_inputs),
+                             std::span<void* const>(&result, 1));
+    }
+    if (times)
+      (*times)[static_cast<std::size_t>(index)] =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return true;
+  };
+  return executor_->run(inputs, keep, hook);
+}
+
+}  // namespace qforge::model
