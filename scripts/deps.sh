@@ -17,6 +17,8 @@ QFORGE_PACKAGES=(
   clang libclang-rt-14-dev
   # the formatting check (scripts/format --check, ctest source_formatting)
   clang-format
+  # the Fashion-MNIST example (examples/fashion_mnist): the IDX files of its images and labels
+  dataset-fashion-mnist
   libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers
 )
 
