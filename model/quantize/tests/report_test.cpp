@@ -2,7 +2,9 @@
 // its median time, as text and as JSON.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "fixtures.h"
 #include "qforge/error.h"
@@ -88,6 +90,48 @@ TEST(LayerReport, ListsNodesLeftInFloatAndChecksItsArguments) {
   EXPECT_NE(format_report(report).find("relu"), std::string::npos);
   EXPECT_THROW(layer_report(*p.float_model, q, {}), Error);
   EXPECT_THROW(layer_report(*p.float_model, q, data, {.timed_runs = 0}), Error);
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(LayerReport, ChartsTheSqnrOfEachLayerAndOutputWithNamesEscaped) {
+  ModelReport report;
+  report.batches = 4;
+  report.layers.push_back(
+      {.node = "fc<1>&\"x\"", .op_type = "Gemm", .mode = "static", .sqnr_db = 37.5});
+  report.layers.push_back({.node = "fc2",
+                           .op_type = "MatMul",
+                           .mode = "dynamic",
+                           .sqnr_db = std::numeric_limits<double>::infinity()});
+  report.layers.push_back({.node = "bad", .op_type = "Gemm", .mode = "static", .sqnr_db = -3});
+  report.outputs.push_back({.tensor = "logits", .sqnr_db = 31.25});
+  const std::string svg = report_to_svg(report);
+
+  EXPECT_EQ(svg.rfind("<svg ", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_NE(svg.find("fc&lt;1&gt;&amp;&quot;x&quot;"), std::string::npos);
+  EXPECT_EQ(svg.find("fc<1>"), std::string::npos);
+  // A background rectangle, then one bar per layer and per output.
+  EXPECT_EQ(count(svg, "<rect "), 1u + 4u);
+  EXPECT_NE(svg.find(">37.5 dB<"), std::string::npos);
+  EXPECT_NE(svg.find(">exact<"), std::string::npos);
+  EXPECT_NE(svg.find(">31.2 dB<"), std::string::npos);
+  // The axis ends at the next 10 dB above the largest finite value: ticks 0..40.
+  EXPECT_NE(svg.find(">40</text>"), std::string::npos);
+  EXPECT_EQ(svg.find(">50</text>"), std::string::npos);
+  // An exact layer fills the 440-pixel axis; a negative SQNR draws an empty bar.
+  EXPECT_NE(svg.find("width=\"440.0\""), std::string::npos);
+  EXPECT_NE(svg.find("width=\"0.0\""), std::string::npos);
+}
+
+TEST(LayerReport, ChartsAnEmptyReport) {
+  const std::string svg = report_to_svg({});
+  EXPECT_NE(svg.find("no quantized layer"), std::string::npos);
+  EXPECT_EQ(count(svg, "<rect "), 1u);
 }
 
 }  // namespace

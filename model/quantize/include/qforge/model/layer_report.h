@@ -61,5 +61,8 @@ QFORGE_QUANTIZE_API std::string format_report(const ModelReport& report);
 // {"batches", "timed_runs", "layers": [{"node", ..., "sqnr_db" (null for +inf)}], "outputs",
 //  "skipped"}
 QFORGE_QUANTIZE_API std::string report_to_json(const ModelReport& report);
+// An SVG bar chart of the SQNR of each layer and each output, in graph order (an exact match
+// fills the axis and reads "exact"; a negative SQNR draws no bar). Names are XML-escaped.
+QFORGE_QUANTIZE_API std::string report_to_svg(const ModelReport& report);
 
 }  // namespace qforge::model
