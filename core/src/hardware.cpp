@@ -27,7 +27,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "qforge/log.h"
+#include "log_format.h"
 
 namespace qforge {
 namespace {
@@ -211,7 +211,8 @@ std::string brand_string() {
 
 void warn(const char* what) noexcept {
   try {
-    logger().warn("CPU detection: {}; features not detected are reported as absent", what);
+    log_format(LogLevel::warn, "CPU detection: {}; features not detected are reported as absent",
+               what);
   } catch (...) {
     // Logging is best effort here: cpu_info() promises not to throw.
   }

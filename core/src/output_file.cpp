@@ -11,8 +11,8 @@
 #include <string>
 #include <system_error>
 
+#include "log_format.h"
 #include "qforge/error.h"
-#include "qforge/log.h"
 
 namespace qforge {
 namespace {
@@ -61,8 +61,9 @@ int remove_stale_temporary_files(const std::filesystem::path& path, double min_a
     if (type_ec || std::chrono::duration<double>(now - modified).count() < min_age_s) continue;
     if (std::filesystem::remove(it->path(), type_ec) && !type_ec) {
       ++removed;
-      logger().info("removed {}, a temporary file left by a writer that did not finish",
-                    it->path().string());
+      log_format(LogLevel::info,
+                 "removed {}, a temporary file left by a writer that did not finish",
+                 it->path().string());
     }
   }
   return removed;

@@ -16,7 +16,7 @@ namespace qforge::fuzz {
 
 inline const std::filesystem::path& scratch_dir() {
   static const std::filesystem::path dir = [] {
-    setenv("QFORGE_LOG_LEVEL", "off", 1);  // read when qforge::logger() is first used
+    setenv("QFORGE_LOG_LEVEL", "off", 1);  // read when qforge's log is first used
     // $QFORGE_FUZZ_SCRATCH when the runner gives one (it removes it afterwards: a crashing
     // process never reaches atexit), else memory-backed when possible: on a disk every input
     // costs a write (and the tuning cache's fsyncs), ten times fewer executions per second.

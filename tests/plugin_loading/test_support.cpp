@@ -1,9 +1,7 @@
 #include "test_support.h"
 
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
-
 #include <cstdlib>
+#include <mutex>
 #include <random>
 
 #include "qforge/log.h"
@@ -42,32 +40,32 @@ std::filesystem::path TempDir::copy_in(const std::filesystem::path& file, std::s
 }
 
 struct LogCapture::Impl {
-  std::ostringstream stream;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink;
-  spdlog::level::level_enum old_level;
+  std::mutex mutex;
+  std::string text;
+  std::uint64_t sink = 0;
+  LogLevel old_level = LogLevel::warn;
 };
 
 LogCapture::LogCapture() : impl_(std::make_unique<Impl>()) {
-  impl_->sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(impl_->stream);
-  impl_->sink->set_level(spdlog::level::warn);
-  impl_->sink->set_pattern("%l %v");
-  auto& log = logger();
-  impl_->old_level = log.level();
+  impl_->old_level = log_level();
   // Whatever QFORGE_LOG_LEVEL says, the tests need to see the warnings.
-  if (log.level() > spdlog::level::warn) log.set_level(spdlog::level::warn);
-  log.sinks().push_back(impl_->sink);
+  if (log_level() > LogLevel::warn) set_log_level(LogLevel::warn);
+  Impl* impl = impl_.get();
+  impl_->sink = add_log_sink([impl](LogLevel level, std::string_view message) {
+    if (level < LogLevel::warn) return;
+    std::lock_guard lock(impl->mutex);
+    impl->text.append(to_string(level)).append(" ").append(message).append("\n");
+  });
 }
 
 LogCapture::~LogCapture() {
-  auto& log = logger();
-  auto& sinks = log.sinks();
-  std::erase(sinks, std::static_pointer_cast<spdlog::sinks::sink>(impl_->sink));
-  log.set_level(impl_->old_level);
+  remove_log_sink(impl_->sink);
+  set_log_level(impl_->old_level);
 }
 
 std::string LogCapture::text() const {
-  impl_->sink->flush();
-  return impl_->stream.str();
+  std::lock_guard lock(impl_->mutex);
+  return impl_->text;
 }
 
 int LogCapture::count(std::string_view needle) const {

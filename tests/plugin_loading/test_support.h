@@ -53,7 +53,7 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-// Collects what qforge::logger() writes at warn level and above while it lives.
+// Collects what qforge's log (log.h) writes at warn level and above while it lives.
 class LogCapture {
  public:
   LogCapture();

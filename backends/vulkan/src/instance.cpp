@@ -1,7 +1,5 @@
 #include "instance.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -46,10 +44,10 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
     const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
   const std::string text = data && data->pMessage ? data->pMessage : "(no message)";
   if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
-    qforge::logger().error("vulkan validation: {}", text);
+    qforge::log_message(qforge::LogLevel::error, "vulkan validation: " + text);
     static_cast<Instance*>(user)->record_validation_error(text);
   } else {
-    qforge::logger().warn("vulkan validation: {}", text);
+    qforge::log_message(qforge::LogLevel::warn, "vulkan validation: " + text);
   }
   return VK_FALSE;
 }
@@ -85,10 +83,11 @@ std::shared_ptr<Instance> Instance::create() {
       extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
       validation = true;
     } else {
-      qforge::logger().warn(
-          "vulkan: QFORGE_VULKAN_VALIDATION is set but {} (or VK_EXT_debug_utils) is not "
-          "installed; running without validation",
-          kValidationLayer);
+      qforge::log_message(qforge::LogLevel::warn,
+                          std::string("vulkan: QFORGE_VULKAN_VALIDATION is set but ") +
+                              kValidationLayer +
+                              " (or VK_EXT_debug_utils) is not installed; running without "
+                              "validation");
     }
   }
 

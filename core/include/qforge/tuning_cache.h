@@ -15,7 +15,7 @@
 //   - a file that does not parse, parses to something that is not a qforge tuning cache (any
 //     field of the wrong type, an integer out of range or given as a float, a number JSON
 //     cannot hold such as 1e400), or is larger than kMaxInputFileBytes (64 MiB) is reported
-//     once (a warning through qforge::logger() and warnings(), naming the file and the field),
+//     once (a warning through qforge's log (log.h) and warnings(), naming the file and the field),
 //     renamed to "<file>.corrupt-<UTC timestamp>" (another format version:
 //     "<file>.incompatible-<UTC timestamp>") for inspection, and rebuilt from scratch;
 //   - a cache that is not a regular file (a FIFO, /dev/zero) is never read: the constructor

@@ -9,8 +9,8 @@
 #include "accelerator/accelerator_impl.h"
 #include "accelerator/cache_file.h"
 #include "accelerator/tuner.h"
+#include "log_format.h"
 #include "qforge/error.h"
-#include "qforge/log.h"
 
 namespace qforge {
 namespace {
@@ -68,7 +68,7 @@ Accelerator::Impl::Impl(std::vector<LoadedPlugin> given, AcceleratorOptions o)
                                                                        : options.cache_path);
       cache_writable = cache->writable();  // a read-only file: the cache has said so
     } catch (const std::exception& e) {
-      logger().warn("accelerator: working without a tuning cache: {}", e.what());
+      log_format(LogLevel::warn, "accelerator: working without a tuning cache: {}", e.what());
     }
   }
 }
@@ -105,7 +105,8 @@ std::unique_ptr<DecisionSlot> Accelerator::Impl::from_cache(const Workload& w,
   try {
     e = cache->find(fingerprint, key);
   } catch (const std::exception& ex) {
-    logger().warn("accelerator: ignoring an unreadable cache entry {}: {}", key, ex.what());
+    log_format(LogLevel::warn, "accelerator: ignoring an unreadable cache entry {}: {}", key,
+               ex.what());
     return nullptr;
   }
   if (!e) return nullptr;
@@ -174,8 +175,8 @@ std::unique_ptr<DecisionSlot> Accelerator::Impl::by_tuning(const Workload& w) {
   for (std::size_t pi : out.hung) {
     plugins[pi].quarantine =
         "it hung while tuning " + out.report.description + "; its thread was abandoned";
-    logger().warn("accelerator: plugin {} is not used any more: {}", plugins[pi].plugin.name,
-                  plugins[pi].quarantine);
+    log_format(LogLevel::warn, "accelerator: plugin {} is not used any more: {}",
+               plugins[pi].plugin.name, plugins[pi].quarantine);
     // Decisions already made for it must not call into it while its thread may still run.
     std::erase_if(memo, [pi](const auto& kv) { return kv.second->plugin == pi; });
   }
@@ -186,7 +187,7 @@ std::unique_ptr<DecisionSlot> Accelerator::Impl::by_tuning(const Workload& w) {
         cache->store(fingerprint, to_entry(out.report));
       } catch (const std::exception& ex) {
         cache_writable = false;  // say it once, keep tuning in memory
-        logger().warn("accelerator: decisions are kept in memory only: {}", ex.what());
+        log_format(LogLevel::warn, "accelerator: decisions are kept in memory only: {}", ex.what());
       }
     }
   } else {

@@ -9,8 +9,8 @@
 #include <type_traits>
 
 #include "accelerator/accelerator_impl.h"
+#include "log_format.h"
 #include "qforge/error.h"
-#include "qforge/log.h"
 
 namespace qforge {
 
@@ -78,8 +78,8 @@ std::optional<QuantizationParams> Accelerator::Impl::slow_call(
                                  [&](const accel::Candidate& c) { return c.id == id; });
     if (it == e.candidates.end()) continue;  // does not accept this descriptor
     QuantizationOps& ops = *it->ops;
-    logger().debug("accelerator: {} refused {}; running it on {}", s.id.label(), describe(op),
-                   id.label());
+    log_format(LogLevel::debug, "accelerator: {} refused {}; running it on {}", s.id.label(),
+               describe(op), id.label());
     accel::bind(ops, id.device, KernelChoice{id.kernel});
     if (it->host_memory) return accel::invoke(ops, op, in, out, xq);
     accel::DeviceArrays dev;

@@ -7,8 +7,8 @@
 #include <mutex>
 
 #include "accelerator/accelerator_impl.h"
+#include "log_format.h"
 #include "qforge/error.h"
-#include "qforge/log.h"
 
 namespace qforge {
 namespace {
@@ -83,8 +83,8 @@ std::shared_ptr<const Plan> Accelerator::prepare(const Workload& w,
     try {
       auto plan = it->ops->plan(w.op, PlanRequest{id.device, id.kernel, weights});
       if (i > 0)
-        logger().debug("accelerator: {} refused a plan of {}; {} made it", s.id.label(),
-                       describe(w.op), id.label());
+        log_format(LogLevel::debug, "accelerator: {} refused a plan of {}; {} made it",
+                   s.id.label(), describe(w.op), id.label());
       if (w.residency == Residency::host && !it->host_memory)
         return std::make_shared<StagedPlan>(it->ops, std::move(plan));
       return plan;

@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "accelerator/timing.h"
+#include "log_format.h"
 #include "qforge/error.h"
-#include "qforge/log.h"
 
 namespace qforge::accel {
 namespace {
@@ -70,8 +70,8 @@ TuneOutcome tune_workload(const Workload& w, const Enumeration& e,
     res.status = v.status;
     res.message = v.message;
     if (excluded(v.status))
-      logger().warn("accelerator: {} excluded for {}: {}: {}", cands[i].id.label(), r.description,
-                    to_string(v.status), v.message);
+      log_format(LogLevel::warn, "accelerator: {} excluded for {}: {}: {}", cands[i].id.label(),
+                 r.description, to_string(v.status), v.message);
   }
 
   // 2. Time the survivors on the real shape, within the per-workload budget. The deadline is
@@ -120,8 +120,8 @@ TuneOutcome tune_workload(const Workload& w, const Enumeration& e,
       res.message = v.message;
       res.samples = 0;
       res.seconds = 0;
-      logger().warn("accelerator: {} excluded for {}: {}: {}", c.id.label(), r.description,
-                    to_string(v.status), v.message);
+      log_format(LogLevel::warn, "accelerator: {} excluded for {}: {}: {}", c.id.label(),
+                 r.description, to_string(v.status), v.message);
     }
   }
 

@@ -26,9 +26,9 @@
 #include <system_error>
 
 #include "accelerator/cache_file.h"
+#include "log_format.h"
 #include "qforge/error.h"
 #include "qforge/input_file.h"
-#include "qforge/log.h"
 #include "qforge/output_file.h"
 
 namespace qforge {
@@ -295,7 +295,7 @@ struct TuningCache::Impl {
 
   void warn_once(const std::string& key, const std::string& msg) {
     if (!first_report(path, key)) return;
-    logger().warn("{}", msg);
+    log_message(LogLevel::warn, msg);
     warnings.push_back(msg);
   }
 

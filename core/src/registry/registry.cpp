@@ -11,8 +11,8 @@
 #include <set>
 #include <system_error>
 
+#include "log_format.h"
 #include "qforge/input_file.h"
-#include "qforge/log.h"
 #include "registry/elf_check.h"
 #include "registry/plugin_library.h"
 #include "registry/search_path.h"
@@ -85,7 +85,7 @@ struct PluginRegistry::Impl {
   std::vector<std::shared_ptr<boost::dll::shared_library>> kept_libraries;
 
   bool fail(PluginFailure f) {
-    logger().warn("plugin {}: {}", to_string(f.kind), f.message);
+    log_format(LogLevel::warn, "plugin {}: {}", to_string(f.kind), f.message);
     failures.push_back(std::move(f));
     return false;
   }
@@ -135,7 +135,7 @@ bool PluginRegistry::load_file(const std::filesystem::path& given) {
   }
   impl_->plugins.push_back(LoadedPlugin{
       file, name, version, std::move(std::get<std::shared_ptr<QuantizationOps>>(created))});
-  logger().info("loaded plugin '{}' {} from {}", name, version, file.string());
+  log_format(LogLevel::info, "loaded plugin '{}' {} from {}", name, version, file.string());
   return true;
 }
 
@@ -146,7 +146,8 @@ void PluginRegistry::load_from(const std::vector<std::filesystem::path>& paths) 
       if (missing->err == ENOENT) {
         // The installed directory of a build tree, say: normal, and load_default() warns about
         // QFORGE_PLUGIN_PATH entries that do not exist.
-        logger().debug("plugin search path entry {} does not exist; skipped", entry.string());
+        log_format(LogLevel::debug, "plugin search path entry {} does not exist; skipped",
+                   entry.string());
       } else if (impl_->tried.insert(file_identity(absolute_path(entry))).second) {
         impl_->fail({absolute_path(entry), PluginFailureKind::load_failed,
                      "plugin search path entry " + missing->message});
@@ -177,8 +178,8 @@ void PluginRegistry::load_default() {
   for (const auto& entry : detail::plugin_path_from_environment()) {
     struct stat st {};
     if (auto missing = stat_problem(entry, st); missing && missing->err == ENOENT) {
-      logger().warn("{} names {}, which does not exist", detail::kPluginPathVariable,
-                    entry.string());
+      log_format(LogLevel::warn, "{} names {}, which does not exist", detail::kPluginPathVariable,
+                 entry.string());
     }
   }
   load_from(default_search_path());

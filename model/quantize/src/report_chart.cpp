@@ -14,9 +14,9 @@ namespace {
 constexpr int kNameWidth = 220;  // left column for the labels
 constexpr int kBarArea = 440;    // pixels for the longest bar
 constexpr int kRowHeight = 22;
-constexpr int kTop = 40;         // title
-constexpr int kBottom = 40;      // axis labels
-constexpr int kRight = 90;       // value labels
+constexpr int kTop = 40;     // title
+constexpr int kBottom = 40;  // axis labels
+constexpr int kRight = 90;   // value labels
 
 std::string escape(std::string_view text) {
   std::string out;
