@@ -46,7 +46,7 @@ using namespace qforge;
 
 TEST(HotPath, DispatchAddsNoAllocation) {
   auto o = acc_test::options(acc_test::scratch_dir("c") / "t.json");
-  o.injected_cost = acc_test::injected({{"acc_good[0]/slow", 1e-6}});
+  o.test_hooks = acc_test::injected({{"acc_good[0]/slow", 1e-6}});
   Accelerator acc(acc_test::plugins({"cpu_scalar", "acc_good"}), o);
   const Workload w = acc_test::small_matmul(4);
   const auto& d = std::get<MatmulDesc>(w.op.desc);

@@ -32,7 +32,7 @@ std::vector<fs::path> files_starting(const fs::path& dir, const std::string& pre
 
 AcceleratorOptions fast(const fs::path& cache) {
   auto o = acc_test::options(cache);
-  o.injected_cost = acc_test::injected({{"acc_good[0]/fast", 1e-6}, {"acc_good[0]/slow", 2e-6}});
+  o.test_hooks = acc_test::injected({{"acc_good[0]/fast", 1e-6}, {"acc_good[0]/slow", 2e-6}});
   return o;
 }
 
@@ -81,7 +81,7 @@ TEST(TuningCache, RetuneMeasuresAgainAndOverwrites) {
   Accelerator first(acc_test::plugins({"cpu_scalar", "acc_good"}), fast(cache));
   first.tune(w);
   auto o = fast(cache);
-  o.injected_cost = acc_test::injected({{"acc_good[0]/fast", 3e-6}, {"acc_good[0]/slow", 2e-6}});
+  o.test_hooks = acc_test::injected({{"acc_good[0]/fast", 3e-6}, {"acc_good[0]/slow", 2e-6}});
   Accelerator second(acc_test::plugins({"cpu_scalar", "acc_good"}), o);
   EXPECT_EQ(second.tune(w).winner.kernel, "fast");  // cached
   const TuneReport r = second.tune(w, /*retune=*/true);

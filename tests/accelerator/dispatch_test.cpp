@@ -133,7 +133,7 @@ TEST(Dispatch, DeviceWinnerIsFedThroughCopies) {
   const auto seed = acc_test::test_seed();
   SCOPED_TRACE("QFORGE_TEST_SEED=" + std::to_string(seed));
   auto o = acc_test::options(acc_test::scratch_dir("c") / "t.json");
-  o.injected_cost = acc_test::injected({{"acc_device[0]/only", 1e-6}});
+  o.test_hooks = acc_test::injected({{"acc_device[0]/only", 1e-6}});
   Accelerator acc(acc_test::plugins({"cpu_scalar", "acc_device"}), o);
   expect_reference_results(acc, seed);
   EXPECT_EQ(acc.decide(acc_test::small_matmul(6)).id.plugin, "acc_device");
@@ -144,7 +144,7 @@ TEST(Dispatch, AWinnerThatRefusesAShapeOfItsBucketIsStandedInFor) {
   SCOPED_TRACE("QFORGE_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   auto o = acc_test::options(acc_test::scratch_dir("c") / "t.json");
-  o.injected_cost = acc_test::injected({{"acc_picky[0]/only", 1e-6}});
+  o.test_hooks = acc_test::injected({{"acc_picky[0]/only", 1e-6}});
   Accelerator acc(acc_test::plugins({"cpu_scalar", "acc_picky"}), o);
   EXPECT_EQ(acc.tune(acc_test::small_matmul(8)).winner.plugin, "acc_picky");
   // M = 7 shares the bucket (M <= 8) but acc_picky refuses odd M.
@@ -165,7 +165,7 @@ TEST(Dispatch, DeviceResidentDataThroughADecision) {
   SCOPED_TRACE("QFORGE_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   auto o = acc_test::options(acc_test::scratch_dir("c") / "t.json");
-  o.injected_cost = acc_test::injected({{"acc_device[0]/only", 1e-6}});
+  o.test_hooks = acc_test::injected({{"acc_device[0]/only", 1e-6}});
   Accelerator acc(acc_test::plugins({"cpu_scalar", "acc_device"}), o);
   Workload w = acc_test::small_matmul(6);
   w.residency = Residency::device;
@@ -189,10 +189,10 @@ TEST(Dispatch, EachCallRunsItsBucketsKernelOnASharedPlugin) {
   // Two buckets, two kernels of one plugin: alternating calls must select the right one each
   // time, also after someone else changed the plugin's kernel.
   auto o = acc_test::options(acc_test::scratch_dir("c") / "t.json");
-  o.injected_cost = [](const CandidateId& id, const OpDesc& op, CostPhase) {
+  o.test_hooks = acc_test::cost_hooks([](const CandidateId& id, const OpDesc& op, CostPhase) {
     const bool small = std::get<MatmulDesc>(op.desc).m <= 8;
     return id.kernel == (small ? "fast" : "slow") ? 1e-6 : 1e-3;
-  };
+  });
   Accelerator acc(acc_test::plugins({"acc_good"}), o);
   const Workload ws = acc_test::small_matmul(8), wl = acc_test::small_matmul(64);
   const auto& small = std::get<MatmulDesc>(ws.op.desc);

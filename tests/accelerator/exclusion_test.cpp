@@ -31,7 +31,7 @@ TEST(Exclusion, ALyingPluginIsExcludedForEveryOp) {
   const auto dir = acc_test::scratch_dir("cache");
   auto o = acc_test::options(dir / "tuning.json");
   // The liar would win on cost: only verification can keep it out.
-  o.injected_cost =
+  o.test_hooks =
       acc_test::injected({{"acc_liar[0]/only", 1e-6}, {"cpu_scalar[0]/scalar_reference", 1.0}});
   Accelerator acc(acc_test::plugins({"cpu_scalar", "acc_liar"}), o);
   for (const auto& w : every_op()) {
@@ -51,7 +51,7 @@ TEST(Exclusion, ALyingPluginIsExcludedForEveryOp) {
 TEST(Exclusion, AThrowingPluginIsExcludedWithItsMessage) {
   const auto dir = acc_test::scratch_dir("cache");
   auto o = acc_test::options(dir / "tuning.json");
-  o.injected_cost = acc_test::injected({{"acc_thrower[0]/only", 1e-6}});
+  o.test_hooks = acc_test::injected({{"acc_thrower[0]/only", 1e-6}});
   Accelerator acc(acc_test::plugins({"acc_thrower", "cpu_scalar"}), o);
   const TuneReport r = acc.tune(acc_test::small_matmul(8));
   const auto& t = result_of(r, "acc_thrower");

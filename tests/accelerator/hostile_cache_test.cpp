@@ -43,7 +43,7 @@ std::vector<fs::path> files_starting(const fs::path& dir, const std::string& pre
 
 AcceleratorOptions fast(const fs::path& cache) {
   auto o = acc_test::options(cache);
-  o.injected_cost = acc_test::injected({{"acc_good[0]/fast", 1e-6}, {"acc_good[0]/slow", 2e-6}});
+  o.test_hooks = acc_test::injected({{"acc_good[0]/fast", 1e-6}, {"acc_good[0]/slow", 2e-6}});
   return o;
 }
 

@@ -13,11 +13,11 @@ using namespace qforge;
 // 20 us to move host data.
 AcceleratorOptions costed(const std::filesystem::path& cache) {
   auto o = acc_test::options(cache);
-  o.injected_cost = acc_test::injected({{"cpu_scalar[0]/scalar_reference", 50e-6},
-                                        {"acc_good[0]/fast", 5e-6},
-                                        {"acc_good[0]/slow", 9e-6},
-                                        {"acc_device[0]/only", 1e-6}},
-                                       {{"acc_device[0]/only", 20e-6}});
+  o.test_hooks = acc_test::injected({{"cpu_scalar[0]/scalar_reference", 50e-6},
+                                     {"acc_good[0]/fast", 5e-6},
+                                     {"acc_good[0]/slow", 9e-6},
+                                     {"acc_device[0]/only", 1e-6}},
+                                    {{"acc_device[0]/only", 20e-6}});
   return o;
 }
 

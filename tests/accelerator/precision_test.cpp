@@ -30,7 +30,7 @@ TEST(Precision, QuantizationFollowsTheTolerance) {
   const auto seed = acc_test::test_seed();
   SCOPED_TRACE("QFORGE_TEST_SEED=" + std::to_string(seed));
   auto o = acc_test::options(acc_test::scratch_dir("c") / "t.json");
-  o.injected_cost = cost_by_bits;
+  o.test_hooks = acc_test::cost_hooks(cost_by_bits);
   Accelerator acc(acc_test::plugins({"cpu_scalar"}), o);
   const Shape shape{16, 64};
   const auto x = data(seed, 1024);
@@ -64,7 +64,7 @@ TEST(Precision, MatmulFollowsTheTolerance) {
   const auto seed = acc_test::test_seed();
   SCOPED_TRACE("QFORGE_TEST_SEED=" + std::to_string(seed));
   auto o = acc_test::options(acc_test::scratch_dir("c") / "t.json");
-  o.injected_cost = cost_by_bits;
+  o.test_hooks = acc_test::cost_hooks(cost_by_bits);
   Accelerator acc(acc_test::plugins({"cpu_scalar"}), o);
   const std::int64_t m = 8, n = 16, k = 64;
   const auto a = data(seed, static_cast<std::size_t>(m * k));

@@ -86,7 +86,7 @@ TEST(Prepare, DeviceWinnerPlansAreStagedForHostData) {
   SCOPED_TRACE("QFORGE_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   auto o = acc_test::options(acc_test::scratch_dir("c") / "t.json");
-  o.injected_cost = acc_test::injected({{"acc_device[0]/only", 1e-6}});
+  o.test_hooks = acc_test::injected({{"acc_device[0]/only", 1e-6}});
   Accelerator acc(acc_test::plugins({"cpu_scalar", "acc_device"}), o);
   const Workload w = acc_test::small_matmul(6, OpKind::matmul_dequant);
   const Arrays data = random_run(rng, w.op);
@@ -101,7 +101,7 @@ TEST(Prepare, AWinnerThatRefusesTheShapeIsStandedInFor) {
   SCOPED_TRACE("QFORGE_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   auto o = acc_test::options(acc_test::scratch_dir("c") / "t.json");
-  o.injected_cost = acc_test::injected({{"acc_picky[0]/only", 1e-6}});
+  o.test_hooks = acc_test::injected({{"acc_picky[0]/only", 1e-6}});
   Accelerator acc(acc_test::plugins({"cpu_scalar", "acc_picky"}), o);
   EXPECT_EQ(acc.prepare(acc_test::small_matmul(8))->backend(), "acc_picky");
   const Workload odd = acc_test::small_matmul(7);  // same bucket, refused by acc_picky

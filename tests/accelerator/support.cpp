@@ -65,14 +65,21 @@ qforge::AcceleratorOptions options(const std::filesystem::path& cache) {
   return o;
 }
 
-std::function<double(const qforge::CandidateId&, const qforge::OpDesc&, qforge::CostPhase)>
-injected(std::map<std::string, double> op, std::map<std::string, double> transfer) {
-  return [op = std::move(op), transfer = std::move(transfer)](
-             const qforge::CandidateId& id, const qforge::OpDesc&, qforge::CostPhase phase) {
-    const auto& table = phase == qforge::CostPhase::op ? op : transfer;
-    const auto it = table.find(id.label());
-    return it != table.end() ? it->second : (phase == qforge::CostPhase::op ? 1.0 : 0.0);
-  };
+std::shared_ptr<const qforge::detail::AcceleratorTestHooks> cost_hooks(CostFunction cost) {
+  auto hooks = std::make_shared<qforge::detail::AcceleratorTestHooks>();
+  hooks->injected_cost = std::move(cost);
+  return hooks;
+}
+
+std::shared_ptr<const qforge::detail::AcceleratorTestHooks> injected(
+    std::map<std::string, double> op, std::map<std::string, double> transfer) {
+  return cost_hooks(
+      [op = std::move(op), transfer = std::move(transfer)](
+          const qforge::CandidateId& id, const qforge::OpDesc&, qforge::CostPhase phase) {
+        const auto& table = phase == qforge::CostPhase::op ? op : transfer;
+        const auto it = table.find(id.label());
+        return it != table.end() ? it->second : (phase == qforge::CostPhase::op ? 1.0 : 0.0);
+      });
 }
 
 qforge::Workload small_matmul(std::int64_t m, qforge::OpKind op) {

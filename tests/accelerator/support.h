@@ -6,11 +6,13 @@
 #include <filesystem>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "qforge/accelerator.h"
 #include "qforge/error.h"
+#include "qforge/testing/accelerator_hooks.h"
 
 namespace acc_test {
 
@@ -27,10 +29,14 @@ std::vector<qforge::LoadedPlugin> plugins(std::initializer_list<std::string> nam
 // Options for tests: a cache at `cache`, small budgets, few samples.
 qforge::AcceleratorOptions options(const std::filesystem::path& cache);
 
+using CostFunction =
+    std::function<double(const qforge::CandidateId&, const qforge::OpDesc&, qforge::CostPhase)>;
+// AcceleratorOptions::test_hooks that replace timing by `cost`.
+std::shared_ptr<const qforge::detail::AcceleratorTestHooks> cost_hooks(CostFunction cost);
 // Injected costs by candidate label ("acc_good[0]/fast"); labels not listed cost 1 second.
 // transfer costs likewise (default 0).
-std::function<double(const qforge::CandidateId&, const qforge::OpDesc&, qforge::CostPhase)>
-injected(std::map<std::string, double> op, std::map<std::string, double> transfer = {});
+std::shared_ptr<const qforge::detail::AcceleratorTestHooks> injected(
+    std::map<std::string, double> op, std::map<std::string, double> transfer = {});
 
 // A small uint8 x int8 matmul_integer workload with M rows.
 qforge::Workload small_matmul(std::int64_t m, qforge::OpKind op = qforge::OpKind::matmul_integer);

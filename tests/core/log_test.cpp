@@ -1,11 +1,11 @@
 // qforge's log: levels, the threshold, and sinks that applications add.
+#include "qforge/log.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <utility>
 #include <vector>
-
-#include "qforge/log.h"
 
 namespace qforge {
 namespace {

@@ -49,6 +49,10 @@
 
 namespace qforge {
 
+namespace detail {
+struct AcceleratorTestHooks;
+}
+
 // Where a workload's data lives when the op is called.
 //   host:   host memory. A device plugin that wins is fed through copies made by the
 //           accelerator (counted in its time when Policy::include_transfers).
@@ -122,12 +126,6 @@ class QFORGE_API AutoTune {
   std::vector<bool> done_;
 };
 
-// Parts of a measured call, for injected costs.
-enum class CostPhase : std::uint8_t {
-  op,        // the op itself
-  transfer,  // host->device copies of the inputs plus device->host copies of the outputs
-};
-
 // Budgets are checked between calls: no new probe or sample starts once they are spent, so a
 // workload may overrun its budget by the one call in flight. A single call that has not
 // returned after hang_s is abandoned as hung (its plugin is not used again by this accelerator).
@@ -154,10 +152,8 @@ struct AcceleratorOptions {
   TuningBudget budget;
   TunerSettings tuner;
   double sample_seconds = 0.005;  // target length of one timing sample (many calls when fast)
-  // Tests: when set, timing does not run candidates but asks this for the seconds each phase
-  // of one call costs (probes still run for real). Lets timing-dependent choices be tested
-  // without real timings.
-  std::function<double(const CandidateId&, const OpDesc&, CostPhase)> injected_cost;
+  // qforge's own tests only (the definition is not installed); null in programs.
+  std::shared_ptr<const detail::AcceleratorTestHooks> test_hooks;
   // Called as tuning progresses (on the calling thread).
   std::function<void(const TuningProgress&)> on_progress;
 

@@ -6,6 +6,7 @@
 #include "accelerator/staging.h"
 #include "qforge/error.h"
 #include "qforge/hardware.h"
+#include "qforge/testing/accelerator_hooks.h"
 
 namespace qforge::accel {
 namespace {
@@ -78,8 +79,9 @@ Verdict time_injected(const Candidate& c, AutoTune& tuner, const OpDesc& desc, b
   const std::size_t me = *tuner.next();
   try {
     while (tuner.next() == me) {
-      double cost = options.injected_cost(c.id, desc, CostPhase::op);
-      if (count_transfers) cost += options.injected_cost(c.id, desc, CostPhase::transfer);
+      double cost = options.test_hooks->injected_cost(c.id, desc, CostPhase::op);
+      if (count_transfers)
+        cost += options.test_hooks->injected_cost(c.id, desc, CostPhase::transfer);
       tuner.notify_cost(cost);
     }
   } catch (const std::exception& e) {
@@ -101,11 +103,15 @@ std::shared_ptr<TimingInputs> make_timing_inputs(const OpDesc& real, std::uint64
   return t;
 }
 
+bool injects_costs(const AcceleratorOptions& options) noexcept {
+  return options.test_hooks && options.test_hooks->injected_cost;
+}
+
 Verdict time_candidate(const Candidate& c, AutoTune& tuner, const OpDesc& desc,
                        std::shared_ptr<const TimingInputs> inputs, bool count_transfers,
                        const AcceleratorOptions& options, Worker& worker,
                        Clock::time_point deadline) {
-  if (options.injected_cost) return time_injected(c, tuner, desc, count_transfers, options);
+  if (injects_costs(options)) return time_injected(c, tuner, desc, count_transfers, options);
   if (!inputs) throw Error(ErrorCode::internal, "accelerator: timing without inputs");
   const std::size_t me = *tuner.next();
 

@@ -25,8 +25,11 @@ struct TimingInputs {
 std::shared_ptr<TimingInputs> make_timing_inputs(const OpDesc& real, std::uint64_t seed);
 
 // Samples the candidate into tuner (whose next() must be this candidate) until the tuner is
-// done with it or `deadline` passes. With options.injected_cost the costs come from there and
-// nothing runs (inputs may then be null).
+// done with it or `deadline` passes. With injected costs (injects_costs) the costs come from there
+// and nothing runs (inputs may then be null). Whether the options' test hooks replace timing by
+// injected costs.
+bool injects_costs(const AcceleratorOptions& options) noexcept;
+
 Verdict time_candidate(const Candidate& c, AutoTune& tuner, const OpDesc& desc,
                        std::shared_ptr<const TimingInputs> inputs, bool count_transfers,
                        const AcceleratorOptions& options, Worker& worker,

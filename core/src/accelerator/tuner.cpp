@@ -80,7 +80,8 @@ TuneOutcome tune_workload(const Workload& w, const Enumeration& e,
       std::min(total_deadline, after(Clock::now(), options.budget.per_workload_s));
   const bool host_data = w.residency == Residency::host;
   std::shared_ptr<const TimingInputs> inputs;
-  if (!verified.empty() && !options.injected_cost) inputs = make_timing_inputs(w.op, seed ^ 0x5eed);
+  if (!verified.empty() && !injects_costs(options))
+    inputs = make_timing_inputs(w.op, seed ^ 0x5eed);
   AutoTune tuner(verified.size(), options.tuner);
   for (std::size_t j = 0; j < verified.size(); ++j) {
     const std::size_t i = verified[j];
