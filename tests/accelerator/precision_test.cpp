@@ -1,5 +1,7 @@
 // "Fastest within an accuracy budget": the recommendation follows the tolerance, with times
 // injected per dtype so the choice among accurate-enough options is known in advance.
+#include "qforge/calibration/precision.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
@@ -9,6 +11,7 @@
 namespace {
 
 using namespace qforge;
+using namespace qforge::calibration;
 
 // Narrower dtypes are cheaper: int4/uint4 1 us, 8-bit 2 us, 16-bit 4 us (per op).
 double cost_by_bits(const CandidateId&, const OpDesc& op, CostPhase) {
@@ -36,7 +39,7 @@ TEST(Precision, QuantizationFollowsTheTolerance) {
   const auto x = data(seed, 1024);
 
   // Loose: a 4-bit choice meets it and is the cheapest.
-  auto loose = acc.recommend_quantization(shape, x, 0.05);
+  auto loose = calibration::recommend_quantization(acc, shape, x, 0.05);
   ASSERT_TRUE(loose.best);
   EXPECT_EQ(loose.tried[*loose.best].label.rfind("int4", 0) == 0 ||
                 loose.tried[*loose.best].label.rfind("uint4", 0) == 0,
@@ -45,7 +48,7 @@ TEST(Precision, QuantizationFollowsTheTolerance) {
   EXPECT_DOUBLE_EQ(loose.tried[*loose.best].seconds, 2e-6);  // quantize + dequantize
 
   // Tight: only int16 is accurate enough (8 bits give ~1e-5 on normal data).
-  auto tight = acc.recommend_quantization(shape, x, 1e-7);
+  auto tight = calibration::recommend_quantization(acc, shape, x, 1e-7);
   ASSERT_TRUE(tight.best);
   EXPECT_EQ(tight.tried[*tight.best].label, "int16 per_tensor_symmetric");
   for (const auto& r : tight.tried) {
@@ -56,7 +59,7 @@ TEST(Precision, QuantizationFollowsTheTolerance) {
   }
 
   // Impossible: nothing.
-  auto none = acc.recommend_quantization(shape, x, 0.0);
+  auto none = calibration::recommend_quantization(acc, shape, x, 0.0);
   EXPECT_FALSE(none.best);
 }
 
@@ -69,11 +72,11 @@ TEST(Precision, MatmulFollowsTheTolerance) {
   const std::int64_t m = 8, n = 16, k = 64;
   const auto a = data(seed, static_cast<std::size_t>(m * k));
   const auto b = data(seed + 1, static_cast<std::size_t>(k * n));
-  auto loose = acc.recommend_matmul(m, n, k, a, b, 0.05);
+  auto loose = calibration::recommend_matmul(acc, m, n, k, a, b, 0.05);
   ASSERT_TRUE(loose.best);
   EXPECT_NE(loose.tried[*loose.best].label.find("b=int4"), std::string::npos)
       << loose.tried[*loose.best].label;
-  auto tight = acc.recommend_matmul(m, n, k, a, b, 1e-3);
+  auto tight = calibration::recommend_matmul(acc, m, n, k, a, b, 1e-3);
   ASSERT_TRUE(tight.best);
   EXPECT_NE(tight.tried[*tight.best].label.find("b=int8"), std::string::npos)
       << tight.tried[*tight.best].label;
@@ -88,12 +91,12 @@ TEST(Precision, BadDataIsRejectedNamingTheElement) {
   std::vector<float> x(8, 1.0f);
   x[5] = std::numeric_limits<float>::infinity();
   try {
-    acc.recommend_quantization({2, 4}, x, 0.1);
+    calibration::recommend_quantization(acc, {2, 4}, x, 0.1);
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("x[5] = inf"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(acc.recommend_quantization({3, 4}, x, 0.1), Error);
+  EXPECT_THROW(calibration::recommend_quantization(acc, {3, 4}, x, 0.1), Error);
 }
 
 }  // namespace

@@ -222,42 +222,6 @@ struct AcceleratorStats {
   double tuning_seconds = 0;
 };
 
-// ---- precision recommendation ("fastest within an accuracy budget") ----
-// Given float data and a tolerance (NMSE against float32), try a small list of (dtype, scheme)
-// choices, keep those whose error meets the tolerance, and time them through the accelerator;
-// the fastest that meets the tolerance is recommended.
-struct QuantizationChoice {
-  DType dtype = DType::int8;
-  Scheme scheme;
-  QFORGE_API std::string label() const;  // "int8 per_channel_symmetric(axis=0)"
-};
-
-struct MatmulChoice {
-  DType a = DType::int8;
-  Scheme a_scheme;  // per-tensor
-  DType b = DType::int8;
-  Scheme b_scheme;  // per-tensor, per-column or block-wise (block-wise uses the nk layout)
-  QFORGE_API std::string label() const;  // "a=uint8/per_tensor_affine b=int4/block_symmetric(32)"
-};
-
-struct PrecisionResult {
-  std::string label;
-  double nmse = 0;                   // error of the quantized result against float (double) math
-  bool meets = false;                // nmse <= tolerance
-  double seconds = 0;                // measured time of the quantized path (0 when not timed)
-  std::vector<CandidateId> winners;  // the candidate that ran each op of the path
-  std::string message;               // why it was not timed, or why it failed
-};
-
-struct PrecisionRecommendation {
-  std::optional<std::size_t> best;  // index into tried
-  std::vector<PrecisionResult> tried;
-};
-
-// The lists tried when none is given.
-QFORGE_API std::vector<QuantizationChoice> default_quantization_choices();
-QFORGE_API std::vector<MatmulChoice> default_matmul_choices();
-
 class QFORGE_API Accelerator {
  public:
   // Every plugin of PluginRegistry::global(), options from the environment.
@@ -299,18 +263,6 @@ class QFORGE_API Accelerator {
   void linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
                        const QuantizationParams& xq_params, const std::int8_t* wq, float* dx,
                        float* dw, float* db);
-
-  // ---- fastest within an accuracy budget ----
-  // x is a float32 [rows, cols] tensor; the path timed is quantize + dequantize.
-  PrecisionRecommendation recommend_quantization(const Shape& shape, std::span<const float> x,
-                                                 double nmse_tolerance,
-                                                 std::vector<QuantizationChoice> choices = {});
-  // a is float32 [m, k] (activations, quantized per call), b float32 [k, n] (weights); the path
-  // timed is quantize(a) + matmul_dequant.
-  PrecisionRecommendation recommend_matmul(std::int64_t m, std::int64_t n, std::int64_t k,
-                                           std::span<const float> a, std::span<const float> b,
-                                           double nmse_tolerance,
-                                           std::vector<MatmulChoice> choices = {});
 
   const AcceleratorOptions& options() const noexcept;
   const std::vector<LoadedPlugin>& plugins() const noexcept;

@@ -113,13 +113,4 @@ std::string workload_cache_key(const Workload& w, const Policy& policy) {
   return accel::make_key(w).hex() + "@" + policy.tag();
 }
 
-std::string QuantizationChoice::label() const {
-  return std::string(name(dtype)) + " " + to_string(scheme);
-}
-
-std::string MatmulChoice::label() const {
-  return "a=" + std::string(name(a)) + "/" + to_string(a_scheme) + " b=" + std::string(name(b)) +
-         "/" + to_string(b_scheme);
-}
-
 }  // namespace qforge

@@ -1,17 +1,15 @@
-// "Fastest within an accuracy budget": for float data and an NMSE tolerance, which dtype and
-// scheme to quantize with. Each choice's error is computed exactly with the reference (every
-// verified plugin reproduces it), then the choices that meet the tolerance are timed through
-// the accelerator like any workload, and the fastest is recommended.
+// "Fastest within an accuracy budget" (precision.h).
+#include "qforge/calibration/precision.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "qforge/accelerator.h"
 #include "qforge/checked_size.h"
 #include "qforge/error.h"
 #include "qforge/reference.h"
 
-namespace qforge {
+namespace qforge::calibration {
 namespace {
 
 void check_data(const char* what, std::span<const float> x, std::size_t expected) {
@@ -104,6 +102,15 @@ std::optional<std::size_t> pick(const std::vector<PrecisionResult>& tried,
 
 }  // namespace
 
+std::string QuantizationChoice::label() const {
+  return std::string(name(dtype)) + " " + to_string(scheme);
+}
+
+std::string MatmulChoice::label() const {
+  return "a=" + std::string(name(a)) + "/" + to_string(a_scheme) + " b=" + std::string(name(b)) +
+         "/" + to_string(b_scheme);
+}
+
 std::vector<QuantizationChoice> default_quantization_choices() {
   return {{DType::int8, Scheme::per_tensor_symmetric()},
           {DType::int8, Scheme::per_channel_symmetric(0)},
@@ -123,8 +130,8 @@ std::vector<MatmulChoice> default_matmul_choices() {
       {DType::int8, Scheme::per_tensor_symmetric(), DType::int4, Scheme::block_symmetric(32)}};
 }
 
-PrecisionRecommendation Accelerator::recommend_quantization(
-    const Shape& shape, std::span<const float> x, double tolerance,
+PrecisionRecommendation recommend_quantization(
+    Accelerator& accelerator, const Shape& shape, std::span<const float> x, double tolerance,
     std::vector<QuantizationChoice> choices) {
   check_data("x", x, static_cast<std::size_t>(element_count(shape)));
   if (choices.empty()) choices = default_quantization_choices();
@@ -143,7 +150,7 @@ PrecisionRecommendation Accelerator::recommend_quantization(
       reference::dequantize(d, q.data(), back.data());
       r.nmse = nmse(back, exact);
       r.meets = r.nmse <= tolerance;
-      if (r.meets) time_path(*this, {{{OpKind::quantize, d}}, {{OpKind::dequantize, d}}}, r);
+      if (r.meets) time_path(accelerator, {{{OpKind::quantize, d}}, {{OpKind::dequantize, d}}}, r);
       else r.message = "error above the tolerance; not timed";
     } catch (const Error& e) {
       r.message = e.what();
@@ -154,7 +161,7 @@ PrecisionRecommendation Accelerator::recommend_quantization(
   return rec;
 }
 
-PrecisionRecommendation Accelerator::recommend_matmul(std::int64_t m, std::int64_t n,
+PrecisionRecommendation recommend_matmul(Accelerator& accelerator, std::int64_t m, std::int64_t n,
                                                       std::int64_t k, std::span<const float> a,
                                                       std::span<const float> b, double tolerance,
                                                       std::vector<MatmulChoice> choices) {
@@ -213,7 +220,7 @@ PrecisionRecommendation Accelerator::recommend_matmul(std::int64_t m, std::int64
       r.nmse = nmse(y, exact);
       r.meets = r.nmse <= tolerance;
       if (r.meets)
-        time_path(*this,
+        time_path(accelerator,
                   {{{OpKind::quantize, QuantizeDesc{{m, k}, d.a, FloatType::f32}}},
                    {{OpKind::matmul_dequant, d}}},
                   r);
@@ -227,4 +234,4 @@ PrecisionRecommendation Accelerator::recommend_matmul(std::int64_t m, std::int64
   return rec;
 }
 
-}  // namespace qforge
+}  // namespace qforge::calibration
