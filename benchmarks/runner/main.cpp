@@ -19,6 +19,7 @@
 #include "outputs.h"
 #include "progress.h"
 #include "qforge/accelerator.h"
+#include "qforge/bench/suites.h"
 #include "qforge/error.h"
 #include "qforge/registry.h"
 #include "run_suite.h"

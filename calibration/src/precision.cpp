@@ -130,9 +130,9 @@ std::vector<MatmulChoice> default_matmul_choices() {
       {DType::int8, Scheme::per_tensor_symmetric(), DType::int4, Scheme::block_symmetric(32)}};
 }
 
-PrecisionRecommendation recommend_quantization(
-    Accelerator& accelerator, const Shape& shape, std::span<const float> x, double tolerance,
-    std::vector<QuantizationChoice> choices) {
+PrecisionRecommendation recommend_quantization(Accelerator& accelerator, const Shape& shape,
+                                               std::span<const float> x, double tolerance,
+                                               std::vector<QuantizationChoice> choices) {
   check_data("x", x, static_cast<std::size_t>(element_count(shape)));
   if (choices.empty()) choices = default_quantization_choices();
   std::vector<double> exact(x.begin(), x.end());
@@ -162,9 +162,9 @@ PrecisionRecommendation recommend_quantization(
 }
 
 PrecisionRecommendation recommend_matmul(Accelerator& accelerator, std::int64_t m, std::int64_t n,
-                                                      std::int64_t k, std::span<const float> a,
-                                                      std::span<const float> b, double tolerance,
-                                                      std::vector<MatmulChoice> choices) {
+                                         std::int64_t k, std::span<const float> a,
+                                         std::span<const float> b, double tolerance,
+                                         std::vector<MatmulChoice> choices) {
   if (m < 0 || n < 0 || k < 0)
     throw Error(ErrorCode::invalid_argument,
                 "recommend_matmul: negative extent; expected m, n, k >= 0");

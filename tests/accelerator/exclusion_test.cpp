@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "qforge/bench/suites.h"
 #include "support.h"
 
 namespace {

@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include "qforge/bench/suites.h"
 #include "support.h"
 
 namespace {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "qforge/accelerator.h"
+#include "qforge/bench/suites.h"
 #include "qforge/registry.h"
 #include "qforge/tuning_cache.h"
 #include "tool_runner.h"

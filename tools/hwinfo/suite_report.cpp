@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "qforge/accelerator.h"
+#include "qforge/bench/suites.h"
 
 namespace qforge::hwinfo {
 namespace {

@@ -279,7 +279,7 @@ class QFORGE_API Accelerator {
   std::unique_ptr<Impl> impl_;
 };
 
-// ---- workloads, buckets and suites (qforge-bench, qforge-hwinfo) ----
+// ---- workloads and buckets ----
 
 // The bucket of a workload in words: "matmul_integer host a=uint8/per_tensor_affine
 // b=int8/per_channel_symmetric(last) kn m<=64 n<=256 k<=256". Shapes round up to powers of
@@ -293,12 +293,5 @@ QFORGE_API std::string workload_cache_key(const Workload& workload, const Policy
 // for affine mappings, one pair per channel along `scheme.axis` or per block of the last axis.
 QFORGE_API QuantizationParams workload_params(DType dtype, const Scheme& scheme,
                                               const Shape& shape);
-
-// The quick suite: a dozen modest workloads over every op family that finishes in about a
-// minute with only cpu_scalar on a 2-core machine. default_suite() is the quick one.
-QFORGE_API std::vector<NamedWorkload> quick_suite();
-// Larger shapes and more dtype/scheme combinations.
-QFORGE_API std::vector<NamedWorkload> full_suite();
-inline std::vector<NamedWorkload> default_suite() { return quick_suite(); }
 
 }  // namespace qforge

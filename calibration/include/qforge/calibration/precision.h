@@ -35,7 +35,8 @@ struct MatmulChoice {
   Scheme a_scheme;  // per-tensor
   DType b = DType::int8;
   Scheme b_scheme;  // per-tensor, per-column or block-wise (block-wise uses the nk layout)
-  QFORGE_CALIBRATION_API std::string label() const;  // "a=uint8/per_tensor_affine b=int4/block_symmetric(32)"
+  QFORGE_CALIBRATION_API std::string label()
+      const;  // "a=uint8/per_tensor_affine b=int4/block_symmetric(32)"
 };
 
 struct PrecisionResult {
@@ -58,14 +59,14 @@ QFORGE_CALIBRATION_API std::vector<MatmulChoice> default_matmul_choices();
 
 // x is a float32 tensor of `shape` (rank 2 for per-channel and block-wise choices); the path
 // timed is quantize + dequantize.
-QFORGE_CALIBRATION_API PrecisionRecommendation recommend_quantization(
-    Accelerator& accelerator, const Shape& shape, std::span<const float> x,
-    double nmse_tolerance, std::vector<QuantizationChoice> choices = {});
+QFORGE_CALIBRATION_API PrecisionRecommendation
+recommend_quantization(Accelerator& accelerator, const Shape& shape, std::span<const float> x,
+                       double nmse_tolerance, std::vector<QuantizationChoice> choices = {});
 // a is float32 [m, k] (activations, quantized per call), b float32 [k, n] (weights); the path
 // timed is quantize(a) + matmul_dequant.
-QFORGE_CALIBRATION_API PrecisionRecommendation recommend_matmul(
-    Accelerator& accelerator, std::int64_t m, std::int64_t n, std::int64_t k,
-    std::span<const float> a, std::span<const float> b, double nmse_tolerance,
-    std::vector<MatmulChoice> choices = {});
+QFORGE_CALIBRATION_API PrecisionRecommendation
+recommend_matmul(Accelerator& accelerator, std::int64_t m, std::int64_t n, std::int64_t k,
+                 std::span<const float> a, std::span<const float> b, double nmse_tolerance,
+                 std::vector<MatmulChoice> choices = {});
 
 }  // namespace qforge::calibration
