@@ -17,6 +17,9 @@ QFORGE_PACKAGES=(
   clang libclang-rt-14-dev
   # the formatting check (scripts/format --check, ctest source_formatting)
   clang-format
+  # the Python test venv (scripts/venv.sh: ONNX Runtime, onnx, numpy from PyPI) for the ONNX
+  # Runtime checks: venv with ensurepip, and pip's CA bundle
+  python3 python3-venv ca-certificates
   libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers
 )
 
