@@ -113,6 +113,24 @@ struct Builder {
     return w;
   }
 
+  // Symmetric schemes quantize to the narrow range ([-127, 127] for int8), ONNX's QuantizeLinear
+  // to the full one: a Clip at (qmin - z) * s in front makes the codes qforge's (x / s of that
+  // bound rounds to qmin - z exactly, and nothing above it changes). Returns the clipped name.
+  std::string narrow(const QuantizedLayerInfo& layer, const QuantizationParams& p,
+                     std::vector<Node>& out) {
+    const float lo = static_cast<float>(p.qmin() - p.zero_point()) * p.scale();
+    const std::string clipped = names.fresh(layer.name + ".input_clipped");
+    Node clip = make("Clip", layer.name + "/input_clip", 6, {layer.input}, {clipped});
+    if (g.opset >= 11) {
+      clip.since_version = g.opset >= 13 ? 13 : g.opset >= 12 ? 12 : 11;
+      clip.inputs.push_back(add_initializer(layer.name + ".input_min", Tensor::scalar<float>(lo)));
+    } else {
+      clip.attributes["min"] = lo;
+    }
+    out.push_back(std::move(clip));
+    return clipped;
+  }
+
   // Q/DQ (static, explicit) or DynamicQuantizeLinear/DQ (dynamic) on A; returns the float name.
   std::string activation(const QuantizedLayerInfo& layer, std::vector<Node>& out) {
     const std::string base = layer.name + ".input";
@@ -136,8 +154,10 @@ struct Builder {
     const std::string scale = add_initializer(base + "_scale", scale_tensor(p, false));
     const std::string zp = add_initializer(base + "_zero_point", zero_point_tensor(p, type, false));
     const std::string q = names.fresh(base + "_quantized");
-    out.push_back(make("QuantizeLinear", layer.name + "/input_quantize", qdq_version,
-                       {layer.input, scale, zp}, {q}));
+    std::string x = layer.input;
+    if (p.qmin() > traits(p.dtype()).qmin) x = narrow(layer, p, out);
+    out.push_back(
+        make("QuantizeLinear", layer.name + "/input_quantize", qdq_version, {x, scale, zp}, {q}));
     out.push_back(make("DequantizeLinear", layer.name + "/input_dequantize", qdq_version,
                        {q, scale, zp}, {a}));
     return a;

@@ -32,6 +32,14 @@ LayerQuantization uint8_layer() {
   return q;
 }
 
+// Symmetric int8 activations with a scale so small that inputs in [-1, 1] saturate: the
+// exported model must give qforge's narrow-range codes (-127, never -128).
+LayerQuantization saturating_symmetric_layer() {
+  LayerQuantization q;
+  q.activations = ActivationQuantization::explicit_symmetric(DType::int8, 0.004f);
+  return q;
+}
+
 std::vector<Case> cases() {
   return {
       {"gemm transB alpha beta, int8 per-channel, static",
@@ -40,6 +48,8 @@ std::vector<Case> cases() {
        uint8_layer()},
       {"matmul over tokens, dynamic", [](std::mt19937_64& g) { return matmul_mlp(g, {}); },
        dynamic_layer()},
+      {"gemm, int8 symmetric explicit activations that saturate",
+       [](std::mt19937_64& g) { return gemm_mlp(g, {}); }, saturating_symmetric_layer()},
   };
 }
 
@@ -50,11 +60,11 @@ ActivationCodes qforge_codes(const QuantizedLayerInfo& l, const Tensor& a) {
   ActivationCodes c;
   c.q.resize(x.size());
   if (l.a_params) {
-    const auto& tr = traits(l.a_params->dtype());
     c.scale = l.a_params->scale();
     c.zero_point = l.a_params->zero_point();
     for (std::size_t i = 0; i < x.size(); ++i)
-      c.q[i] = reference::quantize_value(x[i], c.scale, c.zero_point, tr.qmin, tr.qmax);
+      c.q[i] = reference::quantize_value(x[i], c.scale, c.zero_point, l.a_params->qmin(),
+                                         l.a_params->qmax());
   } else {
     std::vector<std::uint8_t> q(x.size());
     const QuantizationParams p = reference::dynamic_quantize_linear(
@@ -143,6 +153,21 @@ TEST(QdqExport, PerChannelAxisFollowsTheWeightLayout) {
   EXPECT_EQ(node_named(qg, "mm1/weight_dequantize").attr_int("axis"), 1);  // [K, N]
   EXPECT_EQ(qg.initializers.at("mm1.weight_quantized").shape(), (Shape{32, 48}));
   EXPECT_EQ(node_named(qg, "mm1").inputs.size(), 2u);
+}
+
+TEST(QdqExport, SymmetricActivationsAreClippedToTheNarrowRange) {
+  SCOPED_TRACE(test::seed_text());
+  auto g = test::rng(46);
+  auto q = quantize(gemm_mlp(g, {}), saturating_symmetric_layer(), g);
+  const Graph qg = qdq_graph(*q);
+  const Node& clip = node_named(qg, "fc1/input_clip");
+  EXPECT_EQ(clip.op_type, "Clip");
+  EXPECT_EQ(clip.inputs.at(0), "x");
+  EXPECT_EQ(qg.initializers.at(clip.inputs.at(1)).values<float>()[0], -127 * 0.004f);
+  EXPECT_EQ(node_named(qg, "fc1/input_quantize").inputs.at(0), clip.outputs.at(0));
+  // Affine activations need no Clip.
+  auto affine = quantize(gemm_mlp(g, {}), minmax_layer(), g);
+  for (const Node& n : qdq_graph(*affine).nodes) EXPECT_NE(n.op_type, "Clip");
 }
 
 TEST(QdqExport, DynamicLayersUseDynamicQuantizeLinear) {

@@ -80,11 +80,11 @@ Tensor activation_codes(const QuantizedLayerInfo& l, const Tensor& a, float& sca
   Tensor q(ElementType::int32, a.shape());
   auto out = q.values<std::int32_t>();
   if (l.a_params) {
-    const auto& tr = traits(l.a_params->dtype());
     scale = l.a_params->scale();
     zero_point = l.a_params->zero_point();
     for (std::size_t i = 0; i < x.size(); ++i)
-      out[i] = reference::quantize_value(x[i], scale, zero_point, tr.qmin, tr.qmax);
+      out[i] = reference::quantize_value(x[i], scale, zero_point, l.a_params->qmin(),
+                                         l.a_params->qmax());
   } else {
     std::vector<std::uint8_t> codes(x.size());
     const QuantizationParams p = reference::dynamic_quantize_linear(
@@ -170,6 +170,11 @@ int run(std::uint64_t seed, const fs::path& dir) {
                    {{"y", "fc2"}}});
   cases.push_back({"gemm_uint8_per_tensor", gemm_mlp(g, {}), uint8_layer, {{"y", "fc2"}}});
   cases.push_back({"matmul_dynamic", matmul_mlp(g, {}), dynamic_layer(), {{"y", "mm2"}}});
+  // Symmetric int8 activations whose scale makes inputs in [-1, 1] saturate: the export's Clip
+  // keeps them at qforge's -127.
+  LayerQuantization symmetric;
+  symmetric.activations = ActivationQuantization::explicit_symmetric(DType::int8, 0.004f);
+  cases.push_back({"gemm_int8_symmetric_saturating", gemm_mlp(g, {}), symmetric, {{"y", "fc2"}}});
   // The best CPU plugin without tuning: quick, and what QuantizedModel runs on this machine.
   std::unique_ptr<Accelerator> acc = accelerator("cpu_x86");
   if (!acc) acc = accelerator("cpu_scalar");

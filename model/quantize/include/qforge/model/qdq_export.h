@@ -7,7 +7,7 @@
 //     stores it: [K, N], or [N, K] for Gemm with transB), followed by DequantizeLinear with a
 //     scalar scale, or one scale per output channel and `axis` (1, or 0 with transB);
 //   - static and explicit activations: A goes through QuantizeLinear and DequantizeLinear with
-//     the layer's scale and zero point;
+//     the layer's scale and zero point (and a Clip first for symmetric ones, see below);
 //   - dynamic activations: DynamicQuantizeLinear (uint8, what qforge computes per batch) and
 //     DequantizeLinear with the scale and zero point it outputs;
 //   - Gemm's alpha and beta are already in the codes and the bias: the exported Gemm has
@@ -20,8 +20,9 @@
 // block-wise weights (DequantizeLinear's block_size is opset 21), int16 activations, and
 // per-channel weights in a model whose opset is below 13 (per-axis DequantizeLinear).
 //
-// Symmetric int8 activations quantize to [-127, 127] in qforge; ONNX's QuantizeLinear saturates
-// to [-128, 127], so an input below -127.5 * scale gives -128 in the exported model (one code).
+// Symmetric activations quantize to the narrow range in qforge ([-127, 127] for int8), while
+// ONNX's QuantizeLinear saturates to the full one: such layers get a Clip at -127 * scale in
+// front of QuantizeLinear, so the exported codes are qforge's.
 #pragma once
 
 #include <cstddef>
