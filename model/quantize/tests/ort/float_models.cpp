@@ -32,7 +32,8 @@ void batchnorm(OnnxBuilder& b, std::mt19937_64& g, const std::string& p, std::in
 FloatModel mlp_model(std::mt19937_64& g) {
   FloatModel m{"mlp", OnnxBuilder(17)};
   OnnxBuilder& b = m.builder;
-  b.input("x", F, {8, 20}).output("y", F, {8, 10});
+  // The logits are an output too: Softmax would hide their differences.
+  b.input("x", F, {8, 20}).output("y", F, {8, 10}).output("logits", F, {8, 10});
   b.initializer("W1", {40, 20}, weights(g, 20, 800)).initializer("b1", {40}, weights(g, 4, 40));
   b.initializer("W2", {40, 24}, weights(g, 40, 960)).initializer("b2", {24}, weights(g, 4, 24));
   b.initializer("W3", {24, 10}, weights(g, 24, 240)).initializer("b3", {10}, weights(g, 4, 10));
@@ -49,7 +50,7 @@ FloatModel mlp_model(std::mt19937_64& g) {
 FloatModel cnn_model(std::mt19937_64& g) {
   FloatModel m{"cnn", OnnxBuilder(17)};
   OnnxBuilder& b = m.builder;
-  b.input("x", F, {4, 3, 12, 12}).output("y", F, {4, 10});
+  b.input("x", F, {4, 3, 12, 12}).output("y", F, {4, 10}).output("logits", F, {4, 10});
   b.initializer("c1.w", {8, 3, 3, 3}, weights(g, 27, 8 * 27));
   b.initializer("c1.b", {8}, weights(g, 4, 8));
   batchnorm(b, g, "bn1", 8);

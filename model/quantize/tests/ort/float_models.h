@@ -15,13 +15,15 @@ struct FloatModel {
   testing::OnnxBuilder builder;
 };
 
-// MLP: Gemm (transB) -> Relu -> MatMul -> Add -> Sigmoid -> Gemm -> Softmax.
+// MLP: Gemm (transB) -> Relu -> MatMul -> Add -> Sigmoid -> Gemm -> Softmax; outputs y and the
+// logits.
 FloatModel mlp_model(std::mt19937_64& g);
 // CNN: Conv -> BatchNormalization -> Relu -> MaxPool -> depthwise Conv (stride 2) ->
-// BatchNormalization -> Relu -> AveragePool -> Flatten -> Gemm -> Softmax.
+// BatchNormalization -> Relu -> AveragePool -> Flatten -> Gemm -> Softmax; outputs y and the
+// logits.
 FloatModel cnn_model(std::mt19937_64& g);
 // Data movement and activations: Transpose, LeakyRelu, Tanh, Erf, Clip, Mul, Concat, Reshape,
-// Slice, Gather, GlobalAveragePool-free reductions (ReduceMean), LogSoftmax.
+// Slice, Gather, ReduceMean, LogSoftmax.
 FloatModel misc_model(std::mt19937_64& g);
 
 }  // namespace qforge::model::ort

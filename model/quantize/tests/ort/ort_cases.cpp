@@ -22,6 +22,7 @@
 #include "../fixtures.h"
 #include "float_models.h"
 #include "qforge/error.h"
+#include "qforge/model/onnx_export.h"
 #include "qforge/model/qdq_export.h"
 #include "qforge/output_file.h"
 #include "qforge/reference.h"
@@ -59,18 +60,18 @@ TensorMap random_inputs(std::mt19937_64& g, const Graph& graph) {
   return in;
 }
 
-json float_case(FloatModel m, std::mt19937_64& g, const fs::path& dir) {
-  const std::vector<std::byte> bytes = m.builder.bytes();
-  const std::string model = m.name + ".onnx";
+json float_case(const std::string& name, const std::vector<std::byte>& bytes, std::mt19937_64& g,
+                const fs::path& dir) {
+  const std::string model = name + ".onnx";
   write_file_atomically(dir / model,
                         std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
                         "ONNX model");
   const Executor e(import_onnx_bytes(bytes, model));
   const TensorMap in = random_inputs(g, e.graph());
-  return {{"name", m.name},
+  return {{"name", name},
           {"model", model},
-          {"inputs", write_tensors(in, dir, m.name + ".input")},
-          {"outputs", write_tensors(e.run(in), dir, m.name + ".qforge")}};
+          {"inputs", write_tensors(in, dir, name + ".input")},
+          {"outputs", write_tensors(e.run(in), dir, name + ".qforge")}};
 }
 
 // A's codes as the layer computed them from its float input.
@@ -155,10 +156,17 @@ int run(std::uint64_t seed, const fs::path& dir) {
   std::mt19937_64 g(seed);
   json manifest = {{"seed", seed}};
   manifest["float"] = json::array();
-  for (auto make : {mlp_model, cnn_model, misc_model})
-    manifest["float"].push_back(float_case(make(g), g, dir));
-
+  for (auto make : {mlp_model, cnn_model, misc_model}) {
+    FloatModel m = make(g);
+    manifest["float"].push_back(float_case(m.name, m.builder.bytes(), g, dir));
+  }
+  // The quantize tests' MLPs, written by qforge's own ONNX export.
   using namespace qtest;
+  manifest["float"].push_back(
+      float_case("gemm_mlp", export_onnx_bytes(gemm_mlp(g, {}, true, 0.75f, 1.5f)), g, dir));
+  manifest["float"].push_back(
+      float_case("matmul_mlp", export_onnx_bytes(matmul_mlp(g, {})), g, dir));
+
   LayerQuantization uint8_layer = minmax_layer();
   uint8_layer.weights = WeightQuantization{
       .dtype = DType::uint8, .mapping = Mapping::affine, .granularity = Granularity::per_tensor};
