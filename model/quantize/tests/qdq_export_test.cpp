@@ -139,10 +139,14 @@ TEST(QdqExport, GraphWrapsEachLayerInQdq) {
   EXPECT_EQ(qg.initializers.at("fc1.input_scale").values<float>()[0], fc1.a_params->scale());
   // The float weights and biases are gone; nothing else is.
   for (const char* name : {"W1", "W2", "b1", "b2"}) EXPECT_FALSE(qg.initializers.contains(name));
-  // The file passes ONNX's checker (inside export) and qforge's importer.
+  // The file passes ONNX's checker (inside export) and qforge's importer; the graph also runs
+  // as it is, to the same outputs.
   const Graph back = import_onnx_bytes(export_qdq_onnx_bytes(*q), "qdq");
   EXPECT_EQ(back.nodes.size(), qg.nodes.size());
   EXPECT_EQ(back.opset, 17);
+  const TensorMap in = batches(g, qg, 1)[0];
+  const Tensor direct = Executor(qg).run(in).at("y"), imported = Executor(back).run(in).at("y");
+  EXPECT_EQ(0, std::memcmp(direct.data(), imported.data(), direct.byte_size()));
 }
 
 TEST(QdqExport, PerChannelAxisFollowsTheWeightLayout) {
