@@ -5,8 +5,7 @@ ONNX Runtime on fresh random models and inputs.
     ort_check.py QFORGE_ORT_CASES     (QFORGE_TEST_SEED=N replays a run)
 
 QFORGE_ORT_CASES writes the cases and qforge's outputs (ort_cases.cpp); this script runs the
-same models in ONNX Runtime (CPU, default graph optimizations, so the QDQ models run through
-ORT's integer kernels where its QDQ transformer fuses them) and compares:
+same models in ONNX Runtime (CPU provider, one thread) and compares:
 
   float models  |qforge - ort| <= 1e-4 * |ort| + 1e-5 * max|ort| per element: relative 1e-4,
                 with a floor for elements that are sums cancelling to near zero, whose float32
@@ -16,7 +15,10 @@ ORT's integer kernels where its QDQ transformer fuses them) and compares:
                 quantization step sa*sb[n], plus what moved codes or a moved dynamic scale
                 account for exactly, plus float rounding of 2^-20 of the sum of |terms|); the
                 graph outputs of the unmodified model within the same bound, and the same
-                argmax in every row whose top two logits are further apart than the bound.
+                argmax in every row whose top two logits are further apart than the bound,
+                with ORT's reference evaluation (basic optimizations), and with its optimized
+                one where its integer kernels are exact (uint8 weights); the others are
+                reported, not checked (see check_qdq).
 """
 import json
 import os
@@ -50,17 +52,6 @@ def session(model, level=ort.GraphOptimizationLevel.ORT_ENABLE_ALL):
 
 
 BASIC = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-
-
-def cpu_has_vnni():
-    """Whether ORT's u8s8 kernels here are exact: without VNNI, MLAS's AVX2 path adds pairs of
-    u8*s8 products in int16 (vpmaddubsw), which saturates (ORT's docs advise 7-bit weights,
-    reduce_range, on such CPUs)."""
-    try:
-        flags = pathlib.Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return any(f in flags.split() for f in ("avx512_vnni", "avx_vnni", "amx_int8"))
 
 
 def run(sess, inputs):
@@ -173,8 +164,12 @@ def check_qdq(case, d, report):
     # folding only) and as a user runs it (ORT's QDQ fusions into integer kernels).
     reference = run(session(str(d / case["model"]), BASIC), inputs)
     optimized = run(session(str(d / case["model"])), inputs)
-    int8_weights = any(inits[layer["weight"]].dtype == np.int8 for layer in case["layers"])
-    exact_kernels = cpu_has_vnni() or not int8_weights
+    # ORT's integer kernels are exact for uint8 weights (u8u8 QGemm). For int8 weights they are
+    # not on CPUs without VNNI (MLAS's AVX2 u8s8 path adds pairs of products in int16, which
+    # saturates; ORT's docs advise 7-bit weights there), and dynamic layers become its
+    # MatMulNBits: those runs are reported, their accuracy is ORT's, not the export's.
+    exact_kernels = all(inits[layer["weight"]].dtype == np.uint8 and not layer["dynamic"]
+                        for layer in case["layers"])
     for out, f in case["outputs"].items():
         y_q = load(d / f).astype(np.float64)
         bound = bounds[case["output_layers"][out]].reshape(y_q.shape) + ROUNDING * np.abs(y_q)
@@ -184,22 +179,19 @@ def check_qdq(case, d, report):
         if exact_kernels:
             check_output(f"{name}.{out} (ORT all)", y_q, y_o, bound, report)
         else:
-            # Saturating u8s8 kernels: ORT's optimized result strays from its own reference by
-            # delta; predictions must still agree wherever qforge's top two are further apart.
-            delta = float(np.max(np.abs(y_o - reference[out])))
-            print(f"qdq {name}.{out} (ORT all): this CPU has no VNNI and the weights are int8: "
-                  f"ORT's fused kernels differ from its reference by up to {delta:.3g}")
-            check_output(f"{name}.{out} (ORT all)", y_q, y_o, bound + delta, report,
-                         values=False)
+            rows_q, rows_o = y_q.reshape(-1, y_q.shape[-1]), y_o.reshape(-1, y_o.shape[-1])
+            agree = np.count_nonzero(rows_q.argmax(axis=1) == rows_o.argmax(axis=1))
+            print(f"qdq {name}.{out} (ORT all, not checked: int8 or dynamic layers): differs "
+                  f"from ORT's reference by up to {np.max(np.abs(y_o - reference[out])):.3g}, "
+                  f"argmax agrees with qforge in {agree} of {len(rows_q)} rows")
 
 
-def check_output(what, y_q, y_x, bound, report, values=True):
-    """y_x within `bound` of qforge's y_q (when `values`), and the same argmax in every row
-    except near-ties: rows where qforge's logits of the two winners are within their bounds."""
+def check_output(what, y_q, y_x, bound, report):
+    """y_x within `bound` of qforge's y_q, and the same argmax in every row except near-ties:
+    rows where qforge's logits of the two winners are within their bounds of each other."""
     ok = np.abs(y_x - y_q) <= bound
-    if values:
-        report.check(np.all(ok), f"{what}: {np.count_nonzero(~ok)} values outside the bound "
-                     f"(worst |diff| {np.max(np.abs(y_x - y_q)):.3g})")
+    report.check(np.all(ok), f"{what}: {np.count_nonzero(~ok)} values outside the bound "
+                 f"(worst |diff| {np.max(np.abs(y_x - y_q)):.3g})")
     rows_q, rows_x = y_q.reshape(-1, y_q.shape[-1]), y_x.reshape(-1, y_x.shape[-1])
     rows_b = np.broadcast_to(bound, y_q.shape).reshape(rows_q.shape)
     top_q, top_x = rows_q.argmax(axis=1), rows_x.argmax(axis=1)
