@@ -19,6 +19,9 @@ QFORGE_PACKAGES=(
   clang-format
   # the Fashion-MNIST example (examples/fashion_mnist): the IDX files of its images and labels
   dataset-fashion-mnist
+  # the Python test venv (scripts/venv.sh: ONNX Runtime, onnx, numpy from PyPI) for the ONNX
+  # Runtime checks: venv with ensurepip, and pip's CA bundle
+  python3 python3-venv ca-certificates
   libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers
 )
 

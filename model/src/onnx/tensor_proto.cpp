@@ -1,5 +1,6 @@
 #include "onnx/tensor_proto.h"
 
+#include <bit>
 #include <cstring>
 #include <string>
 
@@ -36,6 +37,16 @@ std::uint64_t typed_field_size(const onnx::TensorProto& p, ElementType type) {
 }
 
 }  // namespace
+
+onnx::TensorProto tensor_to_proto(const Tensor& tensor, const std::string& name) {
+  static_assert(std::endian::native == std::endian::little, "raw_data is little endian");
+  onnx::TensorProto p;
+  p.set_name(name);
+  p.set_data_type(static_cast<std::int32_t>(tensor.type()));
+  for (auto d : tensor.shape()) p.add_dims(d);
+  p.set_raw_data(reinterpret_cast<const char*>(tensor.data()), tensor.byte_size());
+  return p;
+}
 
 std::string_view onnx_type_name(std::int32_t onnx_type) {
   if (onnx::TensorProto_DataType_IsValid(onnx_type))

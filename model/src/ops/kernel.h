@@ -94,5 +94,6 @@ void register_reduce(KernelRegistry&);
 void register_shape_ops(KernelRegistry&);
 void register_data_movement(KernelRegistry&);
 void register_misc(KernelRegistry&);
+void register_quantize_linear(KernelRegistry&);
 
 }  // namespace qforge::model::ops

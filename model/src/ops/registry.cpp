@@ -30,6 +30,7 @@ const KernelRegistry& kernels() {
     register_shape_ops(r);
     register_data_movement(r);
     register_misc(r);
+    register_quantize_linear(r);
     return r;
   }();
   return registry;
