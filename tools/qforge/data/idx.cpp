@@ -19,7 +19,7 @@ StoredArray read_idx_header(ByteStream& in, const DataLimits& limits) {
     const bool known = type == 0x09 || type == 0x0B || type == 0x0C || type == 0x0D || type == 0x0E;
     throw Error(
         known ? ErrorCode::unsupported : ErrorCode::corrupt_data,
-        source + ": IDX type code 0x" + (type < 16 ? "0" : "") +
+        source + ": IDX type code 0x" +
             [&] {
               const char* hex = "0123456789abcdef";
               return std::string{hex[type >> 4], hex[type & 15]};
