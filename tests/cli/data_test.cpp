@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "data/byte_stream.h"
@@ -340,6 +342,44 @@ TEST(Conversion, SamplesAndLabels) {
                "no such file");
   expect_error([&] { read_all("/dev/null", DataRole::samples); }, ErrorCode::io,
                "expected a regular file");
+}
+
+}  // namespace
+}  // namespace qforge::cli
+
+namespace qforge::cli {
+namespace {
+
+// The seeds of the npz fuzz harness were written by Python's zipfile, as numpy.savez does
+// (stored, deflated, and an entry with a zip64 extra field, which savez forces).
+TEST(Npz, ReadsArchivesPythonsZipfileWrote) {
+  const std::string dir = std::string(QFORGE_SOURCE_DIR) + "/fuzz/corpus/npz/";
+  for (const char* name : {"stored.npz", "deflated.npz", "zip64.npz"}) {
+    const Tensor x = read_all(dir + name + ":x", DataRole::samples);
+    ASSERT_EQ(x.shape(), (Shape{2, 3})) << name;
+    EXPECT_EQ(x.values<float>()[5], 6.0f) << name;
+  }
+  EXPECT_EQ(read_all(dir + "deflated.npz:y", DataRole::labels).values<std::int64_t>()[1], 1);
+  EXPECT_THROW(read_all(dir + "cut.npz:x", DataRole::samples), Error);
+}
+
+// Debian's dataset-fashion-mnist, where installed: the test set as the tool reads it.
+TEST(Idx, ReadsFashionMnistWhereInstalled) {
+  const std::string dir = "/usr/share/datasets/fashion-mnist/";
+  if (!std::filesystem::exists(dir + "t10k-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  auto x = DataReader::open(dir + "t10k-images-idx3-ubyte.gz", DataRole::samples);
+  auto y = DataReader::open(dir + "t10k-labels-idx1-ubyte.gz", DataRole::labels);
+  EXPECT_EQ(x->count(), 10000);
+  EXPECT_EQ(x->sample_shape(), (Shape{1, 28, 28}));
+  std::int64_t seen = 0;
+  while (auto b = y->next(4096)) {
+    for (std::int64_t v : b->values<std::int64_t>()) ASSERT_TRUE(v >= 0 && v <= 9);
+    seen += b->shape()[0];
+  }
+  EXPECT_EQ(seen, 10000);
+  const Tensor first = *x->next(2);
+  EXPECT_EQ(first.shape(), (Shape{2, 1, 28, 28}));
 }
 
 }  // namespace
