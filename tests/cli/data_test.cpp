@@ -80,7 +80,9 @@ TEST(Npy, RoundTripsEveryTypeOnRandomShapes) {
     const Tensor t = random_typed(g, type, random_shape(g));
     const Tensor back = parse(npy_bytes(t));
     ASSERT_EQ(back.tensor_type(), t.tensor_type()) << model::test::seed_text();
-    ASSERT_EQ(0, std::memcmp(back.data(), t.data(), t.byte_size())) << model::test::seed_text();
+    if (t.byte_size() > 0) {
+      ASSERT_EQ(0, std::memcmp(back.data(), t.data(), t.byte_size())) << model::test::seed_text();
+    }
   }
 }
 

@@ -174,6 +174,7 @@ class Memory final : public ByteStream {
       : ByteStream(std::move(name)), data_(data) {}
   std::size_t read(std::byte* dst, std::size_t n) override {
     const std::size_t k = std::min(n, data_.size() - pos_);
+    if (k == 0) return 0;  // dst may be null (an empty tensor's data)
     std::memcpy(dst, data_.data() + pos_, k);
     pos_ += k;
     return k;
@@ -188,6 +189,7 @@ class Memory final : public ByteStream {
 }  // namespace
 
 void read_exact(ByteStream& in, std::span<std::byte> dst, std::string_view what) {
+  if (dst.empty()) return;
   std::size_t total = 0;
   while (total < dst.size()) {
     const std::size_t got = in.read(dst.data() + total, dst.size() - total);

@@ -69,6 +69,7 @@ void cast_into(const std::byte* src, To* dst, std::size_t n, float scale = 1.0f)
 
 void convert(ElementType from, const std::byte* src, Tensor& out, DataRole role) {
   const std::size_t n = static_cast<std::size_t>(out.size());
+  if (n == 0) return;
   if (role == DataRole::samples) {
     float* d = out.values<float>().data();
     switch (from) {
@@ -203,9 +204,14 @@ std::unique_ptr<DataReader> DataReader::open(const std::string& spec, DataRole r
   }
   Shape full{r->count_};
   full.insert(full.end(), r->sample_shape_.begin(), r->sample_shape_.end());
+  // "x.npy: float32[64, 784]", or with the conversion when there is one:
+  // "t10k-images-idx3-ubyte.gz: IDX uint8 -> float32[10000, 1, 28, 28] / 255".
+  const std::string converted = std::string(to_string(r->type())) + to_string(full);
+  const bool same =
+      stored == to_string(r->type()) && r->parts_[0].array.shape.size() == full.size();
   r->description_ =
-      path.filename().string() + (member.empty() ? "" : ":" + member) + ": " + stored + " -> " +
-      std::string(to_string(r->type())) + to_string(full) +
+      path.filename().string() + (member.empty() ? "" : ":" + member) + ": " +
+      (same ? converted : stored + " -> " + converted) +
       (r->parts_[0].array.type == ElementType::uint8 && role == DataRole::samples ? " / 255" : "") +
       (r->parts_.size() > 1 ? " from " + std::to_string(r->parts_.size()) + " files" : "");
   return r;
@@ -253,8 +259,9 @@ std::optional<Tensor> DataReader::next(std::int64_t rows) {
     read_exact(*stream_, buffer, "the samples");
     Tensor chunk(type(), Shape{static_cast<std::int64_t>(elements)});
     convert(a.type, buffer.data(), chunk, role_);
-    std::memcpy(out.data() + done * row_out * model::element_size(type()), chunk.data(),
-                chunk.byte_size());
+    if (chunk.byte_size() > 0)
+      std::memcpy(out.data() + done * row_out * model::element_size(type()), chunk.data(),
+                  chunk.byte_size());
     done += take;
     part_rows_left_ -= take;
   }
