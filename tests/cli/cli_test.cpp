@@ -222,6 +222,14 @@ TEST_F(Cli, ErrorsAndUsage) {
              true);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("100 samples but"), std::string::npos) << r.out;
+  // A label the model's output has no class for.
+  save_npy(dir / "far.npy", Tensor::from_values<std::int64_t>({2}, {1, kClasses}));
+  save_npy(dir / "two.npy", Tensor(model::ElementType::float32, {2, kIn}));
+  r = qforge(
+      "eval " + path("mlp.onnx") + " --data " + path("two.npy") + " --labels " + path("far.npy"),
+      true);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("label 5 of sample 1 is not a class"), std::string::npos) << r.out;
   // Usage: 2; --help: 0 with examples.
   EXPECT_EQ(qforge("quantize " + path("mlp.onnx")).exit_code, 2);
   EXPECT_EQ(qforge("").exit_code, 2);

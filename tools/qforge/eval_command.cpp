@@ -16,7 +16,8 @@ namespace {
 using model::Tensor;
 
 // The index of each row's largest value (the first on ties, as numpy.argmax; NaN never wins).
-std::vector<std::int64_t> top1(const Tensor& logits, std::int64_t rows, const std::string& output) {
+std::vector<std::int64_t> top1(const Tensor& logits, std::int64_t rows, const std::string& output,
+                               std::int64_t* class_count = nullptr) {
   if (logits.type() != model::ElementType::float32)
     throw Error(ErrorCode::unsupported, "eval: output '" + output + "' is " +
                                             std::string(to_string(logits.type())) +
@@ -28,6 +29,7 @@ std::vector<std::int64_t> top1(const Tensor& logits, std::int64_t rows, const st
     throw Error(ErrorCode::unsupported,
                 "eval: output '" + output + "' " + to_string(logits.tensor_type()) +
                     " has no class scores per sample; expected [batch, classes]");
+  if (class_count) *class_count = classes;
   std::vector<std::int64_t> out(static_cast<std::size_t>(rows));
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* row = v.data() + r * classes;
@@ -122,16 +124,18 @@ int EvalCommand::run() const {
     if (rows != k) x = pad_rows(x, rows);
     model::TensorMap in;
     in.emplace(m.input, fit_batch(m, std::move(x)));
-    const auto f = top1(cache.float_model(rows).run(in).at(output), k, output);
+    std::int64_t classes = 0;
+    const auto f = top1(cache.float_model(rows).run(in).at(output), k, output, &classes);
     std::optional<std::vector<std::int64_t>> q;
     if (c) q = top1(cache.quantized(rows).run(in).at(output), k, output);
     const auto labels_k = y.values<std::int64_t>();
     for (std::int64_t i = 0; i < k; ++i) {
       const std::int64_t label = labels_k[static_cast<std::size_t>(i)];
-      if (label < 0)
-        throw Error(ErrorCode::invalid_argument, labels + ": label " + std::to_string(label) +
-                                                     " of sample " + std::to_string(done + i) +
-                                                     " is negative");
+      if (label < 0 || label >= classes)
+        throw Error(ErrorCode::invalid_argument,
+                    labels + ": label " + std::to_string(label) + " of sample " +
+                        std::to_string(done + i) + " is not a class of output '" + output +
+                        "'; expected 0 to " + std::to_string(classes - 1));
       float_correct += f[static_cast<std::size_t>(i)] == label;
       if (q) {
         quant_correct += (*q)[static_cast<std::size_t>(i)] == label;
