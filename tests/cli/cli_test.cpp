@@ -57,18 +57,19 @@ ToolRun qforge(const std::string& args, bool merge_stderr = false) {
   return run;
 }
 
-constexpr std::int64_t kIn = 12, kHidden = 24, kClasses = 5;
+constexpr std::int64_t kHidden = 24, kClasses = 5;
 
-// x [batch, 12] -> Gemm fc1 -> Relu -> Gemm fc2 -> y [batch, 5], batch symbolic.
-std::vector<std::byte> mlp_bytes(std::mt19937_64& g) {
+// x [batch, in] -> Gemm fc1 -> Relu -> Gemm fc2 -> y [batch, classes], batch symbolic.
+std::vector<std::byte> mlp_bytes(std::mt19937_64& g, std::int64_t in,
+                                 std::int64_t classes = kClasses) {
   OnnxBuilder b(17);
   const int F = onnx::TensorProto::FLOAT;
-  b.input("x", F, {std::string("batch"), kIn}).output("y", F, {std::string("batch"), kClasses});
-  b.initializer("W1", {kIn, kHidden}, model::test::random_values(g, kIn * kHidden, -0.4f, 0.4f));
+  b.input("x", F, {std::string("batch"), in}).output("y", F, {std::string("batch"), classes});
+  b.initializer("W1", {in, kHidden}, model::test::random_values(g, in * kHidden, -0.4f, 0.4f));
   b.initializer("b1", {kHidden}, model::test::random_values(g, kHidden, -0.1f, 0.1f));
-  b.initializer("W2", {kHidden, kClasses},
-                model::test::random_values(g, kHidden * kClasses, -0.4f, 0.4f));
-  b.initializer("b2", {kClasses}, model::test::random_values(g, kClasses, -0.1f, 0.1f));
+  b.initializer("W2", {kHidden, classes},
+                model::test::random_values(g, kHidden * classes, -0.4f, 0.4f));
+  b.initializer("b2", {classes}, model::test::random_values(g, classes, -0.1f, 0.1f));
   b.node("Gemm", {"x", "W1", "b1"}, {"h"}, "fc1");
   b.node("Relu", {"h"}, {"r"}, "relu");
   b.node("Gemm", {"r", "W2", "b2"}, {"y"}, "fc2");
@@ -88,7 +89,7 @@ class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
     auto g = model::test::rng(11);
-    const auto bytes = mlp_bytes(g);
+    const auto bytes = mlp_bytes(g, kIn);
     test::write_bytes(dir / "mlp.onnx",
                       std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
     test::write_bytes(dir / "recipe.json", kRecipe);
@@ -106,7 +107,7 @@ class Cli : public ::testing::Test {
 
   std::string path(const std::string& name) const { return quote((dir / name).string()); }
 
-  static constexpr std::int64_t kCalib = 100, kEval = 150;
+  static constexpr std::int64_t kIn = 12, kCalib = 100, kEval = 150;
   TempDir dir;
   Tensor calib, data, labels;
   model::Graph graph;
@@ -197,6 +198,12 @@ TEST_F(Cli, EvalCountsTop1AndAgreement) {
   // int8 layers at > 20 dB flip few of the float model's choices.
   EXPECT_GT(jq["quantized"]["agreement"].get<double>(), 0.8) << model::test::seed_text();
 
+  // A batch extent the model is given: 150 samples in batches of 8, the last 6 padded.
+  const ToolRun fixed = qforge("eval " + path("mlp.onnx") + " --data " + path("data.npy") +
+                               " --labels " + path("labels.npy") + " --input-shape x=8,12 --json");
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.err;
+  EXPECT_EQ(nlohmann::json::parse(fixed.out)["float"]["correct"], correct);
+
   const ToolRun text = qforge("eval " + path("mlp.onnx") + " --data " + path("data.npy") +
                               " --labels " + path("labels.npy"));
   EXPECT_NE(text.out.find("float      top-1"), std::string::npos) << text.out;
@@ -241,6 +248,29 @@ TEST_F(Cli, ErrorsAndUsage) {
     EXPECT_EQ(h.exit_code, 0) << sub;
     EXPECT_NE(h.out.find("Examples:"), std::string::npos) << sub << h.out;
   }
+}
+
+// Fashion-MNIST's IDX files, where installed, into an MLP over 784 inputs: images [N, 1, 28, 28]
+// are reshaped per batch, calibration and eval stream the gzip'd files.
+TEST(CliFashionMnist, QuantizeAndEvalFromIdxWhereInstalled) {
+  const std::string dir = "/usr/share/datasets/fashion-mnist/";
+  if (!std::filesystem::exists(dir + "t10k-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  TempDir tmp;
+  auto g = model::test::rng(12);
+  const auto bytes = mlp_bytes(g, 784, 10);
+  test::write_bytes(tmp / "mlp.onnx",
+                    std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  test::write_bytes(tmp / "recipe.json", kRecipe);
+  const std::string images = quote(dir + "t10k-images-idx3-ubyte.gz");
+  const ToolRun r = qforge("eval " + quote((tmp / "mlp.onnx").string()) + " --data " + images +
+                           " --labels " + quote(dir + "t10k-labels-idx1-ubyte.gz") + " --recipe " +
+                           quote((tmp / "recipe.json").string()) + " --calibration " + images +
+                           " --batch-size 256 --limit 1000 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err << model::test::seed_text();
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["samples"], 1000);
+  EXPECT_GT(j["quantized"]["agreement"].get<double>(), 0.8) << model::test::seed_text();
 }
 
 TEST(CliTools, HwinfoAndBenchAsSubcommands) {
