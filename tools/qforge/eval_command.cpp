@@ -123,11 +123,11 @@ int EvalCommand::run() const {
     const std::int64_t rows = m.fixed_batch ? *m.fixed_batch : k;
     if (rows != k) x = pad_rows(x, rows);
     model::TensorMap in;
-    in.emplace(m.input, fit_batch(m, std::move(x)));
+    const Shape& shape = in.emplace(m.input, fit_batch(m, std::move(x))).first->second.shape();
     std::int64_t classes = 0;
-    const auto f = top1(cache.float_model(rows).run(in).at(output), k, output, &classes);
+    const auto f = top1(cache.float_model(shape).run(in).at(output), k, output, &classes);
     std::optional<std::vector<std::int64_t>> q;
-    if (c) q = top1(cache.quantized(rows).run(in).at(output), k, output);
+    if (c) q = top1(cache.quantized(shape).run(in).at(output), k, output);
     const auto labels_k = y.values<std::int64_t>();
     for (std::int64_t i = 0; i < k; ++i) {
       const std::int64_t label = labels_k[static_cast<std::size_t>(i)];

@@ -168,32 +168,23 @@ ModelCache::ModelCache(const LoadedModel& m, const model::Recipe* recipe,
                        const model::CalibrationResult* calibration, Accelerator* accelerator)
     : m_(m), recipe_(recipe), calibration_(calibration), accelerator_(accelerator) {}
 
-const model::Executor& ModelCache::float_model(std::int64_t batch) {
-  auto& slot = float_[batch];
+const model::Executor& ModelCache::float_model(const Shape& input) {
+  auto& slot = float_[input];
   if (!slot) {
     model::ResolveOptions r;
     r.input_shapes = m_.other_shapes;
-    if (!m_.dims.empty()) {
-      Shape shape = m_.dims;
-      shape[0] = batch;
-      if (std::any_of(shape.begin(), shape.end(), [](std::int64_t d) { return d < 0; }))
-        throw Error(ErrorCode::invalid_argument,
-                    "model input '" + m_.input +
-                        "' has unknown extents besides the batch; give them with --input-shape " +
-                        m_.input + "=...");
-      r.input_shapes[m_.input] = shape;
-    }
+    r.input_shapes[m_.input] = input;
     slot = std::make_unique<model::Executor>(m_.graph, r);
   }
   return *slot;
 }
 
-const model::QuantizedModel& ModelCache::quantized(std::int64_t batch) {
+const model::QuantizedModel& ModelCache::quantized(const Shape& input) {
   if (!recipe_ || !calibration_ || !accelerator_)
     throw Error(ErrorCode::internal, "ModelCache: no recipe for a quantized model");
-  auto& slot = quantized_[batch];
+  auto& slot = quantized_[input];
   if (!slot) {
-    const model::Executor& f = float_model(batch);
+    const model::Executor& f = float_model(input);
     const auto nodes = model::node_refs(f.graph());
     const model::RecipeResolution res = model::resolve(*recipe_, nodes);
     slot = std::make_unique<model::QuantizedModel>(f, *recipe_, res, *calibration_, *accelerator_);
@@ -224,8 +215,11 @@ Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o) {
   c.batch = m.fixed_batch.value_or(std::min(o.batch_size, n));
   c.batches = n / c.batch;
   c.left_out = n - c.batches * c.batch;
+  // The first batch fixes the input shape (extents the model leaves open come from the data).
+  std::optional<model::Tensor> first = fit_batch(m, *reader->next(c.batch));
+  c.batch_shape = first->shape();
   ModelCache cache(m, nullptr, nullptr, nullptr);
-  const model::Executor& f = cache.float_model(c.batch);
+  const model::Executor& f = cache.float_model(c.batch_shape);
   const auto nodes = model::node_refs(f.graph());
   const model::RecipeResolution res = model::resolve(c.recipe, nodes);
   ProgressLine progress("calibrating", c.batches * c.batch);
@@ -233,7 +227,12 @@ Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o) {
   const model::BatchSource next = [&]() -> std::optional<model::TensorMap> {
     if (done == c.batches) return std::nullopt;
     model::TensorMap batch;
-    batch.emplace(m.input, fit_batch(m, *reader->next(c.batch)));
+    if (first) {
+      batch.emplace(m.input, std::move(*first));
+      first.reset();
+    } else {
+      batch.emplace(m.input, fit_batch(m, *reader->next(c.batch)));
+    }
     ++done;
     progress.update(done * c.batch);
     return batch;

@@ -59,22 +59,23 @@ model::Tensor fit_batch(const LoadedModel& m, model::Tensor data);
 model::Tensor fit_shape(const std::string& input, const std::vector<std::int64_t>& dims,
                         model::Tensor data);
 
-// Executors (and quantized models) per batch extent: the last batch of a data set is usually
-// shorter, and an executor is built for one input shape.
+// Executors (and quantized models) per shape of the data input: the last batch of a data set
+// is usually shorter, and an executor is built for one input shape.
 class ModelCache {
  public:
   ModelCache(const LoadedModel& m, const model::Recipe* recipe,
              const model::CalibrationResult* calibration, Accelerator* accelerator);
-  const model::Executor& float_model(std::int64_t batch);
-  const model::QuantizedModel& quantized(std::int64_t batch);
+  // `input` is the shape of a batch as fit_batch() gives it.
+  const model::Executor& float_model(const Shape& input);
+  const model::QuantizedModel& quantized(const Shape& input);
 
  private:
   const LoadedModel& m_;
   const model::Recipe* recipe_;
   const model::CalibrationResult* calibration_;
   Accelerator* accelerator_;
-  std::map<std::int64_t, std::unique_ptr<model::Executor>> float_;
-  std::map<std::int64_t, std::unique_ptr<model::QuantizedModel>> quantized_;
+  std::map<Shape, std::unique_ptr<model::Executor>> float_;
+  std::map<Shape, std::unique_ptr<model::QuantizedModel>> quantized_;
 };
 
 // The accelerator for quantized layers: options from the environment, plugins restricted by
@@ -85,6 +86,7 @@ struct Calibrated {
   model::Recipe recipe;
   model::CalibrationResult calibration;
   std::int64_t batch = 0;     // rows per calibration batch
+  Shape batch_shape;          // the model input's shape for one calibration batch
   std::int64_t batches = 0;   // how many were used
   std::int64_t left_out = 0;  // samples of a last partial batch (see calibrate_model)
   std::string data_description;

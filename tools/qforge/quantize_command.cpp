@@ -64,8 +64,8 @@ int QuantizeCommand::run() const {
 
   const auto accelerator = make_accelerator(model);
   ModelCache cache(m, &c.recipe, &c.calibration, accelerator.get());
-  const model::Executor& float_model = cache.float_model(c.batch);
-  const model::QuantizedModel& quantized = cache.quantized(c.batch);
+  const model::Executor& float_model = cache.float_model(c.batch_shape);
+  const model::QuantizedModel& quantized = cache.quantized(c.batch_shape);
   if (!as_json) {
     const auto nodes = model::node_refs(float_model.graph());
     info << "\n" << model::format_report(c.recipe, model::resolve(c.recipe, nodes), nodes) << "\n";
