@@ -17,7 +17,7 @@ struct HwinfoCommand {
   // Adds the options to `app` (the tool's top-level app or a subcommand).
   void add_options(CLI::App& app);
   // Prints the report; returns the exit status (0, also when plugins fail to load: reporting
-  // failures is the tool's job). Throws on errors; `program` prefixes nothing here.
+  // failures is the tool's job). Throws on unexpected errors (exit status 1 in the tools).
   int run() const;
 };
 
