@@ -1,0 +1,92 @@
+#include "quantize_command.h"
+
+#include <filesystem>
+#include <iostream>
+#include <vector>
+
+#include "qforge/model/layer_report.h"
+#include "qforge/output_file.h"
+
+namespace qforge::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Everything quantize writes, from the finished model and its report. Writing the QDQ ONNX
+// model is one more step here, beside the report.
+void write_outputs(const QuantizeCommand& c, const std::string& report_json, std::ostream& info) {
+  if (!c.report_path.empty()) {
+    write_file_atomically(c.report_path, report_json + "\n", "report");
+    info << "report: " << fs::absolute(c.report_path).lexically_normal().string() << "\n";
+  }
+}
+
+}  // namespace
+
+CLI::App* QuantizeCommand::add_to(CLI::App& parent) {
+  CLI::App* app = parent.add_subcommand(
+      "quantize",
+      "Calibrate a model on data, quantize it as a recipe says, and report per layer what it "
+      "cost (SQNR against float, weight bytes, plugin and kernel, time)");
+  model.add_model(*app);
+  model.add_quantization(*app, /*recipe_required=*/true);
+  model.add_shapes(*app);
+  model.add_batch_size(*app);
+  app->add_option("--report", report_path, "Write the report as JSON to this file (atomically)");
+  app->add_flag("--json", as_json, "Print the report as JSON on stdout and nothing else");
+  app->add_option("--report-batches", report_batches,
+                  "Calibration batches the report compares float and quantized on (default 8)")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--timed-runs", timed_runs, "Timed runs of each report batch (default 3)")
+      ->check(CLI::PositiveNumber);
+  app->footer(
+      "Examples:\n"
+      "  qforge quantize mlp.onnx --recipe int8.json --calibration train.npy\n"
+      "  qforge quantize cnn.onnx --recipe int8.json \\\n"
+      "      --calibration /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz \\\n"
+      "      --batch-size 128 --report report.json\n"
+      "  qforge quantize mlp.onnx --recipe int8.json --calibration data.npz:x --json\n"
+      "\nThe tuning of each layer's kernel follows QFORGE_ONLINE_TUNING and the tuning cache "
+      "(docs/ACCELERATOR.md).");
+  return app;
+}
+
+int QuantizeCommand::run() const {
+  std::ostream& info = as_json ? std::cerr : std::cout;
+  const LoadedModel m = load_model(model);
+  const Calibrated c = calibrate_model(m, model);
+  info << "calibration: " << c.data_description << "\n  " << c.batches << " batch"
+       << (c.batches == 1 ? "" : "es") << " of " << c.batch;
+  if (c.left_out > 0)
+    info << " (the last " << c.left_out
+         << " samples left out: every calibration batch has the same shape)";
+  info << "\n";
+
+  const auto accelerator = make_accelerator(model);
+  ModelCache cache(m, &c.recipe, &c.calibration, accelerator.get());
+  const model::Executor& float_model = cache.float_model(c.batch_shape);
+  const model::QuantizedModel& quantized = cache.quantized(c.batch_shape);
+  if (!as_json) {
+    const auto nodes = model::node_refs(float_model.graph());
+    info << "\n" << model::format_report(c.recipe, model::resolve(c.recipe, nodes), nodes) << "\n";
+  }
+
+  // The report compares both models on the first calibration batches, held together (a few
+  // batches: layer_report takes them as one span).
+  auto reader = DataReader::open(model.calibration, DataRole::samples);
+  std::vector<model::TensorMap> data;
+  for (std::int64_t i = 0; i < std::min<std::int64_t>(report_batches, c.batches); ++i) {
+    model::TensorMap batch;
+    batch.emplace(m.input, fit_batch(m, *reader->next(c.batch)));
+    data.push_back(std::move(batch));
+  }
+  const model::ModelReport report =
+      model::layer_report(float_model, quantized, data, {.timed_runs = timed_runs});
+  const std::string json = model::report_to_json(report);
+  if (as_json) std::cout << json << "\n";
+  else std::cout << model::format_report(report);
+  write_outputs(*this, json, info);
+  return 0;
+}
+
+}  // namespace qforge::cli

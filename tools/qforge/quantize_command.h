@@ -1,0 +1,24 @@
+// `qforge quantize MODEL --recipe R.json --calibration DATA`: calibrates, builds the quantized
+// model and reports per layer what quantization cost (SQNR against float, weight bytes, kernel,
+// time).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "model_setup.h"
+
+namespace qforge::cli {
+
+struct QuantizeCommand {
+  ModelOptions model;
+  std::string report_path;
+  bool as_json = false;
+  int report_batches = 8;
+  int timed_runs = 3;
+
+  CLI::App* add_to(CLI::App& parent);
+  int run() const;
+};
+
+}  // namespace qforge::cli
