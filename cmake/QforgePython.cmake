@@ -46,6 +46,8 @@ message(STATUS "qforge: Python package for ${Python_EXECUTABLE} (${Python_VERSIO
 # lib/, the plugins in lib/qforge/plugins, where libqforge_core looks beside itself.
 if(SKBUILD)
   set(qforge_python_install_default ".")
+  # The libraries find each other in lib/ wherever site-packages is.
+  set(CMAKE_INSTALL_RPATH "$ORIGIN")
 else()
   set(qforge_python_install_default "${CMAKE_INSTALL_LIBDIR}/qforge/python/qforge")
 endif()
