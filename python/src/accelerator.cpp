@@ -11,6 +11,9 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <algorithm>
+#include <array>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,31 +46,102 @@ struct OutputSpec {
   Shape shape;
 };
 
+// A plan with run() on numpy arrays. Everything run() needs that does not depend on its
+// arguments (element sizes, output dtypes, extents and strides) is computed once here: the
+// per-call cost is the argument checks, the output allocation and the plan's own run.
 class PyPlan {
  public:
   PyPlan(std::shared_ptr<const Plan> plan, std::vector<InputSpec> inputs,
-         std::vector<OutputSpec> outputs)
-      : plan_(std::move(plan)), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {}
+         const std::vector<OutputSpec>& outputs)
+      : plan_(std::move(plan)), inputs_(std::move(inputs)) {
+    if (inputs_.size() > kMaxOperands || outputs.size() > kMaxOperands)
+      throw py::value_error("a plan with more operands than qforge::kMaxOperands");
+    for (std::size_t i = 0; i < inputs_.size(); ++i) {
+      itemsizes_.push_back(itemsize(inputs_[i].dtype));
+      if (!plan_->reads_input(i)) continue;
+      read_names_ += (read_names_.empty() ? "" : ", ") + inputs_[i].name;
+      ++reads_;
+    }
+    for (const auto& o : outputs) {
+      Output out;
+      out.dtype = o.is_float   ? py::dtype::of<float>()
+                  : o.is_int32 ? py::dtype::of<std::int32_t>()
+                               : storage_dtype(o.dtype);
+      const bool packed = !o.is_float && !o.is_int32 && traits(o.dtype).bits < 8;
+      const Shape shape = packed ? Shape{static_cast<std::int64_t>(storage_bytes(
+                                       o.dtype, static_cast<std::size_t>(element_count(o.shape))))}
+                                 : o.shape;
+      out.extents.assign(shape.begin(), shape.end());
+      out.strides.resize(shape.size());
+      py::ssize_t stride = itemsize(out.dtype);
+      for (std::size_t i = shape.size(); i-- > 0;) {
+        out.strides[i] = stride;
+        stride *= std::max<py::ssize_t>(out.extents[i], 1);
+      }
+      outputs_.push_back(std::move(out));
+    }
+  }
 
   // Inputs in operand order, leaving out those fixed when the plan was made.
   py::object run(const py::args& args) const {
-    std::vector<const void*> in;
-    std::vector<py::array> keep;
-    std::size_t next = 0;
-    std::vector<std::string> wanted;
-    for (std::size_t i = 0; i < inputs_.size(); ++i)
-      if (plan_->reads_input(i)) wanted.push_back(inputs_[i].name);
-    if (args.size() != wanted.size()) {
-      std::string names;
-      for (const auto& w : wanted) names += (names.empty() ? "" : ", ") + w;
-      throw py::type_error("Plan.run takes " + std::to_string(wanted.size()) + " array(s) (" +
-                           names + "); got " + std::to_string(args.size()));
+    std::array<const void*, kMaxOperands> in{};
+    check_inputs(args, in);
+    std::array<py::array, kMaxOperands> outs;
+    std::array<void*, kMaxOperands> out_ptrs{};
+    for (std::size_t i = 0; i < outputs_.size(); ++i) {
+      outs[i] = py::array(outputs_[i].dtype, outputs_[i].extents, outputs_[i].strides);
+      out_ptrs[i] = outs[i].mutable_data();
     }
+    const std::span<const void* const> ins(in.data(), inputs_.size());
+    const std::span<void* const> os(out_ptrs.data(), outputs_.size());
+    if (plan_->concurrency() == PlanConcurrency::concurrent) {
+      py::gil_scoped_release release;
+      plan_->run(ins, os);
+    } else {
+      plan_->run(ins, os);
+    }
+    if (outputs_.size() == 1) return std::move(outs[0]);
+    py::tuple t(outputs_.size());
+    for (std::size_t i = 0; i < outputs_.size(); ++i) t[i] = std::move(outs[i]);
+    return std::move(t);
+  }
+
+  // Seconds per run of `iterations` runs in a C++ loop on the same arrays: the plan's own cost,
+  // against which the Python call's overhead is measured (benchmarks/python).
+  double seconds_per_run_in_cpp(int iterations, const py::args& args) const {
+    std::array<const void*, kMaxOperands> in{};
+    check_inputs(args, in);
+    std::vector<py::array> outs;
+    std::array<void*, kMaxOperands> out_ptrs{};
+    for (std::size_t i = 0; i < outputs_.size(); ++i) {
+      outs.emplace_back(outputs_[i].dtype, outputs_[i].extents, outputs_[i].strides);
+      out_ptrs[i] = outs.back().mutable_data();
+    }
+    const std::span<const void* const> ins(in.data(), inputs_.size());
+    const std::span<void* const> os(out_ptrs.data(), outputs_.size());
+    py::gil_scoped_release release;
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < iterations; ++i) plan_->run(ins, os);
+    const std::chrono::duration<double> d = std::chrono::steady_clock::now() - start;
+    return d.count() / std::max(iterations, 1);
+  }
+
+  const Plan& plan() const { return *plan_; }
+
+ private:
+  struct Output {
+    py::dtype dtype;
+    std::vector<py::ssize_t> extents, strides;
+  };
+
+  // Checks run()'s arguments and writes the plan's input pointers (null where fixed).
+  void check_inputs(const py::args& args, std::array<const void*, kMaxOperands>& in) const {
+    if (args.size() != reads_)
+      throw py::type_error("Plan.run takes " + std::to_string(reads_) + " array(s) (" +
+                           read_names_ + "); got " + std::to_string(args.size()));
+    std::size_t next = 0;
     for (std::size_t i = 0; i < inputs_.size(); ++i) {
-      if (!plan_->reads_input(i)) {
-        in.push_back(nullptr);
-        continue;
-      }
+      if (!plan_->reads_input(i)) continue;
       py::handle h = args[next++];
       if (!py::isinstance<py::array>(h))
         throw py::type_error("Plan.run: " + inputs_[i].name + " is a " +
@@ -75,40 +149,23 @@ class PyPlan {
                              "; expected a numpy array");
       auto a = py::reinterpret_borrow<py::array>(h);
       require_array(a, inputs_[i].dtype, inputs_[i].name);
-      if (static_cast<std::size_t>(nbytes(a)) != inputs_[i].bytes)
-        throw py::value_error("Plan.run: " + inputs_[i].name + " holds " +
-                              std::to_string(nbytes(a)) + " bytes; the plan's " +
-                              describe(plan_->desc()) + " reads " +
+      // require_array checked the dtype, so its element size is the spec's.
+      const auto bytes =
+          static_cast<std::size_t>(a.size()) * static_cast<std::size_t>(itemsizes_[i]);
+      if (bytes != inputs_[i].bytes)
+        throw py::value_error("Plan.run: " + inputs_[i].name + " holds " + std::to_string(bytes) +
+                              " bytes; the plan's " + describe(plan_->desc()) + " reads " +
                               std::to_string(inputs_[i].bytes));
-      in.push_back(a.data());
-      keep.push_back(a);
+      in[i] = a.data();
     }
-    std::vector<py::array> outs;
-    std::vector<void*> out_ptrs;
-    for (const auto& o : outputs_) {
-      py::array a = o.is_float   ? py::array(float_array(o.shape))
-                    : o.is_int32 ? py::array(py::array_t<std::int32_t>(
-                                       std::vector<py::ssize_t>(o.shape.begin(), o.shape.end())))
-                                 : storage_array(o.dtype, o.shape);
-      out_ptrs.push_back(a.mutable_data());
-      outs.push_back(a);
-    }
-    if (plan_->concurrency() == PlanConcurrency::concurrent) {
-      py::gil_scoped_release release;
-      plan_->run(std::span<const void* const>(in), std::span<void* const>(out_ptrs));
-    } else {
-      plan_->run(std::span<const void* const>(in), std::span<void* const>(out_ptrs));
-    }
-    if (outs.size() == 1) return outs[0];
-    return py::tuple(py::cast(outs));
   }
 
-  const Plan& plan() const { return *plan_; }
-
- private:
   std::shared_ptr<const Plan> plan_;
   std::vector<InputSpec> inputs_;
-  std::vector<OutputSpec> outputs_;
+  std::vector<Output> outputs_;
+  std::size_t reads_ = 0;
+  std::string read_names_;
+  std::vector<py::ssize_t> itemsizes_;  // per input
 };
 
 AcceleratorOptions make_options(std::optional<std::vector<std::string>> plugins,
@@ -147,6 +204,8 @@ void bind_accelerator(py::module_& m) {
            "Runs the op on numpy arrays (the inputs not fixed at prepare time, in operand order) "
            "and returns its output array(s)")
       .def("__call__", &PyPlan::run)
+      .def("_seconds_per_run_in_cpp", &PyPlan::seconds_per_run_in_cpp, py::arg("iterations"),
+           "Benchmarks: seconds per run of the plan in a C++ loop on these inputs")
       .def_property_readonly("backend", [](const PyPlan& p) { return p.plan().backend(); })
       .def_property_readonly("kernel", [](const PyPlan& p) { return p.plan().kernel(); })
       .def_property_readonly("device", [](const PyPlan& p) { return p.plan().device(); })
