@@ -16,6 +16,7 @@
 #include "arrays.h"
 #include "bindings.h"
 #include "qforge/accelerator.h"
+#include "qforge/calibration/methods.h"
 #include "qforge/model/calibrate.h"
 #include "qforge/model/executor.h"
 #include "qforge/model/layer_report.h"
@@ -128,9 +129,57 @@ py::list layer_list(const mdl::QuantizedModel& q) {
   return out;
 }
 
+py::object layer_dict(const std::optional<mdl::LayerQuantization>& q) {
+  if (!q) return py::none();
+  py::dict d;
+  if (q->weights) {
+    py::dict w;
+    w["dtype"] = q->weights->dtype;
+    w["mapping"] = q->weights->mapping;
+    w["granularity"] = q->weights->granularity;
+    w["axis"] = q->weights->axis;
+    w["block_size"] = q->weights->block_size;
+    d["weights"] = w;
+  } else {
+    d["weights"] = py::none();
+  }
+  if (q->activations) {
+    const auto& a = *q->activations;
+    py::dict w;
+    w["mode"] = std::string(mdl::to_string(a.mode));
+    w["dtype"] = a.dtype;
+    w["mapping"] = a.mapping;
+    w["method"] = std::string(calibration::to_string(a.calibration.method));
+    w["percentile"] = a.calibration.percentile;
+    w["scale"] = a.scale;
+    w["zero_point"] = a.zero_point;
+    d["activations"] = w;
+  } else {
+    d["activations"] = py::none();
+  }
+  d["describe"] = mdl::describe(q);
+  return std::move(d);
+}
+
 }  // namespace
 
 void bind_model(py::module_& m) {
+  m.def(
+      "resolve_recipe",
+      [](const std::string& recipe_json, const std::optional<std::filesystem::path>& recipe_path,
+         const std::vector<std::pair<std::string, std::string>>& nodes) {
+        const mdl::Recipe recipe =
+            recipe_path ? mdl::load_recipe(*recipe_path) : mdl::recipe_from_json(recipe_json);
+        std::vector<mdl::NodeRef> refs;
+        for (const auto& [name, op] : nodes) refs.push_back({name, op});
+        const mdl::RecipeResolution res = mdl::resolve(recipe, refs);
+        py::list out;
+        for (const auto& d : res.nodes) out.append(layer_dict(d.quantize));
+        return py::make_tuple(out, mdl::format_report(recipe, res, refs));
+      },
+      py::arg("recipe_json"), py::arg("recipe_path"), py::arg("nodes"),
+      "The recipe's decision for each (name, op_type), and the resolution report");
+
   py::class_<PyModel>(m, "QuantizedModel", "A model quantized by qforge.quantize_model")
       .def(
           "run",
