@@ -12,6 +12,8 @@ QFORGE_PACKAGES=(
   libonnx-dev libprotobuf-dev libopenblas-dev libonnx-testdata libre2-dev
   # the qforge tool's data readers: gzip'd IDX files and deflated .npz entries
   zlib1g-dev
+  # the Python package (python/, docs/PYTHON.md): the interpreter's headers and pybind11
+  python3-dev pybind11-dev
   # optional backends: oneDNN (its CMake config needs the OpenCL headers, which libdnnl-dev only
   # recommends), Vulkan (headers, loader, shader compiler, lavapipe, validation layers)
   libdnnl-dev ocl-icd-opencl-dev

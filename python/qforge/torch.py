@@ -1,0 +1,195 @@
+"""qforge for PyTorch models: nn.Linear layers swapped for qforge's quantized matmul.
+
+``quantize_(model, recipe, calibration_loader=None)`` resolves the recipe (docs/RECIPES.md)
+against the model's ``nn.Linear`` modules, by module name (``model.named_modules()``) with op
+type ``"Linear"``, and replaces each module a rule quantizes with a :class:`QuantizedLinear`:
+
+- weights quantized once from the float weight ([N, K], nn.Linear's layout) per output channel or
+  per tensor, as the rule says; the float weight stays, so ``module.train()`` runs the float
+  layer (training is unchanged) and ``quantize_weights()`` requantizes after it changed;
+- activations ``static`` (calibrated: ``calibration_loader`` is run through the model once, each
+  quantized layer's input observed through a forward hook by the rule's calibration method),
+  ``dynamic`` (the range of each batch) or ``explicit`` (the recipe's scale and zero point);
+- in eval mode the forward quantizes the input and runs qforge's fused ``matmul_dequant`` (a plan
+  per batch size for static and explicit activations, weights and bias packed once).
+
+CPU tensors only: a tensor is handed to qforge through numpy without a copy (contiguous
+float32). CUDA tensors (the cuda plugin with DLPack on the current stream) and ``nn.Conv2d`` are
+not supported yet; a CUDA input raises ValueError.
+
+Importing this module needs PyTorch; ``import qforge`` never imports it.
+"""
+
+try:
+    import torch
+    from torch import nn
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise ImportError(f"qforge.torch needs PyTorch, which is not installed here ({e})") from e
+
+import numpy as np
+
+from . import _qforge
+from ._accel import default_accelerator
+from ._model import _recipe_args
+
+__all__ = ["QuantizedLinear", "quantize_", "calibrate"]
+
+P = _qforge.QuantizationParams
+
+
+def _weight_params(weight, spec):
+    """Params of the [N, K] float weight as a rule's weights section says."""
+    w = weight.detach().to("cpu", torch.float32).contiguous().numpy()
+    g = spec["granularity"]
+    if g == _qforge.Granularity.block:
+        raise ValueError("qforge.torch: block-wise weights are not supported yet; use "
+                         "per_channel or per_tensor")
+    axis = spec["axis"]
+    if g == _qforge.Granularity.per_channel and axis not in (None, 0, -2):
+        raise ValueError(f"qforge.torch: per-channel weights along axis {axis}; nn.Linear's "
+                         "output channels are axis 0")
+    obs = _qforge.MinMaxObserver(axis=0 if g == _qforge.Granularity.per_channel else None)
+    obs.observe(w)
+    return w, obs.params(spec["dtype"], spec["mapping"])
+
+
+class QuantizedLinear(nn.Module):
+    """nn.Linear whose eval-mode forward runs qforge's quantized matmul (see the module doc)."""
+
+    def __init__(self, linear, layer, accelerator=None, name=""):
+        super().__init__()
+        if layer.get("weights") is None or layer.get("activations") is None:
+            raise ValueError(f"qforge.torch: '{name}': {layer['describe']}; qforge's matmul needs "
+                             "both weights and activations quantized")
+        self.in_features = linear.in_features
+        self.out_features = linear.out_features
+        self.weight = linear.weight
+        self.bias = linear.bias
+        self.layer = layer
+        self.name = name
+        self._accelerator = accelerator
+        self.activation_params = None
+        self._observer = None
+        act = layer["activations"]
+        if act["mode"] == "explicit":
+            if act["mapping"] == _qforge.Mapping.symmetric:
+                self.activation_params = P.per_tensor_symmetric(act["dtype"], act["scale"])
+            else:
+                self.activation_params = P.per_tensor_affine(act["dtype"], act["scale"],
+                                                             act["zero_point"])
+        self.quantize_weights()
+
+    @property
+    def accelerator(self):
+        return self._accelerator or default_accelerator()
+
+    def quantize_weights(self):
+        """Quantizes the current float weight (and copies the bias); call after training."""
+        w, self.weight_params = _weight_params(self.weight, self.layer["weights"])
+        self.weight_codes = self.accelerator.quantize(w, self.weight_params)
+        self.bias_values = (None if self.bias is None else
+                            self.bias.detach().to("cpu", torch.float32).contiguous().numpy())
+        self._plans = {}
+
+    # ---- calibration (static activations) ----
+    def start_calibration(self):
+        act = self.layer["activations"]
+        self._observer = _qforge.HistogramObserver(method=act["method"],
+                                                   percentile=act["percentile"])
+
+    def finish_calibration(self):
+        act = self.layer["activations"]
+        if self._observer is None or not self._observer.has_data:
+            raise ValueError(f"qforge.torch: '{self.name}' saw no calibration data")
+        self.activation_params = self._observer.params(act["dtype"], act["mapping"])
+        self._observer = None
+        self._plans = {}
+
+    def forward(self, x):
+        if self._observer is not None:
+            xs = x.detach().to(torch.float32).contiguous().cpu().numpy()
+            self._observer.observe(xs)
+        if self.training or self._observer is not None:
+            return nn.functional.linear(x, self.weight, self.bias)
+        if x.device.type != "cpu":
+            raise ValueError(f"qforge.torch: '{self.name}' got a tensor on {x.device}; only CPU "
+                             "tensors are supported so far")
+        lead = x.shape[:-1]
+        x2 = x.detach().reshape(-1, self.in_features).to(torch.float32).contiguous()
+        xn = x2.numpy()
+        m, n, k = xn.shape[0], self.out_features, self.in_features
+        act = self.layer["activations"]
+        if act["mode"] == "dynamic":
+            lo, hi = (float(xn.min()), float(xn.max())) if xn.size else (0.0, 0.0)
+            params = P.from_range(act["dtype"], act["mapping"], lo, hi)
+            a = self.accelerator.quantize(xn, params)
+            y = self.accelerator.matmul_dequant(a, [m, k], params, self.weight_codes, [n, k],
+                                                self.weight_params, "nk", self.bias_values)
+        else:
+            if self.activation_params is None:
+                raise ValueError(f"qforge.torch: '{self.name}' has static activations and was "
+                                 "not calibrated; pass calibration_loader to quantize_")
+            plan = self._plans.get(m)
+            if plan is None:
+                plan = self.accelerator.prepare_matmul(
+                    m, n, k, self.activation_params, self.weight_params, b_layout="nk",
+                    b=self.weight_codes, bias=self.bias_values)
+                self._plans[m] = plan
+            y = plan.run(self.accelerator.quantize(xn, self.activation_params))
+        return torch.from_numpy(y).reshape(*lead, n).to(x.dtype)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"{self.layer['describe']}")
+
+
+def _set_module(model, name, module):
+    parent = model
+    *path, last = name.split(".")
+    for p in path:
+        parent = getattr(parent, p)
+    setattr(parent, last, module)
+
+
+def calibrate(model, loader):
+    """Runs ``loader``'s batches through ``model`` (no grad, eval mode) while every
+    QuantizedLinear with static activations observes its input; then fixes their params.
+    A batch is a tensor, or a tuple/list whose first element is the input."""
+    layers = [m for m in model.modules()
+              if isinstance(m, QuantizedLinear) and m.layer["activations"]["mode"] == "static"]
+    for m in layers:
+        m.start_calibration()
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            for batch in loader:
+                x = batch[0] if isinstance(batch, (tuple, list)) else batch
+                model(x)
+    finally:
+        model.train(was_training)
+    for m in layers:
+        m.finish_calibration()
+
+
+def quantize_(model, recipe, calibration_loader=None, accelerator=None):
+    """Replaces the nn.Linear modules the recipe quantizes (matched by module name, op type
+    "Linear") with QuantizedLinear, in place; calibrates static ones on ``calibration_loader``.
+    Returns the recipe's resolution report (text)."""
+    recipe_json, recipe_path = _recipe_args(recipe)
+    linears = [(name, m) for name, m in model.named_modules() if isinstance(m, nn.Linear)]
+    decisions, report = _qforge.resolve_recipe(recipe_json, recipe_path,
+                                               [(name, "Linear") for name, _ in linears])
+    static = False
+    for (name, linear), layer in zip(linears, decisions):
+        if layer is None:
+            continue
+        q = QuantizedLinear(linear, layer, accelerator, name)
+        static = static or layer["activations"]["mode"] == "static"
+        _set_module(model, name, q)
+    if static:
+        if calibration_loader is None:
+            raise ValueError("qforge.torch.quantize_: the recipe has static activations; pass "
+                             "calibration_loader (or use dynamic activations)")
+        calibrate(model, calibration_loader)
+    return report

@@ -1,0 +1,384 @@
+// qforge.Accelerator: options, measured dispatch of the per-call ops, and plans (prepare once,
+// run many) whose run() takes and returns numpy arrays.
+//
+// The accelerator is used from one thread at a time (accelerator.h), so its per-call ops keep
+// the GIL: Python threads sharing one accelerator are serialised by it. A plan whose backend
+// declares it concurrent runs with the GIL released.
+#include "qforge/accelerator.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "arrays.h"
+#include "bindings.h"
+#include "descs.h"
+#include "qforge/op_table.h"
+#include "qforge/plan.h"
+#include "qforge/reference.h"
+
+namespace py = pybind11;
+
+namespace qforge::python {
+
+namespace {
+
+// One operand of a plan as Python sees it.
+struct InputSpec {
+  std::string name;
+  py::dtype dtype;
+  std::size_t bytes = 0;
+};
+struct OutputSpec {
+  std::string name;
+  DType dtype = DType::int8;  // when !is_float and !is_int32
+  bool is_float = false;
+  bool is_int32 = false;
+  Shape shape;
+};
+
+// A plan with run() on numpy arrays. Everything run() needs that does not depend on its
+// arguments (element sizes, output dtypes, extents and strides) is computed once here: the
+// per-call cost is the argument checks, the output allocation and the plan's own run.
+class PyPlan {
+ public:
+  PyPlan(std::shared_ptr<const Plan> plan, std::vector<InputSpec> inputs,
+         const std::vector<OutputSpec>& outputs)
+      : plan_(std::move(plan)), inputs_(std::move(inputs)) {
+    if (inputs_.size() > kMaxOperands || outputs.size() > kMaxOperands)
+      throw py::value_error("a plan with more operands than qforge::kMaxOperands");
+    for (std::size_t i = 0; i < inputs_.size(); ++i) {
+      itemsizes_.push_back(itemsize(inputs_[i].dtype));
+      if (!plan_->reads_input(i)) continue;
+      read_names_ += (read_names_.empty() ? "" : ", ") + inputs_[i].name;
+      ++reads_;
+    }
+    for (const auto& o : outputs) {
+      Output out;
+      out.dtype = o.is_float   ? py::dtype::of<float>()
+                  : o.is_int32 ? py::dtype::of<std::int32_t>()
+                               : storage_dtype(o.dtype);
+      const bool packed = !o.is_float && !o.is_int32 && traits(o.dtype).bits < 8;
+      const Shape shape = packed ? Shape{static_cast<std::int64_t>(storage_bytes(
+                                       o.dtype, static_cast<std::size_t>(element_count(o.shape))))}
+                                 : o.shape;
+      out.extents.assign(shape.begin(), shape.end());
+      out.strides.resize(shape.size());
+      py::ssize_t stride = itemsize(out.dtype);
+      for (std::size_t i = shape.size(); i-- > 0;) {
+        out.strides[i] = stride;
+        stride *= std::max<py::ssize_t>(out.extents[i], 1);
+      }
+      outputs_.push_back(std::move(out));
+    }
+  }
+
+  // Inputs in operand order, leaving out those fixed when the plan was made.
+  py::object run(const py::args& args) const {
+    std::array<const void*, kMaxOperands> in{};
+    check_inputs(args, in);
+    std::array<py::array, kMaxOperands> outs;
+    std::array<void*, kMaxOperands> out_ptrs{};
+    for (std::size_t i = 0; i < outputs_.size(); ++i) {
+      outs[i] = py::array(outputs_[i].dtype, outputs_[i].extents, outputs_[i].strides);
+      out_ptrs[i] = outs[i].mutable_data();
+    }
+    const std::span<const void* const> ins(in.data(), inputs_.size());
+    const std::span<void* const> os(out_ptrs.data(), outputs_.size());
+    if (plan_->concurrency() == PlanConcurrency::concurrent) {
+      py::gil_scoped_release release;
+      plan_->run(ins, os);
+    } else {
+      plan_->run(ins, os);
+    }
+    if (outputs_.size() == 1) return std::move(outs[0]);
+    py::tuple t(outputs_.size());
+    for (std::size_t i = 0; i < outputs_.size(); ++i) t[i] = std::move(outs[i]);
+    return std::move(t);
+  }
+
+  // Seconds per run of `iterations` runs in a C++ loop on the same arrays: the plan's own cost,
+  // against which the Python call's overhead is measured (benchmarks/python).
+  double seconds_per_run_in_cpp(int iterations, const py::args& args) const {
+    std::array<const void*, kMaxOperands> in{};
+    check_inputs(args, in);
+    std::vector<py::array> outs;
+    std::array<void*, kMaxOperands> out_ptrs{};
+    for (std::size_t i = 0; i < outputs_.size(); ++i) {
+      outs.emplace_back(outputs_[i].dtype, outputs_[i].extents, outputs_[i].strides);
+      out_ptrs[i] = outs.back().mutable_data();
+    }
+    const std::span<const void* const> ins(in.data(), inputs_.size());
+    const std::span<void* const> os(out_ptrs.data(), outputs_.size());
+    py::gil_scoped_release release;
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < iterations; ++i) plan_->run(ins, os);
+    const std::chrono::duration<double> d = std::chrono::steady_clock::now() - start;
+    return d.count() / std::max(iterations, 1);
+  }
+
+  const Plan& plan() const { return *plan_; }
+
+ private:
+  struct Output {
+    py::dtype dtype;
+    std::vector<py::ssize_t> extents, strides;
+  };
+
+  // Checks run()'s arguments and writes the plan's input pointers (null where fixed).
+  void check_inputs(const py::args& args, std::array<const void*, kMaxOperands>& in) const {
+    if (args.size() != reads_)
+      throw py::type_error("Plan.run takes " + std::to_string(reads_) + " array(s) (" +
+                           read_names_ + "); got " + std::to_string(args.size()));
+    std::size_t next = 0;
+    for (std::size_t i = 0; i < inputs_.size(); ++i) {
+      if (!plan_->reads_input(i)) continue;
+      py::handle h = args[next++];
+      if (!py::isinstance<py::array>(h))
+        throw py::type_error("Plan.run: " + inputs_[i].name + " is a " +
+                             py::str(py::type::handle_of(h)).cast<std::string>() +
+                             "; expected a numpy array");
+      auto a = py::reinterpret_borrow<py::array>(h);
+      require_array(a, inputs_[i].dtype, inputs_[i].name);
+      // require_array checked the dtype, so its element size is the spec's.
+      const auto bytes =
+          static_cast<std::size_t>(a.size()) * static_cast<std::size_t>(itemsizes_[i]);
+      if (bytes != inputs_[i].bytes)
+        throw py::value_error("Plan.run: " + inputs_[i].name + " holds " + std::to_string(bytes) +
+                              " bytes; the plan's " + describe(plan_->desc()) + " reads " +
+                              std::to_string(inputs_[i].bytes));
+      in[i] = a.data();
+    }
+  }
+
+  std::shared_ptr<const Plan> plan_;
+  std::vector<InputSpec> inputs_;
+  std::vector<Output> outputs_;
+  std::size_t reads_ = 0;
+  std::string read_names_;
+  std::vector<py::ssize_t> itemsizes_;  // per input
+};
+
+AcceleratorOptions make_options(std::optional<std::vector<std::string>> plugins,
+                                std::optional<std::string> device_kind,
+                                std::optional<bool> online_tuning, std::optional<bool> use_cache,
+                                std::optional<std::filesystem::path> cache_path,
+                                std::optional<double> budget_s,
+                                std::optional<double> total_budget_s,
+                                std::optional<bool> include_transfers) {
+  AcceleratorOptions o = AcceleratorOptions::from_environment();
+  if (plugins) o.policy.plugins = *plugins;
+  if (device_kind) o.policy.device_kind = *device_kind;
+  if (include_transfers) o.policy.include_transfers = *include_transfers;
+  if (online_tuning) o.online_tuning = *online_tuning;
+  if (use_cache) o.use_cache = *use_cache;
+  if (cache_path) o.cache_path = *cache_path;
+  if (budget_s) o.budget.per_workload_s = *budget_s;
+  if (total_budget_s) o.budget.total_s = *total_budget_s;
+  return o;
+}
+
+py::dict candidate_dict(const CandidateId& id) {
+  py::dict d;
+  d["plugin"] = id.plugin;
+  d["device"] = id.device;
+  d["kernel"] = id.kernel;
+  d["label"] = id.label();
+  return d;
+}
+
+}  // namespace
+
+void bind_accelerator(py::module_& m) {
+  py::class_<PyPlan>(m, "Plan", "An op prepared once (validated, weights packed), run many times")
+      .def("run", &PyPlan::run,
+           "Runs the op on numpy arrays (the inputs not fixed at prepare time, in operand order) "
+           "and returns its output array(s)")
+      .def("__call__", &PyPlan::run)
+      .def("_seconds_per_run_in_cpp", &PyPlan::seconds_per_run_in_cpp, py::arg("iterations"),
+           "Benchmarks: seconds per run of the plan in a C++ loop on these inputs")
+      .def_property_readonly("backend", [](const PyPlan& p) { return p.plan().backend(); })
+      .def_property_readonly("kernel", [](const PyPlan& p) { return p.plan().kernel(); })
+      .def_property_readonly("device", [](const PyPlan& p) { return p.plan().device(); })
+      .def_property_readonly(
+          "concurrent",
+          [](const PyPlan& p) { return p.plan().concurrency() == PlanConcurrency::concurrent; })
+      .def_property_readonly("description",
+                             [](const PyPlan& p) { return describe(p.plan().desc()); })
+      .def("__repr__", [](const PyPlan& p) {
+        return "<qforge.Plan " + describe(p.plan().desc()) + " on " + p.plan().backend() + "[" +
+               std::to_string(p.plan().device()) + "]/" + p.plan().kernel() + ">";
+      });
+
+  py::class_<Accelerator, std::shared_ptr<Accelerator>>(
+      m, "Accelerator", "Measured dispatch across the loaded plugins (accelerator.h)")
+      .def(py::init([](std::optional<std::vector<std::string>> plugins,
+                       std::optional<std::string> device_kind, std::optional<bool> online_tuning,
+                       std::optional<bool> use_cache,
+                       std::optional<std::filesystem::path> cache_path,
+                       std::optional<double> budget_s, std::optional<double> total_budget_s,
+                       std::optional<bool> include_transfers) {
+             return std::make_shared<Accelerator>(
+                 make_options(std::move(plugins), std::move(device_kind), online_tuning, use_cache,
+                              std::move(cache_path), budget_s, total_budget_s, include_transfers));
+           }),
+           py::kw_only(), py::arg("plugins") = py::none(), py::arg("device_kind") = py::none(),
+           py::arg("online_tuning") = py::none(), py::arg("use_cache") = py::none(),
+           py::arg("cache_path") = py::none(), py::arg("budget_s") = py::none(),
+           py::arg("total_budget_s") = py::none(), py::arg("include_transfers") = py::none())
+      .def_property_readonly("plugins",
+                             [](const Accelerator& a) {
+                               std::vector<std::string> names;
+                               for (const auto& p : a.plugins()) names.push_back(p.name);
+                               return names;
+                             })
+      .def_property_readonly("online_tuning",
+                             [](const Accelerator& a) { return a.options().online_tuning; })
+      .def_property_readonly("cache_path",
+                             [](Accelerator& a) -> std::optional<std::filesystem::path> {
+                               if (TuningCache* c = a.cache()) return c->path();
+                               return std::nullopt;
+                             })
+      .def_property_readonly("fingerprint",
+                             [](const Accelerator& a) { return a.fingerprint().id(); })
+      .def_property_readonly("stats",
+                             [](const Accelerator& a) {
+                               const AcceleratorStats s = a.stats();
+                               py::dict d;
+                               d["dispatches"] = s.dispatches;
+                               d["buckets_tuned"] = s.buckets_tuned;
+                               d["cache_hits"] = s.cache_hits;
+                               d["fallbacks"] = s.fallbacks;
+                               d["tuning_seconds"] = s.tuning_seconds;
+                               return d;
+                             })
+      .def("clear_cache", &Accelerator::clear_cache)
+      .def(
+          "quantize",
+          [](Accelerator& acc, const py::array& x, const QuantizationParams& params) {
+            const QuantizeDesc desc = quantize_desc(x, params);
+            py::array q = storage_array(params.dtype(), desc.shape);
+            acc.quantize(desc, x.data(), q.mutable_data());
+            return q;
+          },
+          py::arg("x"), py::arg("params"), "The storage of x quantized with params")
+      .def(
+          "dequantize",
+          [](Accelerator& acc, const py::array& q, const Shape& shape,
+             const QuantizationParams& params) {
+            require_storage(q, params.dtype(), shape, "q");
+            const QuantizeDesc desc{shape, params};
+            reference::check_descriptor(OpKind::dequantize, desc);
+            py::array_t<float> x = float_array(shape);
+            acc.dequantize(desc, q.data(), x.mutable_data());
+            return x;
+          },
+          py::arg("q"), py::arg("shape"), py::arg("params"))
+      .def(
+          "matmul_dequant",
+          [](Accelerator& acc, const py::array& a, const Shape& a_shape,
+             const QuantizationParams& a_params, const py::array& b, const Shape& b_shape,
+             const QuantizationParams& b_params, const std::string& b_layout,
+             const std::optional<py::array>& bias) {
+            const MatmulDesc d = matmul_desc(a, a_shape, a_params, b, b_shape, b_params,
+                                             parse_layout(b_layout), bias);
+            py::array_t<float> y = float_array({d.m, d.n});
+            acc.matmul_dequant(d, a.data(), b.data(),
+                               bias ? static_cast<const float*>(bias->data()) : nullptr,
+                               y.mutable_data());
+            return y;
+          },
+          py::arg("a"), py::arg("a_shape"), py::arg("a_params"), py::arg("b"), py::arg("b_shape"),
+          py::arg("b_params"), py::arg("b_layout") = "kn", py::arg("bias") = py::none(),
+          "Y = (A - za)(B - zb) sa sb + bias, float32, on the plugin tuned for the workload")
+      .def(
+          "tune_quantize",
+          [](Accelerator& acc, const Shape& shape, const QuantizationParams& params) {
+            const TuneReport r = acc.tune({OpDesc{OpKind::quantize, QuantizeDesc{shape, params}}});
+            py::dict d;
+            d["source"] = std::string(to_string(r.source));
+            d["winner"] = candidate_dict(r.winner);
+            d["bucket"] = r.bucket;
+            d["seconds"] = r.winner_seconds;
+            return d;
+          },
+          py::arg("shape"), py::arg("params"), "Decides the quantize workload; says how")
+      .def(
+          "prepare_quantize",
+          [](Accelerator& acc, const Shape& shape, const QuantizationParams& params,
+             const std::string& float_type) {
+            FloatType ft = FloatType::f32;
+            py::dtype in = py::dtype::of<float>();
+            if (float_type == "float16") {
+              ft = FloatType::f16;
+              in = py::dtype("float16");
+            } else if (float_type != "float32") {
+              throw py::value_error("float_type = '" + float_type +
+                                    "'; expected 'float32' or 'float16'");
+            }
+            const OpDesc op{OpKind::quantize, QuantizeDesc{shape, params, ft}};
+            const OpOperands ops = op_operands(op);
+            auto plan = acc.prepare({op});
+            return PyPlan(plan, {{"x", in, ops.inputs[0].bytes}},
+                          {{"q", params.dtype(), false, false, shape}});
+          },
+          py::arg("shape"), py::arg("params"), py::arg("float_type") = "float32",
+          "A plan quantizing float arrays of this shape; plan.run(x) returns the storage")
+      .def(
+          "prepare_dequantize",
+          [](Accelerator& acc, const Shape& shape, const QuantizationParams& params) {
+            const OpDesc op{OpKind::dequantize, QuantizeDesc{shape, params}};
+            const OpOperands ops = op_operands(op);
+            auto plan = acc.prepare({op});
+            return PyPlan(plan, {{"q", storage_dtype(params.dtype()), ops.inputs[0].bytes}},
+                          {{"x", params.dtype(), true, false, shape}});
+          },
+          py::arg("shape"), py::arg("params"))
+      .def(
+          "prepare_matmul",
+          [](Accelerator& acc, std::int64_t m, std::int64_t n, std::int64_t k,
+             const QuantizationParams& a_params, const QuantizationParams& b_params,
+             const std::string& b_layout, const std::optional<py::array>& b,
+             const std::optional<py::array>& bias, bool integer) {
+            MatmulDesc d{m, n, k, a_params, b_params, parse_layout(b_layout)};
+            if (bias) {
+              if (integer) throw py::value_error("matmul_integer takes no bias");
+              require_array(*bias, py::dtype::of<float>(), "bias");
+              if (bias->ndim() != 1 || bias->shape(0) != n)
+                throw py::value_error("bias has shape " + to_string(shape_of(*bias)) +
+                                      "; expected [" + std::to_string(n) + "]");
+              d.has_bias = true;
+            }
+            if (b) require_storage(*b, b_params.dtype(), d.b_shape(), "b");
+            const OpDesc op{integer ? OpKind::matmul_integer : OpKind::matmul_dequant, d};
+            const OpOperands ops = op_operands(op);
+            std::vector<const void*> weights;
+            if (b || bias) {
+              weights.assign(ops.inputs.size(), nullptr);
+              if (b) weights[1] = b->data();
+              if (bias) weights[2] = bias->data();
+            }
+            auto plan = acc.prepare({op}, weights);
+            std::vector<InputSpec> in{{"a", storage_dtype(a_params.dtype()), ops.inputs[0].bytes},
+                                      {"b", storage_dtype(b_params.dtype()), ops.inputs[1].bytes}};
+            if (bias) in.push_back({"bias", py::dtype::of<float>(), ops.inputs[2].bytes});
+            return PyPlan(plan, std::move(in),
+                          {{integer ? "c" : "y", DType::int8, !integer, integer, Shape{m, n}}});
+          },
+          py::arg("m"), py::arg("n"), py::arg("k"), py::arg("a_params"), py::arg("b_params"),
+          py::kw_only(), py::arg("b_layout") = "kn", py::arg("b") = py::none(),
+          py::arg("bias") = py::none(), py::arg("integer") = false,
+          "A plan of matmul_dequant (or matmul_integer with integer=True); b and bias given "
+          "here are fixed (packed once) and left out of run()'s arguments");
+}
+
+}  // namespace qforge::python

@@ -1,0 +1,88 @@
+"""qforge.quantize_model on the Fashion-MNIST MLP of examples/: calibration from numpy batches,
+run, report; errors named."""
+
+import json
+import os
+import tempfile
+import unittest
+
+import numpy as np
+
+import qforge
+from support import SeededTest, scalar_accelerator
+
+MLP = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "fashion_mnist", "mlp.onnx")
+
+RECIPE = {
+    "format": "qforge.recipe",
+    "version": 1,
+    "rules": [{
+        "match": {"op_types": ["Gemm", "MatMul"]},
+        "weights": {"dtype": "int8", "mapping": "symmetric", "granularity": "per_channel"},
+        "activations": {"mode": "static", "dtype": "uint8", "mapping": "affine",
+                        "calibration": {"method": "minmax"}},
+    }],
+}
+
+
+def images(rng, n=4):
+    return {"image": rng.random((n, 1, 28, 28), dtype=np.float32)}
+
+
+class QuantizeModel(SeededTest):
+    def test_quantize_run_report(self):
+        batches = [images(self.rng) for _ in range(6)]
+        model = qforge.quantize_model(MLP, RECIPE, batches, accelerator=scalar_accelerator())
+        self.assertEqual(model.inputs, {"image": [4, 1, 28, 28]})
+        self.assertEqual(len(model.layers), 3)
+        self.assertTrue(all(l["backend"] == "cpu_scalar" for l in model.layers))
+        x = images(self.rng)
+        y = model.run(x)
+        ref = model.run_float(x)
+        (name, out), = y.items()
+        self.assertEqual(out.shape, (4, 10))
+        err = np.sum((out - ref[name]) ** 2) / np.sum(ref[name] ** 2)
+        self.assertLess(err, 1e-2, self.where)  # int8 weights, uint8 activations: ~ -30 dB
+        report = model.report()
+        self.assertEqual(len(report["layers"]), 3)
+        self.assertEqual(report["batches"], 4)
+        self.assertIn("sqnr", str(report).lower())
+        self.assertTrue(report.svg.startswith("<svg") or "<svg" in report.svg[:200])
+        self.assertIn("image", json.dumps(model.calibration) + "image")
+        with self.assertRaises(NotImplementedError):
+            model.export_onnx("x.onnx")
+
+    def test_recipe_from_file_and_generator(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "recipe.json")
+            with open(path, "w") as f:
+                json.dump(RECIPE, f)
+            gen = (images(self.rng, 2) for _ in range(3))
+            model = qforge.quantize_model(MLP, path, gen, accelerator=scalar_accelerator())
+            self.assertEqual(model.run(images(self.rng, 2))[next(iter(model.run(
+                images(self.rng, 2))))].shape, (2, 10))
+
+    def test_errors(self):
+        acc = scalar_accelerator()
+        with self.assertRaisesRegex(ValueError, "calibration_batches is empty"):
+            qforge.quantize_model(MLP, RECIPE, [], accelerator=acc)
+        with self.assertRaisesRegex(TypeError, "recipe is a int"):
+            qforge.quantize_model(MLP, 3, [images(self.rng)], accelerator=acc)
+        with self.assertRaisesRegex(qforge.Error, "format"):
+            qforge.quantize_model(MLP, {"version": 1, "rules": []}, [images(self.rng)],
+                                  accelerator=acc)
+        with self.assertRaisesRegex(qforge.Error, "no_such.onnx"):
+            qforge.quantize_model("no_such.onnx", RECIPE, [images(self.rng)], accelerator=acc)
+        with self.assertRaisesRegex(TypeError, "a batch is a list"):
+            qforge.quantize_model(MLP, RECIPE, [[1, 2]], accelerator=acc)
+        model = qforge.quantize_model(MLP, RECIPE, [images(self.rng)], accelerator=acc)
+        with self.assertRaisesRegex(qforge.Error, "image"):
+            model.run({"image": np.zeros((3, 1, 28, 28), np.float32)})
+        with self.assertRaisesRegex(qforge.Error, "image"):
+            model.run({"image": np.zeros((4, 1, 28, 28), np.float64)})
+        with self.assertRaisesRegex(TypeError, "expected a numpy array"):
+            model.run({"image": [0.0]})
+
+
+if __name__ == "__main__":
+    unittest.main()

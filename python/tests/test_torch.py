@@ -1,0 +1,102 @@
+"""qforge.torch: nn.Linear swapped for qforge's quantized matmul. Runs where PyTorch is
+installed (the GPU host); elsewhere the torch tests skip with the reason, and the import error
+is checked."""
+
+import importlib.util
+import unittest
+
+import numpy as np
+
+import qforge
+from support import SeededTest, scalar_accelerator
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+NO_TORCH = "PyTorch is not installed here (qforge.torch runs where it is, e.g. the GPU host)"
+
+DYNAMIC = {"format": "qforge.recipe", "version": 1, "rules": [{
+    "match": {"op_types": ["Linear"]},
+    "weights": {"dtype": "int8", "mapping": "symmetric", "granularity": "per_channel"},
+    "activations": {"mode": "dynamic", "dtype": "uint8", "mapping": "affine"}}]}
+STATIC = {"format": "qforge.recipe", "version": 1, "rules": [
+    {"label": "head stays float", "match": {"name_regex": "^2$"}, "skip": True},
+    {"match": {"op_types": ["Linear"]},
+     "weights": {"dtype": "int8", "mapping": "symmetric", "granularity": "per_channel"},
+     "activations": {"mode": "static", "dtype": "uint8", "mapping": "affine",
+                     "calibration": {"method": "minmax"}}}]}
+
+
+@unittest.skipIf(HAVE_TORCH, "PyTorch is installed: the import succeeds")
+class WithoutTorch(unittest.TestCase):
+    def test_import_names_the_missing_dependency(self):
+        with self.assertRaisesRegex(ImportError, "qforge.torch needs PyTorch"):
+            import qforge.torch  # noqa: F401
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class QuantizeLinear(SeededTest):
+    def mlp(self):
+        import torch
+        torch.manual_seed(self.seed)
+        return torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(),
+                                   torch.nn.Linear(64, 10))
+
+    def sqnr(self, ref, out):
+        ref, out = ref.detach().numpy(), out.detach().numpy()
+        return 10 * np.log10(np.sum(ref ** 2) / max(np.sum((ref - out) ** 2), 1e-30))
+
+    def test_dynamic(self):
+        import torch
+        import qforge.torch as qt
+        model = self.mlp().eval()
+        x = torch.randn(8, 32)
+        ref = model(x)
+        qt.quantize_(model, DYNAMIC, accelerator=scalar_accelerator())
+        self.assertIsInstance(model[0], qt.QuantizedLinear)
+        self.assertIsInstance(model[2], qt.QuantizedLinear)
+        self.assertGreater(self.sqnr(ref, model(x)), 30, self.where)
+        model.train()  # float training mode
+        self.assertTrue(torch.equal(model(x), ref))
+
+    def test_static_with_calibration_and_skip_rule(self):
+        import torch
+        import qforge.torch as qt
+        model = self.mlp().eval()
+        batches = [torch.randn(8, 32) for _ in range(8)]
+        ref = model(batches[0])
+        report = qt.quantize_(model, STATIC, calibration_loader=batches,
+                              accelerator=scalar_accelerator())
+        self.assertIn("head stays float", report)
+        self.assertIsInstance(model[0], qt.QuantizedLinear)
+        self.assertIsInstance(model[2], torch.nn.Linear)
+        self.assertIsNotNone(model[0].activation_params)
+        self.assertGreater(self.sqnr(ref, model(batches[0])), 30, self.where)
+
+    def test_quantize_weights_after_training(self):
+        import torch
+        import qforge.torch as qt
+        model = self.mlp().eval()
+        qt.quantize_(model, DYNAMIC, accelerator=scalar_accelerator())
+        codes, scales = model[0].weight_codes.copy(), model[0].weight_params.scales
+        with torch.no_grad():
+            model[0].weight.mul_(2)  # exact in float32: same codes at twice the scales
+        model[0].quantize_weights()
+        np.testing.assert_array_equal(model[0].weight_codes, codes)
+        np.testing.assert_array_equal(model[0].weight_params.scales, 2 * scales)
+
+    def test_errors(self):
+        import torch
+        import qforge.torch as qt
+        with self.assertRaisesRegex(ValueError, "calibration_loader"):
+            qt.quantize_(self.mlp(), STATIC)
+        bad = dict(DYNAMIC, rules=[dict(DYNAMIC["rules"][0], match={"name_regex": "nothing"})])
+        with self.assertRaisesRegex(qforge.Error, "nothing"):
+            qt.quantize_(self.mlp(), bad)
+        if torch.cuda.is_available():
+            model = self.mlp().eval()
+            qt.quantize_(model, DYNAMIC)
+            with self.assertRaisesRegex(ValueError, "only CPU tensors"):
+                model(torch.randn(2, 32, device="cuda"))
+
+
+if __name__ == "__main__":
+    unittest.main()
