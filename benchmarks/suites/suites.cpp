@@ -3,7 +3,6 @@
 // faster machine deserves.
 #include "qforge/bench/suites.h"
 
-
 namespace qforge {
 namespace {
 
