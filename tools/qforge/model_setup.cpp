@@ -80,6 +80,9 @@ void ModelOptions::add_quantization(CLI::App& app, bool recipe_required) {
     r->needs(c);
     c->needs(r);
   }
+  app.add_option("--calibration-limit", calibration_limit,
+                 "Calibrate on the first N samples only (default: all)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--plugins", plugins,
                  "Only these plugins may run the quantized layers, comma-separated "
                  "(e.g. cpu_x86,cpu_scalar; default: every plugin found)");
@@ -204,7 +207,8 @@ Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o) {
   c.recipe = model::load_recipe(o.recipe);
   auto reader = DataReader::open(o.calibration, DataRole::samples);
   c.data_description = reader->description();
-  const std::int64_t n = reader->count();
+  const std::int64_t n =
+      o.calibration_limit > 0 ? std::min(reader->count(), o.calibration_limit) : reader->count();
   if (n == 0)
     throw Error(ErrorCode::invalid_argument, o.calibration + ": no samples to calibrate on");
   if (m.fixed_batch && n < *m.fixed_batch)

@@ -27,7 +27,8 @@ struct ModelOptions {
   std::string recipe;
   std::string calibration;
   std::int64_t batch_size = 64;
-  std::string plugins;  // comma-separated: the plugins the quantized layers may use
+  std::int64_t calibration_limit = 0;  // 0: every sample of the calibration data
+  std::string plugins;                 // comma-separated: the plugins the quantized layers may use
 
   void add_model(CLI::App& app);
   void add_shapes(CLI::App& app);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "qforge/model/layer_report.h"
+#include "qforge/model/qdq_export.h"
 #include "qforge/output_file.h"
 
 namespace qforge::cli {
@@ -12,12 +13,25 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Everything quantize writes, from the finished model and its report. Writing the QDQ ONNX
-// model is one more step here, beside the report.
-void write_outputs(const QuantizeCommand& c, const std::string& report_json, std::ostream& info) {
+std::string shown(const std::string& path) {
+  return fs::absolute(path).lexically_normal().string();
+}
+
+// Everything quantize writes, from the finished model and its report; each file atomically.
+void write_outputs(const QuantizeCommand& c, const model::QuantizedModel& quantized,
+                   const model::ModelReport& report, const std::string& report_json,
+                   std::ostream& info) {
+  if (!c.output_path.empty()) {
+    model::export_qdq_onnx(quantized, c.output_path);
+    info << "QDQ model: " << shown(c.output_path) << "\n";
+  }
   if (!c.report_path.empty()) {
     write_file_atomically(c.report_path, report_json + "\n", "report");
-    info << "report: " << fs::absolute(c.report_path).lexically_normal().string() << "\n";
+    info << "report: " << shown(c.report_path) << "\n";
+  }
+  if (!c.chart_path.empty()) {
+    write_file_atomically(c.chart_path, model::report_to_svg(report), "chart");
+    info << "chart: " << shown(c.chart_path) << "\n";
   }
 }
 
@@ -32,7 +46,11 @@ CLI::App* QuantizeCommand::add_to(CLI::App& parent) {
   model.add_quantization(*app, /*recipe_required=*/true);
   model.add_shapes(*app);
   model.add_batch_size(*app);
+  app->add_option("-o,--output", output_path,
+                  "Write the quantized model as a QDQ ONNX model (QuantizeLinear/DequantizeLinear "
+                  "around each quantized layer; input shapes fixed as calibrated) to this file");
   app->add_option("--report", report_path, "Write the report as JSON to this file (atomically)");
+  app->add_option("--chart", chart_path, "Write the SQNR of each layer as an SVG bar chart");
   app->add_flag("--json", as_json, "Print the report as JSON on stdout and nothing else");
   app->add_option("--report-batches", report_batches,
                   "Calibration batches the report compares float and quantized on (default 8)")
@@ -44,7 +62,7 @@ CLI::App* QuantizeCommand::add_to(CLI::App& parent) {
       "  qforge quantize mlp.onnx --recipe int8.json --calibration train.npy\n"
       "  qforge quantize cnn.onnx --recipe int8.json \\\n"
       "      --calibration /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz \\\n"
-      "      --batch-size 128 --report report.json\n"
+      "      --batch-size 128 --report report.json --chart sqnr.svg -o cnn_qdq.onnx\n"
       "  qforge quantize mlp.onnx --recipe int8.json --calibration data.npz:x --json\n"
       "\nThe tuning of each layer's kernel follows QFORGE_ONLINE_TUNING and the tuning cache "
       "(docs/ACCELERATOR.md).");
@@ -85,7 +103,7 @@ int QuantizeCommand::run() const {
   const std::string json = model::report_to_json(report);
   if (as_json) std::cout << json << "\n";
   else std::cout << model::format_report(report);
-  write_outputs(*this, json, info);
+  write_outputs(*this, quantized, report, json, info);
   return 0;
 }
 

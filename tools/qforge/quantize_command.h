@@ -12,7 +12,9 @@ namespace qforge::cli {
 
 struct QuantizeCommand {
   ModelOptions model;
+  std::string output_path;  // the QDQ ONNX model
   std::string report_path;
+  std::string chart_path;
   bool as_json = false;
   int report_batches = 8;
   int timed_runs = 3;
