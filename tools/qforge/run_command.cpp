@@ -1,8 +1,12 @@
 #include "run_command.h"
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <vector>
 
 #include "data/npy.h"
 #include "qforge/error.h"
@@ -78,6 +82,10 @@ CLI::App* RunCommand::add_to(CLI::App& parent) {
       ->allow_extra_args(false);
   app->add_option("--output-dir,-o", output_dir, "Directory for the outputs, one OUTPUT.npy each")
       ->required();
+  app->add_option("--repeat", repeat,
+                  "Run N times more after the first and print the median seconds per run, on "
+                  "stderr (the first run, which warms caches, is not counted)")
+      ->check(CLI::PositiveNumber);
   model.add_quantization(*app, /*recipe_required=*/false);
   model.add_shapes(*app);
   model.add_batch_size(*app);
@@ -97,17 +105,29 @@ int RunCommand::run() const {
   for (const auto& [name, t] : in) r.input_shapes[name] = t.shape();
   const model::Executor float_model(m.graph, r);
   model::TensorMap out;
-  if (model.recipe.empty()) {
-    out = float_model.run(in);
-  } else {
+  std::unique_ptr<model::QuantizedModel> quantized;
+  if (!model.recipe.empty()) {
     const Calibrated c = calibrate_model(m, model);
     std::cerr << "calibration: " << c.data_description << ", " << c.batches << " x " << c.batch
               << "\n";
     const auto accelerator = make_accelerator(model);
     const auto nodes = model::node_refs(float_model.graph());
-    const model::QuantizedModel q(float_model, c.recipe, model::resolve(c.recipe, nodes),
-                                  c.calibration, *accelerator);
-    out = q.run(in);
+    quantized = std::make_unique<model::QuantizedModel>(
+        float_model, c.recipe, model::resolve(c.recipe, nodes), c.calibration, *accelerator);
+  }
+  const auto run_once = [&] { return quantized ? quantized->run(in) : float_model.run(in); };
+  out = run_once();
+  if (repeat > 0) {
+    std::vector<double> seconds;
+    for (int i = 0; i < repeat; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      run_once();
+      seconds.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(seconds.begin(), seconds.end());
+    std::cerr << "median seconds per run over " << repeat
+              << " runs: " << seconds[seconds.size() / 2] << "\n";
   }
   fs::create_directories(output_dir);
   for (const auto& [name, t] : out) {

@@ -15,6 +15,7 @@ struct RunCommand {
   ModelOptions model;
   std::vector<std::string> inputs;  // "name=path", or "path" for a model with one input
   std::string output_dir;
+  int repeat = 0;  // timed runs after the first
 
   CLI::App* add_to(CLI::App& parent);
   int run() const;
