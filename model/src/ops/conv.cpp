@@ -120,15 +120,27 @@ void im2col(const float* x, std::int64_t channels, const WindowGeometry& g, floa
 // One input channel per group (depthwise) in 2-D: a direct loop, since per-group sgemm calls
 // would be tiny. The inner loop runs over a row of output positions with the padding columns
 // cut off beforehand, so it vectorises.
-void depthwise_2d(const float* x, const float* w, const float* bias, float* y, std::int64_t planes,
-                  std::int64_t channels_out, std::int64_t c_in, std::int64_t mult,
-                  const WindowGeometry& g) {
+QFORGE_MODEL_VECTOR_CLONES void depthwise_2d(const float* x, const float* w, const float* bias,
+                                             float* y, std::int64_t planes,
+                                             std::int64_t channels_out, std::int64_t c_in,
+                                             std::int64_t mult, const WindowGeometry& g) {
   const std::int64_t ih_n = g.in[0], iw_n = g.in[1], oh_n = g.out[0], ow_n = g.out[1];
   const std::int64_t kh_n = g.kernel[0], kw_n = g.kernel[1];
   const std::int64_t sh = g.strides[0], sw = g.strides[1];
   std::vector<std::pair<std::int64_t, std::int64_t>> cols(static_cast<std::size_t>(kw_n));
   for (std::int64_t kw = 0; kw < kw_n; ++kw)
     cols[kw] = valid_range(kw * g.dilations[1] - g.pad_begin[1], sw, iw_n, ow_n);
+  // Columns whose whole window row lies inside the input (every kw tap valid).
+  std::int64_t inner_lo = 0, inner_hi = ow_n;
+  for (const auto& [lo, hi] : cols) {
+    inner_lo = std::max(inner_lo, lo);
+    inner_hi = std::min(inner_hi, hi);
+  }
+  inner_hi = std::max(inner_hi, inner_lo);
+  // The common 3x3 stride-1 undilated kernel sums its nine taps in registers for interior output
+  // positions instead of updating the output row once per tap.
+  const bool fused3x3 =
+      kh_n == 3 && kw_n == 3 && sw == 1 && g.dilations[0] == 1 && g.dilations[1] == 1;
   for (std::int64_t plane = 0; plane < planes; ++plane) {
     const std::int64_t b = plane / channels_out, oc = plane % channels_out;
     const float* xp = x + (b * c_in + oc / mult) * ih_n * iw_n;
@@ -137,9 +149,34 @@ void depthwise_2d(const float* x, const float* w, const float* bias, float* y, s
     const float bv = bias ? bias[oc] : 0.0f;
     for (std::int64_t oh = 0; oh < oh_n; ++oh) {
       float* yr = yp + oh * ow_n;
+      const std::int64_t ih0 = oh * sh - g.pad_begin[0];
+      if (fused3x3 && ih0 >= 0 && ih0 + 2 < ih_n) {
+        const float* r0 = xp + ih0 * iw_n - g.pad_begin[1];
+        const float* r1 = r0 + iw_n;
+        const float* r2 = r1 + iw_n;
+        const float w0 = wk[0], w1 = wk[1], w2 = wk[2], w3 = wk[3], w4 = wk[4], w5 = wk[5],
+                    w6 = wk[6], w7 = wk[7], w8 = wk[8];
+        for (std::int64_t o = inner_lo; o < inner_hi; ++o)
+          yr[o] = bv + (w0 * r0[o] + w1 * r0[o + 1] + w2 * r0[o + 2]) +
+                  (w3 * r1[o] + w4 * r1[o + 1] + w5 * r1[o + 2]) +
+                  (w6 * r2[o] + w7 * r2[o + 1] + w8 * r2[o + 2]);
+        // The few border columns, with their taps in the padding skipped.
+        const auto border = [&](std::int64_t o) {
+          float acc = bv;
+          for (std::int64_t kh = 0; kh < 3; ++kh)
+            for (std::int64_t kw = 0; kw < 3; ++kw) {
+              const std::int64_t iw = o - g.pad_begin[1] + kw;
+              if (iw >= 0 && iw < iw_n) acc += wk[kh * 3 + kw] * xp[(ih0 + kh) * iw_n + iw];
+            }
+          yr[o] = acc;
+        };
+        for (std::int64_t o = 0; o < inner_lo; ++o) border(o);
+        for (std::int64_t o = inner_hi; o < ow_n; ++o) border(o);
+        continue;
+      }
       std::fill(yr, yr + ow_n, bv);
       for (std::int64_t kh = 0; kh < kh_n; ++kh) {
-        const std::int64_t ih = oh * sh - g.pad_begin[0] + kh * g.dilations[0];
+        const std::int64_t ih = ih0 + kh * g.dilations[0];
         if (ih < 0 || ih >= ih_n) continue;
         const float* xr = xp + ih * iw_n;
         for (std::int64_t kw = 0; kw < kw_n; ++kw) {

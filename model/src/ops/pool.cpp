@@ -61,9 +61,8 @@ TapCount taps(const WindowGeometry& g, std::size_t d, std::int64_t o) {
 
 // 2-D pools row by row: for each kernel tap the range of output columns whose input column is
 // inside is worked out once, so the inner loop over a row has no bounds checks and vectorises.
-template <bool kMax>
-void pool_2d(const float* x, float* y, std::int64_t planes, const WindowGeometry& g,
-             bool count_pad) {
+QFORGE_MODEL_VECTOR_CLONES void pool_2d(const float* x, float* y, std::int64_t planes,
+                                        const WindowGeometry& g, bool max, bool count_pad) {
   const std::int64_t ih_n = g.in[0], iw_n = g.in[1], oh_n = g.out[0], ow_n = g.out[1];
   const std::int64_t kh_n = g.kernel[0], kw_n = g.kernel[1], sw = g.strides[1];
   std::vector<std::pair<std::int64_t, std::int64_t>> cols(static_cast<std::size_t>(kw_n));
@@ -71,35 +70,41 @@ void pool_2d(const float* x, float* y, std::int64_t planes, const WindowGeometry
     cols[kw] = valid_range(kw * g.dilations[1] - g.pad_begin[1], sw, iw_n, ow_n);
   std::vector<TapCount> col_taps(static_cast<std::size_t>(ow_n));
   for (std::int64_t o = 0; o < ow_n; ++o) col_taps[o] = taps(g, 1, o);
-  std::vector<float> divisor(static_cast<std::size_t>(ow_n));
+  // Divisors of every output position (AveragePool); planes are the outer loop so that each
+  // input plane is read while it is in cache.
+  std::vector<float> divisor(max ? 0 : static_cast<std::size_t>(oh_n * ow_n));
+  std::vector<std::int64_t> rows_lo(static_cast<std::size_t>(oh_n));
   for (std::int64_t oh = 0; oh < oh_n; ++oh) {
     const TapCount row_taps = taps(g, 0, oh);
-    if (!kMax)
+    rows_lo[oh] = oh * g.strides[0] - g.pad_begin[0];
+    if (!max)
       for (std::int64_t o = 0; o < ow_n; ++o)
-        divisor[o] = static_cast<float>(count_pad ? row_taps.padded * col_taps[o].padded
-                                                  : row_taps.valid * col_taps[o].valid);
-    // Taps inside the input always lie before the padded end, so only the input bounds matter.
-    const std::int64_t h0 = oh * g.strides[0] - g.pad_begin[0];
-    for (std::int64_t plane = 0; plane < planes; ++plane) {
-      const float* xp = x + plane * ih_n * iw_n;
+        divisor[oh * ow_n + o] = static_cast<float>(count_pad ? row_taps.padded * col_taps[o].padded
+                                                              : row_taps.valid * col_taps[o].valid);
+  }
+  for (std::int64_t plane = 0; plane < planes; ++plane) {
+    const float* xp = x + plane * ih_n * iw_n;
+    for (std::int64_t oh = 0; oh < oh_n; ++oh) {
       float* yr = y + (plane * oh_n + oh) * ow_n;
-      std::fill(yr, yr + ow_n, kMax ? -std::numeric_limits<float>::infinity() : 0.0f);
+      std::fill(yr, yr + ow_n, max ? -std::numeric_limits<float>::infinity() : 0.0f);
+      // Taps inside the input always lie before the padded end, so only the input bounds matter.
       for (std::int64_t kh = 0; kh < kh_n; ++kh) {
-        const std::int64_t ih = h0 + kh * g.dilations[0];
+        const std::int64_t ih = rows_lo[oh] + kh * g.dilations[0];
         if (ih < 0 || ih >= ih_n) continue;
         const float* xr = xp + ih * iw_n;
         for (std::int64_t kw = 0; kw < kw_n; ++kw) {
           const float* src = xr + kw * g.dilations[1] - g.pad_begin[1];
           const auto [lo, hi] = cols[kw];
-          for (std::int64_t o = lo; o < hi; ++o) {
-            const float v = src[o * sw];
-            if constexpr (kMax) yr[o] = std::max(yr[o], v);  // NaN inputs are ignored
-            else yr[o] += v;
+          if (max) {
+            // NaN inputs are ignored unless every value is NaN.
+            for (std::int64_t o = lo; o < hi; ++o) yr[o] = std::max(yr[o], src[o * sw]);
+          } else {
+            for (std::int64_t o = lo; o < hi; ++o) yr[o] += src[o * sw];
           }
         }
       }
-      if (!kMax)
-        for (std::int64_t o = 0; o < ow_n; ++o) yr[o] /= divisor[o];
+      if (!max)
+        for (std::int64_t o = 0; o < ow_n; ++o) yr[o] /= divisor[oh * ow_n + o];
     }
   }
 }
@@ -118,8 +123,7 @@ void run_pool(const Node& n, std::span<const Tensor* const> in, std::span<Tensor
   const float* x = in[0]->values<float>().data();
   float* y = out[0]->values<float>().data();
   if (r == 2) {
-    if (max) pool_2d<true>(x, y, xs[0] * xs[1], g, count_pad);
-    else pool_2d<false>(x, y, xs[0] * xs[1], g, count_pad);
+    pool_2d(x, y, xs[0] * xs[1], g, max, count_pad);
     return;
   }
   std::vector<std::int64_t> o(r), lo(r), hi(r), k(r);
