@@ -68,6 +68,12 @@ QFORGE_MODEL_VECTOR_CLONES void pool_2d(const float* x, float* y, std::int64_t p
   std::vector<std::pair<std::int64_t, std::int64_t>> cols(static_cast<std::size_t>(kw_n));
   for (std::int64_t kw = 0; kw < kw_n; ++kw)
     cols[kw] = valid_range(kw * g.dilations[1] - g.pad_begin[1], sw, iw_n, ow_n);
+  // A 2-wide stride-2 MaxPool row (the common 2x2/2) takes the max of each tap pair at once
+  // for the columns where both taps are inside.
+  const bool pairs = max && kw_n == 2 && sw == 2 && g.dilations[1] == 1;
+  const std::int64_t pair_lo = std::max(cols[0].first, kw_n > 1 ? cols[1].first : 0);
+  const std::int64_t pair_hi =
+      std::max(pair_lo, std::min(cols[0].second, kw_n > 1 ? cols[1].second : 0));
   std::vector<TapCount> col_taps(static_cast<std::size_t>(ow_n));
   for (std::int64_t o = 0; o < ow_n; ++o) col_taps[o] = taps(g, 1, o);
   // Divisors of every output position (AveragePool); planes are the outer loop so that each
@@ -92,6 +98,19 @@ QFORGE_MODEL_VECTOR_CLONES void pool_2d(const float* x, float* y, std::int64_t p
         const std::int64_t ih = rows_lo[oh] + kh * g.dilations[0];
         if (ih < 0 || ih >= ih_n) continue;
         const float* xr = xp + ih * iw_n;
+        if (pairs) {
+          const float* src = xr - g.pad_begin[1];
+          for (std::int64_t o = pair_lo; o < pair_hi; ++o)
+            yr[o] = std::max(yr[o], std::max(src[2 * o], src[2 * o + 1]));
+          for (std::int64_t kw = 0; kw < 2; ++kw) {
+            const auto [lo, hi] = cols[kw];
+            for (std::int64_t o = lo; o < std::min(hi, pair_lo); ++o)
+              yr[o] = std::max(yr[o], src[2 * o + kw]);
+            for (std::int64_t o = std::max(lo, pair_hi); o < hi; ++o)
+              yr[o] = std::max(yr[o], src[2 * o + kw]);
+          }
+          continue;
+        }
         for (std::int64_t kw = 0; kw < kw_n; ++kw) {
           const float* src = xr + kw * g.dilations[1] - g.pad_begin[1];
           const auto [lo, hi] = cols[kw];
