@@ -132,6 +132,9 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"strided_dilated", {1, 3, 11, 9}, 2, 1, {3, 3}, {2, 3}, {2, 1}, {1, 1, 2, 0}},
         ConvCase{"groups", {2, 4, 5, 5}, 6, 2, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
         ConvCase{"depthwise", {1, 5, 6, 6}, 5, 5, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+        ConvCase{"depthwise_3x3_same", {2, 4, 6, 7}, 8, 4, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+        ConvCase{"one_channel_3x3", {3, 1, 5, 9}, 4, 1, {3, 3}, {1, 1}, {1, 1}, {0, 1, 2, 0}},
+        ConvCase{"one_channel_5x5", {2, 1, 8, 6}, 3, 1, {5, 5}, {1, 2}, {1, 1}, {2, 2, 2, 2}},
         ConvCase{"pointwise", {2, 7, 4, 3}, 5, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
         ConvCase{"same_upper", {1, 2, 7, 8}, 3, 1, {4, 3}, {2, 3}, {1, 1}, {}, "SAME_UPPER"},
         ConvCase{"same_lower", {1, 2, 7, 8}, 3, 1, {4, 3}, {2, 3}, {1, 1}, {}, "SAME_LOWER"},
@@ -139,6 +142,100 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"conv1d", {2, 3, 17}, 4, 1, {5}, {2}, {2}, {3, 1}},
         ConvCase{
             "conv3d", {1, 2, 5, 4, 6}, 3, 1, {3, 2, 3}, {1, 2, 1}, {1, 1, 2}, {1, 0, 1, 0, 1, 1}}),
+    [](const auto& info) { return info.param.name; });
+
+struct PoolCase {
+  std::string name, op;                                        // MaxPool or AveragePool
+  Shape x;                                                     // N, C, H, W
+  std::vector<std::int64_t> kernel, strides, dilations, pads;  // pads: begins then ends
+  bool ceil = false, count_pad = false;
+};
+
+std::ostream& operator<<(std::ostream& os, const PoolCase& c) { return os << c.name; }
+
+class PoolVsNaive : public ::testing::TestWithParam<PoolCase> {};
+
+// 2-D pools in double against direct loops: padding taps are skipped (MaxPool, AveragePool's
+// divisor without count_include_pad) or counted up to the declared end pad (with it).
+TEST_P(PoolVsNaive, Matches) {
+  const PoolCase& c = GetParam();
+  std::int64_t out[2];
+  for (int d = 0; d < 2; ++d) {
+    const std::int64_t span = (c.kernel[d] - 1) * c.dilations[d] + 1;
+    const std::int64_t room = c.x[2 + d] + c.pads[d] + c.pads[d + 2] - span;
+    out[d] = (c.ceil ? (room + c.strides[d] - 1) / c.strides[d] : room / c.strides[d]) + 1;
+    if (c.ceil && (out[d] - 1) * c.strides[d] >= c.x[2 + d] + c.pads[d]) --out[d];
+  }
+  auto rng = test::rng(std::hash<std::string>{}(c.name));
+  const Tensor x = test::random_tensor(rng, c.x);
+  OnnxBuilder builder(12);
+  builder.input("x", F, testing::Dims(c.x.begin(), c.x.end()));
+  auto& n = builder.node(c.op, {"x"}, {"y"}, "pool");
+  OnnxBuilder::attr(n, "kernel_shape", c.kernel);
+  OnnxBuilder::attr(n, "strides", c.strides);
+  OnnxBuilder::attr(n, "pads", c.pads);
+  if (c.op == "MaxPool") OnnxBuilder::attr(n, "dilations", c.dilations);
+  if (c.ceil) OnnxBuilder::attr(n, "ceil_mode", std::int64_t{1});
+  if (c.count_pad) OnnxBuilder::attr(n, "count_include_pad", std::int64_t{1});
+  builder.output("y", F, {"n", "c", "h", "w"});
+  const Tensor y = Executor(import_onnx_bytes(builder.bytes(), c.name)).run({{"x", x}}).at("y");
+  ASSERT_EQ(y.shape(), (Shape{c.x[0], c.x[1], out[0], out[1]})) << c.name;
+  const auto xv = x.values<float>();
+  const std::int64_t h = c.x[2], w = c.x[3];
+  std::size_t i = 0;
+  for (std::int64_t plane = 0; plane < c.x[0] * c.x[1]; ++plane)
+    for (std::int64_t oh = 0; oh < out[0]; ++oh)
+      for (std::int64_t ow = 0; ow < out[1]; ++ow, ++i) {
+        double acc = c.op == "MaxPool" ? -INFINITY : 0.0;
+        std::int64_t valid = 0, padded = 0;
+        for (std::int64_t kh = 0; kh < c.kernel[0]; ++kh)
+          for (std::int64_t kw = 0; kw < c.kernel[1]; ++kw) {
+            const std::int64_t ih = oh * c.strides[0] - c.pads[0] + kh * c.dilations[0];
+            const std::int64_t iw = ow * c.strides[1] - c.pads[1] + kw * c.dilations[1];
+            if (ih < h + c.pads[2] && iw < w + c.pads[3]) ++padded;
+            if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+            const double v = xv[(plane * h + ih) * w + iw];
+            acc = c.op == "MaxPool" ? std::max(acc, v) : acc + v;
+            ++valid;
+          }
+        if (c.op == "AveragePool") acc /= static_cast<double>(c.count_pad ? padded : valid);
+        ASSERT_NEAR(y.values<float>()[i], acc, 1e-4 * (1 + std::fabs(acc)))
+            << c.name << " element " << i << ", " << test::seed_text();
+      }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Geometries, PoolVsNaive,
+    ::testing::Values(
+        PoolCase{"max_2x2_s2", "MaxPool", {2, 3, 8, 9}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
+        PoolCase{"max_2x2_s2_pads_ceil",
+                 "MaxPool",
+                 {1, 2, 7, 7},
+                 {2, 2},
+                 {2, 2},
+                 {1, 1},
+                 {1, 1, 0, 1},
+                 true},
+        PoolCase{"max_3x3_s1_pads", "MaxPool", {1, 2, 6, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+        PoolCase{"max_dilated_ceil",
+                 "MaxPool",
+                 {1, 1, 9, 10},
+                 {2, 3},
+                 {2, 3},
+                 {2, 2},
+                 {0, 1, 1, 0},
+                 true},
+        PoolCase{
+            "avg_3x3_s2_pads", "AveragePool", {2, 2, 7, 8}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+        PoolCase{"avg_count_pad_ceil",
+                 "AveragePool",
+                 {1, 2, 7, 6},
+                 {3, 2},
+                 {2, 2},
+                 {1, 1},
+                 {1, 0, 1, 1},
+                 true,
+                 true}),
     [](const auto& info) { return info.param.name; });
 
 TEST(MatMul, BroadcastsBatchAxes) {

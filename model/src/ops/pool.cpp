@@ -1,6 +1,8 @@
 // MaxPool, AveragePool and GlobalAveragePool over any number of spatial axes.
 #include <algorithm>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "ops/kernel.h"
 #include "ops/spatial.h"
@@ -29,6 +31,103 @@ std::vector<TensorType> infer_pool(const Node& n, std::span<const InferInput> in
   return {{ElementType::float32, out}};
 }
 
+// Output positions o in [0, count) whose input position o * stride + start lies in [0, extent).
+std::pair<std::int64_t, std::int64_t> valid_range(std::int64_t start, std::int64_t stride,
+                                                  std::int64_t extent, std::int64_t count) {
+  const std::int64_t lo = start >= 0 ? 0 : (-start + stride - 1) / stride;
+  const std::int64_t last = extent - 1 - start;
+  const std::int64_t hi = last < 0 ? 0 : last / stride + 1;
+  return {std::min(lo, count), std::clamp(hi, std::min(lo, count), count)};
+}
+
+// Number of window taps of output position o on one axis: inside the input (`valid`) and inside
+// input + declared padding (`padded`, AveragePool's divisor with count_include_pad; ceil_mode
+// windows may run past even the padding).
+struct TapCount {
+  std::int64_t valid, padded;
+};
+TapCount taps(const WindowGeometry& g, std::size_t d, std::int64_t o) {
+  const std::int64_t lo = o * g.strides[d] - g.pad_begin[d];
+  const std::int64_t end =
+      std::min(lo + (g.kernel[d] - 1) * g.dilations[d] + 1, g.in[d] + g.pad_end[d]);
+  TapCount t{0, (end - lo + g.dilations[d] - 1) / g.dilations[d]};
+  for (std::int64_t k = 0; k < g.kernel[d]; ++k) {
+    const std::int64_t pos = lo + k * g.dilations[d];
+    if (pos >= end) break;
+    t.valid += pos >= 0 && pos < g.in[d];
+  }
+  return t;
+}
+
+// 2-D pools row by row: for each kernel tap the range of output columns whose input column is
+// inside is worked out once, so the inner loop over a row has no bounds checks and vectorises.
+QFORGE_MODEL_VECTOR_CLONES void pool_2d(const float* x, float* y, std::int64_t planes,
+                                        const WindowGeometry& g, bool max, bool count_pad) {
+  const std::int64_t ih_n = g.in[0], iw_n = g.in[1], oh_n = g.out[0], ow_n = g.out[1];
+  const std::int64_t kh_n = g.kernel[0], kw_n = g.kernel[1], sw = g.strides[1];
+  std::vector<std::pair<std::int64_t, std::int64_t>> cols(static_cast<std::size_t>(kw_n));
+  for (std::int64_t kw = 0; kw < kw_n; ++kw)
+    cols[kw] = valid_range(kw * g.dilations[1] - g.pad_begin[1], sw, iw_n, ow_n);
+  // A 2-wide stride-2 MaxPool row (the common 2x2/2) takes the max of each tap pair at once
+  // for the columns where both taps are inside.
+  const bool pairs = max && kw_n == 2 && sw == 2 && g.dilations[1] == 1;
+  const std::int64_t pair_lo = std::max(cols[0].first, kw_n > 1 ? cols[1].first : 0);
+  const std::int64_t pair_hi =
+      std::max(pair_lo, std::min(cols[0].second, kw_n > 1 ? cols[1].second : 0));
+  std::vector<TapCount> col_taps(static_cast<std::size_t>(ow_n));
+  for (std::int64_t o = 0; o < ow_n; ++o) col_taps[o] = taps(g, 1, o);
+  // Divisors of every output position (AveragePool); planes are the outer loop so that each
+  // input plane is read while it is in cache.
+  std::vector<float> divisor(max ? 0 : static_cast<std::size_t>(oh_n * ow_n));
+  std::vector<std::int64_t> rows_lo(static_cast<std::size_t>(oh_n));
+  for (std::int64_t oh = 0; oh < oh_n; ++oh) {
+    const TapCount row_taps = taps(g, 0, oh);
+    rows_lo[oh] = oh * g.strides[0] - g.pad_begin[0];
+    if (!max)
+      for (std::int64_t o = 0; o < ow_n; ++o)
+        divisor[oh * ow_n + o] = static_cast<float>(count_pad ? row_taps.padded * col_taps[o].padded
+                                                              : row_taps.valid * col_taps[o].valid);
+  }
+  for (std::int64_t plane = 0; plane < planes; ++plane) {
+    const float* xp = x + plane * ih_n * iw_n;
+    for (std::int64_t oh = 0; oh < oh_n; ++oh) {
+      float* yr = y + (plane * oh_n + oh) * ow_n;
+      std::fill(yr, yr + ow_n, max ? -std::numeric_limits<float>::infinity() : 0.0f);
+      // Taps inside the input always lie before the padded end, so only the input bounds matter.
+      for (std::int64_t kh = 0; kh < kh_n; ++kh) {
+        const std::int64_t ih = rows_lo[oh] + kh * g.dilations[0];
+        if (ih < 0 || ih >= ih_n) continue;
+        const float* xr = xp + ih * iw_n;
+        if (pairs) {
+          const float* src = xr - g.pad_begin[1];
+          for (std::int64_t o = pair_lo; o < pair_hi; ++o)
+            yr[o] = std::max(yr[o], std::max(src[2 * o], src[2 * o + 1]));
+          for (std::int64_t kw = 0; kw < 2; ++kw) {
+            const auto [lo, hi] = cols[kw];
+            for (std::int64_t o = lo; o < std::min(hi, pair_lo); ++o)
+              yr[o] = std::max(yr[o], src[2 * o + kw]);
+            for (std::int64_t o = std::max(lo, pair_hi); o < hi; ++o)
+              yr[o] = std::max(yr[o], src[2 * o + kw]);
+          }
+          continue;
+        }
+        for (std::int64_t kw = 0; kw < kw_n; ++kw) {
+          const float* src = xr + kw * g.dilations[1] - g.pad_begin[1];
+          const auto [lo, hi] = cols[kw];
+          if (max) {
+            // NaN inputs are ignored unless every value is NaN.
+            for (std::int64_t o = lo; o < hi; ++o) yr[o] = std::max(yr[o], src[o * sw]);
+          } else {
+            for (std::int64_t o = lo; o < hi; ++o) yr[o] += src[o * sw];
+          }
+        }
+      }
+      if (!max)
+        for (std::int64_t o = 0; o < ow_n; ++o) yr[o] /= divisor[oh * ow_n + o];
+    }
+  }
+}
+
 void run_pool(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Shape& xs = in[0]->shape();
   const WindowGeometry g = pool_geometry(n, xs);
@@ -42,6 +141,10 @@ void run_pool(const Node& n, std::span<const Tensor* const> in, std::span<Tensor
   }
   const float* x = in[0]->values<float>().data();
   float* y = out[0]->values<float>().data();
+  if (r == 2) {
+    pool_2d(x, y, xs[0] * xs[1], g, max, count_pad);
+    return;
+  }
   std::vector<std::int64_t> o(r), lo(r), hi(r), k(r);
   for (std::int64_t plane = 0; plane < xs[0] * xs[1]; ++plane) {
     const float* xp = x + plane * in_size;

@@ -6,6 +6,15 @@
 
 #include "ops/kernel.h"
 
+// The float window loops (direct depthwise conv, pools) are compiled twice on x86-64 GCC/Clang:
+// an AVX2 version and a baseline one, picked once at load time through an ifunc, so the library
+// stays runnable on any x86-64 while 8-wide vectors are used where the CPU has them.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define QFORGE_MODEL_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define QFORGE_MODEL_VECTOR_CLONES
+#endif
+
 namespace qforge::model::ops {
 
 struct WindowGeometry {
