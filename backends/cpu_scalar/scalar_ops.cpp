@@ -89,6 +89,12 @@ void ScalarOps::qlinear_matmul(const MatmulDesc& desc, const void* a, const void
   reference::qlinear_matmul(desc, a, b, y);
 }
 
+void ScalarOps::conv(OpKind op, const ConvDesc& desc, const void* x, const void* w,
+                     const void* bias, void* y) {
+  begin({op, desc});
+  reference::conv(op, desc, x, w, bias, y);
+}
+
 QuantizationParams ScalarOps::dynamic_quantize_linear(const DynamicQuantizeDesc& desc,
                                                       const float* x, std::uint8_t* y) {
   begin({OpKind::dynamic_quantize_linear, desc});

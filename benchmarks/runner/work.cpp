@@ -49,6 +49,12 @@ Work work_of(const OpDesc& op) {
                   static_cast<double>(d.k),
               "GOPS"};
     }
+    case OpKind::conv_integer:
+    case OpKind::qlinear_conv:
+    case OpKind::conv_dequant: {
+      const auto& d = std::get<ConvDesc>(op.desc);
+      return {2.0 * count(d.y_shape()) * static_cast<double>(d.reduction()), "GOPS"};
+    }
   }
   return {};
 }

@@ -57,6 +57,31 @@ Workload linear(OpKind op, std::int64_t m, std::int64_t n, std::int64_t k) {
   return {{op, d}};
 }
 
+// A 2-D convolution with u8 activations and per-output-channel s8 weights, padded to keep H
+// and W for odd kernels at stride 1 (ResNet's and MobileNet's layers).
+Workload conv(OpKind op, ConvLayout layout, std::int64_t n, std::int64_t c, std::int64_t hw,
+              std::int64_t o, std::int64_t k, std::int64_t stride, std::int64_t groups) {
+  ConvDesc d;
+  d.layout = layout;
+  d.n = n;
+  d.c = c;
+  d.h = d.w = hw;
+  d.out_channels = o;
+  d.kernel_h = d.kernel_w = k;
+  d.stride_h = d.stride_w = stride;
+  d.groups = groups;
+  apply_auto_pad(d, AutoPad::same_upper);
+  d.x_params = workload_params(DType::uint8, Scheme::per_tensor_affine(), d.x_shape());
+  d.w_params = workload_params(DType::int8, Scheme::per_channel_symmetric(0), d.w_shape());
+  if (op != OpKind::conv_integer) d.bias = ConvBias::int32;
+  if (op == OpKind::qlinear_conv) {
+    d.y_params = workload_params(DType::uint8, Scheme::per_tensor_affine(), d.y_shape());
+    d.requant_mode = RequantMode::fixed_point;
+    d.activation = ConvActivation::relu;
+  }
+  return {{op, d}};
+}
+
 }  // namespace
 
 std::vector<NamedWorkload> quick_suite() {
@@ -86,6 +111,12 @@ std::vector<NamedWorkload> quick_suite() {
                                             Granularity::per_channel, MatrixLayout::kn))},
       {"linear_fwd_32x256x256", linear(OpKind::linear_forward, 32, 256, 256)},
       {"linear_bwd_32x256x256", linear(OpKind::linear_backward, 32, 256, 256)},
+      {"conv_u8s8_s32_3x3_nhwc_1x32x28x28_o32",
+       conv(OpKind::conv_integer, ConvLayout::nhwc, 1, 32, 28, 32, 3, 1, 1)},
+      {"qconv_u8s8_u8_1x1_nchw_1x64x28x28_o64",
+       conv(OpKind::qlinear_conv, ConvLayout::nchw, 1, 64, 28, 64, 1, 1, 1)},
+      {"conv_u8s8_f32_dw3x3_nhwc_1x64x28x28",
+       conv(OpKind::conv_dequant, ConvLayout::nhwc, 1, 64, 28, 64, 3, 1, 64)},
   };
 }
 
@@ -130,6 +161,21 @@ std::vector<NamedWorkload> full_suite() {
                                             Granularity::per_channel, MatrixLayout::kn))},
       {"linear_fwd_256x1024x1024", linear(OpKind::linear_forward, 256, 1024, 1024)},
       {"linear_bwd_256x1024x1024", linear(OpKind::linear_backward, 256, 1024, 1024)},
+      // ResNet-50's 3x3 and 1x1 layers at batch 1 and 32, a MobileNet depthwise layer.
+      {"qconv_resnet50_3x3_nhwc_1x64x56x56",
+       conv(OpKind::qlinear_conv, ConvLayout::nhwc, 1, 64, 56, 64, 3, 1, 1)},
+      {"qconv_resnet50_3x3_nhwc_32x64x56x56",
+       conv(OpKind::qlinear_conv, ConvLayout::nhwc, 32, 64, 56, 64, 3, 1, 1)},
+      {"qconv_resnet50_1x1_nhwc_1x256x56x56_o64",
+       conv(OpKind::qlinear_conv, ConvLayout::nhwc, 1, 256, 56, 64, 1, 1, 1)},
+      {"qconv_resnet50_1x1_nhwc_32x256x56x56_o64",
+       conv(OpKind::qlinear_conv, ConvLayout::nhwc, 32, 256, 56, 64, 1, 1, 1)},
+      {"qconv_mobilenet_dw3x3_nhwc_1x144x56x56",
+       conv(OpKind::qlinear_conv, ConvLayout::nhwc, 1, 144, 56, 144, 3, 1, 144)},
+      {"conv_u8s8_s32_3x3_nchw_1x64x56x56",
+       conv(OpKind::conv_integer, ConvLayout::nchw, 1, 64, 56, 64, 3, 1, 1)},
+      {"conv_u8s8_f32_3x3_nhwc_1x64x56x56",
+       conv(OpKind::conv_dequant, ConvLayout::nhwc, 1, 64, 56, 64, 3, 1, 1)},
   };
   return s;
 }

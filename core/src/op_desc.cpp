@@ -39,6 +39,25 @@ struct Describe {
     return std::string(to_string(op)) + " m=" + std::to_string(d.m) + " n=" + std::to_string(d.n) +
            " k=" + std::to_string(d.k) + " w=" + params_text(d.w) + (d.has_bias ? " bias" : "");
   }
+  std::string operator()(const ConvDesc& d) const {
+    auto pair = [](std::int64_t a, std::int64_t b) {
+      return std::to_string(a) + "x" + std::to_string(b);
+    };
+    std::string s =
+        std::string(to_string(op)) + " " + std::string(to_string(d.layout)) +
+        " n=" + std::to_string(d.n) + " c=" + std::to_string(d.c) + " hw=" + pair(d.h, d.w) +
+        " o=" + std::to_string(d.out_channels) + " kernel=" + pair(d.kernel_h, d.kernel_w) +
+        " stride=" + pair(d.stride_h, d.stride_w) +
+        " dilation=" + pair(d.dilation_h, d.dilation_w) + " pads=" + std::to_string(d.pad_top) +
+        "," + std::to_string(d.pad_left) + "," + std::to_string(d.pad_bottom) + "," +
+        std::to_string(d.pad_right) + " groups=" + std::to_string(d.groups) +
+        " x=" + params_text(d.x_params) + " w=" + params_text(d.w_params);
+    if (d.bias != ConvBias::none) s += " bias=" + std::string(to_string(d.bias));
+    if (op == OpKind::qlinear_conv && d.y_params)
+      s += " y=" + params_text(*d.y_params) + " mode=" + std::string(to_string(d.requant_mode));
+    if (d.activation != ConvActivation::none) s += " act=" + std::string(to_string(d.activation));
+    return s;
+  }
 };
 
 }  // namespace

@@ -91,6 +91,13 @@ void QuantizationOps::qlinear_matmul_packed(const MatmulDesc& desc, const void* 
 
 bool QuantizationOps::select_device(int index) { return index == 0; }
 
+void QuantizationOps::conv(OpKind op, const ConvDesc&, const void*, const void*, const void*,
+                           void*) {
+  throw Error(ErrorCode::unsupported, name() + ": " + std::string(to_string(op)) +
+                                          " is not implemented by this backend; expected a "
+                                          "backend whose supports() claims it");
+}
+
 // Defaults for backends whose device is the host: buffers are host memory, copies are memcpy.
 std::shared_ptr<Buffer> QuantizationOps::allocate(std::size_t bytes) {
   return make_host_buffer(bytes);

@@ -11,6 +11,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <tuple>
 
 #include "harness/fixture.h"
 #include "harness/guarded_buffer.h"
@@ -134,6 +135,23 @@ std::vector<Hostile> hostile_cases() {
                      o.linear_forward(ld, static_cast<const float*>(x),
                                       static_cast<const std::int8_t*>(w), nullptr,
                                       static_cast<std::int8_t*>(xq), static_cast<float*>(y));
+                   }});
+  }
+  // Convolutions: an X whose extents each pass but whose product does not, and an extent past
+  // the limit (the output extents derived from it must not overflow on the way).
+  for (const auto& [label, n, c, h] :
+       {std::tuple{"conv_integer x=[2^32, 2^32, 1, 1]", k2_32, k2_32, std::int64_t{1}},
+        std::tuple{"conv_integer h=INT64_MAX", std::int64_t{1}, std::int64_t{1}, kInt64Max}}) {
+    ConvDesc cd;
+    cd.n = n;
+    cd.c = c;
+    cd.h = h;
+    cd.w = 1;
+    cd.out_channels = 1;
+    out.push_back({label,
+                   {OpKind::conv_integer, cd},
+                   [cd](QuantizationOps& o, void* x, void* w, void* y, void*) {
+                     o.conv(OpKind::conv_integer, cd, x, w, nullptr, y);
                    }});
   }
   return out;

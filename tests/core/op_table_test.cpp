@@ -62,7 +62,22 @@ TEST(OpTable, OperandsFollowTheDescriptor) {
   EXPECT_TRUE(dql.outputs[1].params_in_calls);
   EXPECT_EQ(dql.outputs[2].bytes, 1u);
 
-  for (const OpInfo& info : op_table()) EXPECT_LE(info.kind, OpKind::linear_backward);
+  ConvDesc cd;
+  cd.n = 2;
+  cd.c = 4;
+  cd.h = cd.w = 5;
+  cd.out_channels = 6;
+  cd.groups = 2;
+  cd.kernel_h = cd.kernel_w = 3;
+  cd.bias = ConvBias::int32;
+  const OpOperands conv = op_operands({OpKind::qlinear_conv, cd});
+  ASSERT_EQ(conv.inputs.size(), 3u);
+  EXPECT_EQ(conv.inputs[1].role, OperandRole::weight);
+  EXPECT_EQ(conv.inputs[1].count, 6u * 2 * 3 * 3);
+  EXPECT_EQ(conv.inputs[2].bytes, 6u * 4);
+  EXPECT_EQ(conv.outputs[0].count, 2u * 6 * 3 * 3);
+
+  for (const OpInfo& info : op_table()) EXPECT_LE(info.kind, OpKind::conv_dequant);
 }
 
 TEST(OpTable, OperandsOfAnOversizedDescriptorThrow) {

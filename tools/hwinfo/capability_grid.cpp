@@ -172,6 +172,34 @@ std::vector<GridCase> linear_grid(OpKind op) {
   return out;
 }
 
+// A 3x3 convolution over [1, 32, 28, 28], SAME padding: dense and depthwise, both layouts,
+// u8 x s8 and s8 x s8, weights per tensor and per output channel.
+std::vector<GridCase> conv_grid(OpKind op) {
+  std::vector<GridCase> out;
+  for (const ConvLayout layout : {ConvLayout::nchw, ConvLayout::nhwc})
+    for (const bool depthwise : {false, true})
+      for (const DType x : {DType::uint8, DType::int8})
+        for (const Granularity g : {Granularity::per_tensor, Granularity::per_channel}) {
+          ConvDesc d;
+          d.layout = layout;
+          d.n = 1;
+          d.c = d.out_channels = 32;
+          d.h = d.w = 28;
+          d.kernel_h = d.kernel_w = 3;
+          d.groups = depthwise ? d.c : 1;
+          apply_auto_pad(d, AutoPad::same_upper);
+          d.x_params = make_params(x, Granularity::per_tensor, 1, 1, 0);
+          d.w_params = make_params(DType::int8, g, d.out_channels, 1, 0);
+          if (op != OpKind::conv_integer) d.bias = ConvBias::int32;
+          if (op == OpKind::qlinear_conv) d.y_params = d.x_params;
+          std::string label = dtype_short(x) + "xs8 " + std::string(to_string(layout)) +
+                              (depthwise ? " dw3x3" : " 3x3") +
+                              " w=" + to_string(d.w_params.scheme());
+          out.push_back({std::move(label), {op, std::move(d)}});
+        }
+  return out;
+}
+
 }  // namespace
 
 std::vector<GridCase> capability_grid(OpKind op) {
@@ -185,6 +213,9 @@ std::vector<GridCase> capability_grid(OpKind op) {
     case OpKind::dynamic_quantize_linear: return dynamic_quantize_grid();
     case OpKind::linear_forward:
     case OpKind::linear_backward: return linear_grid(op);
+    case OpKind::conv_integer:
+    case OpKind::qlinear_conv:
+    case OpKind::conv_dequant: return conv_grid(op);
   }
   return {};
 }

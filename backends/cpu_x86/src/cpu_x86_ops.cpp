@@ -186,6 +186,9 @@ Support CpuX86Ops::supports(const OpDesc& op) const {
       break;
     }
     case OpKind::linear_backward: break;
+    case OpKind::conv_integer:
+    case OpKind::qlinear_conv:
+    case OpKind::conv_dequant: break;  // check_descriptor() refused them
   }
   const bool matmul = op.op == OpKind::matmul_integer || op.op == OpKind::matmul_dequant ||
                       op.op == OpKind::qlinear_matmul;

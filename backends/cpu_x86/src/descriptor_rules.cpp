@@ -137,6 +137,10 @@ void check_descriptor(OpKind op, const Desc& desc) {
   } catch (const Error& e) {
     throw Error(ErrorCode::unsupported, "cpu_x86: " + std::string(e.what()));
   }
+  if constexpr (std::is_same_v<Desc, ConvDesc>)
+    throw Error(ErrorCode::unsupported,
+                "cpu_x86: " + std::string(to_string(op)) +
+                    " is not implemented by cpu_x86 yet; expected cpu_scalar to run it");
   // Every other op the reference accepts runs (vector kernels or the reference).
   try {
     if constexpr (std::is_same_v<Desc, MatmulDesc>) check_matmul(desc, op);
@@ -163,6 +167,7 @@ template void check_descriptor(OpKind, const RequantizeDesc&);
 template void check_descriptor(OpKind, const MatmulDesc&);
 template void check_descriptor(OpKind, const DynamicQuantizeDesc&);
 template void check_descriptor(OpKind, const LinearDesc&);
+template void check_descriptor(OpKind, const ConvDesc&);
 
 void check_descriptor(const OpDesc& op) {
   std::visit([&](const auto& d) { check_descriptor(op.op, d); }, op.desc);

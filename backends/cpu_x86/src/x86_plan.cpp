@@ -111,6 +111,9 @@ class X86Plan final : public Plan {
       case OpKind::qlinear_matmul: return run_matmul(in.data(), outputs[0]);
       case OpKind::linear_forward: return run_linear_forward(in.data(), outputs.data());
       case OpKind::linear_backward: break;  // reference only (supports())
+      case OpKind::conv_integer:
+      case OpKind::qlinear_conv:
+      case OpKind::conv_dequant: break;  // refused by supports()
     }
     throw Error(ErrorCode::internal, "cpu_x86 plan: no vector path for " + describe(op));
   }

@@ -258,6 +258,11 @@ std::optional<Refusal> refusal_for(const OpDesc& op) {
       case OpKind::dynamic_quantize_linear: return std::nullopt;
       case OpKind::linear_forward: return check_linear(std::get<LinearDesc>(op.desc), true);
       case OpKind::linear_backward: return check_linear(std::get<LinearDesc>(op.desc), false);
+      case OpKind::conv_integer:
+      case OpKind::qlinear_conv:
+      case OpKind::conv_dequant:
+        return unsupported(
+            "not implemented by the cuda backend yet; expected cpu_scalar to run it");
     }
   } catch (const std::bad_variant_access&) {
     return invalid("descriptor type does not match op " + std::string(to_string(op.op)));
@@ -353,6 +358,9 @@ Support support_for(const OpDesc& op, const DeviceFacts& device) {
       const auto& d = std::get<LinearDesc>(op.desc);
       return Support::yes(names(gemm_candidates(d.m, d.n, d.k, device)));
     }
+    case OpKind::conv_integer:
+    case OpKind::qlinear_conv:
+    case OpKind::conv_dequant: break;  // refused by refusal_for()
   }
   return Support::no("unknown op");
 }

@@ -126,6 +126,10 @@ struct Check {
              ", the largest K whose int32 accumulation of int8 x int8 cannot overflow");
     return {kernel::matmul_s8s8_f32, kernel::matmul_s8s8_s32};
   }
+  std::vector<std::string> operator()(const ConvDesc& d) const {
+    (void)d;
+    refuse("not implemented by the onednn backend yet; expected cpu_scalar to run it");
+  }
 };
 
 }  // namespace
@@ -196,6 +200,7 @@ template Support check_support(OpKind, const RequantizeDesc&, const Facts&);
 template Support check_support(OpKind, const MatmulDesc&, const Facts&);
 template Support check_support(OpKind, const DynamicQuantizeDesc&, const Facts&);
 template Support check_support(OpKind, const LinearDesc&, const Facts&);
+template Support check_support(OpKind, const ConvDesc&, const Facts&);
 
 Support check_support(const OpDesc& op, const Facts& facts) {
   return std::visit([&](const auto& d) { return check_support(op.op, d, facts); }, op.desc);

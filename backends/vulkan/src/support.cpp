@@ -229,6 +229,8 @@ Support check_support(const OpDesc& op, const DeviceCaps& caps, std::optional<Ke
   // included), before "not implemented".
   return answer(op.op, [&]() -> std::vector<Kernel> {
     reference::check_descriptor(op);
+    if (std::holds_alternative<ConvDesc>(op.desc))
+      refuse("not implemented by the vulkan backend yet; expected cpu_scalar to run it");
     refuse(
         "not implemented by the vulkan backend (its float reductions and float GEMMs run on "
         "the CPU backends)");

@@ -256,6 +256,9 @@ class QFORGE_API Accelerator {
   void matmul_dequant(const MatmulDesc& desc, const void* a, const void* b, const float* bias,
                       void* y);
   void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y);
+  // conv_integer, qlinear_conv or conv_dequant by `op`; bias null when desc.bias is none.
+  void conv(OpKind op, const ConvDesc& desc, const void* x, const void* w, const void* bias,
+            void* y);
   QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc, const float* x,
                                              std::uint8_t* y);
   QuantizationParams linear_forward(const LinearDesc& desc, const float* x, const std::int8_t* wq,

@@ -6,6 +6,9 @@
 // [N, K] (MatrixLayout::nk, the nn.Linear weight layout; block-wise B needs this layout so that
 // blocks run along K). Outputs are [M, N].
 //
+// Convolutions (ConvDesc) are 2-D, with activations NCHW or NHWC and weights OIHW as ONNX
+// stores them; see ConvDesc and docs/NUMERICS.md ("Convolution").
+//
 // Scheme of A: per-tensor, or per-channel along axis 0 (one pair per row).
 // Scheme of B: per-tensor, per-channel on the N axis (one pair per column of the [K, N] view:
 // axis 1 for kn, axis 0 for nk), or block-wise along K (nk only). See docs/NUMERICS.md.
@@ -33,8 +36,11 @@ enum class OpKind : std::uint8_t {
   dynamic_quantize_linear,  // ONNX DynamicQuantizeLinear: float -> uint8 + (s, z)
   linear_forward,           // quantized nn.Linear forward
   linear_backward,          // its backward: dX, dW, db
+  conv_integer,             // ONNX ConvInteger: int32 out
+  qlinear_conv,             // ONNX QLinearConv: requantized int8/uint8 out
+  conv_dequant,             // convolution with fused dequantization: float32 out
 };
-inline constexpr int kOpKindCount = 9;
+inline constexpr int kOpKindCount = 12;
 QFORGE_API std::string_view to_string(OpKind op) noexcept;
 QFORGE_API std::optional<OpKind> parse_op_kind(std::string_view text) noexcept;
 
@@ -104,9 +110,80 @@ struct LinearDesc {
   bool has_bias = false;
 };
 
+enum class ConvLayout : std::uint8_t { nchw, nhwc };
+QFORGE_API std::string_view to_string(ConvLayout l) noexcept;
+
+// ONNX's auto_pad. notset keeps the explicit pads of the descriptor.
+enum class AutoPad : std::uint8_t { notset, same_upper, same_lower, valid };
+QFORGE_API std::string_view to_string(AutoPad p) noexcept;
+
+enum class ConvBias : std::uint8_t {
+  none,
+  f32,    // float32 [O], added after dequantization (conv_dequant only)
+  int32,  // int32 [O] at scale sx * sw[o], added to the accumulator (qlinear_conv, conv_dequant)
+};
+QFORGE_API std::string_view to_string(ConvBias b) noexcept;
+
+// A clamp fused into the epilogue of qlinear_conv (on the quantized output, exactly what
+// requantize-then-clamp gives) and conv_dequant (on the float output).
+enum class ConvActivation : std::uint8_t {
+  none,
+  relu,   // >= 0
+  relu6,  // in [0, 6]
+  clamp,  // in [clamp_min, clamp_max]
+};
+QFORGE_API std::string_view to_string(ConvActivation a) noexcept;
+
+// conv_integer / qlinear_conv / conv_dequant: a 2-D convolution of quantized activations X by
+// quantized weights W.
+//   X: [N, C, H, W] (nchw) or [N, H, W, C] (nhwc), per-tensor params (int8 or uint8).
+//   W: [O, C / groups, KH, KW] (ONNX's OIHW, whatever the activation layout), int8 or uint8,
+//      per tensor or per output channel (per_channel along axis 0).
+//   Y: [N, O, OH, OW] (nchw) or [N, OH, OW, O] (nhwc).
+// Output channel o belongs to group g = o / (O / groups) and reads input channels
+// [g * C / groups, (g + 1) * C / groups); depthwise is groups = C with O = C * multiplier.
+// Padding is explicit (top, left, bottom, right); apply_auto_pad() turns ONNX's auto_pad into
+// these. Padded positions contribute zero to the sums (as if they held the zero point of X).
+struct QFORGE_API ConvDesc {
+  ConvLayout layout = ConvLayout::nchw;
+  std::int64_t n = 0, c = 0, h = 0, w = 0;  // activations
+  std::int64_t out_channels = 0;            // O
+  std::int64_t kernel_h = 1, kernel_w = 1;
+  std::int64_t stride_h = 1, stride_w = 1;
+  std::int64_t dilation_h = 1, dilation_w = 1;
+  std::int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  std::int64_t groups = 1;
+  // Only the zero points matter for conv_integer.
+  QuantizationParams x_params = QuantizationParams::per_tensor_affine(DType::uint8, 1.0f, 0);
+  QuantizationParams w_params = QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f);
+  ConvBias bias = ConvBias::none;  // conv_integer: none
+  // qlinear_conv: output params (per tensor, int8 or uint8) and requantization mode
+  std::optional<QuantizationParams> y_params;
+  RequantMode requant_mode = RequantMode::float_multiplier;
+  ConvActivation activation = ConvActivation::none;  // conv_integer: none
+  float clamp_min = 0, clamp_max = 0;                // ConvActivation::clamp, in real units
+
+  // Output extents: (H + pad_top + pad_bottom - dilation_h * (kernel_h - 1) - 1) / stride_h + 1,
+  // floored; may be <= 0 for a descriptor the reference rejects.
+  std::int64_t out_h() const noexcept;
+  std::int64_t out_w() const noexcept;
+  Shape x_shape() const;
+  Shape w_shape() const { return {out_channels, groups > 0 ? c / groups : 0, kernel_h, kernel_w}; }
+  Shape y_shape() const;
+  // The length of each output's sum: C / groups * KH * KW.
+  std::int64_t reduction() const noexcept;
+};
+
+// Sets the pads of `d` as ONNX's auto_pad does from its H, W, kernel, strides and dilations:
+// same_upper / same_lower give OH = ceil(H / stride_h) (likewise W), the odd pad going at the
+// end (upper) or the beginning (lower); valid sets every pad to 0; notset changes nothing.
+// Throws invalid_argument for extents, strides or dilations out of range.
+QFORGE_API void apply_auto_pad(ConvDesc& d, AutoPad mode);
+
 struct OpDesc {
   OpKind op;
-  std::variant<QuantizeDesc, RequantizeDesc, MatmulDesc, DynamicQuantizeDesc, LinearDesc> desc;
+  std::variant<QuantizeDesc, RequantizeDesc, MatmulDesc, DynamicQuantizeDesc, LinearDesc, ConvDesc>
+      desc;
 };
 
 // A short human-readable key: "matmul_integer m=4 n=2 k=3 a=uint8/per_tensor_affine b=..."

@@ -126,6 +126,14 @@ class QFORGE_API QuantizationOps {
   virtual void qlinear_matmul_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
                                      void* y);
 
+  // Convolution: conv_integer, qlinear_conv or conv_dequant by `op` (reference.h). x, w, bias
+  // and y as op_operands() lists them: bias is float32 or int32 [O] as desc.bias says (null
+  // when none), y is int32, int8/uint8 or float32. The default throws unsupported: a backend
+  // that does not implement it refuses the three kinds in supports(), and overrides both to
+  // claim them.
+  virtual void conv(OpKind op, const ConvDesc& desc, const void* x, const void* w, const void* bias,
+                    void* y);
+
   // ---- plans (plan.h) ----
   // An immutable plan of `op` on request.device with request.kernel, the request's weights
   // fixed. Throws unsupported (with supports()' reason) for a descriptor, kernel or device this

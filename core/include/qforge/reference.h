@@ -74,6 +74,7 @@ QFORGE_API void check_descriptor(OpKind op, const RequantizeDesc& desc);
 QFORGE_API void check_descriptor(OpKind op, const MatmulDesc& desc);
 QFORGE_API void check_descriptor(OpKind op, const DynamicQuantizeDesc& desc);
 QFORGE_API void check_descriptor(OpKind op, const LinearDesc& desc);
+QFORGE_API void check_descriptor(OpKind op, const ConvDesc& desc);
 // Parts of it for calls on weights packed earlier, whose B side was checked when packing:
 // m, n, k >= 0 and A's params of a matmul op;
 QFORGE_API void check_matmul_a(OpKind op, const MatmulDesc& desc);
@@ -96,6 +97,29 @@ QFORGE_API void matmul_dequant(const MatmulDesc& desc, const void* a, const void
                                const float* bias, void* y);
 // y = sat(rne(float(C) * ((sa * sb) / sy)) + zy) (float mode) or the fixed-point equivalent.
 QFORGE_API void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y);
+
+// ---- convolution (ConvDesc, op_desc.h; docs/NUMERICS.md "Convolution") ----
+// acc[n, o, oh, ow] = sum over the group's input channels and the kernel of
+// (X - zx) * (W[o] - zw[o]), padded positions contributing 0; summed in int64, so exact; an
+// accumulator (plus an int32 bias) outside int32 throws ErrorCode::overflow naming the position.
+// The largest C / groups * KH * KW for which acc cannot leave int32 for any operand values of
+// these params' dtypes and zero points (without a bias). Backends that accumulate in int32 claim
+// only reductions up to this, or check.
+QFORGE_API std::int64_t int32_safe_reduction(const ConvDesc& desc);
+// ONNX ConvInteger: y = acc, int32.
+QFORGE_API void conv_integer(const ConvDesc& desc, const void* x, const void* w, std::int32_t* y);
+// ONNX QLinearConv: y = clamp(sat(rne(float(acc + bias[o]) * ((sx * sw[o]) / sy)) + zy)) (float
+// mode; the fixed-point mode as requantize), the clamp being the fused activation's quantized
+// bounds. bias is int32 [O] at scale sx * sw[o], null when desc.bias is none.
+QFORGE_API void qlinear_conv(const ConvDesc& desc, const void* x, const void* w,
+                             const std::int32_t* bias, void* y);
+// y = clamp((float(acc + bias_i32[o]) * sx) * sw[o] + bias_f32[o]), float32; bias as desc.bias
+// says (float32 or int32 [O]), null when none.
+QFORGE_API void conv_dequant(const ConvDesc& desc, const void* x, const void* w, const void* bias,
+                             float* y);
+// One of the three by op kind; y is int32, int8/uint8 or float32 accordingly.
+QFORGE_API void conv(OpKind op, const ConvDesc& desc, const void* x, const void* w,
+                     const void* bias, void* y);
 
 // ONNX DynamicQuantizeLinear. Returns the params it used.
 QFORGE_API QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc,

@@ -130,6 +130,13 @@ void Accelerator::qlinear_matmul(const MatmulDesc& d, const void* a, const void*
       std::array<const void*, 2>{a, b}, std::array<void*, 1>{y}, nullptr);
 }
 
+void Accelerator::conv(OpKind op, const ConvDesc& d, const void* x, const void* w, const void* bias,
+                       void* y) {
+  impl_->dispatch<void>(
+      op, d, [&](QuantizationOps& o) { o.conv(op, d, x, w, bias, y); },
+      std::array<const void*, 3>{x, w, bias}, std::array<void*, 1>{y}, nullptr);
+}
+
 QuantizationParams Accelerator::dynamic_quantize_linear(const DynamicQuantizeDesc& d,
                                                         const float* x, std::uint8_t* y) {
   return impl_->dispatch<QuantizationParams>(

@@ -58,6 +58,13 @@ std::optional<QuantizationParams> call(Target& t, const OpDesc& op, const void* 
                         d.has_bias ? static_cast<float*>(out[2]) : nullptr);
       return std::nullopt;
     }
+    case OpKind::conv_integer:
+    case OpKind::qlinear_conv:
+    case OpKind::conv_dequant: {
+      const auto& d = std::get<ConvDesc>(op.desc);
+      t.conv(op.op, d, in[0], in[1], d.bias != ConvBias::none ? in[2] : nullptr, out[0]);
+      return std::nullopt;
+    }
   }
   throw Error(ErrorCode::internal, "accelerator: unknown op kind");
 }

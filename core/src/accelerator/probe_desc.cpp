@@ -48,6 +48,38 @@ float abs_max_scale(const QuantizationParams& p) {
   return m;
 }
 
+// Fewer images, groups, channels per group and output positions; the kernel, strides,
+// dilations, pads, layout and the depthwise structure stay as they are.
+OpDesc shrink_conv(OpKind op, const ConvDesc& d, int level, Rng& rng) {
+  const std::int64_t n_cap = level == 0 ? 1 : 2, groups_cap = level == 0 ? 2 : 4;
+  const std::int64_t per_group_cap = level == 0 ? 3 : 8, extra = level == 0 ? 2 : 9;
+  ConvDesc p = d;
+  const std::int64_t groups = std::max<std::int64_t>(d.groups, 1);
+  p.n = std::min(d.n, n_cap);
+  p.groups = std::min(groups, groups_cap);
+  p.c = p.groups * std::min(d.c / groups, per_group_cap);
+  p.out_channels = p.groups * std::min(d.out_channels / groups, per_group_cap);
+  // Enough rows and columns for the dilated kernel plus a few strides: every tap is exercised.
+  p.h = std::min(d.h, (d.kernel_h - 1) * d.dilation_h + 1 + extra * d.stride_h);
+  p.w = std::min(d.w, (d.kernel_w - 1) * d.dilation_w + 1 + extra * d.stride_w);
+  p.x_params = random_params(rng, d.x_params.dtype(), d.x_params.scheme(), p.x_shape());
+  p.w_params = random_params(rng, d.w_params.dtype(), d.w_params.scheme(), p.w_shape());
+  if (d.y_params) {
+    // As for qlinear_matmul: about the spread of the accumulator over the range's half width.
+    const double spread = std::sqrt(static_cast<double>(std::max<std::int64_t>(p.reduction(), 1))) *
+                          40.0 * 40.0 * abs_max_scale(p.x_params) * abs_max_scale(p.w_params);
+    const float sy = static_cast<float>(spread / 64.0);
+    const DType yt = d.y_params->dtype();
+    p.y_params =
+        d.y_params->scheme().mapping == Mapping::affine
+            ? QuantizationParams::per_tensor_affine(yt, sy,
+                                                    std::uniform_int_distribution<std::int32_t>(
+                                                        traits(yt).qmin, traits(yt).qmax)(rng))
+            : QuantizationParams(yt, d.y_params->scheme(), {sy});
+  }
+  return OpDesc{op, p};
+}
+
 }  // namespace
 
 std::optional<OpDesc> probe_desc(const OpDesc& real, int level, Rng& rng) {
@@ -61,9 +93,13 @@ std::optional<OpDesc> probe_desc(const OpDesc& real, int level, Rng& rng) {
     };
     if (const auto* d = std::get_if<MatmulDesc>(&real.desc)) work = macs(d->m, d->n, d->k);
     else if (const auto* d = std::get_if<LinearDesc>(&real.desc)) work = macs(d->m, d->n, d->k);
+    else if (const auto* d = std::get_if<ConvDesc>(&real.desc))
+      work = macs(saturating_mul(d->n, d->out_channels), saturating_mul(d->out_h(), d->out_w()),
+                  d->reduction());
     else work = static_cast<std::int64_t>(l.inputs.empty() ? 0 : l.inputs[0].count);
     const std::int64_t limit = std::holds_alternative<MatmulDesc>(real.desc) ||
-                                       std::holds_alternative<LinearDesc>(real.desc)
+                                       std::holds_alternative<LinearDesc>(real.desc) ||
+                                       std::holds_alternative<ConvDesc>(real.desc)
                                    ? kMaxRealMacs
                                    : kMaxRealElements;
     if (work > limit) return std::nullopt;
@@ -138,6 +174,10 @@ std::optional<OpDesc> probe_desc(const OpDesc& real, int level, Rng& rng) {
       p.w = random_params(rng, d.w.dtype(), d.w.scheme(), {p.n, p.k});
       return OpDesc{real.op, p};
     }
+    case OpKind::conv_integer:
+    case OpKind::qlinear_conv:
+    case OpKind::conv_dequant:
+      return shrink_conv(real.op, std::get<ConvDesc>(real.desc), level, rng);
   }
   return std::nullopt;
 }

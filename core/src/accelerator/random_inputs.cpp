@@ -212,6 +212,25 @@ HostArrays random_arrays(const OpDesc& op, Rng& rng, bool specials) {
       }
       break;
     }
+    case OpKind::conv_integer:
+    case OpKind::qlinear_conv:
+    case OpKind::conv_dequant: {
+      const auto& d = std::get<ConvDesc>(op.desc);
+      // One more term than the reduction for the bias: |acc| + |bias| stays inside int32.
+      const std::int64_t w = overflow_window(d.reduction() + 1);
+      h.inputs.push_back(window_codes(rng, d.x_params, d.x_shape(), w));
+      h.inputs.push_back(window_codes(rng, d.w_params, d.w_shape(), w));
+      const std::size_t o = static_cast<std::size_t>(d.out_channels);
+      if (d.bias == ConvBias::f32)
+        h.inputs.push_back(float_bytes(FloatType::f32, normal_floats(rng, o, 1.0)));
+      if (d.bias == ConvBias::int32) {
+        const std::int64_t limit = std::min<std::int64_t>(std::int64_t{1} << 20, w * w);
+        std::vector<std::int32_t> b(o);
+        for (auto& v : b) v = static_cast<std::int32_t>(uniform(rng, -limit, limit));
+        h.inputs.push_back(int32_bytes(b));
+      }
+      break;
+    }
   }
   return h;
 }

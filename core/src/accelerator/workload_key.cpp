@@ -75,7 +75,13 @@ struct FromOpDesc {
   WorkloadKey operator()(const MatmulDesc& d) const noexcept { return make_key(op, d, r); }
   WorkloadKey operator()(const DynamicQuantizeDesc& d) const noexcept { return make_key(d, r); }
   WorkloadKey operator()(const LinearDesc& d) const noexcept { return make_key(op, d, r); }
+  WorkloadKey operator()(const ConvDesc& d) const noexcept { return make_key(op, d, r); }
 };
+
+// Small geometry (kernel extents, strides, dilations): the exact value up to 14, 15 beyond.
+std::uint64_t small_code(std::int64_t v) noexcept {
+  return static_cast<std::uint64_t>(v < 0 ? 0 : v > 15 ? 15 : v);
+}
 
 }  // namespace
 
@@ -149,6 +155,37 @@ WorkloadKey make_key(OpKind op, const LinearDesc& d, Residency r) noexcept {
   b.dim(d.m);
   b.dim(d.n);
   b.dim(d.k);
+  return b.key();
+}
+
+// op 4 + residency 1 + layout 1 + x 7 + w 7 + bias 2 + mode 1 + y 5 + activation 2
+// + geometry 6 x 4 + depthwise 1 + pads 1 + extents 6 x 7 = 98 bits.
+WorkloadKey make_key(OpKind op, const ConvDesc& d, Residency r) noexcept {
+  KeyBuilder b(static_cast<std::uint64_t>(op), r);
+  b.put(static_cast<std::uint64_t>(d.layout), 1);
+  for (const auto* p : {&d.x_params, &d.w_params}) {
+    b.put(static_cast<std::uint64_t>(p->dtype()), 3);
+    b.put(static_cast<std::uint64_t>(p->scheme().mapping), 2);
+    b.put(static_cast<std::uint64_t>(p->scheme().granularity), 2);
+  }
+  b.put(op == OpKind::conv_integer ? 0 : static_cast<std::uint64_t>(d.bias), 2);
+  const bool qlinear = op == OpKind::qlinear_conv;
+  b.put(qlinear ? static_cast<std::uint64_t>(d.requant_mode) : 0, 1);
+  const bool has_y = qlinear && d.y_params.has_value();
+  b.put(has_y ? static_cast<std::uint64_t>(d.y_params->dtype()) : 0, 3);
+  b.put(has_y ? static_cast<std::uint64_t>(d.y_params->scheme().mapping) : 0, 2);
+  b.put(op == OpKind::conv_integer ? 0 : static_cast<std::uint64_t>(d.activation), 2);
+  for (const std::int64_t v :
+       {d.kernel_h, d.kernel_w, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w})
+    b.put(small_code(v), 4);
+  b.put(d.groups > 1 && d.groups == d.c ? 1 : 0, 1);  // depthwise
+  b.put(d.pad_top || d.pad_left || d.pad_bottom || d.pad_right ? 1 : 0, 1);
+  b.dim(d.n);
+  b.dim(d.c);
+  b.dim(d.h);
+  b.dim(d.w);
+  b.dim(d.out_channels);
+  b.dim(d.groups);
   return b.key();
 }
 

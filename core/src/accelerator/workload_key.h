@@ -47,6 +47,7 @@ WorkloadKey make_key(const RequantizeDesc& d, Residency r) noexcept;
 WorkloadKey make_key(OpKind op, const MatmulDesc& d, Residency r) noexcept;
 WorkloadKey make_key(const DynamicQuantizeDesc& d, Residency r) noexcept;
 WorkloadKey make_key(OpKind op, const LinearDesc& d, Residency r) noexcept;
+WorkloadKey make_key(OpKind op, const ConvDesc& d, Residency r) noexcept;
 WorkloadKey make_key(const Workload& w) noexcept;
 // The same, with the op kind every caller of the generic dispatch has at hand.
 inline WorkloadKey make_key(OpKind, const RequantizeDesc& d, Residency r) noexcept {

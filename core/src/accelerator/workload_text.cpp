@@ -51,6 +51,27 @@ struct BucketText {
     return s + upto("m", d.m) + upto("n", d.n) + upto("k", d.k);
   }
   std::string operator()(const DynamicQuantizeDesc& d) const { return shape_bucket(d.shape); }
+  std::string operator()(const ConvDesc& d) const {
+    auto pair = [](std::int64_t a, std::int64_t b) {
+      return std::to_string(a) + "x" + std::to_string(b);
+    };
+    std::string s = " " + std::string(to_string(d.layout)) + " x=" + params_text(d.x_params) +
+                    " w=" + params_text(d.w_params);
+    if (op != OpKind::conv_integer && d.bias != ConvBias::none)
+      s += " bias=" + std::string(to_string(d.bias));
+    if (op == OpKind::qlinear_conv && d.y_params)
+      s += " y=" + std::string(name(d.y_params->dtype())) + "/" +
+           std::string(to_string(d.y_params->scheme().mapping)) + " " +
+           std::string(to_string(d.requant_mode));
+    if (op != OpKind::conv_integer && d.activation != ConvActivation::none)
+      s += " act=" + std::string(to_string(d.activation));
+    s += " kernel=" + pair(d.kernel_h, d.kernel_w) + " stride=" + pair(d.stride_h, d.stride_w) +
+         " dilation=" + pair(d.dilation_h, d.dilation_w);
+    if (d.groups > 1 && d.groups == d.c) s += " depthwise";
+    if (d.pad_top || d.pad_left || d.pad_bottom || d.pad_right) s += " padded";
+    return s + upto("n", d.n) + upto("c", d.c) + upto("h", d.h) + upto("w", d.w) +
+           upto("o", d.out_channels) + upto("groups", d.groups);
+  }
   std::string operator()(const LinearDesc& d) const {
     return " w=" + params_text(d.w) + (d.has_bias ? " bias" : "") + upto("m", d.m) +
            upto("n", d.n) + upto("k", d.k);

@@ -38,6 +38,9 @@ struct ReferenceOps {
                                              std::uint8_t* y) {
     return reference::dynamic_quantize_linear(d, x, y);
   }
+  void conv(OpKind op, const ConvDesc& d, const void* x, const void* w, const void* bias, void* y) {
+    reference::conv(op, d, x, w, bias, y);
+  }
   QuantizationParams linear_forward(const LinearDesc& d, const float* x, const std::int8_t* wq,
                                     const float* bias, std::int8_t* xq, float* y) {
     return reference::linear_forward(d, x, wq, bias, xq, y);
@@ -106,6 +109,13 @@ void call_with_arrays(Ops& t, const OpDesc& op, const void* const* in, void* con
                         linear_activation_params(in[2]), static_cast<const std::int8_t*>(in[3]),
                         static_cast<float*>(out[0]), static_cast<float*>(out[1]),
                         d.has_bias ? static_cast<float*>(out[2]) : nullptr);
+      return;
+    }
+    case OpKind::conv_integer:
+    case OpKind::qlinear_conv:
+    case OpKind::conv_dequant: {
+      const auto& d = std::get<ConvDesc>(op.desc);
+      t.conv(op.op, d, in[0], in[1], d.bias != ConvBias::none ? in[2] : nullptr, out[0]);
       return;
     }
   }

@@ -16,6 +16,7 @@ OpOperands matmul_operands(const OpDesc& op);
 OpOperands dynamic_quantize_operands(const OpDesc& op);
 OpOperands linear_forward_operands(const OpDesc& op);
 OpOperands linear_backward_operands(const OpDesc& op);
+OpOperands conv_operands(const OpDesc& op);
 
 namespace {
 
@@ -48,6 +49,15 @@ constexpr std::array<OpInfo, kOpKindCount> kTable = {{
      &linear_forward_operands, &check, &run},
     {OpKind::linear_backward, "linear_backward", "its backward: dX, dW, db",
      &linear_backward_operands, &check, &run},
+    {OpKind::conv_integer, "conv_integer",
+     "int32 Y = 2-D convolution of (X - zx) by (W - zw) (ONNX ConvInteger)", &conv_operands, &check,
+     &run},
+    {OpKind::qlinear_conv, "qlinear_conv",
+     "requantized 2-D convolution with int32 bias and fused clamp (ONNX QLinearConv)",
+     &conv_operands, &check, &run},
+    {OpKind::conv_dequant, "conv_dequant",
+     "float Y = conv * sx * sw + bias, fused clamp (fused dequantization)", &conv_operands, &check,
+     &run},
 }};
 
 }  // namespace

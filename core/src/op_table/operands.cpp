@@ -123,4 +123,29 @@ OpOperands linear_backward_operands(const OpDesc& op) {
   return l;
 }
 
+OpOperands conv_operands(const OpDesc& op) {
+  const auto& d = std::get<ConvDesc>(op.desc);
+  auto count = [](const Shape& s) {
+    for (const auto e : s)
+      if (e < 0) return std::size_t{0};
+    return static_cast<std::size_t>(checked_element_count("operand", s));
+  };
+  OpOperands l;
+  l.inputs = {codes("x", in, d.x_params.dtype(), count(d.x_shape())),
+              codes("w", weight, d.w_params.dtype(), count(d.w_shape()))};
+  const std::size_t o = count({d.out_channels});
+  if (d.bias == ConvBias::f32) l.inputs.push_back(floats("bias", weight, o));
+  if (d.bias == ConvBias::int32) l.inputs.push_back(int32s("bias", weight, o));
+  const std::size_t ny = count(d.y_shape());
+  if (op.op == OpKind::conv_integer) {
+    l.outputs = {int32s("y", out, ny)};
+  } else if (op.op == OpKind::qlinear_conv) {
+    l.outputs = {codes("y", out, d.y_params ? d.y_params->dtype() : DType::int8, ny)};
+  } else {
+    // Every backend evaluates the float epilogue in the reference's order (docs/NUMERICS.md).
+    l.outputs = {floats("y", out, ny, FloatType::f32, 1e-12)};
+  }
+  return l;
+}
+
 }  // namespace qforge::op_table_detail

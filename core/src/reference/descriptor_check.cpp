@@ -62,6 +62,11 @@ struct Check {
     if (op != OpKind::linear_forward && op != OpKind::linear_backward) mismatch("LinearDesc");
     detail::validate_linear(name(), d);
   }
+  void operator()(const ConvDesc& d) const {
+    if (op != OpKind::conv_integer && op != OpKind::qlinear_conv && op != OpKind::conv_dequant)
+      mismatch("ConvDesc");
+    detail::validate_conv(name(), op, d);
+  }
   [[noreturn]] void mismatch(const char* given) const {
     detail::fail(ErrorCode::invalid_argument, name(),
                  std::string("descriptor is a ") + given +
@@ -88,6 +93,10 @@ void check_descriptor(OpKind op, const DynamicQuantizeDesc& d) {
   as_op(std::string(to_string(op)), [&] { Check{op}(d); });
 }
 void check_descriptor(OpKind op, const LinearDesc& d) {
+  as_op(std::string(to_string(op)), [&] { Check{op}(d); });
+}
+
+void check_descriptor(OpKind op, const ConvDesc& d) {
   as_op(std::string(to_string(op)), [&] { Check{op}(d); });
 }
 

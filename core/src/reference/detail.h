@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "qforge/error.h"
@@ -99,6 +100,16 @@ void validate_matmul(const std::string& op, const MatmulDesc& desc, bool allow_b
 void validate_matmul_a(const std::string& op, const MatmulDesc& desc);
 // qlinear_matmul's output params (desc.y): per-tensor affine or symmetric int8 or uint8.
 void validate_qlinear_output(const std::string& op, const MatmulDesc& desc);
+
+// The largest |q - z| over the dtype's full range and every zero point of these params
+// (matmul_operands.cpp).
+std::int64_t max_centered_magnitude(const QuantizationParams& p);
+
+// conv_integer / qlinear_conv / conv_dequant's descriptor (conv_check.cpp): extents, geometry,
+// groups, operand sizes, params, bias, output params and activation for op `kind`.
+void validate_conv(const std::string& op, OpKind kind, const ConvDesc& desc);
+// The quantized bounds [lo, hi] of qlinear_conv's fused activation (the output range when none).
+std::pair<std::int32_t, std::int32_t> conv_output_clamp(const ConvDesc& desc);
 
 // requantize's descriptor: out dtype and zero point, multipliers, axis (requantize.cpp).
 void validate_requantize(const std::string& op, const RequantizeDesc& desc);

@@ -161,9 +161,8 @@ std::int32_t checked_int32(const std::string& op, std::int64_t v, std::int64_t m
 
 }  // namespace detail
 
-namespace {
+namespace detail {
 
-// The largest |q - z| over the dtype's full range and every zero point these params carry.
 // |qmin - z| and |qmax - z| are convex in z, so the extremes of the zero points decide (kept by
 // the params: every matmul call of a backend asks this, and a scan of 8192 per-channel zero
 // points cost about 5 us).
@@ -176,7 +175,7 @@ std::int64_t max_centered_magnitude(const QuantizationParams& p) {
       {std::llabs(qmin - lo), std::llabs(qmin - hi), std::llabs(qmax - lo), std::llabs(qmax - hi)});
 }
 
-}  // namespace
+}  // namespace detail
 
 std::int64_t int32_safe_k(const MatmulDesc& desc) {
   for (const auto* p : {&desc.a, &desc.b})
@@ -186,8 +185,8 @@ std::int64_t int32_safe_k(const MatmulDesc& desc) {
                        " uses the logarithmic mapping; expected "
                        "affine or symmetric");
   // At least 1, so that the division below is defined whatever the params.
-  const std::int64_t worst =
-      std::max<std::int64_t>(1, max_centered_magnitude(desc.a) * max_centered_magnitude(desc.b));
+  const std::int64_t worst = std::max<std::int64_t>(
+      1, detail::max_centered_magnitude(desc.a) * detail::max_centered_magnitude(desc.b));
   return std::numeric_limits<std::int32_t>::max() / worst;
 }
 

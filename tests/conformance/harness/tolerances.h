@@ -28,6 +28,9 @@ constexpr double matmul_dequant(FloatType t) {
                                : kMatmulDequantBF16;
 }
 
+// conv_dequant: an exact int32 sum, then (float(acc) * sx) * sw[o] + bias, as matmul_dequant.
+inline constexpr double kConvDequant = 1e-12;
+
 // linear_forward Y: an exact int32 dot product scaled by sx * sw[n] plus bias, as above.
 inline constexpr double kLinearForward = 1e-12;
 // linear_backward dX, dW, db: float32 sums of N (dX), M (dW, db) products whose order is free

@@ -183,6 +183,12 @@ class MutantOps final : public QuantizationOps {
     reference::requantize(d, c, y);
   }
 
+  void conv(OpKind op, const ConvDesc& desc, const void* x, const void* w, const void* bias,
+            void* y) override {
+    ran();
+    reference::conv(op, desc, x, w, bias, y);
+  }
+
   void matmul_integer(const MatmulDesc& desc, const void* a, const void* b,
                       std::int32_t* c) override {
     ran();
