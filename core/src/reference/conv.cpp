@@ -150,7 +150,10 @@ void qlinear_conv(const ConvDesc& desc, const void* x, const void* w, const std:
   require_arrays(op, desc, g, x, w, bias, y);
   const QuantizationParams& yp = *desc.y_params;
   const float sx = desc.x_params.scale(), sy = yp.scale();
-  const auto [lo, hi] = detail::conv_output_clamp(desc);
+  // Plain variables, not a structured binding: lambdas may not capture bindings before C++20's
+  // P1091, which clang 14 (the fuzz build) lacks.
+  const auto clamp = detail::conv_output_clamp(desc);
+  const std::int32_t lo = clamp.first, hi = clamp.second;
   std::vector<float> multipliers(static_cast<std::size_t>(g.o));
   for (std::int64_t o = 0; o < g.o; ++o)
     multipliers[static_cast<std::size_t>(o)] =
