@@ -185,6 +185,7 @@ def quantize_(model, recipe, calibration_loader=None, accelerator=None):
         if layer is None:
             continue
         q = QuantizedLinear(linear, layer, accelerator, name)
+        q.train(linear.training)  # a new module starts in training mode; keep the model's mode
         static = static or layer["activations"]["mode"] == "static"
         _set_module(model, name, q)
     if static:

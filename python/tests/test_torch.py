@@ -53,7 +53,10 @@ class QuantizeLinear(SeededTest):
         qt.quantize_(model, DYNAMIC, accelerator=scalar_accelerator())
         self.assertIsInstance(model[0], qt.QuantizedLinear)
         self.assertIsInstance(model[2], qt.QuantizedLinear)
-        self.assertGreater(self.sqnr(ref, model(x)), 30, self.where)
+        self.assertFalse(model[0].training, "quantize_ keeps the model's eval mode")
+        out = model(x)
+        self.assertFalse(torch.equal(out, ref), "the quantized path ran, not float")
+        self.assertGreater(self.sqnr(ref, out), 30, self.where)
         model.train()  # float training mode
         self.assertTrue(torch.equal(model(x), ref))
 
@@ -69,7 +72,9 @@ class QuantizeLinear(SeededTest):
         self.assertIsInstance(model[0], qt.QuantizedLinear)
         self.assertIsInstance(model[2], torch.nn.Linear)
         self.assertIsNotNone(model[0].activation_params)
-        self.assertGreater(self.sqnr(ref, model(batches[0])), 30, self.where)
+        out = model(batches[0])
+        self.assertFalse(torch.equal(out, ref), "the quantized path ran, not float")
+        self.assertGreater(self.sqnr(ref, out), 30, self.where)
 
     def test_quantize_weights_after_training(self):
         import torch

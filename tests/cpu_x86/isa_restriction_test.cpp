@@ -111,5 +111,21 @@ TEST(CpuX86RestrictionEnv, UnknownNameFailsCreationWithTheName) {
   EXPECT_NE(l.why_missing.find("avx1024"), std::string::npos) << l.why_missing;
 }
 
+TEST(CpuX86ThreadsEnv, EnvironmentSetsTheThreadCountOfNewInstances) {
+  ScopedEnv env("QFORGE_CPU_X86_THREADS", "2");
+  auto l = load_plugin();
+  SKIP_UNLESS_USABLE(l);
+  EXPECT_EQ(l.ops->devices()[0].properties.at("threads_used"), "2");
+}
+
+TEST(CpuX86ThreadsEnv, BadCountFailsCreationWithTheVariable) {
+  for (const char* bad : {"-1", "many", "4096", ""}) {
+    ScopedEnv env("QFORGE_CPU_X86_THREADS", bad);
+    auto l = load_plugin();
+    EXPECT_EQ(l.ops, nullptr) << bad;
+    EXPECT_NE(l.why_missing.find("QFORGE_CPU_X86_THREADS"), std::string::npos) << l.why_missing;
+  }
+}
+
 }  // namespace
 }  // namespace qforge::cpu_x86_test

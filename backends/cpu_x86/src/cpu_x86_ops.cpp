@@ -21,6 +21,26 @@ std::uint64_t physical_memory_bytes() {
              : 0;
 }
 
+// "0" or "default": one thread per core.
+int parse_thread_count(std::string_view value, std::string_view source) {
+  if (value == "default") return default_thread_count();
+  int n = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (ec != std::errc{} || end != value.data() + value.size() || n < 0 || n > 1024)
+    throw Error(ErrorCode::invalid_argument,
+                "cpu_x86: " + std::string(source) + " = \"" + std::string(value) +
+                    "\"; expected an integer in [1, 1024], or 0 / \"default\" for the number "
+                    "of cores");
+  return n == 0 ? default_thread_count() : n;
+}
+
+// QFORGE_CPU_X86_THREADS caps the pool where another runtime (PyTorch's OpenMP threads, say)
+// shares the cores: two pools of one thread per core preempt each other's workers.
+int threads_from_environment() {
+  const char* env = std::getenv("QFORGE_CPU_X86_THREADS");
+  return env ? parse_thread_count(env, "QFORGE_CPU_X86_THREADS") : default_thread_count();
+}
+
 IsaSet allowed_from_environment() {
   const char* env = std::getenv("QFORGE_CPU_X86_ISA");
   return env ? parse_isa_list(env, "QFORGE_CPU_X86_ISA") : IsaSet::all();
@@ -44,7 +64,7 @@ CpuX86Ops::CpuX86Ops()
     : compiled_(compiled_isas()),
       detected_(detected_isas()),
       allowed_(allowed_from_environment()),
-      pool_(std::make_shared<ThreadPool>(default_thread_count())) {}
+      pool_(std::make_shared<ThreadPool>(threads_from_environment())) {}
 
 CpuX86Ops::~CpuX86Ops() = default;
 
@@ -81,18 +101,7 @@ std::vector<DeviceInfo> CpuX86Ops::devices() const {
 
 bool CpuX86Ops::set_option(std::string_view key, std::string_view value) {
   if (key == "threads") {
-    int n = 0;
-    if (value == "default") {
-      n = 0;
-    } else {
-      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (ec != std::errc{} || end != value.data() + value.size() || n < 0 || n > 1024)
-        throw Error(ErrorCode::invalid_argument,
-                    "cpu_x86: option threads = \"" + std::string(value) +
-                        "\"; expected an integer in [1, 1024], or 0 / \"default\" for the "
-                        "number of cores");
-    }
-    const int want = n == 0 ? default_thread_count() : n;
+    const int want = parse_thread_count(value, "option threads");
     // A new pool rather than a resized one: plans made before keep running on theirs.
     if (want != threads()) pool_ = std::make_shared<ThreadPool>(want);
     return true;
