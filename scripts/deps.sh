@@ -10,8 +10,8 @@ QFORGE_PACKAGES=(
   # model layer: ONNX import (ONNX 1.12 and its protobuf), float GEMM, ONNX's test cases;
   # recipes: node-name patterns matched in linear time
   libonnx-dev libprotobuf-dev libopenblas-dev libonnx-testdata libre2-dev
-  # the qforge tool's data readers: gzip'd IDX files and deflated .npz entries
-  zlib1g-dev
+  # the qforge tool's data readers: gzip'd IDX files, .npz archives
+  zlib1g-dev libzip-dev
   # the Python package (python/, docs/PYTHON.md): the interpreter's headers and pybind11
   python3-dev pybind11-dev
   # optional backends: oneDNN (its CMake config needs the OpenCL headers, which libdnnl-dev only

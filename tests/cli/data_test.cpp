@@ -280,7 +280,7 @@ TEST(Npz, RefusesBrokenArchives) {
   TempDir dir;
   test::write_bytes(dir / "junk.npz", std::string(100, 'j'));
   expect_error([&] { read_all((dir / "junk.npz").string(), DataRole::samples); },
-               ErrorCode::corrupt_data, "no end of central directory");
+               ErrorCode::corrupt_data, "not a valid zip archive");
   std::string zip =
       test::zip_bytes({{"x.npy", npy_bytes(Tensor(ElementType::float32, {2}))}}, false);
   // Central directory offset pointing past the end of the file.
@@ -288,12 +288,19 @@ TEST(Npz, RefusesBrokenArchives) {
   bad[bad.size() - 3] = '\x7f';  // the central directory offset's high byte
   test::write_bytes(dir / "bad.npz", bad);
   expect_error([&] { read_all((dir / "bad.npz").string(), DataRole::samples); },
-               ErrorCode::corrupt_data, "outside the file");
+               ErrorCode::corrupt_data, "not a valid zip archive");
   // The deflated entry cut short.
   std::string c = test::zip_bytes({{"x.npy", npy_bytes(Tensor(ElementType::float32, {64}))}}, true);
   c[30 + 5 + 3] ^= 0x55;  // damage the deflate stream
   test::write_bytes(dir / "damaged.npz", c);
   EXPECT_THROW(read_all((dir / "damaged.npz").string(), DataRole::samples), Error);
+  // A stored entry whose array bytes changed after the archive was written: the CRC tells.
+  std::string s =
+      test::zip_bytes({{"x.npy", npy_bytes(Tensor(ElementType::float32, {64}))}}, false);
+  s[30 + 5 + 128 + 10] ^= 0x01;  // past the local header, the name and the .npy header
+  test::write_bytes(dir / "crc.npz", s);
+  expect_error([&] { read_all((dir / "crc.npz").string(), DataRole::samples); },
+               ErrorCode::corrupt_data, "CRC");
 }
 
 TEST(Directory, ConcatenatesSortedFilesInBatches) {

@@ -114,60 +114,6 @@ class GzipFile final : public ByteStream {
   gzFile file_ = nullptr;
 };
 
-class Inflate final : public ByteStream {
- public:
-  Inflate(std::unique_ptr<ByteStream> in, std::uint64_t size, std::string name)
-      : ByteStream(std::move(name)), in_(std::move(in)), left_(size), buffer_(1 << 16) {
-    if (::inflateInit2(&z_, -MAX_WBITS) != Z_OK)
-      throw Error(ErrorCode::internal, this->name() + ": zlib inflateInit2 failed");
-  }
-  ~Inflate() override { ::inflateEnd(&z_); }
-
-  std::size_t read(std::byte* dst, std::size_t n) override {
-    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(n, left_));
-    z_.next_out = reinterpret_cast<Bytef*>(dst);
-    std::size_t produced = 0;
-    while (produced < want) {
-      if (z_.avail_in == 0 && !input_done_) {
-        const std::size_t got = in_->read(buffer_.data(), buffer_.size());
-        if (got == 0) input_done_ = true;
-        z_.next_in = reinterpret_cast<Bytef*>(buffer_.data());
-        z_.avail_in = static_cast<uInt>(got);
-      }
-      const std::size_t chunk = std::min<std::size_t>(want - produced, 1u << 30);
-      z_.avail_out = static_cast<uInt>(chunk);
-      const int rc = ::inflate(&z_, Z_NO_FLUSH);
-      const std::size_t made = chunk - z_.avail_out;
-      produced += made;
-      if (rc == Z_STREAM_END) {
-        if (produced < want)
-          throw Error(ErrorCode::corrupt_data,
-                      name() +
-                          ": the compressed entry inflates to fewer bytes than its header "
-                          "declares");
-        break;
-      }
-      if (rc != Z_OK && !(rc == Z_BUF_ERROR && made > 0)) {
-        if (rc == Z_BUF_ERROR && input_done_)
-          throw Error(ErrorCode::corrupt_data,
-                      name() + ": truncated: the compressed data ends early");
-        throw Error(ErrorCode::corrupt_data, name() + ": not valid deflate data (zlib: " +
-                                                 (z_.msg ? z_.msg : "error") + ")");
-      }
-    }
-    left_ -= produced;
-    return produced;
-  }
-  std::optional<std::uint64_t> remaining() const override { return left_; }
-
- private:
-  std::unique_ptr<ByteStream> in_;
-  std::uint64_t left_;
-  std::vector<std::byte> buffer_;
-  bool input_done_ = false;
-  z_stream z_{};
-};
-
 class Memory final : public ByteStream {
  public:
   Memory(std::span<const std::byte> data, std::string name)
@@ -209,11 +155,6 @@ std::unique_ptr<ByteStream> open_file_range(const fs::path& path, std::uint64_t 
 
 std::unique_ptr<ByteStream> open_gzip_file(const fs::path& path) {
   return std::make_unique<GzipFile>(path);
-}
-
-std::unique_ptr<ByteStream> inflate_stream(std::unique_ptr<ByteStream> compressed,
-                                           std::uint64_t uncompressed_size, std::string name) {
-  return std::make_unique<Inflate>(std::move(compressed), uncompressed_size, std::move(name));
 }
 
 std::unique_ptr<ByteStream> memory_stream(std::span<const std::byte> data, std::string name) {

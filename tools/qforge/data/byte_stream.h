@@ -1,7 +1,7 @@
 // Sequential byte sources for the data readers: a range of a regular file, a gzip (or plain)
-// file through zlib, a raw-deflate range (a compressed zip entry) through zlib, and memory (the
-// fuzz harnesses). Data files are untrusted: every reader asks for exact counts through
-// read_exact(), which names the source and what was being read when the bytes run out.
+// file through zlib, and memory (the fuzz harnesses); zip entries are in zip_archive.h. Data
+// files are untrusted: every reader asks for exact counts through read_exact(), which names the
+// source and what was being read when the bytes run out.
 #pragma once
 
 #include <cstddef>
@@ -47,10 +47,6 @@ std::unique_ptr<ByteStream> open_file_range(const std::filesystem::path& path,
                                             std::string name = {});
 // A gzip file, decompressed; a file without the gzip magic is read as it is (zlib's gzread).
 std::unique_ptr<ByteStream> open_gzip_file(const std::filesystem::path& path);
-// Raw deflate data (zip's method 8) from `compressed`, which must inflate to exactly
-// `uncompressed_size` bytes.
-std::unique_ptr<ByteStream> inflate_stream(std::unique_ptr<ByteStream> compressed,
-                                           std::uint64_t uncompressed_size, std::string name);
 // The bytes of `data`, which must outlive the stream.
 std::unique_ptr<ByteStream> memory_stream(std::span<const std::byte> data, std::string name);
 
