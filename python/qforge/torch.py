@@ -11,7 +11,9 @@ type ``"Linear"``, and replaces each module a rule quantizes with a :class:`Quan
   quantized layer's input observed through a forward hook by the rule's calibration method),
   ``dynamic`` (the range of each batch) or ``explicit`` (the recipe's scale and zero point);
 - in eval mode the forward quantizes the input and runs qforge's fused ``matmul_dequant`` (a plan
-  per batch size for static and explicit activations, weights and bias packed once).
+  per batch size for static and explicit activations, weights and bias packed once); dynamic
+  activations run an integer matmul plan per batch size (weights packed once) and take the
+  batch's zero point and scales out in numpy.
 
 CPU tensors only: a tensor is handed to qforge through numpy without a copy (contiguous
 float32). CUDA tensors (the cuda plugin with DLPack on the current stream) and ``nn.Conv2d`` are
@@ -30,6 +32,7 @@ import numpy as np
 
 from . import _qforge
 from ._accel import default_accelerator
+from ._errors import Error
 from ._model import _recipe_args
 
 __all__ = ["QuantizedLinear", "quantize_", "calibrate"]
@@ -90,6 +93,27 @@ class QuantizedLinear(nn.Module):
         self.bias_values = (None if self.bias is None else
                             self.bias.detach().to("cpu", torch.float32).contiguous().numpy())
         self._plans = {}
+        self._prepare_dynamic()
+
+    def _prepare_dynamic(self):
+        """What the dynamic path needs besides the codes: sum_k (b - zb) per output channel and
+        the channel scales. A batch's own activation params cannot be fixed in a plan, so the
+        plan is the integer matmul with A's zero point 0, and za is taken out afterwards:
+        sum (a - za)(b - zb) = sum a (b - zb) - za sum (b - zb)."""
+        self._dynamic_ok = self.weight_params.dtype.bits == 8
+        if not self._dynamic_ok:
+            return
+        n = self.out_features
+        zb = np.asarray(self.weight_params.zero_points, dtype=np.int64)
+        zb = np.broadcast_to(zb if zb.size else np.zeros(1, np.int64), (n,))
+        codes = self.weight_codes.reshape(n, self.in_features).astype(np.int64)
+        sums = (codes - zb[:, None]).sum(axis=1)
+        # Every partial result (|a - za|, |b - zb| <= 255 over K terms) fits int32: then the
+        # correction is done in place in int32, else in int64.
+        self._sums_fit_int32 = 255 * 255 * self.in_features < 2**31
+        self._centered_sums = sums.astype(np.int32) if self._sums_fit_int32 else sums
+        self._weight_scales = np.broadcast_to(
+            np.asarray(self.weight_params.scales, dtype=np.float32), (n,))
 
     # ---- calibration (static activations) ----
     def start_calibration(self):
@@ -123,8 +147,22 @@ class QuantizedLinear(nn.Module):
             lo, hi = (float(xn.min()), float(xn.max())) if xn.size else (0.0, 0.0)
             params = P.from_range(act["dtype"], act["mapping"], lo, hi)
             a = self.accelerator.quantize(xn, params)
-            y = self.accelerator.matmul_dequant(a, [m, k], params, self.weight_codes, [n, k],
-                                                self.weight_params, "nk", self.bias_values)
+            plan = self._dynamic_plan(m, act["dtype"])
+            if plan is None:
+                y = self.accelerator.matmul_dequant(a, [m, k], params, self.weight_codes,
+                                                    [n, k], self.weight_params, "nk",
+                                                    self.bias_values)
+            else:
+                za = int(params.zero_points[0])
+                c = plan.run(a)
+                if za and self._sums_fit_int32:
+                    c -= np.int32(za) * self._centered_sums
+                elif za:
+                    c = c.astype(np.int64) - za * self._centered_sums
+                y = c.astype(np.float32)
+                y *= np.float32(params.scales[0]) * self._weight_scales
+                if self.bias_values is not None:
+                    y += self.bias_values
         else:
             if self.activation_params is None:
                 raise ValueError(f"qforge.torch: '{self.name}' has static activations and was "
@@ -137,6 +175,22 @@ class QuantizedLinear(nn.Module):
                 self._plans[m] = plan
             y = plan.run(self.accelerator.quantize(xn, self.activation_params))
         return torch.from_numpy(y).reshape(*lead, n).to(x.dtype)
+
+    def _dynamic_plan(self, m, a_dtype):
+        """The integer matmul plan of batch size m (weights packed once), or None where the
+        per-call path must do: weights other than 8-bit, or an int32 sum the plan cannot
+        guarantee with A's zero point at 0."""
+        if not self._dynamic_ok:
+            return None
+        key = ("dynamic", m)
+        if key not in self._plans:
+            try:
+                self._plans[key] = self.accelerator.prepare_matmul(
+                    m, self.out_features, self.in_features, P.per_tensor_affine(a_dtype, 1.0, 0),
+                    self.weight_params, b_layout="nk", b=self.weight_codes, integer=True)
+            except Error:
+                self._plans[key] = None
+        return self._plans[key]
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "

@@ -60,6 +60,25 @@ class QuantizeLinear(SeededTest):
         model.train()  # float training mode
         self.assertTrue(torch.equal(model(x), ref))
 
+    def test_dynamic_plan_matches_the_per_call_matmul(self):
+        import torch
+        import qforge.torch as qt
+        acc = scalar_accelerator()
+        model = self.mlp().eval()
+        qt.quantize_(model, DYNAMIC, accelerator=acc)
+        layer = model[0]
+        x = torch.randn(5, 32) * 3 + 1  # a zero point away from the middle
+        xn = x.numpy()
+        params = qforge.QuantizationParams.from_range(qforge.uint8, qforge.Mapping.affine,
+                                                      float(xn.min()), float(xn.max()))
+        expected = acc.matmul_dequant(acc.quantize(xn, params), [5, 32], params,
+                                      layer.weight_codes, [64, 32], layer.weight_params, "nk",
+                                      layer.bias_values)
+        got = layer(x).detach().numpy()
+        self.assertIsNotNone(layer._plans[("dynamic", 5)], "the integer plan was prepared")
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max(),
+                                   err_msg=self.where)
+
     def test_static_with_calibration_and_skip_rule(self):
         import torch
         import qforge.torch as qt
