@@ -1,23 +1,26 @@
-"""qforge for PyTorch models: nn.Linear layers swapped for qforge's quantized matmul.
+"""qforge for PyTorch models: nn.Linear and nn.Conv2d layers swapped for qforge's quantized
+matmul and convolution.
 
 ``quantize_(model, recipe, calibration_loader=None)`` resolves the recipe (docs/RECIPES.md)
-against the model's ``nn.Linear`` modules, by module name (``model.named_modules()``) with op
-type ``"Linear"``, and replaces each module a rule quantizes with a :class:`QuantizedLinear`:
+against the model's ``nn.Linear`` and ``nn.Conv2d`` modules, by module name
+(``model.named_modules()``) with op type ``"Linear"`` or ``"Conv2d"``, and replaces each module a
+rule quantizes with a :class:`QuantizedLinear` or :class:`QuantizedConv2d`:
 
-- weights quantized once from the float weight ([N, K], nn.Linear's layout) per output channel or
-  per tensor, as the rule says; the float weight stays, so ``module.train()`` runs the float
-  layer (training is unchanged) and ``quantize_weights()`` requantizes after it changed;
+- weights quantized once from the float weight ([N, K] for nn.Linear, [O, C / groups, KH, KW] for
+  nn.Conv2d) per output channel or per tensor, as the rule says; the float weight stays, so
+  ``module.train()`` runs the float layer (training is unchanged) and ``quantize_weights()``
+  requantizes after it changed;
 - activations ``static`` (calibrated: ``calibration_loader`` is run through the model once, each
-  quantized layer's input observed through a forward hook by the rule's calibration method),
-  ``dynamic`` (the range of each batch) or ``explicit`` (the recipe's scale and zero point);
-- in eval mode the forward quantizes the input and runs qforge's fused ``matmul_dequant`` (a plan
-  per batch size for static and explicit activations, weights and bias packed once); dynamic
-  activations run an integer matmul plan per batch size (weights packed once) and take the
-  batch's zero point and scales out in numpy.
+  quantized layer's input observed by the rule's calibration method), ``dynamic`` (the range of
+  each batch; Linear only) or ``explicit`` (the recipe's scale and zero point);
+- in eval mode the forward quantizes the input and runs qforge's fused ``matmul_dequant`` or
+  ``conv_dequant`` (a plan per input shape for static and explicit activations, weights and bias
+  packed once); dynamic activations run an integer matmul plan per batch size (weights packed
+  once) and take the batch's zero point and scales out in numpy.
 
 CPU tensors only: a tensor is handed to qforge through numpy without a copy (contiguous
-float32). CUDA tensors (the cuda plugin with DLPack on the current stream) and ``nn.Conv2d`` are
-not supported yet; a CUDA input raises ValueError.
+float32). CUDA tensors (the cuda plugin with DLPack on the current stream) are not supported
+yet; a CUDA input raises ValueError.
 
 Importing this module needs PyTorch; ``import qforge`` never imports it.
 """
@@ -35,7 +38,7 @@ from ._accel import default_accelerator
 from ._errors import Error
 from ._model import _recipe_args
 
-__all__ = ["QuantizedLinear", "quantize_", "calibrate"]
+__all__ = ["QuantizedLinear", "QuantizedConv2d", "quantize_", "calibrate"]
 
 P = _qforge.QuantizationParams
 
@@ -56,18 +59,19 @@ def _weight_params(weight, spec):
     return w, obs.params(spec["dtype"], spec["mapping"])
 
 
-class QuantizedLinear(nn.Module):
-    """nn.Linear whose eval-mode forward runs qforge's quantized matmul (see the module doc)."""
+class _QuantizedLayer(nn.Module):
+    """What QuantizedLinear and QuantizedConv2d share: the rule, the accelerator, the float
+    weight and bias (kept for training), and the activation params with their calibration."""
 
-    def __init__(self, linear, layer, accelerator=None, name=""):
+    kind = "layer"
+
+    def __init__(self, module, layer, accelerator, name):
         super().__init__()
         if layer.get("weights") is None or layer.get("activations") is None:
-            raise ValueError(f"qforge.torch: '{name}': {layer['describe']}; qforge's matmul needs "
-                             "both weights and activations quantized")
-        self.in_features = linear.in_features
-        self.out_features = linear.out_features
-        self.weight = linear.weight
-        self.bias = linear.bias
+            raise ValueError(f"qforge.torch: '{name}': {layer['describe']}; qforge's quantized "
+                             f"{self.kind} needs both weights and activations quantized")
+        self.weight = module.weight
+        self.bias = module.bias
         self.layer = layer
         self.name = name
         self._accelerator = accelerator
@@ -80,18 +84,64 @@ class QuantizedLinear(nn.Module):
             else:
                 self.activation_params = P.per_tensor_affine(act["dtype"], act["scale"],
                                                              act["zero_point"])
-        self.quantize_weights()
 
     @property
     def accelerator(self):
         return self._accelerator or default_accelerator()
 
+    def _float_bias(self):
+        return (None if self.bias is None else
+                self.bias.detach().to("cpu", torch.float32).contiguous().numpy())
+
+    # ---- calibration (static activations) ----
+    def start_calibration(self):
+        act = self.layer["activations"]
+        self._observer = _qforge.HistogramObserver(method=act["method"],
+                                                   percentile=act["percentile"])
+
+    def finish_calibration(self):
+        act = self.layer["activations"]
+        if self._observer is None or not self._observer.has_data:
+            raise ValueError(f"qforge.torch: '{self.name}' saw no calibration data")
+        self.activation_params = self._observer.params(act["dtype"], act["mapping"])
+        self._observer = None
+        self._plans = {}
+
+    def _float_path(self, x):
+        """Observes x while calibrating; True when the float layer must run (training or
+        calibrating). Otherwise checks the device."""
+        if self._observer is not None:
+            self._observer.observe(x.detach().to(torch.float32).contiguous().cpu().numpy())
+        if self.training or self._observer is not None:
+            return True
+        if x.device.type != "cpu":
+            raise ValueError(f"qforge.torch: '{self.name}' got a tensor on {x.device}; only CPU "
+                             "tensors are supported so far")
+        return False
+
+    def _static_params(self):
+        if self.activation_params is None:
+            raise ValueError(f"qforge.torch: '{self.name}' has static activations and was not "
+                             "calibrated; pass calibration_loader to quantize_")
+        return self.activation_params
+
+
+class QuantizedLinear(_QuantizedLayer):
+    """nn.Linear whose eval-mode forward runs qforge's quantized matmul (see the module doc)."""
+
+    kind = "matmul"
+
+    def __init__(self, linear, layer, accelerator=None, name=""):
+        super().__init__(linear, layer, accelerator, name)
+        self.in_features = linear.in_features
+        self.out_features = linear.out_features
+        self.quantize_weights()
+
     def quantize_weights(self):
         """Quantizes the current float weight (and copies the bias); call after training."""
         w, self.weight_params = _weight_params(self.weight, self.layer["weights"])
         self.weight_codes = self.accelerator.quantize(w, self.weight_params)
-        self.bias_values = (None if self.bias is None else
-                            self.bias.detach().to("cpu", torch.float32).contiguous().numpy())
+        self.bias_values = self._float_bias()
         self._plans = {}
         self._prepare_dynamic()
 
@@ -115,29 +165,9 @@ class QuantizedLinear(nn.Module):
         self._weight_scales = np.broadcast_to(
             np.asarray(self.weight_params.scales, dtype=np.float32), (n,))
 
-    # ---- calibration (static activations) ----
-    def start_calibration(self):
-        act = self.layer["activations"]
-        self._observer = _qforge.HistogramObserver(method=act["method"],
-                                                   percentile=act["percentile"])
-
-    def finish_calibration(self):
-        act = self.layer["activations"]
-        if self._observer is None or not self._observer.has_data:
-            raise ValueError(f"qforge.torch: '{self.name}' saw no calibration data")
-        self.activation_params = self._observer.params(act["dtype"], act["mapping"])
-        self._observer = None
-        self._plans = {}
-
     def forward(self, x):
-        if self._observer is not None:
-            xs = x.detach().to(torch.float32).contiguous().cpu().numpy()
-            self._observer.observe(xs)
-        if self.training or self._observer is not None:
+        if self._float_path(x):
             return nn.functional.linear(x, self.weight, self.bias)
-        if x.device.type != "cpu":
-            raise ValueError(f"qforge.torch: '{self.name}' got a tensor on {x.device}; only CPU "
-                             "tensors are supported so far")
         lead = x.shape[:-1]
         x2 = x.detach().reshape(-1, self.in_features).to(torch.float32).contiguous()
         xn = x2.numpy()
@@ -164,16 +194,14 @@ class QuantizedLinear(nn.Module):
                 if self.bias_values is not None:
                     y += self.bias_values
         else:
-            if self.activation_params is None:
-                raise ValueError(f"qforge.torch: '{self.name}' has static activations and was "
-                                 "not calibrated; pass calibration_loader to quantize_")
+            params = self._static_params()
             plan = self._plans.get(m)
             if plan is None:
                 plan = self.accelerator.prepare_matmul(
-                    m, n, k, self.activation_params, self.weight_params, b_layout="nk",
-                    b=self.weight_codes, bias=self.bias_values)
+                    m, n, k, params, self.weight_params, b_layout="nk", b=self.weight_codes,
+                    bias=self.bias_values)
                 self._plans[m] = plan
-            y = plan.run(self.accelerator.quantize(xn, self.activation_params))
+            y = plan.run(self.accelerator.quantize(xn, params))
         return torch.from_numpy(y).reshape(*lead, n).to(x.dtype)
 
     def _dynamic_plan(self, m, a_dtype):
@@ -197,6 +225,81 @@ class QuantizedLinear(nn.Module):
                 f"{self.layer['describe']}")
 
 
+def _pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+class QuantizedConv2d(_QuantizedLayer):
+    """nn.Conv2d whose eval-mode forward runs qforge's conv_dequant plan (NCHW, weights
+    [O, C / groups, KH, KW] quantized once, float bias): static or explicit activations. A
+    plan fixes the activation params, so dynamic activations are refused."""
+
+    kind = "convolution"
+
+    def __init__(self, conv, layer, accelerator=None, name=""):
+        super().__init__(conv, layer, accelerator, name)
+        if layer["activations"]["mode"] == "dynamic":
+            raise ValueError(f"qforge.torch: '{name}': dynamic activations are not supported for "
+                             "Conv2d (a convolution plan fixes the activation params); use "
+                             "static activations (calibration_loader) or skip the layer")
+        if conv.padding_mode != "zeros":
+            raise ValueError(f"qforge.torch: '{name}': padding_mode '{conv.padding_mode}' is not "
+                             "supported; qforge pads with the activations' zero point (zeros)")
+        self.in_channels, self.out_channels = conv.in_channels, conv.out_channels
+        self.kernel_size = _pair(conv.kernel_size)
+        self.stride = _pair(conv.stride)
+        self.dilation = _pair(conv.dilation)
+        self.padding = conv.padding if isinstance(conv.padding, str) else _pair(conv.padding)
+        self.groups = conv.groups
+        self.quantize_weights()
+
+    def quantize_weights(self):
+        """Quantizes the current float weight (and copies the bias); call after training."""
+        w, self.weight_params = _weight_params(self.weight, self.layer["weights"])
+        self.weight_codes = self.accelerator.quantize(w, self.weight_params)
+        self.bias_values = self._float_bias()
+        self._plans = {}
+
+    def _pads(self, h, w):
+        """(top, left, bottom, right) as nn.Conv2d pads: 'same' puts the odd one at the end."""
+        if self.padding == "valid":
+            return (0, 0, 0, 0)
+        if self.padding == "same":
+            total = [d * (k - 1) for d, k in zip(self.dilation, self.kernel_size)]
+            return (total[0] // 2, total[1] // 2, total[0] - total[0] // 2,
+                    total[1] - total[1] // 2)
+        ph, pw = self.padding
+        return (ph, pw, ph, pw)
+
+    def forward(self, x):
+        if self._float_path(x):
+            return nn.functional.conv2d(x, self.weight, self.bias, self.stride, self.padding,
+                                        self.dilation, self.groups)
+        if x.dim() != 4:
+            raise ValueError(f"qforge.torch: '{self.name}' got a {x.dim()}-D input; expected "
+                             "[N, C, H, W]")
+        params = self._static_params()
+        xn = x.detach().to(torch.float32).contiguous().numpy()
+        shape = tuple(xn.shape)
+        plan = self._plans.get(shape)
+        if plan is None:
+            plan = self.accelerator.prepare_conv(
+                list(shape), params, self.weight_codes, list(self.weight.shape),
+                self.weight_params, stride=list(self.stride), pads=list(self._pads(*shape[2:])),
+                dilation=list(self.dilation), groups=self.groups, bias=self.bias_values)
+            self._plans[shape] = plan
+        y = plan.run(self.accelerator.quantize(xn, params))
+        return torch.from_numpy(y).to(x.dtype)
+
+    def extra_repr(self):
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, {self.layer['describe']}")
+
+
+# The module types quantize_ swaps, with the op type a recipe's op_types names them by.
+_SWAPPABLE = ((nn.Linear, "Linear", QuantizedLinear), (nn.Conv2d, "Conv2d", QuantizedConv2d))
+
+
 def _set_module(model, name, module):
     parent = model
     *path, last = name.split(".")
@@ -207,10 +310,11 @@ def _set_module(model, name, module):
 
 def calibrate(model, loader):
     """Runs ``loader``'s batches through ``model`` (no grad, eval mode) while every
-    QuantizedLinear with static activations observes its input; then fixes their params.
+    QuantizedLinear / QuantizedConv2d with static activations observes its input; then fixes
+    their params.
     A batch is a tensor, or a tuple/list whose first element is the input."""
     layers = [m for m in model.modules()
-              if isinstance(m, QuantizedLinear) and m.layer["activations"]["mode"] == "static"]
+              if isinstance(m, _QuantizedLayer) and m.layer["activations"]["mode"] == "static"]
     for m in layers:
         m.start_calibration()
     was_training = model.training
@@ -227,19 +331,33 @@ def calibrate(model, loader):
 
 
 def quantize_(model, recipe, calibration_loader=None, accelerator=None):
-    """Replaces the nn.Linear modules the recipe quantizes (matched by module name, op type
-    "Linear") with QuantizedLinear, in place; calibrates static ones on ``calibration_loader``.
-    Returns the recipe's resolution report (text)."""
+    """Replaces the nn.Linear and nn.Conv2d modules the recipe quantizes (matched by module name,
+    op type "Linear" or "Conv2d") with QuantizedLinear / QuantizedConv2d, in place; calibrates
+    static ones on ``calibration_loader``. A module that cannot be quantized as its rule says is
+    an error, unless the decision came from the recipe's default or an optional rule: then it
+    stays float and the report says why. Returns the recipe's resolution report (text)."""
     recipe_json, recipe_path = _recipe_args(recipe)
-    linears = [(name, m) for name, m in model.named_modules() if isinstance(m, nn.Linear)]
+    modules = []
+    for name, m in model.named_modules():
+        for cls, op_type, quantized in _SWAPPABLE:
+            if isinstance(m, cls):
+                modules.append((name, m, op_type, quantized))
+                break
     decisions, report = _qforge.resolve_recipe(recipe_json, recipe_path,
-                                               [(name, "Linear") for name, _ in linears])
+                                               [(name, op) for name, _, op, _ in modules])
     static = False
-    for (name, linear), layer in zip(linears, decisions):
+    kept_float = []
+    for (name, module, _, quantized), layer in zip(modules, decisions):
         if layer is None:
             continue
-        q = QuantizedLinear(linear, layer, accelerator, name)
-        q.train(linear.training)  # a new module starts in training mode; keep the model's mode
+        try:
+            q = quantized(module, layer, accelerator, name)
+        except ValueError as e:
+            if not layer["lenient"]:
+                raise
+            kept_float.append(f"{name}: {e} (left in float)")
+            continue
+        q.train(module.training)  # a new module starts in training mode; keep the model's mode
         static = static or layer["activations"]["mode"] == "static"
         _set_module(model, name, q)
     if static:
@@ -247,4 +365,6 @@ def quantize_(model, recipe, calibration_loader=None, accelerator=None):
             raise ValueError("qforge.torch.quantize_: the recipe has static activations; pass "
                              "calibration_loader (or use dynamic activations)")
         calibrate(model, calibration_loader)
+    if kept_float:
+        report += "\n" + "\n".join(kept_float)
     return report

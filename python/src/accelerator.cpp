@@ -378,7 +378,65 @@ void bind_accelerator(py::module_& m) {
           py::kw_only(), py::arg("b_layout") = "kn", py::arg("b") = py::none(),
           py::arg("bias") = py::none(), py::arg("integer") = false,
           "A plan of matmul_dequant (or matmul_integer with integer=True); b and bias given "
-          "here are fixed (packed once) and left out of run()'s arguments");
+          "here are fixed (packed once) and left out of run()'s arguments")
+      .def(
+          "prepare_conv",
+          [](Accelerator& acc, const Shape& x_shape, const QuantizationParams& x_params,
+             const py::array& w, const Shape& w_shape, const QuantizationParams& w_params,
+             const std::array<std::int64_t, 2>& stride, const std::array<std::int64_t, 4>& pads,
+             const std::array<std::int64_t, 2>& dilation, std::int64_t groups,
+             const std::optional<py::array>& bias, bool integer) {
+            if (x_shape.size() != 4)
+              throw py::value_error("x_shape " + to_string(x_shape) + "; expected [N, C, H, W]");
+            if (w_shape.size() != 4)
+              throw py::value_error("w_shape " + to_string(w_shape) +
+                                    "; expected [O, C / groups, KH, KW]");
+            ConvDesc d;
+            d.n = x_shape[0], d.c = x_shape[1], d.h = x_shape[2], d.w = x_shape[3];
+            d.out_channels = w_shape[0];
+            d.kernel_h = w_shape[2], d.kernel_w = w_shape[3];
+            d.stride_h = stride[0], d.stride_w = stride[1];
+            d.pad_top = pads[0], d.pad_left = pads[1], d.pad_bottom = pads[2],
+            d.pad_right = pads[3];
+            d.dilation_h = dilation[0], d.dilation_w = dilation[1];
+            d.groups = groups;
+            d.x_params = x_params;
+            d.w_params = w_params;
+            if (groups <= 0 || d.c % groups != 0 || w_shape[1] != d.c / groups)
+              throw py::value_error("w_shape " + to_string(w_shape) + " with groups = " +
+                                    std::to_string(groups) + " does not fit x_shape " +
+                                    to_string(x_shape) + "; expected [O, C / groups, KH, KW]");
+            if (bias) {
+              if (integer) throw py::value_error("conv_integer takes no bias");
+              require_array(*bias, py::dtype::of<float>(), "bias");
+              if (bias->ndim() != 1 || bias->shape(0) != d.out_channels)
+                throw py::value_error("bias has shape " + to_string(shape_of(*bias)) +
+                                      "; expected [" + std::to_string(d.out_channels) + "]");
+              d.bias = ConvBias::f32;
+            }
+            require_storage(w, w_params.dtype(), d.w_shape(), "w");
+            const OpDesc op{integer ? OpKind::conv_integer : OpKind::conv_dequant, d};
+            // The reference's own reasons (a ValueError) before any plugin is asked.
+            reference::check_descriptor(op);
+            const OpOperands ops = op_operands(op);
+            std::vector<const void*> weights(ops.inputs.size(), nullptr);
+            weights[1] = w.data();
+            if (bias) weights[2] = bias->data();
+            auto plan = acc.prepare({op}, weights);
+            std::vector<InputSpec> in{{"x", storage_dtype(x_params.dtype()), ops.inputs[0].bytes},
+                                      {"w", storage_dtype(w_params.dtype()), ops.inputs[1].bytes}};
+            if (bias) in.push_back({"bias", py::dtype::of<float>(), ops.inputs[2].bytes});
+            return PyPlan(plan, std::move(in),
+                          {{integer ? "c" : "y", DType::int8, !integer, integer, d.y_shape()}});
+          },
+          py::arg("x_shape"), py::arg("x_params"), py::arg("w"), py::arg("w_shape"),
+          py::arg("w_params"), py::kw_only(), py::arg("stride") = std::array<std::int64_t, 2>{1, 1},
+          py::arg("pads") = std::array<std::int64_t, 4>{0, 0, 0, 0},
+          py::arg("dilation") = std::array<std::int64_t, 2>{1, 1}, py::arg("groups") = 1,
+          py::arg("bias") = py::none(), py::arg("integer") = false,
+          "A plan of conv_dequant (float32 out, NCHW; conv_integer with integer=True, int32 "
+          "out) with the weights w [O, C / groups, KH, KW] and the float32 bias fixed (packed "
+          "once): plan.run(x) takes the activations' codes. pads are (top, left, bottom, right)");
 }
 
 }  // namespace qforge::python

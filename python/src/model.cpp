@@ -174,7 +174,13 @@ void bind_model(py::module_& m) {
         for (const auto& [name, op] : nodes) refs.push_back({name, op});
         const mdl::RecipeResolution res = mdl::resolve(recipe, refs);
         py::list out;
-        for (const auto& d : res.nodes) out.append(layer_dict(d.quantize));
+        for (const auto& d : res.nodes) {
+          py::object layer = layer_dict(d.quantize);
+          // Broad decisions (the default, optional rules) leave what cannot run in float.
+          if (!layer.is_none())
+            layer["lenient"] = d.by_default() || recipe.rules.at(d.rule).optional;
+          out.append(layer);
+        }
         return py::make_tuple(out, mdl::format_report(recipe, res, refs));
       },
       py::arg("recipe_json"), py::arg("recipe_path"), py::arg("nodes"),

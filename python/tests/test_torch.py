@@ -122,5 +122,76 @@ class QuantizeLinear(SeededTest):
                 model(torch.randn(2, 32, device="cuda"))
 
 
+CONV_STATIC = {"format": "qforge.recipe", "version": 1, "rules": [{
+    "match": {"op_types": ["Conv2d", "Linear"]},
+    "weights": {"dtype": "int8", "mapping": "symmetric", "granularity": "per_channel"},
+    "activations": {"mode": "static", "dtype": "uint8", "mapping": "affine",
+                    "calibration": {"method": "minmax"}}}]}
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class QuantizeConv2d(SeededTest):
+    def cnn(self):
+        import torch
+        from torch import nn
+        torch.manual_seed(self.seed)
+        return nn.Sequential(
+            nn.Conv2d(2, 6, 3, padding="same"), nn.ReLU(),
+            nn.Conv2d(6, 6, 3, stride=2, padding=1, groups=3), nn.ReLU(),
+            nn.Conv2d(6, 4, (1, 3), dilation=(1, 2)), nn.Flatten(), nn.Linear(24, 5))
+
+    def test_static_conv_layers_match_the_dequantized_float_convolution(self):
+        import torch
+        import qforge.torch as qt
+        model = self.cnn()
+        batches = [torch.randn(3, 2, 11, 9) for _ in range(4)]
+        model.eval()
+        with torch.no_grad():
+            ref = model(batches[0])
+        qt.quantize_(model, CONV_STATIC, calibration_loader=batches,
+                     accelerator=scalar_accelerator())
+        for i in (0, 2, 4):
+            self.assertIsInstance(model[i], qt.QuantizedConv2d)
+        self.assertIsInstance(model[6], qt.QuantizedLinear)
+        with torch.no_grad():
+            out = model(batches[0])
+        self.assertFalse(torch.equal(out, ref), "the quantized path ran, not float")
+        self.assertGreater(self.sqnr(ref, out), 20, self.where)
+        # Each convolution: the float convolution of the dequantized codes, up to rounding.
+        x = batches[1]
+        for i in (0, 2, 4):
+            layer = model[i]
+            with torch.no_grad():
+                got = layer(x)
+            p = layer.activation_params
+            xq = qforge.reference.quantize(x.numpy(), p)
+            xd = torch.from_numpy(qforge.reference.dequantize(xq, list(x.shape), p))
+            wd = torch.from_numpy(qforge.reference.dequantize(
+                layer.weight_codes, list(layer.weight.shape), layer.weight_params))
+            expected = torch.nn.functional.conv2d(xd, wd, layer.bias, layer.stride,
+                                                  layer.padding, layer.dilation, layer.groups)
+            torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4,
+                                       msg=lambda m: f"layer {i}: {m}; {self.where}")
+            with torch.no_grad():
+                x = model[i + 1](got)  # the ReLU (or Flatten) after it
+
+    def sqnr(self, ref, out):
+        ref, out = ref.detach().numpy(), out.detach().numpy()
+        return 10 * np.log10(np.sum(ref ** 2) / max(np.sum((ref - out) ** 2), 1e-30))
+
+    def test_dynamic_conv_is_refused_unless_the_rule_is_optional(self):
+        import qforge.torch as qt
+        rule = dict(DYNAMIC["rules"][0], match={"op_types": ["Conv2d", "Linear"]})
+        with self.assertRaisesRegex(ValueError, "dynamic activations are not supported for "
+                                                "Conv2d"):
+            qt.quantize_(self.cnn().eval(), dict(DYNAMIC, rules=[rule]),
+                         accelerator=scalar_accelerator())
+        model = self.cnn().eval()
+        report = qt.quantize_(model, dict(DYNAMIC, rules=[dict(rule, optional=True)]),
+                              accelerator=scalar_accelerator())
+        self.assertIn("left in float", report)
+        self.assertNotIsInstance(model[0], qt.QuantizedConv2d)
+
+
 if __name__ == "__main__":
     unittest.main()
