@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "qforge/model/integer_program.h"
@@ -33,5 +34,20 @@ CExport emit_c(const IntegerProgram& program);
 
 // Writes every file into `dir` (created if needed), each one atomically.
 void write_c_export(const CExport& c, const std::filesystem::path& dir);
+
+// What the exported code occupies once compiled, measured with the system's tools.
+struct CFootprint {
+  std::int64_t text_bytes = 0;    // code and const data (weights): flash
+  std::int64_t data_bytes = 0;    // initialised data: flash (and RAM)
+  std::int64_t bss_bytes = 0;     // zeroed data: the static arena
+  std::int64_t stack_bytes = -1;  // the deepest call chain's frames; -1 when not measured
+  std::string command;            // how it was measured
+};
+
+// Compiles model.c, weights.c and qforge_nn_int8.c of the export in `dir` with `compiler`
+// (-std=c99 -Os -c, and -fstack-usage where the compiler has it) into a temporary directory
+// and reads `size` of the objects. nullopt when the compiler or size does not run.
+std::optional<CFootprint> measure_footprint(const std::filesystem::path& dir,
+                                            const std::string& compiler = "cc");
 
 }  // namespace qforge::model
