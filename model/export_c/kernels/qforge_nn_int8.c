@@ -156,6 +156,20 @@ void qf_avgpool_s8(const qf_pool_params *p, const int8_t *x, int8_t *y) {
   }
 }
 
+void qf_add_s8(const qf_add_params *p, const int8_t *a, const int8_t *b, int8_t *y) {
+  int32_t i;
+  for (i = 0; i < p->size; ++i) {
+    /* |x - z| <= 255, so the shifted values fit int32 with room to spare. */
+    const int32_t sa = qf_requantize(((int32_t)a[i] - p->a_zero_point) * ((int32_t)1 << 20),
+                                     p->a_multiplier, p->a_shift);
+    const int32_t sb = qf_requantize(((int32_t)b[i] - p->b_zero_point) * ((int32_t)1 << 20),
+                                     p->b_multiplier, p->b_shift);
+    y[i] = (int8_t)qf_clamp32(
+        (int64_t)qf_requantize(sa + sb, p->out_multiplier, p->out_shift) + p->out_zero_point,
+        p->act_min, p->act_max);
+  }
+}
+
 int32_t qf_argmax_s8(const int8_t *x, int32_t n) {
   int32_t i, best = 0;
   for (i = 1; i < n; ++i)

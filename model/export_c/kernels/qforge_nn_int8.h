@@ -67,6 +67,17 @@ typedef struct {
 void qf_maxpool_s8(const qf_pool_params *p, const int8_t *x, int8_t *y);
 void qf_avgpool_s8(const qf_pool_params *p, const int8_t *x, int8_t *y);
 
+/* TFLite's int8 ADD of two tensors of n elements: each (x - z) * 2^20 is requantized by its
+ * multiplier, the sum by the output's, the zero point added and the clamp applied. */
+typedef struct {
+  int32_t size;
+  int32_t a_zero_point, a_multiplier, a_shift;
+  int32_t b_zero_point, b_multiplier, b_shift;
+  int32_t out_zero_point, out_multiplier, out_shift;
+  int32_t act_min, act_max;
+} qf_add_params;
+void qf_add_s8(const qf_add_params *p, const int8_t *a, const int8_t *b, int8_t *y);
+
 /* The index of the first largest element. */
 int32_t qf_argmax_s8(const int8_t *x, int32_t n);
 

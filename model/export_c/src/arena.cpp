@@ -20,8 +20,9 @@ ArenaPlan plan_arena(const IntegerProgram& p) {
     const auto s_out = static_cast<std::size_t>(storage[out]);
     if (first[s_out] < 0) first[s_out] = static_cast<int>(i);
     last[s_out] = std::max(last[s_out], static_cast<int>(i));
-    if (op.input >= 0) {
-      const auto s_in = static_cast<std::size_t>(storage[static_cast<std::size_t>(op.input)]);
+    for (const int input : {op.input, op.input2}) {
+      if (input < 0) continue;
+      const auto s_in = static_cast<std::size_t>(storage[static_cast<std::size_t>(input)]);
       last[s_in] = std::max(last[s_in], static_cast<int>(i));
     }
   }

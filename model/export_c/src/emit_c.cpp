@@ -35,9 +35,12 @@ CExport emit_c(const IntegerProgram& p) {
     const auto buffer = [&](int t) {
       return "arena + " + std::to_string(arena.offset[static_cast<std::size_t>(t)]);
     };
-    const export_c::EmitContext ctx{p, op, "op" + std::to_string(i),
+    const export_c::EmitContext ctx{p,
+                                    op,
+                                    "op" + std::to_string(i),
                                     op.input < 0 ? std::string("in") : buffer(op.input),
-                                    buffer(op.output)};
+                                    buffer(op.output),
+                                    op.input2 < 0 ? std::string() : buffer(op.input2)};
     const export_c::EmittedOp e = export_c::emitter_for(op.kind).emit(ctx);
     weights_h += e.declarations;
     weights_c += e.weights;

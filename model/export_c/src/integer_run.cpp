@@ -44,6 +44,26 @@ std::vector<std::int8_t> pool(const IntegerOp& op, std::int32_t zero_point,
   return y;
 }
 
+// TFLite's int8 ADD (reference_ops::AddElementwise with left_shift 20).
+std::vector<std::int8_t> add(const IntegerProgram& p, const IntegerOp& op,
+                             const std::vector<std::int8_t>& a, const std::vector<std::int8_t>& b) {
+  const IntegerTensor& ta = p.tensors[static_cast<std::size_t>(op.input)];
+  const IntegerTensor& tb = p.tensors[static_cast<std::size_t>(op.input2)];
+  const IntegerTensor& ty = p.tensors[static_cast<std::size_t>(op.output)];
+  std::vector<std::int8_t> y(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::int32_t sa = reference::multiply_by_quantized_multiplier(
+        (a[i] - ta.zero_point) * (1 << 20), op.multipliers[0]);
+    const std::int32_t sb = reference::multiply_by_quantized_multiplier(
+        (b[i] - tb.zero_point) * (1 << 20), op.multipliers[1]);
+    const std::int64_t q =
+        std::int64_t{reference::multiply_by_quantized_multiplier(sa + sb, op.multipliers[2])} +
+        ty.zero_point;
+    y[i] = static_cast<std::int8_t>(std::clamp<std::int64_t>(q, op.act_min, op.act_max));
+  }
+  return y;
+}
+
 }  // namespace
 
 std::string_view to_string(IntegerOpKind kind) noexcept {
@@ -54,6 +74,7 @@ std::string_view to_string(IntegerOpKind kind) noexcept {
     case IntegerOpKind::max_pool: return "max_pool";
     case IntegerOpKind::avg_pool: return "avg_pool";
     case IntegerOpKind::reshape: return "reshape";
+    case IntegerOpKind::add: return "add";
   }
   return "?";
 }
@@ -63,8 +84,9 @@ std::int64_t IntegerTensor::elements() const { return element_count(shape); }
 std::int64_t IntegerProgram::weight_bytes() const {
   std::int64_t bytes = 0;
   for (const IntegerOp& op : ops)
-    bytes += static_cast<std::int64_t>(op.weights.size() + 4 * op.bias.size() +
-                                       8 * op.multipliers.size());
+    bytes +=
+        static_cast<std::int64_t>(op.weights.size() + 4 * op.bias.size() +
+                                  (op.kind == IntegerOpKind::add ? 0 : 8 * op.multipliers.size()));
   return bytes;
 }
 
@@ -119,6 +141,10 @@ std::vector<std::int8_t> run_integer(const IntegerProgram& program, std::span<co
         y = pool(op, out.zero_point, values[static_cast<std::size_t>(op.input)]);
         break;
       case IntegerOpKind::reshape: y = values[static_cast<std::size_t>(op.input)]; break;
+      case IntegerOpKind::add:
+        y = add(program, op, values[static_cast<std::size_t>(op.input)],
+                values[static_cast<std::size_t>(op.input2)]);
+        break;
     }
   }
   return values[static_cast<std::size_t>(program.ops.back().output)];

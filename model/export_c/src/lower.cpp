@@ -19,7 +19,8 @@ namespace {
 
 constexpr std::string_view kSupported =
     "Conv (2-D, groups, pads, strides, dilations), Gemm and MatMul with a constant weight, "
-    "Relu and Clip right after one of those (fused), MaxPool, AveragePool, GlobalAveragePool, "
+    "Add of two activations of one shape, Relu and Clip right after one of those (fused), MaxPool, "
+    "AveragePool, GlobalAveragePool, "
     "Flatten, Reshape, Squeeze, Unsqueeze, and leading Sub/Div/Mul/Add of the input by a scalar "
     "constant";
 
@@ -90,6 +91,8 @@ class Lowering {
   void lower_conv(const Node& node);
   void lower_dense(const Node& node);
   void lower_pool(const Node& node);
+  void lower_add(const Node& node);
+  void finish_add(IntegerOp& op);
   void finish_weighted(IntegerOp& op, const PendingWeights& pw, std::size_t index);
 
   const Graph& g_;
@@ -97,6 +100,7 @@ class Lowering {
   std::map<std::string, int, std::less<>> int_of_;  // float tensor -> its int8 tensor
   std::set<std::string> fused_;                     // activation nodes folded into producers
   std::map<std::size_t, PendingWeights> pending_;   // by op index
+  std::map<std::size_t, Activation> add_acts_;      // the fused clamp of each add, by op index
   std::vector<int> calibrated_;                     // tensors whose params come from calibration
 };
 
@@ -176,6 +180,8 @@ void Lowering::walk() {
     } else if (n.op_type == "MaxPool" || n.op_type == "AveragePool" ||
                n.op_type == "GlobalAveragePool") {
       lower_pool(n);
+    } else if (n.op_type == "Add") {
+      lower_add(n);
     } else if (n.op_type == "Flatten" || n.op_type == "Reshape" || n.op_type == "Squeeze" ||
                n.op_type == "Unsqueeze") {
       IntegerOp op{IntegerOpKind::reshape, n.name, int_input(n)};
@@ -186,7 +192,7 @@ void Lowering::walk() {
       p_.ops.push_back(std::move(op));
     } else if (n.op_type == "Relu" || n.op_type == "Clip") {
       refuse(n,
-             "a clamp is supported only fused into the Conv, Gemm or MatMul that produces "
+             "a clamp is supported only fused into the Conv, Gemm, MatMul or Add that produces "
              "its input (as the input's only reader)");
     } else {
       refuse(n, "op type " + n.op_type + " is not supported");
@@ -317,6 +323,25 @@ void Lowering::lower_pool(const Node& n) {
   p_.ops.push_back(std::move(op));
 }
 
+void Lowering::lower_add(const Node& n) {
+  IntegerOp op{IntegerOpKind::add, n.name, int_input(n)};
+  const auto second = int_of_.find(n.input(1));
+  if (second == int_of_.end())
+    refuse(n, "its input '" + n.input(1) +
+                  "' is not an int8 tensor of the program (Add of two activations only)");
+  op.input2 = second->second;
+  const Shape a = p_.tensors[static_cast<std::size_t>(op.input)].shape;
+  if (p_.tensors[static_cast<std::size_t>(op.input2)].shape != a)
+    refuse(n, "its inputs have different shapes; broadcasting is not supported");
+  Activation act;
+  const std::string out = fuse_activation(n, act);
+  op.output = add_tensor(out);
+  int_of_[out] = op.output;
+  calibrated_.push_back(op.output);
+  add_acts_[p_.ops.size()] = act;
+  p_.ops.push_back(std::move(op));
+}
+
 void Lowering::calibrate(const Graph& original, std::span<const TensorMap> batches,
                          const LowerOptions& options) {
   if (batches.empty())
@@ -417,11 +442,30 @@ void Lowering::finish_weighted(IntegerOp& op, const PendingWeights& pw, std::siz
   (void)index;
 }
 
+void Lowering::finish_add(IntegerOp& op) {
+  const IntegerTensor& a = p_.tensors[static_cast<std::size_t>(op.input)];
+  const IntegerTensor& b = p_.tensors[static_cast<std::size_t>(op.input2)];
+  const IntegerTensor& y = p_.tensors[static_cast<std::size_t>(op.output)];
+  // TFLite's PrepareGeneralSubOp / int8 ADD, in double as there.
+  const double twice_max = 2.0 * std::max<double>(a.scale, b.scale);
+  op.multipliers = {reference::quantize_multiplier(a.scale / twice_max),
+                    reference::quantize_multiplier(b.scale / twice_max),
+                    reference::quantize_multiplier(twice_max / ((1 << 20) * double{y.scale}))};
+  const Activation act = add_acts_.at(static_cast<std::size_t>(&op - p_.ops.data()));
+  const auto q = [&](float v) {
+    return reference::quantize_value(v, y.scale, y.zero_point, -128, 127);
+  };
+  if (act.kind == ConvActivation::relu) op.act_min = q(0.0f);
+  if (act.kind == ConvActivation::clamp) op.act_min = q(act.lo), op.act_max = q(act.hi);
+}
+
 void Lowering::finish() {
   for (std::size_t i = 0; i < p_.ops.size(); ++i) {
     IntegerOp& op = p_.ops[i];
     if (op.kind == IntegerOpKind::conv2d || op.kind == IntegerOpKind::dense) {
       finish_weighted(op, pending_.at(i), i);
+    } else if (op.kind == IntegerOpKind::add) {
+      finish_add(op);
     } else if (op.kind != IntegerOpKind::quantize) {
       // Pools and reshapes keep their input's params (max and average commute with them).
       const IntegerTensor& in = p_.tensors[static_cast<std::size_t>(op.input)];

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <iostream>
 #include <random>
 
 #include "c_harness.h"
@@ -169,6 +170,24 @@ RandomGraph random_graph(std::mt19937& rng) {
       cur = out_a;
       g.description += "Relu6 ";
     }
+    if (pick(0, 2) == 0) {  // a residual block: x + Conv(x), same shape, maybe a Relu after
+      const std::int64_t rk = pick(0, 1) * 2 + 1, rp = (rk - 1) / 2;
+      const std::string wr = name("w"), br = name("b"), out_c = name("res"), out_s = name("sum");
+      b.initializer(wr, {c, c, rk, rk}, weights(c * c * rk * rk, c * rk * rk));
+      b.initializer(br, {c}, random_values(rng, c, -0.5f, 0.5f));
+      auto& rn = b.node("Conv", {cur, wr, br}, {out_c}, name("Conv"));
+      OnnxBuilder::attr(rn, "kernel_shape", std::vector<std::int64_t>{rk, rk});
+      OnnxBuilder::attr(rn, "pads", std::vector<std::int64_t>{rp, rp, rp, rp});
+      b.node("Add", {cur, out_c}, {out_s}, name("Add"));
+      cur = out_s;
+      g.description += "Residual(k=" + std::to_string(rk) + ") ";
+      if (pick(0, 1)) {
+        const std::string out_r = name("relu");
+        b.node("Relu", {cur}, {out_r});
+        cur = out_r;
+        g.description += "Relu ";
+      }
+    }
     if (h >= 2 && w >= 2 && pick(0, 1)) {
       const bool max = pick(0, 1);
       const std::int64_t pk = 2, ps = pick(1, 2), pp = pick(0, 1);
@@ -223,6 +242,7 @@ TEST(ExportC, RandomGraphsMatchQforgeByteForByte) {
     std::mt19937 rng(seed);
     const RandomGraph g = random_graph(rng);
     SCOPED_TRACE("seed " + std::to_string(seed) + ": " + g.description);
+    std::cout << "graph " << round << ": " << g.description << "\n";
     const Graph graph = import_onnx_bytes(g.bytes, "random graph");
     Shape one = g.sample;
     one.insert(one.begin(), 1);

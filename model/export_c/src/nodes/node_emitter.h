@@ -18,6 +18,7 @@ struct EmitContext {
   std::string symbol;  // a C identifier prefix unique to this op: "op3"
   std::string input;   // C expressions of the op's buffers: "in" for the float input,
   std::string output;  // "arena + 1024" for int8 tensors
+  std::string input2;  // add's second operand; empty otherwise
 };
 
 struct EmittedOp {

@@ -10,6 +10,7 @@ const NodeEmitter& dense_emitter();
 const NodeEmitter& max_pool_emitter();
 const NodeEmitter& avg_pool_emitter();
 const NodeEmitter& reshape_emitter();
+const NodeEmitter& add_emitter();
 
 const NodeEmitter& emitter_for(IntegerOpKind kind) {
   switch (kind) {
@@ -19,6 +20,7 @@ const NodeEmitter& emitter_for(IntegerOpKind kind) {
     case IntegerOpKind::max_pool: return max_pool_emitter();
     case IntegerOpKind::avg_pool: return avg_pool_emitter();
     case IntegerOpKind::reshape: return reshape_emitter();
+    case IntegerOpKind::add: return add_emitter();
   }
   throw Error(ErrorCode::internal, "export-c: no emitter for an op kind");
 }

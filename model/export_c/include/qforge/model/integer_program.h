@@ -40,7 +40,15 @@ struct FloatPrefixOp {
   float constant = 0.0f;
 };
 
-enum class IntegerOpKind : std::uint8_t { quantize, conv2d, dense, max_pool, avg_pool, reshape };
+enum class IntegerOpKind : std::uint8_t {
+  quantize,
+  conv2d,
+  dense,
+  max_pool,
+  avg_pool,
+  reshape,
+  add,
+};
 std::string_view to_string(IntegerOpKind kind) noexcept;
 
 struct IntegerOp {
@@ -48,12 +56,15 @@ struct IntegerOp {
   std::string node;  // the graph node it came from (the first, for fused nodes)
   int input = -1;    // index into IntegerProgram::tensors; -1 for quantize (the float input)
   int output = -1;
+  int input2 = -1;  // add: the second operand
   // conv2d and dense: the descriptor qforge executes (qlinear_conv, fixed_point; a dense layer
   // is a 1x1 convolution over a [K, 1, 1] input), the int8 weights [O, C / groups, KH, KW], the
   // int32 bias [O] and the multipliers that requantization derives from the scales.
   ConvDesc conv;
   std::vector<std::int8_t> weights;
   std::vector<std::int32_t> bias;
+  // add: three multipliers, as TFLite's int8 ADD: each input's (x - z) * 2^20 is scaled by
+  // s_i / (2 max(s1, s2)), and their sum by 2 max(s1, s2) / (2^20 sy).
   std::vector<reference::FixedPointMultiplier> multipliers;
   std::int32_t act_min = -128, act_max = 127;  // the fused clamp, quantized
   // max_pool and avg_pool (ConvDesc's geometry fields: kernel, stride, dilation, pads).
