@@ -66,7 +66,7 @@ struct PendingWeights {
 
 class Lowering {
  public:
-  Lowering(const Graph& g) : g_(g) {}
+  explicit Lowering(const Graph& g) : g_(g) {}
 
   void walk();
   void calibrate(const Graph& original, std::span<const TensorMap> batches,
@@ -93,7 +93,7 @@ class Lowering {
   void lower_pool(const Node& node);
   void lower_add(const Node& node);
   void finish_add(IntegerOp& op);
-  void finish_weighted(IntegerOp& op, const PendingWeights& pw, std::size_t index);
+  void finish_weighted(IntegerOp& op, const PendingWeights& pw);
 
   const Graph& g_;
   IntegerProgram p_;
@@ -185,9 +185,7 @@ void Lowering::walk() {
     } else if (n.op_type == "Flatten" || n.op_type == "Reshape" || n.op_type == "Squeeze" ||
                n.op_type == "Unsqueeze") {
       IntegerOp op{IntegerOpKind::reshape, n.name, int_input(n)};
-      const IntegerTensor in = p_.tensors[static_cast<std::size_t>(op.input)];
-      op.output = add_tensor(n.outputs.at(0));
-      p_.tensors.back().scale = in.scale;  // filled again after calibration
+      op.output = add_tensor(n.outputs.at(0));  // its params are its input's (finish())
       int_of_[n.outputs[0]] = op.output;
       p_.ops.push_back(std::move(op));
     } else if (n.op_type == "Relu" || n.op_type == "Clip") {
@@ -385,7 +383,7 @@ void Lowering::calibrate(const Graph& original, std::span<const TensorMap> batch
   }
 }
 
-void Lowering::finish_weighted(IntegerOp& op, const PendingWeights& pw, std::size_t index) {
+void Lowering::finish_weighted(IntegerOp& op, const PendingWeights& pw) {
   const IntegerTensor& x = p_.tensors[static_cast<std::size_t>(op.input)];
   const IntegerTensor& y = p_.tensors[static_cast<std::size_t>(op.output)];
   ConvDesc& d = op.conv;
@@ -439,7 +437,6 @@ void Lowering::finish_weighted(IntegerOp& op, const PendingWeights& pw, std::siz
     op.act_min = clamp(pw.act.lo), op.act_max = clamp(pw.act.hi);
   }
   reference::check_descriptor(OpKind::qlinear_conv, d);
-  (void)index;
 }
 
 void Lowering::finish_add(IntegerOp& op) {
@@ -463,7 +460,7 @@ void Lowering::finish() {
   for (std::size_t i = 0; i < p_.ops.size(); ++i) {
     IntegerOp& op = p_.ops[i];
     if (op.kind == IntegerOpKind::conv2d || op.kind == IntegerOpKind::dense) {
-      finish_weighted(op, pending_.at(i), i);
+      finish_weighted(op, pending_.at(i));
     } else if (op.kind == IntegerOpKind::add) {
       finish_add(op);
     } else if (op.kind != IntegerOpKind::quantize) {

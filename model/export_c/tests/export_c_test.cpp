@@ -214,14 +214,20 @@ RandomGraph random_graph(std::mt19937& rng) {
   const int denses = pick(1, 2);
   for (int i = 0; i < denses; ++i) {
     const std::int64_t n = pick(2, 12);
-    const bool trans_b = pick(0, 1);
+    const bool matmul = pick(0, 3) == 0;  // MatMul: a [K, N] weight and no bias
+    const bool trans_b = !matmul && pick(0, 1);
     const std::string wn = name("fw"), bn = name("fb"), out = i + 1 == denses ? "y" : name("fc");
     b.initializer(wn, trans_b ? std::vector<std::int64_t>{n, k} : std::vector<std::int64_t>{k, n},
                   weights(n * k, k));
-    b.initializer(bn, {n}, random_values(rng, n, -0.5f, 0.5f));
-    auto& node = b.node("Gemm", {cur, wn, bn}, {out}, name("Gemm"));
-    OnnxBuilder::attr(node, "transB", std::int64_t{trans_b ? 1 : 0});
-    g.description += "Gemm(n=" + std::to_string(n) + (trans_b ? " transB" : "") + ") ";
+    if (matmul) {
+      b.node("MatMul", {cur, wn}, {out}, name("MatMul"));
+      g.description += "MatMul(n=" + std::to_string(n) + ") ";
+    } else {
+      b.initializer(bn, {n}, random_values(rng, n, -0.5f, 0.5f));
+      auto& node = b.node("Gemm", {cur, wn, bn}, {out}, name("Gemm"));
+      OnnxBuilder::attr(node, "transB", std::int64_t{trans_b ? 1 : 0});
+      g.description += "Gemm(n=" + std::to_string(n) + (trans_b ? " transB" : "") + ") ";
+    }
     cur = out, k = n;
     if (i + 1 < denses) {
       const std::string out_r = name("frelu");

@@ -18,15 +18,15 @@ class AddEmitter final : public NodeEmitter {
     const std::string name = "qf_" + ctx.symbol + "_params";
     e.statics += "/* " + op.node + " */\nstatic const qf_add_params " + name + " = {\n";
     e.statics += "    " + s(y.elements()) + ",\n";
-    e.statics += "    " + s(a.zero_point) + ", " + s(m.at(0).multiplier) + ", " + s(m.at(0).shift) +
-                 ",\n";
-    e.statics += "    " + s(b.zero_point) + ", " + s(m.at(1).multiplier) + ", " + s(m.at(1).shift) +
-                 ",\n";
-    e.statics += "    " + s(y.zero_point) + ", " + s(m.at(2).multiplier) + ", " + s(m.at(2).shift) +
-                 ",\n";
+    e.statics +=
+        "    " + s(a.zero_point) + ", " + s(m.at(0).multiplier) + ", " + s(m.at(0).shift) + ",\n";
+    e.statics +=
+        "    " + s(b.zero_point) + ", " + s(m.at(1).multiplier) + ", " + s(m.at(1).shift) + ",\n";
+    e.statics +=
+        "    " + s(y.zero_point) + ", " + s(m.at(2).multiplier) + ", " + s(m.at(2).shift) + ",\n";
     e.statics += "    " + s(op.act_min) + ", " + s(op.act_max) + "};\n\n";
-    e.body = "  qf_add_s8(&" + name + ", " + ctx.input + ", " + ctx.input2 + ", " + ctx.output +
-             ");\n";
+    e.body =
+        "  qf_add_s8(&" + name + ", " + ctx.input + ", " + ctx.input2 + ", " + ctx.output + ");\n";
     return e;
   }
 };
