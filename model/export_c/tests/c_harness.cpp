@@ -17,6 +17,15 @@ std::optional<std::string> c_compiler() {
   return cc;
 }
 
+std::vector<std::string> c_compilers() {
+  std::vector<std::string> all;
+  if (const auto cc = c_compiler()) all.push_back(*cc);
+  if (std::system("clang --version > /dev/null 2>&1") == 0 &&
+      (all.empty() || all.front() != "clang"))
+    all.push_back("clang");
+  return all;
+}
+
 CompiledModel::CompiledModel(const CExport& c, const std::string& compiler) {
   std::random_device rd;
   dir_ = std::filesystem::temp_directory_path() /

@@ -14,6 +14,8 @@ namespace qforge::model::testing {
 
 // The C compiler the tests use: $CC, else cc; nullopt when none runs.
 std::optional<std::string> c_compiler();
+// That compiler and clang, where clang runs too (the export must build under both).
+std::vector<std::string> c_compilers();
 
 class CompiledModel {
  public:
