@@ -299,5 +299,27 @@ TEST(ExportC, MissingCalibrationIsAnError) {
   }
 }
 
+// The kernels sum in int32: a layer whose accumulator could leave it is refused at export.
+TEST(ExportC, AccumulatorThatCouldOverflowIsRefused) {
+  const std::int64_t k = 70000;  // 255 * 127 * 70000 > 2^31 for inputs in [0, 1] (zx = -128)
+  testing::OnnxBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {1, k});
+  b.initializer("w", {k, 1}, std::vector<float>(static_cast<std::size_t>(k), 0.5f));
+  b.node("MatMul", {"x", "w"}, {"y"}, "wide");
+  b.output("y", onnx::TensorProto::FLOAT, {1, 1});
+  const Graph graph = import_onnx_bytes(b.bytes(), "test");
+  const std::uint32_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const auto batches = random_batches(rng, "x", {k}, 1, 1, 0.0f, 1.0f);
+  try {
+    lower_to_integer(graph, batches);
+    FAIL() << "a possible int32 overflow was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::overflow);
+    EXPECT_NE(std::string(e.what()).find("'wide'"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace qforge::model
