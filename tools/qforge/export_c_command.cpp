@@ -148,17 +148,28 @@ int ExportCCommand::run() const {
                              : reader->count();
   if (n == 0)
     throw Error(ErrorCode::invalid_argument, model.calibration + ": no samples to calibrate on");
+  if (m.fixed_batch && n < *m.fixed_batch)
+    throw Error(ErrorCode::invalid_argument, model.calibration + ": " + std::to_string(n) +
+                                                 " samples, fewer than the batch of " +
+                                                 std::to_string(*m.fixed_batch) +
+                                                 " the model fixes for input '" + m.input + "'");
   const std::int64_t batch = m.fixed_batch.value_or(std::min(model.batch_size, n));
-  std::vector<model::TensorMap> batches;
-  for (std::int64_t done = 0; done + batch <= n; done += batch) {
-    model::TensorMap b;
-    b.emplace(m.input, fit_batch(m, *reader->next(batch)));
-    batches.push_back(std::move(b));
-  }
-  std::cout << "calibration: " << reader->description() << "\n  " << batches.size() << " batch"
-            << (batches.size() == 1 ? "" : "es") << " of " << batch << "\n";
-
-  const model::IntegerProgram program = model::lower_to_integer(m.graph, batches, options);
+  // Batches stream from the reader into the observers; a last partial batch is left out, as
+  // `quantize` does (every batch has one shape, so one executor serves them).
+  const std::int64_t batches = std::max<std::int64_t>(1, n / batch);
+  std::int64_t done = 0;
+  const model::IntegerProgram program = model::lower_to_integer(
+      m.graph,
+      [&]() -> std::optional<model::TensorMap> {
+        if (done == batches) return std::nullopt;
+        ++done;
+        model::TensorMap b;
+        b.emplace(m.input, fit_batch(m, *reader->next(batch)));
+        return b;
+      },
+      options);
+  std::cout << "calibration: " << reader->description() << "\n  " << batches << " batch"
+            << (batches == 1 ? "" : "es") << " of " << batch << "\n";
   const model::CExport c = model::emit_c(program);
   model::write_c_export(c, output_dir);
   const auto& r = c.report;

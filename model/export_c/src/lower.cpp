@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "qforge/calibration/histogram_observer.h"
@@ -69,7 +70,8 @@ class Lowering {
   explicit Lowering(const Graph& g) : g_(g) {}
 
   void walk();
-  void calibrate(const Graph& original, std::span<const TensorMap> batches,
+  // Feeds `first`, then every batch `next` gives, to one observer per calibrated tensor.
+  void calibrate(const Graph& original, TensorMap first, const CalibrationSource& next,
                  const LowerOptions& options);
   void finish();
   IntegerProgram take() { return std::move(p_); }
@@ -340,11 +342,8 @@ void Lowering::lower_add(const Node& n) {
   p_.ops.push_back(std::move(op));
 }
 
-void Lowering::calibrate(const Graph& original, std::span<const TensorMap> batches,
+void Lowering::calibrate(const Graph& original, TensorMap first, const CalibrationSource& next,
                          const LowerOptions& options) {
-  if (batches.empty())
-    throw Error(ErrorCode::invalid_argument,
-                "export-c: no calibration batch; every int8 activation needs a calibrated range");
   std::vector<std::string> keep;
   std::vector<std::unique_ptr<calibration::HistogramObserver>> observers;
   for (const int t : calibrated_) {
@@ -354,9 +353,10 @@ void Lowering::calibrate(const Graph& original, std::span<const TensorMap> batch
         std::make_unique<calibration::HistogramObserver>(options.calibration, options.bins));
   }
   std::map<Shape, std::unique_ptr<Executor>> executors;  // one per batch shape
-  for (const TensorMap& batch : batches) {
-    const auto in = batch.find(p_.input_name);
-    if (in == batch.end())
+  // Batches stream through: each is observed and dropped, so memory does not grow with them.
+  for (std::optional<TensorMap> batch = std::move(first); batch; batch = next()) {
+    const auto in = batch->find(p_.input_name);
+    if (in == batch->end())
       throw Error(ErrorCode::invalid_argument,
                   "export-c: a calibration batch lacks input '" + p_.input_name + "'");
     auto& ex = executors[in->second.shape()];
@@ -365,7 +365,7 @@ void Lowering::calibrate(const Graph& original, std::span<const TensorMap> batch
       ro.input_shapes[p_.input_name] = in->second.shape();
       ex = std::make_unique<Executor>(original, ro);
     }
-    const TensorMap values = ex->run(batch, keep);
+    const TensorMap values = ex->run(*batch, keep);
     for (std::size_t i = 0; i < calibrated_.size(); ++i) {
       const Tensor& t = values.at(p_.tensors[static_cast<std::size_t>(calibrated_[i])].name);
       observers[i]->observe(t.values<float>(), t.shape());
@@ -476,18 +476,19 @@ void Lowering::finish() {
 
 std::string_view supported_integer_ops() noexcept { return kSupported; }
 
-IntegerProgram lower_to_integer(const Graph& graph, std::span<const TensorMap> batches,
+IntegerProgram lower_to_integer(const Graph& graph, const CalibrationSource& next,
                                 const LowerOptions& options) {
   if (graph.inputs.size() != 1)
     throw Error(
         ErrorCode::unsupported,
         "export-c: the graph has " + std::to_string(graph.inputs.size()) + " inputs; expected one");
-  if (batches.empty())
+  std::optional<TensorMap> first = next();
+  if (!first)
     throw Error(ErrorCode::invalid_argument,
                 "export-c: no calibration batch; every int8 activation needs a calibrated range");
   // The program runs one sample: resolve the graph for the first batch's shape with batch 1.
-  const auto in = batches.front().find(graph.inputs[0].name);
-  if (in == batches.front().end())
+  const auto in = first->find(graph.inputs[0].name);
+  if (in == first->end())
     throw Error(ErrorCode::invalid_argument,
                 "export-c: a calibration batch lacks input '" + graph.inputs[0].name + "'");
   Shape one = in->second.shape();
@@ -498,9 +499,21 @@ IntegerProgram lower_to_integer(const Graph& graph, std::span<const TensorMap> b
   const Executor resolved(graph, ro);
   Lowering l(resolved.graph());
   l.walk();
-  l.calibrate(graph, batches, options);
+  l.calibrate(graph, std::move(*first), next, options);
   l.finish();
   return l.take();
+}
+
+IntegerProgram lower_to_integer(const Graph& graph, std::span<const TensorMap> batches,
+                                const LowerOptions& options) {
+  std::size_t i = 0;
+  return lower_to_integer(
+      graph,
+      [&]() -> std::optional<TensorMap> {
+        if (i == batches.size()) return std::nullopt;
+        return batches[i++];
+      },
+      options);
 }
 
 }  // namespace qforge::model

@@ -292,8 +292,14 @@ TEST(ExportC, MissingCalibrationIsAnError) {
   b.output("y", onnx::TensorProto::FLOAT, {1, 3});
   const Graph graph = import_onnx_bytes(b.bytes(), "test");
   try {
-    lower_to_integer(graph, {});
+    lower_to_integer(graph, std::span<const TensorMap>{});
     FAIL() << "no calibration was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no calibration batch"), std::string::npos) << e.what();
+  }
+  try {
+    lower_to_integer(graph, [] { return std::optional<TensorMap>(); });
+    FAIL() << "an empty calibration source was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no calibration batch"), std::string::npos) << e.what();
   }

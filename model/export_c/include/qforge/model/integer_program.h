@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -89,10 +91,16 @@ struct LowerOptions {
   int bins = 2048;
 };
 
+// The next calibration batch (the graph input's values, any batch size), or nullopt at the end.
+using CalibrationSource = std::function<std::optional<TensorMap>()>;
+
 // Lowers `graph` (one float input, one output) to an integer-only program, calibrating every
-// activation it quantizes over `batches` (the graph input's values, any batch size). Throws
-// qforge::Error naming the node for an op or attribute it does not support, listing what is
-// supported, and when there is no calibration batch.
+// activation it quantizes over the batches `next` gives; each batch is observed and dropped, so
+// memory does not grow with their number. Throws qforge::Error naming the node for an op or
+// attribute it does not support, listing what is supported, and when there is no batch.
+IntegerProgram lower_to_integer(const Graph& graph, const CalibrationSource& next,
+                                const LowerOptions& options = {});
+// The same over batches held in memory.
 IntegerProgram lower_to_integer(const Graph& graph, std::span<const TensorMap> batches,
                                 const LowerOptions& options = {});
 
