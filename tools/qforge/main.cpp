@@ -1,5 +1,5 @@
-// qforge: the command-line tool. `quantize`, `run` and `eval` work on ONNX models and data
-// files (docs/CLI.md); `hwinfo` and `bench` are the qforge-hwinfo and qforge-bench tools as
+// qforge: the command-line tool. `quantize`, `run`, `eval` and `export-c` work on ONNX models and
+// data files (docs/CLI.md); `hwinfo` and `bench` are the qforge-hwinfo and qforge-bench tools as
 // subcommands, sharing their code (both executables still exist).
 //
 // Exit status: 0 on success, 2 for bad usage (CLI11's own codes are not passed on), 1 when the
@@ -12,6 +12,7 @@
 #include <string>
 
 #include "eval_command.h"
+#include "export_c_command.h"
 #include "hwinfo_command.h"
 #include "quantize_command.h"
 #include "run_command.h"
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
       "  qforge run mlp.onnx --input x=images.npy --output-dir out\n"
       "  qforge eval mlp.onnx --data test.npy --labels labels.npy --recipe int8.json "
       "--calibration train.npy\n"
+      "  qforge export-c cnn.onnx --calibration train.npy -o cnn_c\n"
       "  qforge hwinfo --verbose\n"
       "  qforge bench --suite quick\n"
       "\n'qforge SUBCOMMAND --help' gives each subcommand's options and examples.");
@@ -37,10 +39,12 @@ int main(int argc, char** argv) {
   qforge::cli::QuantizeCommand quantize;
   qforge::cli::RunCommand run;
   qforge::cli::EvalCommand eval;
+  qforge::cli::ExportCCommand export_c;
   qforge::hwinfo::HwinfoCommand hwinfo;
   CLI::App* quantize_app = quantize.add_to(app);
   CLI::App* run_app = run.add_to(app);
   CLI::App* eval_app = eval.add_to(app);
+  CLI::App* export_c_app = export_c.add_to(app);
   CLI::App* hwinfo_app = app.add_subcommand(
       "hwinfo",
       "The CPU, every qforge plugin found (or why it failed to load), its devices and per-op "
@@ -74,6 +78,7 @@ int main(int argc, char** argv) {
     if (chosen == quantize_app) return quantize.run();
     if (chosen == run_app) return run.run();
     if (chosen == eval_app) return eval.run();
+    if (chosen == export_c_app) return export_c.run();
     if (chosen == hwinfo_app) return hwinfo.run();
 #ifdef QFORGE_CLI_HAVE_BENCH
     if (chosen == bench_app) return bench.run();
