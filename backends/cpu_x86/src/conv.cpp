@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -357,6 +358,23 @@ ConvWeights::ConvWeights(const ConvDesc& d, const void* w, bool depthwise, Threa
         conv_group_matmul(d, grp), reordered.data() + grp * g.og * g.k, pool));
     holds_min_ = holds_min_ || groups_.back()->holds_min;
   }
+}
+
+bool conv_bias_cannot_overflow(const ConvDesc& d, const void* w, const std::int32_t* bias) {
+  const Geometry g(d);
+  const auto& xt = traits(d.x_params.dtype());
+  const std::int64_t zx = d.x_params.zero_point();
+  const std::int64_t max_x = std::max(zx - xt.qmin, xt.qmax - zx);
+  const auto* src = static_cast<const std::uint8_t*>(w);
+  const bool is_signed = d.w_params.dtype() == DType::int8;
+  for (std::int64_t o = 0; o < g.o; ++o) {
+    const std::int64_t zw = d.w_params.zero_point(w_pair(d, o));
+    std::int64_t sum = 0;
+    for (std::int64_t i = o * g.k; i < (o + 1) * g.k; ++i)
+      sum += std::llabs((is_signed ? static_cast<std::int8_t>(src[i]) : src[i]) - zw);
+    if (max_x * sum + std::llabs(bias[o]) > std::numeric_limits<std::int32_t>::max()) return false;
+  }
+  return true;
 }
 
 std::size_t ConvWeights::bytes() const noexcept {

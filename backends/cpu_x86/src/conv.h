@@ -59,6 +59,11 @@ class ConvWeights {
   std::vector<std::int32_t> taps_;
 };
 
+// Whether acc + bias[o] fits int32 for every input, given the weights and an int32 bias:
+// max|x - zx| * sum_k |w[o, k] - zw[o]| + |bias[o]| <= INT32_MAX for every o. When it holds, a
+// plan need not keep W to let the reference report an overflow.
+bool conv_bias_cannot_overflow(const ConvDesc& d, const void* w, const std::int32_t* bias);
+
 // Runs the convolution with `kernel` (a GEMM kernel, or the depthwise kernel for weights
 // prepared for it). bias follows d.bias (null when none). Returns false when an output plus
 // the int32 bias leaves int32: the caller then runs the reference, which reports the position.

@@ -147,7 +147,9 @@ class X86Plan final : public Plan {
                              exact_for_weights(*parts_.kernel, w->holds_min()), desc().op, d, in[0],
                              *w, d.bias == ConvBias::none ? nullptr : in[2], out[0]);
     }
-    if (!ok) run_reference(desc(), in, out);  // it reports the sum that leaves int32
+    // The reference reports the sum that leaves int32 (W is in `in`: plan() kept a copy of it
+    // whenever an int32 bias could overflow).
+    if (!ok) run_reference(desc(), in, out);
   }
 
   void run_matmul(const void* const* in, void* y) const {
@@ -220,7 +222,19 @@ std::shared_ptr<const Plan> CpuX86Ops::plan(const OpDesc& op, const PlanRequest&
   const bool pack_conv =
       conv && request.weights.size() == operands.inputs.size() && request.weights[1];
   PlanRequest rest = request;
-  if (pack || pack_conv) rest.weights[1] = nullptr;
+  if (pack) rest.weights[1] = nullptr;
+  // A convolution with an int32 bias keeps a copy of W as well as its packing unless the fixed
+  // bias provably keeps every sum inside int32: the reference reruns on W to report an overflow.
+  if (pack_conv) {
+    const auto& d = std::get<ConvDesc>(op.desc);
+    const bool bias_fixed =
+        d.bias == ConvBias::int32 && request.weights.size() > 2 && request.weights[2] != nullptr;
+    if (d.bias != ConvBias::int32 ||
+        (bias_fixed &&
+         conv_bias_cannot_overflow(d, request.weights[1],
+                                   static_cast<const std::int32_t*>(request.weights[2]))))
+      rest.weights[1] = nullptr;
+  }
   PlanParts parts{.pool = pool_,
                   .tuning = tuning(),
                   .kernel = kernel,
