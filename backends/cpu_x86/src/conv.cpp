@@ -65,6 +65,38 @@ void transpose(const std::uint8_t* src, std::uint8_t* dst, std::int64_t rows, st
   });
 }
 
+// reference::multiply_by_quantized_multiplier with the shifts split once per channel and the
+// arithmetic inlined (the reference's out-of-line calls cost more than the rest of the epilogue).
+// The same integer steps: saturate x * 2^left to int32, SaturatingRoundingDoublingHighMul, then
+// RoundingDivideByPOT by right.
+struct FixedMultiplier {
+  std::int32_t multiplier = 0;
+  int left = 0, right = 0;
+  explicit FixedMultiplier(reference::FixedPointMultiplier m) : multiplier(m.multiplier) {
+    const int shift = std::clamp(m.shift, -63, 32);
+    left = shift > 0 ? shift : 0;
+    right = std::min(shift > 0 ? 0 : -shift, 62);
+  }
+  std::int32_t apply(std::int32_t x) const {
+    constexpr std::int64_t kMin = std::numeric_limits<std::int32_t>::min();
+    constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
+    const std::int64_t a =
+        std::clamp(static_cast<std::int64_t>(x) * (std::int64_t{1} << left), kMin, kMax);
+    std::int64_t h;
+    if (a == kMin && multiplier == kMin) {
+      h = kMax;
+    } else {
+      const std::int64_t ab = a * multiplier;
+      const std::int64_t nudge = ab >= 0 ? (std::int64_t{1} << 30) : (1 - (std::int64_t{1} << 30));
+      h = (ab + nudge) / (std::int64_t{1} << 31);
+    }
+    if (right == 0) return static_cast<std::int32_t>(h);
+    const std::int64_t mask = (std::int64_t{1} << right) - 1;
+    const std::int64_t threshold = (mask >> 1) + (h < 0 ? 1 : 0);
+    return static_cast<std::int32_t>((h >> right) + ((h & mask) > threshold ? 1 : 0));
+  }
+};
+
 // The per-channel factors of the epilogue, computed once per run.
 struct Epilogue {
   OpKind op;
@@ -79,7 +111,7 @@ struct Epilogue {
   std::int32_t zy = 0;
   QuantRange range{true, -128, 127};  // the fused activation's bounds lo, hi
   RequantMode mode = RequantMode::float_multiplier;
-  std::vector<reference::FixedPointMultiplier> fixed;  // [O], fixed-point mode
+  std::vector<FixedMultiplier> fixed;  // [O], fixed-point mode
   // conv_dequant
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
@@ -106,7 +138,7 @@ struct Epilogue {
       mode = d.requant_mode;
       if (mode == RequantMode::fixed_point)
         for (std::int64_t i = 0; i < o; ++i)
-          fixed.push_back(reference::quantize_multiplier(
+          fixed.emplace_back(reference::quantize_multiplier(
               static_cast<double>((sx * sw[static_cast<std::size_t>(i)]) / sy)));
     }
     if (op == OpKind::conv_dequant) {
@@ -151,12 +183,10 @@ struct Epilogue {
           store_requant_float_avx2(t, sx_row.data(), sw.data() + o0, sy, zy, range, y, o);
           return true;
         }
+        const FixedMultiplier* f = fixed.data() + o0;
         for (std::int64_t r = 0; r < rows; ++r)
           for (std::int64_t c = 0; c < cols; ++c) {
-            const std::int64_t v =
-                static_cast<std::int64_t>(reference::multiply_by_quantized_multiplier(
-                    acc[r * ld + c], fixed[static_cast<std::size_t>(o0 + c)])) +
-                zy;
+            const std::int64_t v = static_cast<std::int64_t>(f[c].apply(acc[r * ld + c])) + zy;
             y[r * o + c] = static_cast<std::uint8_t>(
                 static_cast<std::int32_t>(std::clamp<std::int64_t>(v, range.qmin, range.qmax)));
           }
