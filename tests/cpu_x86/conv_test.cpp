@@ -6,6 +6,7 @@
 // float epilogue follows the reference's order of operations).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -68,8 +69,14 @@ ConvDesc random_desc(Rng& rng, OpKind op, bool depthwise) {
       const float spread = d.x_params.scale() * d.w_params.scale() *
                            static_cast<float>(d.reduction() > 0 ? d.reduction() : 1) * 64.0f;
       const DType yt = rng() % 2 ? DType::uint8 : DType::int8;
+      // One in three: multipliers above 1 (left shifts in fixed point, saturating outputs).
+      float max_sw = 0;
+      for (const float v : d.w_params.scales()) max_sw = std::max(max_sw, v);
+      const float sy = rng() % 3 == 0 ? d.x_params.scale() * max_sw /
+                                            static_cast<float>(std::int64_t{1} << pick(rng, 0, 20))
+                                      : spread / 255.0f;
       d.y_params = QuantizationParams::per_tensor_affine(
-          yt, spread / 255.0f,
+          yt, sy,
           yt == DType::uint8 ? static_cast<std::int32_t>(pick(rng, 0, 255))
                              : static_cast<std::int32_t>(pick(rng, -128, 127)));
       d.requant_mode = rng() % 2 ? RequantMode::fixed_point : RequantMode::float_multiplier;

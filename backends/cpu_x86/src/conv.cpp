@@ -65,38 +65,6 @@ void transpose(const std::uint8_t* src, std::uint8_t* dst, std::int64_t rows, st
   });
 }
 
-// reference::multiply_by_quantized_multiplier with the shifts split once per channel and the
-// arithmetic inlined (the reference's out-of-line calls cost more than the rest of the epilogue).
-// The same integer steps: saturate x * 2^left to int32, SaturatingRoundingDoublingHighMul, then
-// RoundingDivideByPOT by right.
-struct FixedMultiplier {
-  std::int32_t multiplier = 0;
-  int left = 0, right = 0;
-  explicit FixedMultiplier(reference::FixedPointMultiplier m) : multiplier(m.multiplier) {
-    const int shift = std::clamp(m.shift, -63, 32);
-    left = shift > 0 ? shift : 0;
-    right = std::min(shift > 0 ? 0 : -shift, 62);
-  }
-  std::int32_t apply(std::int32_t x) const {
-    constexpr std::int64_t kMin = std::numeric_limits<std::int32_t>::min();
-    constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
-    const std::int64_t a =
-        std::clamp(static_cast<std::int64_t>(x) * (std::int64_t{1} << left), kMin, kMax);
-    std::int64_t h;
-    if (a == kMin && multiplier == kMin) {
-      h = kMax;
-    } else {
-      const std::int64_t ab = a * multiplier;
-      const std::int64_t nudge = ab >= 0 ? (std::int64_t{1} << 30) : (1 - (std::int64_t{1} << 30));
-      h = (ab + nudge) / (std::int64_t{1} << 31);
-    }
-    if (right == 0) return static_cast<std::int32_t>(h);
-    const std::int64_t mask = (std::int64_t{1} << right) - 1;
-    const std::int64_t threshold = (mask >> 1) + (h < 0 ? 1 : 0);
-    return static_cast<std::int32_t>((h >> right) + ((h & mask) > threshold ? 1 : 0));
-  }
-};
-
 // The per-channel factors of the epilogue, computed once per run.
 struct Epilogue {
   OpKind op;
@@ -111,7 +79,9 @@ struct Epilogue {
   std::int32_t zy = 0;
   QuantRange range{true, -128, 127};  // the fused activation's bounds lo, hi
   RequantMode mode = RequantMode::float_multiplier;
-  std::vector<FixedMultiplier> fixed;  // [O], fixed-point mode
+  // fixed-point mode, per channel then zeros up to O + 8: reference::quantize_multiplier's
+  // multiplier and its shift split into a left and a right shift
+  std::vector<std::int32_t> fixed_multiplier, fixed_left, fixed_right;
   // conv_dequant
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
@@ -136,10 +106,18 @@ struct Epilogue {
       if (d.activation == ConvActivation::clamp)
         range.qmin = q(d.clamp_min), range.qmax = q(d.clamp_max);
       mode = d.requant_mode;
-      if (mode == RequantMode::fixed_point)
-        for (std::int64_t i = 0; i < o; ++i)
-          fixed.emplace_back(reference::quantize_multiplier(
-              static_cast<double>((sx * sw[static_cast<std::size_t>(i)]) / sy)));
+      if (mode == RequantMode::fixed_point) {
+        fixed_multiplier.assign(static_cast<std::size_t>(o + 8), 0);
+        fixed_left.assign(static_cast<std::size_t>(o + 8), 0);
+        fixed_right.assign(static_cast<std::size_t>(o + 8), 0);
+        for (std::size_t i = 0; i < static_cast<std::size_t>(o); ++i) {
+          // Shifts within [-31, 31] (quantize_multiplier flushes smaller ones to 0).
+          const auto m = reference::quantize_multiplier(static_cast<double>((sx * sw[i]) / sy));
+          fixed_multiplier[i] = m.multiplier;
+          fixed_left[i] = m.shift > 0 ? m.shift : 0;
+          fixed_right[i] = m.shift > 0 ? 0 : -m.shift;
+        }
+      }
     }
     if (op == OpKind::conv_dequant) {
       if (d.activation == ConvActivation::relu) lo = 0.0f;
@@ -177,19 +155,14 @@ struct Epilogue {
       }
       case OpKind::qlinear_conv: {
         auto* y = static_cast<std::uint8_t*>(out);
+        const TileRef t{acc, ld, static_cast<int>(rows), static_cast<int>(cols),
+                        static_cast<int>((cols + 7) / 8 * 8)};
         if (mode == RequantMode::float_multiplier) {
-          const TileRef t{acc, ld, static_cast<int>(rows), static_cast<int>(cols),
-                          static_cast<int>((cols + 7) / 8 * 8)};
           store_requant_float_avx2(t, sx_row.data(), sw.data() + o0, sy, zy, range, y, o);
           return true;
         }
-        const FixedMultiplier* f = fixed.data() + o0;
-        for (std::int64_t r = 0; r < rows; ++r)
-          for (std::int64_t c = 0; c < cols; ++c) {
-            const std::int64_t v = static_cast<std::int64_t>(f[c].apply(acc[r * ld + c])) + zy;
-            y[r * o + c] = static_cast<std::uint8_t>(
-                static_cast<std::int32_t>(std::clamp<std::int64_t>(v, range.qmin, range.qmax)));
-          }
+        store_requant_fixed_avx2(t, fixed_multiplier.data() + o0, fixed_left.data() + o0,
+                                 fixed_right.data() + o0, zy, range, y, o);
         return true;
       }
       case OpKind::conv_dequant: {
