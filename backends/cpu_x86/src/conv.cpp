@@ -1,5 +1,7 @@
 #include "conv.h"
 
+#include <emmintrin.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -43,25 +45,73 @@ std::size_t w_pair(const ConvDesc& d, std::int64_t o) {
 
 std::size_t out_bytes(OpKind op) { return op == OpKind::qlinear_conv ? 1 : 4; }
 
-// [rows][cols] elements of `bytes` each -> [cols][rows], in cache-sized blocks. Used for the
-// NCHW <-> NHWC transposes of one image (rows = C, cols = H * W, or back).
+// 8 x 8 bytes (rows of `ls` bytes apart) -> their transpose (rows of `ld` bytes apart): SSE2
+// unpacks, the x86-64 baseline.
+inline void transpose8x8_u8(const std::uint8_t* s, std::int64_t ls, std::uint8_t* d,
+                            std::int64_t ld) {
+  auto row = [&](int i) { return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + i * ls)); };
+  const __m128i a0 = _mm_unpacklo_epi8(row(0), row(1)), a1 = _mm_unpacklo_epi8(row(2), row(3));
+  const __m128i a2 = _mm_unpacklo_epi8(row(4), row(5)), a3 = _mm_unpacklo_epi8(row(6), row(7));
+  const __m128i b0 = _mm_unpacklo_epi16(a0, a1), b1 = _mm_unpackhi_epi16(a0, a1);
+  const __m128i b2 = _mm_unpacklo_epi16(a2, a3), b3 = _mm_unpackhi_epi16(a2, a3);
+  const __m128i c[4] = {_mm_unpacklo_epi32(b0, b2), _mm_unpackhi_epi32(b0, b2),
+                        _mm_unpacklo_epi32(b1, b3), _mm_unpackhi_epi32(b1, b3)};
+  for (int i = 0; i < 4; ++i) {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(d + (2 * i) * ld), c[i]);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(d + (2 * i + 1) * ld), _mm_srli_si128(c[i], 8));
+  }
+}
+
+// 4 x 4 elements of 4 bytes, likewise.
+inline void transpose4x4_u32(const std::uint32_t* s, std::int64_t ls, std::uint32_t* d,
+                             std::int64_t ld) {
+  auto row = [&](int i) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i * ls)); };
+  const __m128i a0 = _mm_unpacklo_epi32(row(0), row(1)), a1 = _mm_unpackhi_epi32(row(0), row(1));
+  const __m128i a2 = _mm_unpacklo_epi32(row(2), row(3)), a3 = _mm_unpackhi_epi32(row(2), row(3));
+  auto store = [&](int i, __m128i v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i * ld), v);
+  };
+  store(0, _mm_unpacklo_epi64(a0, a2));
+  store(1, _mm_unpackhi_epi64(a0, a2));
+  store(2, _mm_unpacklo_epi64(a1, a3));
+  store(3, _mm_unpackhi_epi64(a1, a3));
+}
+
+// [rows][cols] elements of `bytes` (1 or 4) each -> [cols][rows], in blocks of 64 x 64 on the
+// pool: the NCHW <-> NHWC transposes of one image (rows = C, cols = H * W, or back).
 void transpose(const std::uint8_t* src, std::uint8_t* dst, std::int64_t rows, std::int64_t cols,
                std::size_t bytes, ThreadPool& pool) {
-  constexpr std::int64_t kBlock = 32;
+  constexpr std::int64_t kBlock = 64;
   const std::int64_t row_blocks = (rows + kBlock - 1) / kBlock;
   const std::int64_t col_blocks = (cols + kBlock - 1) / kBlock;
   pool.parallel_for(row_blocks * col_blocks, [&](std::int64_t t) {
     const std::int64_t r0 = (t / col_blocks) * kBlock, c0 = (t % col_blocks) * kBlock;
     const std::int64_t r1 = std::min(rows, r0 + kBlock), c1 = std::min(cols, c0 + kBlock);
-    auto copy = [&](auto one) {
+    auto scalar = [&](auto one, std::int64_t ra, std::int64_t rb, std::int64_t ca,
+                      std::int64_t cb) {
       using T = decltype(one);
       const T* s = reinterpret_cast<const T*>(src);
       T* d = reinterpret_cast<T*>(dst);
-      for (std::int64_t c = c0; c < c1; ++c)
-        for (std::int64_t r = r0; r < r1; ++r) d[c * rows + r] = s[r * cols + c];
+      for (std::int64_t c = ca; c < cb; ++c)
+        for (std::int64_t r = ra; r < rb; ++r) d[c * rows + r] = s[r * cols + c];
     };
-    if (bytes == 1) copy(std::uint8_t{});
-    else copy(std::uint32_t{});
+    const std::int64_t step = bytes == 1 ? 8 : 4;
+    const std::int64_t rv = r0 + (r1 - r0) / step * step, cv = c0 + (c1 - c0) / step * step;
+    if (bytes == 1) {
+      for (std::int64_t r = r0; r < rv; r += 8)
+        for (std::int64_t c = c0; c < cv; c += 8)
+          transpose8x8_u8(src + r * cols + c, cols, dst + c * rows + r, rows);
+      scalar(std::uint8_t{}, rv, r1, c0, c1);
+      scalar(std::uint8_t{}, r0, rv, cv, c1);
+    } else {
+      const auto* s = reinterpret_cast<const std::uint32_t*>(src);
+      auto* d = reinterpret_cast<std::uint32_t*>(dst);
+      for (std::int64_t r = r0; r < rv; r += 4)
+        for (std::int64_t c = c0; c < cv; c += 4)
+          transpose4x4_u32(s + r * cols + c, cols, d + c * rows + r, rows);
+      scalar(std::uint32_t{}, rv, r1, c0, c1);
+      scalar(std::uint32_t{}, r0, rv, cv, c1);
+    }
   });
 }
 
@@ -134,17 +184,19 @@ struct Epilogue {
   bool apply(std::int32_t* acc, std::int64_t ld, std::int64_t rows, std::int64_t o0,
              std::int64_t cols, void* out) const {
     if (bias_i32) {
+      // Wrapping int32 adds (in uint32, defined) that vectorize; a sum overflowed iff both
+      // operands differ in sign from it.
+      std::uint32_t overflow = 0;
+      const auto* b = reinterpret_cast<const std::uint32_t*>(bias_i32 + o0);
       for (std::int64_t r = 0; r < rows; ++r) {
-        std::int32_t* a = acc + r * ld;
-        bool ok = true;
+        auto* a = reinterpret_cast<std::uint32_t*>(acc + r * ld);
         for (std::int64_t c = 0; c < cols; ++c) {
-          const std::int64_t s = static_cast<std::int64_t>(a[c]) + bias_i32[o0 + c];
-          ok &= s >= std::numeric_limits<std::int32_t>::min() &&
-                s <= std::numeric_limits<std::int32_t>::max();
-          a[c] = static_cast<std::int32_t>(s);
+          const std::uint32_t sum = a[c] + b[c];
+          overflow |= (a[c] ^ sum) & (b[c] ^ sum);
+          a[c] = sum;
         }
-        if (!ok) return false;
       }
+      if (overflow >> 31) return false;
     }
     switch (op) {
       case OpKind::conv_integer: {
