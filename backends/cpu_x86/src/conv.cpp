@@ -378,7 +378,7 @@ MatmulDesc conv_group_matmul(const ConvDesc& d, std::int64_t g) {
 }
 
 bool conv_depthwise_direct(const ConvDesc& d) {
-  return d.c > 0 && d.groups == d.c && d.out_channels == d.c && d.kernel_h * d.kernel_w <= 4096;
+  return d.c > 0 && d.groups == d.c && d.out_channels == d.c;
 }
 
 ConvWeights::ConvWeights(const ConvDesc& d, const void* w, bool depthwise, ThreadPool* pool)
