@@ -1,9 +1,10 @@
 // Quantized convolution: cpu_x86's plans (weights and bias fixed, so packed once) against
 // cpu_scalar's plans (the reference) and OpenBLAS's float im2col + sgemm of the same geometry
-// (qforge-bench's convolution anchor), on the full suite's ResNet-50 and MobileNet layers at
-// batch 1. Each workload also runs in float-multiplier requantization (the suite uses
-// fixed-point) and in NCHW, the other epilogue and the transposes. GOPS count 2 * outputs *
-// reduction.
+// (qforge-bench's convolution anchor), on the quick suite's convolutions and the full suite's
+// ResNet-50 and MobileNet layers, at batch 1. Each workload also runs in float-multiplier
+// requantization (the suite uses fixed-point) and in NCHW, the other epilogue and the transposes.
+// GOPS count 2 * outputs * reduction. "call ms" is cpu_x86's per-call op on the same operands
+// (descriptor checked and W packed on every call).
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -65,30 +66,46 @@ double plan_seconds(QuantizationOps& ops, const OpDesc& op, Operands& o, const O
   return measure([&](int) { plan->run(in, out); }, opt.min_time_s, min_runs).median_s;
 }
 
+// The per-call op (validates the descriptor and packs W on every call).
+double call_seconds(QuantizationOps& ops, const OpDesc& op, Operands& o, const Options& opt) {
+  const auto& d = std::get<ConvDesc>(op.desc);
+  const void* bias = o.in.size() > 2 ? o.in[2].data() : nullptr;
+  return measure(
+             [&](int) {
+               ops.conv(op.op, d, o.in[0].data(), o.in[1].data(), bias, o.out[0].data());
+             },
+             opt.min_time_s, opt.min_runs)
+      .median_s;
+}
+
 }  // namespace
 
 std::vector<std::string> run_conv_benchmarks(QuantizationOps& x86, QuantizationOps* scalar,
                                              const Options& opt) {
   std::vector<OpDesc> ops;
-  for (const auto& w : full_suite()) {
+  std::vector<NamedWorkload> suite = quick_suite();
+  for (auto& w : full_suite()) suite.push_back(std::move(w));
+  for (const auto& w : suite) {
     if (w.workload.op.op != OpKind::qlinear_conv && w.workload.op.op != OpKind::conv_integer &&
         w.workload.op.op != OpKind::conv_dequant)
       continue;
     const auto& d = std::get<ConvDesc>(w.workload.op.desc);
-    if (d.n != 1 || d.h < 56) continue;  // batch 1, the full-size layers
+    if (d.n != 1) continue;  // batch 1: cpu_scalar takes tens of seconds at batch 32
     ops.push_back(w.workload.op);
     if (w.workload.op.op == OpKind::qlinear_conv) {
       OpDesc f = w.workload.op;
       std::get<ConvDesc>(f.desc).requant_mode = RequantMode::float_multiplier;
       ops.push_back(f);
-      OpDesc nchw = w.workload.op;
-      std::get<ConvDesc>(nchw.desc).layout = ConvLayout::nchw;
-      ops.push_back(nchw);
+      if (d.layout == ConvLayout::nhwc) {
+        OpDesc nchw = w.workload.op;
+        std::get<ConvDesc>(nchw.desc).layout = ConvLayout::nchw;
+        ops.push_back(nchw);
+      }
     }
   }
   std::mt19937 rng(77);
   std::vector<std::string> table;
-  table.push_back(pad("convolution", 92) + pad("x86 ms", 9) + pad("GOPS", 8) +
+  table.push_back(pad("convolution", 92) + pad("x86 ms", 9) + pad("GOPS", 8) + pad("call ms", 9) +
                   pad("scalar ms", 11) + pad("x/scalar", 10) + pad("blas ms", 9) +
                   pad("x/blas", 8) + "x86 kernel");
   for (const OpDesc& op : ops) {
@@ -96,6 +113,7 @@ std::vector<std::string> run_conv_benchmarks(QuantizationOps& x86, QuantizationO
     Operands o = random_operands(op, rng);
     std::string kernel;
     const double x = plan_seconds(x86, op, o, opt, &kernel, opt.min_runs);
+    const double call = call_seconds(x86, op, o, opt);
     const double s = scalar ? plan_seconds(*scalar, op, o, opt, nullptr, 1) : 0;
     const auto blas = conv_sgemm_anchor(d);
     const double gops = 2.0 * static_cast<double>(d.n * d.out_channels * d.out_h() * d.out_w()) *
@@ -108,7 +126,7 @@ std::vector<std::string> run_conv_benchmarks(QuantizationOps& x86, QuantizationO
                             ? (d.requant_mode == RequantMode::fixed_point ? " fixed" : " float")
                             : "");
     table.push_back(pad(name, 92) + pad(fixed(x * 1e3, 3), 9) + pad(fixed(gops, 1), 8) +
-                    pad(scalar ? fixed(s * 1e3, 1) : "-", 11) +
+                    pad(fixed(call * 1e3, 3), 9) + pad(scalar ? fixed(s * 1e3, 1) : "-", 11) +
                     pad(scalar ? fixed(s / x, 1) : "-", 10) +
                     pad(blas ? fixed(blas->seconds * 1e3, 3) : "-", 9) +
                     pad(blas ? fixed(blas->seconds / x, 2) : "-", 8) + kernel);
