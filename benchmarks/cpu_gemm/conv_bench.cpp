@@ -1,8 +1,9 @@
 // Quantized convolution: cpu_x86's plans (weights and bias fixed, so packed once) against
 // cpu_scalar's plans (the reference) and OpenBLAS's float im2col + sgemm of the same geometry
 // (qforge-bench's convolution anchor), on the quick suite's convolutions and the full suite's
-// ResNet-50 and MobileNet layers, at batch 1. Each workload also runs in float-multiplier
-// requantization (the suite uses fixed-point) and in NCHW, the other epilogue and the transposes.
+// ResNet-50 and MobileNet layers, at batch 1. Each qlinear_conv also runs in float-multiplier
+// requantization (the suites use fixed point) and, when NHWC, in NCHW: the other epilogue and
+// the transposes.
 // GOPS count 2 * outputs * reduction. "call ms" is cpu_x86's per-call op on the same operands
 // (descriptor checked and W packed on every call).
 #include <cstdio>
