@@ -31,7 +31,8 @@ struct ConvCase {
   Bytes x, w, bias;
 };
 
-// A random descriptor the reference accepts; depthwise (groups == C == O) when asked.
+// A random descriptor the reference accepts; depthwise (groups == C, channel multiplier 1 to 3)
+// when asked.
 ConvDesc random_desc(Rng& rng, OpKind op, bool depthwise) {
   for (;;) {
     ConvDesc d;
@@ -50,7 +51,8 @@ ConvDesc random_desc(Rng& rng, OpKind op, bool depthwise) {
     d.pad_bottom = pick(rng, 0, 2);
     d.pad_right = pick(rng, 0, 2);
     if (depthwise) {
-      d.c = d.out_channels = d.groups = pick(rng, 1, 80);
+      d.c = d.groups = pick(rng, 1, 80);
+      d.out_channels = d.c * (rng() % 3 ? 1 : pick(rng, 2, 3));  // channel multiplier
     } else {
       d.groups = rng() % 3 ? 1 : pick(rng, 2, 4);
       d.c = d.groups * pick(rng, 1, 24);

@@ -264,6 +264,7 @@ void im2col_rows(const ConvDesc& d, const Geometry& g, const std::uint8_t* x, st
 // each has its own).
 struct ConvScratch {
   AlignedBytes x_nhwc, y_nhwc, a;
+  AlignedBytes x_wide;  // depthwise with a channel multiplier: each channel repeated
   std::vector<std::int32_t> acc;
 };
 ConvScratch& conv_scratch() {
@@ -271,17 +272,32 @@ ConvScratch& conv_scratch() {
   return s;
 }
 
+// Depthwise: output channel o reads input channel o / multiplier (multiplier = O / C). With a
+// multiplier above 1 the input is widened first to O channels, each repeated, so that the
+// kernel again multiplies contiguous channels of X by contiguous taps.
 bool run_depthwise(const GemmContext& ctx, const ConvDesc& d, const Geometry& g,
-                   const std::uint8_t* x, const ConvWeights& w, const Epilogue& e,
-                   std::uint8_t* y) {
+                   const std::uint8_t* x, const ConvWeights& w, const Epilogue& e, std::uint8_t* y,
+                   ConvScratch& s) {
   const std::size_t es = out_bytes(e.op);
   const std::int64_t chunks = (g.pixels + kRowsPerTask - 1) / kRowsPerTask;
+  const std::int64_t multiplier = g.o / g.c;
+  const std::int64_t in_pixels = g.n * g.h * g.w;
+  if (multiplier > 1 && in_pixels > 0) {
+    s.x_wide.reset(static_cast<std::size_t>(in_pixels * g.o), /*zero=*/false);
+    const std::int64_t tasks = (in_pixels + 255) / 256;
+    ctx.pool.parallel_for(tasks, [&](std::int64_t t) {
+      for (std::int64_t p = t * 256; p < std::min(in_pixels, (t + 1) * 256); ++p)
+        for (std::int64_t o = 0; o < g.o; ++o)
+          s.x_wide.data()[p * g.o + o] = x[p * g.c + o / multiplier];
+    });
+    x = s.x_wide.data();
+  }
   std::atomic<bool> ok{true};
   DepthwiseArgs args{nullptr,
                      d.x_params.dtype() == DType::int8,
                      d.x_params.zero_point(),
                      w.taps(),
-                     g.c,
+                     g.o,
                      g.h,
                      g.w,
                      g.kh,
@@ -297,11 +313,11 @@ bool run_depthwise(const GemmContext& ctx, const ConvDesc& d, const Geometry& g,
     const std::int64_t n = t / chunks, p0 = (t % chunks) * kRowsPerTask;
     const std::int64_t p1 = std::min(g.pixels, p0 + kRowsPerTask);
     thread_local std::vector<std::int32_t> acc;
-    acc.resize(static_cast<std::size_t>(kRowsPerTask * g.c + 8));
+    acc.resize(static_cast<std::size_t>(kRowsPerTask * g.o + 8));
     DepthwiseArgs a = args;
-    a.x = x + n * g.h * g.w * g.c;
+    a.x = x + n * g.h * g.w * g.o;
     depthwise_rows_avx2(a, p0, p1, acc.data());
-    if (!e.apply(acc.data(), g.c, p1 - p0, 0, g.c,
+    if (!e.apply(acc.data(), g.o, p1 - p0, 0, g.o,
                  y + ((n * g.pixels + p0) * g.o) * static_cast<std::int64_t>(es)))
       ok = false;
   });
@@ -377,9 +393,7 @@ MatmulDesc conv_group_matmul(const ConvDesc& d, std::int64_t g) {
   return m;
 }
 
-bool conv_depthwise_direct(const ConvDesc& d) {
-  return d.c > 0 && d.groups == d.c && d.out_channels == d.c;
-}
+bool conv_depthwise_direct(const ConvDesc& d) { return d.c > 0 && d.groups == d.c; }
 
 ConvWeights::ConvWeights(const ConvDesc& d, const void* w, bool depthwise, ThreadPool* pool)
     : depthwise_(depthwise) {
@@ -391,12 +405,12 @@ ConvWeights::ConvWeights(const ConvDesc& d, const void* w, bool depthwise, Threa
   };
   const std::int64_t taps = g.kh * g.kw;
   if (depthwise) {
-    // [C][1][KH][KW] -> centered [KH * KW][C]
-    taps_.resize(static_cast<std::size_t>(taps * g.c));
-    for (std::int64_t ch = 0; ch < g.c; ++ch) {
-      const std::int32_t zw = d.w_params.zero_point(w_pair(d, ch));
+    // [O][1][KH][KW] -> centered [KH * KW][O]
+    taps_.resize(static_cast<std::size_t>(taps * g.o));
+    for (std::int64_t o = 0; o < g.o; ++o) {
+      const std::int32_t zw = d.w_params.zero_point(w_pair(d, o));
       for (std::int64_t t = 0; t < taps; ++t)
-        taps_[static_cast<std::size_t>(t * g.c + ch)] = code(ch * taps + t) - zw;
+        taps_[static_cast<std::size_t>(t * g.o + o)] = code(o * taps + t) - zw;
     }
     return;
   }
@@ -459,7 +473,7 @@ bool run_conv(const GemmContext& ctx, const KernelInfo& kernel, OpKind op, const
     s.y_nhwc.reset(static_cast<std::size_t>(g.n * g.pixels * g.o) * es, /*zero=*/false);
     ys = s.y_nhwc.data();
   }
-  const bool ok = w.depthwise() ? run_depthwise(ctx, d, g, xs, w, e, ys)
+  const bool ok = w.depthwise() ? run_depthwise(ctx, d, g, xs, w, e, ys, s)
                                 : run_gemm_groups(ctx, kernel, d, g, xs, w, e, ys, s);
   if (!ok) return false;
   if (nchw) {

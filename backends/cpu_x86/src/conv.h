@@ -13,8 +13,8 @@
 // int32, as the reference does), requantizes or dequantizes per output channel and clamps for
 // the fused activation, in the reference's order of float operations (docs/NUMERICS.md).
 //
-// Depthwise convolutions with one output per input channel (groups == C == O) run a direct
-// kernel instead (conv_depthwise_avx2.cpp): one GEMM per channel would multiply 1-column panels.
+// Depthwise convolutions (groups == C, any channel multiplier O / C) run a direct kernel instead
+// (conv_depthwise_avx2.cpp): one GEMM per channel would multiply 1-column panels.
 //
 // The sums are exact in int32 because check_descriptor refuses reductions C/G * KH * KW above
 // reference::int32_safe_reduction.
@@ -36,11 +36,12 @@ namespace qforge::cpu_x86 {
 // ones), nk layout.
 MatmulDesc conv_group_matmul(const ConvDesc& d, std::int64_t g);
 
-// True when the direct depthwise kernel serves d: groups == C == O (channel multiplier 1).
+// True when the direct depthwise kernel serves d: groups == C (O is then C times the channel
+// multiplier).
 bool conv_depthwise_direct(const ConvDesc& d);
 
 // The weights of one convolution prepared for its kernel: packed GEMM panels per group, or the
-// centered int32 taps of the depthwise kernel ([KH * KW][C], w - zw[c]).
+// centered int32 taps of the depthwise kernel ([KH * KW][O], w - zw[o]).
 class ConvWeights {
  public:
   ConvWeights(const ConvDesc& d, const void* w, bool depthwise, ThreadPool* pool);

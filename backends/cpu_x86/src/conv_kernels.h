@@ -5,7 +5,8 @@
 
 namespace qforge::cpu_x86 {
 
-// One NHWC image convolved depthwise (groups == C == O): for output pixels [p0, p1),
+// One NHWC image convolved depthwise with one output channel per input channel (a channel
+// multiplier widens X first, conv.cpp): for output pixels [p0, p1),
 // acc[(p - p0) * c + ch] = sum over taps inside the input of (x - zx) * taps[tap * c + ch], with
 // taps already centered (w - zw[ch]). Taps outside the input add 0 (ONNX pads X - zx).
 struct DepthwiseArgs {

@@ -24,7 +24,7 @@ enum class KernelRole : std::uint8_t {
   dequantize,
   requantize,
   dynamic_quantize,
-  conv_depthwise,  // direct depthwise convolution (groups == C == O); other convs run GEMM kernels
+  conv_depthwise,  // direct depthwise convolution (groups == C); other convs run GEMM kernels
   reference,       // qforge::reference, for whatever no vector kernel serves
 };
 
