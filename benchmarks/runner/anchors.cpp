@@ -117,6 +117,50 @@ std::optional<Anchor> sgemm_anchor(std::int64_t m, std::int64_t n, std::int64_t 
 #endif
 }
 
+std::optional<Anchor> conv_sgemm_anchor(const ConvDesc& d) {
+#if defined(QFORGE_BENCH_HAVE_OPENBLAS)
+  const std::int64_t oh = d.out_h(), ow = d.out_w(), p = oh * ow;
+  const std::int64_t cg = d.c / d.groups, og = d.out_channels / d.groups;
+  const std::int64_t k = cg * d.kernel_h * d.kernel_w;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist;
+  std::vector<float> x(static_cast<std::size_t>(d.n * d.c * d.h * d.w)),
+      w(static_cast<std::size_t>(d.out_channels * k)), col(static_cast<std::size_t>(k * p)),
+      y(static_cast<std::size_t>(d.n * d.out_channels * p));
+  for (auto& v : x) v = dist(rng);
+  for (auto& v : w) v = dist(rng);
+  auto run = [&] {
+    for (std::int64_t n = 0; n < d.n; ++n)
+      for (std::int64_t g = 0; g < d.groups; ++g) {
+        const float* xg = x.data() + (n * d.c + g * cg) * d.h * d.w;
+        // col[(ci, kh, kw)][(oh, ow)], zeros outside the input
+        for (std::int64_t ci = 0; ci < cg; ++ci)
+          for (std::int64_t kh = 0; kh < d.kernel_h; ++kh)
+            for (std::int64_t kw = 0; kw < d.kernel_w; ++kw) {
+              float* row = col.data() + ((ci * d.kernel_h + kh) * d.kernel_w + kw) * p;
+              for (std::int64_t i = 0; i < oh; ++i) {
+                const std::int64_t ih = i * d.stride_h - d.pad_top + kh * d.dilation_h;
+                for (std::int64_t j = 0; j < ow; ++j) {
+                  const std::int64_t iw = j * d.stride_w - d.pad_left + kw * d.dilation_w;
+                  row[i * ow + j] = ih < 0 || ih >= d.h || iw < 0 || iw >= d.w
+                                        ? 0.0f
+                                        : xg[(ci * d.h + ih) * d.w + iw];
+                }
+              }
+            }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(og),
+                    static_cast<int>(p), static_cast<int>(k), 1.0f, w.data() + g * og * k,
+                    static_cast<int>(k), col.data(), static_cast<int>(p), 0.0f,
+                    y.data() + (n * d.out_channels + g * og) * p, static_cast<int>(p));
+      }
+  };
+  return Anchor{"openblas im2col+sgemm", median_seconds(run, 9)};
+#else
+  (void)d;
+  return std::nullopt;
+#endif
+}
+
 void add_anchor(WorkloadResult& r, const OpDesc& op) {
   const bool gpu_winner =
       r.report && (r.report->winner.plugin == "cuda" || r.report->winner.plugin == "vulkan");
@@ -150,6 +194,10 @@ void add_anchor(WorkloadResult& r, const OpDesc& op) {
       r.anchor = Anchor{"onednn", best};
       return;
     }
+  }
+  if (const auto* d = std::get_if<ConvDesc>(&op.desc)) {
+    r.anchor = conv_sgemm_anchor(*d);
+    return;
   }
   std::int64_t m = 0, n = 0, k = 0;
   if (const auto* d = std::get_if<MatmulDesc>(&op.desc)) m = d->m, n = d->n, k = d->k;

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "conv.h"
 #include "descriptor_rules.h"
 #include "qforge/error.h"
 #include "qforge/hardware.h"
@@ -197,7 +198,14 @@ Support CpuX86Ops::supports(const OpDesc& op) const {
     case OpKind::linear_backward: break;
     case OpKind::conv_integer:
     case OpKind::qlinear_conv:
-    case OpKind::conv_dequant: break;  // check_descriptor() refused them
+    case OpKind::conv_dequant: {
+      const auto& d = std::get<ConvDesc>(op.desc);
+      if (conv_depthwise_direct(d)) add_role(KernelRole::conv_depthwise);
+      avoids_min = scheme_avoids_min(d.w_params);
+      rows = d.out_h() * d.out_w();
+      add_role(rows <= 16 ? KernelRole::gemv : KernelRole::gemm);
+      break;
+    }
   }
   const bool matmul = op.op == OpKind::matmul_integer || op.op == OpKind::matmul_dequant ||
                       op.op == OpKind::qlinear_matmul;

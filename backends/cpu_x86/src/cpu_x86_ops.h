@@ -25,7 +25,7 @@ namespace qforge::cpu_x86 {
 
 // The version keys the accelerator's tuning cache (docs/ACCELERATOR.md): it changes whenever
 // the kernels do, so that cached decisions are measured again.
-inline constexpr const char* kPluginVersion = "0.2.0";
+inline constexpr const char* kPluginVersion = "0.3.0";
 
 // Measured on the GPU host's 16-core CPU and on the development machine (docs/CPU_X86.md).
 inline constexpr std::int64_t kDefaultGemvPrefetch = 4096;
@@ -69,6 +69,10 @@ class CpuX86Ops final : public QuantizationOps {
   void linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
                        const QuantizationParams& xq_params, const std::int8_t* wq, float* dx,
                        float* dw, float* db) override;
+  // Convolution (ops_conv.cpp, conv.h): im2col into the GEMM kernels, or the direct depthwise
+  // kernel.
+  void conv(OpKind op, const ConvDesc& desc, const void* x, const void* w, const void* bias,
+            void* y) override;
   // Native plans (x86_plan.cpp): validated, kernel chosen and a fixed B packed once; they run
   // from any threads at once and keep no state here (docs/CPU_X86.md, "Plans").
   std::shared_ptr<const Plan> plan(const OpDesc& op, const PlanRequest& request) override;
@@ -92,6 +96,13 @@ class CpuX86Ops final : public QuantizationOps {
   // The GEMM kernel for desc with packed weights b (maddubs needs b without -128): `forced`
   // (set_kernel's name, or a plan's requested one), else the automatic choice for b.
   const KernelInfo& gemm_kernel(const MatmulDesc& desc, const X86PackedWeights& b, OpKind op,
+                                std::string_view forced) const;
+  // Whether `forced` (a kernel name, or empty for the automatic choice) runs desc with the
+  // direct depthwise kernel; throws unsupported when a forced kernel cannot run it.
+  bool conv_uses_depthwise(const ConvDesc& desc, OpKind op, std::string_view forced) const;
+  // The kernel for a convolution whose weights are prepared (conv_uses_depthwise decided which
+  // form): the depthwise kernel, or a GEMM kernel for weights that hold -128 (`holds_min`) or not.
+  const KernelInfo& conv_kernel(const ConvDesc& desc, bool depthwise, bool holds_min,
                                 std::string_view forced) const;
   // b as this backend's packing, or invalid_argument.
   const X86PackedWeights& own_packed(const PackedWeights& b) const;

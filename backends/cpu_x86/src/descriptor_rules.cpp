@@ -101,6 +101,34 @@ void check_matmul(const MatmulDesc& d, OpKind op) {
   check_packed_a_size(d);
 }
 
+// The kernels' rules for a convolution the reference accepts (conv.h): int32 sums, so the
+// reduction within reference::int32_safe_reduction, and GEMM operands within the size limit.
+void check_conv(const ConvDesc& d) {
+  const std::int64_t safe = reference::int32_safe_reduction(d);
+  if (d.reduction() > safe)
+    reject("reduction C / groups * KH * KW = " + std::to_string(d.reduction()) +
+           " exceeds the int32-safe length " + std::to_string(safe) +
+           " for these dtypes and zero points (reference::int32_safe_reduction); cpu_x86 "
+           "accumulates in int32 and expects at most " +
+           std::to_string(safe) + " (cpu_scalar accumulates in int64)");
+  // One group's GEMM: A is the im2col matrix of one image, or the whole batch for a 1x1
+  // convolution that reads X as A; B the group's packed weights.
+  const std::int64_t pixels = d.out_h() * d.out_w();
+  const MatmulDesc m{.m = d.n * pixels,
+                     .n = d.out_channels / d.groups,
+                     .k = d.reduction(),
+                     .a = d.x_params,
+                     .b = QuantizationParams::per_tensor_symmetric(d.w_params.dtype(), 1.0f),
+                     .b_layout = MatrixLayout::nk,
+                     .y = std::nullopt};
+  check_packed_b_size(m);
+  check_packed_a_size(m);
+  checked_bytes(
+      "im2col A [OH * OW, C / groups * KH * KW]",
+      checked_element_count("im2col A [OH * OW, C / groups * KH * KW]", {pixels, d.reduction()}),
+      1);
+}
+
 }  // namespace
 
 PackedFacts packed_facts(const MatmulDesc& d) { return {max_centered(d.b), max_scale(d.b)}; }
@@ -137,13 +165,10 @@ void check_descriptor(OpKind op, const Desc& desc) {
   } catch (const Error& e) {
     throw Error(ErrorCode::unsupported, "cpu_x86: " + std::string(e.what()));
   }
-  if constexpr (std::is_same_v<Desc, ConvDesc>)
-    throw Error(ErrorCode::unsupported,
-                "cpu_x86: " + std::string(to_string(op)) +
-                    " is not implemented by cpu_x86 yet; expected cpu_scalar to run it");
-  // Every other op the reference accepts runs (vector kernels or the reference).
+  // Every op the reference accepts runs (vector kernels or the reference).
   try {
     if constexpr (std::is_same_v<Desc, MatmulDesc>) check_matmul(desc, op);
+    if constexpr (std::is_same_v<Desc, ConvDesc>) check_conv(desc);
     // The vector forward packs W as the B of a matmul.
     if constexpr (std::is_same_v<Desc, LinearDesc>) {
       if (op == OpKind::linear_forward && vector_linear(desc)) {

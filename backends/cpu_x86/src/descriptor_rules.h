@@ -3,6 +3,8 @@
 //   matmuls   A int8/uint8 (per tensor or per row), B int8/uint8/int4/uint4 (per tensor, per
 //             column, or block-wise nk with a block size that is a multiple of 4), float32
 //             output, and K <= reference::int32_safe_k (the kernels accumulate in int32).
+//   convs     C / groups * KH * KW <= reference::int32_safe_reduction (int32 sums, conv.h);
+//             every dtype, scheme, layout and geometry the reference accepts otherwise.
 // Everything else the reference accepts (other dtypes, logarithmic quantization, fixed-point
 // requantize, linear_backward) runs through qforge::reference and says so ("reference").
 #pragma once

@@ -149,4 +149,63 @@ void store_requant_float_avx2(const TileRef& t, const float* sa, const float* sb
   }
 }
 
+namespace {
+
+// reference::multiply_by_quantized_multiplier for 8 lanes, each with its own multiplier (in
+// [0, 2^31), as quantize_multiplier makes them), left shift (0..32) and right shift (0..31):
+//   a = saturate_int32(x * 2^left)
+//   h = (a * m + 2^30) >> 31           SaturatingRoundingDoublingHighMul: for a * m >= 0 the
+//                                      nudge is 2^30 and the division truncates; for a * m < 0
+//                                      truncating (a * m + 1 - 2^30) / 2^31 is the same floor.
+//                                      (a = m = INT32_MIN, its one saturating case, needs m < 0.)
+//   y = (h >> right) + (h & mask > (mask >> 1) + (h < 0))    RoundingDivideByPOT
+inline __m256i fixed_point8(__m256i x, __m256i m, __m256i left, __m256i right) {
+  const __m256i shifted = _mm256_sllv_epi32(x, left);
+  const __m256i exact = _mm256_cmpeq_epi32(_mm256_srav_epi32(shifted, left), x);
+  const __m256i sat = _mm256_blendv_epi8(_mm256_set1_epi32(0x7fffffff),
+                                         _mm256_set1_epi32(static_cast<int>(0x80000000u)),
+                                         _mm256_srai_epi32(x, 31));
+  const __m256i a = _mm256_blendv_epi8(sat, shifted, exact);
+  const __m256i nudge = _mm256_set1_epi64x(std::int64_t{1} << 30);
+  const __m256i even = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(a, m), nudge), 31);
+  const __m256i odd = _mm256_srli_epi64(
+      _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(a, 32), _mm256_srli_epi64(m, 32)), nudge),
+      31);
+  const __m256i h = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
+  const __m256i remainder = _mm256_and_si256(h, mask);
+  const __m256i threshold =
+      _mm256_sub_epi32(_mm256_srli_epi32(mask, 1), _mm256_cmpgt_epi32(_mm256_setzero_si256(), h));
+  return _mm256_sub_epi32(_mm256_srav_epi32(h, right), _mm256_cmpgt_epi32(remainder, threshold));
+}
+
+}  // namespace
+
+void store_requant_fixed_avx2(const TileRef& t, const std::int32_t* multiplier,
+                              const std::int32_t* left, const std::int32_t* right, std::int32_t zy,
+                              QuantRange range, void* out, std::int64_t ldo) {
+  // clamp(h + zy, qmin, qmax) as clamp(h, qmin - zy, qmax - zy) + zy: h + zy may leave int32.
+  const __m256i z = _mm256_set1_epi32(zy);
+  const __m256i lo = _mm256_set1_epi32(range.qmin - zy), hi = _mm256_set1_epi32(range.qmax - zy);
+  auto* bytes = static_cast<std::uint8_t*>(out);
+  for (int c = 0; c < t.cols; c += 8) {
+    const __m256i m = load8(multiplier + c), l = load8(left + c), r = load8(right + c);
+    for (int row = 0; row < t.rows; ++row) {
+      __m256i q = fixed_point8(load8(t.d + row * t.ldd + c), m, l, r);
+      q = _mm256_add_epi32(_mm256_min_epi32(_mm256_max_epi32(q, lo), hi), z);
+      const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+      const __m128i b = range.is_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+      std::uint8_t* dst = bytes + row * ldo + c;
+      if (t.cols - c >= 8) {
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), b);
+      } else {
+        alignas(16) std::uint8_t tmp[16];
+        _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b);
+        std::memcpy(dst, tmp, static_cast<std::size_t>(t.cols - c));
+      }
+    }
+  }
+}
+
 }  // namespace qforge::cpu_x86

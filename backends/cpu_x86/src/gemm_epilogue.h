@@ -65,5 +65,11 @@ void store_i32_avx2(const std::int32_t* acc, std::int64_t ldacc, int rows, int c
 // Float-multiplier requantization with m = (sa[r] * sb[c]) / sy.
 void store_requant_float_avx2(const TileRef& t, const float* sa, const float* sb, float sy,
                               std::int32_t zy, QuantRange range, void* out, std::int64_t ldo);
+// Fixed-point requantization (reference::multiply_by_quantized_multiplier) with per-column
+// multipliers in [0, 2^31), left shifts in [0, 32] and right shifts in [0, 31] (padded to a
+// multiple of 8), then + zy and clamped to [range.qmin, range.qmax].
+void store_requant_fixed_avx2(const TileRef& t, const std::int32_t* multiplier,
+                              const std::int32_t* left, const std::int32_t* right, std::int32_t zy,
+                              QuantRange range, void* out, std::int64_t ldo);
 
 }  // namespace qforge::cpu_x86

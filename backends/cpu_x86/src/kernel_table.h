@@ -24,7 +24,8 @@ enum class KernelRole : std::uint8_t {
   dequantize,
   requantize,
   dynamic_quantize,
-  reference,  // qforge::reference, for whatever no vector kernel serves
+  conv_depthwise,  // direct depthwise convolution (groups == C); other convs run GEMM kernels
+  reference,       // qforge::reference, for whatever no vector kernel serves
 };
 
 struct KernelInfo {

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 
+#include "conv.h"
 #include "cpu_x86_ops.h"
 #include "op_runs.h"
 #include "qforge/error.h"
@@ -15,6 +16,10 @@
 
 namespace qforge::cpu_x86 {
 namespace {
+
+bool is_conv(OpKind op) {
+  return op == OpKind::conv_integer || op == OpKind::qlinear_conv || op == OpKind::conv_dequant;
+}
 
 bool is_matmul(OpKind op) {
   return op == OpKind::matmul_integer || op == OpKind::matmul_dequant ||
@@ -66,6 +71,8 @@ struct PlanParts {
   FixedWeights weights;                            // fixed inputs other than a packed one
   std::vector<bool> fixed;                         // per input: fixed (copied or packed)
   std::shared_ptr<const X86PackedWeights> packed;  // input 1 (matmul B, Linear W), when fixed
+  std::shared_ptr<const ConvWeights> conv;         // input 1 (conv W), when fixed
+  bool depthwise = false;                          // conv: the direct depthwise kernel runs
 };
 
 class X86Plan final : public Plan {
@@ -113,7 +120,7 @@ class X86Plan final : public Plan {
       case OpKind::linear_backward: break;  // reference only (supports())
       case OpKind::conv_integer:
       case OpKind::qlinear_conv:
-      case OpKind::conv_dequant: break;  // refused by supports()
+      case OpKind::conv_dequant: return run_conv_plan(in.data(), outputs.data());
     }
     throw Error(ErrorCode::internal, "cpu_x86 plan: no vector path for " + describe(op));
   }
@@ -123,7 +130,26 @@ class X86Plan final : public Plan {
   // with B given per run, the one resolved from the descriptor (a maddubs kernel then still
   // runs maddwd for a B holding -128).
   static const KernelInfo& runs(const PlanParts& p) {
+    if (p.conv) return exact_for_weights(*p.kernel, p.conv->holds_min());
     return p.packed ? exact_for_weights(*p.kernel, p.packed->holds_min) : *p.kernel;
+  }
+
+  void run_conv_plan(const void* const* in, void* const* out) const {
+    const auto& d = std::get<ConvDesc>(desc().desc);
+    ThreadPool& pool = *parts_.pool;
+    std::optional<ConvWeights> per_run;
+    const ConvWeights* w = parts_.conv.get();
+    if (!w) w = &per_run.emplace(d, in[1], parts_.depthwise, &pool);
+    bool ok = false;
+    {
+      auto scratch = scratch_.take();
+      ok = cpu_x86::run_conv({pool, scratch.get(), parts_.tuning},
+                             exact_for_weights(*parts_.kernel, w->holds_min()), desc().op, d, in[0],
+                             *w, d.bias == ConvBias::none ? nullptr : in[2], out[0]);
+    }
+    // The reference reports the sum that leaves int32 (W is in `in`: plan() kept a copy of it
+    // whenever an int32 bias could overflow).
+    if (!ok) run_reference(desc(), in, out);
   }
 
   void run_matmul(const void* const* in, void* y) const {
@@ -192,15 +218,43 @@ std::shared_ptr<const Plan> CpuX86Ops::plan(const OpDesc& op, const PlanRequest&
   const bool gemm = is_matmul(op.op) ||
                     (op.op == OpKind::linear_forward && kernel->role != KernelRole::reference);
   const bool pack = gemm && request.weights.size() == operands.inputs.size() && request.weights[1];
+  const bool conv = is_conv(op.op) && kernel->role != KernelRole::reference;
+  const bool pack_conv =
+      conv && request.weights.size() == operands.inputs.size() && request.weights[1];
   PlanRequest rest = request;
   if (pack) rest.weights[1] = nullptr;
+  // A convolution with an int32 bias keeps a copy of W as well as its packing unless the fixed
+  // bias provably keeps every sum inside int32: the reference reruns on W to report an overflow.
+  if (pack_conv) {
+    const auto& d = std::get<ConvDesc>(op.desc);
+    const bool bias_fixed =
+        d.bias == ConvBias::int32 && request.weights.size() > 2 && request.weights[2] != nullptr;
+    if (d.bias != ConvBias::int32 ||
+        (bias_fixed &&
+         conv_bias_cannot_overflow(d, request.weights[1],
+                                   static_cast<const std::int32_t*>(request.weights[2]))))
+      rest.weights[1] = nullptr;
+  }
   PlanParts parts{.pool = pool_,
                   .tuning = tuning(),
                   .kernel = kernel,
                   .weights = FixedWeights(op, operands, rest),  // checks the request
                   .fixed = {},
-                  .packed = nullptr};
+                  .packed = nullptr,
+                  .conv = nullptr,
+                  .depthwise = false};
   parts.fixed = parts.weights.fixed();
+  if (conv) {
+    const auto& d = std::get<ConvDesc>(op.desc);
+    parts.depthwise = conv_uses_depthwise(d, op.op, name);
+    if (pack_conv) {
+      parts.fixed[1] = true;
+      parts.conv =
+          std::make_shared<const ConvWeights>(d, request.weights[1], parts.depthwise, pool_.get());
+      // With W's values known, the choice the per-call op makes for them.
+      parts.kernel = &conv_kernel(d, parts.depthwise, parts.conv->holds_min(), request.kernel);
+    }
+  }
   if (pack) {
     parts.fixed[1] = true;
     const MatmulDesc d = is_matmul(op.op) ? std::get<MatmulDesc>(op.desc)

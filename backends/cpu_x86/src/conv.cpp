@@ -1,0 +1,488 @@
+#include "conv.h"
+
+#include <emmintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "conv_kernels.h"
+#include "gemm_driver.h"
+#include "gemm_epilogue.h"
+#include "qforge/error.h"
+#include "qforge/reference.h"
+
+namespace qforge::cpu_x86 {
+namespace {
+
+// Output pixels per task of the im2col, depthwise and epilogue loops.
+constexpr std::int64_t kRowsPerTask = 64;
+
+struct Geometry {
+  std::int64_t n, c, h, w, o, oh, ow, kh, kw, cg, og, k, pixels;
+  explicit Geometry(const ConvDesc& d)
+      : n(d.n),
+        c(d.c),
+        h(d.h),
+        w(d.w),
+        o(d.out_channels),
+        oh(d.out_h()),
+        ow(d.out_w()),
+        kh(d.kernel_h),
+        kw(d.kernel_w),
+        cg(d.c / d.groups),
+        og(d.out_channels / d.groups),
+        k(d.c / d.groups * d.kernel_h * d.kernel_w),
+        pixels(d.out_h() * d.out_w()) {}
+};
+
+std::size_t w_pair(const ConvDesc& d, std::int64_t o) {
+  return d.w_params.scheme().granularity == Granularity::per_tensor ? 0
+                                                                    : static_cast<std::size_t>(o);
+}
+
+std::size_t out_bytes(OpKind op) { return op == OpKind::qlinear_conv ? 1 : 4; }
+
+// 8 x 8 bytes (rows of `ls` bytes apart) -> their transpose (rows of `ld` bytes apart): SSE2
+// unpacks, the x86-64 baseline.
+inline void transpose8x8_u8(const std::uint8_t* s, std::int64_t ls, std::uint8_t* d,
+                            std::int64_t ld) {
+  auto row = [&](int i) { return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + i * ls)); };
+  const __m128i a0 = _mm_unpacklo_epi8(row(0), row(1)), a1 = _mm_unpacklo_epi8(row(2), row(3));
+  const __m128i a2 = _mm_unpacklo_epi8(row(4), row(5)), a3 = _mm_unpacklo_epi8(row(6), row(7));
+  const __m128i b0 = _mm_unpacklo_epi16(a0, a1), b1 = _mm_unpackhi_epi16(a0, a1);
+  const __m128i b2 = _mm_unpacklo_epi16(a2, a3), b3 = _mm_unpackhi_epi16(a2, a3);
+  const __m128i c[4] = {_mm_unpacklo_epi32(b0, b2), _mm_unpackhi_epi32(b0, b2),
+                        _mm_unpacklo_epi32(b1, b3), _mm_unpackhi_epi32(b1, b3)};
+  for (int i = 0; i < 4; ++i) {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(d + (2 * i) * ld), c[i]);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(d + (2 * i + 1) * ld), _mm_srli_si128(c[i], 8));
+  }
+}
+
+// 4 x 4 elements of 4 bytes, likewise.
+inline void transpose4x4_u32(const std::uint32_t* s, std::int64_t ls, std::uint32_t* d,
+                             std::int64_t ld) {
+  auto row = [&](int i) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i * ls)); };
+  const __m128i a0 = _mm_unpacklo_epi32(row(0), row(1)), a1 = _mm_unpackhi_epi32(row(0), row(1));
+  const __m128i a2 = _mm_unpacklo_epi32(row(2), row(3)), a3 = _mm_unpackhi_epi32(row(2), row(3));
+  auto store = [&](int i, __m128i v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i * ld), v);
+  };
+  store(0, _mm_unpacklo_epi64(a0, a2));
+  store(1, _mm_unpackhi_epi64(a0, a2));
+  store(2, _mm_unpacklo_epi64(a1, a3));
+  store(3, _mm_unpackhi_epi64(a1, a3));
+}
+
+// [rows][cols] elements of `bytes` (1 or 4) each -> [cols][rows], in blocks of 64 x 64 on the
+// pool: the NCHW <-> NHWC transposes of one image (rows = C, cols = H * W, or back).
+void transpose(const std::uint8_t* src, std::uint8_t* dst, std::int64_t rows, std::int64_t cols,
+               std::size_t bytes, ThreadPool& pool) {
+  constexpr std::int64_t kBlock = 64;
+  const std::int64_t row_blocks = (rows + kBlock - 1) / kBlock;
+  const std::int64_t col_blocks = (cols + kBlock - 1) / kBlock;
+  pool.parallel_for(row_blocks * col_blocks, [&](std::int64_t t) {
+    const std::int64_t r0 = (t / col_blocks) * kBlock, c0 = (t % col_blocks) * kBlock;
+    const std::int64_t r1 = std::min(rows, r0 + kBlock), c1 = std::min(cols, c0 + kBlock);
+    auto scalar = [&](auto one, std::int64_t ra, std::int64_t rb, std::int64_t ca,
+                      std::int64_t cb) {
+      using T = decltype(one);
+      const T* s = reinterpret_cast<const T*>(src);
+      T* d = reinterpret_cast<T*>(dst);
+      for (std::int64_t c = ca; c < cb; ++c)
+        for (std::int64_t r = ra; r < rb; ++r) d[c * rows + r] = s[r * cols + c];
+    };
+    const std::int64_t step = bytes == 1 ? 8 : 4;
+    const std::int64_t rv = r0 + (r1 - r0) / step * step, cv = c0 + (c1 - c0) / step * step;
+    if (bytes == 1) {
+      for (std::int64_t r = r0; r < rv; r += 8)
+        for (std::int64_t c = c0; c < cv; c += 8)
+          transpose8x8_u8(src + r * cols + c, cols, dst + c * rows + r, rows);
+      scalar(std::uint8_t{}, rv, r1, c0, c1);
+      scalar(std::uint8_t{}, r0, rv, cv, c1);
+    } else {
+      const auto* s = reinterpret_cast<const std::uint32_t*>(src);
+      auto* d = reinterpret_cast<std::uint32_t*>(dst);
+      for (std::int64_t r = r0; r < rv; r += 4)
+        for (std::int64_t c = c0; c < cv; c += 4)
+          transpose4x4_u32(s + r * cols + c, cols, d + c * rows + r, rows);
+      scalar(std::uint32_t{}, rv, r1, c0, c1);
+      scalar(std::uint32_t{}, r0, rv, cv, c1);
+    }
+  });
+}
+
+// The per-channel factors of the epilogue, computed once per run.
+struct Epilogue {
+  OpKind op;
+  std::int64_t o = 0;  // output channels: the distance between output pixels
+  const std::int32_t* bias_i32 = nullptr;
+  const float* bias_f32 = nullptr;
+  float sx = 1.0f;
+  std::vector<float> sw;      // [O], then zeros up to O + 8 (the AVX2 store reads 8 at a time)
+  std::vector<float> sx_row;  // kRowsPerTask copies of sx (the AVX2 store's per-row scales)
+  // qlinear_conv
+  float sy = 1.0f;
+  std::int32_t zy = 0;
+  QuantRange range{true, -128, 127};  // the fused activation's bounds lo, hi
+  RequantMode mode = RequantMode::float_multiplier;
+  // fixed-point mode, per channel then zeros up to O + 8: reference::quantize_multiplier's
+  // multiplier and its shift split into a left and a right shift
+  std::vector<std::int32_t> fixed_multiplier, fixed_left, fixed_right;
+  // conv_dequant
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();
+
+  Epilogue(OpKind kind, const ConvDesc& d, const void* bias) : op(kind), o(d.out_channels) {
+    if (d.bias == ConvBias::int32) bias_i32 = static_cast<const std::int32_t*>(bias);
+    if (d.bias == ConvBias::f32) bias_f32 = static_cast<const float*>(bias);
+    sx = d.x_params.scale();
+    sw.assign(static_cast<std::size_t>(o + 8), 0.0f);
+    for (std::int64_t i = 0; i < o; ++i)
+      sw[static_cast<std::size_t>(i)] = d.w_params.scale(w_pair(d, i));
+    sx_row.assign(kRowsPerTask, sx);
+    if (op == OpKind::qlinear_conv) {
+      const QuantizationParams& yp = *d.y_params;
+      sy = yp.scale();
+      zy = yp.zero_point();
+      range = {yp.dtype() == DType::int8, yp.qmin(), yp.qmax()};
+      // The fused activation's bounds in output codes, as the reference's conv_output_clamp.
+      auto q = [&](float v) { return reference::quantize_value(v, sy, zy, yp.qmin(), yp.qmax()); };
+      if (d.activation == ConvActivation::relu) range.qmin = q(0.0f);
+      if (d.activation == ConvActivation::relu6) range.qmin = q(0.0f), range.qmax = q(6.0f);
+      if (d.activation == ConvActivation::clamp)
+        range.qmin = q(d.clamp_min), range.qmax = q(d.clamp_max);
+      mode = d.requant_mode;
+      if (mode == RequantMode::fixed_point) {
+        fixed_multiplier.assign(static_cast<std::size_t>(o + 8), 0);
+        fixed_left.assign(static_cast<std::size_t>(o + 8), 0);
+        fixed_right.assign(static_cast<std::size_t>(o + 8), 0);
+        for (std::size_t i = 0; i < static_cast<std::size_t>(o); ++i) {
+          // Shifts within [-31, 31] (quantize_multiplier flushes smaller ones to 0).
+          const auto m = reference::quantize_multiplier(static_cast<double>((sx * sw[i]) / sy));
+          fixed_multiplier[i] = m.multiplier;
+          fixed_left[i] = m.shift > 0 ? m.shift : 0;
+          fixed_right[i] = m.shift > 0 ? 0 : -m.shift;
+        }
+      }
+    }
+    if (op == OpKind::conv_dequant) {
+      if (d.activation == ConvActivation::relu) lo = 0.0f;
+      if (d.activation == ConvActivation::relu6) lo = 0.0f, hi = 6.0f;
+      if (d.activation == ConvActivation::clamp) lo = d.clamp_min, hi = d.clamp_max;
+    }
+  }
+
+  // Turns acc ([rows][ld] int32 sums of output channels [o0, o0 + cols)) into the outputs of
+  // `rows` consecutive output pixels, `out` pointing at the first pixel's channel o0 of the
+  // NHWC result. rows <= kRowsPerTask. acc is overwritten; its rows are readable up to a
+  // multiple of 8 columns (past the last row too). Returns false when acc + an int32 bias leaves
+  // int32.
+  bool apply(std::int32_t* acc, std::int64_t ld, std::int64_t rows, std::int64_t o0,
+             std::int64_t cols, void* out) const {
+    if (bias_i32) {
+      // Wrapping int32 adds (in uint32, defined) that vectorize; a sum overflowed iff both
+      // operands differ in sign from it.
+      std::uint32_t overflow = 0;
+      const auto* b = reinterpret_cast<const std::uint32_t*>(bias_i32 + o0);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        auto* a = reinterpret_cast<std::uint32_t*>(acc + r * ld);
+        for (std::int64_t c = 0; c < cols; ++c) {
+          const std::uint32_t sum = a[c] + b[c];
+          overflow |= (a[c] ^ sum) & (b[c] ^ sum);
+          a[c] = sum;
+        }
+      }
+      if (overflow >> 31) return false;
+    }
+    switch (op) {
+      case OpKind::conv_integer: {
+        auto* y = static_cast<std::int32_t*>(out);
+        for (std::int64_t r = 0; r < rows; ++r)
+          std::memcpy(y + r * o, acc + r * ld, static_cast<std::size_t>(cols) * 4);
+        return true;
+      }
+      case OpKind::qlinear_conv: {
+        auto* y = static_cast<std::uint8_t*>(out);
+        const TileRef t{acc, ld, static_cast<int>(rows), static_cast<int>(cols),
+                        static_cast<int>((cols + 7) / 8 * 8)};
+        if (mode == RequantMode::float_multiplier) {
+          store_requant_float_avx2(t, sx_row.data(), sw.data() + o0, sy, zy, range, y, o);
+          return true;
+        }
+        store_requant_fixed_avx2(t, fixed_multiplier.data() + o0, fixed_left.data() + o0,
+                                 fixed_right.data() + o0, zy, range, y, o);
+        return true;
+      }
+      case OpKind::conv_dequant: {
+        auto* y = static_cast<float*>(out);
+        for (std::int64_t r = 0; r < rows; ++r)
+          for (std::int64_t c = 0; c < cols; ++c) {
+            float v = (static_cast<float>(acc[r * ld + c]) * sx) * sw[static_cast<size_t>(o0 + c)];
+            if (bias_f32) v = v + bias_f32[o0 + c];
+            y[r * o + c] = v < lo ? lo : v > hi ? hi : v;
+          }
+        return true;
+      }
+      default: break;
+    }
+    throw Error(ErrorCode::internal, "cpu_x86: conv epilogue for " + std::string(to_string(op)));
+  }
+};
+
+// Whether the NHWC input is already the im2col matrix of the whole batch.
+bool input_is_im2col(const ConvDesc& d) {
+  return d.kernel_h == 1 && d.kernel_w == 1 && d.stride_h == 1 && d.stride_w == 1 &&
+         d.pad_top == 0 && d.pad_left == 0 && d.pad_bottom == 0 && d.pad_right == 0 &&
+         d.groups == 1;
+}
+
+// im2col of one NHWC image for group g, output pixels [p0, p1): row p holds the taps (kh, kw)
+// in order, each with the group's C / G channels; taps outside the input hold zx.
+void im2col_rows(const ConvDesc& d, const Geometry& g, const std::uint8_t* x, std::int64_t group,
+                 std::uint8_t zx, std::int64_t p0, std::int64_t p1, std::uint8_t* a) {
+  const auto cg = static_cast<std::size_t>(g.cg);
+  for (std::int64_t p = p0; p < p1; ++p) {
+    const std::int64_t oh = p / g.ow, ow = p % g.ow;
+    std::uint8_t* row = a + p * g.k;
+    for (std::int64_t kh = 0; kh < g.kh; ++kh) {
+      const std::int64_t ih = oh * d.stride_h - d.pad_top + kh * d.dilation_h;
+      for (std::int64_t kw = 0; kw < g.kw; ++kw) {
+        const std::int64_t iw = ow * d.stride_w - d.pad_left + kw * d.dilation_w;
+        std::uint8_t* dst = row + (kh * g.kw + kw) * g.cg;
+        if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) std::memset(dst, zx, cg);
+        else std::memcpy(dst, x + (ih * g.w + iw) * g.c + group * g.cg, cg);
+      }
+    }
+  }
+}
+
+// Scratch of the calling thread, reused across runs (a plan runs from many threads at once:
+// each has its own).
+struct ConvScratch {
+  AlignedBytes x_nhwc, y_nhwc, a;
+  AlignedBytes x_wide;  // depthwise with a channel multiplier: each channel repeated
+  std::vector<std::int32_t> acc;
+};
+ConvScratch& conv_scratch() {
+  thread_local ConvScratch s;
+  return s;
+}
+
+// Depthwise: output channel o reads input channel o / multiplier (multiplier = O / C). With a
+// multiplier above 1 the input is widened first to O channels, each repeated, so that the
+// kernel again multiplies contiguous channels of X by contiguous taps.
+bool run_depthwise(const GemmContext& ctx, const ConvDesc& d, const Geometry& g,
+                   const std::uint8_t* x, const ConvWeights& w, const Epilogue& e, std::uint8_t* y,
+                   ConvScratch& s) {
+  const std::size_t es = out_bytes(e.op);
+  const std::int64_t chunks = (g.pixels + kRowsPerTask - 1) / kRowsPerTask;
+  const std::int64_t multiplier = g.o / g.c;
+  const std::int64_t in_pixels = g.n * g.h * g.w;
+  if (multiplier > 1 && in_pixels > 0) {
+    s.x_wide.reset(static_cast<std::size_t>(in_pixels * g.o), /*zero=*/false);
+    const std::int64_t tasks = (in_pixels + 255) / 256;
+    ctx.pool.parallel_for(tasks, [&](std::int64_t t) {
+      for (std::int64_t p = t * 256; p < std::min(in_pixels, (t + 1) * 256); ++p)
+        for (std::int64_t o = 0; o < g.o; ++o)
+          s.x_wide.data()[p * g.o + o] = x[p * g.c + o / multiplier];
+    });
+    x = s.x_wide.data();
+  }
+  std::atomic<bool> ok{true};
+  DepthwiseArgs args{nullptr,
+                     d.x_params.dtype() == DType::int8,
+                     d.x_params.zero_point(),
+                     w.taps(),
+                     g.o,
+                     g.h,
+                     g.w,
+                     g.kh,
+                     g.kw,
+                     d.stride_h,
+                     d.stride_w,
+                     d.dilation_h,
+                     d.dilation_w,
+                     d.pad_top,
+                     d.pad_left,
+                     g.ow};
+  ctx.pool.parallel_for(g.n * chunks, [&](std::int64_t t) {
+    const std::int64_t n = t / chunks, p0 = (t % chunks) * kRowsPerTask;
+    const std::int64_t p1 = std::min(g.pixels, p0 + kRowsPerTask);
+    thread_local std::vector<std::int32_t> acc;
+    acc.resize(static_cast<std::size_t>(kRowsPerTask * g.o + 8));
+    DepthwiseArgs a = args;
+    a.x = x + n * g.h * g.w * g.o;
+    depthwise_rows_avx2(a, p0, p1, acc.data());
+    if (!e.apply(acc.data(), g.o, p1 - p0, 0, g.o,
+                 y + ((n * g.pixels + p0) * g.o) * static_cast<std::int64_t>(es)))
+      ok = false;
+  });
+  return ok;
+}
+
+bool run_gemm_groups(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc& d,
+                     const Geometry& g, const std::uint8_t* x, const ConvWeights& w,
+                     const Epilogue& e, std::uint8_t* y, ConvScratch& s) {
+  const std::size_t es = out_bytes(e.op);
+  const bool direct = input_is_im2col(d);
+  // One GEMM over the whole batch when X is already A, else one per image and group.
+  const std::int64_t images = direct ? 1 : g.n;
+  const std::int64_t m = direct ? g.n * g.pixels : g.pixels;
+  const std::int64_t ld = g.og;
+  s.acc.resize(static_cast<std::size_t>(m * ld + 8));  // + 8: the epilogue reads 8 at a time
+  if (!direct && g.k > 0) s.a.reset(static_cast<std::size_t>(g.pixels * g.k), /*zero=*/false);
+  const auto zx = static_cast<std::uint8_t>(d.x_params.zero_point());
+  const std::int64_t chunks = (m + kRowsPerTask - 1) / kRowsPerTask;
+  std::atomic<bool> ok{true};
+  for (std::int64_t n = 0; n < images; ++n) {
+    const std::uint8_t* xn = x + n * g.h * g.w * g.c;
+    for (std::int64_t grp = 0; grp < d.groups; ++grp) {
+      if (g.k == 0) {
+        std::fill(s.acc.begin(), s.acc.end(), 0);
+      } else {
+        const std::uint8_t* a = xn;
+        if (!direct) {
+          ctx.pool.parallel_for(chunks, [&](std::int64_t t) {
+            const std::int64_t p0 = t * kRowsPerTask;
+            im2col_rows(d, g, xn, grp, zx, p0, std::min(m, p0 + kRowsPerTask), s.a.data());
+          });
+          a = s.a.data();
+        }
+        MatmulDesc md = conv_group_matmul(d, grp);
+        md.m = m;
+        const X86PackedWeights& b = w.group(grp);
+        run_gemm(exact_for_weights(kernel, b.holds_min), md, a, b,
+                 {GemmOutput::Kind::int32, s.acc.data()}, ctx.pool, ctx.scratch, ctx.tuning);
+      }
+      ctx.pool.parallel_for(chunks, [&](std::int64_t t) {
+        const std::int64_t p0 = t * kRowsPerTask, rows = std::min(m, p0 + kRowsPerTask) - p0;
+        const std::int64_t first = n * g.pixels + p0;  // output pixel of the batch
+        if (!e.apply(s.acc.data() + p0 * ld, ld, rows, grp * g.og, g.og,
+                     y + (first * g.o + grp * g.og) * static_cast<std::int64_t>(es)))
+          ok = false;
+      });
+      if (!ok) return false;
+    }
+  }
+  return ok;
+}
+
+}  // namespace
+
+MatmulDesc conv_group_matmul(const ConvDesc& d, std::int64_t g) {
+  const std::int64_t og = d.groups > 0 ? d.out_channels / d.groups : 0;
+  const QuantizationParams& wp = d.w_params;
+  MatmulDesc m{.m = d.out_h() * d.out_w(),
+               .n = og,
+               .k = d.groups > 0 ? d.c / d.groups * d.kernel_h * d.kernel_w : 0,
+               .a = d.x_params,
+               .b = wp,
+               .b_layout = MatrixLayout::nk,
+               .y = std::nullopt};
+  if (wp.scheme().granularity == Granularity::per_channel) {
+    const auto first = static_cast<std::ptrdiff_t>(g * og);
+    std::vector<float> scales(wp.scales().begin() + first, wp.scales().begin() + first + og);
+    std::vector<std::int32_t> zps(wp.zero_points().begin() + first,
+                                  wp.zero_points().begin() + first + og);
+    m.b = QuantizationParams(wp.dtype(), wp.scheme(), std::move(scales), std::move(zps));
+  }
+  return m;
+}
+
+bool conv_depthwise_direct(const ConvDesc& d) { return d.c > 0 && d.groups == d.c; }
+
+ConvWeights::ConvWeights(const ConvDesc& d, const void* w, bool depthwise, ThreadPool* pool)
+    : depthwise_(depthwise) {
+  const Geometry g(d);
+  const auto* src = static_cast<const std::uint8_t*>(w);
+  const bool is_signed = d.w_params.dtype() == DType::int8;
+  auto code = [&](std::int64_t i) -> std::int32_t {
+    return is_signed ? static_cast<std::int8_t>(src[i]) : src[i];
+  };
+  const std::int64_t taps = g.kh * g.kw;
+  if (depthwise) {
+    // [O][1][KH][KW] -> centered [KH * KW][O]
+    taps_.resize(static_cast<std::size_t>(taps * g.o));
+    for (std::int64_t o = 0; o < g.o; ++o) {
+      const std::int32_t zw = d.w_params.zero_point(w_pair(d, o));
+      for (std::int64_t t = 0; t < taps; ++t)
+        taps_[static_cast<std::size_t>(t * g.o + o)] = code(o * taps + t) - zw;
+    }
+    return;
+  }
+  if (g.k == 0 || g.og == 0) return;
+  // OIHW -> [O][KH][KW][C / G], the order of the im2col rows.
+  std::vector<std::uint8_t> reordered(static_cast<std::size_t>(g.o * g.k));
+  for (std::int64_t o = 0; o < g.o; ++o)
+    for (std::int64_t ci = 0; ci < g.cg; ++ci)
+      for (std::int64_t t = 0; t < taps; ++t)
+        reordered[static_cast<std::size_t>(o * g.k + t * g.cg + ci)] =
+            src[(o * g.cg + ci) * taps + t];
+  for (std::int64_t grp = 0; grp < d.groups; ++grp) {
+    groups_.push_back(std::make_unique<X86PackedWeights>(
+        conv_group_matmul(d, grp), reordered.data() + grp * g.og * g.k, pool));
+    holds_min_ = holds_min_ || groups_.back()->holds_min;
+  }
+}
+
+bool conv_bias_cannot_overflow(const ConvDesc& d, const void* w, const std::int32_t* bias) {
+  const Geometry g(d);
+  const auto& xt = traits(d.x_params.dtype());
+  const std::int64_t zx = d.x_params.zero_point();
+  const std::int64_t max_x = std::max(zx - xt.qmin, xt.qmax - zx);
+  const auto* src = static_cast<const std::uint8_t*>(w);
+  const bool is_signed = d.w_params.dtype() == DType::int8;
+  for (std::int64_t o = 0; o < g.o; ++o) {
+    const std::int64_t zw = d.w_params.zero_point(w_pair(d, o));
+    std::int64_t sum = 0;
+    for (std::int64_t i = o * g.k; i < (o + 1) * g.k; ++i)
+      sum += std::llabs((is_signed ? static_cast<std::int8_t>(src[i]) : src[i]) - zw);
+    if (max_x * sum + std::llabs(bias[o]) > std::numeric_limits<std::int32_t>::max()) return false;
+  }
+  return true;
+}
+
+std::size_t ConvWeights::bytes() const noexcept {
+  std::size_t b = taps_.size() * sizeof(std::int32_t);
+  for (const auto& g : groups_) b += g->bytes();
+  return b;
+}
+
+bool run_conv(const GemmContext& ctx, const KernelInfo& kernel, OpKind op, const ConvDesc& d,
+              const void* x, const ConvWeights& w, const void* bias, void* y) {
+  const Geometry g(d);
+  if (g.n * g.o * g.pixels == 0) return true;
+  const Epilogue e(op, d, bias);
+  ConvScratch& s = conv_scratch();
+  const std::size_t es = out_bytes(op);
+  const bool nchw = d.layout == ConvLayout::nchw;
+  const auto* xs = static_cast<const std::uint8_t*>(x);
+  if (nchw && g.h * g.w * g.c > 0) {
+    s.x_nhwc.reset(static_cast<std::size_t>(g.n * g.c * g.h * g.w), /*zero=*/false);
+    for (std::int64_t n = 0; n < g.n; ++n)
+      transpose(xs + n * g.c * g.h * g.w, s.x_nhwc.data() + n * g.c * g.h * g.w, g.c, g.h * g.w, 1,
+                ctx.pool);
+    xs = s.x_nhwc.data();
+  }
+  auto* ys = static_cast<std::uint8_t*>(y);
+  if (nchw) {
+    s.y_nhwc.reset(static_cast<std::size_t>(g.n * g.pixels * g.o) * es, /*zero=*/false);
+    ys = s.y_nhwc.data();
+  }
+  const bool ok = w.depthwise() ? run_depthwise(ctx, d, g, xs, w, e, ys, s)
+                                : run_gemm_groups(ctx, kernel, d, g, xs, w, e, ys, s);
+  if (!ok) return false;
+  if (nchw) {
+    const std::int64_t image = g.pixels * g.o * static_cast<std::int64_t>(es);
+    for (std::int64_t n = 0; n < g.n; ++n)
+      transpose(ys + n * image, static_cast<std::uint8_t*>(y) + n * image, g.pixels, g.o, es,
+                ctx.pool);
+  }
+  return true;
+}
+
+}  // namespace qforge::cpu_x86

@@ -1,0 +1,74 @@
+// Quantized 2-D convolution (conv_integer, qlinear_conv, conv_dequant) on cpu_x86's int8 GEMM.
+//
+// Method: the convolution of one image and one group is a GEMM
+//     C[p, o] = sum_k (A[p, k] - zx) * (B[o, k] - zw[o])
+// with p an output pixel (oh, ow), o an output channel of the group and k = (kh, kw, ci) one tap
+// of the kernel window. A is the im2col matrix of the NHWC input (row p holds the window of
+// pixel p, channels innermost; a tap outside the input holds zx, so it adds 0, as ONNX pads
+// X - zx) and B the group's weights reordered from OIHW to [O][KH][KW][C/G], packed once
+// (X86PackedWeights, nk). A 1x1 convolution with stride 1, no pads and one group reads X as A
+// without a copy. NCHW inputs are transposed to NHWC first and the result transposed back.
+//
+// The GEMM writes int32 sums; the epilogue then adds an int32 bias (detecting a sum that leaves
+// int32, as the reference does), requantizes or dequantizes per output channel and clamps for
+// the fused activation, in the reference's order of float operations (docs/NUMERICS.md).
+//
+// Depthwise convolutions (groups == C, any channel multiplier O / C) run a direct kernel instead
+// (conv_depthwise_avx2.cpp): one GEMM per channel would multiply 1-column panels.
+//
+// The sums are exact in int32 because check_descriptor refuses reductions C/G * KH * KW above
+// reference::int32_safe_reduction.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernel_table.h"
+#include "op_runs.h"
+#include "packing.h"
+#include "qforge/op_desc.h"
+
+namespace qforge::cpu_x86 {
+
+// The GEMM of one group for one image: m = OH * OW, n = O / G, k = C / G * KH * KW, A the
+// activations' params, B group g's weight params (per tensor, or its slice of the per-channel
+// ones), nk layout.
+MatmulDesc conv_group_matmul(const ConvDesc& d, std::int64_t g);
+
+// True when the direct depthwise kernel serves d: groups == C (O is then C times the channel
+// multiplier).
+bool conv_depthwise_direct(const ConvDesc& d);
+
+// The weights of one convolution prepared for its kernel: packed GEMM panels per group, or the
+// centered int32 taps of the depthwise kernel ([KH * KW][O], w - zw[o]).
+class ConvWeights {
+ public:
+  ConvWeights(const ConvDesc& d, const void* w, bool depthwise, ThreadPool* pool);
+
+  bool depthwise() const noexcept { return depthwise_; }
+  // Some packed group holds -128 (the maddubs kernels are then inexact, exact_for_weights).
+  bool holds_min() const noexcept { return holds_min_; }
+  const X86PackedWeights& group(std::int64_t g) const { return *groups_[static_cast<size_t>(g)]; }
+  const std::int32_t* taps() const noexcept { return taps_.data(); }
+  std::size_t bytes() const noexcept;
+
+ private:
+  bool depthwise_ = false;
+  bool holds_min_ = false;
+  std::vector<std::unique_ptr<X86PackedWeights>> groups_;
+  std::vector<std::int32_t> taps_;
+};
+
+// Whether acc + bias[o] fits int32 for every input, given the weights and an int32 bias:
+// max|x - zx| * sum_k |w[o, k] - zw[o]| + |bias[o]| <= INT32_MAX for every o. When it holds, a
+// plan need not keep W to let the reference report an overflow.
+bool conv_bias_cannot_overflow(const ConvDesc& d, const void* w, const std::int32_t* bias);
+
+// Runs the convolution with `kernel` (a GEMM kernel, or the depthwise kernel for weights
+// prepared for it). bias follows d.bias (null when none). Returns false when an output plus
+// the int32 bias leaves int32: the caller then runs the reference, which reports the position.
+bool run_conv(const GemmContext& ctx, const KernelInfo& kernel, OpKind op, const ConvDesc& d,
+              const void* x, const ConvWeights& w, const void* bias, void* y);
+
+}  // namespace qforge::cpu_x86

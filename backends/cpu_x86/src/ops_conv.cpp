@@ -1,0 +1,73 @@
+// The per-call convolution op and its kernel choice (the plans share the choice, x86_plan.cpp).
+#include "conv.h"
+#include "cpu_x86_ops.h"
+#include "qforge/error.h"
+#include "qforge/reference.h"
+
+namespace qforge::cpu_x86 {
+
+bool CpuX86Ops::conv_uses_depthwise(const ConvDesc& desc, OpKind op,
+                                    std::string_view forced) const {
+  if (forced.empty()) return conv_depthwise_direct(desc);
+  const KernelInfo& k = *find_kernel(forced);
+  const bool gemm = k.role == KernelRole::gemm || k.role == KernelRole::gemv;
+  const bool depthwise = k.role == KernelRole::conv_depthwise && conv_depthwise_direct(desc);
+  if (!gemm && !depthwise)
+    throw Error(ErrorCode::unsupported,
+                "cpu_x86: the forced kernel '" + std::string(forced) + "' cannot run " +
+                    std::string(to_string(op)) + " for " + describe(OpDesc{op, desc}) +
+                    "; expected a q8_gemm_ / q8_gemv_ kernel, 'reference'" +
+                    (conv_depthwise_direct(desc) ? ", or q8_dwconv_c32__avx2" : ""));
+  return depthwise;
+}
+
+const KernelInfo& CpuX86Ops::conv_kernel(const ConvDesc& desc, bool depthwise, bool holds_min,
+                                         std::string_view forced) const {
+  if (!forced.empty()) return exact_for_weights(*find_kernel(forced), holds_min);
+  const KernelRole role = depthwise                           ? KernelRole::conv_depthwise
+                          : desc.out_h() * desc.out_w() <= 16 ? KernelRole::gemv
+                                                              : KernelRole::gemm;
+  for (const KernelInfo& k : all_kernels())
+    if (k.role == role && runnable(k) && !(k.needs_no_min && holds_min) &&
+        desc.out_h() * desc.out_w() >= k.min_rows)
+      return k;
+  throw Error(ErrorCode::internal,
+              "cpu_x86: no convolution kernel; the maddwd and depthwise kernels need only AVX2");
+}
+
+void CpuX86Ops::conv(OpKind op, const ConvDesc& desc, const void* x, const void* w,
+                     const void* bias, void* y) {
+  require_supported(op, desc);
+  if (op != OpKind::conv_integer && op != OpKind::qlinear_conv && op != OpKind::conv_dequant)
+    throw Error(ErrorCode::invalid_argument,
+                "cpu_x86: conv called with " + std::string(to_string(op)) +
+                    "; expected conv_integer, qlinear_conv or conv_dequant");
+  if (forced_ == kReferenceKernel) {
+    last_kernel_ = kReferenceKernel;
+    return reference::conv(op, desc, x, w, bias, y);
+  }
+  const std::string name(to_string(op));
+  auto require = [&](const char* what, const void* p, std::int64_t count) {
+    if (count > 0 && !p)
+      throw Error(ErrorCode::invalid_argument,
+                  "cpu_x86: " + name + ": " + what + " is null; expected a valid host pointer");
+  };
+  const Shape xs = desc.x_shape(), ws = desc.w_shape(), ys = desc.y_shape();
+  auto count = [](const Shape& s) {
+    std::int64_t n = 1;
+    for (const auto e : s) n *= e;  // bounded by the descriptor check
+    return n;
+  };
+  require("x", x, count(xs));
+  require("w", w, count(ws));
+  require("y", y, count(ys));
+  if (desc.bias != ConvBias::none) require("bias (desc.bias is set)", bias, desc.out_channels);
+  const bool depthwise = conv_uses_depthwise(desc, op, forced_);
+  const ConvWeights weights(desc, w, depthwise, pool_.get());
+  const KernelInfo& k = conv_kernel(desc, depthwise, weights.holds_min(), forced_);
+  last_kernel_ = k.name;
+  if (!run_conv({*pool_, scratch_, tuning()}, k, op, desc, x, weights, bias, y))
+    reference::conv(op, desc, x, w, bias, y);  // reports the sum that leaves int32
+}
+
+}  // namespace qforge::cpu_x86

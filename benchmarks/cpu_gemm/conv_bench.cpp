@@ -1,0 +1,140 @@
+// Quantized convolution: cpu_x86's plans (weights and bias fixed, so packed once) against
+// cpu_scalar's plans (the reference) and OpenBLAS's float im2col + sgemm of the same geometry
+// (qforge-bench's convolution anchor), on the quick suite's convolutions and the full suite's
+// ResNet-50 and MobileNet layers, at batch 1. Each qlinear_conv also runs in float-multiplier
+// requantization (the suites use fixed point) and, when NHWC, in NCHW: the other epilogue and
+// the transposes.
+// GOPS count 2 * outputs * reduction. "call ms" is cpu_x86's per-call op on the same operands
+// (descriptor checked and W packed on every call).
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include "anchors.h"
+#include "bench.h"
+#include "qforge/bench/suites.h"
+#include "qforge/op_table.h"
+#include "qforge/plan.h"
+#include "timing.h"
+
+namespace qforge::bench {
+namespace {
+
+std::string pad(std::string s, std::size_t w) {
+  if (s.size() < w) s.append(w - s.size(), ' ');
+  return s;
+}
+
+struct Operands {
+  std::vector<std::vector<std::uint8_t>> in, out;
+};
+
+Operands random_operands(const OpDesc& op, std::mt19937& rng) {
+  const OpOperands l = op_operands(op);
+  Operands o;
+  std::uniform_int_distribution<int> byte(0, 255), bias(-5000, 5000);
+  for (const auto& s : l.inputs) {
+    std::vector<std::uint8_t> b(s.bytes);
+    if (s.name == "bias") {
+      for (std::size_t i = 0; i + 4 <= b.size(); i += 4) {
+        const std::int32_t v = bias(rng);
+        std::memcpy(b.data() + i, &v, 4);
+      }
+    } else {
+      for (auto& v : b) v = static_cast<std::uint8_t>(byte(rng));
+      // Symmetric int8 weights use [-127, 127]: no -128.
+      if (s.name == "w")
+        for (auto& v : b)
+          if (v == 0x80) v = 0x81;
+    }
+    o.in.push_back(std::move(b));
+  }
+  for (const auto& s : l.outputs) o.out.emplace_back(s.bytes);
+  return o;
+}
+
+double plan_seconds(QuantizationOps& ops, const OpDesc& op, Operands& o, const Options& opt,
+                    std::string* kernel, int min_runs) {
+  PlanRequest request;
+  for (std::size_t i = 0; i < o.in.size(); ++i)
+    request.weights.push_back(i == 0 ? nullptr : o.in[i].data());
+  const auto plan = ops.plan(op, request);
+  if (kernel) *kernel = plan->kernel();
+  std::vector<const void*> in(o.in.size(), nullptr);
+  in[0] = o.in[0].data();
+  std::vector<void*> out;
+  for (auto& b : o.out) out.push_back(b.data());
+  return measure([&](int) { plan->run(in, out); }, opt.min_time_s, min_runs).median_s;
+}
+
+// The per-call op (validates the descriptor and packs W on every call).
+double call_seconds(QuantizationOps& ops, const OpDesc& op, Operands& o, const Options& opt) {
+  const auto& d = std::get<ConvDesc>(op.desc);
+  const void* bias = o.in.size() > 2 ? o.in[2].data() : nullptr;
+  return measure(
+             [&](int) {
+               ops.conv(op.op, d, o.in[0].data(), o.in[1].data(), bias, o.out[0].data());
+             },
+             opt.min_time_s, opt.min_runs)
+      .median_s;
+}
+
+}  // namespace
+
+std::vector<std::string> run_conv_benchmarks(QuantizationOps& x86, QuantizationOps* scalar,
+                                             const Options& opt) {
+  std::vector<OpDesc> ops;
+  std::vector<NamedWorkload> suite = quick_suite();
+  for (auto& w : full_suite()) suite.push_back(std::move(w));
+  for (const auto& w : suite) {
+    if (w.workload.op.op != OpKind::qlinear_conv && w.workload.op.op != OpKind::conv_integer &&
+        w.workload.op.op != OpKind::conv_dequant)
+      continue;
+    const auto& d = std::get<ConvDesc>(w.workload.op.desc);
+    if (d.n != 1) continue;  // batch 1: cpu_scalar takes tens of seconds at batch 32
+    ops.push_back(w.workload.op);
+    if (w.workload.op.op == OpKind::qlinear_conv) {
+      OpDesc f = w.workload.op;
+      std::get<ConvDesc>(f.desc).requant_mode = RequantMode::float_multiplier;
+      ops.push_back(f);
+      if (d.layout == ConvLayout::nhwc) {
+        OpDesc nchw = w.workload.op;
+        std::get<ConvDesc>(nchw.desc).layout = ConvLayout::nchw;
+        ops.push_back(nchw);
+      }
+    }
+  }
+  std::mt19937 rng(77);
+  std::vector<std::string> table;
+  table.push_back(pad("convolution", 92) + pad("x86 ms", 9) + pad("GOPS", 8) + pad("call ms", 9) +
+                  pad("scalar ms", 11) + pad("x/scalar", 10) + pad("blas ms", 9) +
+                  pad("x/blas", 8) + "x86 kernel");
+  for (const OpDesc& op : ops) {
+    const auto& d = std::get<ConvDesc>(op.desc);
+    Operands o = random_operands(op, rng);
+    std::string kernel;
+    const double x = plan_seconds(x86, op, o, opt, &kernel, opt.min_runs);
+    const double call = call_seconds(x86, op, o, opt);
+    const double s = scalar ? plan_seconds(*scalar, op, o, opt, nullptr, 1) : 0;
+    const auto blas = conv_sgemm_anchor(d);
+    const double gops = 2.0 * static_cast<double>(d.n * d.out_channels * d.out_h() * d.out_w()) *
+                        static_cast<double>(d.reduction()) / x * 1e-9;
+    std::string name = std::string(to_string(op.op)) + " " + to_string(d.layout).data() + " " +
+                       std::to_string(d.c) + "x" + std::to_string(d.h) + "x" + std::to_string(d.w) +
+                       " o" + std::to_string(d.out_channels) + " k" + std::to_string(d.kernel_h) +
+                       " g" + std::to_string(d.groups) +
+                       (op.op == OpKind::qlinear_conv
+                            ? (d.requant_mode == RequantMode::fixed_point ? " fixed" : " float")
+                            : "");
+    table.push_back(pad(name, 92) + pad(fixed(x * 1e3, 3), 9) + pad(fixed(gops, 1), 8) +
+                    pad(fixed(call * 1e3, 3), 9) + pad(scalar ? fixed(s * 1e3, 1) : "-", 11) +
+                    pad(scalar ? fixed(s / x, 1) : "-", 10) +
+                    pad(blas ? fixed(blas->seconds * 1e3, 3) : "-", 9) +
+                    pad(blas ? fixed(blas->seconds / x, 2) : "-", 8) + kernel);
+    std::printf("%s\n", table.back().c_str());
+    std::fflush(stdout);
+  }
+  return table;
+}
+
+}  // namespace qforge::bench

@@ -1,0 +1,302 @@
+// cpu_x86's convolution beyond the conformance grid: every kernel that runs convolutions (the
+// GEMM kernels through im2col, the direct depthwise kernel) forced with set_kernel on random
+// geometries large enough to cross the tiles and the 64-pixel tasks, both layouts, groups,
+// every dtype pair and weight granularity; plans with prepacked weights; an int32 bias that
+// overflows; the int32 reduction bound. Every output equals the reference's bit for bit (the
+// float epilogue follows the reference's order of operations).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "qforge/error.h"
+#include "qforge/op_table.h"
+#include "qforge/plan.h"
+#include "qforge/reference.h"
+#include "support.h"
+
+namespace qforge::cpu_x86_test {
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+
+std::int64_t pick(Rng& rng, std::int64_t lo, std::int64_t hi) {
+  return lo + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(hi - lo + 1));
+}
+
+struct ConvCase {
+  OpKind op;
+  ConvDesc d;
+  Bytes x, w, bias;
+};
+
+// A random descriptor the reference accepts; depthwise (groups == C, channel multiplier 1 to 3)
+// when asked.
+ConvDesc random_desc(Rng& rng, OpKind op, bool depthwise) {
+  for (;;) {
+    ConvDesc d;
+    d.layout = rng() % 2 ? ConvLayout::nchw : ConvLayout::nhwc;
+    d.n = pick(rng, 1, 2);
+    d.h = pick(rng, 1, 20);
+    d.w = pick(rng, 1, 20);
+    d.kernel_h = pick(rng, 1, 5);
+    d.kernel_w = pick(rng, 1, 5);
+    d.stride_h = pick(rng, 1, 3);
+    d.stride_w = pick(rng, 1, 3);
+    d.dilation_h = pick(rng, 1, 2);
+    d.dilation_w = pick(rng, 1, 2);
+    d.pad_top = pick(rng, 0, 2);
+    d.pad_left = pick(rng, 0, 2);
+    d.pad_bottom = pick(rng, 0, 2);
+    d.pad_right = pick(rng, 0, 2);
+    if (depthwise) {
+      d.c = d.groups = pick(rng, 1, 80);
+      d.out_channels = d.c * (rng() % 3 ? 1 : pick(rng, 2, 3));  // channel multiplier
+    } else {
+      d.groups = rng() % 3 ? 1 : pick(rng, 2, 4);
+      d.c = d.groups * pick(rng, 1, 24);
+      d.out_channels = d.groups * pick(rng, 1, 40);
+    }
+    const DType xt = rng() % 2 ? DType::uint8 : DType::int8;
+    const DType wt = rng() % 3 ? DType::int8 : DType::uint8;
+    d.x_params = random_params(rng, xt, Granularity::per_tensor, rng() % 4 == 0, 1);
+    const bool per_channel = rng() % 2;
+    d.w_params =
+        random_params(rng, wt, per_channel ? Granularity::per_channel : Granularity::per_tensor,
+                      rng() % 2 == 0, d.out_channels, 0);
+    if (op == OpKind::qlinear_conv) {
+      d.bias = rng() % 2 ? ConvBias::int32 : ConvBias::none;
+      // An output scale that keeps most sums inside the output range.
+      const float spread = d.x_params.scale() * d.w_params.scale() *
+                           static_cast<float>(d.reduction() > 0 ? d.reduction() : 1) * 64.0f;
+      const DType yt = rng() % 2 ? DType::uint8 : DType::int8;
+      // One in three: multipliers above 1 (left shifts in fixed point, saturating outputs).
+      float max_sw = 0;
+      for (const float v : d.w_params.scales()) max_sw = std::max(max_sw, v);
+      const float sy = rng() % 3 == 0 ? d.x_params.scale() * max_sw /
+                                            static_cast<float>(std::int64_t{1} << pick(rng, 0, 20))
+                                      : spread / 255.0f;
+      d.y_params = QuantizationParams::per_tensor_affine(
+          yt, sy,
+          yt == DType::uint8 ? static_cast<std::int32_t>(pick(rng, 0, 255))
+                             : static_cast<std::int32_t>(pick(rng, -128, 127)));
+      d.requant_mode = rng() % 2 ? RequantMode::fixed_point : RequantMode::float_multiplier;
+    }
+    if (op == OpKind::conv_dequant) {
+      const ConvBias biases[] = {ConvBias::none, ConvBias::f32, ConvBias::int32};
+      d.bias = biases[rng() % 3];
+    }
+    if (op != OpKind::conv_integer) {
+      const ConvActivation acts[] = {ConvActivation::none, ConvActivation::relu,
+                                     ConvActivation::relu6, ConvActivation::clamp};
+      d.activation = acts[rng() % 4];
+      d.clamp_min = -1.5f;
+      d.clamp_max = 2.5f;
+    }
+    try {
+      reference::check_descriptor(op, d);
+      return d;
+    } catch (const Error&) {
+      // e.g. a dilated kernel larger than the padded input: draw again
+    }
+  }
+}
+
+ConvCase random_case(Rng& rng, OpKind op, bool depthwise) {
+  ConvCase c{op, random_desc(rng, op, depthwise), {}, {}, {}};
+  const ConvDesc& d = c.d;
+  auto count = [](const Shape& s) {
+    std::int64_t n = 1;
+    for (auto e : s) n *= e;
+    return n;
+  };
+  c.x = random_codes(rng, d.x_params.dtype(), count(d.x_shape()));
+  c.w = random_codes(rng, d.w_params.dtype(), count(d.w_shape()));
+  if (d.bias == ConvBias::int32) {
+    std::vector<std::int32_t> b(static_cast<std::size_t>(d.out_channels));
+    for (auto& v : b) v = static_cast<std::int32_t>(pick(rng, -100000, 100000));
+    c.bias.resize(b.size() * 4);
+    std::memcpy(c.bias.data(), b.data(), c.bias.size());
+  }
+  if (d.bias == ConvBias::f32) {
+    std::vector<float> b(static_cast<std::size_t>(d.out_channels));
+    std::uniform_real_distribution<float> u(-2, 2);
+    for (auto& v : b) v = u(rng);
+    c.bias.resize(b.size() * 4);
+    std::memcpy(c.bias.data(), b.data(), c.bias.size());
+  }
+  return c;
+}
+
+std::size_t y_bytes(const ConvCase& c) {
+  std::int64_t n = 1;
+  for (auto e : c.d.y_shape()) n *= e;
+  return static_cast<std::size_t>(n) * (c.op == OpKind::qlinear_conv ? 1 : 4);
+}
+
+Bytes reference_output(const ConvCase& c) {
+  Bytes y(y_bytes(c));
+  reference::conv(c.op, c.d, c.x.data(), c.w.data(), c.bias.empty() ? nullptr : c.bias.data(),
+                  y.data());
+  return y;
+}
+
+class CpuX86Conv : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    loaded_ = load_plugin();
+    if (!loaded_.ops) GTEST_SKIP() << loaded_.why_missing;
+    if (!loaded_.ops->availability().usable) GTEST_SKIP() << loaded_.ops->availability().reason;
+    std::string why;
+    if (!kernel_runnable(*loaded_.ops, GetParam(), &why)) GTEST_SKIP() << why;
+    loaded_.ops->set_kernel({GetParam()});
+  }
+  bool depthwise() const { return GetParam().find("dwconv") != std::string::npos; }
+  Loaded loaded_;
+};
+
+TEST_P(CpuX86Conv, MatchesReferenceOnRandomGeometries) {
+  SCOPED_TRACE(seed_text());
+  Rng rng = test_rng();
+  QuantizationOps& ops = *loaded_.ops;
+  for (int i = 0; i < 12; ++i)
+    for (const OpKind op : {OpKind::conv_integer, OpKind::qlinear_conv, OpKind::conv_dequant}) {
+      const ConvCase c = random_case(rng, op, depthwise());
+      const Bytes want = reference_output(c);
+      Bytes got(want.size(), 0xCD);
+      ops.conv(op, c.d, c.x.data(), c.w.data(), c.bias.empty() ? nullptr : c.bias.data(),
+               got.data());
+      ASSERT_TRUE(got == want) << "case " << i << ": " << describe(OpDesc{op, c.d}) << " (kernel "
+                               << ops.last_kernel() << ")";
+      if (!depthwise() && GetParam().find("maddubs") == std::string::npos) {
+        ASSERT_EQ(ops.last_kernel(), GetParam());
+      }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, CpuX86Conv,
+                         ::testing::Values("q8_dwconv_c32__avx2", "q8_gemm_2x16c4__avx2_maddwd",
+                                           "q8_gemm_4x16c4__avx2_maddubs",
+                                           "q8_gemm_6x16c4__avxvnni", "q8_gemm_6x64c4__avx512vnni",
+                                           "q8_gemm_32x32c4__amx", "q8_gemv_2x16c4__avx2_maddwd",
+                                           "q8_gemv_16x16c4__avx512vnni", "q8_gemv_16x32c4__amx"),
+                         [](const auto& info) { return info.param; });
+
+// Plans made with W and the bias fixed (W packed once) and with every input per run, run from
+// two threads at once, each output equal to the reference's.
+TEST(CpuX86ConvPlans, PrepackedAndPerRunWeightsMatchReferenceFromSeveralThreads) {
+  auto l = load_plugin();
+  SKIP_UNLESS_USABLE(l);
+  SCOPED_TRACE(seed_text());
+  Rng rng = test_rng();
+  QuantizationOps& ops = *l.ops;
+  ops.set_option("threads", "2");
+  struct Job {
+    ConvCase c;
+    Bytes want;
+    std::shared_ptr<const Plan> plan;
+  };
+  std::vector<Job> jobs;
+  for (int i = 0; i < 8; ++i) {
+    const OpKind op = i % 3 == 0   ? OpKind::conv_integer
+                      : i % 3 == 1 ? OpKind::qlinear_conv
+                                   : OpKind::conv_dequant;
+    Job j{random_case(rng, op, i % 4 == 3), {}, nullptr};
+    j.want = reference_output(j.c);
+    PlanRequest request;
+    if (i % 2 == 0) {
+      request.weights = {nullptr, j.c.w.data()};
+      if (j.c.d.bias != ConvBias::none) request.weights.push_back(j.c.bias.data());
+    }
+    j.plan = ops.plan(OpDesc{op, j.c.d}, request);
+    jobs.push_back(std::move(j));
+  }
+  auto run_all = [&](std::vector<std::string>& errors) {
+    for (int rep = 0; rep < 3; ++rep)
+      for (const Job& j : jobs) {
+        Bytes got(j.want.size(), 0xCD);
+        std::vector<const void*> in = {j.c.x.data(),
+                                       j.plan->reads_input(1) ? j.c.w.data() : nullptr};
+        if (j.c.d.bias != ConvBias::none)
+          in.push_back(j.plan->reads_input(2) ? j.c.bias.data() : nullptr);
+        std::vector<void*> out = {got.data()};
+        j.plan->run(in, out);
+        if (got != j.want)
+          errors.push_back(describe(j.plan->desc()) + " (kernel " + j.plan->kernel() + ")");
+      }
+  };
+  std::vector<std::string> e1, e2;
+  std::thread t([&] { run_all(e1); });
+  run_all(e2);
+  t.join();
+  for (const auto* e : {&e1, &e2})
+    for (const auto& what : *e) ADD_FAILURE() << "differs from the reference: " << what;
+}
+
+// acc + an int32 bias that leaves int32: the same overflow error as the reference, per call and
+// through a plan.
+TEST(CpuX86ConvOverflow, Int32BiasSumIsReportedAsTheReferenceDoes) {
+  auto l = load_plugin();
+  SKIP_UNLESS_USABLE(l);
+  QuantizationOps& ops = *l.ops;
+  for (const OpKind op : {OpKind::qlinear_conv, OpKind::conv_dequant}) {
+    ConvDesc d;
+    d.layout = ConvLayout::nhwc;
+    d.n = 1, d.c = 4, d.h = 3, d.w = 3, d.out_channels = 2;
+    d.kernel_h = d.kernel_w = 3;
+    d.x_params = QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 0);
+    d.w_params = QuantizationParams::per_tensor_symmetric(DType::int8, 0.25f);
+    d.bias = ConvBias::int32;
+    if (op == OpKind::qlinear_conv)
+      d.y_params = QuantizationParams::per_tensor_affine(DType::uint8, 1.0f, 0);
+    const Bytes x(36, 255), w(72, 127);
+    const std::int32_t bias[2] = {0, 2147483647 - 100};  // 36 * 255 * 127 more leaves int32
+    Bytes y(op == OpKind::qlinear_conv ? 2 : 8);
+    std::string want;
+    try {
+      reference::conv(op, d, x.data(), w.data(), bias, y.data());
+    } catch (const Error& e) {
+      ASSERT_EQ(e.code(), ErrorCode::overflow);
+      want = e.what();
+    }
+    ASSERT_FALSE(want.empty());
+    try {
+      ops.conv(op, d, x.data(), w.data(), bias, y.data());
+      ADD_FAILURE() << "no overflow reported for " << to_string(op);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::overflow);
+      EXPECT_EQ(std::string(e.what()), want);
+    }
+    const auto plan = ops.plan(OpDesc{op, d}, PlanRequest{0, "", {nullptr, w.data(), bias}});
+    std::vector<const void*> in = {x.data(), nullptr, nullptr};
+    std::vector<void*> out = {y.data()};
+    try {
+      plan->run(in, out);
+      ADD_FAILURE() << "no overflow reported by the plan for " << to_string(op);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::overflow);
+      EXPECT_EQ(std::string(e.what()), want);
+    }
+  }
+}
+
+// The kernels sum in int32: a reduction above reference::int32_safe_reduction is refused with
+// the reason, one at the bound is served.
+TEST(CpuX86ConvBound, ReductionAboveTheInt32BoundIsRefused) {
+  auto l = load_plugin();
+  SKIP_UNLESS_USABLE(l);
+  ConvDesc d;
+  d.n = 1, d.h = 1, d.w = 1, d.out_channels = 1;
+  d.x_params = QuantizationParams::per_tensor_affine(DType::uint8, 0.01f, 255);
+  d.w_params = QuantizationParams::per_tensor_affine(DType::int8, 0.01f, 127);
+  d.c = reference::int32_safe_reduction(d);
+  EXPECT_TRUE(l.ops->supports(OpDesc{OpKind::conv_integer, d}).supported);
+  d.c += 1;
+  const Support s = l.ops->supports(OpDesc{OpKind::conv_integer, d});
+  EXPECT_FALSE(s.supported);
+  EXPECT_NE(s.reason.find("int32-safe length"), std::string::npos) << s.reason;
+}
+
+}  // namespace
+}  // namespace qforge::cpu_x86_test
