@@ -214,6 +214,7 @@ def build_model(layernorm="native", directory=None):
 def save_atomically(model, out):
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=out.name + ".")
+    os.fchmod(fd, 0o644)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(model.SerializeToString())

@@ -28,6 +28,7 @@ def tokenizer(directory, max_length=128):
 
     tok = Tokenizer.from_file(str(directory / "tokenizer.json"))
     tok.enable_truncation(max_length=max_length)
+    tok.no_padding()  # tokenizer.json pads to 128; encode() pads to the longest sentence
     return tok
 
 
