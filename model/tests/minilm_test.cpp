@@ -55,8 +55,8 @@ TEST_P(MiniLM, MatchesOnnxRuntime) {
         << "sentence " << i / static_cast<std::size_t>(dim) << ", element "
         << i % static_cast<std::size_t>(dim) << ": qforge " << g[i] << ", ORT " << w[i];
   }
-  std::cout << GetParam() << ": " << want.shape()[0] << " sentences, max |qforge - ORT| "
-            << worst << "\n";
+  std::cout << GetParam() << ": " << want.shape()[0] << " sentences, max |qforge - ORT| " << worst
+            << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(LayerNorm, MiniLM, ::testing::Values("native", "decomposed"));
