@@ -92,9 +92,9 @@ int run(const Options& o) {
     run_seconds += s;
     const Tensor& e = out.begin()->second;
     if (e.rank() != 2 || e.shape()[0] != shape[0])
-      throw Error(ErrorCode::shape_mismatch,
-                  o.model + ": the output is " + qforge::to_string(e.shape()) +
-                      "; expected [batch, dim] embeddings");
+      throw Error(ErrorCode::shape_mismatch, o.model + ": the output is " +
+                                                 qforge::to_string(e.shape()) +
+                                                 "; expected [batch, dim] embeddings");
     dim = e.shape()[1];
     all.insert(all.end(), e.values<float>().begin(), e.values<float>().end());
     std::fprintf(stderr, "batch %zu x %zu tokens: %.1f ms\n", count, width, s * 1e3);

@@ -82,10 +82,10 @@ TEST(Comparisons, MatchPlainLoops) {
     for (const Shapes& s : kShapes)
       for (ElementType type : {ElementType::float32, ElementType::int64}) {
         // Small integer ranges make equal pairs frequent, so the OrEqual cases matter.
-        const Tensor a = type == ElementType::float32 ? test::random_tensor(g, s.a)
-                                                      : random_ints(g, s.a, -3, 3);
-        const Tensor b = type == ElementType::float32 ? test::random_tensor(g, s.b)
-                                                      : random_ints(g, s.b, -3, 3);
+        const Tensor a =
+            type == ElementType::float32 ? test::random_tensor(g, s.a) : random_ints(g, s.a, -3, 3);
+        const Tensor b =
+            type == ElementType::float32 ? test::random_tensor(g, s.b) : random_ints(g, s.b, -3, 3);
         const Tensor y = run_binary(op, a, b, s.out, ElementType::boolean);
         ASSERT_EQ(y.shape(), s.out);
         for (std::int64_t i = 0; i < y.size(); ++i) {
@@ -98,12 +98,13 @@ TEST(Comparisons, MatchPlainLoops) {
             z = double(b.values<std::int64_t>()[source_index(s.out, s.b, i)]);
           }
           const std::string o = op;
-          const bool want = o == "Less" ? x < z : o == "Greater" ? x > z : o == "LessOrEqual"
-                                                                               ? x <= z
-                                                                               : x >= z;
+          const bool want = o == "Less"          ? x < z
+                            : o == "Greater"     ? x > z
+                            : o == "LessOrEqual" ? x <= z
+                                                 : x >= z;
           ASSERT_EQ(y.values<bool>()[i], want)
-              << op << " " << to_string(type) << " " << qforge::to_string(s.out) << " element "
-              << i << ", " << test::seed_text();
+              << op << " " << to_string(type) << " " << qforge::to_string(s.out) << " element " << i
+              << ", " << test::seed_text();
         }
       }
 }
@@ -218,7 +219,9 @@ TEST(Range, FoldsFromShapesAndMatchesTheDefinition) {
 TEST(Range, FloatAndEmptyAndErrors) {
   auto range_of = [](float start, float limit, float delta) {
     OnnxBuilder builder(17);
-    builder.initializer("s", {}, {start}).initializer("l", {}, {limit}).initializer("d", {}, {delta});
+    builder.initializer("s", {}, {start})
+        .initializer("l", {}, {limit})
+        .initializer("d", {}, {delta});
     builder.node("Range", {"s", "l", "d"}, {"y"}, "range");
     builder.output("y", F, {std::string("n")});
     return Executor(import_onnx_bytes(builder.bytes(), "range")).run({}).at("y");
