@@ -66,7 +66,12 @@ int run(const Options& o) {
     std::vector<std::vector<std::int64_t>> ids(count);
     std::size_t width = 0;
     for (std::size_t i = 0; i < count; ++i) {
-      ids[i] = wp.encode(sentences[first + i], o.max_length);
+      try {
+        ids[i] = wp.encode(sentences[first + i], o.max_length);
+      } catch (const Error& e) {
+        throw Error(e.code(), (o.input.empty() ? std::string("standard input") : o.input) +
+                                  ", line " + std::to_string(first + i + 1) + ": " + e.what());
+      }
       width = std::max(width, ids[i].size());
     }
     const Shape shape{static_cast<std::int64_t>(count), static_cast<std::int64_t>(width)};
