@@ -40,6 +40,7 @@ EXTRA = [
     "Apostrophes: rock'n'roll, o'clock, y'all'd've.",
     "   ",
     "[SEP][SEP] [UNK]",
+    "Unassigned \u0378 and \ufff0 code points stay (as [UNK]); private use \ue000 goes.",
 ]
 
 

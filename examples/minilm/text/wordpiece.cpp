@@ -19,16 +19,16 @@ const char* const kSpecialTokens[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK
 
 bool is_whitespace(UChar32 c) { return c == '\t' || c == '\n' || c == '\r' || u_isUWhiteSpace(c); }
 
-// Unicode's "Other" categories (Cc, Cf, Cs, Co, Cn), tab, newline and return excepted: the
-// characters BertNormalizer's clean_text drops.
+// Unicode's "Other" categories but unassigned (Cc, Cf, Cs, Co), tab, newline and return
+// excepted: the characters BertNormalizer's clean_text drops. `tokenizers` keeps unassigned
+// code points (they become [UNK]); checked against it, not only read from its source.
 bool is_control(UChar32 c) {
   if (c == '\t' || c == '\n' || c == '\r') return false;
   switch (u_charType(c)) {
     case U_CONTROL_CHAR:
     case U_FORMAT_CHAR:
     case U_SURROGATE:
-    case U_PRIVATE_USE_CHAR:
-    case U_UNASSIGNED: return true;
+    case U_PRIVATE_USE_CHAR: return true;
     default: return false;
   }
 }
