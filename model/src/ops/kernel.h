@@ -95,5 +95,8 @@ void register_shape_ops(KernelRegistry&);
 void register_data_movement(KernelRegistry&);
 void register_misc(KernelRegistry&);
 void register_quantize_linear(KernelRegistry&);
+void register_compare(KernelRegistry&);
+void register_minmax(KernelRegistry&);
+void register_range(KernelRegistry&);
 
 }  // namespace qforge::model::ops

@@ -31,6 +31,9 @@ const KernelRegistry& kernels() {
     register_data_movement(r);
     register_misc(r);
     register_quantize_linear(r);
+    register_compare(r);
+    register_minmax(r);
+    register_range(r);
     return r;
   }();
   return registry;
