@@ -23,6 +23,8 @@ QFORGE_PACKAGES=(
   clang-format
   # the Fashion-MNIST example (examples/fashion_mnist): the IDX files of its images and labels
   dataset-fashion-mnist
+  # the MiniLM example (examples/minilm): Unicode data for its WordPiece tokenizer
+  libicu-dev
   # the Python test venv (scripts/venv.sh: ONNX Runtime, onnx, numpy from PyPI) for the ONNX
   # Runtime checks: venv with ensurepip, and pip's CA bundle
   python3 python3-venv ca-certificates
