@@ -97,8 +97,8 @@ void expect_convs_match_reference(const QuantizedModel& q, const TensorMap& batc
           DynamicQuantizeDesc{x.shape()}, x.values<float>().data(),
           reinterpret_cast<std::uint8_t*>(xq.data()));
     }
-    std::vector<float> want(static_cast<std::size_t>(
-        desc.n * desc.out_channels * desc.out_h() * desc.out_w()));
+    std::vector<float> want(
+        static_cast<std::size_t>(desc.n * desc.out_channels * desc.out_h() * desc.out_w()));
     reference::conv_dequant(desc, xq.data(), l.b_codes.data(),
                             l.bias.empty() ? nullptr : l.bias.data(), want.data());
     const auto y = got.at(l.output).values<float>();
@@ -204,8 +204,8 @@ TEST(QuantizedConv, QdqExportWrapsConvWithPerAxisWeights) {
   auto acc = accelerator("cpu_scalar");
   QuantizedModel q(*p.float_model, p.recipe, p.resolution, p.calibration, *acc);
   const Graph qg = qdq_graph(q);
-  const auto conv = std::find_if(qg.nodes.begin(), qg.nodes.end(),
-                                 [](const Node& n) { return n.name == "dw"; });
+  const auto conv =
+      std::find_if(qg.nodes.begin(), qg.nodes.end(), [](const Node& n) { return n.name == "dw"; });
   ASSERT_NE(conv, qg.nodes.end());
   EXPECT_EQ(conv->input(0), "dw.input_dequantized");
   EXPECT_EQ(conv->input(1), "dw.weight_dequantized");
