@@ -1,0 +1,85 @@
+// The executor's reuse of its output tensors across runs: every run of one Executor equals a
+// fresh Executor's run on the same inputs (no value leaks from an earlier run, zeroed outputs
+// for kernels that rely on it), returned and kept tensors are copies that later runs leave
+// alone, and a copied Executor runs on its own tensors.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "onnx_builder.h"
+#include "qforge/model/executor.h"
+#include "qforge/model/onnx_import.h"
+#include "test_support.h"
+
+namespace qforge::model {
+namespace {
+
+using testing::OnnxBuilder;
+constexpr int F = onnx::TensorProto::FLOAT;
+
+// x [2, 3, 6, 6] -> Conv (pads 1) -> Relu -> MaxPool 2x2 -> Concat with Neg of itself -> Pad
+// -> Flatten -> Gemm -> Softmax -> y [2, 5]. Concat and Pad are outside the executor's list of
+// kernels known to write every element, so their outputs are zeroed before each run.
+Graph small_net(std::mt19937_64& g) {
+  OnnxBuilder b(17);
+  b.input("x", F, {2, 3, 6, 6}).output("y", F, {2, 5});
+  b.initializer("W", {4, 3, 3, 3}, test::random_values(g, 108));
+  b.initializer("B", {4}, test::random_values(g, 4));
+  b.initializer("Wf", {200, 5}, test::random_values(g, 1000, -0.1f, 0.1f));
+  b.initializer_i64("pads", {8}, {0, 0, 1, 1, 0, 0, 1, 1});
+  OnnxBuilder::attr(b.node("Conv", {"x", "W", "B"}, {"c"}, "conv"), "pads",
+                    std::vector<std::int64_t>{1, 1, 1, 1});
+  b.node("Relu", {"c"}, {"r"}, "relu");
+  auto& pool = b.node("MaxPool", {"r"}, {"p"}, "pool");
+  OnnxBuilder::attr(pool, "kernel_shape", std::vector<std::int64_t>{2, 2});
+  OnnxBuilder::attr(pool, "strides", std::vector<std::int64_t>{2, 2});
+  b.node("Neg", {"p"}, {"n"}, "neg");
+  OnnxBuilder::attr(b.node("Concat", {"p", "n"}, {"cat"}, "concat"), "axis", std::int64_t{1});
+  b.node("Pad", {"cat", "pads"}, {"padded"}, "pad");
+  b.node("Flatten", {"padded"}, {"f"}, "flatten");
+  b.node("Gemm", {"f", "Wf"}, {"logits"}, "fc");
+  b.node("Softmax", {"logits"}, {"y"}, "softmax");
+  return import_onnx_bytes(b.bytes(), "small_net");
+}
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.tensor_type() == b.tensor_type() &&
+         std::memcmp(a.data(), b.data(), a.byte_size()) == 0;
+}
+
+TEST(Executor, EveryRunEqualsAFreshExecutor) {
+  SCOPED_TRACE(test::seed_text());
+  auto g = test::rng(31);
+  const Graph graph = small_net(g);
+  const Executor reused(graph);
+  for (int run = 0; run < 3; ++run) {
+    SCOPED_TRACE(run);
+    // Wider inputs each run, so stale values of a smaller run would show.
+    const TensorMap in = {{"x", test::random_tensor(g, {2, 3, 6, 6}, -1.0f - run, 1.0f + run)}};
+    const TensorMap want = Executor(graph).run(in, {"cat", "padded"});
+    const TensorMap got = reused.run(in, {"cat", "padded"});
+    for (const char* name : {"y", "cat", "padded"})
+      EXPECT_TRUE(same_bytes(want.at(name), got.at(name))) << name;
+  }
+}
+
+TEST(Executor, ReturnedTensorsAreCopiesThatLaterRunsLeaveAlone) {
+  SCOPED_TRACE(test::seed_text());
+  auto g = test::rng(32);
+  const Graph graph = small_net(g);
+  const Executor exec(graph);
+  const TensorMap in1 = {{"x", test::random_tensor(g, {2, 3, 6, 6})}};
+  const TensorMap in2 = {{"x", test::random_tensor(g, {2, 3, 6, 6})}};
+  const TensorMap first = exec.run(in1, {"r"});
+  const Tensor r1 = first.at("r"), y1 = first.at("y");
+  exec.run(in2, {"r"});
+  EXPECT_TRUE(same_bytes(first.at("r"), r1));
+  EXPECT_TRUE(same_bytes(first.at("y"), y1));
+  // A copy keeps its own tensors: running it does not disturb the original's next run.
+  const Executor copy = exec;
+  EXPECT_TRUE(same_bytes(copy.run(in2).at("y"), exec.run(in2).at("y")));
+  EXPECT_TRUE(same_bytes(exec.run(in1).at("y"), y1));
+}
+
+}  // namespace
+}  // namespace qforge::model
