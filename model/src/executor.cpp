@@ -75,6 +75,17 @@ Executor::Executor(const Graph& graph, const ResolveOptions& options)
       step.outputs.push_back(static_cast<std::ptrdiff_t>(i));
     }
     step.zero_outputs = !writes_every_element(node.op_type);
+    // Relu writes y[i] from x[i] alone, so it may overwrite its input when nothing else reads
+    // it: one tensor fewer, and a quantized layer with the Relu fused into it skips the node.
+    if (node.op_type == "Relu" && step.inputs.size() == 1 && step.inputs[0] >= 0 &&
+        !step.outputs.empty() && step.outputs[0] >= 0) {
+      const std::string& x = node.inputs[0];
+      const std::size_t xi = static_cast<std::size_t>(step.inputs[0]);
+      if (graph_.producer_of(x) && graph_.consumers_of(x).size() == 1 &&
+          !graph_.is_graph_output(x) &&
+          output_types_[xi] == output_types_[static_cast<std::size_t>(step.outputs[0])])
+        step.in_place_of = step.inputs[0];
+    }
     steps_.push_back(std::move(step));
   }
 }
@@ -104,15 +115,20 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
     if (std::none_of(graph_.inputs.begin(), graph_.inputs.end(),
                      [&name = name](const ValueInfo& v) { return v.name == name; }))
       throw Error(ErrorCode::invalid_argument, "run: '" + name + "' is not an input of the graph");
-  for (const std::string& k : keep)
-    if (!value_index_.contains(k))
+  std::vector<bool> kept(value_index_.size(), false);
+  for (const std::string& k : keep) {
+    auto it = value_index_.find(k);
+    if (it == value_index_.end())
       throw Error(ErrorCode::invalid_argument, "run: no tensor named '" + k + "' to keep");
+    kept[it->second] = true;
+  }
 
   if (buffers_.empty()) {
     buffers_.resize(value_index_.size());
     for (const Step& step : steps_)
-      for (std::ptrdiff_t o : step.outputs)
-        if (o >= 0) buffers_[static_cast<std::size_t>(o)] = Tensor(output_types_[o]);
+      if (step.in_place_of < 0)  // in place unless kept: allocated below when needed
+        for (std::ptrdiff_t o : step.outputs)
+          if (o >= 0) buffers_[static_cast<std::size_t>(o)] = Tensor(output_types_[o]);
   }
   std::vector<const Tensor*> args;
   std::vector<Tensor*> outs;
@@ -122,13 +138,21 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
     for (std::size_t j = 0; j < step.inputs.size(); ++j)
       if (step.inputs[j] >= 0) args[j] = env[static_cast<std::size_t>(step.inputs[j])];
     outs.assign(step.outputs.size(), nullptr);
+    if (step.in_place_of >= 0 && !kept[static_cast<std::size_t>(step.in_place_of)]) {
+      Tensor* x = &buffers_[static_cast<std::size_t>(step.in_place_of)];
+      outs[0] = x;
+      env[static_cast<std::size_t>(step.outputs[0])] = x;
+      if (!hook || !hook(i, args, outs)) step.kernel->run(graph_.nodes[i], args, outs);
+      continue;
+    }
     for (std::size_t j = 0; j < step.outputs.size(); ++j) {
       if (step.outputs[j] < 0) continue;
       const std::size_t o = static_cast<std::size_t>(step.outputs[j]);
       Tensor& t = buffers_[o];
-      // A kernel may have replaced the tensor (assigned a new one): restore the planned type
-      // and shape.
-      if (t.tensor_type() != output_types_[o]) t = Tensor(output_types_[o]);
+      // Not allocated yet (the output of an in-place Relu that this run keeps apart), or
+      // replaced by a kernel that assigned a new tensor: give it the planned type and shape.
+      if (t.tensor_type() != output_types_[o] || t.size() != element_count(output_types_[o].shape))
+        t = Tensor(output_types_[o]);
       else if (step.zero_outputs && t.byte_size()) std::memset(t.data(), 0, t.byte_size());
       outs[j] = &t;
       env[o] = &t;

@@ -1,13 +1,15 @@
 // The executor's reuse of its output tensors across runs: every run of one Executor equals a
 // fresh Executor's run on the same inputs (no value leaks from an earlier run, zeroed outputs
 // for kernels that rely on it), returned and kept tensors are copies that later runs leave
-// alone, and a copied Executor runs on its own tensors.
+// alone, a Relu runs in place only where nobody sees its input, and a copied Executor runs on its
+// own tensors.
+#include "qforge/model/executor.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "onnx_builder.h"
-#include "qforge/model/executor.h"
 #include "qforge/model/onnx_import.h"
 #include "test_support.h"
 
@@ -43,8 +45,7 @@ Graph small_net(std::mt19937_64& g) {
 }
 
 bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.tensor_type() == b.tensor_type() &&
-         std::memcmp(a.data(), b.data(), a.byte_size()) == 0;
+  return a.tensor_type() == b.tensor_type() && std::memcmp(a.data(), b.data(), a.byte_size()) == 0;
 }
 
 TEST(Executor, EveryRunEqualsAFreshExecutor) {
@@ -79,6 +80,37 @@ TEST(Executor, ReturnedTensorsAreCopiesThatLaterRunsLeaveAlone) {
   const Executor copy = exec;
   EXPECT_TRUE(same_bytes(copy.run(in2).at("y"), exec.run(in2).at("y")));
   EXPECT_TRUE(same_bytes(exec.run(in1).at("y"), y1));
+}
+
+// The Relu after the Conv runs in place on the conv's output unless the run keeps that output.
+TEST(Executor, ReluRunsInPlaceUnlessItsInputIsKept) {
+  SCOPED_TRACE(test::seed_text());
+  auto g = test::rng(33);
+  const Executor exec(small_net(g));
+  const TensorMap in = {{"x", test::random_tensor(g, {2, 3, 6, 6})}};
+  const TensorMap plain = exec.run(in, {"r"});
+  const TensorMap apart = exec.run(in, {"c", "r"});
+  EXPECT_TRUE(same_bytes(plain.at("y"), apart.at("y")));
+  EXPECT_TRUE(same_bytes(plain.at("r"), apart.at("r")));
+  const auto c = apart.at("c").values<float>(), r = apart.at("r").values<float>();
+  std::size_t negative = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    negative += c[i] < 0;
+    EXPECT_EQ(r[i], c[i] > 0 ? c[i] : 0.0f);
+  }
+  EXPECT_GT(negative, 0u) << "the kept conv output was overwritten by the Relu";
+  // The hook sees the aliasing: the same tensor in and out, unless kept apart.
+  std::size_t relu = 0;
+  while (exec.graph().nodes[relu].name != "relu") ++relu;
+  for (const bool keep_c : {false, true}) {
+    bool in_place = false;
+    exec.run(in, keep_c ? std::vector<std::string>{"c"} : std::vector<std::string>{},
+             [&](std::size_t node, std::span<const Tensor* const> i, std::span<Tensor* const> o) {
+               if (node == relu) in_place = i[0] == o[0];
+               return false;
+             });
+    EXPECT_EQ(in_place, !keep_c);
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstring>
 
 #include "conv_spec.h"
 #include "matmul_spec.h"
@@ -85,6 +86,17 @@ std::string unsupported_reason(const Node& node, const LayerQuantization& q) {
   return {};
 }
 
+// The index of the Relu node that is the only reader of `tensor` (not a graph output), or
+// graph.nodes.size() when there is none.
+std::size_t fusable_relu(const Graph& graph, const std::string& tensor) {
+  const std::vector<std::size_t> readers = graph.consumers_of(tensor);
+  if (readers.size() != 1 || graph.is_graph_output(tensor)) return graph.nodes.size();
+  const Node& node = graph.nodes[readers[0]];
+  if (node.op_type != "Relu" || node.outputs.empty() || node.outputs[0].empty())
+    return graph.nodes.size();
+  return readers[0];
+}
+
 std::string decided_by(const Recipe& recipe, const NodeDecision& d) {
   return d.by_default() ? std::string("the recipe's default") : rule_name(recipe, d.rule);
 }
@@ -126,6 +138,7 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
                     std::to_string(graph.nodes.size()) +
                     "; resolve the recipe against node_refs(executor.graph())");
   layer_of_node_.assign(graph.nodes.size(), -1);
+  fused_relu_.assign(graph.nodes.size(), false);
   for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& node = graph.nodes[i];
     const NodeDecision& d = resolution.nodes[i];
@@ -208,6 +221,13 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
       desc.x_params = *a_params;
       desc.w_params = info.b_params;
       desc.bias = info.bias.empty() ? ConvBias::none : ConvBias::f32;
+      // A Relu that alone reads the output is fused into the conv's clamp: the executor runs it
+      // in place (executor.h), so run() skips it, and the layer's output is the Relu's.
+      if (const std::size_t relu = fusable_relu(graph, info.output); relu < graph.nodes.size()) {
+        desc.activation = ConvActivation::relu;
+        fused_relu_[relu] = true;
+        info.output = graph.nodes[relu].outputs[0];
+      }
       info.conv = desc;
       layer = std::make_unique<Layer>(OpDesc{OpKind::conv_dequant, desc});
       layer->input_shape = desc.x_shape();
@@ -262,6 +282,11 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
   if (times) times->assign(layers_.size(), 0.0);
   const NodeHook hook = [&](std::size_t node, std::span<const Tensor* const> in,
                             std::span<Tensor* const> out) {
+    if (fused_relu_[node]) {
+      // The conv before it already clamped; in place there is nothing left to do.
+      if (out[0] != in[0]) std::memcpy(out[0]->data(), in[0]->data(), in[0]->byte_size());
+      return true;
+    }
     const std::ptrdiff_t index = layer_of_node_[node];
     if (index < 0) return false;
     const Layer& layer = *layers_[static_cast<std::size_t>(index)];

@@ -133,12 +133,23 @@ TEST(QuantizedConv, SmallCnnStaysCloseToFloat) {
     EXPECT_EQ(q.layers()[1].conv->groups, 8);
     EXPECT_EQ(q.layers()[1].weight_shape, (Shape{8, 1, 3, 3}));
     EXPECT_EQ(q.layers()[2].conv->y_shape(), (Shape{2, 4, 4, 5}));
+    // relu1 and relu2 are fused into the convs before them; dil feeds Flatten.
+    EXPECT_EQ(q.layers()[0].conv->activation, ConvActivation::relu);
+    EXPECT_EQ(q.layers()[0].output, "r1");
+    EXPECT_EQ(q.layers()[1].output, "r2");
+    EXPECT_EQ(q.layers()[2].conv->activation, ConvActivation::none);
+    EXPECT_EQ(q.layers()[2].output, "c3");
     // Each layer's rounding noise is about 40 dB down; three conv layers and the Gemm stack it.
     // The 160 values of c3 give a steadier figure than y's ten.
     const TensorMap batch = batches(g, graph, 1)[0];
     const TensorMap want = p.float_model->run(batch, {"c3"}), got = q.run(batch, {"c3"});
     EXPECT_GT(sqnr_db(want.at("c3"), got.at("c3")), 25.0);
     EXPECT_GT(sqnr_db(want.at("y"), got.at("y")), 20.0);
+    // Keeping a fused conv's own output makes the executor run its Relu apart (not in place):
+    // the same result, and the kept tensor holds the clamped values.
+    const TensorMap apart = q.run(batch, {"c1"});
+    EXPECT_EQ(0, std::memcmp(apart.at("y").data(), got.at("y").data(), got.at("y").byte_size()));
+    for (float v : apart.at("c1").values<float>()) EXPECT_GE(v, 0.0f);
   }
 }
 

@@ -33,7 +33,8 @@ using TensorMap = std::map<std::string, Tensor, std::less<>>;
 
 // Called for every node, in graph order, with its inputs (null where absent) and its outputs,
 // already allocated with the resolved shapes (holding the previous run's values: a hook that
-// returns true must write every element). Returns true when it computed the outputs itself;
+// returns true must write every element). A Relu may run in place: its output is then its input
+// tensor (outputs[0] == inputs[0]). Returns true when it computed the outputs itself;
 // false lets the node's float kernel run. Quantized execution replaces layers through it and
 // calibration watches activations through it, so both share the executor's allocation and
 // liveness instead of copying them.
@@ -69,6 +70,9 @@ class QFORGE_MODEL_API Executor {
     // Zero the outputs before the kernel runs: kernels not known to write every element may
     // rely on the zero fill of a fresh tensor.
     bool zero_outputs = false;
+    // Relu whose input no other node reads and nobody sees afterwards: it runs in place on
+    // that input's tensor (this value index) unless the run keeps the input.
+    std::ptrdiff_t in_place_of = -1;
   };
 
   Graph graph_;

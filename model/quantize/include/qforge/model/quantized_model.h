@@ -16,7 +16,10 @@
 //     activation params in its descriptor, and dynamic params change every batch, so a plan per
 //     batch would repack the weight each time; the per-call path keeps the same weight params
 //     object, whose identity() lets a backend keep its packing.
-// Every other node runs in float through the executor's kernels (its node hook).
+// A Relu that is the only reader of a quantized Conv's output is fused into the convolution
+// (conv_dequant's relu clamp) and skipped: the executor runs such a Relu in place, on the
+// conv's output tensor. Every other node runs in float through the executor's kernels (its
+// node hook).
 //
 // Refused (qforge::Error naming the node and what is supported): quantizing any op other than
 // Conv, MatMul and Gemm, a weight that is not an initializer, weight-only or activation-only
@@ -53,8 +56,10 @@ struct QuantizedLayerInfo {
   std::size_t node = 0;  // index into graph().nodes
   std::string name;
   std::string op_type;
-  std::string input;   // the activation tensor (MatMul/Gemm's A, Conv's X)
-  std::string output;  // the float output Y
+  std::string input;  // the activation tensor (MatMul/Gemm's A, Conv's X)
+  // The float output Y; for a Conv whose output only a Relu reads, that Relu's output (the
+  // Relu is fused into the convolution's clamp, conv->activation = relu).
+  std::string output;
   ActivationMode mode = ActivationMode::static_range;
   std::string settings;  // describe() of the rule's LayerQuantization
   // Output channels N and reduction length K (Conv: O and C / groups * KH * KW).
@@ -127,6 +132,7 @@ class QFORGE_QUANTIZE_API QuantizedModel {
   std::vector<QuantizedLayerInfo> info_;
   std::vector<SkippedNode> skipped_;
   std::vector<std::ptrdiff_t> layer_of_node_;  // -1 for float nodes
+  std::vector<bool> fused_relu_;               // Relu nodes a conv layer's clamp computes
 };
 
 }  // namespace qforge::model
