@@ -139,7 +139,9 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
       if (step.inputs[j] >= 0) args[j] = env[static_cast<std::size_t>(step.inputs[j])];
     outs.assign(step.outputs.size(), nullptr);
     if (step.in_place_of >= 0 && !kept[static_cast<std::size_t>(step.in_place_of)]) {
-      Tensor* x = &buffers_[static_cast<std::size_t>(step.in_place_of)];
+      // The input is a node output, so it lives in buffers_ (another in-place Relu's output
+      // shares its input's tensor): writable.
+      Tensor* x = const_cast<Tensor*>(env[static_cast<std::size_t>(step.in_place_of)]);
       outs[0] = x;
       env[static_cast<std::size_t>(step.outputs[0])] = x;
       if (!hook || !hook(i, args, outs)) step.kernel->run(graph_.nodes[i], args, outs);

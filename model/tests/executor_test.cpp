@@ -113,5 +113,24 @@ TEST(Executor, ReluRunsInPlaceUnlessItsInputIsKept) {
   }
 }
 
+// Relu after Relu: the second runs in place on the tensor the first already shares.
+TEST(Executor, ChainedReluRunsInPlaceOnTheSharedTensor) {
+  OnnxBuilder b(17);
+  b.input("x", F, {5}).output("y", F, {5});
+  b.node("Neg", {"x"}, {"n"}, "neg");
+  b.node("Relu", {"n"}, {"r"}, "relu1");
+  b.node("Relu", {"r"}, {"y"}, "relu2");
+  const Executor exec(import_onnx_bytes(b.bytes(), "relus"));
+  for (int run = 0; run < 2; ++run) {
+    const float s = run ? -1.0f : 1.0f;
+    const TensorMap out =
+        exec.run({{"x", Tensor::from_values<float>({5}, {-2 * s, -1 * s, 0, 1 * s, 2 * s})}});
+    const auto y = out.at("y").values<float>();
+    const std::vector<float> want =
+        run ? std::vector<float>{0, 0, 0, 1, 2} : std::vector<float>{2, 1, 0, 0, 0};
+    EXPECT_EQ(std::vector<float>(y.begin(), y.end()), want);
+  }
+}
+
 }  // namespace
 }  // namespace qforge::model
