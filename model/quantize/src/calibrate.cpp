@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "conv_spec.h"
 #include "matmul_spec.h"
 #include "qforge/calibration/histogram_observer.h"
 #include "qforge/error.h"
@@ -82,7 +83,9 @@ CalibrationResult calibrate_batches(const Executor& float_model, const RecipeRes
     const auto& q = resolution.nodes[i].quantize;
     if (!q || !q->activations || !q->weights ||
         q->activations->mode != ActivationMode::static_range ||
-        !quantize::is_quantizable_matmul(node.op_type) || !node.has_input(0))
+        !(quantize::is_quantizable_matmul(node.op_type) ||
+          quantize::is_quantizable_conv(node.op_type)) ||
+        !node.has_input(0))
       continue;
     // QuantizedModel refuses A of another type with the reason; nothing to observe here.
     const ValueInfo* a = graph.find_value_info(node.input(0));

@@ -99,9 +99,7 @@ bool is_quantizable_matmul(const std::string& op_type) {
 MatmulSpec matmul_spec(const Graph& graph, const Node& node) {
   if (node.op_type == "MatMul") return matmul(graph, node);
   if (node.op_type == "Gemm") return gemm(graph, node);
-  refuse(node, "quantized " + node.op_type +
-                   " is not supported; MatMul and Gemm are (quantized Conv waits for core's "
-                   "quantized convolution)");
+  refuse(node, "quantized " + node.op_type + " is not a matmul; conv_spec reads Conv");
 }
 
 }  // namespace qforge::model::quantize

@@ -96,9 +96,7 @@ struct Builder {
              "per-channel weights need per-axis DequantizeLinear (opset 13); the model "
              "imports opset " +
                  std::to_string(g.opset));
-    const Shape shape =
-        layer.b_layout == MatrixLayout::kn ? Shape{layer.k, layer.n} : Shape{layer.n, layer.k};
-    Tensor codes(type, shape);
+    Tensor codes(type, layer.weight_shape);
     std::memcpy(codes.data(), layer.b_codes.data(), codes.byte_size());
     const std::string base = layer.name + ".weight";
     std::vector<std::string> in = {

@@ -2,7 +2,9 @@
 
 #include <array>
 #include <chrono>
+#include <cstring>
 
+#include "conv_spec.h"
 #include "matmul_spec.h"
 #include "qforge/dtype.h"
 #include "qforge/error.h"
@@ -11,17 +13,18 @@
 
 namespace qforge::model {
 
-// One quantized MatMul/Gemm: the plans (static and explicit) or the descriptors for the
-// per-call path (dynamic), and scratch for A's codes.
+// One quantized layer: the plans (static and explicit) or the descriptor for the per-call path
+// (dynamic), and scratch for the activation codes.
 struct QuantizedModel::Layer {
-  explicit Layer(MatmulDesc d) : desc(std::move(d)) {}
+  explicit Layer(OpDesc d) : op(std::move(d)) {}
   std::size_t info = 0;  // index into info_
   ActivationMode mode = ActivationMode::static_range;
-  std::int64_t m = 0, k = 0;
-  MatmulDesc desc;  // dynamic: A's params are replaced on each run
+  Shape input_shape;  // of the activation as quantize / dynamic_quantize_linear see it
+  OpDesc op;          // matmul_dequant or conv_dequant; dynamic: the activation params are
+                      // replaced on each run
   std::shared_ptr<const Plan> quantize_plan;
-  std::shared_ptr<const Plan> matmul_plan;
-  std::size_t matmul_inputs = 0;
+  std::shared_ptr<const Plan> layer_plan;
+  std::size_t layer_inputs = 0;
   mutable std::vector<std::byte> a_codes;
 };
 
@@ -45,25 +48,53 @@ QuantizationParams activation_params(const ActivationQuantization& a, const std:
 }
 
 // Why a quantized decision cannot run, or empty when it can (before the node's structure is
-// read by matmul_spec, which throws its own reasons).
+// read by matmul_spec / conv_spec, which throw their own reasons).
 std::string unsupported_reason(const Node& node, const LayerQuantization& q) {
-  if (!quantize::is_quantizable_matmul(node.op_type))
-    return "quantized " + node.op_type +
-           " is not supported; MatMul and Gemm are (quantized Conv waits for core's quantized "
-           "convolution)";
+  const bool conv = quantize::is_quantizable_conv(node.op_type);
+  if (!conv && !quantize::is_quantizable_matmul(node.op_type))
+    return "quantized " + node.op_type + " is not supported; Conv, MatMul and Gemm are";
   if (!q.weights)
     return "activation-only quantization of " + node.op_type +
-           " is not supported; MatMul and Gemm need weights and activations quantized";
+           " is not supported; Conv, MatMul and Gemm need weights and activations quantized";
   if (!q.activations)
-    return "weight-only quantization is not supported: core has no matmul with float "
-           "activations and quantized weights; quantize activations too";
+    return "weight-only quantization is not supported: core has no matmul or convolution with "
+           "float activations and quantized weights; quantize activations too";
   if (q.activations->mode == ActivationMode::dynamic &&
       (q.activations->dtype != DType::uint8 || q.activations->mapping != Mapping::affine))
     return "dynamic activations run through dynamic_quantize_linear, which is uint8 affine; the "
            "rule asks for " +
            std::string(qforge::name(q.activations->dtype)) + " " +
            std::string(to_string(q.activations->mapping));
+  if (conv) {
+    const WeightQuantization& w = *q.weights;
+    if (w.dtype != DType::int8 && w.dtype != DType::uint8)
+      return "quantized Conv takes int8 or uint8 weights (core's convolution); the rule asks for " +
+             std::string(qforge::name(w.dtype));
+    if (w.granularity == Granularity::block)
+      return "quantized Conv takes weights per tensor or per output channel; block-wise weights "
+             "are for MatMul and Gemm";
+    if (w.granularity == Granularity::per_channel && w.axis && *w.axis != 0 && *w.axis != -4)
+      return "per-channel Conv weights along axis " + std::to_string(*w.axis) +
+             " are not supported; core's convolution takes channels along the output axis O, "
+             "axis 0 of OIHW (leave the axis unset)";
+    const DType a = q.activations->dtype;
+    if (a != DType::int8 && a != DType::uint8)
+      return "quantized Conv takes int8 or uint8 activations (core's convolution); the rule "
+             "asks for " +
+             std::string(qforge::name(a));
+  }
   return {};
+}
+
+// The index of the Relu node that is the only reader of `tensor` (not a graph output), or
+// graph.nodes.size() when there is none.
+std::size_t fusable_relu(const Graph& graph, const std::string& tensor) {
+  const std::vector<std::size_t> readers = graph.consumers_of(tensor);
+  if (readers.size() != 1 || graph.is_graph_output(tensor)) return graph.nodes.size();
+  const Node& node = graph.nodes[readers[0]];
+  if (node.op_type != "Relu" || node.outputs.empty() || node.outputs[0].empty())
+    return graph.nodes.size();
+  return readers[0];
 }
 
 std::string decided_by(const Recipe& recipe, const NodeDecision& d) {
@@ -107,20 +138,32 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
                     std::to_string(graph.nodes.size()) +
                     "; resolve the recipe against node_refs(executor.graph())");
   layer_of_node_.assign(graph.nodes.size(), -1);
+  fused_relu_.assign(graph.nodes.size(), false);
   for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& node = graph.nodes[i];
     const NodeDecision& d = resolution.nodes[i];
     if (!d.quantize) continue;
     // Broad rules (optional ones, the default) leave what they cannot quantize in float.
     const bool lenient = d.by_default() || recipe.rules.at(d.rule).optional;
-    std::optional<quantize::MatmulSpec> spec;
+    const bool conv = quantize::is_quantizable_conv(node.op_type);
+    std::optional<quantize::MatmulSpec> mm;
+    std::optional<quantize::ConvSpec> cv;
     std::optional<quantize::QuantizedWeight> w;
     std::string reason = unsupported_reason(node, *d.quantize);
     if (reason.empty()) {
       try {
-        spec = quantize::matmul_spec(graph, node);
-        w = quantize::quantize_weight(node, *d.quantize->weights, spec->weight, spec->k, spec->n,
-                                      spec->layout);
+        if (conv) {
+          cv = quantize::conv_spec(graph, node);
+          // OIHW is [O, C/G * KH * KW] row-major: the nk layout with N = O.
+          WeightQuantization rule = *d.quantize->weights;
+          rule.axis.reset();  // checked above against the 4-D weight
+          w = quantize::quantize_weight(node, rule, cv->weight, cv->desc.reduction(),
+                                        cv->desc.out_channels, MatrixLayout::nk);
+        } else {
+          mm = quantize::matmul_spec(graph, node);
+          w = quantize::quantize_weight(node, *d.quantize->weights, mm->weight, mm->k, mm->n,
+                                        mm->layout);
+        }
       } catch (const Error& e) {
         if (e.code() != ErrorCode::unsupported) throw;
         reason = e.what();
@@ -146,18 +189,21 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
     info.node = i;
     info.name = node.name;
     info.op_type = node.op_type;
-    info.input = spec->input;
-    info.output = spec->output;
+    info.input = conv ? cv->input : mm->input;
+    info.output = conv ? cv->output : mm->output;
     info.mode = act.mode;
     info.settings = describe(d.quantize);
-    info.n = spec->n;
-    info.k = spec->k;
+    info.n = conv ? cv->desc.out_channels : mm->n;
+    info.k = conv ? cv->desc.reduction() : mm->k;
     info.b_layout = w->layout;
     info.b_params = w->params;
+    info.weight_shape = conv                            ? cv->desc.w_shape()
+                        : w->layout == MatrixLayout::kn ? Shape{info.k, info.n}
+                                                        : Shape{info.n, info.k};
     info.quantized_weight_bytes = quantize::quantized_bytes(*w);
     info.b_codes = std::move(w->codes);
-    info.bias = std::move(spec->bias);
-    info.float_weight_bytes = spec->weight.size() * sizeof(float);
+    info.bias = conv ? std::move(cv->bias) : std::move(mm->bias);
+    info.float_weight_bytes = static_cast<std::size_t>(info.n * info.k) * sizeof(float);
 
     const DType a_dtype = act.mode == ActivationMode::dynamic ? DType::uint8 : act.dtype;
     // Dynamic: representative params decide the bucket; every call carries the batch's own.
@@ -165,43 +211,62 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
     try {
       a_params = act.mode == ActivationMode::dynamic
                      ? QuantizationParams::per_tensor_affine(DType::uint8, 1.0f / 64, 128)
-                     : activation_params(act, spec->input, calibration);
+                     : activation_params(act, info.input, calibration);
     } catch (const Error& e) {
       throw Error(e.code(), "QuantizedModel: " + node.describe() + ": " + e.what());
     }
-    auto layer = std::make_unique<Layer>(MatmulDesc{.m = spec->m,
-                                                    .n = spec->n,
-                                                    .k = spec->k,
-                                                    .a = std::move(*a_params),
-                                                    .b = info.b_params,
-                                                    .b_layout = info.b_layout,
-                                                    .has_bias = !info.bias.empty(),
-                                                    .out_type = FloatType::f32,
-                                                    .y = std::nullopt,
-                                                    .requant_mode = RequantMode::float_multiplier});
+    std::unique_ptr<Layer> layer;
+    if (conv) {
+      ConvDesc desc = cv->desc;
+      desc.x_params = *a_params;
+      desc.w_params = info.b_params;
+      desc.bias = info.bias.empty() ? ConvBias::none : ConvBias::f32;
+      // A Relu that alone reads the output is fused into the conv's clamp: the executor runs it
+      // in place (executor.h), so run() skips it, and the layer's output is the Relu's.
+      if (const std::size_t relu = fusable_relu(graph, info.output); relu < graph.nodes.size()) {
+        desc.activation = ConvActivation::relu;
+        fused_relu_[relu] = true;
+        info.output = graph.nodes[relu].outputs[0];
+      }
+      info.conv = desc;
+      layer = std::make_unique<Layer>(OpDesc{OpKind::conv_dequant, desc});
+      layer->input_shape = desc.x_shape();
+    } else {
+      layer = std::make_unique<Layer>(OpDesc{
+          OpKind::matmul_dequant, MatmulDesc{.m = mm->m,
+                                             .n = mm->n,
+                                             .k = mm->k,
+                                             .a = std::move(*a_params),
+                                             .b = info.b_params,
+                                             .b_layout = info.b_layout,
+                                             .has_bias = !info.bias.empty(),
+                                             .out_type = FloatType::f32,
+                                             .y = std::nullopt,
+                                             .requant_mode = RequantMode::float_multiplier}});
+      layer->input_shape = Shape{mm->m, mm->k};
+    }
     layer->info = info_.size();
     layer->mode = act.mode;
-    layer->m = spec->m;
-    layer->k = spec->k;
-    const MatmulDesc& desc = layer->desc;
-    layer->a_codes.resize(storage_bytes(a_dtype, static_cast<std::size_t>(desc.m * desc.k)));
+    std::int64_t elements = 1;
+    for (std::int64_t e : layer->input_shape) elements *= e;
+    layer->a_codes.resize(storage_bytes(a_dtype, static_cast<std::size_t>(elements)));
     try {
       if (act.mode == ActivationMode::dynamic) {
-        const Decision decision = accelerator_->decide({OpDesc{OpKind::matmul_dequant, desc}});
+        const Decision decision = accelerator_->decide({layer->op});
         info.backend = decision.id.plugin;
         info.kernel = decision.id.kernel;
       } else {
-        info.a_params = desc.a;
+        info.a_params = conv ? std::get<ConvDesc>(layer->op.desc).x_params
+                             : std::get<MatmulDesc>(layer->op.desc).a;
         layer->quantize_plan = accelerator_->prepare(
-            {OpDesc{OpKind::quantize, QuantizeDesc{Shape{desc.m, desc.k}, desc.a}}});
-        const OpDesc op{OpKind::matmul_dequant, desc};
-        std::vector<const void*> weights(op_operands(op).inputs.size(), nullptr);
+            {OpDesc{OpKind::quantize, QuantizeDesc{layer->input_shape, *info.a_params}}});
+        std::vector<const void*> weights(op_operands(layer->op).inputs.size(), nullptr);
         weights[1] = info.b_codes.data();
-        if (desc.has_bias) weights[2] = info.bias.data();
-        layer->matmul_plan = accelerator_->prepare({op}, weights);
-        layer->matmul_inputs = weights.size();
-        info.backend = layer->matmul_plan->backend();
-        info.kernel = layer->matmul_plan->kernel();
+        if (!info.bias.empty()) weights[2] = info.bias.data();
+        layer->layer_plan = accelerator_->prepare({layer->op}, weights);
+        layer->layer_inputs = weights.size();
+        info.backend = layer->layer_plan->backend();
+        info.kernel = layer->layer_plan->kernel();
       }
     } catch (const Error& e) {
       throw Error(e.code(), "QuantizedModel: " + node.describe() + ": " + e.what());
@@ -217,27 +282,40 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
   if (times) times->assign(layers_.size(), 0.0);
   const NodeHook hook = [&](std::size_t node, std::span<const Tensor* const> in,
                             std::span<Tensor* const> out) {
+    if (fused_relu_[node]) {
+      // The conv before it already clamped; in place there is nothing left to do.
+      if (out[0] != in[0]) std::memcpy(out[0]->data(), in[0]->data(), in[0]->byte_size());
+      return true;
+    }
     const std::ptrdiff_t index = layer_of_node_[node];
     if (index < 0) return false;
     const Layer& layer = *layers_[static_cast<std::size_t>(index)];
     const QuantizedLayerInfo& info = info_[layer.info];
     const float* x = in[0]->values<float>().data();
     float* y = out[0]->values<float>().data();
+    const float* bias = info.bias.empty() ? nullptr : info.bias.data();
     const auto start = std::chrono::steady_clock::now();
     if (layer.mode == ActivationMode::dynamic) {
-      MatmulDesc desc = layer.desc;
-      desc.a = accelerator_->dynamic_quantize_linear(
-          DynamicQuantizeDesc{Shape{layer.m, layer.k}}, x,
+      const QuantizationParams a = accelerator_->dynamic_quantize_linear(
+          DynamicQuantizeDesc{layer.input_shape}, x,
           reinterpret_cast<std::uint8_t*>(layer.a_codes.data()));
-      accelerator_->matmul_dequant(desc, layer.a_codes.data(), info.b_codes.data(),
-                                   info.bias.empty() ? nullptr : info.bias.data(), y);
+      if (layer.op.op == OpKind::conv_dequant) {
+        ConvDesc desc = std::get<ConvDesc>(layer.op.desc);
+        desc.x_params = a;
+        accelerator_->conv(OpKind::conv_dequant, desc, layer.a_codes.data(), info.b_codes.data(),
+                           bias, y);
+      } else {
+        MatmulDesc desc = std::get<MatmulDesc>(layer.op.desc);
+        desc.a = a;
+        accelerator_->matmul_dequant(desc, layer.a_codes.data(), info.b_codes.data(), bias, y);
+      }
     } else {
       layer.quantize_plan->run({x}, {layer.a_codes.data()});
       std::array<const void*, kMaxOperands> args{};
       args[0] = layer.a_codes.data();
       void* const result = y;
-      layer.matmul_plan->run(std::span<const void* const>(args.data(), layer.matmul_inputs),
-                             std::span<void* const>(&result, 1));
+      layer.layer_plan->run(std::span<const void* const>(args.data(), layer.layer_inputs),
+                            std::span<void* const>(&result, 1));
     }
     if (times)
       (*times)[static_cast<std::size_t>(index)] =

@@ -4,8 +4,11 @@
 // The executor is built from a graph and concrete input shapes: construction resolves the graph
 // (qforge/model/resolve.h) and folds Conv + BatchNormalization once, so every shape and every
 // allocation size is known before the first run, and run() checks that the given inputs have
-// exactly those types and shapes. Intermediate tensors are freed after their last reader. An
-// Executor may be run many times; run() is not safe to call concurrently on one Executor.
+// exactly those types and shapes. Every node output is allocated once, on the first run, and
+// reused by every later run (no allocation or zero fill per run; memory is the sum of the
+// intermediate tensors of one run, which the executor holds between runs). An Executor may be
+// run many times; run() is not safe to call concurrently on one Executor (copies are
+// independent).
 #pragma once
 
 #include <cstddef>
@@ -22,10 +25,16 @@
 
 namespace qforge::model {
 
+namespace ops {
+struct OpKernel;
+}
+
 using TensorMap = std::map<std::string, Tensor, std::less<>>;
 
 // Called for every node, in graph order, with its inputs (null where absent) and its outputs,
-// already allocated with the resolved shapes. Returns true when it computed the outputs itself;
+// already allocated with the resolved shapes (holding the previous run's values: a hook that
+// returns true must write every element). A Relu may run in place: its output is then its input
+// tensor (outputs[0] == inputs[0]). Returns true when it computed the outputs itself;
 // false lets the node's float kernel run. Quantized execution replaces layers through it and
 // calibration watches activations through it, so both share the executor's allocation and
 // liveness instead of copying them.
@@ -53,9 +62,26 @@ class QFORGE_MODEL_API Executor {
                 const NodeHook& hook) const;
 
  private:
+  // One node as run() walks it: tensors by index into the value table.
+  struct Step {
+    const ops::OpKernel* kernel = nullptr;
+    std::vector<std::ptrdiff_t> inputs;   // -1 for an absent optional input
+    std::vector<std::ptrdiff_t> outputs;  // -1 for an unused optional output
+    // Zero the outputs before the kernel runs: kernels not known to write every element may
+    // rely on the zero fill of a fresh tensor.
+    bool zero_outputs = false;
+    // Relu whose input no other node reads and nobody sees afterwards: it runs in place on
+    // that input's tensor (this value index) unless the run keeps the input.
+    std::ptrdiff_t in_place_of = -1;
+  };
+
   Graph graph_;
-  // Tensors to free after node i runs (their last reader), so memory follows liveness.
-  std::vector<std::vector<std::string>> release_after_;
+  // Every tensor name the graph uses (inputs, initializers, node outputs), by index.
+  std::map<std::string, std::size_t, std::less<>> value_index_;
+  std::vector<TensorType> output_types_;  // by value index; node outputs only
+  std::vector<Step> steps_;
+  // The node outputs of the last run, by value index (allocated on the first run).
+  mutable std::vector<Tensor> buffers_;
 };
 
 // Op types the executor runs, sorted, each with the ONNX schema versions it implements.

@@ -2,10 +2,10 @@
 //
 // calibrate() runs the float executor over calibration batches and feeds one HistogramObserver
 // per activation tensor the recipe quantizes statically: input A of every MatMul and Gemm node
-// whose decision has static activations. Each observer folds a batch into its histogram as it
-// arrives, so memory is one histogram per tensor whatever the number of batches, and batches
-// may come from a callback one at a time. The tensor is observed through the executor's node
-// hook (executor.h) when its consumer runs: nothing is kept beyond the batch.
+// and input X of every Conv node whose decision has static activations. Each observer folds a batch
+// into its histogram as it arrives, so memory is one histogram per tensor whatever the number of
+// batches, and batches may come from a callback one at a time. The tensor is observed through the
+// executor's node hook (executor.h) when its consumer runs: nothing is kept beyond the batch.
 //
 //   Executor float_model(graph);
 //   const auto nodes = node_refs(float_model.graph());

@@ -1,17 +1,20 @@
 // Export of a QuantizedModel as a QDQ ONNX model (docs/MODEL.md, "QDQ export"): the float
-// graph with every quantized MatMul/Gemm fed by DequantizeLinear nodes, the form ONNX Runtime's
-// quantize_static writes and its QDQ optimizer turns into integer kernels.
+// graph with every quantized Conv/MatMul/Gemm fed by DequantizeLinear nodes, the form ONNX
+// Runtime's quantize_static writes and its QDQ optimizer turns into integer kernels.
 //
 // For each quantized layer:
 //   - the weight is an int8/uint8 initializer holding the layer's own codes (B as the graph
-//     stores it: [K, N], or [N, K] for Gemm with transB), followed by DequantizeLinear with a
-//     scalar scale, or one scale per output channel and `axis` (1, or 0 with transB);
-//   - static and explicit activations: A goes through QuantizeLinear and DequantizeLinear with
+//     stores it: [K, N], or [N, K] for Gemm with transB, OIHW for Conv), followed by
+//     DequantizeLinear with a scalar scale, or one scale per output channel and `axis` (1, or 0
+//     with transB and for Conv);
+//   - static and explicit activations: A (Conv's X) goes through QuantizeLinear and
+//   DequantizeLinear with
 //     the layer's scale and zero point (and a Clip first for symmetric ones, see below);
 //   - dynamic activations: DynamicQuantizeLinear (uint8, what qforge computes per batch) and
 //     DequantizeLinear with the scale and zero point it outputs;
 //   - Gemm's alpha and beta are already in the codes and the bias: the exported Gemm has
-//     alpha = beta = 1 and C = the layer's float bias.
+//     alpha = beta = 1 and C = the layer's float bias. Conv keeps its float bias B (the folded
+//     one where BatchNormalization was folded into it).
 // Other nodes are written as they are. The float weights a quantized layer replaced are left out
 // unless another node still reads them.
 //

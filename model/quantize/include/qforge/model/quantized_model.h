@@ -1,28 +1,34 @@
-// Quantized execution of a graph's MatMul and Gemm layers (docs/MODEL.md, "Quantized
+// Quantized execution of a graph's Conv, MatMul and Gemm layers (docs/MODEL.md, "Quantized
 // execution").
 //
 // A QuantizedModel is built once from the float executor, the recipe and its resolution, and
-// the calibration result. For every MatMul or Gemm node the recipe quantizes:
-//   - the weight B (an initializer) is quantized once as the rule says (dtype, mapping,
+// the calibration result. For every Conv, MatMul or Gemm node the recipe quantizes:
+//   - the weight (an initializer) is quantized once as the rule says (dtype, mapping,
 //     per tensor / per output channel / block-wise along K), Gemm's alpha folded into B and
-//     beta * C into a float bias first;
+//     beta * C into a float bias first; Conv's weight (OIHW, Conv + BatchNormalization already
+//     folded by the executor) per tensor or per output channel O, int8 or uint8;
 //   - static and explicit activations: the layer is two accelerator plans prepared once,
-//     quantize (A with its calibrated or written params) and matmul_dequant with B and the bias
-//     fixed in the plan (packed by the winning plugin, never passed again);
+//     quantize (the input with its calibrated or written params) and matmul_dequant or
+//     conv_dequant with the weight and the float bias fixed in the plan (packed by the winning
+//     plugin, never passed again);
 //   - dynamic activations: dynamic_quantize_linear (uint8, ONNX's DynamicQuantizeLinear) per
-//     batch, then the accelerator's per-call matmul_dequant. A plan fixes A's params in its
-//     descriptor, and dynamic params change every batch, so a plan per batch would repack B
-//     each time; the per-call path keeps the same B params object, whose identity() lets a
-//     backend keep its packing.
-// Every other node runs in float through the executor's kernels (its node hook).
+//     batch, then the accelerator's per-call matmul_dequant or conv_dequant. A plan fixes the
+//     activation params in its descriptor, and dynamic params change every batch, so a plan per
+//     batch would repack the weight each time; the per-call path keeps the same weight params
+//     object, whose identity() lets a backend keep its packing.
+// A Relu that is the only reader of a quantized Conv's output is fused into the convolution
+// (conv_dequant's relu clamp) and skipped: the executor runs such a Relu in place, on the
+// conv's output tensor. Every other node runs in float through the executor's kernels (its
+// node hook).
 //
 // Refused (qforge::Error naming the node and what is supported): quantizing any op other than
-// MatMul and Gemm (Conv waits for core's quantized convolution), B that is not an initializer,
-// weight-only or activation-only rules (core has no float-activation matmul), Gemm with
-// transA = 1 or a C that is not a per-column initializer, dynamic activations other than
-// uint8 affine, per-channel weights on another axis than the output channel. A node decided by
-// an optional rule or by the recipe's default is not refused: it stays float and skipped()
-// says why, since such rules are broad by design.
+// Conv, MatMul and Gemm, a weight that is not an initializer, weight-only or activation-only
+// rules (core has no float-activation matmul or convolution), Gemm with transA = 1 or a C that
+// is not a per-column initializer, dynamic activations other than uint8 affine, per-channel
+// weights on another axis than the output channel; for Conv also anything but 2-D (X of rank
+// 4), weights other than int8/uint8 per tensor or per channel, activations other than
+// int8/uint8. A node decided by an optional rule or by the recipe's default is not refused: it
+// stays float and skipped() says why, since such rules are broad by design.
 //
 // run() is not safe to call concurrently (the accelerator is used from one thread at a time).
 #pragma once
@@ -30,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -49,23 +56,31 @@ struct QuantizedLayerInfo {
   std::size_t node = 0;  // index into graph().nodes
   std::string name;
   std::string op_type;
-  std::string input;   // the activation tensor A
-  std::string output;  // the float output Y
+  std::string input;  // the activation tensor (MatMul/Gemm's A, Conv's X)
+  // The float output Y; for a Conv whose output only a Relu reads, that Relu's output (the
+  // Relu is fused into the convolution's clamp, conv->activation = relu).
+  std::string output;
   ActivationMode mode = ActivationMode::static_range;
   std::string settings;  // describe() of the rule's LayerQuantization
+  // Output channels N and reduction length K (Conv: O and C / groups * KH * KW).
   std::int64_t n = 0, k = 0;
-  // The quantized weight as matmul_dequant reads it: codes in `b_layout`, params of B, and the
-  // float bias (empty when the layer has none).
+  // The quantized weight as matmul_dequant / conv_dequant reads it: codes in `b_layout` (Conv:
+  // OIHW, which is nk), params of B (per channel: along N), and the float bias (empty when the
+  // layer has none). `weight_shape` is the codes' shape as the graph stores the weight.
   MatrixLayout b_layout = MatrixLayout::kn;
+  Shape weight_shape;
   QuantizationParams b_params = QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f);
   std::vector<std::byte> b_codes;
   std::vector<float> bias;
   // Static and explicit: A's params. Dynamic: nullopt (computed per batch).
   std::optional<QuantizationParams> a_params;
+  // Conv layers: the convolution as it runs (dynamic: x_params is a placeholder, each batch
+  // brings its own). Empty for MatMul and Gemm.
+  std::optional<ConvDesc> conv;
   std::size_t float_weight_bytes = 0;      // B as float32
   std::size_t quantized_weight_bytes = 0;  // B's codes plus 4 bytes per scale and zero point
-  // The plugin and kernel of the matmul_dequant plan (dynamic: the accelerator's decision for
-  // the layer's shape).
+  // The plugin and kernel of the matmul_dequant / conv_dequant plan (dynamic: the accelerator's
+  // decision for the layer's shape).
   std::string backend;
   std::string kernel;
 };
@@ -117,6 +132,7 @@ class QFORGE_QUANTIZE_API QuantizedModel {
   std::vector<QuantizedLayerInfo> info_;
   std::vector<SkippedNode> skipped_;
   std::vector<std::ptrdiff_t> layer_of_node_;  // -1 for float nodes
+  std::vector<bool> fused_relu_;               // Relu nodes a conv layer's clamp computes
 };
 
 }  // namespace qforge::model

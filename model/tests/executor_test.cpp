@@ -1,0 +1,136 @@
+// The executor's reuse of its output tensors across runs: every run of one Executor equals a
+// fresh Executor's run on the same inputs (no value leaks from an earlier run, zeroed outputs
+// for kernels that rely on it), returned and kept tensors are copies that later runs leave
+// alone, a Relu runs in place only where nobody sees its input, and a copied Executor runs on its
+// own tensors.
+#include "qforge/model/executor.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "onnx_builder.h"
+#include "qforge/model/onnx_import.h"
+#include "test_support.h"
+
+namespace qforge::model {
+namespace {
+
+using testing::OnnxBuilder;
+constexpr int F = onnx::TensorProto::FLOAT;
+
+// x [2, 3, 6, 6] -> Conv (pads 1) -> Relu -> MaxPool 2x2 -> Concat with Neg of itself -> Pad
+// -> Flatten -> Gemm -> Softmax -> y [2, 5]. Concat and Pad are outside the executor's list of
+// kernels known to write every element, so their outputs are zeroed before each run.
+Graph small_net(std::mt19937_64& g) {
+  OnnxBuilder b(17);
+  b.input("x", F, {2, 3, 6, 6}).output("y", F, {2, 5});
+  b.initializer("W", {4, 3, 3, 3}, test::random_values(g, 108));
+  b.initializer("B", {4}, test::random_values(g, 4));
+  b.initializer("Wf", {200, 5}, test::random_values(g, 1000, -0.1f, 0.1f));
+  b.initializer_i64("pads", {8}, {0, 0, 1, 1, 0, 0, 1, 1});
+  OnnxBuilder::attr(b.node("Conv", {"x", "W", "B"}, {"c"}, "conv"), "pads",
+                    std::vector<std::int64_t>{1, 1, 1, 1});
+  b.node("Relu", {"c"}, {"r"}, "relu");
+  auto& pool = b.node("MaxPool", {"r"}, {"p"}, "pool");
+  OnnxBuilder::attr(pool, "kernel_shape", std::vector<std::int64_t>{2, 2});
+  OnnxBuilder::attr(pool, "strides", std::vector<std::int64_t>{2, 2});
+  b.node("Neg", {"p"}, {"n"}, "neg");
+  OnnxBuilder::attr(b.node("Concat", {"p", "n"}, {"cat"}, "concat"), "axis", std::int64_t{1});
+  b.node("Pad", {"cat", "pads"}, {"padded"}, "pad");
+  b.node("Flatten", {"padded"}, {"f"}, "flatten");
+  b.node("Gemm", {"f", "Wf"}, {"logits"}, "fc");
+  b.node("Softmax", {"logits"}, {"y"}, "softmax");
+  return import_onnx_bytes(b.bytes(), "small_net");
+}
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.tensor_type() == b.tensor_type() && std::memcmp(a.data(), b.data(), a.byte_size()) == 0;
+}
+
+TEST(Executor, EveryRunEqualsAFreshExecutor) {
+  SCOPED_TRACE(test::seed_text());
+  auto g = test::rng(31);
+  const Graph graph = small_net(g);
+  const Executor reused(graph);
+  for (int run = 0; run < 3; ++run) {
+    SCOPED_TRACE(run);
+    // Wider inputs each run, so stale values of a smaller run would show.
+    const TensorMap in = {{"x", test::random_tensor(g, {2, 3, 6, 6}, -1.0f - run, 1.0f + run)}};
+    const TensorMap want = Executor(graph).run(in, {"cat", "padded"});
+    const TensorMap got = reused.run(in, {"cat", "padded"});
+    for (const char* name : {"y", "cat", "padded"})
+      EXPECT_TRUE(same_bytes(want.at(name), got.at(name))) << name;
+  }
+}
+
+TEST(Executor, ReturnedTensorsAreCopiesThatLaterRunsLeaveAlone) {
+  SCOPED_TRACE(test::seed_text());
+  auto g = test::rng(32);
+  const Graph graph = small_net(g);
+  const Executor exec(graph);
+  const TensorMap in1 = {{"x", test::random_tensor(g, {2, 3, 6, 6})}};
+  const TensorMap in2 = {{"x", test::random_tensor(g, {2, 3, 6, 6})}};
+  const TensorMap first = exec.run(in1, {"r"});
+  const Tensor r1 = first.at("r"), y1 = first.at("y");
+  exec.run(in2, {"r"});
+  EXPECT_TRUE(same_bytes(first.at("r"), r1));
+  EXPECT_TRUE(same_bytes(first.at("y"), y1));
+  // A copy keeps its own tensors: running it does not disturb the original's next run.
+  const Executor copy = exec;
+  EXPECT_TRUE(same_bytes(copy.run(in2).at("y"), exec.run(in2).at("y")));
+  EXPECT_TRUE(same_bytes(exec.run(in1).at("y"), y1));
+}
+
+// The Relu after the Conv runs in place on the conv's output unless the run keeps that output.
+TEST(Executor, ReluRunsInPlaceUnlessItsInputIsKept) {
+  SCOPED_TRACE(test::seed_text());
+  auto g = test::rng(33);
+  const Executor exec(small_net(g));
+  const TensorMap in = {{"x", test::random_tensor(g, {2, 3, 6, 6})}};
+  const TensorMap plain = exec.run(in, {"r"});
+  const TensorMap apart = exec.run(in, {"c", "r"});
+  EXPECT_TRUE(same_bytes(plain.at("y"), apart.at("y")));
+  EXPECT_TRUE(same_bytes(plain.at("r"), apart.at("r")));
+  const auto c = apart.at("c").values<float>(), r = apart.at("r").values<float>();
+  std::size_t negative = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    negative += c[i] < 0;
+    EXPECT_EQ(r[i], c[i] > 0 ? c[i] : 0.0f);
+  }
+  EXPECT_GT(negative, 0u) << "the kept conv output was overwritten by the Relu";
+  // The hook sees the aliasing: the same tensor in and out, unless kept apart.
+  std::size_t relu = 0;
+  while (exec.graph().nodes[relu].name != "relu") ++relu;
+  for (const bool keep_c : {false, true}) {
+    bool in_place = false;
+    exec.run(in, keep_c ? std::vector<std::string>{"c"} : std::vector<std::string>{},
+             [&](std::size_t node, std::span<const Tensor* const> i, std::span<Tensor* const> o) {
+               if (node == relu) in_place = i[0] == o[0];
+               return false;
+             });
+    EXPECT_EQ(in_place, !keep_c);
+  }
+}
+
+// Relu after Relu: the second runs in place on the tensor the first already shares.
+TEST(Executor, ChainedReluRunsInPlaceOnTheSharedTensor) {
+  OnnxBuilder b(17);
+  b.input("x", F, {5}).output("y", F, {5});
+  b.node("Neg", {"x"}, {"n"}, "neg");
+  b.node("Relu", {"n"}, {"r"}, "relu1");
+  b.node("Relu", {"r"}, {"y"}, "relu2");
+  const Executor exec(import_onnx_bytes(b.bytes(), "relus"));
+  for (int run = 0; run < 2; ++run) {
+    const float s = run ? -1.0f : 1.0f;
+    const TensorMap out =
+        exec.run({{"x", Tensor::from_values<float>({5}, {-2 * s, -1 * s, 0, 1 * s, 2 * s})}});
+    const auto y = out.at("y").values<float>();
+    const std::vector<float> want =
+        run ? std::vector<float>{0, 0, 0, 1, 2} : std::vector<float>{2, 1, 0, 0, 0};
+    EXPECT_EQ(std::vector<float>(y.begin(), y.end()), want);
+  }
+}
+
+}  // namespace
+}  // namespace qforge::model
