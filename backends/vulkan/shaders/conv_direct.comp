@@ -47,11 +47,21 @@ layout(push_constant) uniform Push {
 #include "elementwise.glsl"
 #include "quant_math.glsl"
 
-int load_byte(uint which, uint index, bool is_signed) {
-  uint word = which == 0u ? x_words[index >> 2] : w_words[index >> 2];
+int x_byte(uint index, bool is_signed) {
+  uint word = x_words[index >> 2];
   int shift = int((index & 3u) * 8u);
   return is_signed ? bitfieldExtract(int(word), shift, 8) : int(bitfieldExtract(word, shift, 8));
 }
+
+int w_byte(uint index, bool is_signed) {
+  uint word = w_words[index >> 2];
+  int shift = int((index & 3u) * 8u);
+  return is_signed ? bitfieldExtract(int(word), shift, 8) : int(bitfieldExtract(word, shift, 8));
+}
+
+// ceil(a / b) and floor(a / b) for b > 0.
+int ceil_div(int a, int b) { return a <= 0 ? -((-a) / b) : (a + b - 1) / b; }
+int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 // The element of linear index e (Y's layout) as an int32 (modes 0, 2, 3) or float32 bits.
 uint compute(uint e) {
@@ -72,19 +82,29 @@ uint compute(uint e) {
   }
   int c0 = (o / pc.og) * pc.cg;
   int zw = int(params[uint(o) * step]);
+  // The kernel taps that land inside the input (the rest read padding, which adds zero):
+  // 0 <= y * stride - pad + i * dilation < H, likewise for x.
+  int by = y * pc.stride_h - pc.pad_top, bx = x * pc.stride_w - pc.pad_left;
+  int i0 = max(0, ceil_div(-by, pc.dilation_h));
+  int i1 = min(pc.kh, floor_div(pc.h - 1 - by, pc.dilation_h) + 1);
+  int j0 = max(0, ceil_div(-bx, pc.dilation_w));
+  int j1 = min(pc.kw, floor_div(pc.w - 1 - bx, pc.dilation_w) + 1);
+  // Channel steps: X's next channel is the next byte (NHWC) or the next plane (NCHW); W's is
+  // the next KH x KW slice.
+  uint x_step = nhwc ? 1u : uint(pc.h * pc.w);
+  uint w_step = uint(pc.kh * pc.kw);
   int acc = 0;
-  for (int ci = 0; ci < pc.cg; ++ci) {
-    for (int i = 0; i < pc.kh; ++i) {
-      int ih = y * pc.stride_h - pc.pad_top + i * pc.dilation_h;
-      if (ih < 0 || ih >= pc.h) continue;
-      for (int j = 0; j < pc.kw; ++j) {
-        int iw = x * pc.stride_w - pc.pad_left + j * pc.dilation_w;
-        if (iw < 0 || iw >= pc.w) continue;
-        int xi = nhwc ? ((n * pc.h + ih) * pc.w + iw) * pc.c + c0 + ci
-                      : ((n * pc.c + c0 + ci) * pc.h + ih) * pc.w + iw;
-        int wi = ((o * pc.cg + ci) * pc.kh + i) * pc.kw + j;
-        acc += (load_byte(0u, pc.x_lead + uint(xi), x_signed) - pc.zx) *
-               (load_byte(1u, pc.w_lead + uint(wi), w_signed) - zw);
+  for (int i = i0; i < i1; ++i) {
+    int ih = by + i * pc.dilation_h;
+    for (int j = j0; j < j1; ++j) {
+      int iw = bx + j * pc.dilation_w;
+      uint xi = pc.x_lead + uint(nhwc ? ((n * pc.h + ih) * pc.w + iw) * pc.c + c0
+                                      : ((n * pc.c + c0) * pc.h + ih) * pc.w + iw);
+      uint wi = pc.w_lead + uint((o * pc.cg * pc.kh + i) * pc.kw + j);
+      for (int ci = 0; ci < pc.cg; ++ci) {
+        acc += (x_byte(xi, x_signed) - pc.zx) * (w_byte(wi, w_signed) - zw);
+        xi += x_step;
+        wi += w_step;
       }
     }
   }
