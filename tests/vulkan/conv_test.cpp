@@ -111,6 +111,39 @@ TEST_F(ConvTest, PlansWithFixedWeightsMatchTheReference) {
     }
 }
 
+// Strides and dilations beyond int32 (allowed up to 2^48 where they do not matter: one output
+// row, a one-tap kernel) and an empty reduction (C = 0: the bias alone).
+TEST_F(ConvTest, ExtremeStridesAndEmptyReductionsMatchTheReference) {
+  ConvDesc d;
+  d.layout = ConvLayout::nhwc;
+  d.n = 2, d.c = 3, d.h = 5, d.w = 4, d.out_channels = 2;
+  d.kernel_w = 2;
+  d.stride_h = d.stride_w = std::int64_t{1} << 40;
+  d.dilation_h = std::int64_t{1} << 40;
+  d.pad_bottom = 1;
+  d.x_params = QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 7);
+  d.w_params = QuantizationParams::per_tensor_affine(DType::int8, 0.25f, -3);
+  d.bias = ConvBias::f32;
+  d.activation = ConvActivation::relu;
+  for (const std::int64_t c : {std::int64_t{3}, std::int64_t{0}}) {
+    d.c = c;
+    SCOPED_TRACE(describe({OpKind::conv_dequant, d}));
+    ASSERT_TRUE(ops().supports({OpKind::conv_dequant, d}).supported)
+        << ops().supports({OpKind::conv_dequant, d}).reason;
+    const auto x = codes(rng(), count(d.x_shape())), w = codes(rng(), count(d.w_shape()));
+    const std::vector<float> bias = {1.5f, -2.0f};
+    std::vector<float> want(count(d.y_shape()));
+    reference::conv_dequant(d, x.data(), w.data(), bias.data(), want.data());
+    DeviceArray dx(ops(), std::max<std::size_t>(x.size(), 1)),
+        dw(ops(), std::max<std::size_t>(w.size(), 1));
+    if (!x.empty()) dx.write(x.data(), x.size());
+    if (!w.empty()) dw.write(w.data(), w.size());
+    DeviceArray db(ops(), bias), dy(ops(), want.size() * 4);
+    ops().conv(OpKind::conv_dequant, d, dx.ptr(), dw.ptr(), db.ptr(), dy.ptr());
+    EXPECT_EQ(dy.read<float>(), want);
+  }
+}
+
 TEST_F(ConvTest, BiasThatLeavesInt32IsReportedNeverWrapped) {
   ConvDesc d;
   d.n = 1, d.c = 1, d.h = 2, d.w = 2, d.out_channels = 1;

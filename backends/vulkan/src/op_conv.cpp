@@ -2,6 +2,7 @@
 // output. supports() claims only convolutions whose X, W, Y and params each fit one binding and
 // whose output fits one grid, so nothing here splits; the per-output-channel zero points, scales
 // or multipliers go to the shader in one small parameter buffer.
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -141,8 +142,13 @@ double run_conv(Context& ctx, OpKind op, const ConvDesc& d, const void* x, const
   push.c = i32(d.c), push.h = i32(d.h), push.w = i32(d.w), push.o = i32(d.out_channels);
   push.oh = i32(d.out_h()), push.ow = i32(d.out_w());
   push.kh = i32(d.kernel_h), push.kw = i32(d.kernel_w);
-  push.stride_h = i32(d.stride_h), push.stride_w = i32(d.stride_w);
-  push.dilation_h = i32(d.dilation_h), push.dilation_w = i32(d.dilation_w);
+  // Strides past the padded extent give one output row (index 0) and dilations of a one-tap
+  // kernel are never multiplied by more than 0: both may exceed int32 (up to 2^48), and any
+  // positive stand-in computes the same; the rest are below 2^30 (supports()).
+  const std::int64_t big = std::int64_t{1} << 30;
+  push.stride_h = i32(std::min(d.stride_h, big)), push.stride_w = i32(std::min(d.stride_w, big));
+  push.dilation_h = i32(d.kernel_h == 1 ? 1 : d.dilation_h);
+  push.dilation_w = i32(d.kernel_w == 1 ? 1 : d.dilation_w);
   push.pad_top = i32(d.pad_top), push.pad_left = i32(d.pad_left);
   push.cg = i32(d.c / d.groups), push.og = i32(d.out_channels / d.groups);
   push.zx = d.x_params.zero_point();

@@ -172,6 +172,7 @@ void check_conv(const ConvDesc& d, OpKind op, const DeviceCaps& caps) {
   fits("X", d.x_shape(), 1);
   fits("W", d.w_shape(), 1);
   fits("Y", d.y_shape(), op == OpKind::qlinear_conv ? 1 : 4);
+  if (d.bias != ConvBias::none) fits("bias", {d.out_channels}, 4);
   // Input coordinates (oh * stride - pad + kh * dilation) are int32 in the shader.
   const std::int64_t limit = std::int64_t{1} << 30;
   if (d.h + d.pad_top + d.pad_bottom > limit || d.w + d.pad_left + d.pad_right > limit)
