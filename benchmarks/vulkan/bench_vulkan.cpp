@@ -13,8 +13,9 @@
 // synchronize after 20-50 calls): its per-call time is then the device time, which the vulkan
 // GPU time is compared with. QFORGE_VULKAN_PIPELINE_STATS=1 adds the driver compiler's
 // statistics of each GEMM kernel (registers, where the driver reports them). Usage:
-//   qforge_bench_vulkan [--quick] [--reps N] [--elements N] [--gemm 4096,8192]
+//   qforge_bench_vulkan [--quick] [--reps N] [--elements N] [--gemm 4096,8192] [--conv]
 // --quick: lavapipe-sized work (4 Mi elements, GEMM 256 and 512).
+// --conv: only the convolution layers (conv_bench.cpp), against cpu_scalar when it loads.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -27,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "conv_bench.h"
 #include "coopmat_peak.h"
 #include "copy_anchor.h"
 #include "qforge/error.h"
@@ -132,16 +134,18 @@ int main(int argc, char** argv) {
   int reps = 10;
   std::int64_t elements = 256ll << 20;
   std::vector<std::int64_t> gemm_sizes = {4096, 8192};
-  bool elements_set = false, gemm_set = false;
+  bool elements_set = false, gemm_set = false, conv = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") quick = true;
+    else if (a == "--conv") conv = true;
     else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--elements" && i + 1 < argc)
       elements = std::atoll(argv[++i]), elements_set = true;
     else if (a == "--gemm" && i + 1 < argc) gemm_sizes = parse_list(argv[++i]), gemm_set = true;
     else {
-      std::fprintf(stderr, "usage: %s [--quick] [--reps N] [--elements N] [--gemm 4096,8192]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--quick] [--reps N] [--elements N] [--gemm 4096,8192] [--conv]\n",
                    argv[0]);
       return 2;
     }
@@ -186,6 +190,15 @@ int main(int argc, char** argv) {
         "subgroup_size", "max_shared_memory_bytes", "max_storage_buffer_range_bytes",
         "gemm_kernels"})
     std::printf("  %s: %s\n", key, dev.properties.at(key).c_str());
+
+  if (conv) {
+    try {
+      return vkbench::run_conv_bench(*vk, registry.find("cpu_scalar"), reps) ? 0 : 1;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "benchmark failed: %s\n", e.what());
+      return 1;
+    }
+  }
 
   std::vector<Row> rows;
   std::map<std::string, std::string> stats;  // kernel -> compiler statistics

@@ -30,6 +30,7 @@ enum class Kernel {
   gemm_coop_128x128_w4_k64_split,    // two stages, each step's copy in halves
   gemm_coop_128x128_w4_k64_bglobal,  // A staged, B fragments from the buffer
   gemm_coop_128x128_w4_global,       // A and B fragments from the buffer, no barriers
+  conv_direct,                       // conv_*: direct convolution, int32 multiply-adds
 };
 
 struct KernelInfo {
@@ -38,7 +39,7 @@ struct KernelInfo {
   bool gemm;
 };
 
-inline constexpr std::array<KernelInfo, 11> kKernels = {{
+inline constexpr std::array<KernelInfo, 12> kKernels = {{
     {Kernel::quantize, "vk_quantize_f32_q8", false},
     {Kernel::dequantize, "vk_dequantize_q8_f32", false},
     {Kernel::requantize, "vk_requantize_s32_q8", false},
@@ -55,6 +56,7 @@ inline constexpr std::array<KernelInfo, 11> kKernels = {{
      "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_k64_bglobal", true},
     {Kernel::gemm_coop_128x128_w4_global, "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128_w4_global",
      true},
+    {Kernel::conv_direct, "vk_conv_q8_s32acc_direct", false},
 }};
 
 std::string_view kernel_name(Kernel k);

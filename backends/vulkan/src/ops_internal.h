@@ -28,4 +28,9 @@ std::shared_ptr<PackedWeights> pack_gemm_weights(std::shared_ptr<Context> ctx,
 double run_gemm(Context& ctx, Kernel kernel, OpKind op, const MatmulDesc& desc, const void* a,
                 const void* b, const PackedWeights* packed, const float* bias, void* out);
 
+// conv_integer / qlinear_conv / conv_dequant (conv_direct.comp); bias as desc.bias says.
+// Throws overflow when an accumulator plus its int32 bias leaves int32.
+double run_conv(Context& ctx, OpKind op, const ConvDesc& desc, const void* x, const void* w,
+                const void* bias, void* y);
+
 }  // namespace qforge::vulkan

@@ -150,6 +150,51 @@ void check_matmul(const MatmulDesc& d, OpKind op, const DeviceCaps& caps) {
   }
 }
 
+// What conv_direct.comp runs in one dispatch with 32-bit index arithmetic (op_conv.cpp).
+void check_conv(const ConvDesc& d, OpKind op, const DeviceCaps& caps) {
+  const std::int64_t safe = reference::int32_safe_reduction(d);
+  if (d.reduction() > safe)
+    refuse("C / groups * KH * KW = " + std::to_string(d.reduction()) +
+           " can overflow the int32 accumulator for these dtypes and zero points; the vulkan "
+           "backend accumulates in int32 and takes reductions <= " +
+           std::to_string(safe) + " (reference::int32_safe_reduction)");
+  // Every operand in one binding keeps each index the shader computes below 2^31.
+  const std::uint64_t cap = window_capacity(caps);
+  auto fits = [&](const char* what, const Shape& shape, std::uint64_t elt) {
+    std::uint64_t n = 1;
+    for (const auto e : shape) n *= static_cast<std::uint64_t>(e);  // bounded by the checks
+    if (n * elt > cap)
+      refuse(std::string(what) + " " + to_string(shape) + " spans " + std::to_string(n * elt) +
+             " bytes, more than one storage-buffer binding (" + std::to_string(cap) +
+             " bytes) on device '" + caps.name +
+             "'; the direct convolution binds each operand whole (split the batch)");
+  };
+  fits("X", d.x_shape(), 1);
+  fits("W", d.w_shape(), 1);
+  fits("Y", d.y_shape(), op == OpKind::qlinear_conv ? 1 : 4);
+  if (d.bias != ConvBias::none) fits("bias", {d.out_channels}, 4);
+  // Input coordinates (oh * stride - pad + kh * dilation) are int32 in the shader.
+  const std::int64_t limit = std::int64_t{1} << 30;
+  if (d.h + d.pad_top + d.pad_bottom > limit || d.w + d.pad_left + d.pad_right > limit)
+    refuse("padded input " + std::to_string(d.h + d.pad_top + d.pad_bottom) + " x " +
+           std::to_string(d.w + d.pad_left + d.pad_right) +
+           "; the vulkan convolution takes padded extents up to 2^30");
+  const std::uint64_t outputs = static_cast<std::uint64_t>(d.n * d.out_channels) *
+                                static_cast<std::uint64_t>(d.out_h() * d.out_w());
+  if ((outputs + 255) / 256 > max_linear_groups(caps))
+    refuse(std::to_string(outputs) +
+           " outputs exceed one dispatch of 256-invocation workgroups "
+           "on device '" +
+           caps.name + "'; split the batch");
+  check_params_size(caps, d.w_params.count(), 8);
+  if (op == OpKind::qlinear_conv && d.requant_mode == RequantMode::fixed_point &&
+      d.out_channels > 0) {
+    // The multipliers are monotonic in the scales: the largest must have a fixed-point form.
+    const float sw = *std::max_element(d.w_params.scales().begin(), d.w_params.scales().end());
+    reference::quantize_multiplier((d.x_params.scale() * sw) / d.y_params->scale());
+  }
+}
+
 }  // namespace
 
 std::vector<Kernel> gemm_kernels(const DeviceCaps& caps) {
@@ -220,17 +265,26 @@ Support check_support(OpKind op, const MatmulDesc& d, const DeviceCaps& caps,
   });
 }
 
+Support check_support(OpKind op, const ConvDesc& d, const DeviceCaps& caps) {
+  return answer(op, [&]() -> std::vector<Kernel> {
+    if (op != OpKind::conv_integer && op != OpKind::qlinear_conv && op != OpKind::conv_dequant)
+      refuse("descriptor is a ConvDesc");
+    reference::check_descriptor(op, d);  // what the reference rejects, nobody runs
+    check_conv(d, op, caps);
+    return {Kernel::conv_direct};
+  });
+}
+
 Support check_support(const OpDesc& op, const DeviceCaps& caps, std::optional<Kernel> forced) {
   if (const auto* d = std::get_if<QuantizeDesc>(&op.desc)) return check_support(op.op, *d, caps);
   if (const auto* d = std::get_if<RequantizeDesc>(&op.desc)) return check_support(op.op, *d, caps);
   if (const auto* d = std::get_if<MatmulDesc>(&op.desc))
     return check_support(op.op, *d, caps, forced);
+  if (const auto* d = std::get_if<ConvDesc>(&op.desc)) return check_support(op.op, *d, caps);
   // A malformed descriptor is refused for what is wrong with it (an operand over the size limit
   // included), before "not implemented".
   return answer(op.op, [&]() -> std::vector<Kernel> {
     reference::check_descriptor(op);
-    if (std::holds_alternative<ConvDesc>(op.desc))
-      refuse("not implemented by the vulkan backend yet; expected cpu_scalar to run it");
     refuse(
         "not implemented by the vulkan backend (its float reductions and float GEMMs run on "
         "the CPU backends)");

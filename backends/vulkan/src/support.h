@@ -19,6 +19,7 @@ Support check_support(const OpDesc& op, const DeviceCaps& caps, std::optional<Ke
 // block-wise params of a large tensor are tens of MB).
 Support check_support(OpKind op, const QuantizeDesc& d, const DeviceCaps& caps);
 Support check_support(OpKind op, const RequantizeDesc& d, const DeviceCaps& caps);
+Support check_support(OpKind op, const ConvDesc& d, const DeviceCaps& caps);
 Support check_support(OpKind op, const MatmulDesc& d, const DeviceCaps& caps,
                       std::optional<Kernel> forced);
 

@@ -266,6 +266,13 @@ void VulkanOps::qlinear_matmul(const MatmulDesc& desc, const void* a, const void
   gemm(desc, OpKind::qlinear_matmul, a, b, nullptr, nullptr, y);
 }
 
+void VulkanOps::conv(OpKind op, const ConvDesc& desc, const void* x, const void* w,
+                     const void* bias, void* y) {
+  context();
+  const Kernel k = begin(check_support(op, desc, caps()));
+  finish(k, run_conv(*ctx_, op, desc, x, w, bias, y));
+}
+
 std::shared_ptr<PackedWeights> VulkanOps::pack_weights(const MatmulDesc& desc, const void* b) {
   // Packed weights serve every matmul op; check the descriptor as matmul_integer would.
   context();

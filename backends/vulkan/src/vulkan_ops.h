@@ -58,6 +58,8 @@ class VulkanOps final : public QuantizationOps {
   void matmul_dequant(const MatmulDesc& desc, const void* a, const void* b, const float* bias,
                       void* y) override;
   void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) override;
+  void conv(OpKind op, const ConvDesc& desc, const void* x, const void* w, const void* bias,
+            void* y) override;
   std::shared_ptr<PackedWeights> pack_weights(const MatmulDesc& desc, const void* b) override;
   void matmul_integer_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
                              std::int32_t* c) override;
