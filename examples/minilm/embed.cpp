@@ -1,8 +1,11 @@
 // qforge_minilm_embed: sentences in (one per line), sentence embeddings out, with the C++
-// WordPiece and qforge's float executor on the graph of build_onnx.py.
+// WordPiece and qforge's float executor on the graph of build_onnx.py, or the quantized model
+// a recipe makes of it.
 //
 //   qforge_minilm_embed --model minilm.onnx --vocab vocab.txt [--input sentences.txt]
 //                       [--output embeddings.npy] [--batch 32] [--max-length 256]
+//                       [--recipe recipe.json [--calibration-sentences calib.txt]
+//                        [--report report.txt]]
 //   qforge_minilm_embed --vocab vocab.txt --ids [--input sentences.txt] [--max-length 256]
 //
 // --ids only tokenises: each sentence's token ids, [CLS] and [SEP] included, as one line.
@@ -10,6 +13,11 @@
 // printed as one line of 384 numbers. Batches are padded to their longest sentence (pad id 0,
 // attention mask 0); one executor per batch shape is kept. The time of each batch's run
 // (excluding tokenisation and executor set-up) goes to standard error.
+// With --recipe the MatMuls it names run quantized (QuantizedModel). Static activations are
+// calibrated on --calibration-sentences, tokenised by the same WordPiece, in batches of
+// --batch sentences padded to the longest calibration sentence (a remainder that does not fill
+// a batch is left out and counted). --report writes the per-layer SQNR table of the first batch
+// (quantized against float, both run end to end).
 // Exit status: 0 on success, 1 when a qforge::Error is raised (its message is printed), 2 for
 // bad usage.
 #include <CLI/CLI.hpp>
@@ -21,9 +29,14 @@
 #include <memory>
 
 #include "data/npy.h"
+#include "qforge/accelerator.h"
 #include "qforge/error.h"
+#include "qforge/model/calibrate.h"
 #include "qforge/model/executor.h"
+#include "qforge/model/layer_report.h"
 #include "qforge/model/onnx_import.h"
+#include "qforge/model/quantized_model.h"
+#include "qforge/model/recipe.h"
 #include "qforge/output_file.h"
 #include "text/wordpiece.h"
 
@@ -45,32 +58,112 @@ std::vector<std::string> read_lines(std::istream& in) {
 
 struct Options {
   std::string model, vocab, input, output;
+  std::string recipe, calibration_sentences, report;
   std::size_t batch = 32, max_length = 256;
   bool ids_only = false;
 };
 
-std::vector<std::string> read_sentences(const Options& o) {
-  if (o.input.empty()) return read_lines(std::cin);
-  std::ifstream in(o.input, std::ios::binary);
-  if (!in) throw Error(ErrorCode::io, o.input + ": cannot open the sentences file");
+std::vector<std::string> read_sentences(const std::string& file) {
+  if (file.empty()) return read_lines(std::cin);
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error(ErrorCode::io, file + ": cannot open the sentences file");
   return read_lines(in);
 }
 
+// `file` names the sentences' source in errors (empty: standard input).
 std::vector<std::int64_t> encode_line(const qforge::minilm::WordPiece& wp, const Options& o,
-                                      const std::string& sentence, std::size_t line) {
+                                      const std::string& file, const std::string& sentence,
+                                      std::size_t line) {
   try {
     return wp.encode(sentence, o.max_length);
   } catch (const Error& e) {
-    throw Error(e.code(), (o.input.empty() ? std::string("standard input") : o.input) + ", line " +
+    throw Error(e.code(), (file.empty() ? std::string("standard input") : file) + ", line " +
                               std::to_string(line) + ": " + e.what());
   }
 }
 
+// The model's inputs for sentences' ids, padded to `width` tokens.
+TensorMap make_batch(const qforge::minilm::WordPiece& wp,
+                     const std::vector<std::vector<std::int64_t>>& ids, std::size_t width) {
+  const Shape shape{static_cast<std::int64_t>(ids.size()), static_cast<std::int64_t>(width)};
+  Tensor input_ids(ElementType::int64, shape), mask(ElementType::int64, shape);
+  auto iv = input_ids.values<std::int64_t>();
+  auto mv = mask.values<std::int64_t>();
+  std::fill(iv.begin(), iv.end(), wp.pad_id());
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    for (std::size_t j = 0; j < ids[i].size(); ++j) {
+      iv[i * width + j] = ids[i][j];
+      mv[i * width + j] = 1;
+    }
+  TensorMap m;
+  m.emplace("input_ids", std::move(input_ids));
+  m.emplace("attention_mask", std::move(mask));
+  return m;
+}
+
+std::unique_ptr<Executor> make_executor(const Graph& graph, const Shape& shape) {
+  ResolveOptions ro;
+  ro.input_shapes["input_ids"] = shape;
+  ro.input_shapes["attention_mask"] = shape;
+  return std::make_unique<Executor>(graph, ro);
+}
+
+bool has_static_layers(const Graph& graph, const Recipe& recipe) {
+  for (const auto& node : resolve(recipe, node_refs(graph)).nodes)
+    if (node.quantize && node.quantize->activations &&
+        node.quantize->activations->mode == ActivationMode::static_range)
+      return true;
+  return false;
+}
+
+// Calibrates the recipe's static activations on the --calibration-sentences; empty when the
+// recipe has none (dynamic and explicit activations need no calibration).
+CalibrationResult calibrate_sentences(const Graph& graph, const Recipe& recipe,
+                                      const qforge::minilm::WordPiece& wp, const Options& o) {
+  if (o.calibration_sentences.empty()) {
+    if (has_static_layers(graph, recipe))
+      throw Error(ErrorCode::invalid_argument,
+                  o.recipe + ": the recipe quantizes activations statically; give " +
+                      "--calibration-sentences to calibrate them on");
+    return {};
+  }
+  const auto lines = read_sentences(o.calibration_sentences);
+  if (lines.empty())
+    throw Error(ErrorCode::invalid_argument,
+                o.calibration_sentences + ": no sentences to calibrate on");
+  std::vector<std::vector<std::int64_t>> ids;
+  std::size_t width = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    ids.push_back(encode_line(wp, o, o.calibration_sentences, lines[i], i + 1));
+    width = std::max(width, ids.back().size());
+  }
+  const std::size_t batch = std::min(o.batch, ids.size());
+  const std::size_t batches = ids.size() / batch;
+  const auto f = make_executor(
+      graph, Shape{static_cast<std::int64_t>(batch), static_cast<std::int64_t>(width)});
+  const RecipeResolution res = resolve(recipe, node_refs(f->graph()));
+  std::size_t done = 0;
+  const BatchSource next = [&]() -> std::optional<TensorMap> {
+    if (done == batches) return std::nullopt;
+    std::vector<std::vector<std::int64_t>> part(ids.begin() + done * batch,
+                                                ids.begin() + (done + 1) * batch);
+    ++done;
+    return make_batch(wp, part, width);
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  CalibrationResult cal = calibrate(*f, res, next);
+  std::fprintf(stderr,
+               "calibration: %zu batches of %zu x %zu tokens (%zu sentences left out), %.1f s\n",
+               batches, batch, width, ids.size() - batches * batch,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return cal;
+}
+
 int print_ids(const Options& o) {
   const auto wp = qforge::minilm::WordPiece::from_vocab_file(o.vocab);
-  const std::vector<std::string> sentences = read_sentences(o);
+  const std::vector<std::string> sentences = read_sentences(o.input);
   for (std::size_t i = 0; i < sentences.size(); ++i) {
-    const auto ids = encode_line(wp, o, sentences[i], i + 1);
+    const auto ids = encode_line(wp, o, o.input, sentences[i], i + 1);
     for (std::size_t j = 0; j < ids.size(); ++j)
       std::printf(j ? " %lld" : "%lld", static_cast<long long>(ids[j]));
     std::printf("\n");
@@ -78,11 +171,26 @@ int print_ids(const Options& o) {
   return 0;
 }
 
+// The executors for one batch shape: the float model and, with a recipe, its quantized form.
+struct ShapeModels {
+  std::unique_ptr<Executor> float_model;
+  std::unique_ptr<QuantizedModel> quantized;
+};
+
 int run(const Options& o) {
   const auto wp = qforge::minilm::WordPiece::from_vocab_file(o.vocab);
   const Graph graph = import_onnx_file(o.model);
-  const std::vector<std::string> sentences = read_sentences(o);
-  std::map<std::pair<std::int64_t, std::int64_t>, std::unique_ptr<Executor>> executors;
+  std::optional<Recipe> recipe;
+  CalibrationResult calibration;
+  std::unique_ptr<qforge::Accelerator> accelerator;
+  if (!o.recipe.empty()) {
+    recipe = load_recipe(o.recipe);
+    calibration = calibrate_sentences(graph, *recipe, wp, o);
+    accelerator =
+        std::make_unique<qforge::Accelerator>(qforge::AcceleratorOptions::from_environment());
+  }
+  const std::vector<std::string> sentences = read_sentences(o.input);
+  std::map<std::pair<std::int64_t, std::int64_t>, ShapeModels> executors;
   std::vector<float> all;
   std::int64_t dim = 0;
   double run_seconds = 0.0;
@@ -91,28 +199,30 @@ int run(const Options& o) {
     std::vector<std::vector<std::int64_t>> ids(count);
     std::size_t width = 0;
     for (std::size_t i = 0; i < count; ++i) {
-      ids[i] = encode_line(wp, o, sentences[first + i], first + i + 1);
+      ids[i] = encode_line(wp, o, o.input, sentences[first + i], first + i + 1);
       width = std::max(width, ids[i].size());
     }
     const Shape shape{static_cast<std::int64_t>(count), static_cast<std::int64_t>(width)};
-    Tensor input_ids(ElementType::int64, shape), mask(ElementType::int64, shape);
-    auto iv = input_ids.values<std::int64_t>();
-    auto mv = mask.values<std::int64_t>();
-    std::fill(iv.begin(), iv.end(), wp.pad_id());
-    for (std::size_t i = 0; i < count; ++i)
-      for (std::size_t j = 0; j < ids[i].size(); ++j) {
-        iv[i * width + j] = ids[i][j];
-        mv[i * width + j] = 1;
+    const TensorMap inputs = make_batch(wp, ids, width);
+    auto& models = executors[std::make_pair(shape[0], shape[1])];
+    if (!models.float_model) {
+      models.float_model = make_executor(graph, shape);
+      if (recipe) {
+        const RecipeResolution res = resolve(*recipe, node_refs(models.float_model->graph()));
+        models.quantized = std::make_unique<QuantizedModel>(*models.float_model, *recipe, res,
+                                                            calibration, *accelerator);
       }
-    auto& exec = executors[std::make_pair(shape[0], shape[1])];
-    if (!exec) {
-      ResolveOptions ro;
-      ro.input_shapes["input_ids"] = shape;
-      ro.input_shapes["attention_mask"] = shape;
-      exec = std::make_unique<Executor>(graph, ro);
+    }
+    if (first == 0 && models.quantized && !o.report.empty()) {
+      ReportOptions ro;
+      ro.timed_runs = 1;
+      const ModelReport report =
+          layer_report(*models.float_model, *models.quantized, std::span(&inputs, 1), ro);
+      qforge::write_file_atomically(o.report, format_report(report), "report file");
     }
     const auto t0 = std::chrono::steady_clock::now();
-    const TensorMap out = exec->run({{"input_ids", input_ids}, {"attention_mask", mask}});
+    const TensorMap out =
+        models.quantized ? models.quantized->run(inputs) : models.float_model->run(inputs);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     run_seconds += s;
     const Tensor& e = out.begin()->second;
@@ -157,6 +267,15 @@ int main(int argc, char** argv) {
   app.add_option("--batch", o.batch, "sentences per run")->check(CLI::PositiveNumber);
   app.add_option("--max-length", o.max_length, "tokens per sentence with [CLS] and [SEP]")
       ->check(CLI::Range(2, 512));
+  auto* recipe = app.add_option("--recipe", o.recipe, "quantization recipe (JSON): run quantized")
+                     ->check(CLI::ExistingFile);
+  app.add_option("--calibration-sentences", o.calibration_sentences,
+                 "sentences, one per line, to calibrate the recipe's static activations on")
+      ->check(CLI::ExistingFile)
+      ->needs(recipe);
+  app.add_option("--report", o.report, "write the per-layer SQNR report of the first batch")
+      ->needs(recipe);
+  recipe->excludes(ids);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
