@@ -68,8 +68,16 @@ class QuantizedModel:
         js, text, svg = self._impl.report(data, int(timed_runs))
         return ModelReport(json.loads(js), text, svg)
 
-    def export_onnx(self, *args, **kwargs):
-        raise NotImplementedError("export_onnx waits for the model layer's QDQ export")
+    def export_onnx(self, path=None):
+        """The model as QDQ ONNX (docs/MODEL.md, "QDQ export": the float graph with
+        DequantizeLinear in front of every quantized layer, what ONNX Runtime's quantize_static
+        writes). Writes ``path`` atomically and returns it, or returns the serialized model as
+        bytes when no path is given. Layers QDQ cannot express at opset 17 (int4, int16,
+        block-wise weights) raise qforge.Error naming the layer."""
+        if path is None:
+            return self._impl.export_onnx_bytes()
+        self._impl.export_onnx(os.fspath(path))
+        return path
 
     def export_c(self, *args, **kwargs):
         raise NotImplementedError("export_c waits for the model layer's standalone C export")

@@ -21,6 +21,7 @@
 #include "qforge/model/executor.h"
 #include "qforge/model/layer_report.h"
 #include "qforge/model/onnx_import.h"
+#include "qforge/model/qdq_export.h"
 #include "qforge/model/quantized_model.h"
 #include "qforge/model/recipe.h"
 
@@ -228,6 +229,24 @@ void bind_model(py::module_& m) {
           },
           py::arg("batches"), py::arg("timed_runs"),
           "(json, text, svg) of the per-layer report on these batches")
+      .def(
+          "export_onnx",
+          [](const PyModel& pm, const std::filesystem::path& path) {
+            py::gil_scoped_release release;
+            mdl::export_qdq_onnx(*pm.quantized, path);
+          },
+          py::arg("path"), "Writes the QDQ ONNX model atomically")
+      .def(
+          "export_onnx_bytes",
+          [](const PyModel& pm) {
+            std::vector<std::byte> bytes;
+            {
+              py::gil_scoped_release release;
+              bytes = mdl::export_qdq_onnx_bytes(*pm.quantized);
+            }
+            return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+          },
+          "The serialized QDQ ModelProto")
       .def_property_readonly("layers", [](const PyModel& pm) { return layer_list(*pm.quantized); })
       .def_property_readonly("skipped",
                              [](const PyModel& pm) {

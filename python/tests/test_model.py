@@ -49,8 +49,30 @@ class QuantizeModel(SeededTest):
         self.assertIn("sqnr", str(report).lower())
         self.assertTrue(report.svg.startswith("<svg") or "<svg" in report.svg[:200])
         self.assertIn("image", json.dumps(model.calibration) + "image")
-        with self.assertRaises(NotImplementedError):
-            model.export_onnx("x.onnx")
+
+    def test_export_onnx(self):
+        batches = [images(self.rng) for _ in range(3)]
+        model = qforge.quantize_model(MLP, RECIPE, batches, accelerator=scalar_accelerator())
+        data = model.export_onnx()
+        self.assertIsInstance(data, bytes)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "mlp_qdq.onnx")
+            self.assertEqual(model.export_onnx(path), path)
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(), data)
+            # The QDQ model, run in float by qforge's executor (a recipe that quantizes
+            # nothing), computes what the quantized model computes: the same codes, dequantized.
+            qdq = qforge.quantize_model(path, {"format": "qforge.recipe", "version": 1,
+                                               "rules": []}, batches[:1],
+                                        accelerator=scalar_accelerator())
+            self.assertEqual(qdq.layers, [])
+            x = images(self.rng)
+            (name, ours), = model.run(x).items()
+            theirs = qdq.run_float(x)[name]
+            np.testing.assert_allclose(theirs, ours, rtol=1e-4, atol=1e-4 * np.abs(ours).max(),
+                                       err_msg=self.where)
+            with self.assertRaisesRegex(qforge.Error, "no_such_dir"):
+                model.export_onnx(os.path.join(d, "no_such_dir", "x.onnx"))
 
     def test_recipe_from_file_and_generator(self):
         with tempfile.TemporaryDirectory() as d:
