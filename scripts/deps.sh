@@ -12,6 +12,8 @@ QFORGE_PACKAGES=(
   libonnx-dev libprotobuf-dev libopenblas-dev libonnx-testdata libre2-dev
   # the qforge tool's data readers: gzip'd IDX files, .npz archives
   zlib1g-dev libzip-dev
+  # the C export's tests build the exported code for a 32-bit target too (gcc -m32)
+  gcc-multilib
   # the Python package (python/, docs/PYTHON.md): the interpreter's headers and pybind11
   python3-dev pybind11-dev
   # optional backends: oneDNN (its CMake config needs the OpenCL headers, which libdnnl-dev only

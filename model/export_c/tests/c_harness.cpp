@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -17,12 +18,29 @@ std::optional<std::string> c_compiler() {
   return cc;
 }
 
+// Whether `compiler -m32` builds and runs a program here (gcc-multilib on x86-64).
+bool builds_32_bit(const std::string& compiler) {
+  const auto exe =
+      std::filesystem::temp_directory_path() / ("qforge-m32-probe-" + std::to_string(::getpid()));
+  const std::string cmd = "printf 'int main(void) { return sizeof(void *) == 4 ? 0 : 1; }\\n' | " +
+                          compiler + " -m32 -x c - -o " + exe.string() + " > /dev/null 2>&1 && " +
+                          exe.string();
+  const bool ok = std::system(cmd.c_str()) == 0;
+  std::error_code ec;
+  std::filesystem::remove(exe, ec);
+  return ok;
+}
+
 std::vector<std::string> c_compilers() {
   std::vector<std::string> all;
-  if (const auto cc = c_compiler()) all.push_back(*cc);
+  const auto cc = c_compiler();
+  if (cc) all.push_back(*cc);
   if (std::system("clang --version > /dev/null 2>&1") == 0 &&
       (all.empty() || all.front() != "clang"))
     all.push_back("clang");
+  // A 32-bit target, where int and pointers are 32 bits wide: the export promises fixed-width
+  // types only.
+  if (cc && builds_32_bit(*cc)) all.push_back(*cc + " -m32");
   return all;
 }
 

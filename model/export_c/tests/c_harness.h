@@ -14,7 +14,8 @@ namespace qforge::model::testing {
 
 // The C compiler the tests use: $CC, else cc; nullopt when none runs.
 std::optional<std::string> c_compiler();
-// That compiler and clang, where clang runs too (the export must build under both).
+// That compiler, clang where it runs, and that compiler with -m32 where a 32-bit program builds
+// and runs (the export must build under each and give the same bytes).
 std::vector<std::string> c_compilers();
 
 class CompiledModel {

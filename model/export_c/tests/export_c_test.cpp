@@ -243,7 +243,8 @@ RandomGraph random_graph(std::mt19937& rng) {
 TEST(ExportC, RandomGraphsMatchQforgeByteForByte) {
   const auto compilers = testing::c_compilers();
   if (compilers.empty()) GTEST_SKIP() << "no C compiler (cc or $CC) runs here";
-  for (int round = 0; round < 4; ++round) {
+  const int rounds = 2 * static_cast<int>(compilers.size());
+  for (int round = 0; round < rounds; ++round) {
     const std::string& cc = compilers[static_cast<std::size_t>(round) % compilers.size()];
     const std::uint32_t seed = fresh_seed();
     std::mt19937 rng(seed);
