@@ -14,8 +14,9 @@ QFORGE_PACKAGES=(
   zlib1g-dev libzip-dev
   # the C export's tests build the exported code for a 32-bit target too (gcc -m32)
   gcc-multilib
-  # the Python package (python/, docs/PYTHON.md): the interpreter's headers and pybind11
-  python3-dev pybind11-dev
+  # the Python package (python/, docs/PYTHON.md): the interpreter's headers, pybind11, and
+  # DLPack's header (plans read and write torch tensors, CUDA ones included, in place)
+  python3-dev pybind11-dev libdlpack-dev
   # optional backends: oneDNN (its CMake config needs the OpenCL headers, which libdnnl-dev only
   # recommends), Vulkan (headers, loader, shader compiler, lavapipe, validation layers)
   libdnnl-dev ocl-icd-opencl-dev

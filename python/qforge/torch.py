@@ -18,9 +18,14 @@ rule quantizes with a :class:`QuantizedLinear` or :class:`QuantizedConv2d`:
   packed once); dynamic activations run an integer matmul plan per batch size (weights packed
   once) and take the batch's zero point and scales out in numpy.
 
-CPU tensors only: a tensor is handed to qforge through numpy without a copy (contiguous
-float32). CUDA tensors (the cuda plugin with DLPack on the current stream) are not supported
-yet; a CUDA input raises ValueError.
+CPU tensors are handed to qforge through numpy without a copy (contiguous float32). CUDA
+tensors run on qforge's cuda plugin without a copy either (static and explicit activations):
+the input, the quantized activations and the output stay on the tensor's device, passed to the
+plans through DLPack, and the work is ordered with the current torch stream (the plans' stream
+follows the legacy default stream, which waits for the current stream through the DLPack
+exchange; afterwards the current stream waits for the legacy default stream). Dynamic
+activations on CUDA tensors raise ValueError (their per-batch params would need the min and
+max on the host first).
 
 Importing this module needs PyTorch; ``import qforge`` never imports it.
 """
@@ -30,6 +35,8 @@ try:
     from torch import nn
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError(f"qforge.torch needs PyTorch, which is not installed here ({e})") from e
+
+import threading
 
 import numpy as np
 
@@ -89,6 +96,13 @@ class _QuantizedLayer(nn.Module):
     def accelerator(self):
         return self._accelerator or default_accelerator()
 
+    def _cuda_accelerator(self):
+        """The accelerator for CUDA tensors: the one given to quantize_ if it has the cuda
+        plugin, else a process-wide one over the cuda plugin alone."""
+        if self._accelerator is not None and "cuda" in self._accelerator.plugins:
+            return self._accelerator
+        return _default_cuda_accelerator()
+
     def _float_bias(self):
         return (None if self.bias is None else
                 self.bias.detach().to("cpu", torch.float32).contiguous().numpy())
@@ -114,10 +128,39 @@ class _QuantizedLayer(nn.Module):
             self._observer.observe(x.detach().to(torch.float32).contiguous().cpu().numpy())
         if self.training or self._observer is not None:
             return True
-        if x.device.type != "cpu":
-            raise ValueError(f"qforge.torch: '{self.name}' got a tensor on {x.device}; only CPU "
-                             "tensors are supported so far")
+        if x.device.type not in ("cpu", "cuda"):
+            raise ValueError(f"qforge.torch: '{self.name}' got a tensor on {x.device}; qforge "
+                             "runs CPU and CUDA tensors")
         return False
+
+    def _cuda_plans(self, key, make):
+        """The plans of `key` for CUDA tensors, made by make(accelerator) once; each must run
+        on the tensor's device."""
+        plans = self._plans.get(key)
+        if plans is None:
+            device = key[1]
+            plans = make(self._cuda_accelerator())
+            for plan in plans:
+                if plan.host_memory or plan.device != device:
+                    where = "the host" if plan.host_memory else f"cuda:{plan.device}"
+                    raise ValueError(f"qforge.torch: '{self.name}': the plan for cuda:{device} "
+                                     f"runs on {where}; qforge's cuda plugin numbers devices "
+                                     "as CUDA does, so pass an accelerator with that device")
+            self._plans[key] = plans
+        return plans
+
+    def _run_on_cuda(self, quantize_plan, plan, x, out_shape, params):
+        """x (contiguous float32 on a CUDA device) quantized and run through `plan` into a new
+        float32 tensor, all on the device."""
+        a = torch.empty(x.shape, dtype=_TORCH_STORAGE[params.dtype.name], device=x.device)
+        y = torch.empty(out_shape, dtype=torch.float32, device=x.device)
+        quantize_plan.run_dlpack([x], [a])
+        plan.run_dlpack([a], [y])
+        current = torch.cuda.current_stream(x.device)
+        legacy = torch.cuda.default_stream(x.device)
+        if current.cuda_stream != legacy.cuda_stream:
+            current.wait_stream(legacy)
+        return y
 
     def _static_params(self):
         if self.activation_params is None:
@@ -170,6 +213,8 @@ class QuantizedLinear(_QuantizedLayer):
             return nn.functional.linear(x, self.weight, self.bias)
         lead = x.shape[:-1]
         x2 = x.detach().reshape(-1, self.in_features).to(torch.float32).contiguous()
+        if x2.is_cuda:
+            return self._forward_cuda(x2).reshape(*lead, self.out_features).to(x.dtype)
         xn = x2.numpy()
         m, n, k = xn.shape[0], self.out_features, self.in_features
         act = self.layer["activations"]
@@ -203,6 +248,22 @@ class QuantizedLinear(_QuantizedLayer):
                 self._plans[m] = plan
             y = plan.run(self.accelerator.quantize(xn, params))
         return torch.from_numpy(y).reshape(*lead, n).to(x.dtype)
+
+    def _forward_cuda(self, x):
+        if self.layer["activations"]["mode"] == "dynamic":
+            raise ValueError(f"qforge.torch: '{self.name}': dynamic activations are not "
+                             "supported on CUDA tensors yet; use static activations "
+                             "(calibration_loader) or run on the CPU")
+        params = self._static_params()
+        m, n, k = x.shape[0], self.out_features, self.in_features
+
+        def make(acc):
+            return (acc.prepare_quantize([m, k], params),
+                    acc.prepare_matmul(m, n, k, params, self.weight_params, b_layout="nk",
+                                       b=self.weight_codes, bias=self.bias_values))
+
+        q, mm = self._cuda_plans(("cuda", x.device.index or 0, m), make)
+        return self._run_on_cuda(q, mm, x, (m, n), params)
 
     def _dynamic_plan(self, m, a_dtype):
         """The integer matmul plan of batch size m (weights packed once), or None where the
@@ -279,21 +340,67 @@ class QuantizedConv2d(_QuantizedLayer):
             raise ValueError(f"qforge.torch: '{self.name}' got a {x.dim()}-D input; expected "
                              "[N, C, H, W]")
         params = self._static_params()
-        xn = x.detach().to(torch.float32).contiguous().numpy()
+        xc = x.detach().to(torch.float32).contiguous()
+        if xc.is_cuda:
+            return self._forward_cuda(xc, params).to(x.dtype)
+        xn = xc.numpy()
         shape = tuple(xn.shape)
         plan = self._plans.get(shape)
         if plan is None:
-            plan = self.accelerator.prepare_conv(
-                list(shape), params, self.weight_codes, list(self.weight.shape),
-                self.weight_params, stride=list(self.stride), pads=list(self._pads(*shape[2:])),
-                dilation=list(self.dilation), groups=self.groups, bias=self.bias_values)
+            plan = self._prepare_conv(self.accelerator, shape, params)
             self._plans[shape] = plan
         y = plan.run(self.accelerator.quantize(xn, params))
         return torch.from_numpy(y).to(x.dtype)
 
+    def _prepare_conv(self, acc, shape, params):
+        return acc.prepare_conv(
+            list(shape), params, self.weight_codes, list(self.weight.shape), self.weight_params,
+            stride=list(self.stride), pads=list(self._pads(*shape[2:])),
+            dilation=list(self.dilation), groups=self.groups, bias=self.bias_values)
+
+    def _forward_cuda(self, x, params):
+        shape = tuple(x.shape)
+
+        def make(acc):
+            return (acc.prepare_quantize(list(shape), params),
+                    self._prepare_conv(acc, shape, params))
+
+        q, conv = self._cuda_plans(("cuda", x.device.index or 0, shape), make)
+        n, _, h, w = shape
+        kh, kw = self.kernel_size
+        (dh, dw), (sh, sw) = self.dilation, self.stride
+        top, left, bottom, right = self._pads(h, w)
+        oh = (h + top + bottom - dh * (kh - 1) - 1) // sh + 1
+        ow = (w + left + right - dw * (kw - 1) - 1) // sw + 1
+        return self._run_on_cuda(q, conv, x, (n, self.out_channels, oh, ow), params)
+
     def extra_repr(self):
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
                 f"stride={self.stride}, {self.layer['describe']}")
+
+
+# torch dtypes of the quantized activations' storage, by qforge dtype name.
+_TORCH_STORAGE = {"int8": torch.int8, "uint8": torch.uint8, "int16": torch.int16}
+
+_cuda_lock = threading.Lock()
+_cuda_default = None
+
+
+def _default_cuda_accelerator():
+    """A process-wide qforge.Accelerator over the cuda plugin alone, made on first use."""
+    global _cuda_default
+    with _cuda_lock:
+        if _cuda_default is None:
+            try:
+                _cuda_default = _qforge.Accelerator(plugins=["cuda"])
+            except Error as e:
+                raise ValueError(f"qforge.torch: a CUDA tensor needs qforge's cuda plugin, which "
+                                 f"could not be used here ({e})") from e
+            if "cuda" not in _cuda_default.plugins:
+                _cuda_default = None
+                raise ValueError("qforge.torch: a CUDA tensor needs qforge's cuda plugin, which "
+                                 "is not loaded (see qforge.hwinfo() for why)")
+        return _cuda_default
 
 
 # The module types quantize_ swaps, with the op type a recipe's op_types names them by.

@@ -22,6 +22,7 @@
 #include "arrays.h"
 #include "bindings.h"
 #include "descs.h"
+#include "dlpack_operand.h"
 #include "qforge/op_table.h"
 #include "qforge/plan.h"
 #include "qforge/reference.h"
@@ -51,9 +52,9 @@ struct OutputSpec {
 // per-call cost is the argument checks, the output allocation and the plan's own run.
 class PyPlan {
  public:
-  PyPlan(std::shared_ptr<const Plan> plan, std::vector<InputSpec> inputs,
+  PyPlan(std::shared_ptr<const Plan> plan, OperandMemory memory, std::vector<InputSpec> inputs,
          const std::vector<OutputSpec>& outputs)
-      : plan_(std::move(plan)), inputs_(std::move(inputs)) {
+      : plan_(std::move(plan)), memory_(memory), inputs_(std::move(inputs)) {
     if (inputs_.size() > kMaxOperands || outputs.size() > kMaxOperands)
       throw py::value_error("a plan with more operands than qforge::kMaxOperands");
     for (std::size_t i = 0; i < inputs_.size(); ++i) {
@@ -71,6 +72,8 @@ class PyPlan {
       const Shape shape = packed ? Shape{static_cast<std::int64_t>(storage_bytes(
                                        o.dtype, static_cast<std::size_t>(element_count(o.shape))))}
                                  : o.shape;
+      out.bytes = static_cast<std::size_t>(element_count(shape)) *
+                  static_cast<std::size_t>(itemsize(out.dtype));
       out.extents.assign(shape.begin(), shape.end());
       out.strides.resize(shape.size());
       py::ssize_t stride = itemsize(out.dtype);
@@ -84,6 +87,10 @@ class PyPlan {
 
   // Inputs in operand order, leaving out those fixed when the plan was made.
   py::object run(const py::args& args) const {
+    if (!memory_.host)
+      throw py::type_error("Plan.run takes numpy arrays, and this plan runs on cuda:" +
+                           std::to_string(memory_.device) +
+                           "; pass device tensors to Plan.run_dlpack(inputs, outputs)");
     std::array<const void*, kMaxOperands> in{};
     check_inputs(args, in);
     std::array<py::array, kMaxOperands> outs;
@@ -109,6 +116,7 @@ class PyPlan {
   // Seconds per run of `iterations` runs in a C++ loop on the same arrays: the plan's own cost,
   // against which the Python call's overhead is measured (benchmarks/python).
   double seconds_per_run_in_cpp(int iterations, const py::args& args) const {
+    if (!memory_.host) throw py::type_error("Plan._seconds_per_run_in_cpp: host plans only");
     std::array<const void*, kMaxOperands> in{};
     check_inputs(args, in);
     std::vector<py::array> outs;
@@ -126,11 +134,51 @@ class PyPlan {
     return d.count() / std::max(iterations, 1);
   }
 
+  // The same with DLPack producers for the inputs (those run() takes) and for the outputs,
+  // which are written in place: torch tensors on the plan's device, CUDA ones included.
+  void run_dlpack(const py::sequence& inputs, const py::sequence& outputs) const {
+    if (inputs.size() != reads_)
+      throw py::type_error("Plan.run_dlpack takes " + std::to_string(reads_) + " input(s) (" +
+                           read_names_ + "); got " + std::to_string(inputs.size()));
+    if (outputs.size() != outputs_.size())
+      throw py::type_error("Plan.run_dlpack writes " + std::to_string(outputs_.size()) +
+                           " output(s); got " + std::to_string(outputs.size()));
+    std::array<DlpackOperand, 2 * kMaxOperands> held;
+    std::array<const void*, kMaxOperands> in{};
+    std::array<void*, kMaxOperands> out{};
+    std::size_t next = 0;
+    for (std::size_t i = 0; i < inputs_.size(); ++i) {
+      if (!plan_->reads_input(i)) continue;
+      const InputSpec& spec = inputs_[i];
+      held[i] = dlpack_operand(inputs[next++], memory_, spec.dtype.kind(),
+                               static_cast<int>(8 * itemsizes_[i]), spec.bytes,
+                               "Plan.run_dlpack: " + spec.name);
+      in[i] = held[i].data;
+    }
+    for (std::size_t i = 0; i < outputs_.size(); ++i) {
+      const Output& o = outputs_[i];
+      held[kMaxOperands + i] = dlpack_operand(outputs[i], memory_, o.dtype.kind(),
+                                              static_cast<int>(8 * itemsize(o.dtype)), o.bytes,
+                                              "Plan.run_dlpack: output " + std::to_string(i));
+      out[i] = held[kMaxOperands + i].data;
+    }
+    const std::span<const void* const> ins(in.data(), inputs_.size());
+    const std::span<void* const> os(out.data(), outputs_.size());
+    if (plan_->concurrency() == PlanConcurrency::concurrent) {
+      py::gil_scoped_release release;
+      plan_->run(ins, os);
+    } else {
+      plan_->run(ins, os);
+    }
+  }
+
   const Plan& plan() const { return *plan_; }
+  const OperandMemory& memory() const { return memory_; }
 
  private:
   struct Output {
     py::dtype dtype;
+    std::size_t bytes = 0;
     std::vector<py::ssize_t> extents, strides;
   };
 
@@ -161,6 +209,7 @@ class PyPlan {
   }
 
   std::shared_ptr<const Plan> plan_;
+  OperandMemory memory_;
   std::vector<InputSpec> inputs_;
   std::vector<Output> outputs_;
   std::size_t reads_ = 0;
@@ -187,6 +236,13 @@ AcceleratorOptions make_options(std::optional<std::vector<std::string>> plugins,
   return o;
 }
 
+// Where the plan's operands live: host memory, or the device of a plugin that has its own.
+OperandMemory memory_of(const Accelerator& acc, const Plan& plan) {
+  for (const auto& p : acc.plugins())
+    if (p.name == plan.backend()) return {p.ops->host_memory(), plan.device()};
+  return {true, plan.device()};
+}
+
 py::dict candidate_dict(const CandidateId& id) {
   py::dict d;
   d["plugin"] = id.plugin;
@@ -204,6 +260,10 @@ void bind_accelerator(py::module_& m) {
            "Runs the op on numpy arrays (the inputs not fixed at prepare time, in operand order) "
            "and returns its output array(s)")
       .def("__call__", &PyPlan::run)
+      .def("run_dlpack", &PyPlan::run_dlpack, py::arg("inputs"), py::arg("outputs"),
+           "Runs the op on DLPack producers (torch tensors; on the plan's device, CUDA "
+           "included): the inputs run() takes, and the outputs, written in place")
+      .def_property_readonly("host_memory", [](const PyPlan& p) { return p.memory().host; })
       .def("_seconds_per_run_in_cpp", &PyPlan::seconds_per_run_in_cpp, py::arg("iterations"),
            "Benchmarks: seconds per run of the plan in a C++ loop on these inputs")
       .def_property_readonly("backend", [](const PyPlan& p) { return p.plan().backend(); })
@@ -328,7 +388,7 @@ void bind_accelerator(py::module_& m) {
             const OpDesc op{OpKind::quantize, QuantizeDesc{shape, params, ft}};
             const OpOperands ops = op_operands(op);
             auto plan = acc.prepare({op});
-            return PyPlan(plan, {{"x", in, ops.inputs[0].bytes}},
+            return PyPlan(plan, memory_of(acc, *plan), {{"x", in, ops.inputs[0].bytes}},
                           {{"q", params.dtype(), false, false, shape}});
           },
           py::arg("shape"), py::arg("params"), py::arg("float_type") = "float32",
@@ -339,7 +399,8 @@ void bind_accelerator(py::module_& m) {
             const OpDesc op{OpKind::dequantize, QuantizeDesc{shape, params}};
             const OpOperands ops = op_operands(op);
             auto plan = acc.prepare({op});
-            return PyPlan(plan, {{"q", storage_dtype(params.dtype()), ops.inputs[0].bytes}},
+            return PyPlan(plan, memory_of(acc, *plan),
+                          {{"q", storage_dtype(params.dtype()), ops.inputs[0].bytes}},
                           {{"x", params.dtype(), true, false, shape}});
           },
           py::arg("shape"), py::arg("params"))
@@ -371,7 +432,7 @@ void bind_accelerator(py::module_& m) {
             std::vector<InputSpec> in{{"a", storage_dtype(a_params.dtype()), ops.inputs[0].bytes},
                                       {"b", storage_dtype(b_params.dtype()), ops.inputs[1].bytes}};
             if (bias) in.push_back({"bias", py::dtype::of<float>(), ops.inputs[2].bytes});
-            return PyPlan(plan, std::move(in),
+            return PyPlan(plan, memory_of(acc, *plan), std::move(in),
                           {{integer ? "c" : "y", DType::int8, !integer, integer, Shape{m, n}}});
           },
           py::arg("m"), py::arg("n"), py::arg("k"), py::arg("a_params"), py::arg("b_params"),
@@ -426,7 +487,7 @@ void bind_accelerator(py::module_& m) {
             std::vector<InputSpec> in{{"x", storage_dtype(x_params.dtype()), ops.inputs[0].bytes},
                                       {"w", storage_dtype(w_params.dtype()), ops.inputs[1].bytes}};
             if (bias) in.push_back({"bias", py::dtype::of<float>(), ops.inputs[2].bytes});
-            return PyPlan(plan, std::move(in),
+            return PyPlan(plan, memory_of(acc, *plan), std::move(in),
                           {{integer ? "c" : "y", DType::int8, !integer, integer, d.y_shape()}});
           },
           py::arg("x_shape"), py::arg("x_params"), py::arg("w"), py::arg("w_shape"),

@@ -114,6 +114,36 @@ class Plans(SeededTest):
         q = qforge.reference.quantize(x, p)
         np.testing.assert_array_equal(deq.run(q), qforge.reference.dequantize(q, [3, 8], p))
 
+    def test_run_dlpack_writes_outputs_in_place(self):
+        acc = scalar_accelerator()
+        m, k, n = 5, 12, 3
+        pa = P.per_tensor_affine(qforge.uint8, 0.05, 128)
+        pb = P.per_channel(qforge.int8, qforge.symmetric, 1, self.rng.uniform(0.01, 0.1, n).tolist())
+        b = qforge.reference.quantize(random_floats(self.rng, (k, n)), pb)
+        plan = acc.prepare_matmul(m, n, k, pa, pb, b=b)
+        self.assertTrue(plan.host_memory)
+        x = random_floats(self.rng, (m, k))
+        a = np.empty((m, k), np.uint8)
+        acc.prepare_quantize([m, k], pa).run_dlpack([x], [a])
+        np.testing.assert_array_equal(a, qforge.reference.quantize(x, pa), err_msg=self.where)
+        y = np.full((m, n), np.nan, np.float32)
+        plan.run_dlpack([a], [y])
+        np.testing.assert_array_equal(y, plan.run(a), err_msg=self.where)
+        with self.assertRaisesRegex(TypeError, r"run_dlpack takes 1 input\(s\) \(a\); got 2"):
+            plan.run_dlpack([a, b], [y])
+        with self.assertRaisesRegex(TypeError, r"writes 1 output\(s\); got 0"):
+            plan.run_dlpack([a], [])
+        with self.assertRaisesRegex(TypeError, "a holds int8; expected uint8"):
+            plan.run_dlpack([a.view(np.int8)], [y])
+        with self.assertRaisesRegex(ValueError, "output 0 holds 80 bytes; the plan reads 60"):
+            plan.run_dlpack([a], [np.empty((m, n + 1), np.float32)])
+        with self.assertRaisesRegex(TypeError, "expected a DLPack producer"):
+            plan.run_dlpack([a.tolist()], [y])
+        with self.assertRaises((BufferError, TypeError, ValueError)):
+            readonly = np.zeros((m, n), np.float32)
+            readonly.flags.writeable = False
+            plan.run_dlpack([a], [readonly])
+
     def test_matmul_plan_with_fixed_weights(self):
         acc = scalar_accelerator()
         m, k, n = 6, 20, 7

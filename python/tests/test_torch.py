@@ -115,10 +115,11 @@ class QuantizeLinear(SeededTest):
         bad = dict(DYNAMIC, rules=[dict(DYNAMIC["rules"][0], match={"name_regex": "nothing"})])
         with self.assertRaisesRegex(qforge.Error, "nothing"):
             qt.quantize_(self.mlp(), bad)
-        if torch.cuda.is_available():
+        if torch.cuda.is_available() and "cuda" in qforge.Accelerator().plugins:
             model = self.mlp().eval()
             qt.quantize_(model, DYNAMIC)
-            with self.assertRaisesRegex(ValueError, "only CPU tensors"):
+            with self.assertRaisesRegex(ValueError, "dynamic activations are not supported on "
+                                                    "CUDA tensors"):
                 model(torch.randn(2, 32, device="cuda"))
 
 
@@ -191,6 +192,119 @@ class QuantizeConv2d(SeededTest):
                               accelerator=scalar_accelerator())
         self.assertIn("left in float", report)
         self.assertNotIsInstance(model[0], qt.QuantizedConv2d)
+
+
+def cuda_reason():
+    """Why the CUDA tests cannot run here, or None when they can."""
+    if not HAVE_TORCH:
+        return NO_TORCH
+    import torch
+    if not torch.cuda.is_available():
+        return "no CUDA device visible to PyTorch here"
+    if "cuda" not in qforge.Accelerator(online_tuning=False, use_cache=False).plugins:
+        return "qforge's cuda plugin is not loaded here"
+    return None
+
+
+CUDA_REASON = cuda_reason()
+
+
+@unittest.skipIf(CUDA_REASON, CUDA_REASON or "")
+class OnCuda(SeededTest):
+    """CUDA tensors through the cuda plugin, in place: the same results as the CPU path (the
+    plans' float epilogues may differ in the last bits), on the default and on a side stream."""
+
+    def setUp(self):
+        super().setUp()
+        import torch
+        torch.manual_seed(self.seed)
+
+    def cuda_accelerator(self):
+        return qforge.Accelerator(plugins=["cuda"], online_tuning=False, use_cache=False)
+
+    def check_linear_model(self, recipe_rule_dtype):
+        import torch
+        import qforge.torch as qt
+        model = torch.nn.Sequential(torch.nn.Linear(96, 128), torch.nn.ReLU(),
+                                    torch.nn.Linear(128, 40)).eval()
+        rule = dict(STATIC["rules"][1])
+        rule["activations"] = dict(rule["activations"], dtype=recipe_rule_dtype)
+        recipe = dict(STATIC, rules=[rule])
+        batches = [torch.randn(16, 96) for _ in range(3)]
+        qt.quantize_(model, recipe, calibration_loader=batches, accelerator=scalar_accelerator())
+        x = torch.randn(16, 96)
+        with torch.no_grad():
+            expected = model(x)
+            gpu_model = model.to("cuda")
+            for layer in (gpu_model[0], gpu_model[2]):
+                layer._accelerator = self.cuda_accelerator()
+                layer._plans = {}
+            got = gpu_model(x.to("cuda"))
+        self.assertEqual(got.device.type, "cuda")
+        for layer in (gpu_model[0], gpu_model[2]):
+            plans = [p for p in layer._plans.values()]
+            self.assertTrue(plans and all(p.backend == "cuda" for pair in plans for p in pair),
+                            "the cuda plugin ran the layer")
+        torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-5,
+                                   msg=lambda m: f"{m}; {self.where}")
+        # The same on a side stream, the input made on that stream just before.
+        side = torch.cuda.Stream()
+        with torch.no_grad(), torch.cuda.stream(side):
+            xs = x.to("cuda", non_blocking=True) * 1.0
+            got_side = gpu_model(xs)
+            got_side_host = got_side.cpu()
+        torch.testing.assert_close(got_side_host, expected, rtol=1e-5, atol=1e-5,
+                                   msg=lambda m: f"side stream: {m}; {self.where}")
+
+    def test_static_linear_layers_uint8(self):
+        self.check_linear_model("uint8")
+
+    def test_static_linear_layers_int8(self):
+        self.check_linear_model("int8")
+
+    def test_conv2d_on_cuda_where_the_plugin_has_convolution(self):
+        import torch
+        import qforge.torch as qt
+        conv = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1)).eval()
+        batches = [torch.randn(2, 3, 10, 12) for _ in range(2)]
+        qt.quantize_(conv, CONV_STATIC, calibration_loader=batches,
+                     accelerator=scalar_accelerator())
+        x = torch.randn(2, 3, 10, 12)
+        with torch.no_grad():
+            expected = conv(x)
+            conv = conv.to("cuda")
+            conv[0]._accelerator = self.cuda_accelerator()
+            conv[0]._plans = {}
+            try:
+                got = conv(x.to("cuda"))
+            except qforge.Error as e:
+                if "conv" in str(e):
+                    self.skipTest(f"the cuda plugin has no convolution here: {e}")
+                raise
+        torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-5,
+                                   msg=lambda m: f"{m}; {self.where}")
+
+    def test_plan_run_dlpack_checks_devices_and_sizes(self):
+        import torch
+        acc = self.cuda_accelerator()
+        p = qforge.QuantizationParams.per_tensor_affine(qforge.DType.int8, 0.05, 3)
+        plan = acc.prepare_quantize([4, 6], p)
+        self.assertFalse(plan.host_memory)
+        x = torch.randn(4, 6, device="cuda")
+        q = torch.empty(4, 6, dtype=torch.int8, device="cuda")
+        plan.run_dlpack([x], [q])
+        expected = qforge.reference.quantize(x.cpu().numpy(), p)
+        np.testing.assert_array_equal(q.cpu().numpy(), expected, err_msg=self.where)
+        with self.assertRaisesRegex(TypeError, "numpy arrays, and this plan runs on cuda"):
+            plan.run(x.cpu().numpy())
+        with self.assertRaisesRegex(ValueError, "is on cpu; the plan runs on cuda:0"):
+            plan.run_dlpack([x.cpu()], [q])
+        with self.assertRaisesRegex(ValueError, "not C-contiguous"):
+            plan.run_dlpack([torch.randn(6, 4, device="cuda").t()], [q])
+        with self.assertRaisesRegex(ValueError, "holds 20 bytes"):
+            plan.run_dlpack([x], [torch.empty(20, dtype=torch.int8, device="cuda")])
+        with self.assertRaisesRegex(TypeError, "holds float64; expected float32"):
+            plan.run_dlpack([x.double()], [q])
 
 
 if __name__ == "__main__":
