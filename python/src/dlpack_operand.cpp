@@ -55,9 +55,10 @@ DlpackOperand dlpack_operand(py::handle obj, const OperandMemory& memory, char k
   // CPU producers take no stream; CUDA ones order their current stream before the legacy
   // default stream (1), which the cuda plugin's blocking stream follows.
   DlpackOperand out;
-  out.capsule = type == kDLCUDA ? obj.attr("__dlpack__")(py::arg("stream") = 1)
-                                : obj.attr("__dlpack__")();
-  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(out.capsule.ptr(), kCapsuleName));
+  out.capsule =
+      type == kDLCUDA ? obj.attr("__dlpack__")(py::arg("stream") = 1) : obj.attr("__dlpack__")();
+  auto* managed =
+      static_cast<DLManagedTensor*>(PyCapsule_GetPointer(out.capsule.ptr(), kCapsuleName));
   if (!managed) {
     PyErr_Clear();
     throw py::type_error(what + ": __dlpack__ returned no \"dltensor\" capsule");
@@ -65,8 +66,9 @@ DlpackOperand dlpack_operand(py::handle obj, const OperandMemory& memory, char k
   const DLTensor& t = managed->dl_tensor;
   if (kind_of(t.dtype) != kind || t.dtype.bits != bits || t.dtype.lanes != 1)
     throw py::type_error(what + " holds " +
-                         (kind_of(t.dtype) == '?' ? "DLPack type code " + std::to_string(t.dtype.code)
-                                                  : dtype_name(kind_of(t.dtype), t.dtype.bits)) +
+                         (kind_of(t.dtype) == '?'
+                              ? "DLPack type code " + std::to_string(t.dtype.code)
+                              : dtype_name(kind_of(t.dtype), t.dtype.bits)) +
                          (t.dtype.lanes != 1 ? " x" + std::to_string(t.dtype.lanes) : "") +
                          "; expected " + dtype_name(kind, bits));
   std::int64_t elements = 1, expected_stride = 1;
@@ -77,7 +79,8 @@ DlpackOperand dlpack_operand(py::handle obj, const OperandMemory& memory, char k
     elements *= t.shape[i];
   }
   if (!contiguous)
-    throw py::value_error(what + " is not C-contiguous; pass a contiguous tensor "
+    throw py::value_error(what +
+                          " is not C-contiguous; pass a contiguous tensor "
                           "(.contiguous())");
   const std::size_t have = static_cast<std::size_t>(elements) * static_cast<std::size_t>(bits / 8);
   if (have != bytes)
