@@ -1,9 +1,10 @@
 // cpu_x86's convolution beyond the conformance grid: every kernel that runs convolutions (the
-// GEMM kernels through im2col, the direct depthwise kernel) forced with set_kernel on random
-// geometries large enough to cross the tiles and the 64-pixel tasks, both layouts, groups,
-// every dtype pair and weight granularity; plans with prepacked weights; an int32 bias that
-// overflows; the int32 reduction bound. Every output equals the reference's bit for bit (the
-// float epilogue follows the reference's order of operations).
+// GEMM kernels through im2col, the direct depthwise and short-reduction kernels) forced with
+// set_kernel on random geometries large enough to cross the tiles and the 64-pixel tasks, both
+// layouts, groups, every dtype pair and weight granularity, batches small and split by image;
+// plans with prepacked weights; an int32 bias that overflows; the int32 reduction bound. Every
+// output equals the reference's bit for bit (the float epilogue follows the reference's order of
+// operations).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,13 +32,22 @@ struct ConvCase {
   Bytes x, w, bias;
 };
 
-// A random descriptor the reference accepts; depthwise (groups == C, channel multiplier 1 to 3)
-// when asked.
-ConvDesc random_desc(Rng& rng, OpKind op, bool depthwise) {
+// The geometries a kernel serves: depthwise (groups == C, channel multiplier 1 to 3), one group
+// with a reduction C * KH * KW of at most 64 (the short-reduction kernel), or any.
+enum class Family { any, depthwise, small_k };
+
+Family family_of(const std::string& kernel) {
+  if (kernel.find("dwconv") != std::string::npos) return Family::depthwise;
+  if (kernel.find("conv_k64") != std::string::npos) return Family::small_k;
+  return Family::any;
+}
+
+// A random descriptor of the family that the reference accepts, with 1 to max_n images.
+ConvDesc random_desc(Rng& rng, OpKind op, Family family, std::int64_t max_n) {
   for (;;) {
     ConvDesc d;
     d.layout = rng() % 2 ? ConvLayout::nchw : ConvLayout::nhwc;
-    d.n = pick(rng, 1, 2);
+    d.n = pick(rng, 1, max_n);
     d.h = pick(rng, 1, 20);
     d.w = pick(rng, 1, 20);
     d.kernel_h = pick(rng, 1, 5);
@@ -50,9 +60,13 @@ ConvDesc random_desc(Rng& rng, OpKind op, bool depthwise) {
     d.pad_left = pick(rng, 0, 2);
     d.pad_bottom = pick(rng, 0, 2);
     d.pad_right = pick(rng, 0, 2);
-    if (depthwise) {
+    if (family == Family::depthwise) {
       d.c = d.groups = pick(rng, 1, 80);
       d.out_channels = d.c * (rng() % 3 ? 1 : pick(rng, 2, 3));  // channel multiplier
+    } else if (family == Family::small_k) {
+      d.groups = 1;
+      d.c = pick(rng, 1, std::max<std::int64_t>(1, 64 / (d.kernel_h * d.kernel_w)));
+      d.out_channels = pick(rng, 1, 72);
     } else {
       d.groups = rng() % 3 ? 1 : pick(rng, 2, 4);
       d.c = d.groups * pick(rng, 1, 24);
@@ -103,8 +117,8 @@ ConvDesc random_desc(Rng& rng, OpKind op, bool depthwise) {
   }
 }
 
-ConvCase random_case(Rng& rng, OpKind op, bool depthwise) {
-  ConvCase c{op, random_desc(rng, op, depthwise), {}, {}, {}};
+ConvCase random_case(Rng& rng, OpKind op, Family family, std::int64_t max_n = 2) {
+  ConvCase c{op, random_desc(rng, op, family, max_n), {}, {}, {}};
   const ConvDesc& d = c.d;
   auto count = [](const Shape& s) {
     std::int64_t n = 1;
@@ -152,7 +166,7 @@ class CpuX86Conv : public ::testing::TestWithParam<std::string> {
     if (!kernel_runnable(*loaded_.ops, GetParam(), &why)) GTEST_SKIP() << why;
     loaded_.ops->set_kernel({GetParam()});
   }
-  bool depthwise() const { return GetParam().find("dwconv") != std::string::npos; }
+  Family family() const { return family_of(GetParam()); }
   Loaded loaded_;
 };
 
@@ -162,21 +176,40 @@ TEST_P(CpuX86Conv, MatchesReferenceOnRandomGeometries) {
   QuantizationOps& ops = *loaded_.ops;
   for (int i = 0; i < 12; ++i)
     for (const OpKind op : {OpKind::conv_integer, OpKind::qlinear_conv, OpKind::conv_dequant}) {
-      const ConvCase c = random_case(rng, op, depthwise());
+      const ConvCase c = random_case(rng, op, family());
       const Bytes want = reference_output(c);
       Bytes got(want.size(), 0xCD);
       ops.conv(op, c.d, c.x.data(), c.w.data(), c.bias.empty() ? nullptr : c.bias.data(),
                got.data());
       ASSERT_TRUE(got == want) << "case " << i << ": " << describe(OpDesc{op, c.d}) << " (kernel "
                                << ops.last_kernel() << ")";
-      if (!depthwise() && GetParam().find("maddubs") == std::string::npos) {
+      if (family() != Family::depthwise && GetParam().find("maddubs") == std::string::npos) {
         ASSERT_EQ(ops.last_kernel(), GetParam());
       }
     }
 }
 
+// Batches of at least two images per thread, which every thread takes whole (conv.h).
+TEST_P(CpuX86Conv, MatchesReferenceOnBatchesSplitByImage) {
+  SCOPED_TRACE(seed_text());
+  Rng rng = test_rng();
+  QuantizationOps& ops = *loaded_.ops;
+  ops.set_option("threads", "2");
+  for (int i = 0; i < 4; ++i)
+    for (const OpKind op : {OpKind::conv_integer, OpKind::qlinear_conv, OpKind::conv_dequant}) {
+      ConvCase c = random_case(rng, op, family(), 9);
+      const Bytes want = reference_output(c);
+      Bytes got(want.size(), 0xCD);
+      ops.conv(op, c.d, c.x.data(), c.w.data(), c.bias.empty() ? nullptr : c.bias.data(),
+               got.data());
+      ASSERT_TRUE(got == want) << "case " << i << ": " << describe(OpDesc{op, c.d}) << " (kernel "
+                               << ops.last_kernel() << ")";
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, CpuX86Conv,
-                         ::testing::Values("q8_dwconv_c32__avx2", "q8_gemm_2x16c4__avx2_maddwd",
+                         ::testing::Values("q8_dwconv_c32__avx2", "q8_conv_k64__avx2_maddwd",
+                                           "q8_gemm_2x16c4__avx2_maddwd",
                                            "q8_gemm_4x16c4__avx2_maddubs",
                                            "q8_gemm_6x16c4__avxvnni", "q8_gemm_6x64c4__avx512vnni",
                                            "q8_gemm_32x32c4__amx", "q8_gemv_2x16c4__avx2_maddwd",
@@ -202,7 +235,10 @@ TEST(CpuX86ConvPlans, PrepackedAndPerRunWeightsMatchReferenceFromSeveralThreads)
     const OpKind op = i % 3 == 0   ? OpKind::conv_integer
                       : i % 3 == 1 ? OpKind::qlinear_conv
                                    : OpKind::conv_dequant;
-    Job j{random_case(rng, op, i % 4 == 3), {}, nullptr};
+    const Family family = i % 4 == 3   ? Family::depthwise
+                          : i % 4 == 1 ? Family::small_k
+                                       : Family::any;
+    Job j{random_case(rng, op, family, i % 2 ? 6 : 2), {}, nullptr};
     j.want = reference_output(j.c);
     PlanRequest request;
     if (i % 2 == 0) {

@@ -218,13 +218,9 @@ struct Epilogue {
         return true;
       }
       case OpKind::conv_dequant: {
-        auto* y = static_cast<float*>(out);
-        for (std::int64_t r = 0; r < rows; ++r)
-          for (std::int64_t c = 0; c < cols; ++c) {
-            float v = (static_cast<float>(acc[r * ld + c]) * sx) * sw[static_cast<size_t>(o0 + c)];
-            if (bias_f32) v = v + bias_f32[o0 + c];
-            y[r * o + c] = v < lo ? lo : v > hi ? hi : v;
-          }
+        store_conv_dequant_avx2(acc, ld, rows, cols, sx, sw.data() + o0,
+                                bias_f32 ? bias_f32 + o0 : nullptr, lo, hi,
+                                static_cast<float*>(out), o);
         return true;
       }
       default: break;
@@ -324,6 +320,64 @@ bool run_depthwise(const GemmContext& ctx, const ConvDesc& d, const Geometry& g,
   return ok;
 }
 
+// One group, a short reduction: X read in place (either layout), tasks of kRowsPerTask output
+// pixels of one image. An NCHW result goes through a per-task tile of [pixels][O] outputs.
+bool run_small_k(const GemmContext& ctx, const ConvDesc& d, const Geometry& g,
+                 const std::uint8_t* x, const ConvWeights& w, const Epilogue& e, std::uint8_t* y) {
+  const std::size_t es = out_bytes(e.op);
+  const bool nchw = d.layout == ConvLayout::nchw;
+  const std::int64_t o_padded = (g.o + 7) / 8 * 8;
+  const std::int64_t chunks = (g.pixels + kRowsPerTask - 1) / kRowsPerTask;
+  const SmallKArgs args{nullptr,      d.x_params.dtype() == DType::int8,
+                        nchw,         d.x_params.zero_point(),
+                        w.pairs(),    g.k,
+                        o_padded,     g.c,
+                        g.h,          g.w,
+                        g.kh,         g.kw,
+                        d.stride_h,   d.stride_w,
+                        d.dilation_h, d.dilation_w,
+                        d.pad_top,    d.pad_left,
+                        g.ow};
+  std::atomic<bool> ok{true};
+  ctx.pool.parallel_for(g.n * chunks, [&](std::int64_t t) {
+    const std::int64_t n = t / chunks, p0 = (t % chunks) * kRowsPerTask;
+    const std::int64_t p1 = std::min(g.pixels, p0 + kRowsPerTask), rows = p1 - p0;
+    thread_local std::vector<std::int32_t> acc;
+    thread_local std::vector<std::uint8_t> tile;
+    acc.resize(static_cast<std::size_t>(kRowsPerTask * o_padded + 8));
+    SmallKArgs a = args;
+    a.x = x + n * g.c * g.h * g.w;
+    small_k_rows_avx2(a, p0, p1, acc.data());
+    const auto ses = static_cast<std::int64_t>(es);
+    if (!nchw) {
+      if (!e.apply(acc.data(), o_padded, rows, 0, g.o, y + (n * g.pixels + p0) * g.o * ses))
+        ok = false;
+      return;
+    }
+    tile.resize(static_cast<std::size_t>(rows * g.o) * es);
+    if (!e.apply(acc.data(), o_padded, rows, 0, g.o, tile.data())) {
+      ok = false;
+      return;
+    }
+    // The tile's transpose into the image's channel planes: SSE2 blocks, then the edges.
+    auto scatter = [&](auto one, std::int64_t step, auto block) {
+      using T = decltype(one);
+      const T* src = reinterpret_cast<const T*>(tile.data());
+      T* dst = reinterpret_cast<T*>(y + n * g.o * g.pixels * ses) + p0;
+      const std::int64_t rv = rows / step * step, ov = g.o / step * step;
+      for (std::int64_t r = 0; r < rv; r += step)
+        for (std::int64_t o = 0; o < ov; o += step)
+          block(src + r * g.o + o, g.o, dst + o * g.pixels + r, g.pixels);
+      for (std::int64_t o = 0; o < g.o; ++o)
+        for (std::int64_t r = o < ov ? rv : 0; r < rows; ++r)
+          dst[o * g.pixels + r] = src[r * g.o + o];
+    };
+    if (es == 1) scatter(std::uint8_t{}, 8, transpose8x8_u8);
+    else scatter(std::uint32_t{}, 4, transpose4x4_u32);
+  });
+  return ok;
+}
+
 bool run_gemm_groups(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc& d,
                      const Geometry& g, const std::uint8_t* x, const ConvWeights& w,
                      const Epilogue& e, std::uint8_t* y, ConvScratch& s) {
@@ -395,8 +449,16 @@ MatmulDesc conv_group_matmul(const ConvDesc& d, std::int64_t g) {
 
 bool conv_depthwise_direct(const ConvDesc& d) { return d.c > 0 && d.groups == d.c; }
 
-ConvWeights::ConvWeights(const ConvDesc& d, const void* w, bool depthwise, ThreadPool* pool)
-    : depthwise_(depthwise) {
+bool conv_small_k_direct(const ConvDesc& d) {
+  return d.groups == 1 && d.c * d.kernel_h * d.kernel_w <= kSmallKMax;
+}
+
+bool conv_small_k_preferred(const ConvDesc& d) {
+  return conv_small_k_direct(d) && d.out_channels <= 64;
+}
+
+ConvWeights::ConvWeights(const ConvDesc& d, const void* w, ConvPath path, ThreadPool* pool)
+    : path_(path) {
   const Geometry g(d);
   const auto* src = static_cast<const std::uint8_t*>(w);
   const bool is_signed = d.w_params.dtype() == DType::int8;
@@ -404,7 +466,19 @@ ConvWeights::ConvWeights(const ConvDesc& d, const void* w, bool depthwise, Threa
     return is_signed ? static_cast<std::int8_t>(src[i]) : src[i];
   };
   const std::int64_t taps = g.kh * g.kw;
-  if (depthwise) {
+  if (path == ConvPath::small_k) {
+    // [O][K] -> centered pairs [(K + 1) / 2][O rounded up to 8][2]
+    const std::int64_t o_padded = (g.o + 7) / 8 * 8;
+    pairs_.assign(static_cast<std::size_t>((g.k + 1) / 2 * o_padded * 2), 0);
+    for (std::int64_t o = 0; o < g.o; ++o) {
+      const std::int32_t zw = d.w_params.zero_point(w_pair(d, o));
+      for (std::int64_t k = 0; k < g.k; ++k)
+        pairs_[static_cast<std::size_t>(((k / 2) * o_padded + o) * 2 + k % 2)] =
+            static_cast<std::int16_t>(code(o * g.k + k) - zw);
+    }
+    return;
+  }
+  if (path == ConvPath::depthwise) {
     // [O][1][KH][KW] -> centered [KH * KW][O]
     taps_.resize(static_cast<std::size_t>(taps * g.o));
     for (std::int64_t o = 0; o < g.o; ++o) {
@@ -447,18 +521,19 @@ bool conv_bias_cannot_overflow(const ConvDesc& d, const void* w, const std::int3
 }
 
 std::size_t ConvWeights::bytes() const noexcept {
-  std::size_t b = taps_.size() * sizeof(std::int32_t);
+  std::size_t b = taps_.size() * sizeof(std::int32_t) + pairs_.size() * sizeof(std::int16_t);
   for (const auto& g : groups_) b += g->bytes();
   return b;
 }
 
-bool run_conv(const GemmContext& ctx, const KernelInfo& kernel, OpKind op, const ConvDesc& d,
-              const void* x, const ConvWeights& w, const void* bias, void* y) {
-  const Geometry g(d);
-  if (g.n * g.o * g.pixels == 0) return true;
-  const Epilogue e(op, d, bias);
-  ConvScratch& s = conv_scratch();
-  const std::size_t es = out_bytes(op);
+namespace {
+
+// The convolution of d's whole batch on the calling thread's scratch, each step split across
+// the pool (the path for batches too small to give every thread its own images).
+bool run_batch(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc& d,
+               const Geometry& g, const Epilogue& e, const void* x, const ConvWeights& w, void* y,
+               ConvScratch& s) {
+  const std::size_t es = out_bytes(e.op);
   const bool nchw = d.layout == ConvLayout::nchw;
   const auto* xs = static_cast<const std::uint8_t*>(x);
   if (nchw && g.h * g.w * g.c > 0) {
@@ -473,8 +548,9 @@ bool run_conv(const GemmContext& ctx, const KernelInfo& kernel, OpKind op, const
     s.y_nhwc.reset(static_cast<std::size_t>(g.n * g.pixels * g.o) * es, /*zero=*/false);
     ys = s.y_nhwc.data();
   }
-  const bool ok = w.depthwise() ? run_depthwise(ctx, d, g, xs, w, e, ys, s)
-                                : run_gemm_groups(ctx, kernel, d, g, xs, w, e, ys, s);
+  const bool ok = w.path() == ConvPath::depthwise
+                      ? run_depthwise(ctx, d, g, xs, w, e, ys, s)
+                      : run_gemm_groups(ctx, kernel, d, g, xs, w, e, ys, s);
   if (!ok) return false;
   if (nchw) {
     const std::int64_t image = g.pixels * g.o * static_cast<std::int64_t>(es);
@@ -483,6 +559,46 @@ bool run_conv(const GemmContext& ctx, const KernelInfo& kernel, OpKind op, const
                 ctx.pool);
   }
   return true;
+}
+
+// Whether each thread should take whole images: with at least two per thread the pool is
+// busy without splitting an image, and every step of an image (transposes, im2col, GEMM,
+// epilogue) then runs on one thread on data that stays in its cache, with one fork-join for
+// the batch instead of several per image. A 1x1 NHWC convolution reads X as the GEMM's A for
+// the whole batch at once and gains nothing from the split.
+bool split_by_image(const ConvDesc& d, const ThreadPool& pool) {
+  if (d.n < 2) return false;
+  if (d.layout == ConvLayout::nhwc && input_is_im2col(d)) return false;
+  return pool.threads() == 1 || d.n >= 2 * static_cast<std::int64_t>(pool.threads());
+}
+
+}  // namespace
+
+bool run_conv(const GemmContext& ctx, const KernelInfo& kernel, OpKind op, const ConvDesc& d,
+              const void* x, const ConvWeights& w, const void* bias, void* y) {
+  const Geometry g(d);
+  if (g.n * g.o * g.pixels == 0) return true;
+  const Epilogue e(op, d, bias);
+  if (w.path() == ConvPath::small_k)
+    return run_small_k(ctx, d, g, static_cast<const std::uint8_t*>(x), w, e,
+                       static_cast<std::uint8_t*>(y));
+  if (!split_by_image(d, ctx.pool)) return run_batch(ctx, kernel, d, g, e, x, w, y, conv_scratch());
+  // One task per image. The pool runs a parallel_for called from inside a task on the calling
+  // thread, so every step below stays on the task's thread, with that thread's scratch.
+  ConvDesc one = d;
+  one.n = 1;
+  const Geometry g1(one);
+  const std::int64_t x_image = g.c * g.h * g.w;
+  const std::int64_t y_image = g.o * g.pixels * static_cast<std::int64_t>(out_bytes(op));
+  std::atomic<bool> ok{true};
+  ctx.pool.parallel_for(g.n, [&](std::int64_t n) {
+    thread_local GemmScratch gemm_scratch;
+    const GemmContext own{ctx.pool, gemm_scratch, ctx.tuning};
+    if (!run_batch(own, kernel, one, g1, e, static_cast<const std::uint8_t*>(x) + n * x_image, w,
+                   static_cast<std::uint8_t*>(y) + n * y_image, conv_scratch()))
+      ok = false;
+  });
+  return ok;
 }
 
 }  // namespace qforge::cpu_x86

@@ -14,7 +14,13 @@
 // the fused activation, in the reference's order of float operations (docs/NUMERICS.md).
 //
 // Depthwise convolutions (groups == C, any channel multiplier O / C) run a direct kernel instead
-// (conv_depthwise_avx2.cpp): one GEMM per channel would multiply 1-column panels.
+// (conv_depthwise_avx2.cpp): one GEMM per channel would multiply 1-column panels. So do
+// convolutions with one group and a short reduction C * KH * KW <= kSmallKMax
+// (conv_small_k_avx2.cpp), which read X in place in either layout.
+//
+// A batch of at least two images per thread is split by image: each thread runs every step of
+// its images (transposes, im2col, GEMM, epilogue) on its own scratch, in cache, with one
+// fork-join for the whole batch.
 //
 // The sums are exact in int32 because check_descriptor refuses reductions C/G * KH * KW above
 // reference::int32_safe_reduction.
@@ -39,25 +45,36 @@ MatmulDesc conv_group_matmul(const ConvDesc& d, std::int64_t g);
 // True when the direct depthwise kernel serves d: groups == C (O is then C times the channel
 // multiplier).
 bool conv_depthwise_direct(const ConvDesc& d);
+// True when the short-reduction kernel serves d: one group, C * KH * KW <= kSmallKMax.
+bool conv_small_k_direct(const ConvDesc& d);
+// Whether the automatic choice prefers it: also few output channels (O <= 64), where packing A
+// for a GEMM costs more than the products it saves.
+bool conv_small_k_preferred(const ConvDesc& d);
 
-// The weights of one convolution prepared for its kernel: packed GEMM panels per group, or the
-// centered int32 taps of the depthwise kernel ([KH * KW][O], w - zw[o]).
+// How a convolution runs, which decides how its weights are prepared.
+enum class ConvPath : std::uint8_t { gemm, depthwise, small_k };
+
+// The weights of one convolution prepared for its kernel: packed GEMM panels per group, the
+// centered int32 taps of the depthwise kernel ([KH * KW][O], w - zw[o]), or the centered int16
+// tap pairs of the short-reduction kernel (SmallKArgs::pairs).
 class ConvWeights {
  public:
-  ConvWeights(const ConvDesc& d, const void* w, bool depthwise, ThreadPool* pool);
+  ConvWeights(const ConvDesc& d, const void* w, ConvPath path, ThreadPool* pool);
 
-  bool depthwise() const noexcept { return depthwise_; }
+  ConvPath path() const noexcept { return path_; }
   // Some packed group holds -128 (the maddubs kernels are then inexact, exact_for_weights).
   bool holds_min() const noexcept { return holds_min_; }
   const X86PackedWeights& group(std::int64_t g) const { return *groups_[static_cast<size_t>(g)]; }
   const std::int32_t* taps() const noexcept { return taps_.data(); }
+  const std::int16_t* pairs() const noexcept { return pairs_.data(); }
   std::size_t bytes() const noexcept;
 
  private:
-  bool depthwise_ = false;
+  ConvPath path_ = ConvPath::gemm;
   bool holds_min_ = false;
   std::vector<std::unique_ptr<X86PackedWeights>> groups_;
   std::vector<std::int32_t> taps_;
+  std::vector<std::int16_t> pairs_;
 };
 
 // Whether acc + bias[o] fits int32 for every input, given the weights and an int32 bias:
@@ -65,8 +82,8 @@ class ConvWeights {
 // plan need not keep W to let the reference report an overflow.
 bool conv_bias_cannot_overflow(const ConvDesc& d, const void* w, const std::int32_t* bias);
 
-// Runs the convolution with `kernel` (a GEMM kernel, or the depthwise kernel for weights
-// prepared for it). bias follows d.bias (null when none). Returns false when an output plus
+// Runs the convolution with `kernel` (a GEMM kernel, or the direct kernel of the path the weights
+// were prepared for). bias follows d.bias (null when none). Returns false when an output plus
 // the int32 bias leaves int32: the caller then runs the reference, which reports the position.
 bool run_conv(const GemmContext& ctx, const KernelInfo& kernel, OpKind op, const ConvDesc& d,
               const void* x, const ConvWeights& w, const void* bias, void* y);

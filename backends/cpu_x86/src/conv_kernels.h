@@ -1,4 +1,6 @@
-// The AVX2 pieces of the convolution (conv_depthwise_avx2.cpp): the direct depthwise kernel.
+// The AVX2 pieces of the convolution: the direct depthwise kernel (conv_depthwise_avx2.cpp), the
+// direct kernel for short reductions (conv_small_k_avx2.cpp) and conv_dequant's epilogue
+// (conv_epilogue_avx2.cpp).
 #pragma once
 
 #include <cstdint>
@@ -20,5 +22,37 @@ struct DepthwiseArgs {
 };
 void depthwise_rows_avx2(const DepthwiseArgs& a, std::int64_t p0, std::int64_t p1,
                          std::int32_t* acc);
+
+// The longest reduction C * KH * KW (one group) the short-reduction kernel takes.
+inline constexpr std::int64_t kSmallKMax = 64;
+
+// One image convolved with one group (groups == 1) whose reduction k = C * KH * KW is at most
+// kSmallKMax: for output pixels [p0, p1), acc[(p - p0) * o_padded + o] =
+// sum over k of (x - zx) * (w[o][k] - zw[o]), k in OIHW order (ci, kh, kw); taps outside the
+// input add 0 (ONNX pads X - zx). X is read in place, NCHW or NHWC, so no transpose or im2col
+// buffer is needed. Each pixel's centered window is laid out in int16 and multiplied by pairs of
+// taps with pmaddwd: |x - zx| and |w - zw| are at most 255, so each pair sum fits int32 and so
+// does the whole sum (k <= 64).
+struct SmallKArgs {
+  const std::uint8_t* x;  // one image, [c][h][w] (nchw) or [h][w][c]
+  bool x_signed;          // int8 codes (else uint8)
+  bool nchw;
+  std::int32_t zx;
+  // Centered weights in pairs of taps: pairs[(j * o_padded + o) * 2 + e] = w[o][2j + e] - zw[o]
+  // (0 past k and past o), j < (k + 1) / 2.
+  const std::int16_t* pairs;
+  std::int64_t k, o_padded;  // o_padded: O rounded up to a multiple of 8
+  std::int64_t c, h, w, kh, kw;
+  std::int64_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
+  std::int64_t out_w;
+};
+// conv_dequant's outputs of `rows` pixels and `cols` channels: clamp(((float(acc) * sx) * sw[c])
+// + bias[c], lo, hi) (bias null: none), acc rows `ld` apart and readable up to a multiple of 8
+// columns, out rows `ldo` apart; sw and bias are read for the valid columns only.
+void store_conv_dequant_avx2(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,
+                             std::int64_t cols, float sx, const float* sw, const float* bias,
+                             float lo, float hi, float* out, std::int64_t ldo);
+
+void small_k_rows_avx2(const SmallKArgs& a, std::int64_t p0, std::int64_t p1, std::int32_t* acc);
 
 }  // namespace qforge::cpu_x86

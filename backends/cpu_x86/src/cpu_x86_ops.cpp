@@ -200,10 +200,12 @@ Support CpuX86Ops::supports(const OpDesc& op) const {
     case OpKind::qlinear_conv:
     case OpKind::conv_dequant: {
       const auto& d = std::get<ConvDesc>(op.desc);
+      if (conv_small_k_preferred(d)) add_role(KernelRole::conv_small_k);
       if (conv_depthwise_direct(d)) add_role(KernelRole::conv_depthwise);
       avoids_min = scheme_avoids_min(d.w_params);
       rows = d.out_h() * d.out_w();
       add_role(rows <= 16 ? KernelRole::gemv : KernelRole::gemm);
+      if (conv_small_k_direct(d) && !conv_small_k_preferred(d)) add_role(KernelRole::conv_small_k);
       break;
     }
   }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "conv.h"
 #include "descriptor_rules.h"
 #include "gemm_driver.h"
 #include "isa.h"
@@ -25,7 +26,7 @@ namespace qforge::cpu_x86 {
 
 // The version keys the accelerator's tuning cache (docs/ACCELERATOR.md): it changes whenever
 // the kernels do, so that cached decisions are measured again.
-inline constexpr const char* kPluginVersion = "0.3.0";
+inline constexpr const char* kPluginVersion = "0.4.0";
 
 // Measured on the GPU host's 16-core CPU and on the development machine (docs/CPU_X86.md).
 inline constexpr std::int64_t kDefaultGemvPrefetch = 4096;
@@ -70,7 +71,7 @@ class CpuX86Ops final : public QuantizationOps {
                        const QuantizationParams& xq_params, const std::int8_t* wq, float* dx,
                        float* dw, float* db) override;
   // Convolution (ops_conv.cpp, conv.h): im2col into the GEMM kernels, or the direct depthwise
-  // kernel.
+  // or short-reduction kernel.
   void conv(OpKind op, const ConvDesc& desc, const void* x, const void* w, const void* bias,
             void* y) override;
   // Native plans (x86_plan.cpp): validated, kernel chosen and a fixed B packed once; they run
@@ -97,12 +98,13 @@ class CpuX86Ops final : public QuantizationOps {
   // (set_kernel's name, or a plan's requested one), else the automatic choice for b.
   const KernelInfo& gemm_kernel(const MatmulDesc& desc, const X86PackedWeights& b, OpKind op,
                                 std::string_view forced) const;
-  // Whether `forced` (a kernel name, or empty for the automatic choice) runs desc with the
-  // direct depthwise kernel; throws unsupported when a forced kernel cannot run it.
-  bool conv_uses_depthwise(const ConvDesc& desc, OpKind op, std::string_view forced) const;
-  // The kernel for a convolution whose weights are prepared (conv_uses_depthwise decided which
-  // form): the depthwise kernel, or a GEMM kernel for weights that hold -128 (`holds_min`) or not.
-  const KernelInfo& conv_kernel(const ConvDesc& desc, bool depthwise, bool holds_min,
+  // How `forced` (a kernel name, or empty for the automatic choice) runs desc: im2col GEMM, the
+  // direct depthwise kernel or the short-reduction kernel; throws unsupported when a forced
+  // kernel cannot run it.
+  ConvPath conv_path(const ConvDesc& desc, OpKind op, std::string_view forced) const;
+  // The kernel for a convolution whose weights are prepared (conv_path decided which form): the
+  // path's direct kernel, or a GEMM kernel for weights that hold -128 (`holds_min`) or not.
+  const KernelInfo& conv_kernel(const ConvDesc& desc, ConvPath path, bool holds_min,
                                 std::string_view forced) const;
   // b as this backend's packing, or invalid_argument.
   const X86PackedWeights& own_packed(const PackedWeights& b) const;

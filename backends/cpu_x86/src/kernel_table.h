@@ -25,6 +25,7 @@ enum class KernelRole : std::uint8_t {
   requantize,
   dynamic_quantize,
   conv_depthwise,  // direct depthwise convolution (groups == C); other convs run GEMM kernels
+  conv_small_k,    // direct convolution of one group with C * KH * KW <= kSmallKMax
   reference,       // qforge::reference, for whatever no vector kernel serves
 };
 

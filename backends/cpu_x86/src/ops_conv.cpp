@@ -6,25 +6,30 @@
 
 namespace qforge::cpu_x86 {
 
-bool CpuX86Ops::conv_uses_depthwise(const ConvDesc& desc, OpKind op,
-                                    std::string_view forced) const {
-  if (forced.empty()) return conv_depthwise_direct(desc);
+ConvPath CpuX86Ops::conv_path(const ConvDesc& desc, OpKind op, std::string_view forced) const {
+  if (forced.empty())
+    return conv_small_k_preferred(desc)  ? ConvPath::small_k
+           : conv_depthwise_direct(desc) ? ConvPath::depthwise
+                                         : ConvPath::gemm;
   const KernelInfo& k = *find_kernel(forced);
-  const bool gemm = k.role == KernelRole::gemm || k.role == KernelRole::gemv;
-  const bool depthwise = k.role == KernelRole::conv_depthwise && conv_depthwise_direct(desc);
-  if (!gemm && !depthwise)
-    throw Error(ErrorCode::unsupported,
-                "cpu_x86: the forced kernel '" + std::string(forced) + "' cannot run " +
-                    std::string(to_string(op)) + " for " + describe(OpDesc{op, desc}) +
-                    "; expected a q8_gemm_ / q8_gemv_ kernel, 'reference'" +
-                    (conv_depthwise_direct(desc) ? ", or q8_dwconv_c32__avx2" : ""));
-  return depthwise;
+  if (k.role == KernelRole::gemm || k.role == KernelRole::gemv) return ConvPath::gemm;
+  if (k.role == KernelRole::conv_depthwise && conv_depthwise_direct(desc))
+    return ConvPath::depthwise;
+  if (k.role == KernelRole::conv_small_k && conv_small_k_direct(desc)) return ConvPath::small_k;
+  std::string direct;
+  if (conv_depthwise_direct(desc)) direct += ", q8_dwconv_c32__avx2";
+  if (conv_small_k_direct(desc)) direct += ", q8_conv_k64__avx2_maddwd";
+  throw Error(ErrorCode::unsupported,
+              "cpu_x86: the forced kernel '" + std::string(forced) + "' cannot run " +
+                  std::string(to_string(op)) + " for " + describe(OpDesc{op, desc}) +
+                  "; expected a q8_gemm_ / q8_gemv_ kernel, 'reference'" + direct);
 }
 
-const KernelInfo& CpuX86Ops::conv_kernel(const ConvDesc& desc, bool depthwise, bool holds_min,
+const KernelInfo& CpuX86Ops::conv_kernel(const ConvDesc& desc, ConvPath path, bool holds_min,
                                          std::string_view forced) const {
   if (!forced.empty()) return exact_for_weights(*find_kernel(forced), holds_min);
-  const KernelRole role = depthwise                           ? KernelRole::conv_depthwise
+  const KernelRole role = path == ConvPath::depthwise         ? KernelRole::conv_depthwise
+                          : path == ConvPath::small_k         ? KernelRole::conv_small_k
                           : desc.out_h() * desc.out_w() <= 16 ? KernelRole::gemv
                                                               : KernelRole::gemm;
   for (const KernelInfo& k : all_kernels())
@@ -32,7 +37,7 @@ const KernelInfo& CpuX86Ops::conv_kernel(const ConvDesc& desc, bool depthwise, b
         desc.out_h() * desc.out_w() >= k.min_rows)
       return k;
   throw Error(ErrorCode::internal,
-              "cpu_x86: no convolution kernel; the maddwd and depthwise kernels need only AVX2");
+              "cpu_x86: no convolution kernel; the maddwd and direct kernels need only AVX2");
 }
 
 void CpuX86Ops::conv(OpKind op, const ConvDesc& desc, const void* x, const void* w,
@@ -62,9 +67,9 @@ void CpuX86Ops::conv(OpKind op, const ConvDesc& desc, const void* x, const void*
   require("w", w, count(ws));
   require("y", y, count(ys));
   if (desc.bias != ConvBias::none) require("bias (desc.bias is set)", bias, desc.out_channels);
-  const bool depthwise = conv_uses_depthwise(desc, op, forced_);
-  const ConvWeights weights(desc, w, depthwise, pool_.get());
-  const KernelInfo& k = conv_kernel(desc, depthwise, weights.holds_min(), forced_);
+  const ConvPath path = conv_path(desc, op, forced_);
+  const ConvWeights weights(desc, w, path, pool_.get());
+  const KernelInfo& k = conv_kernel(desc, path, weights.holds_min(), forced_);
   last_kernel_ = k.name;
   if (!run_conv({*pool_, scratch_, tuning()}, k, op, desc, x, weights, bias, y))
     reference::conv(op, desc, x, w, bias, y);  // reports the sum that leaves int32

@@ -72,7 +72,7 @@ struct PlanParts {
   std::vector<bool> fixed;                         // per input: fixed (copied or packed)
   std::shared_ptr<const X86PackedWeights> packed;  // input 1 (matmul B, Linear W), when fixed
   std::shared_ptr<const ConvWeights> conv;         // input 1 (conv W), when fixed
-  bool depthwise = false;                          // conv: the direct depthwise kernel runs
+  ConvPath conv_path = ConvPath::gemm;             // conv: how it runs
 };
 
 class X86Plan final : public Plan {
@@ -139,7 +139,7 @@ class X86Plan final : public Plan {
     ThreadPool& pool = *parts_.pool;
     std::optional<ConvWeights> per_run;
     const ConvWeights* w = parts_.conv.get();
-    if (!w) w = &per_run.emplace(d, in[1], parts_.depthwise, &pool);
+    if (!w) w = &per_run.emplace(d, in[1], parts_.conv_path, &pool);
     bool ok = false;
     {
       auto scratch = scratch_.take();
@@ -242,17 +242,17 @@ std::shared_ptr<const Plan> CpuX86Ops::plan(const OpDesc& op, const PlanRequest&
                   .fixed = {},
                   .packed = nullptr,
                   .conv = nullptr,
-                  .depthwise = false};
+                  .conv_path = ConvPath::gemm};
   parts.fixed = parts.weights.fixed();
   if (conv) {
     const auto& d = std::get<ConvDesc>(op.desc);
-    parts.depthwise = conv_uses_depthwise(d, op.op, name);
+    parts.conv_path = conv_path(d, op.op, name);
     if (pack_conv) {
       parts.fixed[1] = true;
       parts.conv =
-          std::make_shared<const ConvWeights>(d, request.weights[1], parts.depthwise, pool_.get());
+          std::make_shared<const ConvWeights>(d, request.weights[1], parts.conv_path, pool_.get());
       // With W's values known, the choice the per-call op makes for them.
-      parts.kernel = &conv_kernel(d, parts.depthwise, parts.conv->holds_min(), request.kernel);
+      parts.kernel = &conv_kernel(d, parts.conv_path, parts.conv->holds_min(), request.kernel);
     }
   }
   if (pack) {
