@@ -30,7 +30,7 @@ std::int64_t expected_requant(std::int64_t x, FixedPointMultiplier m) {
 }
 
 TEST(Reference16x8, RequantizationRoundsHalfUpOnce) {
-  const FixedPointMultiplier half{1 << 30, 0};  // 0.5: reduced to 2^14
+  const FixedPointMultiplier half{1 << 30, 0};                    // 0.5: reduced to 2^14
   EXPECT_EQ(multiply_by_quantized_multiplier_s64(3, half), 2);    // 1.5 -> 2
   EXPECT_EQ(multiply_by_quantized_multiplier_s64(-3, half), -1);  // -1.5 -> -1 (toward +inf)
   EXPECT_EQ(multiply_by_quantized_multiplier_s64(-5, half), -2);  // -2.5 -> -2
@@ -96,12 +96,14 @@ Case16x8 random_case(std::mt19937_64& rng) {
   d.stride_w = test::uniform_int(rng, 1, 2);
   d.pad_top = d.pad_bottom = d.kernel_h / 2 + 1;
   d.pad_left = d.pad_right = d.kernel_w / 2;
-  d.x_params = QuantizationParams::per_tensor_symmetric(DType::int16, test::uniform(rng, 1e-4f, 1e-2f));
+  d.x_params =
+      QuantizationParams::per_tensor_symmetric(DType::int16, test::uniform(rng, 1e-4f, 1e-2f));
   std::vector<float> sw(static_cast<std::size_t>(d.out_channels));
   for (float& s : sw) s = test::uniform(rng, 1e-3f, 1e-1f);
   d.w_params = QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0, sw,
                                                std::vector<std::int32_t>(sw.size(), 0));
-  d.y_params = QuantizationParams::per_tensor_symmetric(DType::int16, test::uniform(rng, 1e-4f, 1e-2f));
+  d.y_params =
+      QuantizationParams::per_tensor_symmetric(DType::int16, test::uniform(rng, 1e-4f, 1e-2f));
   d.requant_mode = RequantMode::fixed_point;
   d.activation = test::uniform_int(rng, 0, 1) ? ConvActivation::relu : ConvActivation::none;
   c.x.resize(static_cast<std::size_t>(d.n * d.c * d.h * d.w));
@@ -109,7 +111,8 @@ Case16x8 random_case(std::mt19937_64& rng) {
   c.w.resize(static_cast<std::size_t>(d.out_channels * (d.c / d.groups) * d.kernel_h * d.kernel_w));
   for (auto& v : c.w) v = static_cast<std::int8_t>(test::uniform_int(rng, -127, 127));
   c.bias.resize(static_cast<std::size_t>(d.out_channels));
-  for (auto& v : c.bias) v = test::uniform_int(rng, -(std::int64_t{1} << 40), std::int64_t{1} << 40);
+  for (auto& v : c.bias)
+    v = test::uniform_int(rng, -(std::int64_t{1} << 40), std::int64_t{1} << 40);
   return c;
 }
 
@@ -139,9 +142,8 @@ TEST(Reference16x8, ConvMatchesADirectComputation) {
                   const std::int64_t g = o / (d.out_channels / d.groups);
                   acc += std::int64_t{c.x[static_cast<std::size_t>(
                              ((n * d.c + g * cg + ci) * d.h + ih) * d.w + iw)]} *
-                         c.w[static_cast<std::size_t>(((o * cg + ci) * d.kernel_h + kh) *
-                                                          d.kernel_w +
-                                                      kw)];
+                         c.w[static_cast<std::size_t>(
+                             ((o * cg + ci) * d.kernel_h + kh) * d.kernel_w + kw)];
                 }
             const std::int64_t lo = d.activation == ConvActivation::relu ? 0 : -32768;
             const std::int64_t want = std::clamp<std::int64_t>(expected_requant(acc, m), lo, 32767);

@@ -32,6 +32,8 @@ QFORGE_API std::int64_t multiply_by_quantized_multiplier_s64(std::int64_t x,
 // acc + bias outside [-2^47, 2^47) throws ErrorCode::overflow naming the position.
 QFORGE_API void qlinear_conv_16x8(const ConvDesc& desc, const void* x, const void* w,
                                   const std::int64_t* bias, void* y);
+// Throws what qlinear_conv_16x8 throws for `desc` (its descriptor check), without running it.
+QFORGE_API void check_conv_16x8(const ConvDesc& desc);
 
 // TFLite's 16x8 fully connected as a matmul: A [M, K] int16 per tensor with zero point 0, B int8
 // symmetric per tensor or per column (either layout), y int16 per tensor with zero point 0,

@@ -205,6 +205,10 @@ void qlinear_conv_16x8(const ConvDesc& desc, const void* x, const void* w, const
   });
 }
 
+void check_conv_16x8(const ConvDesc& desc) {
+  detail::validate_conv_16x8("qlinear_conv_16x8", desc);
+}
+
 void conv_dequant(const ConvDesc& desc, const void* x, const void* w, const void* bias, float* y) {
   const std::string op = "conv_dequant";
   detail::validate_conv(op, OpKind::conv_dequant, desc);

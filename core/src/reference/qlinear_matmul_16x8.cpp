@@ -65,8 +65,8 @@ void qlinear_matmul_16x8(const MatmulDesc& desc, const void* a, const void* b,
                          std::to_string(n) + ") = " + std::to_string(c) +
                          "; expected a value in [-2^47, 2^47) (TFLite's 16x8 requantization)");
       const std::int64_t q = std::clamp<std::int64_t>(
-          multiply_by_quantized_multiplier_s64(c, multipliers[static_cast<std::size_t>(n)]),
-          -32768, 32767);
+          multiply_by_quantized_multiplier_s64(c, multipliers[static_cast<std::size_t>(n)]), -32768,
+          32767);
       store_element(DType::int16, y, static_cast<std::size_t>(m * desc.n + n),
                     static_cast<std::int32_t>(q));
     }
