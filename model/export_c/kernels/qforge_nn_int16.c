@@ -78,8 +78,7 @@ void qf_conv2d_s16(const qf_conv2d_s16_params *p, const int16_t *x, int16_t *y) 
         }
         if (p->bias != NULL) acc += p->bias[o];
         y[((size_t)o * (size_t)p->out_h + (size_t)oh) * (size_t)p->out_w + (size_t)ow] =
-            qf_sat16(qf_requantize_s64(acc, p->multiplier[o], p->shift[o]), p->act_min,
-                     p->act_max);
+            qf_sat16(qf_requantize_s64(acc, p->multiplier[o], p->shift[o]), p->act_min, p->act_max);
       }
     }
   }
@@ -92,8 +91,7 @@ void qf_dense_s16(const qf_dense_s16_params *p, const int16_t *x, int16_t *y) {
     int64_t acc = 0;
     for (k = 0; k < p->in_features; ++k) acc += (int32_t)x[k] * (int32_t)wn[k];
     if (p->bias != NULL) acc += p->bias[n];
-    y[n] = qf_sat16(qf_requantize_s64(acc, p->multiplier[n], p->shift[n]), p->act_min,
-                    p->act_max);
+    y[n] = qf_sat16(qf_requantize_s64(acc, p->multiplier[n], p->shift[n]), p->act_min, p->act_max);
   }
 }
 
@@ -113,8 +111,7 @@ void qf_maxpool_s16(const qf_pool_params *p, const int16_t *x, int16_t *y) {
             if (xc[ih * p->in_w + iw] > m) m = xc[ih * p->in_w + iw];
           }
         }
-        y[((size_t)c * (size_t)p->out_h + (size_t)oh) * (size_t)p->out_w + (size_t)ow] =
-            (int16_t)m;
+        y[((size_t)c * (size_t)p->out_h + (size_t)oh) * (size_t)p->out_w + (size_t)ow] = (int16_t)m;
       }
     }
   }
@@ -150,10 +147,12 @@ void qf_add_s16(const qf_add_s16_params *p, const int16_t *a, const int16_t *b, 
   int32_t i;
   for (i = 0; i < p->size; ++i) {
     /* |x| * 2^15 <= 2^30 fits int32, and so does the sum of two values scaled by <= 1/2. */
-    const int32_t sa = qf_requantize((int32_t)a[i] * ((int32_t)1 << 15), p->a_multiplier, p->a_shift);
-    const int32_t sb = qf_requantize((int32_t)b[i] * ((int32_t)1 << 15), p->b_multiplier, p->b_shift);
-    y[i] = qf_sat16(qf_requantize(sa + sb, p->out_multiplier, p->out_shift), p->act_min,
-                    p->act_max);
+    const int32_t sa =
+        qf_requantize((int32_t)a[i] * ((int32_t)1 << 15), p->a_multiplier, p->a_shift);
+    const int32_t sb =
+        qf_requantize((int32_t)b[i] * ((int32_t)1 << 15), p->b_multiplier, p->b_shift);
+    y[i] =
+        qf_sat16(qf_requantize(sa + sb, p->out_multiplier, p->out_shift), p->act_min, p->act_max);
   }
 }
 
