@@ -397,5 +397,28 @@ TEST(ExportC, AccumulatorThatCouldOverflowIsRefused) {
   }
 }
 
+// 16x8 sums run in int64 but must stay below 2^47 for the requantization: a bias that is huge at
+// the accumulator's scale (tiny activations and weights, a large C) is refused.
+TEST(ExportC, SixteenByEightSumBeyond2To47IsRefused) {
+  testing::OnnxBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {1, 2});
+  b.initializer("w", {2, 1}, std::vector<float>{1e-6f, -1e-6f});
+  b.initializer("c", {1}, std::vector<float>{1e6f});
+  b.node("Gemm", {"x", "w", "c"}, {"y"}, "biased");
+  b.output("y", onnx::TensorProto::FLOAT, {1, 1});
+  const Graph graph = import_onnx_bytes(b.bytes(), "test");
+  const std::uint32_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const auto batches = random_batches(rng, "x", {2}, 2, 1, -1e-6f, 1e-6f);
+  try {
+    lower_to_integer(graph, batches, with_activations(DType::int16));
+    FAIL() << "a sum beyond 2^47 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::overflow);
+    EXPECT_NE(std::string(e.what()).find("below 2^47"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace qforge::model
