@@ -12,13 +12,16 @@
 namespace qforge::cli {
 namespace {
 
-// The calibration method of the recipe's decisions, after checking that every node it
-// quantizes asks for what the integer-only export writes (TFLite's int8 spec).
-calibration::MethodOptions method_from_recipe(const std::string& path, const model::Graph& graph) {
+// The calibration method and activation dtype of the recipe's decisions, after checking that
+// every node it quantizes asks for what the integer-only export writes: TFLite's int8 spec
+// (static int8 affine activations) or its 16x8 variant (static int16 symmetric activations),
+// int8 symmetric weights, one method and one dtype for all.
+model::LowerOptions options_from_recipe(const std::string& path, const model::Graph& graph) {
   const model::Recipe recipe = model::load_recipe(path);
   const auto nodes = model::node_refs(graph);
   const model::RecipeResolution res = model::resolve(recipe, nodes);
   std::optional<calibration::MethodOptions> method;
+  std::optional<DType> dtype;
   std::string first;
   for (std::size_t i = 0; i < res.nodes.size(); ++i) {
     const auto& q = res.nodes[i].quantize;
@@ -31,21 +34,31 @@ calibration::MethodOptions method_from_recipe(const std::string& path, const mod
     const bool weights_ok = !q->weights || (q->weights->dtype == DType::int8 &&
                                             q->weights->mapping == Mapping::symmetric &&
                                             q->weights->granularity != Granularity::block);
-    const bool acts_ok =
-        q->activations && q->activations->mode == model::ActivationMode::static_range &&
-        q->activations->dtype == DType::int8 && q->activations->mapping == Mapping::affine;
+    const auto& a = q->activations;
+    const bool acts_ok = a && a->mode == model::ActivationMode::static_range &&
+                         ((a->dtype == DType::int8 && a->mapping == Mapping::affine) ||
+                          (a->dtype == DType::int16 && a->mapping == Mapping::symmetric));
     if (!weights_ok || !acts_ok)
       throw Error(ErrorCode::unsupported,
                   "export-c: " + who + " asks for " + model::describe(q) +
-                      "; the C export writes int8 symmetric weights per channel and static "
-                      "int8 affine activations only");
+                      "; the C export writes int8 symmetric weights per channel with static "
+                      "int8 affine or int16 symmetric (16x8) activations only");
+    if (dtype && *dtype != a->dtype)
+      throw Error(ErrorCode::unsupported,
+                  "export-c: " + who + " asks for " + std::string(name(a->dtype)) +
+                      " activations, " + first + " for " + std::string(name(*dtype)) +
+                      "; the C export writes every activation in one dtype");
+    if (!dtype) dtype = a->dtype;
     if (method && !(*method == q->activations->calibration))
       throw Error(ErrorCode::unsupported, "export-c: " + who +
                                               " calibrates with another method than " + first +
                                               "; the C export calibrates every activation one way");
     if (!method) method = q->activations->calibration, first = who;
   }
-  return method.value_or(calibration::MethodOptions{});
+  model::LowerOptions options;
+  options.calibration = method.value_or(calibration::MethodOptions{});
+  options.activations = dtype.value_or(DType::int8);
+  return options;
 }
 
 // Runs `check_data` through qforge's integer execution and writes check_input.bin and
@@ -71,9 +84,9 @@ void write_check_files(const ExportCCommand& cmd, const LoadedModel& m,
       throw Error(ErrorCode::shape_mismatch,
                   cmd.check_data + ": a sample has " + std::to_string(v.size()) +
                       " values; the export takes " + std::to_string(in_size));
-    const auto y = model::run_integer(program, v);
+    const auto y = model::run_integer_values(program, v);
     inputs.append(reinterpret_cast<const char*>(v.data()), v.size_bytes());
-    outputs.append(reinterpret_cast<const char*>(y.data()), y.size());
+    outputs += model::output_bytes(program, y);
     if (labels) {
       const std::int64_t label = labels->next(1)->values<std::int64_t>()[0];
       const auto best = std::max_element(y.begin(), y.end()) - y.begin();  // first largest
@@ -96,12 +109,14 @@ void write_check_files(const ExportCCommand& cmd, const LoadedModel& m,
 CLI::App* ExportCCommand::add_to(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand(
       "export-c",
-      "Lower a model to integer-only int8 (TFLite's conventions) and write it as standalone C99: "
-      "model.h, model.c, weights.c and the portable kernels, bit-exact with qforge");
+      "Lower a model to integer-only int8 or 16x8 (TFLite's conventions) and write it as "
+      "standalone C99: model.h, model.c, weights.c and the portable kernels, bit-exact with "
+      "qforge");
   model.add_model(*app);
   app->add_option("--recipe", model.recipe,
-                  "Recipe (JSON, docs/RECIPES.md) whose calibration method the activations use; "
-                  "what it quantizes must be int8 static (default: entropy calibration)")
+                  "Recipe (JSON, docs/RECIPES.md) whose calibration method and activation "
+                  "dtype the export uses: static int8 affine activations, or static int16 "
+                  "symmetric ones for the 16x8 variant (default: int8, entropy calibration)")
       ->check(CLI::ExistingFile);
   app->add_option("--calibration", model.calibration,
                   "Calibration data: .npy, .npz[:NAME], a directory of .npy files, or an IDX "
@@ -114,8 +129,9 @@ CLI::App* ExportCCommand::add_to(CLI::App& parent) {
   model.add_batch_size(*app);
   app->add_option("-o,--output-dir", output_dir, "Directory to write the C files into")->required();
   app->add_option("--check", check_data,
-                  "Samples to run through qforge's integer execution: their inputs and int8 "
-                  "outputs are written as check_input.bin and check_output.bin, for comparing "
+                  "Samples to run through qforge's integer execution: their inputs and "
+                  "outputs (int8, or int16 in native byte order) are written as check_input.bin "
+                  "and check_output.bin, for comparing "
                   "the compiled C byte for byte (model < check_input.bin | cmp - "
                   "check_output.bin)");
   app->add_option("--check-labels", check_labels,
@@ -140,7 +156,7 @@ int ExportCCommand::run() const {
   const LoadedModel m = load_model(model);
   require_single_input(m, "--calibration");
   model::LowerOptions options;
-  if (!model.recipe.empty()) options.calibration = method_from_recipe(model.recipe, m.graph);
+  if (!model.recipe.empty()) options = options_from_recipe(model.recipe, m.graph);
 
   auto reader = DataReader::open(model.calibration, DataRole::samples);
   const std::int64_t n = model.calibration_limit > 0
@@ -180,11 +196,13 @@ int ExportCCommand::run() const {
   for (std::size_t i = 0; i < program.ops.size(); ++i)
     std::cout << (i ? " " : "") << model::to_string(program.ops[i].kind);
   std::cout << ")\n";
-  std::cout << "input: " << r.input_size << " float32, output: " << r.output_size << " int8 (scale "
-            << program.output().scale << ", zero point " << program.output().zero_point << ")\n";
+  std::cout << "input: " << r.input_size << " float32, output: " << r.output_size << " "
+            << name(program.activations) << " (scale " << program.output().scale << ", zero point "
+            << program.output().zero_point << ")\n";
   std::cout << "arena: " << r.arena_bytes << " bytes (by liveness)\n";
-  std::cout << "weights: " << r.weight_bytes << " bytes (int8 weights, int32 bias, multipliers "
-            << "and shifts)\n";
+  std::cout << "weights: " << r.weight_bytes << " bytes (int8 weights, "
+            << (program.activations == DType::int16 ? "int64" : "int32")
+            << " bias, multipliers and shifts)\n";
   std::cout << "multiply-accumulates per inference: " << r.multiply_accumulates << "\n";
   if (!check_data.empty()) write_check_files(*this, m, program);
   if (measure) {

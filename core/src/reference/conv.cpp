@@ -6,11 +6,13 @@
 //   conv_integer:  Y = acc (int32)
 //   qlinear_conv:  Y = clamp(requantize(acc + bias[o], (sx * sw[o]) / sy, zy), lo, hi)
 //   conv_dequant:  Y = clamp((float(acc + bias_i32[o]) * sx) * sw[o] + bias_f32[o])
+//   qlinear_conv_16x8: Y = clamp(MultiplyByQuantizedMultiplier_s64(acc + bias_i64[o]), lo, hi)
 // The sums run in int64; acc (and acc + an int32 bias) must fit int32, as in every backend that
 // accumulates in int32, or the op throws ErrorCode::overflow naming the position.
 #include <limits>
 
 #include "qforge/reference.h"
+#include "qforge/reference_16x8.h"
 #include "reference/detail.h"
 
 namespace qforge::reference {
@@ -167,6 +169,44 @@ void qlinear_conv(const ConvDesc& desc, const void* x, const void* w, const std:
     q = q < lo ? lo : q > hi ? hi : q;
     store_element(yp.dtype(), y, i, q);
   });
+}
+
+void qlinear_conv_16x8(const ConvDesc& desc, const void* x, const void* w, const std::int64_t* bias,
+                       void* y) {
+  const std::string op = "qlinear_conv_16x8";
+  detail::validate_conv_16x8(op, desc);
+  const Geometry g(desc);
+  require_arrays(op, desc, g, x, w, nullptr, y);
+  const QuantizationParams& yp = *desc.y_params;
+  // The full int16 range, as TFLite's int16 activations (the symmetric scale maps +-max to
+  // +-32767; -32768 stays reachable, as there).
+  const auto clamp = detail::conv_output_clamp(desc, -32768, 32767);
+  const std::int64_t lo = clamp.first, hi = clamp.second;
+  std::vector<FixedPointMultiplier> multipliers(static_cast<std::size_t>(g.o));
+  for (std::int64_t o = 0; o < g.o; ++o)
+    multipliers[static_cast<std::size_t>(o)] = quantize_multiplier(
+        (desc.x_params.scale() * desc.w_params.scale(w_pair(desc, o))) / yp.scale());
+  // |acc| <= 32768 * 127 * C / groups * KH * KW: exact in int64 for any reduction that fits
+  // memory; the bound that matters is the 2^47 of the requantization, checked per element.
+  const auto acc = conv_sums(desc, g, x, w);
+  constexpr std::int64_t kLimit = std::int64_t{1} << 47;
+  for_each_output(desc, g, [&](auto n, auto o, auto oh, auto ow, std::size_t i) {
+    const std::int64_t c = acc[i] + (bias ? bias[o] : 0);
+    if (c < -kLimit || c >= kLimit)
+      detail::fail(ErrorCode::overflow, op,
+                   "accumulator plus bias at (n, o, oh, ow) = (" + std::to_string(n) + ", " +
+                       std::to_string(o) + ", " + std::to_string(oh) + ", " + std::to_string(ow) +
+                       ") = " + std::to_string(c) +
+                       "; expected a value in [-2^47, 2^47) (TFLite's 16x8 requantization)");
+    std::int64_t q =
+        multiply_by_quantized_multiplier_s64(c, multipliers[static_cast<std::size_t>(o)]);
+    q = q < lo ? lo : q > hi ? hi : q;
+    store_element(DType::int16, y, i, static_cast<std::int32_t>(q));
+  });
+}
+
+void check_conv_16x8(const ConvDesc& desc) {
+  detail::validate_conv_16x8("qlinear_conv_16x8", desc);
 }
 
 void conv_dequant(const ConvDesc& desc, const void* x, const void* w, const void* bias, float* y) {

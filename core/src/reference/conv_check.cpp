@@ -95,9 +95,8 @@ void check_output(const std::string& op, const ConvDesc& d) {
              "; expected scales whose ratio fits float32");
 }
 
-}  // namespace
-
-void validate_conv(const std::string& op, OpKind kind, const ConvDesc& d) {
+// Extents, strides, dilations, pads, groups and the operand sizes (Y of `y_bytes` per element).
+void check_geometry(const std::string& op, const ConvDesc& d, std::size_t y_bytes) {
   require_extent(op, "n", d.n);
   require_extent(op, "c", d.c);
   require_extent(op, "h", d.h);
@@ -134,15 +133,13 @@ void validate_conv(const std::string& op, OpKind kind, const ConvDesc& d) {
                   d.x_params.dtype());
   checked_operand(op, "W [O, C / groups, KH, KW]", ws, d.w_params.dtype());
   checked_operand(op, d.layout == ConvLayout::nchw ? "Y [N, O, OH, OW]" : "Y [N, OH, OW, O]", ys,
-                  output_element_bytes(kind));
+                  y_bytes);
   if (d.bias != ConvBias::none) checked_operand(op, "bias [O]", {d.out_channels}, 4);
+}
 
-  require_8bit(op, "X", d.x_params);
-  if (d.x_params.scheme().granularity != Granularity::per_tensor)
-    fail(ErrorCode::invalid_argument, op,
-         "X params " + d.x_params.to_string() +
-             "; expected per-tensor params (ONNX's x_zero_point and x_scale are scalars)");
-  require_8bit(op, "W", d.w_params);
+// W: per tensor or per output channel (axis 0), valid for the OIHW shape.
+void check_w_layout(const std::string& op, const ConvDesc& d) {
+  const Shape ws = d.w_shape();
   const Granularity wg = d.w_params.scheme().granularity;
   const int axis = d.w_params.scheme().axis;
   if (wg == Granularity::block || (wg == Granularity::per_channel && axis != 0 && axis != -4))
@@ -155,15 +152,77 @@ void validate_conv(const std::string& op, OpKind kind, const ConvDesc& d) {
   } catch (const Error& e) {
     fail(e.code(), op, "W params for W " + to_string(ws) + ": " + e.what());
   }
+}
 
+// One 16-bit symmetric params with zero point 0, per tensor.
+void require_s16(const std::string& op, const char* which, const QuantizationParams& p) {
+  if (p.dtype() != DType::int16 || p.scheme().mapping == Mapping::logarithmic ||
+      p.scheme().granularity != Granularity::per_tensor || p.zero_point() != 0)
+    fail(ErrorCode::invalid_argument, op,
+         std::string(which) + " params " + p.to_string() +
+             "; expected per-tensor int16 with zero point 0 (TFLite's 16x8 activations)");
+}
+
+}  // namespace
+
+void validate_conv(const std::string& op, OpKind kind, const ConvDesc& d) {
+  check_geometry(op, d, output_element_bytes(kind));
+
+  require_8bit(op, "X", d.x_params);
+  if (d.x_params.scheme().granularity != Granularity::per_tensor)
+    fail(ErrorCode::invalid_argument, op,
+         "X params " + d.x_params.to_string() +
+             "; expected per-tensor params (ONNX's x_zero_point and x_scale are scalars)");
+  require_8bit(op, "W", d.w_params);
+  check_w_layout(op, d);
   check_bias(op, kind, d);
   check_activation(op, kind, d);
   if (kind == OpKind::qlinear_conv) check_output(op, d);
 }
 
+void validate_conv_16x8(const std::string& op, const ConvDesc& d) {
+  check_geometry(op, d, 2);
+  require_s16(op, "X", d.x_params);
+  if (d.w_params.dtype() != DType::int8 || d.w_params.scheme().mapping == Mapping::logarithmic ||
+      d.w_params.min_zero_point() != 0 || d.w_params.max_zero_point() != 0)
+    fail(ErrorCode::invalid_argument, op,
+         "W params " + d.w_params.to_string() +
+             "; expected int8 symmetric (zero point 0), per tensor or per output channel");
+  check_w_layout(op, d);
+  if (d.bias != ConvBias::none)
+    fail(ErrorCode::invalid_argument, op,
+         "bias " + std::string(to_string(d.bias)) +
+             "; expected none (the int64 bias is qlinear_conv_16x8's argument, null for none)");
+  if (d.requant_mode != RequantMode::fixed_point)
+    fail(ErrorCode::invalid_argument, op,
+         "requant_mode " + std::string(to_string(d.requant_mode)) +
+             "; expected fixed_point (TFLite's 16x8 kernels are integer-only)");
+  check_activation(op, OpKind::qlinear_conv, d);
+  if (!d.y_params)
+    fail(ErrorCode::invalid_argument, op,
+         "no output params (y_params is empty); expected per-tensor int16 with zero point 0");
+  require_s16(op, "Y", *d.y_params);
+  for (std::int64_t o = 0; o < d.out_channels; ++o) {
+    const float sw = d.w_params.scale(d.w_params.scheme().granularity == Granularity::per_tensor
+                                          ? 0
+                                          : static_cast<std::size_t>(o));
+    const float m = (d.x_params.scale() * sw) / d.y_params->scale();
+    if (!std::isfinite(m) || m >= 128.0f)
+      fail(ErrorCode::invalid_argument, op,
+           "multiplier (sx * sw) / sy = " + float_text(m) + " for output channel " +
+               std::to_string(o) +
+               "; expected a finite multiplier below 2^7 (the shift range of TFLite's 16x8 "
+               "requantization)");
+  }
+}
+
 std::pair<std::int32_t, std::int32_t> conv_output_clamp(const ConvDesc& d) {
+  return conv_output_clamp(d, d.y_params->qmin(), d.y_params->qmax());
+}
+
+std::pair<std::int32_t, std::int32_t> conv_output_clamp(const ConvDesc& d, std::int32_t qmin,
+                                                        std::int32_t qmax) {
   const QuantizationParams& y = *d.y_params;
-  const std::int32_t qmin = y.qmin(), qmax = y.qmax();
   auto q = [&](float v) { return quantize_value(v, y.scale(), y.zero_point(), qmin, qmax); };
   switch (d.activation) {
     case ConvActivation::none: return {qmin, qmax};

@@ -108,8 +108,15 @@ std::int64_t max_centered_magnitude(const QuantizationParams& p);
 // conv_integer / qlinear_conv / conv_dequant's descriptor (conv_check.cpp): extents, geometry,
 // groups, operand sizes, params, bias, output params and activation for op `kind`.
 void validate_conv(const std::string& op, OpKind kind, const ConvDesc& desc);
+// qlinear_conv_16x8's descriptor: the geometry as validate_conv, X and Y int16 per tensor with
+// zero point 0, W int8 symmetric, desc.bias none (the int64 bias is an argument), fixed-point mode,
+// multipliers below 2^7.
+void validate_conv_16x8(const std::string& op, const ConvDesc& desc);
 // The quantized bounds [lo, hi] of qlinear_conv's fused activation (the output range when none).
 std::pair<std::int32_t, std::int32_t> conv_output_clamp(const ConvDesc& desc);
+// The same within [qmin, qmax] (16x8: the full int16 range, as TFLite's int16 activations).
+std::pair<std::int32_t, std::int32_t> conv_output_clamp(const ConvDesc& desc, std::int32_t qmin,
+                                                        std::int32_t qmax);
 
 // requantize's descriptor: out dtype and zero point, multipliers, axis (requantize.cpp).
 void validate_requantize(const std::string& op, const RequantizeDesc& desc);

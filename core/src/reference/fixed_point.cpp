@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "qforge/reference.h"
+#include "qforge/reference_16x8.h"
 #include "reference/detail.h"
 
 namespace qforge::reference {
@@ -71,6 +72,27 @@ std::int32_t multiply_by_quantized_multiplier(std::int32_t x, FixedPointMultipli
   const auto sat = static_cast<std::int32_t>(std::clamp(shifted, kInt32Min, kInt32Max));
   return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(sat, m.multiplier),
                                 right_shift);
+}
+
+std::int64_t multiply_by_quantized_multiplier_s64(std::int64_t x, FixedPointMultiplier m) {
+  const std::string op = "multiply_by_quantized_multiplier_s64";
+  constexpr std::int64_t kLimit = 1LL << 47;
+  if (x < -kLimit || x >= kLimit)
+    detail::fail(ErrorCode::overflow, op,
+                 "x = " + std::to_string(x) + "; expected -2^47 <= x < 2^47 (TFLite's bound)");
+  if (m.multiplier < 0 || m.shift < -31 || m.shift > 7)
+    detail::fail(ErrorCode::invalid_argument, op,
+                 "multiplier " + std::to_string(m.multiplier) + " with shift " +
+                     std::to_string(m.shift) +
+                     "; expected a multiplier >= 0 and a shift in [-31, 7] (a real multiplier "
+                     "below 2^7)");
+  // The Q31 multiplier rounded to Q15 (half up, saturating at 0x7FFF), then one rounding of the
+  // 64-bit product: half up, toward +infinity, as the added 2^(total - 1) and the floor give.
+  const std::int64_t reduced =
+      m.multiplier < 0x7FFF0000 ? (std::int64_t{m.multiplier} + (1 << 15)) >> 16 : 0x7FFF;
+  const int total_shift = 15 - m.shift;  // in [8, 46]
+  // |x * reduced| < 2^62: exact; >> of a negative value floors (C++20).
+  return (x * reduced + (std::int64_t{1} << (total_shift - 1))) >> total_shift;
 }
 
 }  // namespace qforge::reference

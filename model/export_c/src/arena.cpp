@@ -31,22 +31,25 @@ ArenaPlan plan_arena(const IntegerProgram& p) {
 
   ArenaPlan plan;
   plan.offset.assign(n, 0);
+  // Buffers in bytes, rounded up to 4 so that every offset is 4-byte aligned (int16 tensors).
+  const auto bytes = [&](std::size_t t) {
+    return (p.tensors[t].elements() * p.activation_bytes() + 3) / 4 * 4;
+  };
   std::vector<std::size_t> placed;
   for (std::size_t t = 0; t < n; ++t) {
     if (storage[t] != static_cast<int>(t) || first[t] < 0) continue;
-    const std::int64_t size = (p.tensors[t].elements() + 3) / 4 * 4;
+    const std::int64_t size = bytes(t);
     // Candidate offsets: 0 and the end of every live-overlapping placed buffer; take the lowest
     // that collides with none.
     std::vector<std::size_t> conflicts;
     for (std::size_t u : placed)
       if (first[u] <= last[t] && first[t] <= last[u]) conflicts.push_back(u);
     std::vector<std::int64_t> candidates{0};
-    for (std::size_t u : conflicts)
-      candidates.push_back(plan.offset[u] + (p.tensors[u].elements() + 3) / 4 * 4);
+    for (std::size_t u : conflicts) candidates.push_back(plan.offset[u] + bytes(u));
     std::sort(candidates.begin(), candidates.end());
     for (std::int64_t c : candidates) {
       const bool fits = std::none_of(conflicts.begin(), conflicts.end(), [&](std::size_t u) {
-        const std::int64_t u_end = plan.offset[u] + (p.tensors[u].elements() + 3) / 4 * 4;
+        const std::int64_t u_end = plan.offset[u] + bytes(u);
         return c < u_end && plan.offset[u] < c + size;
       });
       if (fits) {

@@ -1,5 +1,5 @@
-// The static arena: every int8 tensor gets an offset; tensors whose lifetimes overlap never
-// share bytes. A reshape's output is its input's buffer.
+// The static arena: every activation tensor gets a byte offset (a multiple of 4); tensors whose
+// lifetimes overlap never share bytes. A reshape's output is its input's buffer.
 #pragma once
 
 #include <cstdint>

@@ -14,6 +14,10 @@ namespace qforge::model {
 CExport emit_c(const IntegerProgram& p) {
   using export_c::float_literal;
   const export_c::ArenaPlan arena = export_c::plan_arena(p);
+  const bool s16 = p.activations == DType::int16;
+  // The C type of activations and the kernels' suffix: int8 or TFLite's 16x8 variant.
+  const std::string q_t = s16 ? "int16_t" : "int8_t", sfx = s16 ? "s16" : "s8";
+  const std::int64_t width = p.activation_bytes();  // arena offsets are bytes, in elements here
   const IntegerTensor& out = p.output();
   CExport c;
   c.report.arena_bytes = arena.bytes;
@@ -33,7 +37,7 @@ CExport emit_c(const IntegerProgram& p) {
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
     const IntegerOp& op = p.ops[i];
     const auto buffer = [&](int t) {
-      return "arena + " + std::to_string(arena.offset[static_cast<std::size_t>(t)]);
+      return "arena + " + std::to_string(arena.offset[static_cast<std::size_t>(t)] / width);
     };
     const export_c::EmitContext ctx{p,
                                     op,
@@ -52,46 +56,60 @@ CExport emit_c(const IntegerProgram& p) {
   const auto n = [](std::int64_t v) { return std::to_string(v); };
   std::string h = banner;
   h += "#ifndef QFORGE_MODEL_H\n#define QFORGE_MODEL_H\n\n#include <stdint.h>\n\n";
-  h += "#include \"qforge_nn_int8.h\"\n\n";
+  h += s16 ? "#include \"qforge_nn_int16.h\"\n\n" : "#include \"qforge_nn_int8.h\"\n\n";
   h += "#define MODEL_INPUT_SIZE " + n(c.report.input_size) + "\n";
   h += "#define MODEL_OUTPUT_SIZE " + n(c.report.output_size) + "\n";
   h += "#define MODEL_ARENA_SIZE " + n(arena.bytes) + "\n";
   h += "#define MODEL_OUTPUT_SCALE " + float_literal(out.scale) + "\n";
-  h += "#define MODEL_OUTPUT_ZERO_POINT " + n(out.zero_point) + "\n\n";
+  h += "#define MODEL_OUTPUT_ZERO_POINT " + n(out.zero_point) + "\n";
+  h += "/* The outputs' type, and the kernel that picks the largest one (the driver's -a). */\n";
+  h += "#define MODEL_OUTPUT_T " + q_t + "\n";
+  h += "#define MODEL_ARGMAX qf_argmax_" + sfx + "\n\n";
   h += "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
-  h +=
-      "/* Runs the model on one sample: `in` holds MODEL_INPUT_SIZE floats (NCHW), `out`\n"
-      " * receives MODEL_OUTPUT_SIZE int8 values (real value = (q - MODEL_OUTPUT_ZERO_POINT) *\n"
-      " * MODEL_OUTPUT_SCALE). Uses the caller's arena of MODEL_ARENA_SIZE bytes: re-entrant. */\n";
-  h += "void model_run_arena(const float *in, int8_t *out, uint8_t *arena);\n";
+  h += "/* Runs the model on one sample: `in` holds MODEL_INPUT_SIZE floats (NCHW), `out`\n"
+       " * receives MODEL_OUTPUT_SIZE " +
+       q_t.substr(0, q_t.size() - 2) +
+       " values (real value = (q - MODEL_OUTPUT_ZERO_POINT) *\n"
+       " * MODEL_OUTPUT_SCALE). Uses the caller's arena of MODEL_ARENA_SIZE bytes" +
+       (s16 ? ",\n * aligned to 4 bytes" : "") + ": re-entrant. */\n";
+  h += "void model_run_arena(const float *in, " + q_t + " *out, uint8_t *arena);\n";
   h += "/* The same with the model's static arena: not re-entrant. */\n";
-  h += "void model_run(const float *in, int8_t *out);\n";
+  h += "void model_run(const float *in, " + q_t + " *out);\n";
   h += "/* The outputs as floats. */\n";
-  h += "void model_dequantize(const int8_t *q, float *out);\n\n";
+  h += "void model_dequantize(const " + q_t + " *q, float *out);\n\n";
   h += "#ifdef __cplusplus\n}\n#endif\n\n#endif /* QFORGE_MODEL_H */\n";
 
   std::string m = banner;
   m += "#include \"model.h\"\n\n#include <string.h>\n\n#include \"model_weights.h\"\n\n";
-  m += "/* The arena's int8 buffers only need byte alignment. */\n";
-  m += "static uint8_t model_arena[MODEL_ARENA_SIZE];\n\n";
+  if (s16) {
+    m += "/* int16 buffers at offsets that are multiples of 4: the arena is int32_t-aligned. */\n";
+    m += "static int32_t model_arena[(MODEL_ARENA_SIZE + 3) / 4];\n\n";
+  } else {
+    m += "/* The arena's int8 buffers only need byte alignment. */\n";
+    m += "static uint8_t model_arena[MODEL_ARENA_SIZE];\n\n";
+  }
   m += statics;
-  m += "void model_run_arena(const float *in, int8_t *out, uint8_t *arena_bytes) {\n";
-  m += "  int8_t *arena = (int8_t *)arena_bytes;\n  int32_t i;\n";
+  m += "void model_run_arena(const float *in, " + q_t + " *out, uint8_t *arena_bytes) {\n";
+  m += "  " + q_t + " *arena = (" + q_t + " *)(void *)arena_bytes;\n  int32_t i;\n";
   m += body;
   m += "  memcpy(out, " + std::string("arena + ") +
-       n(arena.offset[static_cast<std::size_t>(p.ops.back().output)]) +
-       ", MODEL_OUTPUT_SIZE);\n}\n\n";
-  m +=
-      "void model_run(const float *in, int8_t *out) { model_run_arena(in, out, model_arena); }\n\n";
-  m += "void model_dequantize(const int8_t *q, float *out) {\n";
-  m += "  qf_dequantize_f32(q, out, MODEL_OUTPUT_SIZE, MODEL_OUTPUT_SCALE, "
-       "MODEL_OUTPUT_ZERO_POINT);\n}\n";
+       n(arena.offset[static_cast<std::size_t>(p.ops.back().output)] / width) +
+       ", MODEL_OUTPUT_SIZE * sizeof(" + q_t + "));\n}\n\n";
+  m += "void model_run(const float *in, " + q_t + " *out) {\n";
+  m += std::string("  model_run_arena(in, out, ") +
+       (s16 ? "(uint8_t *)(void *)model_arena" : "model_arena") + ");\n}\n\n";
+  m += "void model_dequantize(const " + q_t + " *q, float *out) {\n";
+  m += s16 ? "  qf_dequantize_s16_f32(q, out, MODEL_OUTPUT_SIZE, MODEL_OUTPUT_SCALE);\n}\n"
+           : "  qf_dequantize_f32(q, out, MODEL_OUTPUT_SIZE, MODEL_OUTPUT_SCALE, "
+             "MODEL_OUTPUT_ZERO_POINT);\n}\n";
 
   c.files["model.h"] = h;
   c.files["model.c"] = m;
   c.files["model_weights.h"] = weights_h;
   c.files["weights.c"] = weights_c;
-  for (const auto& [name, text] : export_c::kernel_sources()) c.files[name] = text;
+  // The int16 kernels use the int8 file's pool parameters and 32-bit requantization.
+  for (const auto& [name, text] : export_c::kernel_sources())
+    if (s16 || name.find("int16") == std::string::npos) c.files[name] = text;
   return c;
 }
 

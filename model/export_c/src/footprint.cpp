@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <vector>
 
 #include "qforge/model/export_c.h"
 
@@ -44,18 +45,25 @@ std::optional<CFootprint> measure_footprint(const std::filesystem::path& dir,
   std::filesystem::create_directories(tmp);
   const std::string d = dir.string(), t = tmp.string();
   CFootprint f;
-  std::string compile = "cd '" + t + "' && " + compiler + " -std=c99 -Os -c '" + d + "/model.c' '" +
-                        d + "/weights.c' '" + d + "/qforge_nn_int8.c'";
+  // The int16 kernels come with the int8 file, whose pool parameters and requantization they use.
+  std::vector<std::string> units = {"model", "weights", "qforge_nn_int8"};
+  if (std::filesystem::exists(dir / "qforge_nn_int16.c")) units.push_back("qforge_nn_int16");
+  std::string sources, objects, names;
+  for (const std::string& u : units) {
+    sources += " '" + d + "/" + u + ".c'";
+    objects += " " + u + ".o";
+    names += " " + u + ".c";
+  }
+  std::string compile = "cd '" + t + "' && " + compiler + " -std=c99 -Os -c" + sources;
   bool stack = run(compile + " -fstack-usage > /dev/null 2>&1") == 0;
   if (!stack && run(compile + " > /dev/null 2>&1") != 0) {
     std::filesystem::remove_all(tmp);
     return std::nullopt;
   }
-  f.command = compiler + " -std=c99 -Os -c" + (stack ? " -fstack-usage" : "") +
-              " model.c weights.c qforge_nn_int8.c; size -t model.o weights.o qforge_nn_int8.o";
+  f.command = compiler + " -std=c99 -Os -c" + (stack ? " -fstack-usage" : "") + names +
+              "; size -t" + objects;
   const std::string size_out = t + "/size.txt";
-  if (run("cd '" + t + "' && size -t model.o weights.o qforge_nn_int8.o > size.txt 2>/dev/null") !=
-      0) {
+  if (run("cd '" + t + "' && size -t" + objects + " > size.txt 2>/dev/null") != 0) {
     std::filesystem::remove_all(tmp);
     return std::nullopt;
   }
@@ -75,11 +83,15 @@ std::optional<CFootprint> measure_footprint(const std::filesystem::path& dir,
     };
     std::int64_t kernel = 0;
     for (const char* k : {"qf_conv2d_s8", "qf_dense_s8", "qf_maxpool_s8", "qf_avgpool_s8",
-                          "qf_quantize_f32", "qf_dequantize_f32"})
+                          "qf_quantize_f32", "qf_dequantize_f32", "qf_conv2d_s16", "qf_dense_s16",
+                          "qf_maxpool_s16", "qf_avgpool_s16", "qf_add_s16", "qf_quantize_f32_s16"})
       kernel = std::max(kernel, frame(k));
-    f.stack_bytes = frame("model_run") + frame("model_run_arena") + kernel +
-                    frame("qf_requantize") + frame("qf_high_mul") + frame("qf_divide_by_pot") +
-                    frame("qf_clamp32");
+    // The deeper of the two requantizations below a kernel (32-bit with its helpers, or int64).
+    const std::int64_t requant =
+        std::max(frame("qf_requantize") + frame("qf_high_mul") + frame("qf_divide_by_pot") +
+                     frame("qf_clamp32"),
+                 frame("qf_requantize_s64") + frame("qf_floor_pot64") + frame("qf_sat16"));
+    f.stack_bytes = frame("model_run") + frame("model_run_arena") + kernel + requant;
   }
   std::filesystem::remove_all(tmp);
   return f;

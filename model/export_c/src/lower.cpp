@@ -14,6 +14,7 @@
 #include "qforge/calibration/histogram_observer.h"
 #include "qforge/error.h"
 #include "qforge/model/integer_program.h"
+#include "qforge/reference_16x8.h"
 
 namespace qforge::model {
 namespace {
@@ -67,7 +68,7 @@ struct PendingWeights {
 
 class Lowering {
  public:
-  explicit Lowering(const Graph& g) : g_(g) {}
+  Lowering(const Graph& g, DType activations) : g_(g) { p_.activations = activations; }
 
   void walk();
   // Feeds `first`, then every batch `next` gives, to one observer per calibrated tensor.
@@ -85,7 +86,7 @@ class Lowering {
     auto it = int_of_.find(node.input(0));
     if (it == int_of_.end())
       refuse(node, "its input '" + node.input(0) +
-                       "' is not an int8 tensor of the program (a float op precedes it)");
+                       "' is not an integer tensor of the program (a float op precedes it)");
     return it->second;
   }
   // The Relu or Clip after `node`'s output, fused when it is the output's only reader.
@@ -315,6 +316,10 @@ void Lowering::lower_pool(const Node& n) {
     d.pad_top = pads[0], d.pad_left = pads[1], d.pad_bottom = pads[2], d.pad_right = pads[3];
     op.count_include_pad = n.attr_int_or("count_include_pad", 0) != 0;
   }
+  // The average sums |x - z| <= 2^(bits) over the window in int32.
+  if (!max && d.kernel_h * d.kernel_w > (p_.activations == DType::int16 ? 65535 : 8388607))
+    refuse(n, "its window of " + std::to_string(d.kernel_h * d.kernel_w) +
+                  " positions is too large for the kernel's int32 sum");
   op.output = add_tensor(n.outputs.at(0));
   const Shape y = p_.tensors.back().shape;
   if (y.size() != 4 || y[2] != d.out_h() || y[3] != d.out_w())
@@ -328,7 +333,7 @@ void Lowering::lower_add(const Node& n) {
   const auto second = int_of_.find(n.input(1));
   if (second == int_of_.end())
     refuse(n, "its input '" + n.input(1) +
-                  "' is not an int8 tensor of the program (Add of two activations only)");
+                  "' is not an integer tensor of the program (Add of two activations only)");
   op.input2 = second->second;
   const Shape a = p_.tensors[static_cast<std::size_t>(op.input)].shape;
   if (p_.tensors[static_cast<std::size_t>(op.input2)].shape != a)
@@ -371,7 +376,10 @@ void Lowering::calibrate(const Graph& original, TensorMap first, const Calibrati
       observers[i]->observe(t.values<float>(), t.shape());
     }
   }
-  const calibration::Target target{DType::int8, Mapping::affine, calibration::Convention::qforge};
+  // int8 affine, or int16 symmetric (zero point 0) for the 16x8 variant.
+  const bool s16 = p_.activations == DType::int16;
+  const calibration::Target target{p_.activations, s16 ? Mapping::symmetric : Mapping::affine,
+                                   calibration::Convention::qforge};
   for (std::size_t i = 0; i < calibrated_.size(); ++i) {
     IntegerTensor& t = p_.tensors[static_cast<std::size_t>(calibrated_[i])];
     if (!observers[i]->has_data())
@@ -398,37 +406,49 @@ void Lowering::finish_weighted(IntegerOp& op, const PendingWeights& pw) {
   d.w_params = reference::params_from_ranges(DType::int8, Scheme::per_channel_symmetric(0), lo, hi);
   op.weights.resize(pw.w.size());
   reference::quantize(QuantizeDesc{d.w_shape(), d.w_params}, pw.w.data(), op.weights.data());
-  d.x_params = QuantizationParams::per_tensor_affine(DType::int8, x.scale, x.zero_point);
-  d.y_params = QuantizationParams::per_tensor_affine(DType::int8, y.scale, y.zero_point);
+  const bool s16 = p_.activations == DType::int16;
+  d.x_params = s16 ? QuantizationParams::per_tensor_symmetric(DType::int16, x.scale)
+                   : QuantizationParams::per_tensor_affine(DType::int8, x.scale, x.zero_point);
+  d.y_params = s16 ? QuantizationParams::per_tensor_symmetric(DType::int16, y.scale)
+                   : QuantizationParams::per_tensor_affine(DType::int8, y.scale, y.zero_point);
   d.requant_mode = RequantMode::fixed_point;
   d.activation = pw.act.kind;
   d.clamp_min = pw.act.lo, d.clamp_max = pw.act.hi;
   const bool has_bias = !op.bias.empty();
-  d.bias = has_bias ? ConvBias::int32 : ConvBias::none;
-  const std::int64_t max_x = std::max(127 - x.zero_point, x.zero_point + 128);
+  // 16x8: the int64 bias is qlinear_conv_16x8's argument and desc.bias stays none.
+  d.bias = has_bias && !s16 ? ConvBias::int32 : ConvBias::none;
+  const std::int64_t max_x = std::max(p_.qmax() - x.zero_point, x.zero_point - p_.qmin());
+  // int8: the C kernels sum in int32. 16x8: they sum in int64 and requantize values below 2^47
+  // (TFLite's bound); the bias itself is limited to the same.
+  const std::int64_t limit =
+      s16 ? (std::int64_t{1} << 47) - 1 : std::numeric_limits<std::int32_t>::max();
   for (std::int64_t o = 0; o < pw.out_channels; ++o) {
     const auto oi = static_cast<std::size_t>(o);
     const float sw = d.w_params.scale(oi);
     if (has_bias) {
       const double b = std::nearbyint(static_cast<double>(pw.bias[oi]) /
                                       (static_cast<double>(x.scale) * static_cast<double>(sw)));
-      op.bias[oi] = static_cast<std::int32_t>(std::clamp(b, -2147483647.0, 2147483647.0));
+      const double lim = static_cast<double>(limit);
+      op.bias[oi] = static_cast<std::int64_t>(std::clamp(b, -lim, lim));
     }
-    // The C kernels sum in int32: every accumulator must fit whatever the input values.
-    std::int64_t bound = has_bias ? std::abs(static_cast<std::int64_t>(op.bias[oi])) : 0;
+    // Every accumulator must stay within the limit whatever the input values.
+    std::int64_t bound = has_bias ? std::abs(op.bias[oi]) : 0;
     for (std::int64_t j = 0; j < per_o; ++j)
       bound += max_x * std::abs(static_cast<std::int64_t>(op.weights[oi * per_o + j]));
-    if (bound > std::numeric_limits<std::int32_t>::max())
+    if (bound > limit)
       throw Error(ErrorCode::overflow,
                   "export-c: node '" + op.node + "' output channel " + std::to_string(o) +
                       " can reach an accumulator of " + std::to_string(bound) +
-                      "; expected every int32 sum to fit (the kernels accumulate in int32)");
+                      (s16 ? "; expected every sum below 2^47 (TFLite's 16x8 requantization)"
+                           : "; expected every int32 sum to fit (the kernels accumulate in "
+                             "int32)"));
     op.multipliers.push_back(
         reference::quantize_multiplier(static_cast<double>((x.scale * sw) / y.scale)));
   }
   const auto clamp = [&](float v) {
-    return reference::quantize_value(v, y.scale, y.zero_point, -128, 127);
+    return reference::quantize_value(v, y.scale, y.zero_point, p_.qmin(), p_.qmax());
   };
+  op.act_min = p_.qmin(), op.act_max = p_.qmax();
   if (pw.act.kind == ConvActivation::relu) op.act_min = clamp(0.0f);
   if (pw.act.kind == ConvActivation::clamp) {
     if (!(pw.act.lo <= pw.act.hi))
@@ -436,7 +456,8 @@ void Lowering::finish_weighted(IntegerOp& op, const PendingWeights& pw) {
                   "export-c: node '" + op.node + "': Clip min > max; expected min <= max");
     op.act_min = clamp(pw.act.lo), op.act_max = clamp(pw.act.hi);
   }
-  reference::check_descriptor(OpKind::qlinear_conv, d);
+  if (s16) reference::check_conv_16x8(d);
+  else reference::check_descriptor(OpKind::qlinear_conv, d);
 }
 
 void Lowering::finish_add(IntegerOp& op) {
@@ -447,11 +468,13 @@ void Lowering::finish_add(IntegerOp& op) {
   const double twice_max = 2.0 * std::max<double>(a.scale, b.scale);
   op.multipliers = {reference::quantize_multiplier(a.scale / twice_max),
                     reference::quantize_multiplier(b.scale / twice_max),
-                    reference::quantize_multiplier(twice_max / ((1 << 20) * double{y.scale}))};
+                    reference::quantize_multiplier(
+                        twice_max / (static_cast<double>(1 << p_.add_shift()) * double{y.scale}))};
   const Activation act = add_acts_.at(static_cast<std::size_t>(&op - p_.ops.data()));
   const auto q = [&](float v) {
-    return reference::quantize_value(v, y.scale, y.zero_point, -128, 127);
+    return reference::quantize_value(v, y.scale, y.zero_point, p_.qmin(), p_.qmax());
   };
+  op.act_min = p_.qmin(), op.act_max = p_.qmax();
   if (act.kind == ConvActivation::relu) op.act_min = q(0.0f);
   if (act.kind == ConvActivation::clamp) op.act_min = q(act.lo), op.act_max = q(act.hi);
 }
@@ -485,7 +508,7 @@ IntegerProgram lower_to_integer(const Graph& graph, const CalibrationSource& nex
   std::optional<TensorMap> first = next();
   if (!first)
     throw Error(ErrorCode::invalid_argument,
-                "export-c: no calibration batch; every int8 activation needs a calibrated range");
+                "export-c: no calibration batch; every activation needs a calibrated range");
   // The program runs one sample: resolve the graph for the first batch's shape with batch 1.
   const auto in = first->find(graph.inputs[0].name);
   if (in == first->end())
@@ -497,7 +520,11 @@ IntegerProgram lower_to_integer(const Graph& graph, const CalibrationSource& nex
   ResolveOptions ro;
   ro.input_shapes[graph.inputs[0].name] = one;
   const Executor resolved(graph, ro);
-  Lowering l(resolved.graph());
+  if (options.activations != DType::int8 && options.activations != DType::int16)
+    throw Error(ErrorCode::unsupported,
+                "export-c: activations " + std::string(name(options.activations)) +
+                    "; expected int8 (TFLite's int8 spec) or int16 (its 16x8 variant)");
+  Lowering l(resolved.graph(), options.activations);
   l.walk();
   l.calibrate(graph, std::move(*first), next, options);
   l.finish();

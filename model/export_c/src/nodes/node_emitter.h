@@ -17,7 +17,7 @@ struct EmitContext {
   const IntegerOp& op;
   std::string symbol;  // a C identifier prefix unique to this op: "op3"
   std::string input;   // C expressions of the op's buffers: "in" for the float input,
-  std::string output;  // "arena + 1024" for int8 tensors
+  std::string output;  // "arena + 1024" for the others (arena points to int8_t or int16_t)
   std::string input2;  // add's second operand; empty otherwise
 };
 
@@ -35,6 +35,10 @@ class NodeEmitter {
 };
 
 const NodeEmitter& emitter_for(IntegerOpKind kind);
+
+// Whether the program is TFLite's 16x8 variant (int16 activations): its ops call the _s16
+// kernels of qforge_nn_int16.h.
+inline bool is_16x8(const EmitContext& ctx) { return ctx.program.activations == DType::int16; }
 
 // Shared formatting: a float as an exact C hexadecimal literal ("0x1.8p-3f"), and a const array
 // definition with its extern declaration.

@@ -1,4 +1,5 @@
-// max_pool and avg_pool: qf_maxpool_s8 / qf_avgpool_s8 with a const parameter struct.
+// max_pool and avg_pool: qf_maxpool_s8 / qf_avgpool_s8 (_s16 in a 16x8 program) with a const
+// parameter struct.
 #include "nodes/node_emitter.h"
 
 namespace qforge::model::export_c {
@@ -21,8 +22,9 @@ class PoolEmitter final : public NodeEmitter {
                  s(d.stride_w) + ", " + s(d.dilation_h) + ", " + s(d.dilation_w) + ",\n";
     e.statics += "    " + s(d.pad_top) + ", " + s(d.pad_left) + ", " +
                  s(op.count_include_pad ? 1 : 0) + ", " + s(t.zero_point) + "};\n\n";
-    e.body = std::string("  ") + (max_ ? "qf_maxpool_s8" : "qf_avgpool_s8") + "(&" + name + ", " +
-             ctx.input + ", " + ctx.output + ");\n";
+    e.body = std::string("  ") + (max_ ? "qf_maxpool_" : "qf_avgpool_") +
+             (is_16x8(ctx) ? "s16" : "s8") + "(&" + name + ", " + ctx.input + ", " + ctx.output +
+             ");\n";
     return e;
   }
 

@@ -18,8 +18,12 @@ class QuantizeEmitter final : public NodeEmitter {
     b += "    float v = " + ctx.input + "[i];\n";
     for (const FloatPrefixOp& f : ctx.op.prefix)
       b += std::string("    v = v ") + f.op + " " + float_literal(f.constant) + ";\n";
-    b += "    qf_quantize_f32(&v, " + ctx.output + " + i, 1, " + float_literal(t.scale) + ", " +
-         std::to_string(t.zero_point) + ");\n";
+    if (is_16x8(ctx))
+      b += "    qf_quantize_f32_s16(&v, " + ctx.output + " + i, 1, " + float_literal(t.scale) +
+           ");\n";
+    else
+      b += "    qf_quantize_f32(&v, " + ctx.output + " + i, 1, " + float_literal(t.scale) + ", " +
+           std::to_string(t.zero_point) + ");\n";
     b += "  }\n";
     return e;
   }

@@ -11,7 +11,7 @@ inline void emit_weighted_arrays(EmittedOp& e, const EmitContext& ctx) {
   emit_array(e, "int8_t", "qf_" + ctx.symbol + "_weights",
              std::vector<long long>(op.weights.begin(), op.weights.end()));
   if (!op.bias.empty())
-    emit_array(e, "int32_t", "qf_" + ctx.symbol + "_bias",
+    emit_array(e, is_16x8(ctx) ? "int64_t" : "int32_t", "qf_" + ctx.symbol + "_bias",
                std::vector<long long>(op.bias.begin(), op.bias.end()));
   std::vector<long long> mult, shift;
   for (const auto& m : op.multipliers) mult.push_back(m.multiplier), shift.push_back(m.shift);

@@ -1,6 +1,7 @@
 // Standalone C export of an integer program (docs/C_EXPORT.md): model.h, model.c, weights.c,
-// the portable kernels qforge_nn_int8.h/.c and a command-line driver model_main.c, C99 with
-// fixed-width types, no allocation, one static arena sized by liveness.
+// the portable kernels qforge_nn_int8.h/.c (and qforge_nn_int16.h/.c for a 16x8 program) and a
+// command-line driver model_main.c, C99 with fixed-width types, no allocation, one static arena
+// sized by liveness.
 //
 //   CExport c = emit_c(lower_to_integer(graph, batches));
 //   write_c_export(c, "out/");   // then: cc -std=c99 -O2 -ffp-contract=off out/*.c -o model
@@ -17,7 +18,7 @@
 namespace qforge::model {
 
 struct CExportReport {
-  std::int64_t arena_bytes = 0;           // the static arena (every int8 activation, by liveness)
+  std::int64_t arena_bytes = 0;           // the static arena (every activation, by liveness)
   std::int64_t weight_bytes = 0;          // const arrays: weights, bias, multipliers, shifts
   std::int64_t multiply_accumulates = 0;  // per inference
   std::int64_t input_size = 0, output_size = 0;
@@ -44,7 +45,7 @@ struct CFootprint {
   std::string command;            // how it was measured
 };
 
-// Compiles model.c, weights.c and qforge_nn_int8.c of the export in `dir` with `compiler`
+// Compiles model.c, weights.c and the kernel files of the export in `dir` with `compiler`
 // (-std=c99 -Os -c, and -fstack-usage where the compiler has it) into a temporary directory
 // and reads `size` of the objects. nullopt when the compiler or size does not run.
 std::optional<CFootprint> measure_footprint(const std::filesystem::path& dir,
