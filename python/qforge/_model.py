@@ -79,8 +79,21 @@ class QuantizedModel:
         self._impl.export_onnx(os.fspath(path))
         return path
 
-    def export_c(self, *args, **kwargs):
-        raise NotImplementedError("export_c waits for the model layer's standalone C export")
+    def export_c(self, directory, calibration_batches=None, measure=False):
+        """Writes the model as standalone C99 into ``directory`` (docs/C_EXPORT.md: model.h,
+        model.c, weights.c and the portable kernels; integer-only, bit-exact with qforge's own
+        integer execution) and returns its report as a dict: files, arena, weight bytes,
+        multiply-accumulates, and with ``measure=True`` the compiled flash, static RAM and stack
+        (needs cc and size). The export lowers the float model as the recipe asks (static int8
+        affine activations, or int16 symmetric for TFLite's 16x8 variant; int8 symmetric
+        weights); any other decision raises qforge.Error naming the node. Every activation is
+        calibrated on ``calibration_batches`` (default: the batches kept from calibration)."""
+        batches = (self._report_batches if calibration_batches is None
+                   else [_input_dict(b) for b in calibration_batches])
+        if not batches:
+            raise ValueError("export_c() needs calibration batches: none were kept from "
+                             "calibration (report_batches=0); pass calibration_batches")
+        return self._impl.export_c(os.fspath(directory), batches, bool(measure))
 
 
 def _input_dict(batch):

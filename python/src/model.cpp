@@ -19,6 +19,8 @@
 #include "qforge/calibration/methods.h"
 #include "qforge/model/calibrate.h"
 #include "qforge/model/executor.h"
+#include "qforge/model/export_c.h"
+#include "qforge/model/export_c_recipe.h"
 #include "qforge/model/layer_report.h"
 #include "qforge/model/onnx_import.h"
 #include "qforge/model/qdq_export.h"
@@ -101,6 +103,8 @@ py::dict array_dict(const mdl::TensorMap& tensors) {
 // Everything a quantized model needs alive: the float model (for reports), the recipe, the
 // calibration and the accelerator whose plans the layers hold.
 struct PyModel {
+  std::filesystem::path onnx_path;
+  mdl::Recipe recipe;
   std::shared_ptr<Accelerator> accelerator;
   std::unique_ptr<mdl::Executor> float_model;
   mdl::CalibrationResult calibration;
@@ -247,6 +251,43 @@ void bind_model(py::module_& m) {
             return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
           },
           "The serialized QDQ ModelProto")
+      .def(
+          "export_c",
+          [](const PyModel& pm, const std::filesystem::path& dir, const py::list& batches,
+             bool measure) {
+            // The C export lowers the float model itself (TFLite's conventions, every
+            // activation calibrated on these batches) as the model's recipe asks.
+            std::vector<mdl::TensorMap> data;
+            for (const auto& b : batches) data.push_back(tensor_map(b.cast<py::dict>()));
+            mdl::CExport c;
+            std::optional<mdl::CFootprint> footprint;
+            {
+              py::gil_scoped_release release;
+              const mdl::Graph graph = mdl::import_onnx_file(pm.onnx_path);
+              const mdl::LowerOptions options = mdl::lower_options_from_recipe(pm.recipe, graph);
+              c = mdl::emit_c(mdl::lower_to_integer(graph, data, options));
+              mdl::write_c_export(c, dir);
+              if (measure) footprint = mdl::measure_footprint(dir);
+            }
+            py::dict d;
+            py::list files;
+            for (const auto& [name, text] : c.files) files.append(name);
+            d["files"] = files;
+            d["arena_bytes"] = c.report.arena_bytes;
+            d["weight_bytes"] = c.report.weight_bytes;
+            d["multiply_accumulates"] = c.report.multiply_accumulates;
+            d["input_size"] = c.report.input_size;
+            d["output_size"] = c.report.output_size;
+            if (footprint) {
+              d["flash_bytes"] = footprint->text_bytes + footprint->data_bytes;
+              d["static_ram_bytes"] = footprint->bss_bytes;
+              d["stack_bytes"] = footprint->stack_bytes;
+              d["measured_as"] = footprint->command;
+            }
+            return d;
+          },
+          py::arg("dir"), py::arg("batches"), py::arg("measure"),
+          "Writes the standalone C export into dir; returns its report")
       .def_property_readonly("layers", [](const PyModel& pm) { return layer_list(*pm.quantized); })
       .def_property_readonly("skipped",
                              [](const PyModel& pm) {
@@ -275,8 +316,10 @@ void bind_model(py::module_& m) {
          const std::function<py::object()>& next_batch, std::shared_ptr<Accelerator> accelerator,
          int bins) {
         auto pm = std::make_unique<PyModel>();
-        const mdl::Recipe recipe =
+        pm->onnx_path = onnx_path;
+        pm->recipe =
             recipe_path ? mdl::load_recipe(*recipe_path) : mdl::recipe_from_json(recipe_json);
+        const mdl::Recipe& recipe = pm->recipe;
         mdl::ResolveOptions ro;
         for (const auto& [name, shape] : input_shapes) ro.input_shapes.emplace(name, shape);
         pm->float_model = std::make_unique<mdl::Executor>(mdl::import_onnx_file(onnx_path), ro);

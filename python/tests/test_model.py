@@ -3,6 +3,8 @@ run, report; errors named."""
 
 import json
 import os
+import shutil
+import subprocess
 import tempfile
 import unittest
 
@@ -73,6 +75,42 @@ class QuantizeModel(SeededTest):
                                        err_msg=self.where)
             with self.assertRaisesRegex(qforge.Error, "no_such_dir"):
                 model.export_onnx(os.path.join(d, "no_such_dir", "x.onnx"))
+
+    def test_export_c(self):
+        int8 = json.loads(json.dumps(RECIPE))
+        int8["rules"][0]["activations"]["dtype"] = "int8"
+        batches = [images(self.rng) for _ in range(3)]
+        model = qforge.quantize_model(MLP, int8, batches, accelerator=scalar_accelerator())
+        with tempfile.TemporaryDirectory() as d:
+            report = model.export_c(d)
+            for name in ("model.h", "model.c", "weights.c", "qforge_nn_int8.c"):
+                self.assertIn(name, report["files"])
+                self.assertTrue(os.path.exists(os.path.join(d, name)), name)
+            self.assertEqual(report["input_size"], 784)
+            self.assertEqual(report["output_size"], 10)
+            self.assertGreater(report["arena_bytes"], 0)
+            self.assertEqual(report["multiply_accumulates"], 784 * 256 + 256 * 128 + 128 * 10)
+            cc = shutil.which(os.environ.get("CC", "cc"))
+            if cc is None:
+                return  # compiling is checked where a C compiler runs (the C++ tests too)
+            exe = os.path.join(d, "model")
+            subprocess.run([cc, "-std=c99", "-O1", "-ffp-contract=off", *[
+                os.path.join(d, f) for f in report["files"] if f.endswith(".c")], "-o", exe],
+                check=True)
+            x = images(self.rng, 4)["image"]
+            run = subprocess.run([exe, "-a"], input=x.tobytes(), capture_output=True, check=True)
+            c_classes = [int(v) for v in run.stdout.split()]
+            (logits,) = model.run({"image": x}).values()
+            # Integer-only C against the float-epilogue int8 model: nearly always the same class.
+            agree = sum(int(a == b) for a, b in zip(c_classes, logits.argmax(1)))
+            self.assertEqual(len(c_classes), 4)
+            self.assertGreaterEqual(agree, 3, self.where)
+        with self.assertRaisesRegex(qforge.Error, "uint8|int8 affine"):
+            qforge.quantize_model(MLP, RECIPE, batches,
+                                  accelerator=scalar_accelerator()).export_c(d)
+        with self.assertRaisesRegex(ValueError, "calibration batches"):
+            qforge.quantize_model(MLP, int8, batches, accelerator=scalar_accelerator(),
+                                  report_batches=0).export_c(d)
 
     def test_recipe_from_file_and_generator(self):
         with tempfile.TemporaryDirectory() as d:

@@ -7,59 +7,11 @@
 #include "qforge/error.h"
 #include "qforge/model/calibrate.h"
 #include "qforge/model/export_c.h"
+#include "qforge/model/export_c_recipe.h"
 #include "qforge/output_file.h"
 
 namespace qforge::cli {
 namespace {
-
-// The calibration method and activation dtype of the recipe's decisions, after checking that
-// every node it quantizes asks for what the integer-only export writes: TFLite's int8 spec
-// (static int8 affine activations) or its 16x8 variant (static int16 symmetric activations),
-// int8 symmetric weights, one method and one dtype for all.
-model::LowerOptions options_from_recipe(const std::string& path, const model::Graph& graph) {
-  const model::Recipe recipe = model::load_recipe(path);
-  const auto nodes = model::node_refs(graph);
-  const model::RecipeResolution res = model::resolve(recipe, nodes);
-  std::optional<calibration::MethodOptions> method;
-  std::optional<DType> dtype;
-  std::string first;
-  for (std::size_t i = 0; i < res.nodes.size(); ++i) {
-    const auto& q = res.nodes[i].quantize;
-    if (!q) continue;
-    const std::string who =
-        graph.nodes[i].describe() + " (decided by " +
-        (res.nodes[i].by_default() ? std::string("the recipe's default")
-                                   : model::rule_name(recipe, res.nodes[i].rule)) +
-        ")";
-    const bool weights_ok = !q->weights || (q->weights->dtype == DType::int8 &&
-                                            q->weights->mapping == Mapping::symmetric &&
-                                            q->weights->granularity != Granularity::block);
-    const auto& a = q->activations;
-    const bool acts_ok = a && a->mode == model::ActivationMode::static_range &&
-                         ((a->dtype == DType::int8 && a->mapping == Mapping::affine) ||
-                          (a->dtype == DType::int16 && a->mapping == Mapping::symmetric));
-    if (!weights_ok || !acts_ok)
-      throw Error(ErrorCode::unsupported,
-                  "export-c: " + who + " asks for " + model::describe(q) +
-                      "; the C export writes int8 symmetric weights per channel with static "
-                      "int8 affine or int16 symmetric (16x8) activations only");
-    if (dtype && *dtype != a->dtype)
-      throw Error(ErrorCode::unsupported,
-                  "export-c: " + who + " asks for " + std::string(name(a->dtype)) +
-                      " activations, " + first + " for " + std::string(name(*dtype)) +
-                      "; the C export writes every activation in one dtype");
-    if (!dtype) dtype = a->dtype;
-    if (method && !(*method == q->activations->calibration))
-      throw Error(ErrorCode::unsupported, "export-c: " + who +
-                                              " calibrates with another method than " + first +
-                                              "; the C export calibrates every activation one way");
-    if (!method) method = q->activations->calibration, first = who;
-  }
-  model::LowerOptions options;
-  options.calibration = method.value_or(calibration::MethodOptions{});
-  options.activations = dtype.value_or(DType::int8);
-  return options;
-}
 
 // Runs `check_data` through qforge's integer execution and writes check_input.bin and
 // check_output.bin into the export; returns the number of samples.
@@ -156,7 +108,8 @@ int ExportCCommand::run() const {
   const LoadedModel m = load_model(model);
   require_single_input(m, "--calibration");
   model::LowerOptions options;
-  if (!model.recipe.empty()) options = options_from_recipe(model.recipe, m.graph);
+  if (!model.recipe.empty())
+    options = model::lower_options_from_recipe(model::load_recipe(model.recipe), m.graph);
 
   auto reader = DataReader::open(model.calibration, DataRole::samples);
   const std::int64_t n = model.calibration_limit > 0
