@@ -368,7 +368,7 @@ ConvGeometry conv_geometry(const ConvDesc& d) {
   g.pad_top = d.pad_top, g.pad_left = d.pad_left;
   g.groups = d.groups, g.cg = d.c / d.groups, g.og = d.out_channels / d.groups;
   g.k = d.reduction();
-  g.kp = std::max<std::int64_t>(32, (g.k + 31) / 32 * 32);
+  g.kp = std::max<std::int64_t>(64, (g.k + 63) / 64 * 64);
   g.x_unsigned = d.x_params.dtype() == DType::uint8;
   return g;
 }

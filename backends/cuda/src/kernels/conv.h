@@ -7,7 +7,7 @@
 //   C'[m, o] = sum over k = (kh * KW + kw) * C/G + ci of X~[m, k] * W'[o, k]
 // with X~ the gathered codes (uint8 or int8 as X is; a padded position holds zx, so it adds
 // (zx - zx) * ... = 0 to the exact sum) and W' the weights as int8 (uint8 ones flipped, their
-// zero points lowered by 128), packed [O, kp] in this k order with kp a multiple of 32. The
+// zero points lowered by 128), packed [O, kp] in this k order with kp a multiple of 64. The
 // epilogue restores
 //   acc = C' - zx * sum_k W'[o, k] - zw'[o] * sum_k X~[m, k] + K * zx * zw'[o]
 // in wrap-around int32 arithmetic, exact whenever acc fits int32, which the reduction bound
@@ -28,7 +28,7 @@ struct ConvGeometry {
   std::int64_t kh = 1, kw = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   std::int64_t pad_top = 0, pad_left = 0;
   std::int64_t groups = 1, cg = 0, og = 0;  // C / G, O / G
-  std::int64_t k = 0, kp = 0;               // C/G * KH * KW, rounded up to a multiple of 32
+  std::int64_t k = 0, kp = 0;               // C/G * KH * KW, rounded up to a multiple of 64
   bool x_unsigned = false;                  // X codes are uint8
 };
 

@@ -1,10 +1,10 @@
 // The implicit-GEMM convolution on the tensor cores (conv.h): a CTA computes 128 output pixels
-// by 64 output channels of one group with mma.sync m16n8k32 (4 warps of 64x32), 32 of the
-// reduction per step, double-buffered in shared memory. Each thread gathers one pixel's 32
-// codes of the im2col row straight from X into registers (two 16-byte loads when C/G is a
-// multiple of 32 and the rows are aligned, so a step lies in one kernel position; byte loads
-// otherwise), writing zx where the kernel reads padding, and sums them for the zero-point
-// compensation; the weights' tile arrives by cp.async. im2col never exists in global memory.
+// by 64 output channels of one group with mma.sync m16n8k32 (4 warps of 64x32), 64 of the
+// reduction per step, double-buffered in shared memory. Each thread gathers one pixel's 64
+// codes of the im2col row straight from X into registers (16-byte loads when C/G is a multiple
+// of 32 and the rows are aligned, so each 32 lie in one kernel position; byte loads otherwise),
+// writing zx where the kernel reads padding, and sums them for the zero-point compensation;
+// the weights' tile arrives by cp.async. im2col never exists in global memory.
 #include "check.h"
 #include "kernels/conv.h"
 #include "kernels/conv_epilogue.cuh"
@@ -13,7 +13,7 @@
 namespace qforge::cuda {
 namespace {
 
-constexpr int kBM = 128, kBN = 64, kBK = 32;
+constexpr int kBM = 128, kBN = 64, kBK = 64;  // a step: two mma k32 sub-steps
 constexpr int kLds = kBK + 16;  // row pitch in bytes: the fragment loads hit distinct banks
 constexpr int kThreads = 128;
 
@@ -33,50 +33,60 @@ struct Pixel {
   bool valid = false;
 };
 
-// Codes k0 .. k0 + 31 of the pixel's im2col row, 4 per word; `fill` is zx in every byte.
-template <bool kVector>
-__device__ __forceinline__ void gather(const Pixel& px, const ConvGeometry& g, std::int64_t k0,
-                                       std::uint32_t fill, std::uint32_t (&r)[8]) {
+// Where the pixel's next codes start in the reduction, k = (kh * KW + kw) * C/G + ci, advanced
+// as the codes are gathered (no division in the loop).
+struct Cursor {
+  std::int64_t k = 0, kh = 0, kw = 0, ci = 0;
+};
+
+// The next 32 codes of the pixel's im2col row into r[kOff .. kOff + 7], 4 per word; `fill` is
+// zx in every byte. Codes at k >= K are 0 (the packed weights are 0 there too).
+template <bool kVector, int kOff>
+__device__ __forceinline__ void gather32(const Pixel& px, const ConvGeometry& g, Cursor& c,
+                                         std::uint32_t fill, std::uint32_t (&r)[16]) {
   if constexpr (kVector) {
-    // C/G % 32 == 0: the step lies in one kernel position and K % 32 == 0.
-    std::uint32_t word = px.valid ? fill : 0u;
-    bool inside = false;
-    const std::uint8_t* src = nullptr;
-    if (px.valid) {
-      const std::int64_t pos = k0 / g.cg, ci = k0 - pos * g.cg;
-      const std::int64_t kh = pos / g.kw, kw = pos - kh * g.kw;
-      const std::int64_t ih = px.ih0 + kh * g.dilation_h, iw = px.iw0 + kw * g.dilation_w;
-      inside = ih >= 0 && ih < g.h && iw >= 0 && iw < g.w;
-      src = px.image + (ih * g.w + iw) * g.c + ci;
-    }
-    if (inside) {
-      const uint4 a = __ldg(reinterpret_cast<const uint4*>(src));
-      const uint4 b = __ldg(reinterpret_cast<const uint4*>(src) + 1);
-      r[0] = a.x, r[1] = a.y, r[2] = a.z, r[3] = a.w, r[4] = b.x, r[5] = b.y, r[6] = b.z,
-      r[7] = b.w;
+    // C/G % 32 == 0: the 32 codes lie in one kernel position, and K % 32 == 0.
+    const bool live = px.valid && c.k < g.k;
+    const std::int64_t ih = px.ih0 + c.kh * g.dilation_h, iw = px.iw0 + c.kw * g.dilation_w;
+    if (live && ih >= 0 && ih < g.h && iw >= 0 && iw < g.w) {
+      const auto* src = reinterpret_cast<const uint4*>(px.image + (ih * g.w + iw) * g.c + c.ci);
+      const uint4 a = __ldg(src), b = __ldg(src + 1);
+      r[kOff + 0] = a.x, r[kOff + 1] = a.y, r[kOff + 2] = a.z, r[kOff + 3] = a.w;
+      r[kOff + 4] = b.x, r[kOff + 5] = b.y, r[kOff + 6] = b.z, r[kOff + 7] = b.w;
     } else {
+      const std::uint32_t word = live ? fill : 0u;
 #pragma unroll
-      for (int i = 0; i < 8; ++i) r[i] = word;
+      for (int i = 0; i < 8; ++i) r[kOff + i] = word;
+    }
+    c.k += 32;
+    c.ci += 32;
+    if (c.ci == g.cg) {
+      c.ci = 0;
+      if (++c.kw == g.kw) c.kw = 0, ++c.kh;
     }
   } else {
-#pragma unroll
-    for (int i = 0; i < 8; ++i) r[i] = 0;
-    if (!px.valid || k0 >= g.k) return;
-    std::int64_t pos = k0 / g.cg, ci = k0 - pos * g.cg;
-    std::int64_t kh = pos / g.kw, kw = pos - kh * g.kw;
     const std::uint32_t zx = fill & 0xFFu;
-    const std::int64_t n = g.k - k0 < kBK ? g.k - k0 : kBK;
-    for (int j = 0; j < n; ++j) {
-      const std::int64_t ih = px.ih0 + kh * g.dilation_h, iw = px.iw0 + kw * g.dilation_w;
-      const std::uint32_t v =
-          ih >= 0 && ih < g.h && iw >= 0 && iw < g.w
-              ? static_cast<std::uint32_t>(__ldg(px.image + (ih * g.w + iw) * g.c + ci))
-              : zx;
-      r[j >> 2] |= v << ((j & 3) * 8);
-      if (++ci == g.cg) {
-        ci = 0;
-        if (++kw == g.kw) kw = 0, ++kh;
+    const bool live = px.valid;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      std::uint32_t word = 0;
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        if (live && c.k < g.k) {
+          const std::int64_t ih = px.ih0 + c.kh * g.dilation_h, iw = px.iw0 + c.kw * g.dilation_w;
+          const std::uint32_t v =
+              ih >= 0 && ih < g.h && iw >= 0 && iw < g.w
+                  ? static_cast<std::uint32_t>(__ldg(px.image + (ih * g.w + iw) * g.c + c.ci))
+                  : zx;
+          word |= v << (b * 8);
+          ++c.k;
+          if (++c.ci == g.cg) {
+            c.ci = 0;
+            if (++c.kw == g.kw) c.kw = 0, ++c.kh;
+          }
+        }
       }
+      r[kOff + i] = word;
     }
   }
 }
@@ -111,23 +121,25 @@ __global__ void __launch_bounds__(kThreads)
   }
   const std::uint32_t fill = static_cast<std::uint32_t>(e.zx & 0xFF) * 0x01010101u;
 
-  // The weights' tile: 64 rows of 32 bytes, 16 bytes per thread.
+  // The weights' tile: 64 rows of 64 bytes, 32 bytes per thread.
   const int b_row = tid >> 1, b_half = tid & 1;
   const bool b_valid = n0 + b_row < g.og;
-  const std::int8_t* b_src = packed + (group * g.og + n0 + b_row) * g.kp + b_half * 16;
+  const std::int8_t* b_src = packed + (group * g.og + n0 + b_row) * g.kp + b_half * 32;
   auto load_b = [&](int buf, std::int64_t kt) {
-    dev::cp_async16(dev::smem_addr(&sb[buf][b_row * kLds + b_half * 16]),
-                    b_valid ? b_src + kt * kBK : packed, b_valid ? 16 : 0);
+    const std::uint32_t dst = dev::smem_addr(&sb[buf][b_row * kLds + b_half * 32]);
+    dev::cp_async16(dst, b_valid ? b_src + kt * kBK : packed, b_valid ? 16 : 0);
+    dev::cp_async16(dst + 16, b_valid ? b_src + kt * kBK + 16 : packed, b_valid ? 16 : 0);
     dev::cp_async_commit();
   };
   std::int32_t xsum = 0;
-  auto store_a = [&](int buf, const std::uint32_t(&r)[8]) {
+  auto store_a = [&](int buf, const std::uint32_t(&r)[16]) {
     uint4* dst = reinterpret_cast<uint4*>(&sa[buf][tid * kLds]);
-    dst[0] = make_uint4(r[0], r[1], r[2], r[3]);
-    dst[1] = make_uint4(r[4], r[5], r[6], r[7]);
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      dst[i] = make_uint4(r[4 * i], r[4 * i + 1], r[4 * i + 2], r[4 * i + 3]);
     if (e.need_xsum) {
 #pragma unroll
-      for (int i = 0; i < 8; ++i)
+      for (int i = 0; i < 16; ++i)
         xsum = kUnsignedX ? static_cast<std::int32_t>(
                                 __dp4a(r[i], 0x01010101u, static_cast<std::uint32_t>(xsum)))
                           : __dp4a(static_cast<int>(r[i]), 0x01010101, xsum);
@@ -137,9 +149,14 @@ __global__ void __launch_bounds__(kThreads)
   const int warp_m = warp >> 1, warp_n = warp & 1;
   int acc[4][4][4] = {};
   const std::int64_t k_tiles = g.kp / kBK;
-  std::uint32_t ra[8];
+  std::uint32_t ra[16];
+  Cursor cursor;
+  auto gather = [&] {
+    gather32<kVector, 0>(px, g, cursor, fill, ra);
+    gather32<kVector, 8>(px, g, cursor, fill, ra);
+  };
   load_b(0, 0);
-  gather<kVector>(px, g, 0, fill, ra);
+  gather();
   store_a(0, ra);
   dev::cp_async_wait<0>();
   __syncthreads();
@@ -148,32 +165,35 @@ __global__ void __launch_bounds__(kThreads)
     const bool more = kt + 1 < k_tiles;
     if (more) {
       load_b(cur ^ 1, kt + 1);
-      gather<kVector>(px, g, (kt + 1) * kBK, fill, ra);
-    }
-    std::uint32_t af[4][4], bf[4][2];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const std::uint8_t* base =
-          &sa[cur][(warp_m * 64 + i * 16 + (lane >> 2)) * kLds + (lane & 3) * 4];
-      af[i][0] = *reinterpret_cast<const std::uint32_t*>(base);
-      af[i][1] = *reinterpret_cast<const std::uint32_t*>(base + 8 * kLds);
-      af[i][2] = *reinterpret_cast<const std::uint32_t*>(base + 16);
-      af[i][3] = *reinterpret_cast<const std::uint32_t*>(base + 8 * kLds + 16);
+      gather();
     }
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const std::uint8_t* base =
-          &sb[cur][(warp_n * 32 + j * 8 + (lane >> 2)) * kLds + (lane & 3) * 4];
-      bf[j][0] = *reinterpret_cast<const std::uint32_t*>(base);
-      bf[j][1] = *reinterpret_cast<const std::uint32_t*>(base + 16);
-    }
+    for (int sub = 0; sub < kBK / 32; ++sub) {
+      std::uint32_t af[4][4], bf[4][2];
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
+      for (int i = 0; i < 4; ++i) {
+        const std::uint8_t* base =
+            &sa[cur][(warp_m * 64 + i * 16 + (lane >> 2)) * kLds + sub * 32 + (lane & 3) * 4];
+        af[i][0] = *reinterpret_cast<const std::uint32_t*>(base);
+        af[i][1] = *reinterpret_cast<const std::uint32_t*>(base + 8 * kLds);
+        af[i][2] = *reinterpret_cast<const std::uint32_t*>(base + 16);
+        af[i][3] = *reinterpret_cast<const std::uint32_t*>(base + 8 * kLds + 16);
+      }
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        if (kUnsignedX) mma_u8s8_m16n8k32(acc[i][j], af[i], bf[j]);
-        else dev::mma_s8_m16n8k32(acc[i][j], af[i], bf[j]);
+        const std::uint8_t* base =
+            &sb[cur][(warp_n * 32 + j * 8 + (lane >> 2)) * kLds + sub * 32 + (lane & 3) * 4];
+        bf[j][0] = *reinterpret_cast<const std::uint32_t*>(base);
+        bf[j][1] = *reinterpret_cast<const std::uint32_t*>(base + 16);
       }
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          if (kUnsignedX) mma_u8s8_m16n8k32(acc[i][j], af[i], bf[j]);
+          else dev::mma_s8_m16n8k32(acc[i][j], af[i], bf[j]);
+        }
+    }
     if (more) store_a(cur ^ 1, ra);
     dev::cp_async_wait<0>();
     __syncthreads();
