@@ -12,12 +12,11 @@
 namespace qforge::cuda::dev {
 
 // m: output pixel (n * OH * OW + oh * OW + ow); o: output channel; raw: C' (or the exact sum
-// when the compensation fields are unset); xsum: sum of the pixel's gathered codes. Out of line
-// on purpose: inlined into the 64 stores of an unrolled tile, its three output kinds made the
-// kernel's code too large for the instruction cache.
-static __device__ __noinline__ void conv_store(const ConvEpilogue& e, std::int64_t pixels,
-                                           std::int64_t channels, std::int64_t m, std::int64_t o,
-                                           std::int32_t raw, std::int32_t xsum) {
+// when the compensation fields are unset); xsum: sum of the pixel's gathered codes.
+__device__ __forceinline__ void conv_store_inline(const ConvEpilogue& e, std::int64_t pixels,
+                                                  std::int64_t channels, std::int64_t m,
+                                                  std::int64_t o, std::int32_t raw,
+                                                  std::int32_t xsum) {
   auto c = static_cast<std::uint32_t>(raw);
   if (e.wsum) c -= static_cast<std::uint32_t>(e.zx) * static_cast<std::uint32_t>(e.wsum[o]);
   if (e.need_xsum) {
@@ -54,6 +53,16 @@ static __device__ __noinline__ void conv_store(const ConvEpilogue& e, std::int64
       break;
     }
   }
+}
+
+// The same out of line, for the implicit GEMM: inlined into the 64 stores of an unrolled tile,
+// its three output kinds made the kernel's code too large for the instruction cache. The
+// depthwise kernel, one store per thread, keeps the inline form.
+static __device__ __noinline__ void conv_store(const ConvEpilogue& e, std::int64_t pixels,
+                                               std::int64_t channels, std::int64_t m,
+                                               std::int64_t o, std::int32_t raw,
+                                               std::int32_t xsum) {
+  conv_store_inline(e, pixels, channels, m, o, raw, xsum);
 }
 
 }  // namespace qforge::cuda::dev

@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(256)
         acc += (xv - zx) * (wv - z);  // exact: the reduction is within the int32-safe bound
       }
     }
-    dev::conv_store(e, pixels, g.o, m, o, acc, 0);
+    dev::conv_store_inline(e, pixels, g.o, m, o, acc, 0);
   }
 }
 
