@@ -5,8 +5,8 @@
 //   qforge_bench_cuda [--quick] [--only SECTION]...
 //
 // SECTION: anchors, gemm, dp4a, quantize, linear, blockwise (the int4 block-wise weight-only
-// GEMM against int8 per-channel), variants (K rotation on/off for the large tiles), profile (one
-// call of each tensor-core kernel at 4096^3, for a profiler).
+// GEMM against int8 per-channel), conv (ResNet-50 / MobileNet layers), variants (K rotation on/off
+// for the large tiles), profile (one call of each tensor-core kernel at 4096^3, for a profiler).
 //
 // Prints one table; every GEMM result is spot-checked against a host computation first, so a
 // wrong kernel shows as WRONG instead of as a fast one.
@@ -23,6 +23,7 @@
 
 #include "anchors.h"
 #include "bench_blockwise.h"
+#include "bench_conv.h"
 #include "kernels/rowwise.h"
 #include "qforge/error.h"
 #include "qforge/registry.h"
@@ -511,6 +512,15 @@ int main(int argc, char** argv) {
     if (want("blockwise"))
       bench::blockwise_section(
           *ops, rng, copy_gbps,
+          [](const std::string& what, const std::string& shape, double ms, double value,
+             const std::string& unit, const std::string& anchor, double anchor_value,
+             const std::string& target, bool ok) {
+            add({what, shape, ms, value, unit, anchor, anchor_value, target, ok});
+          },
+          g_reps);
+    if (want("conv"))
+      bench::conv_section(
+          *ops, registry.find("cpu_x86"), rng,
           [](const std::string& what, const std::string& shape, double ms, double value,
              const std::string& unit, const std::string& anchor, double anchor_value,
              const std::string& target, bool ok) {

@@ -77,6 +77,9 @@ class CudaOps final : public QuantizationOps {
   void qlinear_matmul_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
                              void* y) override;
 
+  void conv(OpKind op, const ConvDesc& desc, const void* x, const void* w, const void* bias,
+            void* y) override;
+
   QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc, const float* x,
                                              std::uint8_t* y) override;
   QuantizationParams linear_forward(const LinearDesc& desc, const float* x, const std::int8_t* wq,

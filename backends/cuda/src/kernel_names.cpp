@@ -36,8 +36,9 @@ const std::vector<std::string>& all_kernel_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
     for (const auto& [id, name] : kGemmNames) v.emplace_back(name);
-    for (const char* n : {kQuantizeKernel, kDequantizeKernel, kRequantizeKernel,
-                          kDynamicQuantizeKernel, kLinearBackwardKernel})
+    for (const char* n :
+         {kQuantizeKernel, kDequantizeKernel, kRequantizeKernel, kDynamicQuantizeKernel,
+          kLinearBackwardKernel, kConvImplicitGemmKernel, kConvDepthwiseKernel})
       v.emplace_back(n);
     return v;
   }();

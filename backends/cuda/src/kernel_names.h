@@ -17,6 +17,8 @@ inline constexpr const char* kDequantizeKernel = "dequantize_elementwise_vec16";
 inline constexpr const char* kRequantizeKernel = "requantize_elementwise";
 inline constexpr const char* kDynamicQuantizeKernel = "dynamic_quantize_minmax_vec16";
 inline constexpr const char* kLinearBackwardKernel = "linear_backward_f32_simt_128x128";
+inline constexpr const char* kConvImplicitGemmKernel = "q8_conv_implicit_gemm_mma_m16n8k32_128x64";
+inline constexpr const char* kConvDepthwiseKernel = "q8_conv_depthwise_direct_simt";
 
 const char* gemm_kernel_name(GemmKernel k);
 std::optional<GemmKernel> parse_gemm_kernel(std::string_view name);

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "kernel_names.h"
+#include "kernels/conv.h"
 #include "kernels/gemm_blockwise.h"
 #include "qforge/error.h"
 #include "qforge/reference.h"
@@ -217,6 +218,27 @@ std::optional<Refusal> check_linear(const LinearDesc& d, bool forward) {
   return std::nullopt;
 }
 
+// The convolution kernels' own limits beyond the reference's check: int32 sums (the reduction
+// within reference::int32_safe_reduction, as cpu_x86 claims), and grids that hold the shape.
+std::optional<Refusal> check_conv(const ConvDesc& d) {
+  const std::int64_t safe = reference::int32_safe_reduction(d);
+  if (d.reduction() > safe)
+    return unsupported("reduction C / groups * KH * KW = " + std::to_string(d.reduction()) +
+                       " exceeds the int32-safe length " + std::to_string(safe) +
+                       " for these dtypes and zero points (reference::int32_safe_reduction); the "
+                       "CUDA convolution kernels accumulate in int32");
+  if (d.layout == ConvLayout::nchw && d.c > 65535 * 32)
+    return unsupported("C = " + std::to_string(d.c) +
+                       " with nchw activations; the CUDA NCHW-to-NHWC pass takes C up to " +
+                       std::to_string(65535 * 32) + " (use nhwc)");
+  if (conv_candidates(d).empty())
+    return unsupported("groups = " + std::to_string(d.groups) +
+                       " with O / groups = " + std::to_string(d.out_channels / d.groups) +
+                       " needs more than 65535 CTA rows of the implicit GEMM (groups times "
+                       "ceil(O / groups / 64)); only depthwise (groups == C) takes more");
+  return std::nullopt;
+}
+
 // QFORGE_CUDA_KERNELS: a comma-separated list of the GEMM kernels that may run (all when unset),
 // so that every path can be forced or excluded without rebuilding (ruy's RUY_PATHS).
 bool allowed_by_environment(GemmKernel k) {
@@ -260,9 +282,7 @@ std::optional<Refusal> refusal_for(const OpDesc& op) {
       case OpKind::linear_backward: return check_linear(std::get<LinearDesc>(op.desc), false);
       case OpKind::conv_integer:
       case OpKind::qlinear_conv:
-      case OpKind::conv_dequant:
-        return unsupported(
-            "not implemented by the cuda backend yet; expected cpu_scalar to run it");
+      case OpKind::conv_dequant: return check_conv(std::get<ConvDesc>(op.desc));
     }
   } catch (const std::bad_variant_access&) {
     return invalid("descriptor type does not match op " + std::string(to_string(op.op)));
@@ -338,6 +358,30 @@ std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, std::int
   return out;
 }
 
+ConvGeometry conv_geometry(const ConvDesc& d) {
+  ConvGeometry g;
+  g.n = d.n, g.h = d.h, g.w = d.w, g.c = d.c;
+  g.oh = d.out_h(), g.ow = d.out_w(), g.o = d.out_channels;
+  g.kh = d.kernel_h, g.kw = d.kernel_w;
+  g.stride_h = d.stride_h, g.stride_w = d.stride_w;
+  g.dilation_h = d.dilation_h, g.dilation_w = d.dilation_w;
+  g.pad_top = d.pad_top, g.pad_left = d.pad_left;
+  g.groups = d.groups, g.cg = d.c / d.groups, g.og = d.out_channels / d.groups;
+  g.k = d.reduction();
+  g.kp = std::max<std::int64_t>(64, (g.k + 63) / 64 * 64);
+  g.x_unsigned = d.x_params.dtype() == DType::uint8;
+  return g;
+}
+
+bool conv_is_depthwise(const ConvDesc& d) { return d.c > 0 && d.groups == d.c; }
+
+std::vector<std::string> conv_candidates(const ConvDesc& d) {
+  std::vector<std::string> out;
+  if (conv_is_depthwise(d)) out.emplace_back(kConvDepthwiseKernel);
+  if (conv_implicit_gemm_fits(conv_geometry(d))) out.emplace_back(kConvImplicitGemmKernel);
+  return out;
+}
+
 Support support_for(const OpDesc& op, const DeviceFacts& device) {
   if (auto r = refusal_for(op)) return Support::no(r->reason);
   switch (op.op) {
@@ -360,7 +404,7 @@ Support support_for(const OpDesc& op, const DeviceFacts& device) {
     }
     case OpKind::conv_integer:
     case OpKind::qlinear_conv:
-    case OpKind::conv_dequant: break;  // refused by refusal_for()
+    case OpKind::conv_dequant: return Support::yes(conv_candidates(std::get<ConvDesc>(op.desc)));
   }
   return Support::no("unknown op");
 }

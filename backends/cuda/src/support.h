@@ -8,9 +8,11 @@
 // per-column B params, kn or nk, K up to reference::int32_safe_k, every output type;
 // block-wise B (nk; int4/uint4/int8/uint8; blocks of 16 or multiples of 32 up to 256 for 4-bit,
 // 128 for 8-bit) in matmul_integer and matmul_dequant;
-// dynamic_quantize_linear; linear forward (same K bound) and backward. Not claimed: the
-// logarithmic mapping, binary, block-wise B in qlinear_matmul (the reference rejects it), other
-// block sizes, 16-bit matmul operands.
+// dynamic_quantize_linear; linear forward (same K bound) and backward; the three convolutions
+// as the reference defines them with the reduction up to reference::int32_safe_reduction. Not
+// claimed: the logarithmic mapping, binary, block-wise B in qlinear_matmul (the reference
+// rejects it), other block sizes, 16-bit matmul operands, convolutions past the int32 bound or
+// past the grid limits check_conv names.
 //
 // QFORGE_CUDA_KERNELS (environment, comma-separated GEMM kernel names) limits the GEMM kernels
 // that may be listed and chosen; set_kernel() picks one of those per call.
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/conv.h"
 #include "kernels/gemm.h"
 #include "qforge/ops.h"
 
@@ -42,6 +45,12 @@ std::vector<GemmKernel> gemm_candidates(std::int64_t m, std::int64_t n, std::int
                                         bool gemv = false);
 // Whether the block-wise GEMV kernel takes this matmul (block-wise B only).
 bool blockwise_gemv_takes(OpKind kind, const MatmulDesc& d);
+
+// The convolution: its geometry as the kernels read it, whether the depthwise kernel takes it
+// (groups == C), and the kernels able to run it, best first (none: refused).
+ConvGeometry conv_geometry(const ConvDesc& d);
+bool conv_is_depthwise(const ConvDesc& d);
+std::vector<std::string> conv_candidates(const ConvDesc& d);
 
 // Why a descriptor is refused (nullopt: accepted). Shared by supports() and the ops, which
 // throw ErrorCode::unsupported (or invalid_argument for a malformed descriptor) with it.

@@ -30,6 +30,11 @@ enum class Slot : int {
   bw_row_sums,
   bw_partials,
   bw_counters,
+  // convolution (kernels/conv.h)
+  conv_input,        // X as NHWC
+  conv_weights,      // packed weights
+  conv_weight_sums,  // their row sums
+  conv_overflow,     // the int32-bias overflow flag
   count_,
 };
 

@@ -1,0 +1,189 @@
+// conv_integer, qlinear_conv and conv_dequant: kernel choice, operand preparation (NHWC X,
+// packed weights and their sums), the epilogue's parameters, and the int32-bias overflow check
+// (kernels/conv.h explains the kernels).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "check.h"
+#include "cuda_ops.h"
+#include "kernel_names.h"
+#include "kernels/conv.h"
+#include "kernels/gemm_prep.h"
+#include "qforge/error.h"
+#include "qforge/reference.h"
+
+namespace qforge::cuda {
+namespace {
+
+std::int64_t count(const Shape& s) {
+  std::int64_t n = 1;
+  for (const auto e : s) n *= e;  // bounded by the descriptor check
+  return n;
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
+
+template <class T>
+std::vector<T> to_host(const void* device, std::int64_t n, cudaStream_t s) {
+  std::vector<T> v(static_cast<std::size_t>(std::max<std::int64_t>(n, 1)));
+  if (n > 0)
+    check(cudaMemcpyAsync(v.data(), device, static_cast<std::size_t>(n) * sizeof(T),
+                          cudaMemcpyDeviceToHost, s),
+          "cudaMemcpyAsync(convolution operands to host)");
+  return v;
+}
+
+}  // namespace
+
+void CudaOps::conv(OpKind op, const ConvDesc& desc, const void* x, const void* w, const void* bias,
+                   void* y) {
+  begin(OpDesc{op, desc});
+  const std::string name(to_string(op));
+  const auto candidates = conv_candidates(desc);
+  std::string kernel = candidates.front();
+  if (!forced_kernel_.empty()) {
+    if (std::find(candidates.begin(), candidates.end(), forced_kernel_) == candidates.end()) {
+      std::string list;
+      for (const auto& c : candidates) list += (list.empty() ? "" : ", ") + c;
+      throw Error(ErrorCode::unsupported, "cuda: " + name + ": the forced kernel '" +
+                                              forced_kernel_ + "' cannot run " +
+                                              describe(OpDesc{op, desc}) + "; expected " + list);
+    }
+    kernel = forced_kernel_;
+  }
+  last_kernel_ = kernel;
+  const ConvGeometry g = conv_geometry(desc);
+  const std::int64_t xs = count(desc.x_shape()), ws = count(desc.w_shape()),
+                     ys = count(desc.y_shape());
+  auto require = [&](const char* what, const void* p, std::int64_t n) {
+    if (n > 0 && !p)
+      throw Error(ErrorCode::invalid_argument,
+                  "cuda: " + name + ": " + what + " is null; expected a device pointer");
+  };
+  require("x", x, xs);
+  require("w", w, ws);
+  require("y", y, ys);
+  if (desc.bias != ConvBias::none) require("bias (desc.bias is set)", bias, g.o);
+  if (ys == 0) return;
+  cudaStream_t s = stream();
+
+  ConvEpilogue e;
+  e.nchw = desc.layout == ConvLayout::nchw;
+  e.y = y;
+  e.zx = desc.x_params.zero_point();
+  e.k = static_cast<std::int32_t>(g.k);
+  if (desc.bias == ConvBias::int32) {
+    e.bias_i32 = static_cast<const std::int32_t*>(bias);
+    e.overflow = static_cast<int*>(workspace_.get(Slot::conv_overflow, sizeof(int), device_, s));
+    check(cudaMemsetAsync(e.overflow, 0, sizeof(int), s), "cudaMemsetAsync(overflow flag)");
+  }
+  if (desc.bias == ConvBias::f32) e.bias_f32 = static_cast<const float*>(bias);
+  const QuantizationParams& wp = desc.w_params;
+  const auto w_scale = [&](std::int64_t o) {
+    return wp.scale(
+        wp.scheme().granularity == Granularity::per_tensor ? 0 : static_cast<std::size_t>(o));
+  };
+  if (op == OpKind::conv_integer) {
+    e.kind = ConvOut::int32;
+  } else if (op == OpKind::conv_dequant) {
+    e.kind = ConvOut::dequantize;
+    e.sx = desc.x_params.scale();
+    e.sw = float_vec(wp);
+    e.lo = -std::numeric_limits<float>::infinity();
+    e.hi = std::numeric_limits<float>::infinity();
+    if (desc.activation == ConvActivation::relu) e.lo = 0.0f;
+    if (desc.activation == ConvActivation::relu6) e.lo = 0.0f, e.hi = 6.0f;
+    if (desc.activation == ConvActivation::clamp) e.lo = desc.clamp_min, e.hi = desc.clamp_max;
+  } else {
+    e.kind = ConvOut::requantize;
+    const QuantizationParams& yp = *desc.y_params;
+    const float sx = desc.x_params.scale(), sy = yp.scale();
+    e.zy = yp.zero_point();
+    e.qmin = yp.qmin();
+    e.qmax = yp.qmax();
+    // The activation's bounds in output codes, as the reference's conv_output_clamp.
+    auto q = [&](float v) { return reference::quantize_value(v, sy, e.zy, e.qmin, e.qmax); };
+    e.qlo = e.qmin, e.qhi = e.qmax;
+    if (desc.activation == ConvActivation::relu) e.qlo = q(0.0f);
+    if (desc.activation == ConvActivation::relu6) e.qlo = q(0.0f), e.qhi = q(6.0f);
+    if (desc.activation == ConvActivation::clamp)
+      e.qlo = q(desc.clamp_min), e.qhi = q(desc.clamp_max);
+    std::vector<float> multipliers(static_cast<std::size_t>(g.o));
+    for (std::int64_t o = 0; o < g.o; ++o)
+      multipliers[static_cast<std::size_t>(o)] = (sx * w_scale(o)) / sy;  // float32, this order
+    if (desc.requant_mode == RequantMode::fixed_point) {
+      std::vector<std::int32_t> fm(multipliers.size()), fs(multipliers.size());
+      for (std::size_t o = 0; o < multipliers.size(); ++o) {
+        const auto m = reference::quantize_multiplier(static_cast<double>(multipliers[o]));
+        fm[o] = m.multiplier;
+        fs[o] = m.shift;
+      }
+      e.fixed_multiplier = upload(std::span<const std::int32_t>(fm));
+      e.fixed_shift = upload(std::span<const std::int32_t>(fs));
+    } else {
+      e.multiplier = upload(std::span<const float>(multipliers));
+    }
+  }
+
+  // X as NHWC codes.
+  const auto* xh = static_cast<const std::uint8_t*>(x);
+  if (e.nchw && g.c > 1 && g.h * g.w > 1) {
+    auto* t =
+        workspace_.get<std::uint8_t>(Slot::conv_input, static_cast<std::size_t>(xs), device_, s);
+    launch_nchw_to_nhwc(xh, g.n, g.c, g.h * g.w, t, s);
+    xh = t;
+  }
+
+  const bool w_unsigned = wp.dtype() == DType::uint8;
+  if (kernel == kConvDepthwiseKernel) {
+    // The zero points as stored (int_vec's cache holds them shifted for the packed weights).
+    const auto zps = wp.zero_points();
+    const IntVec zw =
+        zps.size() == 1 ? IntVec{nullptr, zps[0], 1} : IntVec{device_zero_points(wp), 0, 1};
+    launch_conv_depthwise(xh, static_cast<const std::uint8_t*>(w), w_unsigned, zw, g, e, s);
+  } else {
+    if (!aligned16(xh)) {  // the vector gather reads 16-byte words
+      auto* t =
+          workspace_.get<std::uint8_t>(Slot::conv_input, static_cast<std::size_t>(xs), device_, s);
+      check(cudaMemcpyAsync(t, xh, static_cast<std::size_t>(xs), cudaMemcpyDeviceToDevice, s),
+            "cudaMemcpyAsync(aligned X)");
+      xh = t;
+    }
+    auto* packed = workspace_.get<std::int8_t>(Slot::conv_weights,
+                                               static_cast<std::size_t>(g.o * g.kp), device_, s);
+    launch_pack_conv_weights(static_cast<const std::uint8_t*>(w), w_unsigned, g, packed, s);
+    bool zw_zero = false;
+    e.zw = int_vec(wp, w_unsigned ? 128 : 0, zw_zero);
+    e.need_xsum = !zw_zero;
+    if (e.zx != 0) {
+      auto* sums = workspace_.get<std::int32_t>(Slot::conv_weight_sums,
+                                                static_cast<std::size_t>(g.o), device_, s);
+      launch_row_sums(packed, g.o, g.kp, sums, s);
+      e.wsum = sums;
+    }
+    launch_conv_implicit_gemm(xh, packed, g, e, s);
+  }
+
+  if (e.overflow) {
+    int flag = 0;
+    check(cudaMemcpyAsync(&flag, e.overflow, sizeof flag, cudaMemcpyDeviceToHost, s),
+          "cudaMemcpyAsync(overflow flag)");
+    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    if (flag != 0) {
+      // Some acc + bias left int32: the reference names the first such position.
+      const auto hx = to_host<std::uint8_t>(x, xs, s);
+      const auto hw = to_host<std::uint8_t>(w, ws, s);
+      const auto hb = to_host<std::int32_t>(bias, g.o, s);
+      check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+      std::vector<std::uint8_t> hy(static_cast<std::size_t>(ys) * 4);
+      reference::conv(op, desc, hx.data(), hw.data(), hb.data(), hy.data());
+      throw Error(ErrorCode::internal, "cuda: " + name +
+                                           ": the kernel flagged an int32 overflow of acc + "
+                                           "bias that the reference does not find");
+    }
+  }
+}
+
+}  // namespace qforge::cuda
