@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -94,7 +95,7 @@ class Context {
                             VkMemoryPropertyFlags preferred) const;
   VkMemoryPropertyFlags memory_flags(std::uint32_t type) const;
 
-  // The one command stream (ops are synchronous and an instance is used from one thread).
+  // The one command stream (ops are synchronous; callers hold mutex()).
   Commands& commands() { return *commands_; }
   const Commands& commands() const { return *commands_; }
   // Pipelines are created with their compiler statistics captured (Pipeline::stats):
@@ -123,6 +124,11 @@ class Context {
   // Throws Error(backend) listing validation errors collected since the last check.
   void check_validation(const char* where);
 
+  // Held around everything that records into commands() or uses the scratch buffers and the
+  // params cache: the per-call ops of VulkanOps and the runs of its plans (vulkan_plan.cpp),
+  // which may come from several threads at once.
+  std::mutex& mutex() noexcept { return mutex_; }
+
  private:
   std::shared_ptr<Instance> instance_;
   DeviceCaps caps_;
@@ -137,6 +143,7 @@ class Context {
   std::vector<std::uint32_t> params_pending_;
   std::uint64_t params_cache_identity_ = 0, params_pending_identity_ = 0;
   bool capture_stats_ = false;
+  std::mutex mutex_;
 };
 
 }  // namespace qforge::vulkan

@@ -86,6 +86,10 @@ std::string position(const ConvDesc& d, std::uint64_t e) {
 
 }  // namespace
 
+const Pipeline& conv_pipeline(Context& ctx) {
+  return ctx.pipelines().get("conv_direct", 6, sizeof(ConvPush));
+}
+
 double run_conv(Context& ctx, OpKind op, const ConvDesc& d, const void* x, const void* w,
                 const void* bias, void* y) {
   const std::string name(to_string(op));
@@ -186,7 +190,7 @@ double run_conv(Context& ctx, OpKind op, const ConvDesc& d, const void* x, const
   push.bias_lead = static_cast<std::uint32_t>(wb.lead / 4);
   const std::uint64_t invocations = out8 ? (wy.lead + y_count + 3) / 4 - wy.lead / 4 : y_count;
 
-  const Pipeline& pipe = ctx.pipelines().get("conv_direct", 6, sizeof(ConvPush));
+  const Pipeline& pipe = conv_pipeline(ctx);
   Commands& cmd = ctx.commands();
   cmd.begin();
   const Grid g = grid_for(caps, (invocations + kLocal - 1) / kLocal);

@@ -212,6 +212,17 @@ Window pair_window(const DeviceCaps& caps, const DeviceBuffer& pairs, const Para
 
 }  // namespace
 
+const Pipeline& elementwise_pipeline(Context& ctx, OpKind op) {
+  switch (op) {
+    case OpKind::quantize: return ctx.pipelines().get("quantize", 3, sizeof(QuantizePush));
+    case OpKind::dequantize: return ctx.pipelines().get("dequantize", 3, sizeof(DequantizePush));
+    case OpKind::requantize: return ctx.pipelines().get("requantize", 3, sizeof(RequantizePush));
+    default:
+      throw Error(ErrorCode::internal,
+                  "vulkan: no element-wise pipeline for " + std::string(to_string(op)));
+  }
+}
+
 double run_quantize(Context& ctx, const QuantizeDesc& desc, const void* x, void* q) {
   const auto n = static_cast<std::uint64_t>(element_count(desc.shape));
   if (n == 0) return 0.0;
@@ -221,7 +232,7 @@ double run_quantize(Context& ctx, const QuantizeDesc& desc, const void* x, void*
   const DeviceCaps& caps = ctx.caps();
   const QuantizationParams& p = desc.params;
   const ParamLayout layout = param_layout(desc.shape, p);
-  const Pipeline& pipe = ctx.pipelines().get("quantize", 3, sizeof(QuantizePush));
+  const Pipeline& pipe = elementwise_pipeline(ctx, OpKind::quantize);
   ctx.commands().begin();
   DeviceBuffer& pairs = stage_pairs(ctx, ctx.commands(), p);
   const double ns = for_chunks(
@@ -262,7 +273,7 @@ double run_dequantize(Context& ctx, const QuantizeDesc& desc, const void* q, flo
   const DeviceCaps& caps = ctx.caps();
   const QuantizationParams& p = desc.params;
   const ParamLayout layout = param_layout(desc.shape, p);
-  const Pipeline& pipe = ctx.pipelines().get("dequantize", 3, sizeof(DequantizePush));
+  const Pipeline& pipe = elementwise_pipeline(ctx, OpKind::dequantize);
   ctx.commands().begin();
   DeviceBuffer& pairs = stage_pairs(ctx, ctx.commands(), p);
   const double ns = for_chunks(
@@ -311,7 +322,7 @@ double run_requantize(Context& ctx, const RequantizeDesc& desc, const std::int32
   DeviceBuffer& mult = scratch(ctx, "params", desc.multipliers.size() * 4, MemoryKind::upload);
   std::memcpy(mult.mapped(), desc.multipliers.data(), desc.multipliers.size() * 4);
   const auto& tr = traits(desc.out_dtype);
-  const Pipeline& pipe = ctx.pipelines().get("requantize", 3, sizeof(RequantizePush));
+  const Pipeline& pipe = elementwise_pipeline(ctx, OpKind::requantize);
   ctx.commands().begin();
   return for_chunks(ctx, n, chunk_elements(caps, 4),
                     [&](Commands& cmd, std::uint64_t base, std::uint64_t count) {

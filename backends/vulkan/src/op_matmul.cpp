@@ -190,6 +190,14 @@ static_assert(sizeof(GemmPush) <= 128, "push constants beyond the guaranteed 128
 
 }  // namespace
 
+const Pipeline& gemm_pipeline(Context& ctx, Kernel kernel, bool out8) {
+  const GemmKernelInfo& info = gemm_info(kernel);
+  // The packing passes that feed every GEMM kernel, made with it.
+  ctx.pipelines().get("pack_rows", 3, sizeof(PackPush));
+  ctx.pipelines().get("pack_cols", 3, sizeof(PackColsPush));
+  return ctx.pipelines().get(out8 ? info.shader_q8 : info.shader, 7, sizeof(GemmPush));
+}
+
 double run_gemm(Context& ctx, Kernel kernel, OpKind op, const MatmulDesc& desc, const void* a,
                 const void* b, const PackedWeights* packed, const float* bias, void* out) {
   const auto M = static_cast<std::uint64_t>(desc.m), N = static_cast<std::uint64_t>(desc.n);
@@ -269,8 +277,7 @@ double run_gemm(Context& ctx, Kernel kernel, OpKind op, const MatmulDesc& desc, 
   cmd.barrier();
 
   const GemmKernelInfo& shape = gemm_info(kernel);
-  const Pipeline& pipe =
-      ctx.pipelines().get(out8 ? shape.shader_q8 : shape.shader, 7, sizeof(GemmPush));
+  const Pipeline& pipe = gemm_pipeline(ctx, kernel, out8);
   // Dispatch tiles: A rows and B rows within a window each, the output span within a window,
   // the grid within the limits.
   const std::uint64_t cap = window_capacity(caps);

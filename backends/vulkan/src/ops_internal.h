@@ -12,6 +12,14 @@
 
 namespace qforge::vulkan {
 
+struct Pipeline;
+
+// The pipelines the launchers below record, created on first use; plans create theirs when they
+// are made, so that no run pays a shader compilation.
+const Pipeline& elementwise_pipeline(Context& ctx, OpKind op);  // quantize, dequantize, requantize
+const Pipeline& gemm_pipeline(Context& ctx, Kernel kernel, bool out8);  // and the packing passes
+const Pipeline& conv_pipeline(Context& ctx);
+
 double run_quantize(Context& ctx, const QuantizeDesc& desc, const void* x, void* q);
 double run_dequantize(Context& ctx, const QuantizeDesc& desc, const void* q, float* x);
 double run_requantize(Context& ctx, const RequantizeDesc& desc, const std::int32_t* c, void* y);

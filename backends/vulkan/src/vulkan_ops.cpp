@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "buffers.h"
 #include "ops_internal.h"
@@ -116,7 +117,7 @@ bool VulkanOps::select_device(int index) {
     return false;
   if (index != device_) {
     device_ = index;
-    ctx_.reset();  // buffers of the old device keep their context alive
+    ctx_.reset();  // context() takes the new device's
   }
   return true;
 }
@@ -124,12 +125,18 @@ bool VulkanOps::select_device(int index) {
 Context& VulkanOps::context() {
   const Availability a = availability();
   if (!a.usable) throw Error(ErrorCode::unavailable, a.reason);
-  if (!ctx_) {
-    ctx_ = std::make_shared<Context>(instance_,
-                                     instance_->devices()[static_cast<std::size_t>(device_)]);
-    ctx_->limit(limit_storage_range_, limit_workgroups_);
-  }
+  if (!ctx_) ctx_ = context_of(device_);
   return *ctx_;
+}
+
+std::shared_ptr<Context> VulkanOps::context_of(int index) {
+  if (contexts_.empty()) contexts_.resize(instance_->devices().size());
+  auto& c = contexts_[static_cast<std::size_t>(index)];
+  if (!c) {
+    c = std::make_shared<Context>(instance_, instance_->devices()[static_cast<std::size_t>(index)]);
+    c->limit(limit_storage_range_, limit_workgroups_);
+  }
+  return c;
 }
 
 std::shared_ptr<Buffer> VulkanOps::allocate(std::size_t bytes) {
@@ -146,6 +153,7 @@ void VulkanOps::copy_to_device(Buffer& dst, std::size_t dst_offset, const void* 
                 "copy_to_device: " + std::to_string(bytes) + " bytes at offset " +
                     std::to_string(dst_offset) + " of a " + std::to_string(vb.size()) +
                     "-byte buffer; expected the range to lie inside the buffer");
+  std::lock_guard lock(ctx.mutex());
   upload(ctx, vb.storage(), dst_offset, src, bytes);
 }
 
@@ -158,6 +166,7 @@ void VulkanOps::copy_to_host(void* dst, const Buffer& src, std::size_t src_offse
                 "copy_to_host: " + std::to_string(bytes) + " bytes at offset " +
                     std::to_string(src_offset) + " of a " + std::to_string(vb.size()) +
                     "-byte buffer; expected the range to lie inside the buffer");
+  std::lock_guard lock(ctx.mutex());
   download(ctx, dst, vb.storage(), src_offset, bytes);
 }
 
@@ -179,7 +188,11 @@ bool VulkanOps::set_option(std::string_view key, std::string_view value) {
   } else {
     return false;
   }
-  if (ctx_) ctx_->limit(limit_storage_range_, limit_workgroups_);
+  for (const auto& c : contexts_)
+    if (c) {
+      std::lock_guard lock(c->mutex());  // a plan's run on another thread reads the limits
+      c->limit(limit_storage_range_, limit_workgroups_);
+    }
   return true;
 }
 
@@ -230,18 +243,21 @@ void VulkanOps::finish(Kernel k, double gpu_ns) {
 void VulkanOps::quantize(const QuantizeDesc& desc, const void* x, void* q) {
   context();  // availability first: caps() needs a usable device
   const Kernel k = begin(check_support(OpKind::quantize, desc, caps()));
+  std::lock_guard lock(ctx_->mutex());
   finish(k, run_quantize(*ctx_, desc, x, q));
 }
 
 void VulkanOps::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
   context();
   const Kernel k = begin(check_support(OpKind::dequantize, desc, caps()));
+  std::lock_guard lock(ctx_->mutex());
   finish(k, run_dequantize(*ctx_, desc, q, x));
 }
 
 void VulkanOps::requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) {
   context();
   const Kernel k = begin(check_support(OpKind::requantize, desc, caps()));
+  std::lock_guard lock(ctx_->mutex());
   finish(k, run_requantize(*ctx_, desc, c, y));
 }
 
@@ -249,6 +265,7 @@ void VulkanOps::gemm(const MatmulDesc& desc, OpKind op, const void* a, const voi
                      const PackedWeights* packed, const float* bias, void* out) {
   context();
   const Kernel k = begin(check_support(op, desc, caps(), forced_));
+  std::lock_guard lock(ctx_->mutex());
   finish(k, run_gemm(*ctx_, k, op, desc, a, b, packed, bias, out));
 }
 
@@ -270,6 +287,7 @@ void VulkanOps::conv(OpKind op, const ConvDesc& desc, const void* x, const void*
                      const void* bias, void* y) {
   context();
   const Kernel k = begin(check_support(op, desc, caps()));
+  std::lock_guard lock(ctx_->mutex());
   finish(k, run_conv(*ctx_, op, desc, x, w, bias, y));
 }
 
@@ -284,6 +302,7 @@ std::shared_ptr<PackedWeights> VulkanOps::pack_weights(const MatmulDesc& desc, c
     throw Error(ErrorCode::unsupported, "vulkan: pack_weights (checked as " + why + ")");
   }
   begin(s);
+  std::lock_guard lock(ctx_->mutex());
   return pack_gemm_weights(ctx_, desc, b);
 }
 
