@@ -1,8 +1,8 @@
 // The vulkan plugin's own plans (vulkan_plan.cpp): for every op kind it runs, a plan's outputs
 // are the per-call op's byte for byte, with the weights passed on each run or fixed when the
 // plan is made; a plan keeps its kernel when the instance's set_kernel() changes afterwards and
-// leaves the instance's last_kernel() alone; and plans, with per-call ops beside them, run from
-// several threads at once (serialized on the device's lock, never mixing their recordings).
+// leaves the instance's last_kernel() alone; and plans (one plan on two threads) with a per-call
+// op beside them run from several threads at once, each run on a stream of its own.
 #include "qforge/plan.h"
 
 #include <cstring>
@@ -219,7 +219,7 @@ TEST_F(PlanTest, EveryOpKindMatchesThePerCallOp) {
           const auto plan = ops().plan(
               c.op, {ops().device_index(), kernel, fix ? c.weights() : std::vector<const void*>{}});
           EXPECT_EQ(plan->kernel(), kernel);
-          EXPECT_EQ(plan->concurrency(), PlanConcurrency::serialized);
+          EXPECT_EQ(plan->concurrency(), PlanConcurrency::concurrent);
           EXPECT_EQ(c.run(*plan), want);
           EXPECT_EQ(c.run(*plan), want) << "second run";
         }
@@ -259,6 +259,16 @@ TEST_F(PlanTest, PlansAndPerCallOpsRunFromSeveralThreads) {
     plans.push_back(
         ops().plan(cases.back()->op, {ops().device_index(), "", cases.back()->weights()}));
   }
+  // The first plan once more on operands of its own but the same (fixed) weights: one plan run
+  // from two threads at once.
+  cases.push_back(std::make_unique<Case>(ops(), rng(), cases.front()->op));
+  for (std::size_t i = 0; i < cases.back()->operands.inputs.size(); ++i)
+    if (cases.back()->operands.inputs[i].role == OperandRole::weight) {
+      cases.back()->host_in[i] = cases.front()->host_in[i];
+      cases.back()->in[i]->write(cases.back()->host_in[i].data(), cases.back()->host_in[i].size());
+    }
+  want.push_back(cases.back()->run_call(ops()));
+  plans.push_back(plans.front());
   // The per-call op shares the device with the plans: a thread of its own calls it.
   Case percall(ops(), rng(), random_op(rng(), OpKind::dequantize));
   const auto want_percall = percall.run_call(ops());

@@ -158,10 +158,10 @@ void record_pack_b(Context& ctx, Commands& cmd, const MatmulDesc& desc, const vo
 
 }  // namespace
 
-std::shared_ptr<PackedWeights> pack_gemm_weights(std::shared_ptr<Context> ctx,
+std::shared_ptr<PackedWeights> pack_gemm_weights(std::shared_ptr<Context> ctx, Stream& st,
                                                  const MatmulDesc& desc, const void* b) {
   auto w = std::make_shared<VulkanPackedWeights>(ctx, desc);
-  Commands& cmd = ctx->commands();
+  Commands& cmd = st.commands();
   cmd.begin();
   if (desc.n > 0 && desc.k > 0) record_pack_b(*ctx, cmd, desc, b, w->packed(), w->sums());
   else if (desc.n > 0) cmd.fill(w->sums().handle(), 0, w->sums().size(), 0);
@@ -198,8 +198,9 @@ const Pipeline& gemm_pipeline(Context& ctx, Kernel kernel, bool out8) {
   return ctx.pipelines().get(out8 ? info.shader_q8 : info.shader, 7, sizeof(GemmPush));
 }
 
-double run_gemm(Context& ctx, Kernel kernel, OpKind op, const MatmulDesc& desc, const void* a,
+double run_gemm(Stream& st, Kernel kernel, OpKind op, const MatmulDesc& desc, const void* a,
                 const void* b, const PackedWeights* packed, const float* bias, void* out) {
+  Context& ctx = st.context();
   const auto M = static_cast<std::uint64_t>(desc.m), N = static_cast<std::uint64_t>(desc.n);
   const auto K = static_cast<std::uint64_t>(desc.k);
   if (M == 0 || N == 0) return 0.0;
@@ -236,11 +237,11 @@ double run_gemm(Context& ctx, Kernel kernel, OpKind op, const MatmulDesc& desc, 
     const float s = pb.scale(i);
     std::memcpy(&params[2 * na + nb + i], &s, 4);
   }
-  DeviceBuffer& pbuf = scratch(ctx, "params", params.size() * 4, MemoryKind::upload);
+  DeviceBuffer& pbuf = scratch(st, "params", params.size() * 4, MemoryKind::upload);
   std::memcpy(pbuf.mapped(), params.data(), params.size() * 4);
 
-  DeviceBuffer& packed_a = scratch(ctx, "packed_a", M * kp, MemoryKind::device);
-  DeviceBuffer& row_sums = scratch(ctx, "row_sums", M * 4, MemoryKind::device);
+  DeviceBuffer& packed_a = scratch(st, "packed_a", M * kp, MemoryKind::device);
+  DeviceBuffer& row_sums = scratch(st, "row_sums", M * 4, MemoryKind::device);
   DeviceBuffer* packed_b = nullptr;
   DeviceBuffer* col_sums = nullptr;
   if (packed) {
@@ -260,11 +261,11 @@ double run_gemm(Context& ctx, Kernel kernel, OpKind op, const MatmulDesc& desc, 
     packed_b = &const_cast<VulkanPackedWeights*>(w)->packed();
     col_sums = &const_cast<VulkanPackedWeights*>(w)->sums();
   } else {
-    packed_b = &scratch(ctx, "packed_b", N * kp, MemoryKind::device);
-    col_sums = &scratch(ctx, "col_sums", N * 4, MemoryKind::device);
+    packed_b = &scratch(st, "packed_b", N * kp, MemoryKind::device);
+    col_sums = &scratch(st, "col_sums", N * 4, MemoryKind::device);
   }
 
-  Commands& cmd = ctx.commands();
+  Commands& cmd = st.commands();
   cmd.begin();
   record_pack_rows(ctx, cmd, ra, M, K, kp, flip_of(pa.dtype()), packed_a, row_sums);
   if (!packed) {

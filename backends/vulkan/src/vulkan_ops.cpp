@@ -103,9 +103,10 @@ std::vector<DeviceInfo> VulkanOps::devices() const {
       info.properties["last_op_dispatches"] = std::to_string(last_dispatches_);
       info.properties["validation"] = instance_->validation_enabled() ? "on" : "off";
       // The compiler statistics of the last op's last kernel (QFORGE_VULKAN_PIPELINE_STATS=1).
-      if (ctx_ && ctx_->commands().last_pipeline() &&
-          !ctx_->commands().last_pipeline()->stats.empty())
-        info.properties["last_op_pipeline_stats"] = ctx_->commands().last_pipeline()->stats;
+      if (ctx_ && ctx_->stream().commands().last_pipeline() &&
+          !ctx_->stream().commands().last_pipeline()->stats.empty())
+        info.properties["last_op_pipeline_stats"] =
+            ctx_->stream().commands().last_pipeline()->stats;
     }
     out.push_back(std::move(info));
   }
@@ -154,7 +155,7 @@ void VulkanOps::copy_to_device(Buffer& dst, std::size_t dst_offset, const void* 
                     std::to_string(dst_offset) + " of a " + std::to_string(vb.size()) +
                     "-byte buffer; expected the range to lie inside the buffer");
   std::lock_guard lock(ctx.mutex());
-  upload(ctx, vb.storage(), dst_offset, src, bytes);
+  upload(ctx.stream(), vb.storage(), dst_offset, src, bytes);
 }
 
 void VulkanOps::copy_to_host(void* dst, const Buffer& src, std::size_t src_offset,
@@ -167,7 +168,7 @@ void VulkanOps::copy_to_host(void* dst, const Buffer& src, std::size_t src_offse
                     std::to_string(src_offset) + " of a " + std::to_string(vb.size()) +
                     "-byte buffer; expected the range to lie inside the buffer");
   std::lock_guard lock(ctx.mutex());
-  download(ctx, dst, vb.storage(), src_offset, bytes);
+  download(ctx.stream(), dst, vb.storage(), src_offset, bytes);
 }
 
 bool VulkanOps::set_option(std::string_view key, std::string_view value) {
@@ -237,28 +238,28 @@ Kernel VulkanOps::begin(const Support& s) {
 void VulkanOps::finish(Kernel k, double gpu_ns) {
   last_kernel_ = kernel_name(k);
   last_gpu_ns_ = gpu_ns;
-  last_dispatches_ = ctx_->commands().dispatch_count();
+  last_dispatches_ = ctx_->stream().commands().dispatch_count();
 }
 
 void VulkanOps::quantize(const QuantizeDesc& desc, const void* x, void* q) {
   context();  // availability first: caps() needs a usable device
   const Kernel k = begin(check_support(OpKind::quantize, desc, caps()));
   std::lock_guard lock(ctx_->mutex());
-  finish(k, run_quantize(*ctx_, desc, x, q));
+  finish(k, run_quantize(ctx_->stream(), desc, x, q));
 }
 
 void VulkanOps::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
   context();
   const Kernel k = begin(check_support(OpKind::dequantize, desc, caps()));
   std::lock_guard lock(ctx_->mutex());
-  finish(k, run_dequantize(*ctx_, desc, q, x));
+  finish(k, run_dequantize(ctx_->stream(), desc, q, x));
 }
 
 void VulkanOps::requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) {
   context();
   const Kernel k = begin(check_support(OpKind::requantize, desc, caps()));
   std::lock_guard lock(ctx_->mutex());
-  finish(k, run_requantize(*ctx_, desc, c, y));
+  finish(k, run_requantize(ctx_->stream(), desc, c, y));
 }
 
 void VulkanOps::gemm(const MatmulDesc& desc, OpKind op, const void* a, const void* b,
@@ -266,7 +267,7 @@ void VulkanOps::gemm(const MatmulDesc& desc, OpKind op, const void* a, const voi
   context();
   const Kernel k = begin(check_support(op, desc, caps(), forced_));
   std::lock_guard lock(ctx_->mutex());
-  finish(k, run_gemm(*ctx_, k, op, desc, a, b, packed, bias, out));
+  finish(k, run_gemm(ctx_->stream(), k, op, desc, a, b, packed, bias, out));
 }
 
 void VulkanOps::matmul_integer(const MatmulDesc& desc, const void* a, const void* b,
@@ -288,7 +289,7 @@ void VulkanOps::conv(OpKind op, const ConvDesc& desc, const void* x, const void*
   context();
   const Kernel k = begin(check_support(op, desc, caps()));
   std::lock_guard lock(ctx_->mutex());
-  finish(k, run_conv(*ctx_, op, desc, x, w, bias, y));
+  finish(k, run_conv(ctx_->stream(), op, desc, x, w, bias, y));
 }
 
 std::shared_ptr<PackedWeights> VulkanOps::pack_weights(const MatmulDesc& desc, const void* b) {
@@ -303,7 +304,7 @@ std::shared_ptr<PackedWeights> VulkanOps::pack_weights(const MatmulDesc& desc, c
   }
   begin(s);
   std::lock_guard lock(ctx_->mutex());
-  return pack_gemm_weights(ctx_, desc, b);
+  return pack_gemm_weights(ctx_, ctx_->stream(), desc, b);
 }
 
 void VulkanOps::matmul_integer_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,

@@ -2,14 +2,16 @@
 // plan is made: the device (its context), the kernel, the descriptor's validation, and the
 // weights the request fixes, uploaded to device memory (a matmul B also packed into the GEMM
 // kernels' [N, Kp] form with its column sums, so runs skip the B packing pass). A run checks
-// its pointers, takes its device's lock and records, submits and waits for its dispatches; it
-// reads and writes nothing of the VulkanOps instance, so set_kernel() and select_device() on the
-// instance do not reach it.
+// its pointers, borrows one of the plan's streams and records, submits and waits for its
+// dispatches; it reads and writes nothing of the VulkanOps instance, so set_kernel() and
+// select_device() on the instance do not reach it.
 //
-// Concurrency: serialized. Every op on a device records into the device's one command buffer
-// and shares its scratch buffers (packed A, sums, staged params), so runs of plans of one
-// device, and per-call ops on it, take turns on Context::mutex(). Plans of different devices
-// run at once.
+// Concurrency: concurrent. What a run records into and reuses (a command buffer, descriptor
+// pools, scratch buffers for packed A, sums and staged params) is a Stream lent to one run at a
+// time; a run that finds every stream of its plan busy makes another. What runs share is
+// synchronised where it is: the queue submission (Context::queue_mutex()), the pipeline cache,
+// the buffer address map, the validation messages (a message may be reported by another
+// thread's run than the one that caused it).
 #include <algorithm>
 #include <array>
 #include <mutex>
@@ -45,7 +47,7 @@ class VulkanPlan final : public Plan {
  public:
   VulkanPlan(const OpDesc& op, int device, Kernel kernel, std::shared_ptr<Context> ctx,
              PlanWeights weights)
-      : Plan(op, kPluginName, device, std::string(kernel_name(kernel)), PlanConcurrency::serialized,
+      : Plan(op, kPluginName, device, std::string(kernel_name(kernel)), PlanConcurrency::concurrent,
              weights.fixed),
         kernel_(kernel),
         ctx_(std::move(ctx)),
@@ -60,21 +62,22 @@ class VulkanPlan final : public Plan {
                                     : inputs[i];
     void* const out = outputs[0];
     const OpKind op = desc().op;
-    std::lock_guard lock(ctx_->mutex());
+    const Lease lease(*this);
+    Stream& st = lease.stream();
     if (is_matmul(op)) {
       const auto& d = std::get<MatmulDesc>(desc().desc);
       const void* bias = op == OpKind::matmul_dequant && d.has_bias ? in[2] : nullptr;
-      run_gemm(*ctx_, kernel_, op, d, in[0], weights_.packed ? nullptr : in[1],
-               weights_.packed.get(), static_cast<const float*>(bias), out);
+      run_gemm(st, kernel_, op, d, in[0], weights_.packed ? nullptr : in[1], weights_.packed.get(),
+               static_cast<const float*>(bias), out);
     } else if (is_conv(op)) {
       const auto& d = std::get<ConvDesc>(desc().desc);
-      run_conv(*ctx_, op, d, in[0], in[1], d.bias != ConvBias::none ? in[2] : nullptr, out);
+      run_conv(st, op, d, in[0], in[1], d.bias != ConvBias::none ? in[2] : nullptr, out);
     } else if (op == OpKind::quantize) {
-      run_quantize(*ctx_, std::get<QuantizeDesc>(desc().desc), in[0], out);
+      run_quantize(st, std::get<QuantizeDesc>(desc().desc), in[0], out);
     } else if (op == OpKind::dequantize) {
-      run_dequantize(*ctx_, std::get<QuantizeDesc>(desc().desc), in[0], static_cast<float*>(out));
+      run_dequantize(st, std::get<QuantizeDesc>(desc().desc), in[0], static_cast<float*>(out));
     } else if (op == OpKind::requantize) {
-      run_requantize(*ctx_, std::get<RequantizeDesc>(desc().desc),
+      run_requantize(st, std::get<RequantizeDesc>(desc().desc),
                      static_cast<const std::int32_t*>(in[0]), out);
     } else {
       throw Error(ErrorCode::internal,
@@ -83,9 +86,37 @@ class VulkanPlan final : public Plan {
   }
 
  private:
+  // Lends a stream of the plan to one run.
+  class Lease {
+   public:
+    explicit Lease(const VulkanPlan& plan) : plan_(plan) {
+      {
+        std::lock_guard lock(plan.mutex_);
+        if (!plan.free_.empty()) {
+          stream_ = std::move(plan.free_.back());
+          plan.free_.pop_back();
+        }
+      }
+      if (!stream_) stream_ = std::make_unique<Stream>(*plan.ctx_);
+    }
+    ~Lease() {
+      std::lock_guard lock(plan_.mutex_);
+      plan_.free_.push_back(std::move(stream_));
+    }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    Stream& stream() const { return *stream_; }
+
+   private:
+    const VulkanPlan& plan_;
+    std::unique_ptr<Stream> stream_;
+  };
+
   Kernel kernel_;
   std::shared_ptr<Context> ctx_;
   PlanWeights weights_;
+  mutable std::mutex mutex_;
+  mutable std::vector<std::unique_ptr<Stream>> free_;  // as many as runs were ever at once
 };
 
 // Creates the kernel's pipelines and uploads the weights `request` fixes (checked by
@@ -104,13 +135,14 @@ PlanWeights prepare(const std::shared_ptr<Context>& ctx, Kernel kernel, const Op
     const std::size_t bytes = operands.inputs[i].bytes;
     if (!w.fixed[i] || bytes == 0) continue;
     auto buffer = std::make_shared<VulkanBuffer>(ctx, bytes);
-    upload(*ctx, buffer->storage(), 0, host.data(i), bytes);
+    upload(ctx->stream(), buffer->storage(), 0, host.data(i), bytes);
     w.on_device[i] = std::move(buffer);
   }
   if (is_matmul(op.op) && w.fixed[1]) {
     // The packed form serves every GEMM kernel; the B as given is not kept.
     const auto& d = std::get<MatmulDesc>(op.desc);
-    w.packed = pack_gemm_weights(ctx, d, w.on_device[1] ? w.on_device[1]->data() : nullptr);
+    w.packed =
+        pack_gemm_weights(ctx, ctx->stream(), d, w.on_device[1] ? w.on_device[1]->data() : nullptr);
     w.on_device[1].reset();
   }
   return w;
