@@ -191,7 +191,7 @@ bool VulkanOps::set_option(std::string_view key, std::string_view value) {
   }
   for (const auto& c : contexts_)
     if (c) {
-      std::lock_guard lock(c->mutex());  // a plan's run on another thread reads the limits
+      std::lock_guard lock(c->mutex());  // copies on other threads read them (plans must not run)
       c->limit(limit_storage_range_, limit_workgroups_);
     }
   return true;
