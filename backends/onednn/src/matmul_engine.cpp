@@ -82,6 +82,8 @@ dnnl::engine make_cpu_engine() {
 
 MatmulEngine::MatmulEngine() : engine_(make_cpu_engine()), stream_(engine_) {}
 
+MatmulEngine::MatmulEngine(const dnnl::engine& engine) : engine_(engine), stream_(engine_) {}
+
 dnnl::memory::desc MatmulEngine::plain_weights_desc(const MatmulKey& key) {
   return dnnl::memory::desc({key.k, key.n}, weights_type(key),
                             key.weights == WeightsFormat::nk ? tag::ba : tag::ab);

@@ -68,6 +68,8 @@ struct MatmulArgs {
 class MatmulEngine {
  public:
   MatmulEngine();
+  // On an engine shared with others (plans' workers: one engine, a stream each).
+  explicit MatmulEngine(const dnnl::engine& engine);
 
   // The primitive for `key`, created on first use. Throws qforge::Error (backend) when oneDNN
   // cannot make one.

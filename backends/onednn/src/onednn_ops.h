@@ -69,7 +69,19 @@ class OnednnOps final : public QuantizationOps {
                        const QuantizationParams& xq_params, const std::int8_t* wq, float* dx,
                        float* dw, float* db) override;
 
+  // A plan (onednn_plan.cpp): concurrent; see there.
+  std::shared_ptr<const Plan> plan(const OpDesc& op, const PlanRequest& request) override;
+
  private:
+  friend class OnednnPlan;
+  // A plan's worker: the ops' state (engine streams, primitive caches, scratch) for one run at a
+  // time, on the plan's engine with its thread count.
+  OnednnOps(const Facts& facts, const dnnl::engine& engine, int threads);
+  // One run of a plan of `op` with `kernel`, in op_operands() order; the descriptor was checked
+  // when the plan was made. `packed`: the plan's fixed matmul B (input 1 is then not read).
+  void run_planned(const OpDesc& op, const std::string& kernel, const void* const* in,
+                   void* const* out, const OnednnPackedWeights* packed);
+
   // B of a matmul: the caller's buffer, or weights this backend packed.
   struct Weights {
     const void* b = nullptr;
@@ -93,6 +105,13 @@ class OnednnOps final : public QuantizationOps {
                const std::string& kernel);
   void integer(const MatmulDesc& d, const void* a, const Weights& w, std::int32_t* c,
                const std::string& kernel);
+  void dequantize_with(const QuantizeDesc& desc, const void* q, float* x,
+                       const std::string& kernel);
+  // linear_forward / linear_backward after their checks; sx: the activation scale.
+  float forward(const LinearDesc& desc, const float* x, const std::int8_t* wq, const float* bias,
+                std::int8_t* xq, float* y, const std::string& kernel);
+  void backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq, float sx,
+                const std::int8_t* wq, float* dx, float* dw, float* db, const std::string& kernel);
 
   Facts facts_;
   MatmulEngine engine_;

@@ -22,6 +22,11 @@ void OnednnOps::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
   const std::int64_t n = element_count(desc.shape);
   require_data("dequantize", "q", q, n);
   require_data("dequantize", "x", x, n);
+  dequantize_with(desc, q, x, k);
+}
+
+void OnednnOps::dequantize_with(const QuantizeDesc& desc, const void* q, float* x,
+                                const std::string& k) {
   const ThreadScope scope(threads_);
   if (k == kernel::reorder_dequantize) {
     last_kernel_ = k + " [" + reorder_.run(desc, q, x, scope.threads()) + "]";

@@ -27,6 +27,13 @@ QuantizationParams OnednnOps::linear_forward(const LinearDesc& desc, const float
   require_data("linear_forward", "xq", xq, M * K);
   require_data("linear_forward", "y", y, M * N);
   if (desc.has_bias) require_data("linear_forward", "bias (has_bias is set)", bias, N);
+  return QuantizationParams::per_tensor_symmetric(DType::int8,
+                                                  forward(desc, x, wq, bias, xq, y, k));
+}
+
+float OnednnOps::forward(const LinearDesc& desc, const float* x, const std::int8_t* wq,
+                         const float* bias, std::int8_t* xq, float* y, const std::string& k) {
+  const std::int64_t M = desc.m, N = desc.n, K = desc.k;
   float sx = 0.0f;
   {
     const ThreadScope scope(threads_);
@@ -49,7 +56,7 @@ QuantizationParams OnednnOps::linear_forward(const LinearDesc& desc, const float
                       .y = std::nullopt};
   // The forward's kernel list is the s8s8 matmul_dequant's (check_support).
   dequant(md, xq, {wq, nullptr}, bias, y, k);
-  return QuantizationParams::per_tensor_symmetric(DType::int8, sx);
+  return sx;
 }
 
 void OnednnOps::linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
@@ -68,8 +75,14 @@ void OnednnOps::linear_backward(const LinearDesc& desc, const float* dy, const s
   require_data("linear_backward", "dx", dx, M * K);
   require_data("linear_backward", "dw", dw, N * K);
   if (desc.has_bias) require_data("linear_backward", "db (has_bias is set)", db, N);
+  backward(desc, dy, xq, xq_params.scale(), wq, dx, dw, db, k);
+}
+
+void OnednnOps::backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq, float sx,
+                         const std::int8_t* wq, float* dx, float* dw, float* db,
+                         const std::string& k) {
+  const std::int64_t M = desc.m, N = desc.n, K = desc.k;
   const ThreadScope scope(threads_);
-  const float sx = xq_params.scale();
 
   // deq(q) = float(q) * s, the reference's dequantize_value with zero point 0.
   std::vector<float> w_deq(static_cast<std::size_t>(N * K));

@@ -11,6 +11,7 @@ OnednnPackedWeights::OnednnPackedWeights(const MatmulDesc& desc, std::vector<std
 std::string OnednnPackedWeights::backend() const { return "onednn"; }
 
 std::size_t OnednnPackedWeights::bytes() const noexcept {
+  std::lock_guard lock(mutex_);
   std::size_t total = plain_.size() + column_sums_.size() * sizeof(std::int64_t);
   for (const auto& f : formatted_) total += f.first.get_size();
   return total;
@@ -20,6 +21,7 @@ const dnnl::memory& OnednnPackedWeights::formatted(const dnnl::memory::desc& md,
                                                    const dnnl::memory& plain_md_memory,
                                                    dnnl::engine& engine,
                                                    dnnl::stream& stream) const {
+  std::lock_guard lock(mutex_);
   for (const auto& f : formatted_)
     if (f.first == md) return f.second;
   try {

@@ -9,7 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <utility>
@@ -32,17 +34,23 @@ class OnednnPackedWeights final : public PackedWeights {
 
   const std::int8_t* plain() const noexcept { return plain_.data(); }
   const std::vector<std::int64_t>& column_sums() const noexcept { return column_sums_; }
-  // The weights in oneDNN format `md`, reordered from the plain copy the first time.
+  // The weights in oneDNN format `md`, reordered from the plain copy the first time. Safe to
+  // call from several threads at once (the plans of a fixed B run concurrently).
   const dnnl::memory& formatted(const dnnl::memory::desc& md, const dnnl::memory& plain_md_memory,
                                 dnnl::engine& engine, dnnl::stream& stream) const;
-  std::size_t formats() const noexcept { return formatted_.size(); }
+  std::size_t formats() const {
+    std::lock_guard lock(mutex_);
+    return formatted_.size();
+  }
 
  private:
   MatmulDesc desc_;
   std::vector<std::int8_t> plain_;
   std::vector<std::int64_t> column_sums_;
-  // One entry per format asked for; a handful at most (int8 s32, fused f32).
-  mutable std::vector<std::pair<dnnl::memory::desc, dnnl::memory>> formatted_;
+  // One entry per format asked for; a handful at most (int8 s32, fused f32). A deque: entries
+  // stay where they are while another is added, so references handed out stay valid.
+  mutable std::deque<std::pair<dnnl::memory::desc, dnnl::memory>> formatted_;
+  mutable std::mutex mutex_;
 };
 
 // The onednn packed weights behind `b`, checked against the call's descriptor.

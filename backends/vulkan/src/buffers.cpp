@@ -173,8 +173,9 @@ VulkanBuffer& vulkan_buffer(const Context& ctx, Buffer& b, std::string_view what
   return *vb;
 }
 
-DeviceBuffer& scratch(Context& ctx, std::string_view name, VkDeviceSize bytes, MemoryKind kind) {
-  auto& all = ctx.scratch_buffers();
+DeviceBuffer& scratch(Stream& st, std::string_view name, VkDeviceSize bytes, MemoryKind kind) {
+  Context& ctx = st.context();
+  auto& all = st.scratch_buffers();
   auto it = all.find(name);
   if (it != all.end() && it->second->size() >= bytes) return *it->second;
   // Grow by at least half again, so a slowly growing size does not reallocate every call.
@@ -198,20 +199,20 @@ constexpr VkDeviceSize kStagingBytes = 32ull << 20;
 
 }  // namespace
 
-void upload(Context& ctx, DeviceBuffer& dst, VkDeviceSize offset, const void* src,
+void upload(Stream& st, DeviceBuffer& dst, VkDeviceSize offset, const void* src,
             std::size_t bytes) {
   if (bytes == 0) return;
   if (dst.mapped()) {
     std::memcpy(dst.mapped() + offset, src, bytes);
     return;
   }
-  DeviceBuffer& staging = scratch(ctx, "staging_upload",
+  DeviceBuffer& staging = scratch(st, "staging_upload",
                                   std::min<VkDeviceSize>(bytes, kStagingBytes), MemoryKind::upload);
   const auto* from = static_cast<const std::byte*>(src);
   for (std::size_t done = 0; done < bytes;) {
     const std::size_t n = std::min<std::size_t>(bytes - done, staging.size());
     std::memcpy(staging.mapped(), from + done, n);
-    Commands& cmd = ctx.commands();
+    Commands& cmd = st.commands();
     cmd.begin();
     cmd.copy(staging.handle(), 0, dst.handle(), offset + done, n);
     cmd.submit();
@@ -219,18 +220,18 @@ void upload(Context& ctx, DeviceBuffer& dst, VkDeviceSize offset, const void* sr
   }
 }
 
-void download(Context& ctx, void* dst, DeviceBuffer& src, VkDeviceSize offset, std::size_t bytes) {
+void download(Stream& st, void* dst, DeviceBuffer& src, VkDeviceSize offset, std::size_t bytes) {
   if (bytes == 0) return;
   if (src.mapped()) {
     std::memcpy(dst, src.mapped() + offset, bytes);
     return;
   }
   DeviceBuffer& staging = scratch(
-      ctx, "staging_readback", std::min<VkDeviceSize>(bytes, kStagingBytes), MemoryKind::readback);
+      st, "staging_readback", std::min<VkDeviceSize>(bytes, kStagingBytes), MemoryKind::readback);
   auto* to = static_cast<std::byte*>(dst);
   for (std::size_t done = 0; done < bytes;) {
     const std::size_t n = std::min<std::size_t>(bytes - done, staging.size());
-    Commands& cmd = ctx.commands();
+    Commands& cmd = st.commands();
     cmd.begin();
     cmd.copy(src.handle(), offset + done, staging.handle(), 0, n);
     cmd.submit();

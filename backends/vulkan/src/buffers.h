@@ -22,6 +22,7 @@
 namespace qforge::vulkan {
 
 class Context;
+class Stream;
 
 enum class MemoryKind {
   device,    // device-local preferred; mapped too when it happens to be host-visible and coherent
@@ -87,11 +88,10 @@ VulkanBuffer& vulkan_buffer(const Context& ctx, Buffer& b, std::string_view what
 
 // A buffer of the context kept between ops (packed operands, sums, parameters, staging), grown
 // to at least `bytes` when needed. Its content is undefined on return.
-DeviceBuffer& scratch(Context& ctx, std::string_view name, VkDeviceSize bytes, MemoryKind kind);
+DeviceBuffer& scratch(Stream& st, std::string_view name, VkDeviceSize bytes, MemoryKind kind);
 
 // Host <-> device copies through a staging buffer (or a direct memcpy where the buffer is mapped).
-void upload(Context& ctx, DeviceBuffer& dst, VkDeviceSize offset, const void* src,
-            std::size_t bytes);
-void download(Context& ctx, void* dst, DeviceBuffer& src, VkDeviceSize offset, std::size_t bytes);
+void upload(Stream& st, DeviceBuffer& dst, VkDeviceSize offset, const void* src, std::size_t bytes);
+void download(Stream& st, void* dst, DeviceBuffer& src, VkDeviceSize offset, std::size_t bytes);
 
 }  // namespace qforge::vulkan

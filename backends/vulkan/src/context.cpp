@@ -19,6 +19,14 @@ constexpr std::uint32_t kBindingsPerSet = 8;
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
+// Stream
+
+Stream::Stream(Context& ctx) : ctx_(ctx), commands_(std::make_unique<Commands>(ctx)) {}
+
+// Commands first, then the scratch buffers its last submission used (it has completed: ops wait).
+Stream::~Stream() { commands_.reset(); }
+
+// ---------------------------------------------------------------------------------------------
 // Context
 
 Context::Context(std::shared_ptr<Instance> instance, const DeviceCaps& caps)
@@ -85,10 +93,11 @@ Context::Context(std::shared_ptr<Instance> instance, const DeviceCaps& caps)
   vkGetDeviceQueue(device_, caps_.compute_queue_family, 0, &queue_);
   vkGetPhysicalDeviceMemoryProperties(caps_.physical, &memory_);
   try {
-    commands_ = std::make_unique<Commands>(*this);
     pipelines_ = std::make_unique<PipelineCache>(*this);
+    stream_ = std::make_unique<Stream>(*this);
   } catch (...) {
-    commands_.reset();
+    stream_.reset();
+    pipelines_.reset();
     vkDestroyDevice(device_, nullptr);
     throw;
   }
@@ -96,9 +105,8 @@ Context::Context(std::shared_ptr<Instance> instance, const DeviceCaps& caps)
 
 Context::~Context() {
   if (device_ != VK_NULL_HANDLE) vkDeviceWaitIdle(device_);
-  scratch_.clear();
+  stream_.reset();
   pipelines_.reset();
-  commands_.reset();
   if (device_ != VK_NULL_HANDLE) vkDestroyDevice(device_, nullptr);
 }
 
@@ -314,7 +322,10 @@ double Commands::submit() {
   info.pCommandBuffers = &cmd_;
   VkDevice dev = ctx_.device();
   check(vkResetFences(dev, 1, &fence_), "vkResetFences");
-  check(vkQueueSubmit(ctx_.queue(), 1, &info, fence_), "vkQueueSubmit");
+  {
+    std::lock_guard lock(ctx_.queue_mutex());
+    check(vkQueueSubmit(ctx_.queue(), 1, &info, fence_), "vkQueueSubmit");
+  }
   check(vkWaitForFences(dev, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
   ctx_.check_validation("vkQueueSubmit");
   if (queries_ == VK_NULL_HANDLE) return 0.0;

@@ -1,9 +1,12 @@
 // One logical device of the plugin: the device, its compute queue, memory-type choice, the
-// command buffer every op records into, and the validation check after each submission.
+// streams ops record into, and the validation check after each submission.
 //
-// Submission model: ops are synchronous. An op records its copies and dispatches into the one
-// command buffer (Commands), submits it and waits on a fence, so when the op returns its outputs
-// are written. Timestamps around each submission give the GPU time of the last op.
+// Submission model: ops are synchronous. An op records its copies and dispatches into the
+// command buffer (Commands) of a stream, submits it and waits on the stream's fence, so when the
+// op returns its outputs are written. Timestamps around each submission give the GPU time of the
+// last op. Per-call ops use the device's default stream; each plan run borrows one of its plan's,
+// so runs on different streams proceed at once, sharing only the queue (submissions take
+// queue_mutex()) and the pipeline cache.
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -11,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -76,6 +80,43 @@ class Commands {
   const Pipeline* last_pipeline_ = nullptr;
 };
 
+// What one submission at a time records into and reuses: the command buffer, the scratch
+// buffers its ops keep between calls, and the device copy of the params last staged. A device's
+// per-call ops and copies use its default stream (Context::stream(), under Context::mutex());
+// each run of a plan borrows one of the plan's own, so plans of one device run at once.
+class Stream {
+ public:
+  explicit Stream(Context& ctx);
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  Context& context() const noexcept { return ctx_; }
+  Commands& commands() { return *commands_; }
+  const Commands& commands() const { return *commands_; }
+  // Buffers kept between ops, by name (buffers.h: scratch()).
+  std::map<std::string, std::unique_ptr<DeviceBuffer>, std::less<>>& scratch_buffers() {
+    return scratch_;
+  }
+  // The host copy of the params last copied into the "params_device" scratch buffer
+  // (op_elementwise.cpp): an op that repeats them skips the upload. `pending` holds params whose
+  // copy is recorded but not yet submitted; they become the cache only once the submission
+  // succeeded.
+  std::vector<std::uint32_t>& params_cache() { return params_cache_; }
+  std::vector<std::uint32_t>& params_pending() { return params_pending_; }
+  // QuantizationParams::identity() of the params in params_cache() / params_pending() (0: unknown).
+  std::uint64_t& params_cache_identity() { return params_cache_identity_; }
+  std::uint64_t& params_pending_identity() { return params_pending_identity_; }
+
+ private:
+  Context& ctx_;
+  std::map<std::string, std::unique_ptr<DeviceBuffer>, std::less<>> scratch_;
+  std::unique_ptr<Commands> commands_;
+  std::vector<std::uint32_t> params_cache_;
+  std::vector<std::uint32_t> params_pending_;
+  std::uint64_t params_cache_identity_ = 0, params_pending_identity_ = 0;
+};
+
 class Context {
  public:
   Context(std::shared_ptr<Instance> instance, const DeviceCaps& caps);
@@ -94,34 +135,28 @@ class Context {
                             VkMemoryPropertyFlags preferred) const;
   VkMemoryPropertyFlags memory_flags(std::uint32_t type) const;
 
-  // The one command stream (ops are synchronous and an instance is used from one thread).
-  Commands& commands() { return *commands_; }
-  const Commands& commands() const { return *commands_; }
+  // The default stream: the per-call ops' and the copies' (callers hold mutex()).
+  Stream& stream() { return *stream_; }
+  const Stream& stream() const { return *stream_; }
   // Pipelines are created with their compiler statistics captured (Pipeline::stats):
   // QFORGE_VULKAN_PIPELINE_STATS=1 and a device with VK_KHR_pipeline_executable_properties.
   bool capture_stats() const noexcept { return capture_stats_; }
+  // Thread-safe (plans of the device create and look up pipelines from several threads).
   PipelineCache& pipelines() { return *pipelines_; }
-  // The host copy of the params last copied into the "params_device" scratch buffer
-  // (op_elementwise.cpp): an op that repeats them skips the upload. `pending` holds params whose
-  // copy is recorded but not yet submitted; they become the cache only once the submission
-  // succeeded.
-  std::vector<std::uint32_t>& params_cache() { return params_cache_; }
-  std::vector<std::uint32_t>& params_pending() { return params_pending_; }
-  // QuantizationParams::identity() of the params in params_cache() / params_pending() (0: unknown).
-  std::uint64_t& params_cache_identity() { return params_cache_identity_; }
-  std::uint64_t& params_pending_identity() { return params_pending_identity_; }
-
-  // Buffers kept between ops, by name (buffers.h: scratch()).
-  std::map<std::string, std::unique_ptr<DeviceBuffer>, std::less<>>& scratch_buffers() {
-    return scratch_;
-  }
 
   // Lowers maxStorageBufferRange and maxComputeWorkGroupCount as the plugin sees them, so tests
-  // can drive the splitting with small data; 0 restores the device's own value.
+  // can drive the splitting with small data; 0 restores the device's own value. Not while a
+  // plan of the device runs on another thread (runs read the limits without a lock).
   void limit(std::uint64_t storage_range, std::uint32_t workgroups);
 
   // Throws Error(backend) listing validation errors collected since the last check.
   void check_validation(const char* where);
+
+  // Held around every use of the default stream: the per-call ops and copies of VulkanOps, and
+  // the uploads of a plan being made, which may come from several threads.
+  std::mutex& mutex() noexcept { return mutex_; }
+  // Held around vkQueueSubmit (the queue is externally synchronised; streams share it).
+  std::mutex& queue_mutex() noexcept { return queue_mutex_; }
 
  private:
   std::shared_ptr<Instance> instance_;
@@ -130,13 +165,11 @@ class Context {
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   VkPhysicalDeviceMemoryProperties memory_{};
-  std::unique_ptr<Commands> commands_;
   std::unique_ptr<PipelineCache> pipelines_;
-  std::map<std::string, std::unique_ptr<DeviceBuffer>, std::less<>> scratch_;
-  std::vector<std::uint32_t> params_cache_;
-  std::vector<std::uint32_t> params_pending_;
-  std::uint64_t params_cache_identity_ = 0, params_pending_identity_ = 0;
+  std::unique_ptr<Stream> stream_;
   bool capture_stats_ = false;
+  std::mutex mutex_;
+  std::mutex queue_mutex_;
 };
 
 }  // namespace qforge::vulkan

@@ -86,8 +86,13 @@ std::string position(const ConvDesc& d, std::uint64_t e) {
 
 }  // namespace
 
-double run_conv(Context& ctx, OpKind op, const ConvDesc& d, const void* x, const void* w,
+const Pipeline& conv_pipeline(Context& ctx) {
+  return ctx.pipelines().get("conv_direct", 6, sizeof(ConvPush));
+}
+
+double run_conv(Stream& st, OpKind op, const ConvDesc& d, const void* x, const void* w,
                 const void* bias, void* y) {
+  Context& ctx = st.context();
   const std::string name(to_string(op));
   const auto x_count = static_cast<std::uint64_t>(d.n * d.c * d.h * d.w);
   const auto w_count =
@@ -125,9 +130,9 @@ double run_conv(Context& ctx, OpKind op, const ConvDesc& d, const void* x, const
                          : pw.scale(i);
     params[nw + i] = bits(s);
   }
-  DeviceBuffer& pbuf = scratch(ctx, "conv_params", params.size() * 4, MemoryKind::upload);
+  DeviceBuffer& pbuf = scratch(st, "conv_params", params.size() * 4, MemoryKind::upload);
   std::memcpy(pbuf.mapped(), params.data(), params.size() * 4);
-  DeviceBuffer& flag = scratch(ctx, "conv_overflow", 4, MemoryKind::readback);
+  DeviceBuffer& flag = scratch(st, "conv_overflow", 4, MemoryKind::readback);
   const std::uint32_t none = 0xffffffffu;
   std::memcpy(flag.mapped(), &none, 4);
 
@@ -186,8 +191,8 @@ double run_conv(Context& ctx, OpKind op, const ConvDesc& d, const void* x, const
   push.bias_lead = static_cast<std::uint32_t>(wb.lead / 4);
   const std::uint64_t invocations = out8 ? (wy.lead + y_count + 3) / 4 - wy.lead / 4 : y_count;
 
-  const Pipeline& pipe = ctx.pipelines().get("conv_direct", 6, sizeof(ConvPush));
-  Commands& cmd = ctx.commands();
+  const Pipeline& pipe = conv_pipeline(ctx);
+  Commands& cmd = st.commands();
   cmd.begin();
   const Grid g = grid_for(caps, (invocations + kLocal - 1) / kLocal);
   const BufferBinding b[] = {wx.binding, ww.binding, wp.binding,

@@ -104,10 +104,10 @@ void require_aligned(const Resolved& r, const char* what) {
 // (block-wise params are a quarter of the int8 tensor's bytes) are copied to device-local
 // memory so the GPU does not read them across the bus, and kept there: an op that repeats the
 // same params (static quantization, a benchmark loop) skips the upload and the copy.
-DeviceBuffer& stage_pairs(Context& ctx, Commands& cmd, const QuantizationParams& p) {
+DeviceBuffer& stage_pairs(Stream& st, Commands& cmd, const QuantizationParams& p) {
   constexpr std::size_t kDirectBytes = 64 * 1024;
-  ctx.params_pending().clear();  // left over only if an earlier op failed before submitting
-  ctx.params_pending_identity() = 0;
+  st.params_pending().clear();  // left over only if an earlier op failed before submitting
+  st.params_pending_identity() = 0;
   const auto scales = p.scales();
   const auto zps = p.zero_points();
   auto fill = [&](std::uint32_t* words) {
@@ -119,38 +119,38 @@ DeviceBuffer& stage_pairs(Context& ctx, Commands& cmd, const QuantizationParams&
   const std::size_t bytes = scales.size() * 8;
   DeviceBuffer* device = nullptr;
   if (bytes > kDirectBytes) {
-    device = &scratch(ctx, "params_device", bytes, MemoryKind::device);
+    device = &scratch(st, "params_device", bytes, MemoryKind::device);
     if (device->mapped() != nullptr) device = nullptr;  // device memory is host memory (lavapipe)
   }
   if (device == nullptr) {
-    DeviceBuffer& upload = scratch(ctx, "params", bytes, MemoryKind::upload);
+    DeviceBuffer& upload = scratch(st, "params", bytes, MemoryKind::upload);
     fill(reinterpret_cast<std::uint32_t*>(upload.mapped()));
     return upload;
   }
   // Compare with the cached copy in place (a temporary the size of the params would cost page
   // faults on every call); on a difference, rewrite the cache and upload it.
   // Equal identities mean equal contents (QuantizationParams::identity): no scan at all.
-  auto& cache = ctx.params_cache();
+  auto& cache = st.params_cache();
   const std::size_t count = scales.size();
   bool same = cache.size() == 2 * count;
-  if (same && p.identity() != 0 && p.identity() == ctx.params_cache_identity()) return *device;
+  if (same && p.identity() != 0 && p.identity() == st.params_cache_identity()) return *device;
   for (std::size_t i = 0; same && i < count; ++i) {
     std::uint32_t s = 0;
     std::memcpy(&s, &scales[i], 4);
     same = cache[2 * i] == s && cache[2 * i + 1] == static_cast<std::uint32_t>(zps[i]);
   }
   if (same) {
-    ctx.params_cache_identity() = p.identity();
+    st.params_cache_identity() = p.identity();
     return *device;
   }
   // The device copy is about to change: until the submission succeeds nothing is cached.
   cache.clear();
-  ctx.params_cache_identity() = 0;
-  ctx.params_pending_identity() = p.identity();
-  auto& pending = ctx.params_pending();
+  st.params_cache_identity() = 0;
+  st.params_pending_identity() = p.identity();
+  auto& pending = st.params_pending();
   pending.resize(2 * count);
   fill(pending.data());
-  DeviceBuffer& upload = scratch(ctx, "params", bytes, MemoryKind::upload);
+  DeviceBuffer& upload = scratch(st, "params", bytes, MemoryKind::upload);
   std::memcpy(upload.mapped(), pending.data(), bytes);
   cmd.copy(upload.handle(), 0, device->handle(), 0, bytes);
   cmd.barrier();
@@ -158,13 +158,13 @@ DeviceBuffer& stage_pairs(Context& ctx, Commands& cmd, const QuantizationParams&
 }
 
 // After a successful submission: params copied by stage_pairs() are now in device memory.
-double commit_params(Context& ctx, double gpu_ns) {
-  if (!ctx.params_pending().empty()) {
-    ctx.params_cache().swap(ctx.params_pending());
-    ctx.params_cache_identity() = ctx.params_pending_identity();
+double commit_params(Stream& st, double gpu_ns) {
+  if (!st.params_pending().empty()) {
+    st.params_cache().swap(st.params_pending());
+    st.params_cache_identity() = st.params_pending_identity();
   }
-  ctx.params_pending().clear();
-  ctx.params_pending_identity() = 0;
+  st.params_pending().clear();
+  st.params_pending_identity() = 0;
   return gpu_ns;
 }
 
@@ -186,8 +186,8 @@ struct RequantizePush {
 // Runs `record(cmd, base, count)` for each chunk of n elements, with a barrier between chunks
 // (an output word at a chunk boundary is owned by both dispatches, one after the other).
 template <class F>
-double for_chunks(Context& ctx, std::uint64_t n, std::uint64_t chunk, F&& record) {
-  Commands& cmd = ctx.commands();
+double for_chunks(Stream& st, std::uint64_t n, std::uint64_t chunk, F&& record) {
+  Commands& cmd = st.commands();
   for (std::uint64_t base = 0; base < n; base += chunk) {
     if (base > 0) cmd.barrier();
     record(cmd, base, std::min(chunk, n - base));
@@ -212,7 +212,19 @@ Window pair_window(const DeviceCaps& caps, const DeviceBuffer& pairs, const Para
 
 }  // namespace
 
-double run_quantize(Context& ctx, const QuantizeDesc& desc, const void* x, void* q) {
+const Pipeline& elementwise_pipeline(Context& ctx, OpKind op) {
+  switch (op) {
+    case OpKind::quantize: return ctx.pipelines().get("quantize", 3, sizeof(QuantizePush));
+    case OpKind::dequantize: return ctx.pipelines().get("dequantize", 3, sizeof(DequantizePush));
+    case OpKind::requantize: return ctx.pipelines().get("requantize", 3, sizeof(RequantizePush));
+    default:
+      throw Error(ErrorCode::internal,
+                  "vulkan: no element-wise pipeline for " + std::string(to_string(op)));
+  }
+}
+
+double run_quantize(Stream& st, const QuantizeDesc& desc, const void* x, void* q) {
+  Context& ctx = st.context();
   const auto n = static_cast<std::uint64_t>(element_count(desc.shape));
   if (n == 0) return 0.0;
   const Resolved rx = resolve(ctx, x, n * 4, "quantize: x");
@@ -221,11 +233,11 @@ double run_quantize(Context& ctx, const QuantizeDesc& desc, const void* x, void*
   const DeviceCaps& caps = ctx.caps();
   const QuantizationParams& p = desc.params;
   const ParamLayout layout = param_layout(desc.shape, p);
-  const Pipeline& pipe = ctx.pipelines().get("quantize", 3, sizeof(QuantizePush));
-  ctx.commands().begin();
-  DeviceBuffer& pairs = stage_pairs(ctx, ctx.commands(), p);
+  const Pipeline& pipe = elementwise_pipeline(ctx, OpKind::quantize);
+  st.commands().begin();
+  DeviceBuffer& pairs = stage_pairs(st, st.commands(), p);
   const double ns = for_chunks(
-      ctx, n, chunk_elements(caps, 4), [&](Commands& cmd, std::uint64_t base, std::uint64_t count) {
+      st, n, chunk_elements(caps, 4), [&](Commands& cmd, std::uint64_t base, std::uint64_t count) {
         const Window wx = window(caps, *rx.buffer, rx.offset + base * 4, count * 4);
         const Window wq = window(caps, *rq.buffer, rq.offset + base, count);
         std::uint64_t first_pair = 0;
@@ -250,10 +262,11 @@ double run_quantize(Context& ctx, const QuantizeDesc& desc, const void* x, void*
         const BufferBinding b[] = {wx.binding, wq.binding, wp.binding};
         cmd.dispatch(pipe, b, &push, sizeof push, g.x, g.y);
       });
-  return commit_params(ctx, ns);
+  return commit_params(st, ns);
 }
 
-double run_dequantize(Context& ctx, const QuantizeDesc& desc, const void* q, float* x) {
+double run_dequantize(Stream& st, const QuantizeDesc& desc, const void* q, float* x) {
+  Context& ctx = st.context();
   const auto n = static_cast<std::uint64_t>(element_count(desc.shape));
   if (n == 0) return 0.0;
   const Resolved rq = resolve(ctx, q, n, "dequantize: q");
@@ -262,11 +275,11 @@ double run_dequantize(Context& ctx, const QuantizeDesc& desc, const void* q, flo
   const DeviceCaps& caps = ctx.caps();
   const QuantizationParams& p = desc.params;
   const ParamLayout layout = param_layout(desc.shape, p);
-  const Pipeline& pipe = ctx.pipelines().get("dequantize", 3, sizeof(DequantizePush));
-  ctx.commands().begin();
-  DeviceBuffer& pairs = stage_pairs(ctx, ctx.commands(), p);
+  const Pipeline& pipe = elementwise_pipeline(ctx, OpKind::dequantize);
+  st.commands().begin();
+  DeviceBuffer& pairs = stage_pairs(st, st.commands(), p);
   const double ns = for_chunks(
-      ctx, n, chunk_elements(caps, 4), [&](Commands& cmd, std::uint64_t base, std::uint64_t count) {
+      st, n, chunk_elements(caps, 4), [&](Commands& cmd, std::uint64_t base, std::uint64_t count) {
         const Window wq = window(caps, *rq.buffer, rq.offset + base, count);
         const Window wx = window(caps, *rx.buffer, rx.offset + base * 4, count * 4);
         std::uint64_t first_pair = 0;
@@ -289,10 +302,11 @@ double run_dequantize(Context& ctx, const QuantizeDesc& desc, const void* q, flo
         const BufferBinding b[] = {wq.binding, wx.binding, wp.binding};
         cmd.dispatch(pipe, b, &push, sizeof push, g.x, g.y);
       });
-  return commit_params(ctx, ns);
+  return commit_params(st, ns);
 }
 
-double run_requantize(Context& ctx, const RequantizeDesc& desc, const std::int32_t* c, void* y) {
+double run_requantize(Stream& st, const RequantizeDesc& desc, const std::int32_t* c, void* y) {
+  Context& ctx = st.context();
   const auto n = static_cast<std::uint64_t>(element_count(desc.shape));
   if (n == 0) return 0.0;
   const Resolved rc = resolve(ctx, c, n * 4, "requantize: c");
@@ -308,12 +322,12 @@ double run_requantize(Context& ctx, const RequantizeDesc& desc, const std::int32
     for (std::size_t d = static_cast<std::size_t>(axis) + 1; d < desc.shape.size(); ++d)
       layout.inner *= static_cast<std::uint64_t>(desc.shape[d]);
   }
-  DeviceBuffer& mult = scratch(ctx, "params", desc.multipliers.size() * 4, MemoryKind::upload);
+  DeviceBuffer& mult = scratch(st, "params", desc.multipliers.size() * 4, MemoryKind::upload);
   std::memcpy(mult.mapped(), desc.multipliers.data(), desc.multipliers.size() * 4);
   const auto& tr = traits(desc.out_dtype);
-  const Pipeline& pipe = ctx.pipelines().get("requantize", 3, sizeof(RequantizePush));
-  ctx.commands().begin();
-  return for_chunks(ctx, n, chunk_elements(caps, 4),
+  const Pipeline& pipe = elementwise_pipeline(ctx, OpKind::requantize);
+  st.commands().begin();
+  return for_chunks(st, n, chunk_elements(caps, 4),
                     [&](Commands& cmd, std::uint64_t base, std::uint64_t count) {
                       const Window wc = window(caps, *rc.buffer, rc.offset + base * 4, count * 4);
                       const Window wy = window(caps, *ry.buffer, ry.offset + base, count);

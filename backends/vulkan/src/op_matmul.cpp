@@ -158,10 +158,10 @@ void record_pack_b(Context& ctx, Commands& cmd, const MatmulDesc& desc, const vo
 
 }  // namespace
 
-std::shared_ptr<PackedWeights> pack_gemm_weights(std::shared_ptr<Context> ctx,
+std::shared_ptr<PackedWeights> pack_gemm_weights(std::shared_ptr<Context> ctx, Stream& st,
                                                  const MatmulDesc& desc, const void* b) {
   auto w = std::make_shared<VulkanPackedWeights>(ctx, desc);
-  Commands& cmd = ctx->commands();
+  Commands& cmd = st.commands();
   cmd.begin();
   if (desc.n > 0 && desc.k > 0) record_pack_b(*ctx, cmd, desc, b, w->packed(), w->sums());
   else if (desc.n > 0) cmd.fill(w->sums().handle(), 0, w->sums().size(), 0);
@@ -190,8 +190,17 @@ static_assert(sizeof(GemmPush) <= 128, "push constants beyond the guaranteed 128
 
 }  // namespace
 
-double run_gemm(Context& ctx, Kernel kernel, OpKind op, const MatmulDesc& desc, const void* a,
+const Pipeline& gemm_pipeline(Context& ctx, Kernel kernel, bool out8) {
+  const GemmKernelInfo& info = gemm_info(kernel);
+  // The packing passes that feed every GEMM kernel, made with it.
+  ctx.pipelines().get("pack_rows", 3, sizeof(PackPush));
+  ctx.pipelines().get("pack_cols", 3, sizeof(PackColsPush));
+  return ctx.pipelines().get(out8 ? info.shader_q8 : info.shader, 7, sizeof(GemmPush));
+}
+
+double run_gemm(Stream& st, Kernel kernel, OpKind op, const MatmulDesc& desc, const void* a,
                 const void* b, const PackedWeights* packed, const float* bias, void* out) {
+  Context& ctx = st.context();
   const auto M = static_cast<std::uint64_t>(desc.m), N = static_cast<std::uint64_t>(desc.n);
   const auto K = static_cast<std::uint64_t>(desc.k);
   if (M == 0 || N == 0) return 0.0;
@@ -228,11 +237,11 @@ double run_gemm(Context& ctx, Kernel kernel, OpKind op, const MatmulDesc& desc, 
     const float s = pb.scale(i);
     std::memcpy(&params[2 * na + nb + i], &s, 4);
   }
-  DeviceBuffer& pbuf = scratch(ctx, "params", params.size() * 4, MemoryKind::upload);
+  DeviceBuffer& pbuf = scratch(st, "params", params.size() * 4, MemoryKind::upload);
   std::memcpy(pbuf.mapped(), params.data(), params.size() * 4);
 
-  DeviceBuffer& packed_a = scratch(ctx, "packed_a", M * kp, MemoryKind::device);
-  DeviceBuffer& row_sums = scratch(ctx, "row_sums", M * 4, MemoryKind::device);
+  DeviceBuffer& packed_a = scratch(st, "packed_a", M * kp, MemoryKind::device);
+  DeviceBuffer& row_sums = scratch(st, "row_sums", M * 4, MemoryKind::device);
   DeviceBuffer* packed_b = nullptr;
   DeviceBuffer* col_sums = nullptr;
   if (packed) {
@@ -252,11 +261,11 @@ double run_gemm(Context& ctx, Kernel kernel, OpKind op, const MatmulDesc& desc, 
     packed_b = &const_cast<VulkanPackedWeights*>(w)->packed();
     col_sums = &const_cast<VulkanPackedWeights*>(w)->sums();
   } else {
-    packed_b = &scratch(ctx, "packed_b", N * kp, MemoryKind::device);
-    col_sums = &scratch(ctx, "col_sums", N * 4, MemoryKind::device);
+    packed_b = &scratch(st, "packed_b", N * kp, MemoryKind::device);
+    col_sums = &scratch(st, "col_sums", N * 4, MemoryKind::device);
   }
 
-  Commands& cmd = ctx.commands();
+  Commands& cmd = st.commands();
   cmd.begin();
   record_pack_rows(ctx, cmd, ra, M, K, kp, flip_of(pa.dtype()), packed_a, row_sums);
   if (!packed) {
@@ -269,8 +278,7 @@ double run_gemm(Context& ctx, Kernel kernel, OpKind op, const MatmulDesc& desc, 
   cmd.barrier();
 
   const GemmKernelInfo& shape = gemm_info(kernel);
-  const Pipeline& pipe =
-      ctx.pipelines().get(out8 ? shape.shader_q8 : shape.shader, 7, sizeof(GemmPush));
+  const Pipeline& pipe = gemm_pipeline(ctx, kernel, out8);
   // Dispatch tiles: A rows and B rows within a window each, the output span within a window,
   // the grid within the limits.
   const std::uint64_t cap = window_capacity(caps);

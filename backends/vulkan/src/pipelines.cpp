@@ -82,6 +82,7 @@ const Pipeline& PipelineCache::get(std::string_view shader, std::uint32_t bindin
                                    std::uint32_t push_bytes, std::span<const std::uint32_t> spec) {
   auto key =
       std::make_tuple(std::string(shader), std::vector<std::uint32_t>(spec.begin(), spec.end()));
+  std::lock_guard lock(mutex_);  // entries are never removed: references stay valid after it
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return *it->second;
 
   VkDevice dev = ctx_.device();

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -47,6 +48,7 @@ class PipelineCache {
   VkShaderModule module(std::string_view shader);
 
   Context& ctx_;
+  std::mutex mutex_;  // get() from several threads (plans of one device run at once)
   std::map<std::string, VkShaderModule, std::less<>> modules_;
   std::map<std::tuple<std::string, std::vector<std::uint32_t>>, std::unique_ptr<Pipeline>>
       pipelines_;

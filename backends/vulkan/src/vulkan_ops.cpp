@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "buffers.h"
 #include "ops_internal.h"
@@ -102,9 +103,10 @@ std::vector<DeviceInfo> VulkanOps::devices() const {
       info.properties["last_op_dispatches"] = std::to_string(last_dispatches_);
       info.properties["validation"] = instance_->validation_enabled() ? "on" : "off";
       // The compiler statistics of the last op's last kernel (QFORGE_VULKAN_PIPELINE_STATS=1).
-      if (ctx_ && ctx_->commands().last_pipeline() &&
-          !ctx_->commands().last_pipeline()->stats.empty())
-        info.properties["last_op_pipeline_stats"] = ctx_->commands().last_pipeline()->stats;
+      if (ctx_ && ctx_->stream().commands().last_pipeline() &&
+          !ctx_->stream().commands().last_pipeline()->stats.empty())
+        info.properties["last_op_pipeline_stats"] =
+            ctx_->stream().commands().last_pipeline()->stats;
     }
     out.push_back(std::move(info));
   }
@@ -116,7 +118,7 @@ bool VulkanOps::select_device(int index) {
     return false;
   if (index != device_) {
     device_ = index;
-    ctx_.reset();  // buffers of the old device keep their context alive
+    ctx_.reset();  // context() takes the new device's
   }
   return true;
 }
@@ -124,12 +126,18 @@ bool VulkanOps::select_device(int index) {
 Context& VulkanOps::context() {
   const Availability a = availability();
   if (!a.usable) throw Error(ErrorCode::unavailable, a.reason);
-  if (!ctx_) {
-    ctx_ = std::make_shared<Context>(instance_,
-                                     instance_->devices()[static_cast<std::size_t>(device_)]);
-    ctx_->limit(limit_storage_range_, limit_workgroups_);
-  }
+  if (!ctx_) ctx_ = context_of(device_);
   return *ctx_;
+}
+
+std::shared_ptr<Context> VulkanOps::context_of(int index) {
+  if (contexts_.empty()) contexts_.resize(instance_->devices().size());
+  auto& c = contexts_[static_cast<std::size_t>(index)];
+  if (!c) {
+    c = std::make_shared<Context>(instance_, instance_->devices()[static_cast<std::size_t>(index)]);
+    c->limit(limit_storage_range_, limit_workgroups_);
+  }
+  return c;
 }
 
 std::shared_ptr<Buffer> VulkanOps::allocate(std::size_t bytes) {
@@ -146,7 +154,8 @@ void VulkanOps::copy_to_device(Buffer& dst, std::size_t dst_offset, const void* 
                 "copy_to_device: " + std::to_string(bytes) + " bytes at offset " +
                     std::to_string(dst_offset) + " of a " + std::to_string(vb.size()) +
                     "-byte buffer; expected the range to lie inside the buffer");
-  upload(ctx, vb.storage(), dst_offset, src, bytes);
+  std::lock_guard lock(ctx.mutex());
+  upload(ctx.stream(), vb.storage(), dst_offset, src, bytes);
 }
 
 void VulkanOps::copy_to_host(void* dst, const Buffer& src, std::size_t src_offset,
@@ -158,7 +167,8 @@ void VulkanOps::copy_to_host(void* dst, const Buffer& src, std::size_t src_offse
                 "copy_to_host: " + std::to_string(bytes) + " bytes at offset " +
                     std::to_string(src_offset) + " of a " + std::to_string(vb.size()) +
                     "-byte buffer; expected the range to lie inside the buffer");
-  download(ctx, dst, vb.storage(), src_offset, bytes);
+  std::lock_guard lock(ctx.mutex());
+  download(ctx.stream(), dst, vb.storage(), src_offset, bytes);
 }
 
 bool VulkanOps::set_option(std::string_view key, std::string_view value) {
@@ -179,7 +189,11 @@ bool VulkanOps::set_option(std::string_view key, std::string_view value) {
   } else {
     return false;
   }
-  if (ctx_) ctx_->limit(limit_storage_range_, limit_workgroups_);
+  for (const auto& c : contexts_)
+    if (c) {
+      std::lock_guard lock(c->mutex());  // copies on other threads read them (plans must not run)
+      c->limit(limit_storage_range_, limit_workgroups_);
+    }
   return true;
 }
 
@@ -224,32 +238,36 @@ Kernel VulkanOps::begin(const Support& s) {
 void VulkanOps::finish(Kernel k, double gpu_ns) {
   last_kernel_ = kernel_name(k);
   last_gpu_ns_ = gpu_ns;
-  last_dispatches_ = ctx_->commands().dispatch_count();
+  last_dispatches_ = ctx_->stream().commands().dispatch_count();
 }
 
 void VulkanOps::quantize(const QuantizeDesc& desc, const void* x, void* q) {
   context();  // availability first: caps() needs a usable device
   const Kernel k = begin(check_support(OpKind::quantize, desc, caps()));
-  finish(k, run_quantize(*ctx_, desc, x, q));
+  std::lock_guard lock(ctx_->mutex());
+  finish(k, run_quantize(ctx_->stream(), desc, x, q));
 }
 
 void VulkanOps::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
   context();
   const Kernel k = begin(check_support(OpKind::dequantize, desc, caps()));
-  finish(k, run_dequantize(*ctx_, desc, q, x));
+  std::lock_guard lock(ctx_->mutex());
+  finish(k, run_dequantize(ctx_->stream(), desc, q, x));
 }
 
 void VulkanOps::requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) {
   context();
   const Kernel k = begin(check_support(OpKind::requantize, desc, caps()));
-  finish(k, run_requantize(*ctx_, desc, c, y));
+  std::lock_guard lock(ctx_->mutex());
+  finish(k, run_requantize(ctx_->stream(), desc, c, y));
 }
 
 void VulkanOps::gemm(const MatmulDesc& desc, OpKind op, const void* a, const void* b,
                      const PackedWeights* packed, const float* bias, void* out) {
   context();
   const Kernel k = begin(check_support(op, desc, caps(), forced_));
-  finish(k, run_gemm(*ctx_, k, op, desc, a, b, packed, bias, out));
+  std::lock_guard lock(ctx_->mutex());
+  finish(k, run_gemm(ctx_->stream(), k, op, desc, a, b, packed, bias, out));
 }
 
 void VulkanOps::matmul_integer(const MatmulDesc& desc, const void* a, const void* b,
@@ -270,7 +288,8 @@ void VulkanOps::conv(OpKind op, const ConvDesc& desc, const void* x, const void*
                      const void* bias, void* y) {
   context();
   const Kernel k = begin(check_support(op, desc, caps()));
-  finish(k, run_conv(*ctx_, op, desc, x, w, bias, y));
+  std::lock_guard lock(ctx_->mutex());
+  finish(k, run_conv(ctx_->stream(), op, desc, x, w, bias, y));
 }
 
 std::shared_ptr<PackedWeights> VulkanOps::pack_weights(const MatmulDesc& desc, const void* b) {
@@ -284,7 +303,8 @@ std::shared_ptr<PackedWeights> VulkanOps::pack_weights(const MatmulDesc& desc, c
     throw Error(ErrorCode::unsupported, "vulkan: pack_weights (checked as " + why + ")");
   }
   begin(s);
-  return pack_gemm_weights(ctx_, desc, b);
+  std::lock_guard lock(ctx_->mutex());
+  return pack_gemm_weights(ctx_, ctx_->stream(), desc, b);
 }
 
 void VulkanOps::matmul_integer_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,

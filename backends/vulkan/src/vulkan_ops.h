@@ -8,11 +8,17 @@
 // Memory is device memory (host_memory() is false): allocate() returns a VulkanBuffer whose
 // data() is an opaque handle (buffers.h), and ops take pointers inside such buffers. Ops are
 // synchronous: each records its work, submits it and waits.
+//
+// Plans (vulkan_plan.cpp) fix their device's context, their kernel and their uploaded (and, for
+// a matmul B, packed) weights when made; a run reads nothing of this object. Each device has one
+// context for the life of the instance, shared by the per-call ops while it is selected and by
+// every plan made for it, so buffers allocated while a device is selected serve its plans.
 #pragma once
 
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "context.h"
 #include "instance.h"
@@ -75,7 +81,11 @@ class VulkanOps final : public QuantizationOps {
                        const QuantizationParams& xq_params, const std::int8_t* wq, float* dx,
                        float* dw, float* db) override;
 
+  std::shared_ptr<const Plan> plan(const OpDesc& op, const PlanRequest& request) override;
+
  private:
+  // The context of device `index` (a valid, usable index), created on first use.
+  std::shared_ptr<Context> context_of(int index);
   // The selected device's context, created on first use; throws unavailable.
   Context& context();
   // Throws unsupported with supports()'s reason when it says no; returns the kernel to run.
@@ -89,8 +99,9 @@ class VulkanOps final : public QuantizationOps {
   std::string instance_error_;  // why the instance could not be created
   std::string device_error_;    // why QFORGE_VULKAN_DEVICE could not be honoured
   int device_ = -1;
-  std::shared_ptr<Context> ctx_;
-  std::optional<Kernel> forced_;  // set_kernel()
+  std::shared_ptr<Context> ctx_;                    // the selected device's, once used
+  std::vector<std::shared_ptr<Context>> contexts_;  // per device, created on first use
+  std::optional<Kernel> forced_;                    // set_kernel()
   std::string last_kernel_;
   double last_gpu_ns_ = 0.0;
   // Test knobs (set_option): smaller limits so the splitting runs on small data.
