@@ -11,7 +11,7 @@
 // Lifetime and threads: a plan holds what it needs (packed weights, device copies) and must not
 // outlive the backend instance that made it. Whether distinct plans, and one plan, may run at
 // the same time from several threads is the plan's concurrency(); each backend documents it
-// (docs/PLUGINS.md). Plans of cpu_scalar and cpu_x86 are fully concurrent.
+// (docs/PLUGINS.md). Plans of cpu_scalar, cpu_x86, onednn and vulkan are concurrent.
 #pragma once
 
 #include <array>
