@@ -117,7 +117,8 @@ class X86Plan final : public Plan {
       case OpKind::matmul_dequant:
       case OpKind::qlinear_matmul: return run_matmul(in.data(), outputs[0]);
       case OpKind::linear_forward: return run_linear_forward(in.data(), outputs.data());
-      case OpKind::linear_backward: break;  // reference only (supports())
+      case OpKind::linear_backward:
+      case OpKind::matmul_weight_only: break;  // refused by supports()
       case OpKind::conv_integer:
       case OpKind::qlinear_conv:
       case OpKind::conv_dequant: return run_conv_plan(in.data(), outputs.data());

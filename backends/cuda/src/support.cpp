@@ -261,6 +261,7 @@ std::optional<Refusal> refusal_for(const OpDesc& op) {
       case OpKind::conv_integer:
       case OpKind::qlinear_conv:
       case OpKind::conv_dequant:
+      case OpKind::matmul_weight_only:
         return unsupported(
             "not implemented by the cuda backend yet; expected cpu_scalar to run it");
     }
@@ -360,7 +361,8 @@ Support support_for(const OpDesc& op, const DeviceFacts& device) {
     }
     case OpKind::conv_integer:
     case OpKind::qlinear_conv:
-    case OpKind::conv_dequant: break;  // refused by refusal_for()
+    case OpKind::conv_dequant:
+    case OpKind::matmul_weight_only: break;  // refused by refusal_for()
   }
   return Support::no("unknown op");
 }
