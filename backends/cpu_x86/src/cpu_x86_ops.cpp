@@ -195,8 +195,8 @@ Support CpuX86Ops::supports(const OpDesc& op) const {
       if (vector_linear(d)) add_role(d.m <= 16 ? KernelRole::gemv : KernelRole::gemm);
       break;
     }
-    case OpKind::linear_backward:
-    case OpKind::matmul_weight_only: break;
+    case OpKind::linear_backward: break;
+    case OpKind::matmul_weight_only: add_role(KernelRole::weight_only); break;
     case OpKind::conv_integer:
     case OpKind::qlinear_conv:
     case OpKind::conv_dequant: {
