@@ -89,6 +89,12 @@ void ScalarOps::qlinear_matmul(const MatmulDesc& desc, const void* a, const void
   reference::qlinear_matmul(desc, a, b, y);
 }
 
+void ScalarOps::matmul_weight_only(const MatmulDesc& desc, const float* a, const void* b,
+                                   const float* bias, float* y) {
+  begin({OpKind::matmul_weight_only, desc});
+  reference::matmul_weight_only(desc, a, b, bias, y);
+}
+
 void ScalarOps::conv(OpKind op, const ConvDesc& desc, const void* x, const void* w,
                      const void* bias, void* y) {
   begin({op, desc});

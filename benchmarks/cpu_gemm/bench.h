@@ -32,6 +32,10 @@ std::vector<std::string> run_plan_benchmarks(QuantizationOps& x86, const Options
 std::vector<std::string> run_quant_benchmarks(QuantizationOps& x86, QuantizationOps* onednn,
                                               const Options& opt);
 
+// matmul_weight_only (float A, int4 block-32 B, float Y) plans against OpenBLAS sgemm on the
+// float weights, MiniLM's shapes.
+std::vector<std::string> run_weight_only_benchmarks(QuantizationOps& x86, const Options& opt);
+
 // Quantized convolution (the suites' batch-1 conv layers): cpu_x86 plans against cpu_scalar
 // plans (when loaded) and OpenBLAS im2col + sgemm.
 std::vector<std::string> run_conv_benchmarks(QuantizationOps& x86, QuantizationOps* scalar,

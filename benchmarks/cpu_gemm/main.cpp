@@ -4,7 +4,8 @@
 // cpu_x86's per-call ops and its plans, then a short summary table.
 //
 //   qforge_bench_cpu_gemm [--quick] [--threads N] [--min-time S] [--isa LIST] [--only
-//   gemm|plan|quant|conv]   (conv runs only when asked: cpu_scalar's reference takes seconds)
+//   gemm|plan|quant|weight_only|conv]   (conv runs only when asked: cpu_scalar's reference takes
+//   seconds)
 //                         [--shape MxNxK]...   (only these GEMM shapes, no int4 rows)
 //                         [--x86-option KEY=VALUE]...   (cpu_x86 set_option, e.g. gemv_prefetch=0)
 #include <cstdio>
@@ -59,7 +60,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--threads N] [--min-time S] [--isa LIST] [--only "
-                   "gemm|plan|quant|conv] "
+                   "gemm|plan|quant|weight_only|conv] "
                    "[--shape MxNxK]... [--x86-option KEY=VALUE]...\n",
                    argv[0]);
       return 2;
@@ -95,6 +96,10 @@ int main(int argc, char** argv) {
   if (only.empty() || only == "plan") {
     if (!table.empty()) table.emplace_back();
     for (auto& line : bench::run_plan_benchmarks(*x86, opt)) table.push_back(line);
+  }
+  if (only.empty() || only == "weight_only") {
+    table.emplace_back();
+    for (auto& line : bench::run_weight_only_benchmarks(*x86, opt)) table.push_back(line);
   }
   if (only == "conv") {
     QuantizationOps* scalar = registry.find("cpu_scalar");

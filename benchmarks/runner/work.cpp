@@ -36,7 +36,8 @@ Work work_of(const OpDesc& op) {
     }
     case OpKind::matmul_integer:
     case OpKind::matmul_dequant:
-    case OpKind::qlinear_matmul: {
+    case OpKind::qlinear_matmul:
+    case OpKind::matmul_weight_only: {
       const auto& d = std::get<MatmulDesc>(op.desc);
       return {2.0 * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k),
               "GOPS"};

@@ -327,6 +327,7 @@ NamedWorkload workload_of(const json& j, std::size_t index) {
     case OpKind::conv_integer:
     case OpKind::qlinear_conv:
     case OpKind::conv_dequant:
+    case OpKind::matmul_weight_only:
       fail(w.field("op"), "'" + std::string(to_string(*op)) +
                               "' has no workload-file fields yet; expected a matmul, linear or "
                               "elementwise op (the full suite carries the convolution layers)");

@@ -32,7 +32,7 @@ MatmulDesc matmul(std::int64_t m, std::int64_t n, std::int64_t k, DType a, DType
 }
 
 Workload op_of(OpKind op, MatmulDesc d) {
-  if (op == OpKind::matmul_dequant) d.has_bias = true;
+  if (op == OpKind::matmul_dequant || op == OpKind::matmul_weight_only) d.has_bias = true;
   if (op == OpKind::qlinear_matmul) {
     d.y = workload_params(d.a.dtype(), d.a.scheme(), {d.m, d.n});
     d.requant_mode = RequantMode::fixed_point;
@@ -109,6 +109,9 @@ std::vector<NamedWorkload> quick_suite() {
       {"qlinear_u8s8_u8_64x256x256",
        op_of(OpKind::qlinear_matmul, matmul(64, 256, 256, DType::uint8, DType::int8,
                                             Granularity::per_channel, MatrixLayout::kn))},
+      {"wo_f32s4_f32_block32_32x512x512",
+       op_of(OpKind::matmul_weight_only,
+             matmul(32, 512, 512, DType::int8, DType::int4, Granularity::block, MatrixLayout::nk))},
       {"linear_fwd_32x256x256", linear(OpKind::linear_forward, 32, 256, 256)},
       {"linear_bwd_32x256x256", linear(OpKind::linear_backward, 32, 256, 256)},
       {"conv_u8s8_s32_3x3_nhwc_1x32x28x28_o32",
@@ -156,6 +159,9 @@ std::vector<NamedWorkload> full_suite() {
       {"gemm_s8s4_f32_block32_256x1024x1024",
        op_of(OpKind::matmul_dequant, matmul(256, 1024, 1024, DType::int8, DType::int4,
                                             Granularity::block, MatrixLayout::nk))},
+      {"wo_f32s4_f32_block32_4096x1536x384",
+       op_of(OpKind::matmul_weight_only, matmul(4096, 1536, 384, DType::int8, DType::int4,
+                                                Granularity::block, MatrixLayout::nk))},
       {"qlinear_u8s8_u8_256x1024x1024",
        op_of(OpKind::qlinear_matmul, matmul(256, 1024, 1024, DType::uint8, DType::int8,
                                             Granularity::per_channel, MatrixLayout::kn))},

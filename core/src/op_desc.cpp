@@ -22,11 +22,12 @@ struct Describe {
            " mode=" + std::string(to_string(d.mode));
   }
   std::string operator()(const MatmulDesc& d) const {
+    const bool weight_only = op == OpKind::matmul_weight_only;
     std::string s = std::string(to_string(op)) + " m=" + std::to_string(d.m) +
                     " n=" + std::to_string(d.n) + " k=" + std::to_string(d.k) +
-                    " a=" + params_text(d.a) + " b=" + params_text(d.b) +
-                    " b_layout=" + std::string(to_string(d.b_layout));
-    if (op == OpKind::matmul_dequant)
+                    " a=" + (weight_only ? std::string("float32") : params_text(d.a)) +
+                    " b=" + params_text(d.b) + " b_layout=" + std::string(to_string(d.b_layout));
+    if (op == OpKind::matmul_dequant || weight_only)
       s += std::string(" out=") + name(d.out_type) + (d.has_bias ? " bias" : "");
     if (op == OpKind::qlinear_matmul && d.y)
       s += " y=" + params_text(*d.y) + " mode=" + std::string(to_string(d.requant_mode));

@@ -98,6 +98,13 @@ void QuantizationOps::conv(OpKind op, const ConvDesc&, const void*, const void*,
                                           "backend whose supports() claims it");
 }
 
+void QuantizationOps::matmul_weight_only(const MatmulDesc&, const float*, const void*, const float*,
+                                         float*) {
+  throw Error(ErrorCode::unsupported, name() +
+                                          ": matmul_weight_only is not implemented by this "
+                                          "backend; expected a backend whose supports() claims it");
+}
+
 // Defaults for backends whose device is the host: buffers are host memory, copies are memcpy.
 std::shared_ptr<Buffer> QuantizationOps::allocate(std::size_t bytes) {
   return make_host_buffer(bytes);

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Speed of the quantized MiniLM, batch x 128 tokens, in one run: ONNX Runtime float and its
-quantize_dynamic model (per tensor, its default; and per channel), and qforge_minilm_embed
+quantize_dynamic model (per tensor, its default; and per channel), its MatMulNBits model
+(int4, blocks of 32, when onnx_ir is importable), and qforge_minilm_embed
 float and with each recipe of recipes/. ORT runs on --threads intra-op threads; qforge's float
 ops use OpenBLAS on --threads threads and its quantized MatMuls the cpu_x86 plugin (its thread
 pool: the physical core count). Medians of --repeat batches after a warm-up; qforge's are its
@@ -24,6 +25,7 @@ from onnxruntime.quantization import QuantType, quantize_dynamic
 
 from bench_float import TEXT
 from build_onnx import model_dir
+from evaluate import ort_matmul_nbits
 from sentences import encode
 
 HERE = Path(__file__).resolve().parent
@@ -83,6 +85,10 @@ def main():
             name = "per channel" if per_channel else "per tensor"
             results.append((f"ORT quantize_dynamic ({name})",
                             time_ort(path, feed, args.threads, args.repeat)))
+        nbits = ort_matmul_nbits(args.model, tmp / "matmul_nbits_b32.onnx", 32)
+        if nbits:
+            results.append(("ORT MatMulNBits (int4, block 32)",
+                            time_ort(nbits, feed, args.threads, args.repeat)))
         text, calibration = tmp / "bench.txt", tmp / "calibration.txt"
         text.write_text("\n".join(sentences * (args.repeat + 1)) + "\n", encoding="utf-8")
         calibration.write_text("\n".join(sentences) + "\n", encoding="utf-8")

@@ -7,8 +7,8 @@ are evaluate.py's.
     python3 check_quant.py --embed build/bin/qforge_minilm_embed --model build/minilm/minilm.onnx
 
 Exits non-zero when a recipe's mean or minimum cosine is below its floor: int8 recipes mean
-0.98, min 0.95; int4 ones (int4 weights and uint8 activations, measured about 0.95 and 0.90
-here) mean 0.93, min 0.85.
+0.98, min 0.95; int4 ones (int4 weights with uint8 activations, measured about 0.95 and 0.90
+here, or weight-only) mean 0.93, min 0.85.
 """
 import argparse
 import sys

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Quality of the quantized MiniLM on real sentence pairs: each recipe of recipes/ run by
 qforge_minilm_embed, and ONNX Runtime's quantize_dynamic (per tensor, its default, and per
-channel) as the anchor, all against the float graph on the same sentences.
+channel) and MatMulNBits (int4 blocks of 32, float activations) as the anchors, all against
+the float graph on the same sentences.
 
     python3 evaluate.py --embed build/bin/qforge_minilm_embed --model build/minilm/minilm.onnx
 
@@ -54,6 +55,23 @@ def qforge_embed(args, directory, text, out, recipe=None, calibration=None):
     return np.load(out)
 
 
+def ort_matmul_nbits(model, out, block_size):
+    """ONNX Runtime's weight-only int4 (MatMulNBits, com.microsoft): every MatMul with a constant
+    B, blocks of `block_size` along K with a zero point per block (its default, asymmetric),
+    accuracy level unset (float activations). Needs the onnx_ir package; None without it."""
+    try:
+        import onnx
+        from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+    except ImportError as e:
+        print(f"ORT MatMulNBits skipped: {e}", flush=True)
+        return None
+    q = MatMulNBitsQuantizer(onnx.load(str(model)), bits=4, block_size=block_size,
+                             is_symmetric=False, accuracy_level=None)
+    q.process()
+    q.model.save_model_to_file(str(out), use_external_data_format=False)
+    return out
+
+
 def ranks(x):
     r = np.empty(len(x))
     r[np.argsort(x, kind="stable")] = np.arange(len(x))
@@ -87,6 +105,10 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--recipes", type=Path, nargs="*",
                     default=sorted((HERE / "recipes").glob("*.json")))
+    ap.add_argument("--ort", nargs="*", default=["per_tensor", "per_channel", "matmul_nbits"],
+                    choices=["per_tensor", "per_channel", "matmul_nbits"],
+                    help="ONNX Runtime anchors to run (quantize_dynamic per tensor / per channel, "
+                         "MatMulNBits int4 block 32)")
     ap.add_argument("--work", type=Path, help="keep the ORT models and embeddings here")
     ap.add_argument("--json", type=Path, help="write the table as JSON too")
     args = ap.parse_args()
@@ -116,6 +138,8 @@ def main():
             rows.append(quality(f"qforge {recipe.stem}", got, want, index_a, index_b))
             print(rows[-1], flush=True)
         for per_channel in (False, True):
+            if ("per_channel" if per_channel else "per_tensor") not in args.ort:
+                continue
             name = "ort_dynamic_" + ("per_channel" if per_channel else "per_tensor")
             path = work / f"{name}.onnx"
             quantize_dynamic(str(args.model), str(path), weight_type=QuantType.QInt8,
@@ -124,6 +148,13 @@ def main():
             rows.append(quality(f"ORT quantize_dynamic ({name[12:].replace('_', ' ')})", got,
                                 want, index_a, index_b))
             print(rows[-1], flush=True)
+        if "matmul_nbits" in args.ort:
+            path = ort_matmul_nbits(args.model, work / "ort_matmul_nbits_b32.onnx", 32)
+            if path:
+                got = ort_embed(path, sentences, directory, args.batch)
+                rows.append(quality("ORT MatMulNBits (int4, block 32, asymmetric)", got, want,
+                                    index_a, index_b))
+                print(rows[-1], flush=True)
     print("\n| model | mean cosine | min cosine | Spearman of pair similarities | max pair "
           "similarity change |\n|---|---|---|---|---|")
     for r in rows:

@@ -77,7 +77,16 @@ TEST(OpTable, OperandsFollowTheDescriptor) {
   EXPECT_EQ(conv.inputs[2].bytes, 6u * 4);
   EXPECT_EQ(conv.outputs[0].count, 2u * 6 * 3 * 3);
 
-  for (const OpInfo& info : op_table()) EXPECT_LE(info.kind, OpKind::conv_dequant);
+  // matmul_weight_only's A is float32 whatever `a` says; its output is compared by NMSE.
+  const OpOperands wo = op_operands({OpKind::matmul_weight_only, small_matmul(true)});
+  ASSERT_EQ(wo.inputs.size(), 3u);
+  EXPECT_EQ(wo.inputs[0].bytes, 2u * 4 * sizeof(float));
+  EXPECT_EQ(wo.inputs[1].bytes, 6u);
+  EXPECT_EQ(wo.inputs[1].role, OperandRole::weight);
+  ASSERT_EQ(wo.outputs.size(), 1u);
+  EXPECT_EQ(wo.outputs[0].comparison, Comparison::nmse);
+
+  for (const OpInfo& info : op_table()) EXPECT_LE(info.kind, OpKind::matmul_weight_only);
 }
 
 TEST(OpTable, OperandsOfAnOversizedDescriptorThrow) {

@@ -151,6 +151,19 @@ std::vector<GridCase> matmul_grid(OpKind op) {
   return out;
 }
 
+// Float A against int4 / uint4 / int8 B in blocks of 32 along K (MatMulNBits) and per column.
+std::vector<GridCase> weight_only_grid() {
+  std::vector<GridCase> out;
+  for (DType b : {DType::int4, DType::uint4, DType::int8})
+    for (Granularity g : {Granularity::block, Granularity::per_channel}) {
+      MatmulDesc d = make_matmul({DType::int8, b, g, MatrixLayout::nk});
+      d.has_bias = true;
+      std::string label = "f32x" + dtype_short(b) + " nk b=" + to_string(d.b.scheme());
+      out.push_back({std::move(label), {OpKind::matmul_weight_only, std::move(d)}});
+    }
+  return out;
+}
+
 std::vector<GridCase> dynamic_quantize_grid() {
   std::vector<GridCase> out;
   for (Shape s : {Shape{1, kCols}, Shape{kRows, kCols}}) {
@@ -216,6 +229,7 @@ std::vector<GridCase> capability_grid(OpKind op) {
     case OpKind::conv_integer:
     case OpKind::qlinear_conv:
     case OpKind::conv_dequant: return conv_grid(op);
+    case OpKind::matmul_weight_only: return weight_only_grid();
   }
   return {};
 }

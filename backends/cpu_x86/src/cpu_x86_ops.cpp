@@ -196,6 +196,7 @@ Support CpuX86Ops::supports(const OpDesc& op) const {
       break;
     }
     case OpKind::linear_backward: break;
+    case OpKind::matmul_weight_only: add_role(KernelRole::weight_only); break;
     case OpKind::conv_integer:
     case OpKind::qlinear_conv:
     case OpKind::conv_dequant: {

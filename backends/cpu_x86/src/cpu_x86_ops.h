@@ -74,6 +74,9 @@ class CpuX86Ops final : public QuantizationOps {
   // or short-reduction kernel.
   void conv(OpKind op, const ConvDesc& desc, const void* x, const void* w, const void* bias,
             void* y) override;
+  // Weight-only matmul (ops_weight_only.cpp, weight_only.h): float A, 4- or 8-bit B.
+  void matmul_weight_only(const MatmulDesc& desc, const float* a, const void* b, const float* bias,
+                          float* y) override;
   // Native plans (x86_plan.cpp): validated, kernel chosen and a fixed B packed once; they run
   // from any threads at once and keep no state here (docs/CPU_X86.md, "Plans").
   std::shared_ptr<const Plan> plan(const OpDesc& op, const PlanRequest& request) override;
@@ -106,6 +109,9 @@ class CpuX86Ops final : public QuantizationOps {
   // path's direct kernel, or a GEMM kernel for weights that hold -128 (`holds_min`) or not.
   const KernelInfo& conv_kernel(const ConvDesc& desc, ConvPath path, bool holds_min,
                                 std::string_view forced) const;
+  // The kernel for matmul_weight_only: `forced` (reference or the weight-only kernel; another
+  // kernel throws unsupported), else the weight-only kernel.
+  const KernelInfo& weight_only_kernel(std::string_view forced) const;
   // b as this backend's packing, or invalid_argument.
   const X86PackedWeights& own_packed(const PackedWeights& b) const;
   void run_matmul(OpKind op, const MatmulDesc& desc, const void* a, const X86PackedWeights& b,

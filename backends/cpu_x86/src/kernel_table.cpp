@@ -81,6 +81,7 @@ constexpr std::array kKernels = {
     KernelInfo{"qu8_dynamic_quantize__avx2", KernelRole::dynamic_quantize, Isa::avx2},
     KernelInfo{"q8_dwconv_c32__avx2", KernelRole::conv_depthwise, Isa::avx2},
     KernelInfo{"q8_conv_k64__avx2_maddwd", KernelRole::conv_small_k, Isa::avx2},
+    KernelInfo{"f32_qw_gemm_6x16__avx2_fma", KernelRole::weight_only, Isa::avx2},
     KernelInfo{kReferenceKernel, KernelRole::reference, Isa::avx2},
 };
 

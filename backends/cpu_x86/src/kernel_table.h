@@ -26,6 +26,7 @@ enum class KernelRole : std::uint8_t {
   dynamic_quantize,
   conv_depthwise,  // direct depthwise convolution (groups == C); other convs run GEMM kernels
   conv_small_k,    // direct convolution of one group with C * KH * KW <= kSmallKMax
+  weight_only,     // matmul_weight_only: float A, 4- or 8-bit B dequantized into float panels
   reference,       // qforge::reference, for whatever no vector kernel serves
 };
 

@@ -13,6 +13,7 @@
 #include "op_runs.h"
 #include "qforge/error.h"
 #include "qforge/op_table.h"
+#include "weight_only.h"
 
 namespace qforge::cpu_x86 {
 namespace {
@@ -67,12 +68,13 @@ class ScratchPool {
 struct PlanParts {
   std::shared_ptr<ThreadPool> pool;
   GemmTuning tuning;
-  const KernelInfo* kernel = nullptr;              // resolved when the plan was made
-  FixedWeights weights;                            // fixed inputs other than a packed one
-  std::vector<bool> fixed;                         // per input: fixed (copied or packed)
-  std::shared_ptr<const X86PackedWeights> packed;  // input 1 (matmul B, Linear W), when fixed
-  std::shared_ptr<const ConvWeights> conv;         // input 1 (conv W), when fixed
-  ConvPath conv_path = ConvPath::gemm;             // conv: how it runs
+  const KernelInfo* kernel = nullptr;                    // resolved when the plan was made
+  FixedWeights weights;                                  // fixed inputs other than a packed one
+  std::vector<bool> fixed;                               // per input: fixed (copied or packed)
+  std::shared_ptr<const X86PackedWeights> packed;        // input 1 (matmul B, Linear W), when fixed
+  std::shared_ptr<const ConvWeights> conv;               // input 1 (conv W), when fixed
+  std::shared_ptr<const WeightOnlyWeights> weight_only;  // input 1 (matmul_weight_only B)
+  ConvPath conv_path = ConvPath::gemm;                   // conv: how it runs
 };
 
 class X86Plan final : public Plan {
@@ -118,6 +120,7 @@ class X86Plan final : public Plan {
       case OpKind::qlinear_matmul: return run_matmul(in.data(), outputs[0]);
       case OpKind::linear_forward: return run_linear_forward(in.data(), outputs.data());
       case OpKind::linear_backward: break;  // reference only (supports())
+      case OpKind::matmul_weight_only: return run_weight_only_plan(in.data(), outputs[0]);
       case OpKind::conv_integer:
       case OpKind::qlinear_conv:
       case OpKind::conv_dequant: return run_conv_plan(in.data(), outputs.data());
@@ -172,6 +175,16 @@ class X86Plan final : public Plan {
              scratch.get(), parts_.tuning);
   }
 
+  void run_weight_only_plan(const void* const* in, void* y) const {
+    const auto& d = std::get<MatmulDesc>(desc().desc);
+    std::optional<WeightOnlyWeights> per_run;
+    const WeightOnlyWeights* w = parts_.weight_only.get();
+    if (!w) w = &per_run.emplace(d, in[1]);
+    run_weight_only(*parts_.pool, d.m, static_cast<const float*>(in[0]), *w,
+                    d.has_bias ? static_cast<const float*>(in[2]) : nullptr,
+                    static_cast<float*>(y));
+  }
+
   void run_linear_forward(const void* const* in, void* const* out) const {
     const auto& d = std::get<LinearDesc>(desc().desc);
     ThreadPool& pool = *parts_.pool;
@@ -218,11 +231,14 @@ std::shared_ptr<const Plan> CpuX86Ops::plan(const OpDesc& op, const PlanRequest&
   const bool gemm = is_matmul(op.op) ||
                     (op.op == OpKind::linear_forward && kernel->role != KernelRole::reference);
   const bool pack = gemm && request.weights.size() == operands.inputs.size() && request.weights[1];
+  const bool pack_weight_only =
+      op.op == OpKind::matmul_weight_only && kernel->role == KernelRole::weight_only &&
+      request.weights.size() == operands.inputs.size() && request.weights[1];
   const bool conv = is_conv(op.op) && kernel->role != KernelRole::reference;
   const bool pack_conv =
       conv && request.weights.size() == operands.inputs.size() && request.weights[1];
   PlanRequest rest = request;
-  if (pack) rest.weights[1] = nullptr;
+  if (pack || pack_weight_only) rest.weights[1] = nullptr;
   // A convolution with an int32 bias keeps a copy of W as well as its packing unless the fixed
   // bias provably keeps every sum inside int32: the reference reruns on W to report an overflow.
   if (pack_conv) {
@@ -242,7 +258,8 @@ std::shared_ptr<const Plan> CpuX86Ops::plan(const OpDesc& op, const PlanRequest&
                   .fixed = {},
                   .packed = nullptr,
                   .conv = nullptr,
-                  .conv_path = ConvPath::gemm};
+                  .conv_path = ConvPath::gemm,
+                  .weight_only = nullptr};
   parts.fixed = parts.weights.fixed();
   if (conv) {
     const auto& d = std::get<ConvDesc>(op.desc);
@@ -254,6 +271,11 @@ std::shared_ptr<const Plan> CpuX86Ops::plan(const OpDesc& op, const PlanRequest&
       // With W's values known, the choice the per-call op makes for them.
       parts.kernel = &conv_kernel(d, parts.conv_path, parts.conv->holds_min(), request.kernel);
     }
+  }
+  if (pack_weight_only) {
+    parts.fixed[1] = true;
+    parts.weight_only = std::make_shared<const WeightOnlyWeights>(std::get<MatmulDesc>(op.desc),
+                                                                  request.weights[1]);
   }
   if (pack) {
     parts.fixed[1] = true;

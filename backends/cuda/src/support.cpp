@@ -283,6 +283,9 @@ std::optional<Refusal> refusal_for(const OpDesc& op) {
       case OpKind::conv_integer:
       case OpKind::qlinear_conv:
       case OpKind::conv_dequant: return check_conv(std::get<ConvDesc>(op.desc));
+      case OpKind::matmul_weight_only:
+        return unsupported(
+            "not implemented by the cuda backend yet; expected cpu_scalar to run it");
     }
   } catch (const std::bad_variant_access&) {
     return invalid("descriptor type does not match op " + std::string(to_string(op.op)));
@@ -405,6 +408,7 @@ Support support_for(const OpDesc& op, const DeviceFacts& device) {
     case OpKind::conv_integer:
     case OpKind::qlinear_conv:
     case OpKind::conv_dequant: return Support::yes(conv_candidates(std::get<ConvDesc>(op.desc)));
+    case OpKind::matmul_weight_only: break;  // refused by refusal_for()
   }
   return Support::no("unknown op");
 }

@@ -36,7 +36,8 @@ bool serves(OpKind op, const std::string& k) {
     case OpKind::linear_forward: return k.rfind("dnnl_matmul_", 0) == 0 && k != kernel::matmul_f32;
     case OpKind::conv_integer:
     case OpKind::qlinear_conv:
-    case OpKind::conv_dequant: return false;  // refused by supports()
+    case OpKind::conv_dequant:
+    case OpKind::matmul_weight_only: return false;  // refused by supports()
   }
   return false;
 }

@@ -249,6 +249,10 @@ Support check_support(OpKind op, const RequantizeDesc& d, const DeviceCaps& caps
 Support check_support(OpKind op, const MatmulDesc& d, const DeviceCaps& caps,
                       std::optional<Kernel> forced) {
   return answer(op, [&]() -> std::vector<Kernel> {
+    if (op == OpKind::matmul_weight_only) {
+      reference::check_descriptor(op, d);  // a malformed descriptor is refused for what is wrong
+      refuse("not implemented by the vulkan backend (float A with int4/int8 weights)");
+    }
     if (op != OpKind::matmul_integer && op != OpKind::matmul_dequant &&
         op != OpKind::qlinear_matmul)
       refuse("descriptor is a MatmulDesc");

@@ -39,8 +39,9 @@ enum class OpKind : std::uint8_t {
   conv_integer,             // ONNX ConvInteger: int32 out
   qlinear_conv,             // ONNX QLinearConv: requantized int8/uint8 out
   conv_dequant,             // convolution with fused dequantization: float32 out
+  matmul_weight_only,       // float A x block-quantized B (ORT's MatMulNBits): float32 out
 };
-inline constexpr int kOpKindCount = 12;
+inline constexpr int kOpKindCount = 13;
 QFORGE_API std::string_view to_string(OpKind op) noexcept;
 QFORGE_API std::optional<OpKind> parse_op_kind(std::string_view text) noexcept;
 
@@ -73,7 +74,10 @@ struct RequantizeDesc {
   RequantMode mode = RequantMode::float_multiplier;
 };
 
-// matmul_integer / matmul_dequant / qlinear_matmul.
+// matmul_integer / matmul_dequant / qlinear_matmul / matmul_weight_only.
+// matmul_weight_only reads A as float32 [M, K] (`a` is not used), B as int4, uint4, int8 or
+// uint8 codes (per tensor, per column, or in blocks along K with b_layout nk, as ONNX Runtime's
+// MatMulNBits stores them) and writes float32 (docs/NUMERICS.md, "Weight-only matmul").
 struct MatmulDesc {
   std::int64_t m = 0, n = 0, k = 0;
   QuantizationParams a;  // only zero points matter for matmul_integer

@@ -133,6 +133,10 @@ class QFORGE_API QuantizationOps {
   // claim them.
   virtual void conv(OpKind op, const ConvDesc& desc, const void* x, const void* w, const void* bias,
                     void* y);
+  // Weight-only matmul (matmul_weight_only): a float32 [M, K], b the codes of B, bias float32 [N]
+  // or null, y float32 [M, N]. The default throws unsupported, as conv's does.
+  virtual void matmul_weight_only(const MatmulDesc& desc, const float* a, const void* b,
+                                  const float* bias, float* y);
 
   // ---- plans (plan.h) ----
   // An immutable plan of `op` on request.device with request.kernel, the request's weights

@@ -98,6 +98,14 @@ QFORGE_API void matmul_dequant(const MatmulDesc& desc, const void* a, const void
 // y = sat(rne(float(C) * ((sa * sb) / sy)) + zy) (float mode) or the fixed-point equivalent.
 QFORGE_API void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y);
 
+// Weight-only matmul (ONNX Runtime's MatMulNBits; docs/NUMERICS.md "Weight-only matmul"):
+// Y[m, n] = sum_k A[m, k] * W[n, k] + bias[n], A float32 [M, K], W[n, k] = float(q - z) * s
+// (float32) from B's codes and the (s, z) pair of (n, k): per tensor, per column or per block
+// of K. Products and the sum over k (in order) are taken in double, the bias added in double,
+// and the result rounded once to float32. bias may be null when !desc.has_bias.
+QFORGE_API void matmul_weight_only(const MatmulDesc& desc, const float* a, const void* b,
+                                   const float* bias, float* y);
+
 // ---- convolution (ConvDesc, op_desc.h; docs/NUMERICS.md "Convolution") ----
 // acc[n, o, oh, ow] = sum over the group's input channels and the kernel of
 // (X - zx) * (W[o] - zw[o]), padded positions contributing 0; summed in int64, so exact; an

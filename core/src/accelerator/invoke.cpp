@@ -39,6 +39,12 @@ std::optional<QuantizationParams> call(Target& t, const OpDesc& op, const void* 
     case OpKind::qlinear_matmul:
       t.qlinear_matmul(std::get<MatmulDesc>(op.desc), in[0], in[1], out[0]);
       return std::nullopt;
+    case OpKind::matmul_weight_only: {
+      const auto& d = std::get<MatmulDesc>(op.desc);
+      t.matmul_weight_only(d, f32(in[0]), in[1], d.has_bias ? f32(in[2]) : nullptr,
+                           static_cast<float*>(out[0]));
+      return std::nullopt;
+    }
     case OpKind::dynamic_quantize_linear:
       return t.dynamic_quantize_linear(std::get<DynamicQuantizeDesc>(op.desc), f32(in[0]),
                                        static_cast<std::uint8_t*>(out[0]));

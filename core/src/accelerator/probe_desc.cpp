@@ -134,7 +134,8 @@ std::optional<OpDesc> probe_desc(const OpDesc& real, int level, Rng& rng) {
     }
     case OpKind::matmul_integer:
     case OpKind::matmul_dequant:
-    case OpKind::qlinear_matmul: {
+    case OpKind::qlinear_matmul:
+    case OpKind::matmul_weight_only: {
       const auto& d = std::get<MatmulDesc>(real.desc);
       const Caps c = caps_for(level, std::max(block_of(d.a), block_of(d.b)));
       MatmulDesc p = d;

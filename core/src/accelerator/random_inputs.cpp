@@ -182,6 +182,16 @@ HostArrays random_arrays(const OpDesc& op, Rng& rng, bool specials) {
             float_bytes(FloatType::f32, normal_floats(rng, layout.inputs[2].count, 1.0)));
       break;
     }
+    case OpKind::matmul_weight_only: {
+      const auto& d = std::get<MatmulDesc>(op.desc);
+      h.inputs.push_back(
+          float_bytes(FloatType::f32, normal_floats(rng, layout.inputs[0].count, 1.0)));
+      h.inputs.push_back(full_range_codes(rng, d.b.dtype(), layout.inputs[1].count));
+      if (d.has_bias)
+        h.inputs.push_back(
+            float_bytes(FloatType::f32, normal_floats(rng, layout.inputs[2].count, 1.0)));
+      break;
+    }
     case OpKind::dynamic_quantize_linear: {
       auto x = normal_floats(rng, layout.inputs[0].count, 2.0);
       if (specials && !x.empty())

@@ -124,12 +124,15 @@ WorkloadKey make_key(const RequantizeDesc& d, Residency r) noexcept {
 
 WorkloadKey make_key(OpKind op, const MatmulDesc& d, Residency r) noexcept {
   KeyBuilder b(static_cast<std::uint64_t>(op), r);
-  put_params(b, d.a, 2);
+  // matmul_weight_only's A is float32 whatever d.a says: its params do not split buckets.
+  const bool weight_only = op == OpKind::matmul_weight_only;
+  if (weight_only) b.put(0, 29);
+  else put_params(b, d.a, 2);
   put_params(b, d.b, 2);
   b.put(static_cast<std::uint64_t>(d.b_layout), 1);
   const bool dequant = op == OpKind::matmul_dequant;
   const bool qlinear = op == OpKind::qlinear_matmul;
-  b.put(dequant && d.has_bias ? 1 : 0, 1);
+  b.put((dequant || weight_only) && d.has_bias ? 1 : 0, 1);
   b.put(dequant ? static_cast<std::uint64_t>(d.out_type) : 0, 2);
   b.put(qlinear ? static_cast<std::uint64_t>(d.requant_mode) : 0, 1);
   const bool has_y = qlinear && d.y.has_value();

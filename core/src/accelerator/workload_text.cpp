@@ -40,8 +40,10 @@ struct BucketText {
            shape_bucket(d.shape);
   }
   std::string operator()(const MatmulDesc& d) const {
-    std::string s = " a=" + params_text(d.a) + " b=" + params_text(d.b) + " " +
-                    std::string(to_string(d.b_layout));
+    const bool weight_only = op == OpKind::matmul_weight_only;
+    std::string s = " a=" + (weight_only ? std::string("float32") : params_text(d.a)) +
+                    " b=" + params_text(d.b) + " " + std::string(to_string(d.b_layout));
+    if (weight_only && d.has_bias) s += " bias";
     if (op == OpKind::matmul_dequant)
       s += std::string(" out=") + name(d.out_type) + (d.has_bias ? " bias" : "");
     if (op == OpKind::qlinear_matmul && d.y)

@@ -34,6 +34,10 @@ struct ReferenceOps {
   void qlinear_matmul(const MatmulDesc& d, const void* a, const void* b, void* y) {
     reference::qlinear_matmul(d, a, b, y);
   }
+  void matmul_weight_only(const MatmulDesc& d, const float* a, const void* b, const float* bias,
+                          float* y) {
+    reference::matmul_weight_only(d, a, b, bias, y);
+  }
   QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& d, const float* x,
                                              std::uint8_t* y) {
     return reference::dynamic_quantize_linear(d, x, y);
@@ -88,6 +92,12 @@ void call_with_arrays(Ops& t, const OpDesc& op, const void* const* in, void* con
     case OpKind::qlinear_matmul:
       t.qlinear_matmul(std::get<MatmulDesc>(op.desc), in[0], in[1], out[0]);
       return;
+    case OpKind::matmul_weight_only: {
+      const auto& d = std::get<MatmulDesc>(op.desc);
+      t.matmul_weight_only(d, f32(in[0]), in[1], d.has_bias ? f32(in[2]) : nullptr,
+                           static_cast<float*>(out[0]));
+      return;
+    }
     case OpKind::dynamic_quantize_linear: {
       const QuantizationParams p = t.dynamic_quantize_linear(
           std::get<DynamicQuantizeDesc>(op.desc), f32(in[0]), static_cast<std::uint8_t*>(out[0]));

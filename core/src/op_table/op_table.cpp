@@ -17,6 +17,7 @@ OpOperands dynamic_quantize_operands(const OpDesc& op);
 OpOperands linear_forward_operands(const OpDesc& op);
 OpOperands linear_backward_operands(const OpDesc& op);
 OpOperands conv_operands(const OpDesc& op);
+OpOperands matmul_weight_only_operands(const OpDesc& op);
 
 namespace {
 
@@ -58,6 +59,9 @@ constexpr std::array<OpInfo, kOpKindCount> kTable = {{
     {OpKind::conv_dequant, "conv_dequant",
      "float Y = conv * sx * sw + bias, fused clamp (fused dequantization)", &conv_operands, &check,
      &run},
+    {OpKind::matmul_weight_only, "matmul_weight_only",
+     "float Y = A deq(B) + bias, B int4/int8 in blocks along K (ONNX Runtime's MatMulNBits)",
+     &matmul_weight_only_operands, &check, &run},
 }};
 
 }  // namespace

@@ -50,6 +50,9 @@ double matmul_dequant_tolerance(FloatType t) {
   return t == FloatType::f32 ? 1e-12 : t == FloatType::f16 ? 1e-6 : 1e-4;
 }
 
+// matmul_weight_only's NMSE bound against the double-precision reference (docs/NUMERICS.md).
+constexpr double kWeightOnlyTolerance = 1e-10;
+
 constexpr OperandRole in = OperandRole::input;
 constexpr OperandRole weight = OperandRole::weight;
 constexpr OperandRole out = OperandRole::output;
@@ -88,6 +91,17 @@ OpOperands matmul_operands(const OpDesc& op) {
   } else {
     l.outputs = {codes("y", out, d.y ? d.y->dtype() : DType::int8, mn)};
   }
+  return l;
+}
+
+OpOperands matmul_weight_only_operands(const OpDesc& op) {
+  const auto& d = std::get<MatmulDesc>(op.desc);
+  OpOperands l;
+  l.inputs = {floats("a", in, count_of(d.m, d.k)),
+              codes("b", weight, d.b.dtype(), count_of(d.k, d.n))};
+  if (d.has_bias) l.inputs.push_back(floats("bias", weight, count_of(d.n, 1)));
+  // Backends sum in float32 in their own order; the reference in double (docs/NUMERICS.md).
+  l.outputs = {floats("y", out, count_of(d.m, d.n), FloatType::f32, kWeightOnlyTolerance)};
   return l;
 }
 

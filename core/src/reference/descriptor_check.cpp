@@ -47,6 +47,8 @@ struct Check {
   void operator()(const MatmulDesc& d) const {
     if (op == OpKind::matmul_integer || op == OpKind::matmul_dequant) {
       detail::validate_matmul(name(), d, /*allow_block_b=*/true);
+    } else if (op == OpKind::matmul_weight_only) {
+      detail::validate_matmul_weight_only(name(), d);
     } else if (op == OpKind::qlinear_matmul) {
       detail::validate_matmul(name(), d, /*allow_block_b=*/false);
       check_qlinear_output(d, max_scale(d.b));

@@ -98,6 +98,10 @@ std::size_t b_pair(const QuantizationParams& b, std::int64_t n, std::int64_t k, 
 void validate_matmul(const std::string& op, const MatmulDesc& desc, bool allow_block_b);
 // Its first half: m, n, k >= 0 and A's params.
 void validate_matmul_a(const std::string& op, const MatmulDesc& desc);
+// Its second half: B's size and params against the B layout (and the bias's size).
+void validate_matmul_b(const std::string& op, const MatmulDesc& desc, bool allow_block_b);
+// matmul_weight_only's descriptor (matmul_weight_only.cpp): sizes, B's dtype and params, out_type.
+void validate_matmul_weight_only(const std::string& op, const MatmulDesc& desc);
 // qlinear_matmul's output params (desc.y): per-tensor affine or symmetric int8 or uint8.
 void validate_qlinear_output(const std::string& op, const MatmulDesc& desc);
 

@@ -96,6 +96,10 @@ void validate_qlinear_output(const std::string& op, const MatmulDesc& desc) {
 
 void validate_matmul(const std::string& op, const MatmulDesc& desc, bool allow_block_b) {
   validate_matmul_a(op, desc);
+  validate_matmul_b(op, desc, allow_block_b);
+}
+
+void validate_matmul_b(const std::string& op, const MatmulDesc& desc, bool allow_block_b) {
   const bool kn = desc.b_layout == MatrixLayout::kn;
   std::string block_refusal;
   if (!allow_block_b)
@@ -108,7 +112,7 @@ void validate_matmul(const std::string& op, const MatmulDesc& desc, bool allow_b
         "the last axis, which must be K)";
   const std::int64_t kn_extents[] = {desc.k, desc.n}, nk_extents[] = {desc.n, desc.k};
   checked_operand(op, kn ? "B [K, N]" : "B [N, K]", kn ? kn_extents : nk_extents, desc.b.dtype());
-  if (desc.has_bias && op == "matmul_dequant")
+  if (desc.has_bias && (op == "matmul_dequant" || op == "matmul_weight_only"))
     checked_operand(op, "bias [N]", {desc.n}, sizeof(float));
   validate_operand(
       op, "B", desc.b, desc.b_shape(), kn ? 1 : 0,

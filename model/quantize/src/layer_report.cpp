@@ -73,8 +73,9 @@ ModelReport layer_report(const Executor& float_model, const QuantizedModel& quan
   report.timed_runs = options.timed_runs;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const QuantizedLayerInfo& l = layers[i];
-    report.layers.push_back({l.name, l.op_type, std::string(to_string(l.mode)), l.settings,
-                             layer_energy[i].sqnr_db(), l.float_weight_bytes,
+    report.layers.push_back({l.name, l.op_type,
+                             (l.weight_only ? std::string("none") : std::string(to_string(l.mode))),
+                             l.settings, layer_energy[i].sqnr_db(), l.float_weight_bytes,
                              l.quantized_weight_bytes, l.backend, l.kernel, median(samples[i])});
   }
   for (std::size_t i = 0; i < output_energy.size(); ++i)

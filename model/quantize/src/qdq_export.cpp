@@ -86,8 +86,14 @@ struct Builder {
   // DequantizeLinear of the layer's weight codes; returns the float weight's tensor name.
   std::string weight(const QuantizedLayerInfo& layer, std::vector<Node>& out) {
     const QuantizationParams& p = layer.b_params;
-    const ElementType type = element_type(layer, p.dtype(), "weights");
     const Granularity gran = p.scheme().granularity;
+    if (layer.weight_only && gran == Granularity::block)
+      refuse(layer,
+             "block-wise weight-only layers (ONNX Runtime's MatMulNBits) need "
+             "DequantizeLinear's block_size and int4 (opset 21) or com.microsoft's MatMulNBits, "
+             "which this exporter does not write; ONNX Runtime's matmul_nbits_quantizer makes "
+             "that graph from the float model");
+    const ElementType type = element_type(layer, p.dtype(), "weights");
     if (gran == Granularity::block)
       refuse(layer, "block-wise weights need DequantizeLinear's block_size (opset 21)");
     const bool per_channel = gran == Granularity::per_channel;
@@ -178,7 +184,10 @@ Graph qdq_graph(const QuantizedModel& model) {
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     Node node = g.nodes[i];
     if (const QuantizedLayerInfo* layer = layer_of[i]) {
-      node.inputs.at(0) = b.activation(*layer, nodes);
+      // Weight-only layers keep float activations: only the weight is dequantized. Their usual
+      // block-wise int4 weights are refused by weight(): DequantizeLinear's block_size and int4
+      // need opset 21, and this exporter writes no com.microsoft MatMulNBits.
+      if (!layer->weight_only) node.inputs.at(0) = b.activation(*layer, nodes);
       node.inputs.at(1) = b.weight(*layer, nodes);
       if (node.op_type == "Gemm") {
         // alpha is in the codes, beta in the bias.

@@ -19,9 +19,10 @@ struct QuantizedModel::Layer {
   explicit Layer(OpDesc d) : op(std::move(d)) {}
   std::size_t info = 0;  // index into info_
   ActivationMode mode = ActivationMode::static_range;
-  Shape input_shape;  // of the activation as quantize / dynamic_quantize_linear see it
-  OpDesc op;          // matmul_dequant or conv_dequant; dynamic: the activation params are
-                      // replaced on each run
+  bool weight_only = false;  // float activations: layer_plan alone (matmul_weight_only)
+  Shape input_shape;         // of the activation as quantize / dynamic_quantize_linear see it
+  OpDesc op;                 // matmul_dequant or conv_dequant; dynamic: the activation params are
+                             // replaced on each run
   std::shared_ptr<const Plan> quantize_plan;
   std::shared_ptr<const Plan> layer_plan;
   std::size_t layer_inputs = 0;
@@ -56,9 +57,18 @@ std::string unsupported_reason(const Node& node, const LayerQuantization& q) {
   if (!q.weights)
     return "activation-only quantization of " + node.op_type +
            " is not supported; Conv, MatMul and Gemm need weights and activations quantized";
-  if (!q.activations)
-    return "weight-only quantization is not supported: core has no matmul or convolution with "
-           "float activations and quantized weights; quantize activations too";
+  if (!q.activations) {
+    // Weight-only: float activations, core's matmul_weight_only (ONNX Runtime's MatMulNBits).
+    if (conv)
+      return "weight-only quantization of Conv is not supported: core's weight-only op is a "
+             "matmul (MatMul and Gemm); quantize the activations too";
+    const DType t = q.weights->dtype;
+    if (t != DType::int4 && t != DType::uint4 && t != DType::int8 && t != DType::uint8)
+      return "weight-only MatMul and Gemm take int4, uint4, int8 or uint8 weights "
+             "(matmul_weight_only); the rule asks for " +
+             std::string(qforge::name(t));
+    return {};
+  }
   if (q.activations->mode == ActivationMode::dynamic &&
       (q.activations->dtype != DType::uint8 || q.activations->mapping != Mapping::affine))
     return "dynamic activations run through dynamic_quantize_linear, which is uint8 affine; the "
@@ -183,7 +193,9 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
     }
 
     const LayerQuantization& q = *d.quantize;
-    const ActivationQuantization& act = *q.activations;
+    const bool weight_only = !q.activations;
+    // Weight-only layers have no activation quantization; `act` is then only a placeholder.
+    const ActivationQuantization act = weight_only ? ActivationQuantization{} : *q.activations;
 
     QuantizedLayerInfo info;
     info.node = i;
@@ -192,6 +204,7 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
     info.input = conv ? cv->input : mm->input;
     info.output = conv ? cv->output : mm->output;
     info.mode = act.mode;
+    info.weight_only = weight_only;
     info.settings = describe(d.quantize);
     info.n = conv ? cv->desc.out_channels : mm->n;
     info.k = conv ? cv->desc.reduction() : mm->k;
@@ -207,9 +220,10 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
 
     const DType a_dtype = act.mode == ActivationMode::dynamic ? DType::uint8 : act.dtype;
     // Dynamic: representative params decide the bucket; every call carries the batch's own.
+    // Weight-only: matmul_weight_only does not read A's params.
     std::optional<QuantizationParams> a_params;
     try {
-      a_params = act.mode == ActivationMode::dynamic
+      a_params = act.mode == ActivationMode::dynamic || weight_only
                      ? QuantizationParams::per_tensor_affine(DType::uint8, 1.0f / 64, 128)
                      : activation_params(act, info.input, calibration);
     } catch (const Error& e) {
@@ -232,26 +246,38 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
       layer = std::make_unique<Layer>(OpDesc{OpKind::conv_dequant, desc});
       layer->input_shape = desc.x_shape();
     } else {
-      layer = std::make_unique<Layer>(OpDesc{
-          OpKind::matmul_dequant, MatmulDesc{.m = mm->m,
-                                             .n = mm->n,
-                                             .k = mm->k,
-                                             .a = std::move(*a_params),
-                                             .b = info.b_params,
-                                             .b_layout = info.b_layout,
-                                             .has_bias = !info.bias.empty(),
-                                             .out_type = FloatType::f32,
-                                             .y = std::nullopt,
-                                             .requant_mode = RequantMode::float_multiplier}});
+      layer = std::make_unique<Layer>(
+          OpDesc{weight_only ? OpKind::matmul_weight_only : OpKind::matmul_dequant,
+                 MatmulDesc{.m = mm->m,
+                            .n = mm->n,
+                            .k = mm->k,
+                            .a = std::move(*a_params),
+                            .b = info.b_params,
+                            .b_layout = info.b_layout,
+                            .has_bias = !info.bias.empty(),
+                            .out_type = FloatType::f32,
+                            .y = std::nullopt,
+                            .requant_mode = RequantMode::float_multiplier}});
       layer->input_shape = Shape{mm->m, mm->k};
     }
     layer->info = info_.size();
     layer->mode = act.mode;
+    layer->weight_only = weight_only;
     std::int64_t elements = 1;
     for (std::int64_t e : layer->input_shape) elements *= e;
-    layer->a_codes.resize(storage_bytes(a_dtype, static_cast<std::size_t>(elements)));
+    if (!weight_only)
+      layer->a_codes.resize(storage_bytes(a_dtype, static_cast<std::size_t>(elements)));
     try {
-      if (act.mode == ActivationMode::dynamic) {
+      if (weight_only) {
+        // One plan, the weight and the bias fixed (packed once by the winning plugin).
+        std::vector<const void*> weights(op_operands(layer->op).inputs.size(), nullptr);
+        weights[1] = info.b_codes.data();
+        if (!info.bias.empty()) weights[2] = info.bias.data();
+        layer->layer_plan = accelerator_->prepare({layer->op}, weights);
+        layer->layer_inputs = weights.size();
+        info.backend = layer->layer_plan->backend();
+        info.kernel = layer->layer_plan->kernel();
+      } else if (act.mode == ActivationMode::dynamic) {
         const Decision decision = accelerator_->decide({layer->op});
         info.backend = decision.id.plugin;
         info.kernel = decision.id.kernel;
@@ -295,7 +321,13 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
     float* y = out[0]->values<float>().data();
     const float* bias = info.bias.empty() ? nullptr : info.bias.data();
     const auto start = std::chrono::steady_clock::now();
-    if (layer.mode == ActivationMode::dynamic) {
+    if (layer.weight_only) {
+      std::array<const void*, kMaxOperands> args{};
+      args[0] = x;
+      void* const result = y;
+      layer.layer_plan->run(std::span<const void* const>(args.data(), layer.layer_inputs),
+                            std::span<void* const>(&result, 1));
+    } else if (layer.mode == ActivationMode::dynamic) {
       const QuantizationParams a = accelerator_->dynamic_quantize_linear(
           DynamicQuantizeDesc{layer.input_shape}, x,
           reinterpret_cast<std::uint8_t*>(layer.a_codes.data()));

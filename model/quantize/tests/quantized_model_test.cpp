@@ -295,6 +295,7 @@ TEST(QuantizedModel, RefusesWhatCoreCannotRun) {
   };
   LayerQuantization weight_only;
   weight_only.activations.reset();
+  weight_only.weights->dtype = DType::int16;
   expect_refused(graph, weight_only, "weight-only");
   LayerQuantization dynamic_int8 = dynamic_layer();
   dynamic_int8.activations->dtype = DType::int8;

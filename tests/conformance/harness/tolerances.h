@@ -38,5 +38,9 @@ inline constexpr double kLinearForward = 1e-12;
 // n * eps^2 ~ 130 * 3.6e-15 ~ 5e-13 for the shapes here; 1e-10 leaves margin for deeper trees
 // while a dropped or doubled term still costs ~1/n.
 inline constexpr double kLinearBackward = 1e-10;
+// matmul_weight_only Y: float32 sums of K products (each weight dequantized exactly as the
+// reference does) in a backend's own order, against the reference's double sum; as for
+// linear_backward, reordering costs about K * eps^2 while a dropped block costs ~block / K.
+inline constexpr double kWeightOnly = 1e-10;
 
 }  // namespace qforge::conformance::tolerance

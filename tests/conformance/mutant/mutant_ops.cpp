@@ -189,6 +189,12 @@ class MutantOps final : public QuantizationOps {
     reference::conv(op, desc, x, w, bias, y);
   }
 
+  void matmul_weight_only(const MatmulDesc& desc, const float* a, const void* b, const float* bias,
+                          float* y) override {
+    ran();
+    reference::matmul_weight_only(desc, a, b, bias, y);
+  }
+
   void matmul_integer(const MatmulDesc& desc, const void* a, const void* b,
                       std::int32_t* c) override {
     ran();

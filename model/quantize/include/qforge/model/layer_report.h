@@ -21,7 +21,7 @@ namespace qforge::model {
 struct LayerReport {
   std::string node;
   std::string op_type;
-  std::string mode;  // "static", "dynamic", "explicit"
+  std::string mode;  // "static", "dynamic", "explicit", or "none" (weight-only)
   std::string settings;
   // 10 log10(sum y^2 / sum (y - yq)^2) over every element of every batch; +inf when equal.
   double sqnr_db = 0;

@@ -21,9 +21,12 @@
 // conv's output tensor. Every other node runs in float through the executor's kernels (its
 // node hook).
 //
+//   - weight-only rules (no activations) on MatMul and Gemm: one matmul_weight_only plan (float
+//     A, int4/uint4/int8/uint8 B per tensor, per column or in blocks along K, float Y: ONNX
+//     Runtime's MatMulNBits), B and bias fixed in it.
 // Refused (qforge::Error naming the node and what is supported): quantizing any op other than
-// Conv, MatMul and Gemm, a weight that is not an initializer, weight-only or activation-only
-// rules (core has no float-activation matmul or convolution), Gemm with transA = 1 or a C that
+// Conv, MatMul and Gemm, a weight that is not an initializer, activation-only rules, weight-only
+// Conv, weight-only weights other than 4- and 8-bit, Gemm with transA = 1 or a C that
 // is not a per-column initializer, dynamic activations other than uint8 affine, per-channel
 // weights on another axis than the output channel; for Conv also anything but 2-D (X of rank
 // 4), weights other than int8/uint8 per tensor or per channel, activations other than
@@ -60,7 +63,10 @@ struct QuantizedLayerInfo {
   // The float output Y; for a Conv whose output only a Relu reads, that Relu's output (the
   // Relu is fused into the convolution's clamp, conv->activation = relu).
   std::string output;
-  ActivationMode mode = ActivationMode::static_range;
+  ActivationMode mode = ActivationMode::static_range;  // not meaningful when weight_only
+  // Weight-only (the rule quantizes no activations): the layer is one matmul_weight_only plan
+  // on the float input, B and bias fixed in it.
+  bool weight_only = false;
   std::string settings;  // describe() of the rule's LayerQuantization
   // Output channels N and reduction length K (Conv: O and C / groups * KH * KW).
   std::int64_t n = 0, k = 0;
