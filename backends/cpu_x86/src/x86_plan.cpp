@@ -258,8 +258,8 @@ std::shared_ptr<const Plan> CpuX86Ops::plan(const OpDesc& op, const PlanRequest&
                   .fixed = {},
                   .packed = nullptr,
                   .conv = nullptr,
-                  .conv_path = ConvPath::gemm,
-                  .weight_only = nullptr};
+                  .weight_only = nullptr,
+                  .conv_path = ConvPath::gemm};
   parts.fixed = parts.weights.fixed();
   if (conv) {
     const auto& d = std::get<ConvDesc>(op.desc);

@@ -183,7 +183,8 @@ void OnednnOps::run_planned(const OpDesc& op, const std::string& k, const void* 
     }
     case OpKind::conv_integer:
     case OpKind::qlinear_conv:
-    case OpKind::conv_dequant: break;
+    case OpKind::conv_dequant:
+    case OpKind::matmul_weight_only: break;
   }
   throw Error(ErrorCode::internal,
               "onednn: a plan of " + std::string(to_string(op.op)) + " was made; none should be");

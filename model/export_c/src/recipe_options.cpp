@@ -1,10 +1,9 @@
-#include "qforge/model/export_c_recipe.h"
-
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "qforge/error.h"
+#include "qforge/model/export_c_recipe.h"
 
 namespace qforge::model {
 
@@ -18,11 +17,10 @@ LowerOptions lower_options_from_recipe(const Recipe& recipe, const Graph& graph)
   for (std::size_t i = 0; i < res.nodes.size(); ++i) {
     const auto& q = res.nodes[i].quantize;
     if (!q) continue;
-    const std::string who =
-        graph.nodes[i].describe() + " (decided by " +
-        (res.nodes[i].by_default() ? std::string("the recipe's default")
-                                   : rule_name(recipe, res.nodes[i].rule)) +
-        ")";
+    const std::string who = graph.nodes[i].describe() + " (decided by " +
+                            (res.nodes[i].by_default() ? std::string("the recipe's default")
+                                                       : rule_name(recipe, res.nodes[i].rule)) +
+                            ")";
     const bool weights_ok = !q->weights || (q->weights->dtype == DType::int8 &&
                                             q->weights->mapping == Mapping::symmetric &&
                                             q->weights->granularity != Granularity::block);
