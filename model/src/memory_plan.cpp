@@ -42,7 +42,7 @@ std::vector<std::size_t> assign_offsets(std::span<const BufferLifetime> buffers,
     if (buffers[a].bytes != buffers[b].bytes) return buffers[a].bytes > buffers[b].bytes;
     return buffers[a].first < buffers[b].first;
   });
-  std::vector<std::size_t> placed;  // indices, in the order placed
+  std::vector<std::size_t> placed;                        // indices, in the order placed
   std::vector<std::pair<std::size_t, std::size_t>> busy;  // [offset, end) of overlapping ones
   for (const std::size_t i : order) {
     const std::size_t size = aligned(buffers[i].bytes);
@@ -90,8 +90,9 @@ std::size_t liveness_peak(std::span<const BufferLifetime> buffers) {
 
 std::string describe(const MemoryPlan& plan) {
   return "arena " + mib(plan.arena_bytes) + " for " + mib(plan.total_bytes) +
-         " of intermediates in " + std::to_string(plan.buffers.size()) + " buffers (liveness peak " +
-         mib(plan.liveness_peak_bytes) + (plan.reuse ? ")" : "; reuse off)");
+         " of intermediates in " + std::to_string(plan.buffers.size()) +
+         " buffers (liveness peak " + mib(plan.liveness_peak_bytes) +
+         (plan.reuse ? ")" : "; reuse off)");
 }
 
 }  // namespace qforge::model

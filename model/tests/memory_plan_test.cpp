@@ -52,17 +52,14 @@ TEST(MemoryPlan, LiveBuffersNeverShareBytes) {
         }
       }
       EXPECT_GE(arena, liveness_peak(buffers));
-      if (reuse)
-        EXPECT_LE(arena, sum);
-      else
-        EXPECT_EQ(arena, sum);
+      if (reuse) EXPECT_LE(arena, sum);
+      else EXPECT_EQ(arena, sum);
     }
   }
 }
 
 TEST(MemoryPlan, LivenessPeakCountsTheBusiestStep) {
-  const std::vector<BufferLifetime> buffers = {
-      {100, 0, 1}, {64, 1, 2}, {1000, 3, 3}, {10, 2, 4}};
+  const std::vector<BufferLifetime> buffers = {{100, 0, 1}, {64, 1, 2}, {1000, 3, 3}, {10, 2, 4}};
   // Step 1: 128 + 64; step 3: 1024 + 64.
   EXPECT_EQ(liveness_peak(buffers), 1024u + 64u);
 }
@@ -94,8 +91,8 @@ RandomGraph random_graph(std::mt19937_64& g) {
   auto pick = [&]() -> const Value& {
     // Mostly recent values, so chains form and old values die.
     const std::size_t n = values.size();
-    const std::size_t back = std::min<std::size_t>(
-        n - 1, std::geometric_distribution<std::size_t>(0.4)(g));
+    const std::size_t back =
+        std::min<std::size_t>(n - 1, std::geometric_distribution<std::size_t>(0.4)(g));
     return values[n - 1 - back];
   };
   for (int i = 0; i < nodes; ++i) {
