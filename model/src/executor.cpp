@@ -7,7 +7,9 @@
 #include <string_view>
 
 #include "ops/kernel.h"
+#include "ops/parallel.h"
 #include "qforge/error.h"
+#include "thread_pool.h"
 
 namespace qforge::model {
 
@@ -95,6 +97,12 @@ Executor::Executor(const Graph& graph, const ResolveOptions& options,
     steps_.push_back(std::move(step));
   }
   plan_memory(executor_options);
+  if (executor_options.threads < 0)
+    throw Error(ErrorCode::invalid_argument,
+                "Executor: threads is " + std::to_string(executor_options.threads) +
+                    "; expected 0 (the physical cores) or a positive count");
+  const int threads = executor_options.threads ? executor_options.threads : default_thread_count();
+  if (threads > 1) pool_ = std::make_shared<ThreadPool>(threads);
 }
 
 void Executor::plan_memory(const ExecutorOptions& options) {
@@ -199,6 +207,7 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
   }
 
   if (!arena_.base) allocate_arena();
+  const ops::ScopedPool pool(pool_.get());
   TensorMap result;
   std::vector<const Tensor*> args;
   std::vector<Tensor*> outs;

@@ -6,6 +6,7 @@
 
 #include "ops/broadcast.h"
 #include "ops/kernel.h"
+#include "ops/parallel.h"
 
 namespace qforge::model::ops {
 namespace {
@@ -15,11 +16,15 @@ std::vector<TensorType> infer_unary(const Node& n, std::span<const InferInput> i
   return {*in[0].type};
 }
 
+// y[i] = f(x[i]); y may be x (Relu in place). Split across the pool: each element on its own.
 template <class F>
 void map(const Tensor& x, Tensor& y, F f) {
-  const auto a = x.values<float>();
-  auto b = y.values<float>();
-  for (std::size_t i = 0; i < a.size(); ++i) b[i] = f(a[i]);
+  const float* a = x.values<float>().data();
+  float* b = y.values<float>().data();
+  // Most of these cost a libm call per element, several times an add: smaller tasks pay.
+  parallel_for(x.size(), kElementGrain / 4, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) b[i] = f(a[i]);
+  });
 }
 
 void run_unary(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
@@ -115,13 +120,13 @@ void run_prelu(const Node& node, std::span<const Tensor* const> in, std::span<Te
   const float* x = in[0]->values<float>().data();
   const float* s = in[1]->values<float>().data();
   float* y = out[0]->values<float>().data();
-  broadcast_rows<2>(out[0]->shape(), {&in[0]->shape(), &ss},
-                    [&](std::int64_t o, const auto& off, const auto& st, std::int64_t n) {
-                      for (std::int64_t j = 0; j < n; ++j) {
-                        const float v = x[off[0] + j * st[0]];
-                        y[o + j] = v >= 0 ? v : v * s[off[1] + j * st[1]];
-                      }
-                    });
+  parallel_broadcast_rows<2>(out[0]->shape(), {&in[0]->shape(), &ss}, kElementGrain,
+                             [&](std::int64_t o, const auto& off, const auto& st, std::int64_t n) {
+                               for (std::int64_t j = 0; j < n; ++j) {
+                                 const float v = x[off[0] + j * st[0]];
+                                 y[o + j] = v >= 0 ? v : v * s[off[1] + j * st[1]];
+                               }
+                             });
 }
 
 void check_clip(const Node& n) {

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@ namespace qforge::model {
 namespace ops {
 struct OpKernel;
 }
+class ThreadPool;
 
 using TensorMap = std::map<std::string, Tensor, std::less<>>;
 
@@ -48,6 +50,10 @@ struct ExecutorOptions {
   // Share arena bytes between tensors whose lifetimes do not overlap; off, every node output has
   // bytes of its own (the sum of the intermediates; for comparisons and debugging).
   bool reuse_memory = true;
+  // Threads for the float kernels that are loops (elementwise ops, Softmax, LayerNormalization,
+  // reductions, Transpose, pooling); 0: the physical cores. Results are bit-identical for every
+  // count. Float GEMM and convolution run on OpenBLAS's threads (OPENBLAS_NUM_THREADS).
+  int threads = 0;
 };
 
 class QFORGE_MODEL_API Executor {
@@ -117,6 +123,9 @@ class QFORGE_MODEL_API Executor {
   std::vector<Step> steps_;
   MemoryPlan plan_;
   mutable Arena arena_;
+  // Shared by copies: the pool serves one run at a time, and a concurrent run's kernels run on
+  // their calling thread.
+  std::shared_ptr<ThreadPool> pool_;
 };
 
 // Op types the executor runs, sorted, each with the ONNX schema versions it implements.
