@@ -40,10 +40,11 @@ class ThreadPool {
   // No lock and no system call on the hot path while the workers poll: on the GPU host, whose
   // kernel runs in user space (gVisor), every futex call costs tens of microseconds, and 15
   // workers queueing on one mutex at the start and end of every call cost more than a 1024^3
-  // GEMM's arithmetic on 16 threads (measured for the cpu_x86 pool). A call is published through atomics; a worker joins by
-  // counting itself busy and then checking that the call is still open (the caller closes it
-  // before waiting for busy_ == 0), so no worker can run a closed call's function. The mutex
-  // and the condition variables only serve workers and callers that went to sleep.
+  // GEMM's arithmetic on 16 threads (measured for the cpu_x86 pool). A call is published through
+  // atomics; a worker joins by counting itself busy and then checking that the call is still open
+  // (the caller closes it before waiting for busy_ == 0), so no worker can run a closed call's
+  // function. The mutex and the condition variables only serve workers and callers that went to
+  // sleep.
   std::vector<std::thread> workers_;
   std::atomic<const std::function<void(std::int64_t)>*> job_{nullptr};
   std::atomic<std::int64_t> tasks_{0};

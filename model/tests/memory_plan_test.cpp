@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <iostream>
 #include <random>
 
 #include "onnx_builder.h"
@@ -184,6 +185,21 @@ TEST(MemoryPlan, AChainNeedsTwoBuffers) {
   EXPECT_EQ(plan.arena_bytes, 2 * aligned(4000));
   EXPECT_EQ(plan.total_bytes, 3 * aligned(4000));
   EXPECT_NE(describe(plan).find("liveness peak"), std::string::npos);
+}
+
+// The example models at the batch of the speed target: the plan's arena against the sum.
+TEST(MemoryPlan, FashionMnistModels) {
+  for (const char* name : {"cnn", "mlp"}) {
+    const Graph graph =
+        import_onnx_file(std::string(QFORGE_EXAMPLES_DIR) + "/fashion_mnist/" + name + ".onnx");
+    ResolveOptions options;
+    options.input_shapes["image"] = {256, 1, 28, 28};
+    const Executor exec(graph, options);
+    const MemoryPlan& plan = exec.memory_plan();
+    EXPECT_LT(plan.arena_bytes, plan.total_bytes) << name;
+    EXPECT_GE(plan.arena_bytes, plan.liveness_peak_bytes) << name;
+    std::cout << name << " [256, 1, 28, 28]: " << describe(plan) << "\n";
+  }
 }
 
 }  // namespace

@@ -34,10 +34,9 @@ Graph every_split_op(std::mt19937_64& g, std::int64_t a, std::int64_t b, std::in
   m.node("Equal", {"x", "z"}, {"eq"}, "eq");
   m.node("Where", {"eq", "x", "tanh"}, {"where"}, "where");
   OnnxBuilder::attr(m.node("Softmax", {"erf"}, {"softmax"}, "softmax"), "axis", std::int64_t{-1});
-  OnnxBuilder::attr(m.node("Softmax", {"erf"}, {"softmax1"}, "softmax1"), "axis",
-                    std::int64_t{1});
-  OnnxBuilder::attr(m.node("LayerNormalization", {"prelu", "scale", "bias"}, {"ln"}, "ln"),
-                    "axis", std::int64_t{-1});
+  OnnxBuilder::attr(m.node("Softmax", {"erf"}, {"softmax1"}, "softmax1"), "axis", std::int64_t{1});
+  OnnxBuilder::attr(m.node("LayerNormalization", {"prelu", "scale", "bias"}, {"ln"}, "ln"), "axis",
+                    std::int64_t{-1});
   OnnxBuilder::attr(m.node("Transpose", {"ln"}, {"tr"}, "tr"), "perm",
                     std::vector<std::int64_t>{0, 2, 3, 1});
   auto& mp = m.node("MaxPool", {"x"}, {"mp"}, "mp");
