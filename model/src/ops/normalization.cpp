@@ -111,7 +111,7 @@ void run_layernorm(const Node& n, std::span<const Tensor* const> in, std::span<T
   float* mean_out = out.size() > 1 && out[1] ? out[1]->values<float>().data() : nullptr;
   float* inv_out = out.size() > 2 && out[2] ? out[2]->values<float>().data() : nullptr;
   // Rows are independent: split them across the pool, each computed as in one thread.
-  parallel_for(rows, std::max<std::int64_t>(1, kElementGrain / 4 / std::max<std::int64_t>(cols, 1)),
+  parallel_for(rows, std::max<std::int64_t>(1, kLibmGrain / std::max<std::int64_t>(cols, 1)),
                [&](std::int64_t begin, std::int64_t end) {
                  for (std::int64_t r = begin; r < end; ++r) {
                    const float* xr = x + r * cols;

@@ -36,7 +36,7 @@ void run_softmax(const Node& n, std::span<const Tensor* const> in, std::span<Ten
   float* y = out[0]->values<float>().data();
   // Each (o, i) normalises its own line: split the lines across the pool.
   parallel_for(outer * inner,
-               std::max<std::int64_t>(1, kElementGrain / 4 / std::max<std::int64_t>(len, 1)),
+               std::max<std::int64_t>(1, kLibmGrain / std::max<std::int64_t>(len, 1)),
                [&](std::int64_t begin, std::int64_t end) {
                  for (std::int64_t line = begin; line < end; ++line) {
                    const std::int64_t o = line / inner, i = line % inner;
