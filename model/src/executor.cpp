@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <string_view>
@@ -101,7 +102,12 @@ Executor::Executor(const Graph& graph, const ResolveOptions& options,
     throw Error(ErrorCode::invalid_argument,
                 "Executor: threads is " + std::to_string(executor_options.threads) +
                     "; expected 0 (the physical cores) or a positive count");
-  const int threads = executor_options.threads ? executor_options.threads : default_thread_count();
+  int threads = executor_options.threads;
+  // Tools that expose no option take the count from the environment, else the physical cores.
+  if (threads == 0) {
+    const char* env = std::getenv("QFORGE_MODEL_THREADS");
+    threads = env && std::atoi(env) > 0 ? std::atoi(env) : default_thread_count();
+  }
   if (threads > 1) pool_ = std::make_shared<ThreadPool>(threads);
 }
 
