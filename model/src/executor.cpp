@@ -1,12 +1,16 @@
 #include "qforge/model/executor.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <string_view>
 
 #include "ops/kernel.h"
+#include "ops/parallel.h"
 #include "qforge/error.h"
+#include "thread_pool.h"
 
 namespace qforge::model {
 
@@ -46,12 +50,16 @@ bool writes_every_element(std::string_view op_type) {
 
 }  // namespace
 
-Executor::Executor(const Graph& graph, const ResolveOptions& options)
+Executor::Executor(const Graph& graph, const ResolveOptions& options,
+                   const ExecutorOptions& executor_options)
     : graph_(resolve(graph, options)) {
   fold_conv_batchnorm(graph_);
   auto index_of = [&](const std::string& name) {
     auto [it, inserted] = value_index_.try_emplace(name, value_index_.size());
-    if (inserted) output_types_.emplace_back();
+    if (inserted) {
+      output_types_.emplace_back();
+      producer_.push_back(-1);
+    }
     return it->second;
   };
   for (const ValueInfo& v : graph_.inputs) index_of(v.name);
@@ -72,6 +80,7 @@ Executor::Executor(const Graph& graph, const ResolveOptions& options)
         throw Error(ErrorCode::internal, node.describe() + ": output '" + out + "' has no type");
       const std::size_t i = index_of(out);
       output_types_[i] = TensorType{vi->type, vi->shape()};
+      producer_[i] = static_cast<std::ptrdiff_t>(steps_.size());
       step.outputs.push_back(static_cast<std::ptrdiff_t>(i));
     }
     step.zero_outputs = !writes_every_element(node.op_type);
@@ -88,6 +97,84 @@ Executor::Executor(const Graph& graph, const ResolveOptions& options)
     }
     steps_.push_back(std::move(step));
   }
+  plan_memory(executor_options);
+  if (executor_options.threads < 0)
+    throw Error(ErrorCode::invalid_argument,
+                "Executor: threads is " + std::to_string(executor_options.threads) +
+                    "; expected 0 (the physical cores) or a positive count");
+  int threads = executor_options.threads;
+  // Tools that expose no option take the count from the environment, else the physical cores.
+  if (threads == 0) {
+    const char* env = std::getenv("QFORGE_MODEL_THREADS");
+    threads = env && std::atoi(env) > 0 ? std::atoi(env) : default_thread_count();
+  }
+  if (threads > 1) pool_ = std::make_shared<ThreadPool>(threads);
+}
+
+void Executor::plan_memory(const ExecutorOptions& options) {
+  // One buffer per node output, except that an in-place Relu's output joins its input's buffer
+  // (chains of them join the first), which then lives until the last member's last read.
+  const std::size_t end = steps_.size();  // graph outputs are read after the last step
+  std::vector<std::ptrdiff_t> buffer_of(value_index_.size(), -1);
+  std::vector<BufferLifetime> lifetimes;
+  plan_ = MemoryPlan{};
+  plan_.reuse = options.reuse_memory;
+  for (std::size_t s = 0; s < steps_.size(); ++s) {
+    const Step& step = steps_[s];
+    for (std::size_t j = 0; j < step.outputs.size(); ++j) {
+      if (step.outputs[j] < 0) continue;
+      const auto o = static_cast<std::size_t>(step.outputs[j]);
+      if (j == 0 && step.in_place_of >= 0) {
+        buffer_of[o] = buffer_of[static_cast<std::size_t>(step.in_place_of)];
+      } else {
+        buffer_of[o] = static_cast<std::ptrdiff_t>(lifetimes.size());
+        const TensorType& t = output_types_[o];
+        lifetimes.push_back(
+            {static_cast<std::size_t>(checked_tensor_bytes(t.type, t.shape, graph_.nodes[s].name)),
+             s, s});
+        plan_.buffers.emplace_back();
+      }
+      plan_.buffers[static_cast<std::size_t>(buffer_of[o])].tensors.push_back(
+          graph_.nodes[s].outputs[j]);
+    }
+    for (const std::ptrdiff_t in : step.inputs)
+      if (in >= 0 && buffer_of[static_cast<std::size_t>(in)] >= 0) {
+        BufferLifetime& b =
+            lifetimes[static_cast<std::size_t>(buffer_of[static_cast<std::size_t>(in)])];
+        b.last = std::max(b.last, s);
+      }
+  }
+  for (const ValueInfo& v : graph_.outputs) {
+    const std::ptrdiff_t b = buffer_of[value_index_.at(v.name)];
+    if (b >= 0) lifetimes[static_cast<std::size_t>(b)].last = end;
+  }
+  const std::vector<std::size_t> offsets =
+      assign_offsets(lifetimes, options.reuse_memory, plan_.arena_bytes);
+  offset_.assign(value_index_.size(), 0);
+  for (std::size_t v = 0; v < buffer_of.size(); ++v)
+    if (buffer_of[v] >= 0) offset_[v] = offsets[static_cast<std::size_t>(buffer_of[v])];
+  for (std::size_t b = 0; b < lifetimes.size(); ++b) {
+    plan_.buffers[b].lifetime = lifetimes[b];
+    plan_.buffers[b].offset = offsets[b];
+    plan_.total_bytes +=
+        (lifetimes[b].bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+  }
+  plan_.liveness_peak_bytes = liveness_peak(lifetimes);
+}
+
+void Executor::allocate_arena() const {
+  Arena arena;
+  arena.bytes.resize(plan_.arena_bytes + kArenaAlignment);
+  const auto address = reinterpret_cast<std::uintptr_t>(arena.bytes.data());
+  arena.base = arena.bytes.data() + (kArenaAlignment - address % kArenaAlignment) % kArenaAlignment;
+  arena.views.resize(value_index_.size());
+  for (const Step& step : steps_)
+    for (const std::ptrdiff_t o : step.outputs)
+      if (o >= 0) {
+        const auto v = static_cast<std::size_t>(o);
+        arena.views[v] = Tensor::view(output_types_[v], arena.base + offset_[v]);
+      }
+  arena_ = std::move(arena);
 }
 
 TensorMap Executor::run(const TensorMap& inputs) const { return run(inputs, {}); }
@@ -115,21 +202,19 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
     if (std::none_of(graph_.inputs.begin(), graph_.inputs.end(),
                      [&name = name](const ValueInfo& v) { return v.name == name; }))
       throw Error(ErrorCode::invalid_argument, "run: '" + name + "' is not an input of the graph");
-  std::vector<bool> kept(value_index_.size(), false);
+  // Kept node outputs are copied right after their node: the arena reuses their bytes later.
+  std::vector<std::vector<std::pair<std::size_t, const std::string*>>> keep_after(steps_.size());
   for (const std::string& k : keep) {
     auto it = value_index_.find(k);
     if (it == value_index_.end())
       throw Error(ErrorCode::invalid_argument, "run: no tensor named '" + k + "' to keep");
-    kept[it->second] = true;
+    if (producer_[it->second] >= 0)
+      keep_after[static_cast<std::size_t>(producer_[it->second])].emplace_back(it->second, &k);
   }
 
-  if (buffers_.empty()) {
-    buffers_.resize(value_index_.size());
-    for (const Step& step : steps_)
-      if (step.in_place_of < 0)  // in place unless kept: allocated below when needed
-        for (std::ptrdiff_t o : step.outputs)
-          if (o >= 0) buffers_[static_cast<std::size_t>(o)] = Tensor(output_types_[o]);
-  }
+  if (!arena_.base) allocate_arena();
+  const ops::ScopedPool pool(pool_.get());
+  TensorMap result;
   std::vector<const Tensor*> args;
   std::vector<Tensor*> outs;
   for (std::size_t i = 0; i < steps_.size(); ++i) {
@@ -138,36 +223,37 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
     for (std::size_t j = 0; j < step.inputs.size(); ++j)
       if (step.inputs[j] >= 0) args[j] = env[static_cast<std::size_t>(step.inputs[j])];
     outs.assign(step.outputs.size(), nullptr);
-    if (step.in_place_of >= 0 && !kept[static_cast<std::size_t>(step.in_place_of)]) {
-      // The input is a node output, so it lives in buffers_ (another in-place Relu's output
-      // shares its input's tensor): writable.
+    if (step.in_place_of >= 0) {
+      // The input is a node output, so it is a view into the arena (another in-place Relu's
+      // output shares its input's view): writable.
       Tensor* x = const_cast<Tensor*>(env[static_cast<std::size_t>(step.in_place_of)]);
       outs[0] = x;
       env[static_cast<std::size_t>(step.outputs[0])] = x;
-      if (!hook || !hook(i, args, outs)) step.kernel->run(graph_.nodes[i], args, outs);
-      continue;
-    }
-    for (std::size_t j = 0; j < step.outputs.size(); ++j) {
-      if (step.outputs[j] < 0) continue;
-      const std::size_t o = static_cast<std::size_t>(step.outputs[j]);
-      Tensor& t = buffers_[o];
-      // Not allocated yet (the output of an in-place Relu that this run keeps apart), or
-      // replaced by a kernel that assigned a new tensor: give it the planned type and shape.
-      if (t.tensor_type() != output_types_[o] || t.size() != element_count(output_types_[o].shape))
-        t = Tensor(output_types_[o]);
-      else if (step.zero_outputs && t.byte_size()) std::memset(t.data(), 0, t.byte_size());
-      outs[j] = &t;
-      env[o] = &t;
+    } else {
+      for (std::size_t j = 0; j < step.outputs.size(); ++j) {
+        if (step.outputs[j] < 0) continue;
+        const std::size_t o = static_cast<std::size_t>(step.outputs[j]);
+        Tensor& t = arena_.views[o];
+        // A kernel that assigned a new tensor to its output (or reshaped it) left another one
+        // there: back to the planned view.
+        if (t.data() != arena_.base + offset_[o] || t.tensor_type() != output_types_[o])
+          t = Tensor::view(output_types_[o], arena_.base + offset_[o]);
+        if (step.zero_outputs && t.byte_size()) std::memset(t.data(), 0, t.byte_size());
+        outs[j] = &t;
+        env[o] = &t;
+      }
     }
     if (!hook || !hook(i, args, outs)) step.kernel->run(graph_.nodes[i], args, outs);
+    for (const auto& [v, name] : keep_after[i]) result.insert_or_assign(*name, *env[v]);
   }
 
-  TensorMap result;
-  auto take = [&](const std::string& name) {
-    result.insert_or_assign(name, *env[value_index_.at(name)]);
-  };
-  for (const ValueInfo& v : graph_.outputs) take(v.name);
-  for (const std::string& k : keep) take(k);
+  for (const ValueInfo& v : graph_.outputs)
+    result.insert_or_assign(v.name, *env[value_index_.at(v.name)]);
+  // Kept graph inputs and initializers: never overwritten.
+  for (const std::string& k : keep) {
+    const std::size_t v = value_index_.at(k);
+    if (producer_[v] < 0) result.insert_or_assign(k, *env[v]);
+  }
   return result;
 }
 

@@ -101,6 +101,40 @@ Tensor::Tensor(ElementType type, Shape shape) : type_(type), shape_(std::move(sh
   bytes_.resize(static_cast<std::size_t>(bytes));
 }
 
+Tensor Tensor::view(TensorType t, std::byte* data) {
+  Tensor v;
+  v.type_ = t.type;
+  if (element_size(t.type) == 0)
+    throw Error(ErrorCode::invalid_argument, "Tensor::view: unknown element type");
+  const std::uint64_t bytes =
+      checked_tensor_bytes(t.type, t.shape, "Tensor", std::numeric_limits<std::size_t>::max());
+  v.shape_ = std::move(t.shape);
+  v.count_ = bytes ? static_cast<std::int64_t>(bytes / element_size(t.type)) : 0;
+  if (bytes && !data)
+    throw Error(ErrorCode::invalid_argument,
+                "Tensor::view: no memory for " + std::to_string(bytes) + " bytes");
+  v.view_ = data;
+  v.view_bytes_ = static_cast<std::size_t>(bytes);
+  return v;
+}
+
+Tensor::Tensor(const Tensor& other)
+    : type_(other.type_),
+      shape_(other.shape_),
+      count_(other.count_),
+      bytes_(other.data(), other.data() + other.byte_size()) {}
+
+Tensor& Tensor::operator=(const Tensor& other) {
+  if (this == &other) return *this;
+  type_ = other.type_;
+  shape_ = other.shape_;
+  count_ = other.count_;
+  bytes_.assign(other.data(), other.data() + other.byte_size());
+  view_ = nullptr;
+  view_bytes_ = 0;
+  return *this;
+}
+
 void Tensor::check_type(ElementType wanted) const {
   if (wanted != type_)
     throw Error(ErrorCode::invalid_argument, "Tensor holds " + std::string(to_string(type_)) +

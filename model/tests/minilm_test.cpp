@@ -57,6 +57,13 @@ TEST_P(MiniLM, MatchesOnnxRuntime) {
   }
   std::cout << GetParam() << ": " << want.shape()[0] << " sentences, max |qforge - ORT| " << worst
             << "\n";
+  // The memory plan here and at the benchmark's batch (examples/minilm/bench_float.py).
+  std::cout << GetParam() << ": " << qforge::to_string(exec.graph().inputs[0].shape())
+            << " tokens: " << describe(exec.memory_plan()) << "\n";
+  options.input_shapes["input_ids"] = options.input_shapes["attention_mask"] = {32, 128};
+  const Executor bench(graph, options);
+  EXPECT_LT(bench.memory_plan().arena_bytes, bench.memory_plan().total_bytes);
+  std::cout << GetParam() << ": [32, 128] tokens: " << describe(bench.memory_plan()) << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(LayerNorm, MiniLM, ::testing::Values("native", "decomposed"));

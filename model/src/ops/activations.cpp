@@ -6,6 +6,7 @@
 
 #include "ops/broadcast.h"
 #include "ops/kernel.h"
+#include "ops/parallel.h"
 
 namespace qforge::model::ops {
 namespace {
@@ -15,18 +16,24 @@ std::vector<TensorType> infer_unary(const Node& n, std::span<const InferInput> i
   return {*in[0].type};
 }
 
+// y[i] = f(x[i]); y may be x (Relu in place). Split across the pool: each element on its own;
+// `grain` is kLibmGrain for functions that call libm, else kElementGrain.
 template <class F>
-void map(const Tensor& x, Tensor& y, F f) {
-  const auto a = x.values<float>();
-  auto b = y.values<float>();
-  for (std::size_t i = 0; i < a.size(); ++i) b[i] = f(a[i]);
+void map(const Tensor& x, Tensor& y, F f, std::int64_t grain = kLibmGrain) {
+  const float* a = x.values<float>().data();
+  float* b = y.values<float>().data();
+  parallel_for(x.size(), grain, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) b[i] = f(a[i]);
+  });
 }
 
 void run_unary(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Tensor& x = *in[0];
   Tensor& y = *out[0];
   const std::string& op = n.op_type;
-  if (op == "Relu") map(x, y, [](float v) { return v > 0.0f ? v : 0.0f; });
+  if (op == "Relu")
+    map(
+        x, y, [](float v) { return v > 0.0f ? v : 0.0f; }, kElementGrain);
   else if (op == "Sigmoid")
     // Split by sign so exp never overflows: 1/(1+e^-v) for v >= 0, e^v/(1+e^v) below.
     map(x, y, [](float v) {
@@ -38,8 +45,12 @@ void run_unary(const Node& n, std::span<const Tensor* const> in, std::span<Tenso
   else if (op == "Erf") map(x, y, [](float v) { return std::erf(v); });
   else if (op == "Sqrt") map(x, y, [](float v) { return std::sqrt(v); });
   else if (op == "Exp") map(x, y, [](float v) { return std::exp(v); });
-  else if (op == "Neg") map(x, y, [](float v) { return -v; });
-  else if (op == "Abs") map(x, y, [](float v) { return std::fabs(v); });
+  else if (op == "Neg")
+    map(
+        x, y, [](float v) { return -v; }, kElementGrain);
+  else if (op == "Abs")
+    map(
+        x, y, [](float v) { return std::fabs(v); }, kElementGrain);
   else if (op == "Reciprocal") map(x, y, [](float v) { return 1.0f / v; });
   else if (op == "Softsign") map(x, y, [](float v) { return v / (1.0f + std::fabs(v)); });
   // log(1 + e^v) without overflow for large v: max(v, 0) + log1p(e^-|v|).
@@ -55,7 +66,8 @@ void run_unary(const Node& n, std::span<const Tensor* const> in, std::span<Tenso
         [alpha, gamma](float v) { return v > 0 ? gamma * v : gamma * alpha * std::expm1(v); });
   } else if (op == "LeakyRelu") {
     const float alpha = n.attr_float_or("alpha", 0.01f);
-    map(x, y, [alpha](float v) { return v >= 0 ? v : alpha * v; });
+    map(
+        x, y, [alpha](float v) { return v >= 0 ? v : alpha * v; }, kElementGrain);
   } else {
     fail(n, ErrorCode::internal, "no unary function");
   }
@@ -84,7 +96,8 @@ void run_clip(const Node& n, std::span<const Tensor* const> in, std::span<Tensor
     if (in.size() > 2 && in[2]) hi = in[2]->values<float>()[0];
   }
   // min(max(x, lo), hi): with lo > hi every value becomes hi, as in ONNX's reference.
-  map(*in[0], *out[0], [lo, hi](float v) { return std::min(std::max(v, lo), hi); });
+  map(
+      *in[0], *out[0], [lo, hi](float v) { return std::min(std::max(v, lo), hi); }, kElementGrain);
 }
 
 // PRelu: slope broadcasts to X (unidirectional). Version 6 predates numpy broadcasting: a slope
@@ -115,13 +128,13 @@ void run_prelu(const Node& node, std::span<const Tensor* const> in, std::span<Te
   const float* x = in[0]->values<float>().data();
   const float* s = in[1]->values<float>().data();
   float* y = out[0]->values<float>().data();
-  broadcast_rows<2>(out[0]->shape(), {&in[0]->shape(), &ss},
-                    [&](std::int64_t o, const auto& off, const auto& st, std::int64_t n) {
-                      for (std::int64_t j = 0; j < n; ++j) {
-                        const float v = x[off[0] + j * st[0]];
-                        y[o + j] = v >= 0 ? v : v * s[off[1] + j * st[1]];
-                      }
-                    });
+  parallel_broadcast_rows<2>(out[0]->shape(), {&in[0]->shape(), &ss}, kElementGrain,
+                             [&](std::int64_t o, const auto& off, const auto& st, std::int64_t n) {
+                               for (std::int64_t j = 0; j < n; ++j) {
+                                 const float v = x[off[0] + j * st[0]];
+                                 y[o + j] = v >= 0 ? v : v * s[off[1] + j * st[1]];
+                               }
+                             });
 }
 
 void check_clip(const Node& n) {

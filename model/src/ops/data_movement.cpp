@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "ops/kernel.h"
+#include "ops/parallel.h"
 
 namespace qforge::model::ops {
 namespace {
@@ -14,15 +15,21 @@ Shape strides_of(const Shape& s) {
   return st;
 }
 
-// Calls f(out_linear, in_offset) for every output element, where in_offset is
+// Calls f(out_linear, in_offset) for output elements [begin, end), where in_offset is
 // sum(index_d * in_step[d]) + in_base over the output index (an odometer walk).
 template <class F>
-void walk(const Shape& out, const Shape& in_step, std::int64_t in_base, F&& f) {
-  const std::int64_t count = element_count(out);
-  if (count == 0) return;
+void walk_range(const Shape& out, const Shape& in_step, std::int64_t in_base, std::int64_t begin,
+                std::int64_t end, F&& f) {
+  if (begin >= end) return;
   Shape idx(out.size(), 0);
   std::int64_t off = in_base;
-  for (std::int64_t i = 0; i < count; ++i) {
+  std::int64_t rest = begin;
+  for (std::size_t d = out.size(); d-- > 0;) {
+    idx[d] = rest % out[d];
+    rest /= out[d];
+    off += idx[d] * in_step[d];
+  }
+  for (std::int64_t i = begin; i < end; ++i) {
     f(i, off);
     for (std::size_t d = out.size(); d-- > 0;) {
       off += in_step[d];
@@ -31,6 +38,11 @@ void walk(const Shape& out, const Shape& in_step, std::int64_t in_base, F&& f) {
       idx[d] = 0;
     }
   }
+}
+
+template <class F>
+void walk(const Shape& out, const Shape& in_step, std::int64_t in_base, F&& f) {
+  walk_range(out, in_step, in_base, 0, element_count(out), f);
 }
 
 // ---- Transpose ----
@@ -65,14 +77,18 @@ void run_transpose(const Node& n, std::span<const Tensor* const> in, std::span<T
   const std::size_t es = element_size(in[0]->type());
   const std::byte* x = in[0]->data();
   std::byte* y = out[0]->data();
-  if (es == 4) {
-    const auto* xs = reinterpret_cast<const std::uint32_t*>(x);
-    auto* ys = reinterpret_cast<std::uint32_t*>(y);
-    walk(out[0]->shape(), step, 0, [&](std::int64_t o, std::int64_t i) { ys[o] = xs[i]; });
-  } else {
-    walk(out[0]->shape(), step, 0,
-         [&](std::int64_t o, std::int64_t i) { std::memcpy(y + o * es, x + i * es, es); });
-  }
+  // Output elements are independent: split them across the executor's pool.
+  const Shape& os = out[0]->shape();
+  parallel_for(element_count(os), kElementGrain, [&](std::int64_t begin, std::int64_t end) {
+    if (es == 4) {
+      const auto* xs = reinterpret_cast<const std::uint32_t*>(x);
+      auto* ys = reinterpret_cast<std::uint32_t*>(y);
+      walk_range(os, step, 0, begin, end, [&](std::int64_t o, std::int64_t i) { ys[o] = xs[i]; });
+    } else {
+      walk_range(os, step, 0, begin, end,
+                 [&](std::int64_t o, std::int64_t i) { std::memcpy(y + o * es, x + i * es, es); });
+    }
+  });
 }
 
 // ---- Concat ----

@@ -1,4 +1,5 @@
-// Add, Sub, Mul, Div, Pow, Equal (numpy broadcasting) and Where.
+// Add, Sub, Mul, Div, Pow, Equal (numpy broadcasting) and Where, split across the executor's
+// pool by output rows (ops/broadcast.h).
 #include <cmath>
 
 #include "ops/broadcast.h"
@@ -84,28 +85,31 @@ void run_arith(BinOp op, const Tensor& a, const Tensor& b, const Shape& bs, Tens
   const T* pa = a.values<T>().data();
   const T* pb = b.values<T>().data();
   T* po = out.values<T>().data();
-  broadcast_rows<2>(out.shape(), {&a.shape(), &bs},
-                    [&](std::int64_t o, const auto& off, const auto& st, std::int64_t n) {
-                      const T* x = pa + off[0];
-                      const T* y = pb + off[1];
-                      T* z = po + o;
-                      // Separate loops per op keep each one simple enough to vectorise.
-                      switch (op) {
-                        case BinOp::add:
-                          for (std::int64_t j = 0; j < n; ++j) z[j] = x[j * st[0]] + y[j * st[1]];
-                          break;
-                        case BinOp::sub:
-                          for (std::int64_t j = 0; j < n; ++j) z[j] = x[j * st[0]] - y[j * st[1]];
-                          break;
-                        case BinOp::mul:
-                          for (std::int64_t j = 0; j < n; ++j) z[j] = x[j * st[0]] * y[j * st[1]];
-                          break;
-                        default:
-                          for (std::int64_t j = 0; j < n; ++j)
-                            z[j] = apply(op, x[j * st[0]], y[j * st[1]]);
-                          break;
-                      }
-                    });
+  parallel_broadcast_rows<2>(out.shape(), {&a.shape(), &bs}, kElementGrain,
+                             [&](std::int64_t o, const auto& off, const auto& st, std::int64_t n) {
+                               const T* x = pa + off[0];
+                               const T* y = pb + off[1];
+                               T* z = po + o;
+                               // Separate loops per op keep each one simple enough to vectorise.
+                               switch (op) {
+                                 case BinOp::add:
+                                   for (std::int64_t j = 0; j < n; ++j)
+                                     z[j] = x[j * st[0]] + y[j * st[1]];
+                                   break;
+                                 case BinOp::sub:
+                                   for (std::int64_t j = 0; j < n; ++j)
+                                     z[j] = x[j * st[0]] - y[j * st[1]];
+                                   break;
+                                 case BinOp::mul:
+                                   for (std::int64_t j = 0; j < n; ++j)
+                                     z[j] = x[j * st[0]] * y[j * st[1]];
+                                   break;
+                                 default:
+                                   for (std::int64_t j = 0; j < n; ++j)
+                                     z[j] = apply(op, x[j * st[0]], y[j * st[1]]);
+                                   break;
+                               }
+                             });
 }
 
 template <class T>
@@ -113,11 +117,11 @@ void run_equal(const Tensor& a, const Tensor& b, const Shape& bs, Tensor& out) {
   const T* pa = a.values<T>().data();
   const T* pb = b.values<T>().data();
   bool* po = out.values<bool>().data();
-  broadcast_rows<2>(out.shape(), {&a.shape(), &bs},
-                    [&](std::int64_t o, const auto& off, const auto& st, std::int64_t n) {
-                      for (std::int64_t j = 0; j < n; ++j)
-                        po[o + j] = pa[off[0] + j * st[0]] == pb[off[1] + j * st[1]];
-                    });
+  parallel_broadcast_rows<2>(out.shape(), {&a.shape(), &bs}, kElementGrain,
+                             [&](std::int64_t o, const auto& off, const auto& st, std::int64_t n) {
+                               for (std::int64_t j = 0; j < n; ++j)
+                                 po[o + j] = pa[off[0] + j * st[0]] == pb[off[1] + j * st[1]];
+                             });
 }
 
 template <class E>
@@ -125,15 +129,15 @@ void run_pow(const Tensor& a, const Tensor& b, const Shape& bs, Tensor& out) {
   const float* pa = a.values<float>().data();
   const E* pb = b.values<E>().data();
   float* po = out.values<float>().data();
-  broadcast_rows<2>(out.shape(), {&a.shape(), &bs},
-                    [&](std::int64_t o, const auto& off, const auto& st, std::int64_t n) {
-                      for (std::int64_t j = 0; j < n; ++j) {
-                        const float x = pa[off[0] + j * st[0]];
-                        const float e = static_cast<float>(pb[off[1] + j * st[1]]);
-                        // x*x is what the exporters mean by Pow(x, 2) and is exact.
-                        po[o + j] = e == 2.0f ? x * x : std::pow(x, e);
-                      }
-                    });
+  parallel_broadcast_rows<2>(out.shape(), {&a.shape(), &bs}, kElementGrain,
+                             [&](std::int64_t o, const auto& off, const auto& st, std::int64_t n) {
+                               for (std::int64_t j = 0; j < n; ++j) {
+                                 const float x = pa[off[0] + j * st[0]];
+                                 const float e = static_cast<float>(pb[off[1] + j * st[1]]);
+                                 // x*x is what the exporters mean by Pow(x, 2) and is exact.
+                                 po[o + j] = e == 2.0f ? x * x : std::pow(x, e);
+                               }
+                             });
 }
 
 void run_binary(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
@@ -180,15 +184,15 @@ void run_where(const Node&, std::span<const Tensor* const> in, std::span<Tensor*
   const std::byte* x = in[1]->data();
   const std::byte* y = in[2]->data();
   std::byte* o = out[0]->data();
-  broadcast_rows<3>(out[0]->shape(), {&in[0]->shape(), &in[1]->shape(), &in[2]->shape()},
-                    [&](std::int64_t oo, const auto& off, const auto& st, std::int64_t n) {
-                      for (std::int64_t j = 0; j < n; ++j) {
-                        const std::byte* src = c[off[0] + j * st[0]]
-                                                   ? x + (off[1] + j * st[1]) * es
-                                                   : y + (off[2] + j * st[2]) * es;
-                        std::copy(src, src + es, o + (oo + j) * es);
-                      }
-                    });
+  parallel_broadcast_rows<3>(
+      out[0]->shape(), {&in[0]->shape(), &in[1]->shape(), &in[2]->shape()}, kElementGrain,
+      [&](std::int64_t oo, const auto& off, const auto& st, std::int64_t n) {
+        for (std::int64_t j = 0; j < n; ++j) {
+          const std::byte* src =
+              c[off[0] + j * st[0]] ? x + (off[1] + j * st[1]) * es : y + (off[2] + j * st[2]) * es;
+          std::copy(src, src + es, o + (oo + j) * es);
+        }
+      });
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "ops/kernel.h"
+#include "ops/parallel.h"
 
 namespace qforge::model::ops {
 namespace {
@@ -109,23 +110,29 @@ void run_layernorm(const Node& n, std::span<const Tensor* const> in, std::span<T
   float* y = out[0]->values<float>().data();
   float* mean_out = out.size() > 1 && out[1] ? out[1]->values<float>().data() : nullptr;
   float* inv_out = out.size() > 2 && out[2] ? out[2]->values<float>().data() : nullptr;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * cols;
-    double sum = 0.0;
-    for (std::int64_t j = 0; j < cols; ++j) sum += xr[j];
-    const float mean = static_cast<float>(sum / static_cast<double>(cols));
-    double sq = 0.0;
-    for (std::int64_t j = 0; j < cols; ++j)
-      sq += static_cast<double>(xr[j] - mean) * (xr[j] - mean);
-    const float inv = 1.0f / std::sqrt(static_cast<float>(sq / static_cast<double>(cols)) + eps);
-    float* yr = y + r * cols;
-    for (std::int64_t j = 0; j < cols; ++j) {
-      const float v = (xr[j] - mean) * inv * scale[static_cast<std::size_t>(j) % scale.size()];
-      yr[j] = bias.empty() ? v : v + bias[static_cast<std::size_t>(j) % bias.size()];
-    }
-    if (mean_out) mean_out[r] = mean;
-    if (inv_out) inv_out[r] = inv;
-  }
+  // Rows are independent: split them across the pool, each computed as in one thread.
+  parallel_for(rows, std::max<std::int64_t>(1, kLibmGrain / std::max<std::int64_t>(cols, 1)),
+               [&](std::int64_t begin, std::int64_t end) {
+                 for (std::int64_t r = begin; r < end; ++r) {
+                   const float* xr = x + r * cols;
+                   double sum = 0.0;
+                   for (std::int64_t j = 0; j < cols; ++j) sum += xr[j];
+                   const float mean = static_cast<float>(sum / static_cast<double>(cols));
+                   double sq = 0.0;
+                   for (std::int64_t j = 0; j < cols; ++j)
+                     sq += static_cast<double>(xr[j] - mean) * (xr[j] - mean);
+                   const float inv =
+                       1.0f / std::sqrt(static_cast<float>(sq / static_cast<double>(cols)) + eps);
+                   float* yr = y + r * cols;
+                   for (std::int64_t j = 0; j < cols; ++j) {
+                     const float v =
+                         (xr[j] - mean) * inv * scale[static_cast<std::size_t>(j) % scale.size()];
+                     yr[j] = bias.empty() ? v : v + bias[static_cast<std::size_t>(j) % bias.size()];
+                   }
+                   if (mean_out) mean_out[r] = mean;
+                   if (inv_out) inv_out[r] = inv;
+                 }
+               });
 }
 
 }  // namespace

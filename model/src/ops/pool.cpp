@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ops/kernel.h"
+#include "ops/parallel.h"
 #include "ops/spatial.h"
 
 namespace qforge::model::ops {
@@ -142,7 +143,14 @@ void run_pool(const Node& n, std::span<const Tensor* const> in, std::span<Tensor
   const float* x = in[0]->values<float>().data();
   float* y = out[0]->values<float>().data();
   if (r == 2) {
-    pool_2d(x, y, xs[0] * xs[1], g, max, count_pad);
+    // Planes are independent: split them across the executor's pool.
+    const std::int64_t in_plane = g.in[0] * g.in[1], out_plane = g.out[0] * g.out[1];
+    parallel_for(xs[0] * xs[1],
+                 std::max<std::int64_t>(1, kElementGrain / std::max<std::int64_t>(in_plane, 1)),
+                 [&](std::int64_t begin, std::int64_t end) {
+                   pool_2d(x + begin * in_plane, y + begin * out_plane, end - begin, g, max,
+                           count_pad);
+                 });
     return;
   }
   std::vector<std::int64_t> o(r), lo(r), hi(r), k(r);
@@ -225,11 +233,14 @@ void run_global(const Node&, std::span<const Tensor* const> in, std::span<Tensor
   const std::int64_t size = element_count(s) / std::max<std::int64_t>(planes, 1);
   const float* x = in[0]->values<float>().data();
   float* y = out[0]->values<float>().data();
-  for (std::int64_t p = 0; p < planes; ++p) {
-    float acc = 0.0f;
-    for (std::int64_t i = 0; i < size; ++i) acc += x[p * size + i];
-    y[p] = acc / static_cast<float>(size);
-  }
+  parallel_for(planes, std::max<std::int64_t>(1, kElementGrain / std::max<std::int64_t>(size, 1)),
+               [&](std::int64_t begin, std::int64_t end) {
+                 for (std::int64_t p = begin; p < end; ++p) {
+                   float acc = 0.0f;
+                   for (std::int64_t i = 0; i < size; ++i) acc += x[p * size + i];
+                   y[p] = acc / static_cast<float>(size);
+                 }
+               });
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "ops/kernel.h"
+#include "ops/parallel.h"
 
 namespace qforge::model::ops {
 namespace {
@@ -33,26 +34,31 @@ void run_softmax(const Node& n, std::span<const Tensor* const> in, std::span<Ten
   const bool log = n.op_type == "LogSoftmax";
   const float* x = in[0]->values<float>().data();
   float* y = out[0]->values<float>().data();
-  for (std::int64_t o = 0; o < outer; ++o)
-    for (std::int64_t i = 0; i < inner; ++i) {
-      const float* xp = x + o * len * inner + i;
-      float* yp = y + o * len * inner + i;
-      float mx = -std::numeric_limits<float>::infinity();
-      for (std::int64_t j = 0; j < len; ++j) mx = std::max(mx, xp[j * inner]);
-      float sum = 0.0f;
-      for (std::int64_t j = 0; j < len; ++j) {
-        const float e = std::exp(xp[j * inner] - mx);
-        yp[j * inner] = e;
-        sum += e;
-      }
-      if (log) {
-        const float ls = std::log(sum);
-        for (std::int64_t j = 0; j < len; ++j) yp[j * inner] = xp[j * inner] - mx - ls;
-      } else {
-        const float inv = 1.0f / sum;
-        for (std::int64_t j = 0; j < len; ++j) yp[j * inner] *= inv;
-      }
-    }
+  // Each (o, i) normalises its own line: split the lines across the pool.
+  parallel_for(outer * inner,
+               std::max<std::int64_t>(1, kLibmGrain / std::max<std::int64_t>(len, 1)),
+               [&](std::int64_t begin, std::int64_t end) {
+                 for (std::int64_t line = begin; line < end; ++line) {
+                   const std::int64_t o = line / inner, i = line % inner;
+                   const float* xp = x + o * len * inner + i;
+                   float* yp = y + o * len * inner + i;
+                   float mx = -std::numeric_limits<float>::infinity();
+                   for (std::int64_t j = 0; j < len; ++j) mx = std::max(mx, xp[j * inner]);
+                   float sum = 0.0f;
+                   for (std::int64_t j = 0; j < len; ++j) {
+                     const float e = std::exp(xp[j * inner] - mx);
+                     yp[j * inner] = e;
+                     sum += e;
+                   }
+                   if (log) {
+                     const float ls = std::log(sum);
+                     for (std::int64_t j = 0; j < len; ++j) yp[j * inner] = xp[j * inner] - mx - ls;
+                   } else {
+                     const float inv = 1.0f / sum;
+                     for (std::int64_t j = 0; j < len; ++j) yp[j * inner] *= inv;
+                   }
+                 }
+               });
 }
 
 }  // namespace

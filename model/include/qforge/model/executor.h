@@ -4,22 +4,25 @@
 // The executor is built from a graph and concrete input shapes: construction resolves the graph
 // (qforge/model/resolve.h) and folds Conv + BatchNormalization once, so every shape and every
 // allocation size is known before the first run, and run() checks that the given inputs have
-// exactly those types and shapes. Every node output is allocated once, on the first run, and
-// reused by every later run (no allocation or zero fill per run; memory is the sum of the
-// intermediate tensors of one run, which the executor holds between runs). An Executor may be
-// run many times; run() is not safe to call concurrently on one Executor (copies are
-// independent).
+// exactly those types and shapes. Construction also plans memory (qforge/model/memory_plan.h):
+// every node output gets an offset in one arena, shared with tensors whose lifetimes do not
+// overlap, so memory is about the liveness peak of one run rather than the sum of its
+// intermediates. The arena is allocated on the first run and reused by every later run (no
+// allocation or zero fill per run). An Executor may be run many times; run() is not safe to call
+// concurrently on one Executor (copies are independent and allocate their own arena).
 #pragma once
 
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "qforge/model/export.h"
 #include "qforge/model/graph.h"
+#include "qforge/model/memory_plan.h"
 #include "qforge/model/resolve.h"
 #include "qforge/model/tensor.h"
 
@@ -28,32 +31,50 @@ namespace qforge::model {
 namespace ops {
 struct OpKernel;
 }
+class ThreadPool;
 
 using TensorMap = std::map<std::string, Tensor, std::less<>>;
 
 // Called for every node, in graph order, with its inputs (null where absent) and its outputs,
-// already allocated with the resolved shapes (holding the previous run's values: a hook that
-// returns true must write every element). A Relu may run in place: its output is then its input
-// tensor (outputs[0] == inputs[0]). Returns true when it computed the outputs itself;
-// false lets the node's float kernel run. Quantized execution replaces layers through it and
-// calibration watches activations through it, so both share the executor's allocation and
-// liveness instead of copying them.
+// already allocated with the resolved shapes (in the arena, holding whatever an earlier tensor
+// left there: a hook that returns true must write every element). A Relu may run in place: its
+// output is then its input tensor (outputs[0] == inputs[0]). Tensors are valid only during the
+// call: the arena reuses their bytes once their last reader has run. Returns true when it computed
+// the outputs itself; false lets the node's float kernel run. Quantized execution replaces layers
+// through it and calibration watches activations through it, so both share the executor's
+// allocation and liveness instead of copying them.
 using NodeHook = std::function<bool(std::size_t node, std::span<const Tensor* const> inputs,
                                     std::span<Tensor* const> outputs)>;
 
+struct ExecutorOptions {
+  // Share arena bytes between tensors whose lifetimes do not overlap; off, every node output has
+  // bytes of its own (the sum of the intermediates; for comparisons and debugging).
+  bool reuse_memory = true;
+  // Threads for the float kernels that are loops (elementwise ops, Softmax, LayerNormalization,
+  // reductions, Transpose, pooling); 0: QFORGE_MODEL_THREADS when set to a positive count, else
+  // the physical cores. Results are bit-identical for every count. Float GEMM and convolution run
+  // on OpenBLAS's threads (OPENBLAS_NUM_THREADS).
+  int threads = 0;
+};
+
 class QFORGE_MODEL_API Executor {
  public:
-  Executor(const Graph& graph, const ResolveOptions& options = {});
+  Executor(const Graph& graph, const ResolveOptions& options = {},
+           const ExecutorOptions& executor_options = {});
 
   // The graph as resolved for execution.
   const Graph& graph() const noexcept { return graph_; }
+
+  // Where the node outputs live: the arena's size against the liveness peak and the sum.
+  const MemoryPlan& memory_plan() const noexcept { return plan_; }
 
   // Runs the graph; returns every graph output by name. Throws qforge::Error when an input is
   // missing, unknown, or of another type or shape than the executor was built for.
   TensorMap run(const TensorMap& inputs) const;
 
   // Runs and also returns every intermediate tensor named in `keep` (for per-layer comparisons
-  // and calibration); unknown names are an error.
+  // and calibration), copied as soon as its node has run (before a Relu overwrites it in
+  // place); unknown names are an error.
   TensorMap run(const TensorMap& inputs, const std::vector<std::string>& keep) const;
 
   // The same with a hook that may run any node instead of its float kernel (node indices are
@@ -70,18 +91,42 @@ class QFORGE_MODEL_API Executor {
     // Zero the outputs before the kernel runs: kernels not known to write every element may
     // rely on the zero fill of a fresh tensor.
     bool zero_outputs = false;
-    // Relu whose input no other node reads and nobody sees afterwards: it runs in place on
-    // that input's tensor (this value index) unless the run keeps the input.
+    // Relu whose input no other node reads and no graph output is: it runs in place on that
+    // input's tensor (this value index), in the input's arena bytes.
     std::ptrdiff_t in_place_of = -1;
   };
+
+  // The arena and the node outputs as views into it (by value index), made on the first run. A
+  // copy starts empty: a copied Executor allocates its own on its first run.
+  struct Arena {
+    std::vector<std::byte> bytes;  // over-allocated by kArenaAlignment to align the base
+    std::byte* base = nullptr;
+    std::vector<Tensor> views;
+    Arena() = default;
+    Arena(const Arena&) {}
+    Arena& operator=(const Arena&) {
+      *this = Arena();
+      return *this;
+    }
+    Arena(Arena&&) noexcept = default;
+    Arena& operator=(Arena&&) noexcept = default;
+  };
+
+  void plan_memory(const ExecutorOptions& options);
+  void allocate_arena() const;
 
   Graph graph_;
   // Every tensor name the graph uses (inputs, initializers, node outputs), by index.
   std::map<std::string, std::size_t, std::less<>> value_index_;
   std::vector<TensorType> output_types_;  // by value index; node outputs only
+  std::vector<std::ptrdiff_t> producer_;  // by value index: the step writing it, -1 if none
+  std::vector<std::size_t> offset_;       // by value index; node outputs only
   std::vector<Step> steps_;
-  // The node outputs of the last run, by value index (allocated on the first run).
-  mutable std::vector<Tensor> buffers_;
+  MemoryPlan plan_;
+  mutable Arena arena_;
+  // Shared by copies: the pool serves one run at a time, and a concurrent run's kernels run on
+  // their calling thread.
+  std::shared_ptr<ThreadPool> pool_;
 };
 
 // Op types the executor runs, sorted, each with the ONNX schema versions it implements.

@@ -103,6 +103,18 @@ class QFORGE_MODEL_API Tensor {
   Tensor(ElementType type, Shape shape);
   Tensor(TensorType t) : Tensor(t.type, std::move(t.shape)) {}
 
+  // A tensor over memory the caller owns (the executor's arena): nothing is allocated or
+  // filled. `data` must hold the type's byte size, aligned for the element type, and outlive the
+  // view and its moved-to tensors. A copy of a view owns its bytes, so values handed out never
+  // alias an arena that later runs overwrite.
+  static Tensor view(TensorType t, std::byte* data);
+  bool is_view() const noexcept { return view_ != nullptr; }
+
+  Tensor(const Tensor& other);
+  Tensor& operator=(const Tensor& other);
+  Tensor(Tensor&&) noexcept = default;
+  Tensor& operator=(Tensor&&) noexcept = default;
+
   template <class T>
   static Tensor from_values(Shape shape, std::span<const T> values);
   template <class T>
@@ -119,10 +131,10 @@ class QFORGE_MODEL_API Tensor {
   TensorType tensor_type() const { return {type_, shape_}; }
   std::int64_t rank() const noexcept { return static_cast<std::int64_t>(shape_.size()); }
   std::int64_t size() const noexcept { return count_; }  // elements
-  std::size_t byte_size() const noexcept { return bytes_.size(); }
+  std::size_t byte_size() const noexcept { return view_ ? view_bytes_ : bytes_.size(); }
 
-  std::byte* data() noexcept { return bytes_.data(); }
-  const std::byte* data() const noexcept { return bytes_.data(); }
+  std::byte* data() noexcept { return view_ ? view_ : bytes_.data(); }
+  const std::byte* data() const noexcept { return view_ ? view_ : bytes_.data(); }
 
   // Typed views; throw qforge::Error (invalid_argument) when T is not the element type.
   template <class T>
@@ -141,17 +153,19 @@ class QFORGE_MODEL_API Tensor {
   Shape shape_;
   std::int64_t count_ = 0;
   std::vector<std::byte> bytes_;  // operator new aligns to 16 bytes, enough for every type
+  std::byte* view_ = nullptr;     // set for a view: the bytes live there, bytes_ is empty
+  std::size_t view_bytes_ = 0;
 };
 
 template <class T>
 std::span<T> Tensor::values() {
   check_type(element_type_of<T>());
-  return {reinterpret_cast<T*>(bytes_.data()), static_cast<std::size_t>(count_)};
+  return {reinterpret_cast<T*>(data()), static_cast<std::size_t>(count_)};
 }
 template <class T>
 std::span<const T> Tensor::values() const {
   check_type(element_type_of<T>());
-  return {reinterpret_cast<const T*>(bytes_.data()), static_cast<std::size_t>(count_)};
+  return {reinterpret_cast<const T*>(data()), static_cast<std::size_t>(count_)};
 }
 
 template <class T>
