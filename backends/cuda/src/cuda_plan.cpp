@@ -77,8 +77,8 @@ class CudaPlan final : public Plan {
         t.dequantize(std::get<QuantizeDesc>(desc().desc), in[0], static_cast<float*>(out));
         return;
       case OpKind::requantize:
-        t.requantize(std::get<RequantizeDesc>(desc().desc),
-                     static_cast<const std::int32_t*>(in[0]), out);
+        t.requantize(std::get<RequantizeDesc>(desc().desc), static_cast<const std::int32_t*>(in[0]),
+                     out);
         return;
       case OpKind::matmul_integer: {
         const auto& d = std::get<MatmulDesc>(desc().desc);
@@ -122,8 +122,7 @@ class CudaPlan final : public Plan {
     if (ops_->conv_kernel(op.op, d) == kConvDepthwiseKernel) return;
     const ConvGeometry g = conv_geometry(d);
     if (g.o * g.kp == 0) return;  // nothing to pack; the per-call path handles empty shapes
-    conv_packed_ =
-        std::make_unique<DeviceBuffer>(static_cast<std::size_t>(g.o * g.kp), device());
+    conv_packed_ = std::make_unique<DeviceBuffer>(static_cast<std::size_t>(g.o * g.kp), device());
     if (d.x_params.zero_point() != 0)
       conv_sums_ = std::make_unique<DeviceBuffer>(
           static_cast<std::size_t>(g.o) * sizeof(std::int32_t), device());
@@ -131,17 +130,16 @@ class CudaPlan final : public Plan {
     conv_weights_.sums =
         conv_sums_ ? static_cast<const std::int32_t*>(conv_sums_->data()) : nullptr;
     cudaStream_t s = ops_->stream();
-    ops_->pack_conv_weights(d, device_weights_[1]->data(),
-                            static_cast<std::int8_t*>(conv_packed_->data()),
-                            conv_sums_ ? static_cast<std::int32_t*>(conv_sums_->data()) : nullptr,
-                            s);
+    ops_->pack_conv_weights(
+        d, device_weights_[1]->data(), static_cast<std::int8_t*>(conv_packed_->data()),
+        conv_sums_ ? static_cast<std::int32_t*>(conv_sums_->data()) : nullptr, s);
     // A packing error surfaces here, when the plan is made, not in a later run.
     check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   }
 
   // The plan's own CudaOps; run() is const, its scratch and parameter copies are not.
   std::unique_ptr<CudaOps> ops_;
-  mutable std::mutex mutex_;  // one run at a time on ops_
+  mutable std::mutex mutex_;                             // one run at a time on ops_
   std::vector<std::shared_ptr<Buffer>> device_weights_;  // per input: the fixed weight, or null
   std::shared_ptr<PackedWeights> packed_b_;              // a fixed matmul B, packed
   std::unique_ptr<DeviceBuffer> conv_packed_;            // fixed conv weights, packed
