@@ -478,6 +478,7 @@ TEST_F(CudaPlans, ConvolutionPlanPacksItsWeightsOnce) {
   cd.groups = 1;
   cd.c = 16;
   cd.out_channels = 24;
+  cd.w_params = params(DType::int8, uniform(0, 1), 0, cd.out_channels);
   SCOPED_TRACE(describe(op));
   const Support s = ops().supports(op);
   ASSERT_TRUE(s.supported) << s.reason;

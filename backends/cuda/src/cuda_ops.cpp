@@ -120,9 +120,18 @@ void CudaOps::copy_to_host(void* dst, const Buffer& src, std::size_t src_offset,
 }
 
 void CudaOps::synchronize() {
-  if (!stream_) return;
-  check(cudaSetDevice(device_), "cudaSetDevice");
-  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  if (stream_) {
+    check(cudaSetDevice(device_), "cudaSetDevice");
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+  // Plans made from this instance queue on their devices' legacy default streams: waiting for
+  // the instance's work waits for theirs too.
+  const std::uint64_t plans = plan_devices_.load(std::memory_order_relaxed);
+  for (int d = 0; d < 64; ++d)
+    if ((plans >> d) & 1u) {
+      check(cudaSetDevice(d), "cudaSetDevice");
+      check(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize(legacy stream)");
+    }
 }
 
 Support CudaOps::supports(const OpDesc& op) const {

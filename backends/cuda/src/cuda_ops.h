@@ -4,9 +4,9 @@
 // allocation. Parameters (scales, zero points) travel on the host in the descriptors and are
 // copied to the device on demand, cached by content.
 // Ordering: ops queue their kernels on the instance's stream and return; copy_to_host and
-// synchronize() wait for them. Ops that return host values (dynamic_quantize_linear,
-// linear_forward) wait before returning. The stream is a blocking one, so work queued on the
-// legacy default stream by the caller is ordered with it too.
+// synchronize() wait for them (synchronize() for the runs of this instance's plans too). Ops that
+// return host values (dynamic_quantize_linear, linear_forward) wait before returning. The stream is
+// a blocking one, so work queued on the legacy default stream by the caller is ordered with it too.
 // Errors: every CUDA call is checked; failures become qforge::Error(ErrorCode::backend) naming
 // the call and CUDA's message. Without a usable GPU the plugin still loads; availability() says
 // why and every op throws ErrorCode::unavailable with that reason.
@@ -208,6 +208,8 @@ class CudaOps final : public QuantizationOps {
   ParamCache params_;
   std::string last_kernel_;
   std::string forced_kernel_;
+  // Bit d: a plan was made for device d (synchronize() waits for those devices' plans too).
+  std::atomic<std::uint64_t> plan_devices_{0};
 };
 
 }  // namespace qforge::cuda

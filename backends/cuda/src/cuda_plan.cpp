@@ -181,6 +181,8 @@ std::shared_ptr<const Plan> CudaOps::plan(const OpDesc& op, const PlanRequest& r
                 "cuda: plans of " + std::string(to_string(op.op)) +
                     " (which reads or writes params) need host memory; the per-call op serves it");
   const FixedWeights weights(op, operands, request);
+  if (request.device < 64)
+    plan_devices_.fetch_or(std::uint64_t{1} << request.device, std::memory_order_relaxed);
   // The automatic choice is the first kernel supports() lists (the per-call ops pick it too).
   std::string kernel = request.kernel.empty() ? s.kernels.front() : request.kernel;
   return std::make_shared<CudaPlan>(std::move(ops), op, operands, request, std::move(kernel),
