@@ -39,6 +39,12 @@ std::uint8_t guard_byte(std::size_t i) { return static_cast<std::uint8_t>(0xA5 ^
 
 QuantizationOps* plugin() { return registry().find("cuda"); }
 
+std::string plugin_path() {
+  for (const auto& p : registry().plugins())
+    if (p.name == "cuda") return p.path.string();
+  return {};
+}
+
 std::string registry_report() {
   std::string out = "plugins loaded:";
   for (const auto& p : registry().plugins()) out += " " + p.name + " (" + p.path.string() + ")";

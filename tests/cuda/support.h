@@ -20,6 +20,8 @@ namespace qforge::cuda_test {
 // The cuda plugin, or nullptr when it did not load (registry_report() says why).
 QuantizationOps* plugin();
 std::string registry_report();
+// The file the cuda plugin was loaded from (empty when it did not load).
+std::string plugin_path();
 
 // QFORGE_TEST_SEED when set, otherwise drawn from std::random_device once per run.
 std::uint64_t run_seed();

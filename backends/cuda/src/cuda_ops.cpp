@@ -39,6 +39,9 @@ CudaOps::CudaOps() : probe_(probe_devices()) {
     }
 }
 
+CudaOps::CudaOps(const Probe& probe, const PlanContext& context)
+    : probe_(probe), planned_(true), device_(context.device), forced_kernel_(context.kernel) {}
+
 CudaOps::~CudaOps() {
   // Buffers handed out stay valid (they free themselves); only the stream and scratch go.
   workspace_.clear();
@@ -71,7 +74,11 @@ bool CudaOps::select_device(int index) {
 cudaStream_t CudaOps::stream() {
   if (!probe_.availability.usable)
     throw Error(ErrorCode::unavailable, "cuda: " + probe_.availability.reason);
+  // cudaSetDevice is per host thread: every op makes its device current again.
   check(cudaSetDevice(device_), "cudaSetDevice");
+  // A plan queues on the legacy default stream: ordered after the caller's earlier work there
+  // and on every blocking stream (the instance's, other plans'), and before later work there.
+  if (planned_) return cudaStreamLegacy;
   if (!stream_) check(cudaStreamCreate(&stream_), "cudaStreamCreate");
   return stream_;
 }
@@ -113,9 +120,18 @@ void CudaOps::copy_to_host(void* dst, const Buffer& src, std::size_t src_offset,
 }
 
 void CudaOps::synchronize() {
-  if (!stream_) return;
-  check(cudaSetDevice(device_), "cudaSetDevice");
-  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  if (stream_) {
+    check(cudaSetDevice(device_), "cudaSetDevice");
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+  // Plans made from this instance queue on their devices' legacy default streams: waiting for
+  // the instance's work waits for theirs too.
+  const std::uint64_t plans = plan_devices_.load(std::memory_order_relaxed);
+  for (int d = 0; d < 64; ++d)
+    if ((plans >> d) & 1u) {
+      check(cudaSetDevice(d), "cudaSetDevice");
+      check(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize(legacy stream)");
+    }
 }
 
 Support CudaOps::supports(const OpDesc& op) const {
@@ -138,6 +154,7 @@ void CudaOps::set_kernel(const KernelChoice& choice) {
 
 void CudaOps::begin(OpKind kind, const MatmulDesc& desc) {
   stream();
+  if (planned_) return;  // validated when the plan was made
   if (auto r = refusal_for_matmul(kind, desc))
     throw Error(r->invalid ? ErrorCode::invalid_argument : ErrorCode::unsupported,
                 "cuda: " + std::string(to_string(kind)) + ": " + r->reason);
@@ -145,6 +162,7 @@ void CudaOps::begin(OpKind kind, const MatmulDesc& desc) {
 
 void CudaOps::begin(OpKind kind, const QuantizeDesc& desc) {
   stream();
+  if (planned_) return;  // validated when the plan was made
   if (auto r = refusal_for_quantize(desc))
     throw Error(r->invalid ? ErrorCode::invalid_argument : ErrorCode::unsupported,
                 "cuda: " + std::string(to_string(kind)) + ": " + r->reason);
@@ -152,6 +170,7 @@ void CudaOps::begin(OpKind kind, const QuantizeDesc& desc) {
 
 void CudaOps::begin(const OpDesc& op) {
   stream();
+  if (planned_) return;  // validated when the plan was made
   if (auto r = refusal_for(op))
     throw Error(r->invalid ? ErrorCode::invalid_argument : ErrorCode::unsupported,
                 "cuda: " + std::string(to_string(op.op)) + ": " + r->reason);

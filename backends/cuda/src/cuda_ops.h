@@ -4,9 +4,9 @@
 // allocation. Parameters (scales, zero points) travel on the host in the descriptors and are
 // copied to the device on demand, cached by content.
 // Ordering: ops queue their kernels on the instance's stream and return; copy_to_host and
-// synchronize() wait for them. Ops that return host values (dynamic_quantize_linear,
-// linear_forward) wait before returning. The stream is a blocking one, so work queued on the
-// legacy default stream by the caller is ordered with it too.
+// synchronize() wait for them (synchronize() for the runs of this instance's plans too). Ops that
+// return host values (dynamic_quantize_linear, linear_forward) wait before returning. The stream is
+// a blocking one, so work queued on the legacy default stream by the caller is ordered with it too.
 // Errors: every CUDA call is checked; failures become qforge::Error(ErrorCode::backend) naming
 // the call and CUDA's message. Without a usable GPU the plugin still loads; availability() says
 // why and every op throws ErrorCode::unavailable with that reason.
@@ -14,6 +14,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,10 +35,27 @@ namespace qforge::cuda {
 inline constexpr const char* kPluginVersion = "0.3.0";
 
 class CudaPackedWeights;
+class CudaPlan;
+
+// How many times this process packed convolution weights for the implicit-GEMM kernel: once per
+// per-call convolution, once per plan with fixed weights. The plugin exports it as
+// qforge_cuda_conv_weight_packs() (plugin.cpp) so that tests can see a plan does not re-pack.
+inline std::atomic<std::uint64_t> conv_weight_packs{0};
+
+// What a plan fixes in the CudaOps it runs on (cuda_plan.cpp): its device and the kernel asked
+// for (empty: the automatic choice, which for a fixed descriptor and device is fixed too).
+struct PlanContext {
+  int device = 0;
+  std::string kernel;
+};
 
 class CudaOps final : public QuantizationOps {
  public:
   CudaOps();
+  // The private CudaOps of one plan: the instance's probe, the plan's device and kernel, its
+  // own scratch and parameter copies, and kernels queued on the device's legacy default stream
+  // (docs/CUDA.md, "Plans"). Descriptors are validated when the plan is made, not on each run.
+  CudaOps(const Probe& probe, const PlanContext& context);
   ~CudaOps() override;
   CudaOps(const CudaOps&) = delete;
   CudaOps& operator=(const CudaOps&) = delete;
@@ -80,6 +99,10 @@ class CudaOps final : public QuantizationOps {
   void conv(OpKind op, const ConvDesc& desc, const void* x, const void* w, const void* bias,
             void* y) override;
 
+  // Native plans (cuda_plan.cpp): device and kernel fixed, fixed weights uploaded and packed
+  // once; a run reads nothing of this instance.
+  std::shared_ptr<const Plan> plan(const OpDesc& op, const PlanRequest& request) override;
+
   QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc, const float* x,
                                              std::uint8_t* y) override;
   QuantizationParams linear_forward(const LinearDesc& desc, const float* x, const std::int8_t* wq,
@@ -100,6 +123,25 @@ class CudaOps final : public QuantizationOps {
   };
 
  private:
+  friend class CudaPlan;
+
+  // Convolution weights brought to the implicit-GEMM kernel's form (kernels/conv.h) once, by a
+  // plan: the packed [O, kp] int8 codes and, when X has a zero point, their row sums.
+  struct ConvWeights {
+    const std::int8_t* packed = nullptr;
+    const std::int32_t* sums = nullptr;
+  };
+  // conv() with the weights either as given (`fixed` null: packed into scratch on this call)
+  // or packed before (then `w` is read only to report an int32 overflow).
+  void run_conv(OpKind op, const ConvDesc& desc, const void* x, const void* w, const void* bias,
+                void* y, const ConvWeights* fixed);
+  // The kernel conv() runs for `desc` (the forced one if it can, else the first candidate).
+  std::string conv_kernel(OpKind op, const ConvDesc& desc) const;
+  // Packs W [O, C/G, kh, kw] (device codes) into `packed` ([O, kp]) and, when `sums` is not
+  // null, writes its row sums there; queued on `s`.
+  void pack_conv_weights(const ConvDesc& desc, const void* w, std::int8_t* packed,
+                         std::int32_t* sums, cudaStream_t s);
+
   // Checks the device is usable and the descriptor supported (throws otherwise), makes the
   // device current and the stream ready.
   void begin(const OpDesc& op);
@@ -159,12 +201,15 @@ class CudaOps final : public QuantizationOps {
   std::shared_ptr<PackedWeights> pack_blockwise(const MatmulDesc& desc, const void* b);
 
   Probe probe_;
+  bool planned_ = false;  // a plan's CudaOps: validated at plan time, legacy default stream
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
   Workspace workspace_;
   ParamCache params_;
   std::string last_kernel_;
   std::string forced_kernel_;
+  // Bit d: a plan was made for device d (synchronize() waits for those devices' plans too).
+  std::atomic<std::uint64_t> plan_devices_{0};
 };
 
 }  // namespace qforge::cuda

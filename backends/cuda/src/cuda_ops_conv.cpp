@@ -37,22 +37,38 @@ std::vector<T> to_host(const void* device, std::int64_t n, cudaStream_t s) {
 
 }  // namespace
 
+std::string CudaOps::conv_kernel(OpKind op, const ConvDesc& desc) const {
+  const auto candidates = conv_candidates(desc);
+  if (forced_kernel_.empty()) return candidates.front();
+  if (std::find(candidates.begin(), candidates.end(), forced_kernel_) == candidates.end()) {
+    std::string list;
+    for (const auto& c : candidates) list += (list.empty() ? "" : ", ") + c;
+    throw Error(ErrorCode::unsupported,
+                "cuda: " + std::string(to_string(op)) + ": the forced kernel '" + forced_kernel_ +
+                    "' cannot run " + describe(OpDesc{op, desc}) + "; expected " + list);
+  }
+  return forced_kernel_;
+}
+
+void CudaOps::pack_conv_weights(const ConvDesc& desc, const void* w, std::int8_t* packed,
+                                std::int32_t* sums, cudaStream_t s) {
+  const ConvGeometry g = conv_geometry(desc);
+  launch_pack_conv_weights(static_cast<const std::uint8_t*>(w),
+                           desc.w_params.dtype() == DType::uint8, g, packed, s);
+  if (sums) launch_row_sums(packed, g.o, g.kp, sums, s);
+  conv_weight_packs.fetch_add(1, std::memory_order_relaxed);
+}
+
 void CudaOps::conv(OpKind op, const ConvDesc& desc, const void* x, const void* w, const void* bias,
                    void* y) {
+  run_conv(op, desc, x, w, bias, y, nullptr);
+}
+
+void CudaOps::run_conv(OpKind op, const ConvDesc& desc, const void* x, const void* w,
+                       const void* bias, void* y, const ConvWeights* fixed) {
   begin(OpDesc{op, desc});
   const std::string name(to_string(op));
-  const auto candidates = conv_candidates(desc);
-  std::string kernel = candidates.front();
-  if (!forced_kernel_.empty()) {
-    if (std::find(candidates.begin(), candidates.end(), forced_kernel_) == candidates.end()) {
-      std::string list;
-      for (const auto& c : candidates) list += (list.empty() ? "" : ", ") + c;
-      throw Error(ErrorCode::unsupported, "cuda: " + name + ": the forced kernel '" +
-                                              forced_kernel_ + "' cannot run " +
-                                              describe(OpDesc{op, desc}) + "; expected " + list);
-    }
-    kernel = forced_kernel_;
-  }
+  const std::string kernel = conv_kernel(op, desc);
   last_kernel_ = kernel;
   const ConvGeometry g = conv_geometry(desc);
   const std::int64_t xs = count(desc.x_shape()), ws = count(desc.w_shape()),
@@ -151,18 +167,24 @@ void CudaOps::conv(OpKind op, const ConvDesc& desc, const void* x, const void* w
             "cudaMemcpyAsync(aligned X)");
       xh = t;
     }
-    auto* packed = workspace_.get<std::int8_t>(Slot::conv_weights,
-                                               static_cast<std::size_t>(g.o * g.kp), device_, s);
-    launch_pack_conv_weights(static_cast<const std::uint8_t*>(w), w_unsigned, g, packed, s);
+    const std::int8_t* packed = nullptr;
+    if (fixed) {
+      packed = fixed->packed;
+      e.wsum = fixed->sums;  // packed with sums whenever X has a zero point
+    } else {
+      auto* p = workspace_.get<std::int8_t>(Slot::conv_weights,
+                                            static_cast<std::size_t>(g.o * g.kp), device_, s);
+      std::int32_t* sums = nullptr;
+      if (e.zx != 0)
+        sums = workspace_.get<std::int32_t>(Slot::conv_weight_sums, static_cast<std::size_t>(g.o),
+                                            device_, s);
+      pack_conv_weights(desc, w, p, sums, s);
+      packed = p;
+      e.wsum = sums;
+    }
     bool zw_zero = false;
     e.zw = int_vec(wp, w_unsigned ? 128 : 0, zw_zero);
     e.need_xsum = !zw_zero;
-    if (e.zx != 0) {
-      auto* sums = workspace_.get<std::int32_t>(Slot::conv_weight_sums,
-                                                static_cast<std::size_t>(g.o), device_, s);
-      launch_row_sums(packed, g.o, g.kp, sums, s);
-      e.wsum = sums;
-    }
     launch_conv_implicit_gemm(xh, packed, g, e, s);
   }
 

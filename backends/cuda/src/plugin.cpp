@@ -1,5 +1,11 @@
-// The plugin's one exported symbol (qforge/plugin/sdk.h).
+// The plugin's entry point (qforge/plugin/sdk.h), and a counter its tests read.
 #include "cuda_ops.h"
 #include "qforge/plugin/sdk.h"
 
 QFORGE_DEFINE_PLUGIN(qforge::cuda::CudaOps, "cuda", qforge::cuda::kPluginVersion)
+
+// Read by tests/cuda/plan_test.cpp through dlsym (the counter is cuda_ops.h's).
+extern "C" __attribute__((visibility("default"))) std::uint64_t qforge_cuda_conv_weight_packs(
+    void) {
+  return qforge::cuda::conv_weight_packs.load(std::memory_order_relaxed);
+}

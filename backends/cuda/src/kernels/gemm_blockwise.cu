@@ -26,6 +26,7 @@
 // 255 * 255 < 2^24, i.e. block <= 256 (4-bit) and <= 128 (8-bit) (blockwise_max_block). Only
 // acc += C_j * sb[n, j] (one FMA per block) and y = acc * sa + bias round.
 #include <algorithm>
+#include <atomic>
 #include <numeric>
 
 #include "check.h"
@@ -541,13 +542,14 @@ __global__ void __launch_bounds__(T::THREADS)
 
 template <class T, int Bits, BwMode Mode, bool Zp>
 void allow_shared_memory(int device) {
-  static bool done[64] = {};
+  // Atomic: plans of one process run from several threads (the attribute is idempotent).
+  static std::atomic<bool> done[64] = {};
   const int slot = device >= 0 && device < 64 ? device : 0;
-  if (done[slot]) return;
+  if (done[slot].load(std::memory_order_acquire)) return;
   check(cudaFuncSetAttribute(qbw_gemm_kernel<T, Bits, Mode, Zp>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize, BwSmem<T, Bits>::TOTAL),
         "cudaFuncSetAttribute(qbw_gemm_kernel, MaxDynamicSharedMemorySize)");
-  done[slot] = true;
+  done[slot].store(true, std::memory_order_release);
 }
 
 template <class T, int Bits, BwMode Mode, bool Zp>

@@ -8,6 +8,7 @@
 // 16-byte bank groups. Each warp owns a TM x TN sub-tile held as int32 accumulator fragments and
 // hands them to the shared epilogue in pairs of columns.
 #include <algorithm>
+#include <atomic>
 
 #include "check.h"
 #include "kernels/epilogue.cuh"
@@ -158,13 +159,14 @@ __global__ void __launch_bounds__(T::THREADS)
 // Raising a kernel's dynamic shared-memory limit is per device; do it once per device.
 template <class T>
 void allow_shared_memory(int device) {
-  static bool done[64] = {};
+  // Atomic: plans of one process run from several threads (the attribute is idempotent).
+  static std::atomic<bool> done[64] = {};
   const int slot = device >= 0 && device < 64 ? device : 0;
-  if (done[slot]) return;
+  if (done[slot].load(std::memory_order_acquire)) return;
   check(cudaFuncSetAttribute(s8_gemm_mma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              T::SMEM),
         "cudaFuncSetAttribute(s8_gemm_mma_kernel, MaxDynamicSharedMemorySize)");
-  done[slot] = true;
+  done[slot].store(true, std::memory_order_release);
 }
 
 template <class T>

@@ -24,6 +24,7 @@
 //   then the raw sums go through the shared split-K path (launch_gemm's workspace).
 // Any M works (grid.z walks M in slices of 32), so the kernel can be forced on every shape.
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 
 #include "check.h"
@@ -293,13 +294,14 @@ __global__ void __launch_bounds__(kThreads)
 // Raising the dynamic shared-memory limit is per device and kernel; once each.
 template <int MT, int S>
 void allow_shared_memory(int device) {
-  static bool done[64] = {};
+  // Atomic: plans of one process run from several threads (the attribute is idempotent).
+  static std::atomic<bool> done[64] = {};
   const int slot = device >= 0 && device < 64 ? device : 0;
-  if (done[slot]) return;
+  if (done[slot].load(std::memory_order_acquire)) return;
   check(cudaFuncSetAttribute(s8_gemm_skinny_kernel<MT, S>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of<MT, S>()),
         "cudaFuncSetAttribute(s8_gemm_skinny_kernel, MaxDynamicSharedMemorySize)");
-  done[slot] = true;
+  done[slot].store(true, std::memory_order_release);
 }
 
 template <int MT, int S>

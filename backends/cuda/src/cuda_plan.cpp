@@ -1,0 +1,192 @@
+// cuda's plans (docs/CUDA.md, "Plans"). Everything the per-call ops decide on each call is
+// decided once, when the plan is made: the descriptor is validated, the device and the kernel
+// fixed, fixed weights uploaded to the plan's device, a fixed matmul B packed as pack_weights
+// packs it and fixed convolution weights packed for the implicit-GEMM kernel.
+//
+// Each plan runs on a CudaOps of its own (the PlanContext constructor): the instance's probe,
+// the plan's device and kernel, scratch and parameter copies of its own, and kernels queued on
+// the device's legacy default stream. A run therefore reads and changes nothing of the instance
+// that made the plan (not its selected device, kernel, stream or scratch), and plans made from
+// one instance share no mutable state: distinct plans run from several threads at once. One
+// plan's runs take the plan's lock, since they share its scratch.
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "check.h"
+#include "cuda_ops.h"
+#include "device_buffer.h"
+#include "kernel_names.h"
+#include "kernels/conv.h"
+#include "qforge/error.h"
+#include "qforge/op_table.h"
+#include "qforge/plan.h"
+
+namespace qforge::cuda {
+namespace {
+
+bool is_conv(OpKind op) {
+  return op == OpKind::conv_integer || op == OpKind::qlinear_conv || op == OpKind::conv_dequant;
+}
+
+bool is_matmul(OpKind op) {
+  return op == OpKind::matmul_integer || op == OpKind::matmul_dequant ||
+         op == OpKind::qlinear_matmul;
+}
+
+}  // namespace
+
+class CudaPlan final : public Plan {
+ public:
+  CudaPlan(std::unique_ptr<CudaOps> ops, const OpDesc& op, const OpOperands& operands,
+           const PlanRequest& request, std::string kernel, const FixedWeights& weights)
+      : Plan(op, kBackendName, request.device, std::move(kernel), PlanConcurrency::concurrent,
+             weights.fixed()),
+        ops_(std::move(ops)),
+        device_weights_(operands.inputs.size()) {
+    // Fixed weights to the plan's device (copy_to_device returns once the copy is done).
+    for (std::size_t i = 0; i < operands.inputs.size(); ++i) {
+      if (!weights.fixed()[i]) continue;
+      const std::size_t bytes = operands.inputs[i].bytes;
+      device_weights_[i] = ops_->allocate(bytes);
+      ops_->copy_to_device(*device_weights_[i], 0, weights.data(i), bytes);
+    }
+    if (is_matmul(op.op) && weights.fixed()[1]) {
+      try {
+        packed_b_ = ops_->pack_weights(std::get<MatmulDesc>(op.desc), device_weights_[1]->data());
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::unsupported) throw;  // no packed form: B stays as given
+      }
+    }
+    if (is_conv(op.op) && weights.fixed()[1]) pack_conv(op);
+  }
+
+  void run(std::span<const void* const> inputs, std::span<void* const> outputs) const override {
+    check_pointers(inputs, outputs);
+    std::array<const void*, kMaxOperands> in{};
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      in[i] = device_weights_[i] ? device_weights_[i]->data() : inputs[i];
+    void* out = outputs[0];
+    std::lock_guard lock(mutex_);
+    CudaOps& t = *ops_;
+    switch (desc().op) {
+      case OpKind::quantize: t.quantize(std::get<QuantizeDesc>(desc().desc), in[0], out); return;
+      case OpKind::dequantize:
+        t.dequantize(std::get<QuantizeDesc>(desc().desc), in[0], static_cast<float*>(out));
+        return;
+      case OpKind::requantize:
+        t.requantize(std::get<RequantizeDesc>(desc().desc), static_cast<const std::int32_t*>(in[0]),
+                     out);
+        return;
+      case OpKind::matmul_integer: {
+        const auto& d = std::get<MatmulDesc>(desc().desc);
+        auto* c = static_cast<std::int32_t*>(out);
+        if (packed_b_) t.matmul_integer_packed(d, in[0], *packed_b_, c);
+        else t.matmul_integer(d, in[0], in[1], c);
+        return;
+      }
+      case OpKind::matmul_dequant: {
+        const auto& d = std::get<MatmulDesc>(desc().desc);
+        const auto* bias = d.has_bias ? static_cast<const float*>(in[2]) : nullptr;
+        if (packed_b_) t.matmul_dequant_packed(d, in[0], *packed_b_, bias, out);
+        else t.matmul_dequant(d, in[0], in[1], bias, out);
+        return;
+      }
+      case OpKind::qlinear_matmul: {
+        const auto& d = std::get<MatmulDesc>(desc().desc);
+        if (packed_b_) t.qlinear_matmul_packed(d, in[0], *packed_b_, out);
+        else t.qlinear_matmul(d, in[0], in[1], out);
+        return;
+      }
+      case OpKind::conv_integer:
+      case OpKind::qlinear_conv:
+      case OpKind::conv_dequant: {
+        const auto& d = std::get<ConvDesc>(desc().desc);
+        const void* bias = d.bias != ConvBias::none ? in[2] : nullptr;
+        t.run_conv(desc().op, d, in[0], in[1], bias, out, conv_packed_ ? &conv_weights_ : nullptr);
+        return;
+      }
+      default: break;  // refused when the plan was made
+    }
+    throw Error(ErrorCode::internal,
+                "cuda: a plan of " + std::string(to_string(desc().op)) + " cannot run");
+  }
+
+ private:
+  // Fixed convolution weights in the implicit-GEMM kernel's form, with their row sums when X
+  // has a zero point. The depthwise kernel reads W as given, so it keeps the uploaded copy.
+  void pack_conv(const OpDesc& op) {
+    const auto& d = std::get<ConvDesc>(op.desc);
+    if (ops_->conv_kernel(op.op, d) == kConvDepthwiseKernel) return;
+    const ConvGeometry g = conv_geometry(d);
+    if (g.o * g.kp == 0) return;  // nothing to pack; the per-call path handles empty shapes
+    conv_packed_ = std::make_unique<DeviceBuffer>(static_cast<std::size_t>(g.o * g.kp), device());
+    if (d.x_params.zero_point() != 0)
+      conv_sums_ = std::make_unique<DeviceBuffer>(
+          static_cast<std::size_t>(g.o) * sizeof(std::int32_t), device());
+    conv_weights_.packed = static_cast<const std::int8_t*>(conv_packed_->data());
+    conv_weights_.sums =
+        conv_sums_ ? static_cast<const std::int32_t*>(conv_sums_->data()) : nullptr;
+    cudaStream_t s = ops_->stream();
+    ops_->pack_conv_weights(
+        d, device_weights_[1]->data(), static_cast<std::int8_t*>(conv_packed_->data()),
+        conv_sums_ ? static_cast<std::int32_t*>(conv_sums_->data()) : nullptr, s);
+    // A packing error surfaces here, when the plan is made, not in a later run.
+    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  }
+
+  // The plan's own CudaOps; run() is const, its scratch and parameter copies are not.
+  std::unique_ptr<CudaOps> ops_;
+  mutable std::mutex mutex_;                             // one run at a time on ops_
+  std::vector<std::shared_ptr<Buffer>> device_weights_;  // per input: the fixed weight, or null
+  std::shared_ptr<PackedWeights> packed_b_;              // a fixed matmul B, packed
+  std::unique_ptr<DeviceBuffer> conv_packed_;            // fixed conv weights, packed
+  std::unique_ptr<DeviceBuffer> conv_sums_;
+  CudaOps::ConvWeights conv_weights_;
+};
+
+std::shared_ptr<const Plan> CudaOps::plan(const OpDesc& op, const PlanRequest& request) {
+  if (!probe_.availability.usable)
+    throw Error(ErrorCode::unavailable, "cuda: " + probe_.availability.reason);
+  const auto it = std::find_if(probe_.devices.begin(), probe_.devices.end(),
+                               [&](const DeviceProps& d) { return d.index == request.device; });
+  if (it == probe_.devices.end() || !it->usable())
+    throw Error(ErrorCode::invalid_argument,
+                "cuda: plan for device " + std::to_string(request.device) +
+                    "; expected a usable device: " + std::to_string(probe_.devices.size()) +
+                    " listed, those of compute capability 8.0 or newer usable");
+  auto ops = std::make_unique<CudaOps>(probe_, PlanContext{request.device, request.kernel});
+  // The per-call ops refuse these on every call; a plan refuses them once, here.
+  if (auto r = refusal_for(op))
+    throw Error(r->invalid ? ErrorCode::invalid_argument : ErrorCode::unsupported,
+                "cuda: " + std::string(to_string(op.op)) + ": " + r->reason);
+  const Support s = ops->supports(op);
+  if (!s.supported) throw Error(ErrorCode::unsupported, s.reason);
+  // Whatever the support table says, a plan is never made of a descriptor the reference rejects.
+  op_info(op.op).check(op);
+  if (!request.kernel.empty() &&
+      std::find(s.kernels.begin(), s.kernels.end(), request.kernel) == s.kernels.end()) {
+    std::string names;
+    for (const auto& k : s.kernels) names += (names.empty() ? "" : ", ") + k;
+    throw Error(ErrorCode::unsupported, "cuda: kernel '" + request.kernel + "' cannot run " +
+                                            describe(op) + "; expected one of " + names);
+  }
+  const OpOperands operands = op_operands(op);
+  auto computes_params = [](const OperandSpec& o) { return o.params_in_calls; };
+  if (std::any_of(operands.inputs.begin(), operands.inputs.end(), computes_params) ||
+      std::any_of(operands.outputs.begin(), operands.outputs.end(), computes_params))
+    throw Error(ErrorCode::unsupported,
+                "cuda: plans of " + std::string(to_string(op.op)) +
+                    " (which reads or writes params) need host memory; the per-call op serves it");
+  const FixedWeights weights(op, operands, request);
+  if (request.device < 64)
+    plan_devices_.fetch_or(std::uint64_t{1} << request.device, std::memory_order_relaxed);
+  // The automatic choice is the first kernel supports() lists (the per-call ops pick it too).
+  std::string kernel = request.kernel.empty() ? s.kernels.front() : request.kernel;
+  return std::make_shared<CudaPlan>(std::move(ops), op, operands, request, std::move(kernel),
+                                    weights);
+}
+
+}  // namespace qforge::cuda
