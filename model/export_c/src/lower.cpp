@@ -393,7 +393,7 @@ void Lowering::calibrate(const Graph& original, TensorMap first, const Calibrati
 
 void Lowering::finish_weighted(IntegerOp& op, const PendingWeights& pw) {
   const IntegerTensor& x = p_.tensors[static_cast<std::size_t>(op.input)];
-  const IntegerTensor& y = p_.tensors[static_cast<std::size_t>(op.output)];
+  IntegerTensor& y = p_.tensors[static_cast<std::size_t>(op.output)];
   ConvDesc& d = op.conv;
   const std::int64_t per_o = static_cast<std::int64_t>(pw.w.size()) / pw.out_channels;
   std::vector<float> lo(static_cast<std::size_t>(pw.out_channels)), hi(lo.size());
@@ -407,6 +407,17 @@ void Lowering::finish_weighted(IntegerOp& op, const PendingWeights& pw) {
   op.weights.resize(pw.w.size());
   reference::quantize(QuantizeDesc{d.w_shape(), d.w_params}, pw.w.data(), op.weights.data());
   const bool s16 = p_.activations == DType::int16;
+  if (s16) {
+    // TFLite's 16x8 requantization takes multipliers (sx * sw) / sy below 2^7. An output whose
+    // calibrated range is tiny against its input's (a channel a ReLU almost always zeroes)
+    // would need more: its scale is widened to the smallest that keeps every multiplier at or
+    // below 127, which coarsens only values calibration saw near zero. Its consumers are
+    // lowered after this op and read the widened scale.
+    float widest = 0.0f;
+    for (std::int64_t o = 0; o < pw.out_channels; ++o)
+      widest = std::max(widest, x.scale * d.w_params.scale(static_cast<std::size_t>(o)));
+    y.scale = std::max(y.scale, widest / 127.0f);
+  }
   d.x_params = s16 ? QuantizationParams::per_tensor_symmetric(DType::int16, x.scale)
                    : QuantizationParams::per_tensor_affine(DType::int8, x.scale, x.zero_point);
   d.y_params = s16 ? QuantizationParams::per_tensor_symmetric(DType::int16, y.scale)

@@ -400,6 +400,38 @@ TEST(ExportC, AccumulatorThatCouldOverflowIsRefused) {
 
 // 16x8 sums run in int64 but must stay below 2^47 for the requantization: a bias that is huge at
 // the accumulator's scale (tiny activations and weights, a large C) is refused.
+// A ReLU that zeroes (nearly) everything leaves its output a tiny calibrated range: the 16x8
+// multiplier (sx * sw) / sy would exceed TFLite's 2^7, so the lowering widens sy; the export
+// still matches qforge byte for byte.
+TEST(ExportC, SixteenByEightWidensATinyOutputRange) {
+  testing::OnnxBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {1, 4});
+  // h = sum(x) - 3.99999 with x in [0, 1]: below 0 except at x = (1, 1, 1, 1), where it is 1e-5.
+  b.initializer("w1", {4, 3}, std::vector<float>(12, 1.0f));
+  b.initializer("c1", {3}, std::vector<float>(3, -3.99999f));
+  b.node("Gemm", {"x", "w1", "c1"}, {"h"}, "dead");
+  b.node("Relu", {"h"}, {"r"}, "relu");
+  b.initializer("w2", {3, 2}, std::vector<float>{0.5f, -0.25f, 1.0f, 0.75f, -1.0f, 0.5f});
+  b.node("Gemm", {"r", "w2"}, {"y"}, "head");
+  b.output("y", onnx::TensorProto::FLOAT, {1, 2});
+  const Graph graph = import_onnx_bytes(b.bytes(), "test");
+  const std::uint32_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  auto batches = random_batches(rng, "x", {4}, 16, 1, 0.0f, 1.0f);
+  TensorMap ones;
+  ones.emplace("x", Tensor::from_values<float>({1, 4}, std::vector<float>(4, 1.0f)));
+  batches.push_back(std::move(ones));
+  const IntegerProgram p = lower_to_integer(graph, batches, with_activations(DType::int16));
+  for (const IntegerOp& op : p.ops)
+    for (const auto& m : op.multipliers) EXPECT_LE(m.shift, 7) << op.node;
+  const auto cc = testing::c_compiler();
+  if (!cc) GTEST_SKIP() << "no C compiler (cc or $CC) runs here";
+  const CompiledModel compiled(emit_c(p), *cc);
+  ASSERT_TRUE(compiled.ok());
+  expect_identical(p, compiled, random_values(rng, 16 * 4, -0.5f, 1.5f));
+}
+
 TEST(ExportC, SixteenByEightSumBeyond2To47IsRefused) {
   testing::OnnxBuilder b(17);
   b.input("x", onnx::TensorProto::FLOAT, {1, 2});
