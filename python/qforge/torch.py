@@ -419,7 +419,8 @@ def calibrate(model, loader):
     """Runs ``loader``'s batches through ``model`` (no grad, eval mode) while every
     QuantizedLinear / QuantizedConv2d with static activations observes its input; then fixes
     their params.
-    A batch is a tensor, or a tuple/list whose first element is the input."""
+    A batch is a tensor, a tuple/list whose first element is the input (a DataLoader's
+    ``(x, label)``), or a dict of keyword arguments (a tokenizer's output: ``model(**batch)``)."""
     layers = [m for m in model.modules()
               if isinstance(m, _QuantizedLayer) and m.layer["activations"]["mode"] == "static"]
     for m in layers:
@@ -429,8 +430,10 @@ def calibrate(model, loader):
     try:
         with torch.no_grad():
             for batch in loader:
-                x = batch[0] if isinstance(batch, (tuple, list)) else batch
-                model(x)
+                if isinstance(batch, dict):
+                    model(**batch)
+                else:
+                    model(batch[0] if isinstance(batch, (tuple, list)) else batch)
     finally:
         model.train(was_training)
     for m in layers:

@@ -95,6 +95,30 @@ class QuantizeLinear(SeededTest):
         self.assertFalse(torch.equal(out, ref), "the quantized path ran, not float")
         self.assertGreater(self.sqnr(ref, out), 30, self.where)
 
+    def test_calibration_batches_as_keyword_dicts(self):
+        import torch
+        import qforge.torch as qt
+
+        class TwoInputs(torch.nn.Module):  # called as model(x=..., shift=...), like a tokenizer's
+            def __init__(self, mlp):
+                super().__init__()
+                self.mlp = mlp
+
+            def forward(self, x, shift):
+                return self.mlp(x + shift)
+
+        model = TwoInputs(self.mlp()).eval()
+        batches = [{"x": torch.randn(8, 32), "shift": torch.full((1, 32), 4.0)} for _ in range(4)]
+        recipe = dict(STATIC, rules=[dict(STATIC["rules"][0], match={"name_regex": r"^mlp\.2$"}),
+                                     STATIC["rules"][1]])
+        qt.quantize_(model, recipe, calibration_loader=batches, accelerator=scalar_accelerator())
+        params = model.mlp[0].activation_params
+        # Every calibration input lies around 4 (shift); a calibration that ignored `shift`
+        # would centre the range on 0.
+        lo = -params.zero_points[0] * params.scales[0]
+        self.assertGreater(lo + 255 * params.scales[0], 6.0, self.where)
+        self.assertGreater(lo, -1.0, self.where)
+
     def test_quantize_weights_after_training(self):
         import torch
         import qforge.torch as qt
