@@ -97,9 +97,10 @@ class _QuantizedLayer(nn.Module):
         return self._accelerator or default_accelerator()
 
     def _cuda_accelerator(self):
-        """The accelerator for CUDA tensors: the one given to quantize_ if it has the cuda
-        plugin, else a process-wide one over the cuda plugin alone."""
-        if self._accelerator is not None and "cuda" in self._accelerator.plugins:
+        """The accelerator for CUDA tensors: the one given to quantize_ if only the cuda plugin
+        may win there (a CPU plugin winning a plan of host-resident data would be handed device
+        pointers), else a process-wide one over the cuda plugin alone."""
+        if self._accelerator is not None and self._accelerator.policy["plugins"] == ["cuda"]:
             return self._accelerator
         return _default_cuda_accelerator()
 
@@ -144,8 +145,9 @@ class _QuantizedLayer(nn.Module):
                 if plan.host_memory or plan.device != device:
                     where = "the host" if plan.host_memory else f"cuda:{plan.device}"
                     raise ValueError(f"qforge.torch: '{self.name}': the plan for cuda:{device} "
-                                     f"runs on {where}; qforge's cuda plugin numbers devices "
-                                     "as CUDA does, so pass an accelerator with that device")
+                                     f"runs on {where} ({plan!r}); qforge's cuda plugin numbers "
+                                     "devices as CUDA does, so pass an accelerator with that "
+                                     "device")
             self._plans[key] = plans
         return plans
 

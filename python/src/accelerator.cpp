@@ -301,6 +301,18 @@ void bind_accelerator(py::module_& m) {
                                for (const auto& p : a.plugins()) names.push_back(p.name);
                                return names;
                              })
+      .def_property_readonly(
+          "policy",
+          [](const Accelerator& a) {
+            const Policy& p = a.options().policy;
+            py::dict d;
+            d["plugins"] = p.plugins;  // empty: every loaded plugin competes
+            d["device_kind"] = p.device_kind;
+            d["include_transfers"] = p.include_transfers;
+            return d;
+          },
+          "What competes for a workload: {'plugins', 'device_kind', 'include_transfers'} "
+          "(plugins lists every loaded plugin, policy['plugins'] those allowed to win)")
       .def_property_readonly("online_tuning",
                              [](const Accelerator& a) { return a.options().online_tuning; })
       .def_property_readonly("cache_path",

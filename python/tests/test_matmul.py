@@ -167,6 +167,14 @@ class Plans(SeededTest):
         with self.assertRaisesRegex(TypeError, "expected a numpy array"):
             plan.run([1, 2])
 
+    def test_policy(self):
+        acc = qforge.Accelerator(plugins=["cpu_scalar"], device_kind="cpu",
+                                 include_transfers=False, use_cache=False)
+        self.assertEqual(acc.policy, {"plugins": ["cpu_scalar"], "device_kind": "cpu",
+                                      "include_transfers": False})
+        self.assertIn("cpu_scalar", acc.plugins)
+        self.assertEqual(qforge.Accelerator(use_cache=False).policy["plugins"], [])
+
     def test_tuning_cache_path(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "tuning.json")

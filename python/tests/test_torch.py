@@ -280,6 +280,25 @@ class OnCuda(SeededTest):
         torch.testing.assert_close(got_side_host, expected, rtol=1e-5, atol=1e-5,
                                    msg=lambda m: f"side stream: {m}; {self.where}")
 
+    def test_cuda_tensors_leave_a_cpu_accelerator_alone(self):
+        # quantize_ was given a CPU accelerator (its policy: cpu_scalar only; every plugin is
+        # still loaded in it). CUDA tensors must go to the cuda plugin, not to that policy.
+        import torch
+        import qforge.torch as qt
+        model = torch.nn.Sequential(torch.nn.Linear(96, 128)).eval()
+        qt.quantize_(model, dict(STATIC, rules=[STATIC["rules"][1]]),
+                     calibration_loader=[torch.randn(16, 96)], accelerator=scalar_accelerator())
+        x = torch.randn(1376, 96)
+        with torch.no_grad():
+            expected = model(x)
+            got = model.to("cuda")(x.to("cuda"))
+        cuda_plans = [p for key, pair in model[0]._plans.items()
+                      if isinstance(key, tuple) and key[0] == "cuda" for p in pair]
+        self.assertTrue(cuda_plans and all(p.backend == "cuda" for p in cuda_plans),
+                        "the cuda plugin ran the layer")
+        torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-5,
+                                   msg=lambda m: f"{m}; {self.where}")
+
     def test_static_linear_layers_uint8(self):
         self.check_linear_model("uint8")
 
