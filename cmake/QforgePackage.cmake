@@ -1,5 +1,6 @@
 # Installs the exported targets and a package config so that, after `cmake --install`,
-# `find_package(qforge CONFIG)` gives qforge::core (and qforge::plugin_sdk for plugin authors).
+# `find_package(qforge CONFIG)` gives qforge::core (libqforge_base and libqforge_runtime), qforge::base (what plugins link) and
+# qforge::plugin_sdk for plugin authors.
 include(CMakePackageConfigHelpers)
 install(TARGETS qforge_plugin_sdk EXPORT qforgeTargets)
 install(EXPORT qforgeTargets NAMESPACE qforge:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/qforge)

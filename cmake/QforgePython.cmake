@@ -43,7 +43,7 @@ message(STATUS "qforge: Python package for ${Python_EXECUTABLE} (${Python_VERSIO
 
 # A wheel (scikit-build-core, SKBUILD set) installs everything under the package directory
 # (wheel.install-dir = "qforge" in pyproject.toml): the extension at its root, the libraries in
-# lib/, the plugins in lib/qforge/plugins, where libqforge_core looks beside itself.
+# lib/, the plugins in lib/qforge/plugins, where libqforge_runtime looks beside itself.
 if(SKBUILD)
   set(qforge_python_install_default ".")
   # The libraries find each other in lib/ wherever site-packages is.

@@ -43,7 +43,7 @@ step("configure consumer" ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${consum
   -DCMAKE_PREFIX_PATH=${prefix})
 step("build consumer" ${CMAKE_COMMAND} --build ${consumer_build})
 
-# The consumer's link line names the installed libqforge_core, and CMake's build RPATH points
+# The consumer's link line names the installed core libraries, and CMake's build RPATH points
 # there, so this run uses the installed library rather than the build tree's.
 set(plugin_dir ${prefix}/${PLUGIN_INSTALL_DIR})
 set(consumer ${consumer_build}/qforge_consumer)

@@ -51,7 +51,7 @@ foreach(pkg ${all_packages})
     message(FATAL_ERROR "with every optional package hidden, configure did not say \"${expected}\":\n${out}")
   endif()
 endforeach()
-build(qforge_core qforge_plugin_cpu_scalar qforge-hwinfo)
+build(qforge_base qforge_runtime qforge_plugin_cpu_scalar qforge-hwinfo)
 execute_process(COMMAND ${build_dir}/bin/qforge-hwinfo --verbose
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0 OR NOT out MATCHES "cpu_scalar")

@@ -28,7 +28,7 @@ std::vector<std::filesystem::path> plugin_search_path() {
   std::vector<std::filesystem::path> out = plugin_path_from_environment();
   out.emplace_back(QFORGE_INSTALL_PLUGINDIR);
   // An installed tree that was moved after `cmake --install --prefix X` still finds its plugins
-  // beside libqforge_core: <libdir>/qforge/plugins. Skipped when it is the directory above.
+  // beside libqforge_runtime: <libdir>/qforge/plugins. Skipped when it is the directory above.
   std::error_code lib_ec;
   const std::filesystem::path core_lib = boost::dll::this_line_location(lib_ec);
   if (!lib_ec && core_lib.has_parent_path()) {
