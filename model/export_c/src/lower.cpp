@@ -455,10 +455,12 @@ void Lowering::finish_weighted(IntegerOp& op, const PendingWeights& pw) {
     // would need more: its scale is widened to the smallest that keeps every multiplier at or
     // below 127, which coarsens only values calibration saw near zero. Its consumers are
     // lowered after this op and read the widened scale.
-    float widest = 0.0f;
+    double widest = 0.0;
     for (std::int64_t o = 0; o < pw.out_channels; ++o)
-      widest = std::max(widest, x.scale * d.w_params.scale(static_cast<std::size_t>(o)));
-    y.scale = std::max(y.scale, widest / 127.0f);
+      widest =
+          std::max(widest, static_cast<double>(x.scale) *
+                               static_cast<double>(d.w_params.scale(static_cast<std::size_t>(o))));
+    y.scale = std::max(y.scale, static_cast<float>(widest / 127.0));
   }
   d.x_params = s16 ? QuantizationParams::per_tensor_symmetric(DType::int16, x.scale)
                    : QuantizationParams::per_tensor_affine(DType::int8, x.scale, x.zero_point);
@@ -495,8 +497,12 @@ void Lowering::finish_weighted(IntegerOp& op, const PendingWeights& pw) {
                       (s16 ? "; expected every sum below 2^47 (TFLite's 16x8 requantization)"
                            : "; expected every int32 sum to fit (the kernels accumulate in "
                              "int32)"));
+    // int8: core's qlinear_conv ratio in float32; 16x8: TFLite's, in double (the oracle,
+    // qlinear_conv_16x8, derives the same).
     op.multipliers.push_back(
-        reference::quantize_multiplier(static_cast<double>((x.scale * sw) / y.scale)));
+        s16 ? reference::multiplier_16x8(x.scale, sw, y.scale, "qlinear_conv_16x8",
+                                         "output channel " + std::to_string(o))
+            : reference::quantize_multiplier(static_cast<double>((x.scale * sw) / y.scale)));
   }
   const auto clamp = [&](float v) {
     return reference::quantize_value(v, y.scale, y.zero_point, p_.qmin(), p_.qmax());

@@ -392,6 +392,12 @@ TEST(ExportC, SixteenByEightProgramUsesTheInt16Kernels) {
   const auto batches = random_batches(rng, "x", {4}, 2, 1, -1, 1);
   const IntegerProgram p = lower_to_integer(graph, batches, with_activations(DType::int16));
   EXPECT_EQ(p.tensors.front().zero_point, 0);
+  // TFLite's multiplier: the ratio of the scales in double.
+  const IntegerOp& fc = p.ops.back();
+  const double ratio = static_cast<double>(p.tensors.at(fc.input).scale) *
+                       static_cast<double>(fc.conv.w_params.scale(0)) /
+                       static_cast<double>(p.output().scale);
+  EXPECT_EQ(fc.multipliers.at(0).multiplier, reference::quantize_multiplier(ratio).multiplier);
   EXPECT_THROW(run_integer(p, std::vector<float>(4, 0.5f)), Error);
   const CExport c = emit_c(p);
   EXPECT_TRUE(c.files.count("qforge_nn_int16.c"));
