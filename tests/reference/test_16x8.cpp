@@ -74,6 +74,30 @@ TEST(Reference16x8, RequantizationRefusesTFLitesPreconditions) {
   EXPECT_THROW(multiply_by_quantized_multiplier_s64(1, {-(1 << 30), 0}), Error);
 }
 
+// The multiplier is TFLite's: the effective scale in double, whose Q31 form keeps the bits a
+// float32 ratio (24 significant bits) would round away.
+TEST(Reference16x8, MultiplierIsTheDoubleRatio) {
+  const float sx = 0.0123f, sw = 0.0456f, sy = 0.789f;
+  const FixedPointMultiplier m = reference::multiplier_16x8(sx, sw, sy, "test", "channel 0");
+  const FixedPointMultiplier expected = reference::quantize_multiplier(
+      static_cast<double>(sx) * static_cast<double>(sw) / static_cast<double>(sy));
+  EXPECT_EQ(m.multiplier, expected.multiplier);
+  EXPECT_EQ(m.shift, expected.shift);
+  EXPECT_NE(m.multiplier, reference::quantize_multiplier((sx * sw) / sy).multiplier);
+  // (1 + 2^-23) * 128 (1 - 2^-23) = 128 (1 - 2^-46) is below 2^7, but its Q31 form rounds up
+  // to 2^7 (a shift of 8): refused, as an infinite ratio is.
+  try {
+    reference::multiplier_16x8(1.0f + 0x1p-23f, 128.0f * (1.0f - 0x1p-23f), 1.0f, "test",
+                               "channel 3");
+    FAIL() << "a multiplier that rounds to 2^7 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("for channel 3; expected a finite multiplier below 2^7"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(reference::multiplier_16x8(1.0f, 1.0f, 0.0f, "test", "channel 0"), Error);
+}
+
 struct Case16x8 {
   ConvDesc d;
   std::vector<std::int16_t> x;
@@ -127,9 +151,11 @@ TEST(Reference16x8, ConvMatchesADirectComputation) {
     std::size_t i = 0;
     for (std::int64_t n = 0; n < d.n; ++n)
       for (std::int64_t o = 0; o < d.out_channels; ++o) {
+        // TFLite's effective scale, in double.
         const FixedPointMultiplier m = reference::quantize_multiplier(
-            (d.x_params.scale() * d.w_params.scale(static_cast<std::size_t>(o))) /
-            d.y_params->scale());
+            static_cast<double>(d.x_params.scale()) *
+            static_cast<double>(d.w_params.scale(static_cast<std::size_t>(o))) /
+            static_cast<double>(d.y_params->scale()));
         for (std::int64_t oh = 0; oh < oh_n; ++oh)
           for (std::int64_t ow = 0; ow < ow_n; ++ow, ++i) {
             std::int64_t acc = c.bias[static_cast<std::size_t>(o)];

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "qforge/op_desc.h"
 #include "qforge/reference.h"
@@ -23,11 +24,19 @@ namespace qforge::reference {
 QFORGE_API std::int64_t multiply_by_quantized_multiplier_s64(std::int64_t x,
                                                              FixedPointMultiplier m);
 
+// A 16x8 layer's requantization multiplier, as TFLite derives it
+// (PopulateConvolutionQuantizationParams): the effective scale (sx * sw) / sy in double, then
+// quantize_multiplier. Throws invalid_argument, naming the op and `position` ("output channel
+// 3"), where the scale is not finite or its Q31 form needs a shift above 7 (a real multiplier of
+// about 2^7 or more: TFLite's precondition).
+QFORGE_API FixedPointMultiplier multiplier_16x8(float sx, float sw, float sy, const std::string& op,
+                                                const std::string& position);
+
 // TFLite's 16x8 convolution (reference_integer_ops::ConvPerChannel with int16 input): desc as
 // qlinear_conv's geometry, X and Y int16 per tensor with zero point 0, W int8 symmetric,
 // requant_mode fixed_point, desc.bias none; bias is int64 [O] at scale sx * sw[o], or null.
 //   Y = clamp(multiply_by_quantized_multiplier_s64(acc + bias[o], m[o]), lo, hi)
-// with m[o] = quantize_multiplier((sx * sw[o]) / sy) (float32, in qlinear_conv's order) and
+// with m[o] = multiplier_16x8(sx, sw[o], sy) (TFLite's: the ratio in double) and
 // [lo, hi] the fused activation's bounds within [-32768, 32767]. The sums are exact in int64;
 // acc + bias outside [-2^47, 2^47) throws ErrorCode::overflow naming the position.
 QFORGE_API void qlinear_conv_16x8(const ConvDesc& desc, const void* x, const void* w,
@@ -39,7 +48,7 @@ QFORGE_API void check_conv_16x8(const ConvDesc& desc);
 // symmetric per tensor or per column (either layout), y int16 per tensor with zero point 0,
 // requant_mode fixed_point; bias int64 [N] at scale sa * sb[n], or null.
 //   Y[m, n] = sat16(multiply_by_quantized_multiplier_s64(acc + bias[n], m[n]))
-// with m[n] = quantize_multiplier((sa * sb[n]) / sy) in float32, as qlinear_matmul.
+// with m[n] = multiplier_16x8(sa, sb[n], sy) (the ratio in double, as TFLite).
 QFORGE_API void qlinear_matmul_16x8(const MatmulDesc& desc, const void* a, const void* b,
                                     const std::int64_t* bias, void* y);
 

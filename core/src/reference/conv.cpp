@@ -184,8 +184,9 @@ void qlinear_conv_16x8(const ConvDesc& desc, const void* x, const void* w, const
   const std::int64_t lo = clamp.first, hi = clamp.second;
   std::vector<FixedPointMultiplier> multipliers(static_cast<std::size_t>(g.o));
   for (std::int64_t o = 0; o < g.o; ++o)
-    multipliers[static_cast<std::size_t>(o)] = quantize_multiplier(
-        (desc.x_params.scale() * desc.w_params.scale(w_pair(desc, o))) / yp.scale());
+    multipliers[static_cast<std::size_t>(o)] =
+        multiplier_16x8(desc.x_params.scale(), desc.w_params.scale(w_pair(desc, o)), yp.scale(), op,
+                        "output channel " + std::to_string(o));
   // |acc| <= 32768 * 127 * C / groups * KH * KW: exact in int64 for any reduction that fits
   // memory; the bound that matters is the 2^47 of the requantization, checked per element.
   const auto acc = conv_sums(desc, g, x, w);

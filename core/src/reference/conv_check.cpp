@@ -6,6 +6,7 @@
 
 #include "qforge/checked_size.h"
 #include "qforge/reference.h"
+#include "qforge/reference_16x8.h"
 #include "reference/detail.h"
 
 namespace qforge::reference {
@@ -206,13 +207,8 @@ void validate_conv_16x8(const std::string& op, const ConvDesc& d) {
     const float sw = d.w_params.scale(d.w_params.scheme().granularity == Granularity::per_tensor
                                           ? 0
                                           : static_cast<std::size_t>(o));
-    const float m = (d.x_params.scale() * sw) / d.y_params->scale();
-    if (!std::isfinite(m) || m >= 128.0f)
-      fail(ErrorCode::invalid_argument, op,
-           "multiplier (sx * sw) / sy = " + float_text(m) + " for output channel " +
-               std::to_string(o) +
-               "; expected a finite multiplier below 2^7 (the shift range of TFLite's 16x8 "
-               "requantization)");
+    multiplier_16x8(d.x_params.scale(), sw, d.y_params->scale(), op,
+                    "output channel " + std::to_string(o));
   }
 }
 

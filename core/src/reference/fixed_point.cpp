@@ -3,6 +3,7 @@
 // Where TFLite leaves behaviour undefined (a left shift that overflows int32, exponents outside
 // [0, 31]), the reference defines it and docs/NUMERICS.md says how.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "qforge/reference.h"
@@ -93,6 +94,20 @@ std::int64_t multiply_by_quantized_multiplier_s64(std::int64_t x, FixedPointMult
   const int total_shift = 15 - m.shift;  // in [8, 46]
   // |x * reduced| < 2^62: exact; >> of a negative value floors (C++20).
   return (x * reduced + (std::int64_t{1} << (total_shift - 1))) >> total_shift;
+}
+
+FixedPointMultiplier multiplier_16x8(float sx, float sw, float sy, const std::string& op,
+                                     const std::string& position) {
+  const double real = static_cast<double>(sx) * static_cast<double>(sw) / static_cast<double>(sy);
+  // A value just below 2^7 can round up to a Q31 multiplier of 2^7 (shift 8): check the shift.
+  const FixedPointMultiplier m =
+      std::isfinite(real) && real < 128.0 ? quantize_multiplier(real) : FixedPointMultiplier{0, 8};
+  if (m.shift > 7)
+    detail::fail(ErrorCode::invalid_argument, op,
+                 "multiplier (sx * sw) / sy = " + std::to_string(real) + " for " + position +
+                     "; expected a finite multiplier below 2^7 (the shift range of TFLite's "
+                     "16x8 requantization)");
+  return m;
 }
 
 }  // namespace qforge::reference

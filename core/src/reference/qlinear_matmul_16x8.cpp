@@ -44,14 +44,8 @@ void qlinear_matmul_16x8(const MatmulDesc& desc, const void* a, const void* b,
   std::vector<FixedPointMultiplier> multipliers(static_cast<std::size_t>(desc.n));
   for (std::int64_t n = 0; n < desc.n; ++n) {
     const float sb = desc.b.scale(detail::b_pair(desc.b, n, 0, desc.k));
-    const float m = (sa * sb) / sy;  // float32, in this order
-    if (!std::isfinite(m) || m >= 128.0f)
-      detail::fail(ErrorCode::invalid_argument, op,
-                   "multiplier (sa * sb) / sy = " + detail::float_text(m) + " for column " +
-                       std::to_string(n) +
-                       "; expected a finite multiplier below 2^7 (the shift range of TFLite's "
-                       "16x8 requantization)");
-    multipliers[static_cast<std::size_t>(n)] = quantize_multiplier(m);
+    multipliers[static_cast<std::size_t>(n)] =
+        multiplier_16x8(sa, sb, sy, op, "column " + std::to_string(n));
   }
   const detail::CenteredOperands ops = detail::center_operands(desc, a, b);
   constexpr std::int64_t kLimit = std::int64_t{1} << 47;

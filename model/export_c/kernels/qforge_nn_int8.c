@@ -170,6 +170,100 @@ void qf_add_s8(const qf_add_params *p, const int8_t *a, const int8_t *b, int8_t 
   }
 }
 
+/* The softmax's fixed point is gemmlowp's: a value with N integer bits is an int32_t scaled by
+ * 2^(31 - N) (Q0.31, Q2.29, Q5.26, Q12.19); a product of two is qf_high_mul, whose result has
+ * the sum of their integer bits; a sum is the plain one (every operand below is bounded far
+ * from overflow); a rescale to fewer integer bits is a saturating left shift, to more a
+ * rounding division. */
+static int32_t qf_saturating_shift_left(int32_t x, int32_t e) {
+  return qf_clamp32((int64_t)x * ((int64_t)1 << e), INT32_MIN, INT32_MAX);
+}
+
+/* exp(a) for a in [-1/4, 0), Q0.31 in and out: exp(-1/8) times the Taylor series of exp(x)
+ * around x = a + 1/8 = 0 to the fourth power. */
+static int32_t qf_exp_on_interval(int32_t a) {
+  const int32_t exp_minus_one_eighth = 1895147668; /* exp(-1/8) in Q0.31 */
+  const int32_t one_third = 715827883;             /* 1/3 in Q0.31 */
+  const int32_t x = a + ((int32_t)1 << 28);        /* a + 1/8, in [-1/8, 1/8) */
+  const int32_t x2 = qf_high_mul(x, x), x3 = qf_high_mul(x2, x), x4 = qf_high_mul(x2, x2);
+  /* x^2 / 2 + x^3 / 6 + x^4 / 24 = ((x^4 / 4 + x^3) / 3 + x^2) / 2 */
+  const int32_t terms =
+      qf_divide_by_pot(qf_high_mul(qf_divide_by_pot(x4, 2) + x3, one_third) + x2, 1);
+  return qf_clamp32((int64_t)exp_minus_one_eighth + qf_high_mul(exp_minus_one_eighth, x + terms),
+                    INT32_MIN, INT32_MAX);
+}
+
+int32_t qf_exp_on_negative_values(int32_t a) {
+  /* exp(-2^k) in Q0.31 for k = -2, -1, ..., 4: the factors of the whole quarters of -a. */
+  static const int32_t factors[7] = {1672461947, 1302514674, 790015084, 290630308,
+                                     39332535,   720401,     242};
+  const int32_t quarter = (int32_t)1 << 24; /* 1/4 in Q5.26 */
+  /* a = a_mod - remainder with a_mod in [-1/4, 0) and remainder a multiple of 1/4 (bitwise
+   * operations on int32_t see its two's complement representation). */
+  const int32_t a_mod = (a & (quarter - 1)) - quarter;
+  const int32_t remainder = a_mod - a;
+  int32_t result, k;
+  if (a == 0) return INT32_MAX; /* 1 in Q0.31 */
+  result = qf_exp_on_interval(qf_saturating_shift_left(a_mod, 5));
+  for (k = 0; k < 7; ++k)
+    if ((remainder & (quarter << k)) != 0) result = qf_high_mul(result, factors[k]);
+  return result;
+}
+
+int32_t qf_one_over_one_plus_x_for_x_in_0_1(int32_t a) {
+  const int32_t one_q2 = (int32_t)1 << 29; /* 1 in Q2.29 */
+  /* d = (1 + a) / 2 in Q0.31 (1 is INT32_MAX there), rounded half away from zero. */
+  const int64_t sum = (int64_t)a + INT32_MAX;
+  const int32_t d = (int32_t)((sum + (sum >= 0 ? 1 : -1)) / 2);
+  /* Newton-Raphson for 1 / d in Q2.29 from 48/17 - 32/17 d, the best linear start on [1/2, 1). */
+  int32_t x = 1515870810 + qf_high_mul(d, -1010580540), i;
+  for (i = 0; i < 3; ++i) {
+    const int32_t error = one_q2 - qf_high_mul(d, x);           /* 1 - d x, Q2.29 */
+    x = x + qf_saturating_shift_left(qf_high_mul(x, error), 2); /* Q4.27 -> Q2.29 */
+  }
+  /* 1 / (1 + a) = x / 2: the same bits read as Q1.30, rescaled to Q0.31. */
+  return qf_saturating_shift_left(x, 1);
+}
+
+/* exp(beta * scale * d) for d = x - max(row) >= diff_min, in Q0.31: d scaled into Q5.26 by the
+ * input multiplier (a left shift: TFLite's MultiplyByQuantizedMultiplierGreaterThanOne). */
+static int32_t qf_softmax_exp(const qf_softmax_params *p, int32_t d) {
+  return qf_exp_on_negative_values(qf_requantize(d, p->input_multiplier, p->input_left_shift));
+}
+
+void qf_softmax_s8(const qf_softmax_params *p, const int8_t *x, int8_t *y) {
+  int32_t r, c;
+  for (r = 0; r < p->rows; ++r) {
+    const int8_t *xr = x + (size_t)r * (size_t)p->depth;
+    int8_t *yr = y + (size_t)r * (size_t)p->depth;
+    int32_t max = -128, sum = 0, headroom = 0, reciprocal, exponent;
+    for (c = 0; c < p->depth; ++c)
+      if (xr[c] > max) max = xr[c];
+    /* The sum of exponentials in Q12.19 (each term rounded): at least 1, the max's own term,
+     * and below 4096 since depth <= 4095. */
+    for (c = 0; c < p->depth; ++c)
+      if ((int32_t)xr[c] - max >= p->diff_min)
+        sum += qf_divide_by_pot(qf_softmax_exp(p, (int32_t)xr[c] - max), 12);
+    /* sum = 2^(12 - headroom) * (1 + f) with f in [0, 1) in Q0.31. */
+    while ((((uint32_t)sum << headroom) & 0x80000000u) == 0) ++headroom;
+    reciprocal =
+        qf_one_over_one_plus_x_for_x_in_0_1((int32_t)(((uint32_t)sum << headroom) - 0x80000000u));
+    /* exp / sum in Q0.31 is exp * reciprocal / 2^(12 - headroom); to the output scale 1/256
+     * that is a further division by 2^23, both as one rounding division. */
+    exponent = 12 - headroom + 31 - 8;
+    for (c = 0; c < p->depth; ++c) {
+      const int32_t d = (int32_t)xr[c] - max;
+      int32_t q = -128;
+      if (d >= p->diff_min)
+        q = qf_clamp32(
+            (int64_t)qf_divide_by_pot(qf_high_mul(reciprocal, qf_softmax_exp(p, d)), exponent) -
+                128,
+            -128, 127);
+      yr[c] = (int8_t)q;
+    }
+  }
+}
+
 int32_t qf_argmax_s8(const int8_t *x, int32_t n) {
   int32_t i, best = 0;
   for (i = 1; i < n; ++i)

@@ -78,6 +78,26 @@ typedef struct {
 } qf_add_params;
 void qf_add_s8(const qf_add_params *p, const int8_t *a, const int8_t *b, int8_t *y);
 
+/* TFLite's int8 SOFTMAX over `rows` rows of `depth` contiguous values (the last axis), integer
+ * only. Per row: d = x - max(row); where d >= diff_min, d is scaled by the input multiplier
+ * (scale * beta * 2^26, a Q31 multiplier and a left shift) into Q5.26, exponentiated by
+ * qf_exp_on_negative_values into Q0.31 and summed in Q12.19; the sum's reciprocal comes from
+ * qf_one_over_one_plus_x_for_x_in_0_1 after normalising it into [1, 2); each output is
+ * exp * reciprocal rounded (half away from zero) to the output scale 1/256, minus 128, clamped.
+ * Values with d < diff_min give -128. The output params are fixed: scale 1/256, zero point
+ * -128. depth <= 4095 keeps the Q12.19 sum within int32. */
+typedef struct {
+  int32_t rows, depth;
+  int32_t input_multiplier, input_left_shift, diff_min;
+} qf_softmax_params;
+void qf_softmax_s8(const qf_softmax_params *p, const int8_t *x, int8_t *y);
+
+/* The fixed-point pieces of the softmax (gemmlowp's), exposed for testing. exp(a) for a <= 0 in
+ * Q5.26, as Q0.31 (exp(0) gives INT32_MAX); and 1 / (1 + a) for a in [0, 1) in Q0.31, as Q0.31
+ * (three Newton-Raphson steps from the start 48/17 - 32/17 * (1 + a) / 2). */
+int32_t qf_exp_on_negative_values(int32_t a);
+int32_t qf_one_over_one_plus_x_for_x_in_0_1(int32_t a);
+
 /* The index of the first largest element. */
 int32_t qf_argmax_s8(const int8_t *x, int32_t n);
 

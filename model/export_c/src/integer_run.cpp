@@ -8,6 +8,7 @@
 #include "qforge/error.h"
 #include "qforge/model/integer_program.h"
 #include "qforge/reference_16x8.h"
+#include "qforge_nn_int8.h"
 
 namespace qforge::model {
 namespace {
@@ -70,6 +71,19 @@ Values add(const IntegerProgram& p, const IntegerOp& op, const Values& a, const 
   return y;
 }
 
+// The softmax runs the exported kernel itself (compiled into this library): its fixed-point
+// exp and reciprocal are written once, in C, and tested against double precision
+// (softmax_test.cpp).
+Values softmax(const IntegerOp& op, const Values& x) {
+  const std::vector<std::int8_t> xs(x.begin(), x.end());
+  std::vector<std::int8_t> y(xs.size());
+  const qf_softmax_params params{
+      static_cast<std::int32_t>(op.rows), static_cast<std::int32_t>(op.depth),
+      op.multipliers.at(0).multiplier, op.multipliers.at(0).shift, op.diff_min};
+  qf_softmax_s8(&params, xs.data(), y.data());
+  return Values(y.begin(), y.end());
+}
+
 template <class T>
 Values weighted(const IntegerOp& op, const Values& x, std::int64_t out_elements) {
   const std::vector<T> xt(x.begin(), x.end());
@@ -96,6 +110,7 @@ std::string_view to_string(IntegerOpKind kind) noexcept {
     case IntegerOpKind::avg_pool: return "avg_pool";
     case IntegerOpKind::reshape: return "reshape";
     case IntegerOpKind::add: return "add";
+    case IntegerOpKind::softmax: return "softmax";
   }
   return "?";
 }
@@ -106,9 +121,11 @@ std::int64_t IntegerProgram::weight_bytes() const {
   const std::size_t bias_bytes = activations == DType::int16 ? 8 : 4;
   std::int64_t bytes = 0;
   for (const IntegerOp& op : ops)
-    bytes +=
-        static_cast<std::int64_t>(op.weights.size() + bias_bytes * op.bias.size() +
-                                  (op.kind == IntegerOpKind::add ? 0 : 8 * op.multipliers.size()));
+    bytes += static_cast<std::int64_t>(
+        op.weights.size() + bias_bytes * op.bias.size() +
+        (op.kind == IntegerOpKind::conv2d || op.kind == IntegerOpKind::dense
+             ? 8 * op.multipliers.size()
+             : 0));
   return bytes;
 }
 
@@ -165,6 +182,7 @@ std::vector<std::int32_t> run_integer_values(const IntegerProgram& program,
       case IntegerOpKind::add:
         y = add(program, op, x, values[static_cast<std::size_t>(op.input2)]);
         break;
+      case IntegerOpKind::softmax: y = softmax(op, x); break;
     }
   }
   return values[static_cast<std::size_t>(program.ops.back().output)];

@@ -23,8 +23,13 @@ constexpr std::string_view kSupported =
     "Conv (2-D, groups, pads, strides, dilations), Gemm and MatMul with a constant weight, "
     "Add of two activations of one shape, Relu and Clip right after one of those (fused), MaxPool, "
     "AveragePool, GlobalAveragePool, "
-    "Flatten, Reshape, Squeeze, Unsqueeze, and leading Sub/Div/Mul/Add of the input by a scalar "
-    "constant";
+    "Flatten, Reshape, Squeeze, Unsqueeze, Softmax over the last axis as the last op (int8), and "
+    "leading Sub/Div/Mul/Add of the input by a scalar constant";
+
+// TFLite's int8 softmax: input differences in Q5.26, exponentials summed in Q12.19 (so at most
+// 4095 of them, each up to 1, fit int32).
+constexpr int kSoftmaxDiffIntegerBits = 5;
+constexpr std::int64_t kSoftmaxMaxDepth = 4095;
 
 [[noreturn]] void refuse(const Node& node, const std::string& what) {
   throw Error(ErrorCode::unsupported, "export-c: " + node.describe() + ": " + what +
@@ -95,6 +100,8 @@ class Lowering {
   void lower_dense(const Node& node);
   void lower_pool(const Node& node);
   void lower_add(const Node& node);
+  void lower_softmax(const Node& node);
+  void finish_softmax(IntegerOp& op);
   void finish_add(IntegerOp& op);
   void finish_weighted(IntegerOp& op, const PendingWeights& pw);
 
@@ -185,6 +192,8 @@ void Lowering::walk() {
       lower_pool(n);
     } else if (n.op_type == "Add") {
       lower_add(n);
+    } else if (n.op_type == "Softmax") {
+      lower_softmax(n);
     } else if (n.op_type == "Flatten" || n.op_type == "Reshape" || n.op_type == "Squeeze" ||
                n.op_type == "Unsqueeze") {
       IntegerOp op{IntegerOpKind::reshape, n.name, int_input(n)};
@@ -347,6 +356,39 @@ void Lowering::lower_add(const Node& n) {
   p_.ops.push_back(std::move(op));
 }
 
+void Lowering::lower_softmax(const Node& n) {
+  IntegerOp op{IntegerOpKind::softmax, n.name, int_input(n)};
+  if (p_.activations != DType::int8)
+    refuse(n, "Softmax is supported in int8 programs only, not in the 16x8 variant");
+  if (!g_.is_graph_output(n.outputs.at(0)))
+    refuse(n, "Softmax is supported only as the graph's last op (its output is the graph's)");
+  const Shape x = p_.tensors[static_cast<std::size_t>(op.input)].shape;
+  const auto rank = static_cast<std::int64_t>(x.size());
+  if (rank == 0) refuse(n, "its input is a scalar; expected at least one axis");
+  // Before opset 13 the input is seen as 2-D [prod(:axis), prod(axis:)]; from 13 the softmax
+  // runs along `axis` alone, which is contiguous in NCHW only when every later axis has size 1.
+  std::int64_t axis = n.attr_int_or("axis", n.since_version >= 13 ? -1 : 1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) refuse(n, "its axis is outside the input's rank");
+  op.rows = 1, op.depth = 1;
+  for (std::int64_t d = 0; d < rank; ++d) {
+    const std::int64_t size = x[static_cast<std::size_t>(d)];
+    if (d < axis) op.rows *= size;
+    else if (d == axis || n.since_version < 13) op.depth *= size;
+    else if (size != 1)
+      refuse(n, "it normalises axis " + std::to_string(axis) +
+                    ", which is not the last one with more than one element; expected the "
+                    "values of each softmax to be contiguous");
+  }
+  if (op.depth > kSoftmaxMaxDepth)
+    refuse(n, "it normalises " + std::to_string(op.depth) + " values; at most " +
+                  std::to_string(kSoftmaxMaxDepth) +
+                  " fit the int32 sum of exponentials in Q12.19");
+  op.output = add_tensor(n.outputs[0]);  // fixed params, not calibrated (finish_softmax)
+  int_of_[n.outputs[0]] = op.output;
+  p_.ops.push_back(std::move(op));
+}
+
 void Lowering::calibrate(const Graph& original, TensorMap first, const CalibrationSource& next,
                          const LowerOptions& options) {
   std::vector<std::string> keep;
@@ -413,10 +455,12 @@ void Lowering::finish_weighted(IntegerOp& op, const PendingWeights& pw) {
     // would need more: its scale is widened to the smallest that keeps every multiplier at or
     // below 127, which coarsens only values calibration saw near zero. Its consumers are
     // lowered after this op and read the widened scale.
-    float widest = 0.0f;
+    double widest = 0.0;
     for (std::int64_t o = 0; o < pw.out_channels; ++o)
-      widest = std::max(widest, x.scale * d.w_params.scale(static_cast<std::size_t>(o)));
-    y.scale = std::max(y.scale, widest / 127.0f);
+      widest =
+          std::max(widest, static_cast<double>(x.scale) *
+                               static_cast<double>(d.w_params.scale(static_cast<std::size_t>(o))));
+    y.scale = std::max(y.scale, static_cast<float>(widest / 127.0));
   }
   d.x_params = s16 ? QuantizationParams::per_tensor_symmetric(DType::int16, x.scale)
                    : QuantizationParams::per_tensor_affine(DType::int8, x.scale, x.zero_point);
@@ -453,8 +497,12 @@ void Lowering::finish_weighted(IntegerOp& op, const PendingWeights& pw) {
                       (s16 ? "; expected every sum below 2^47 (TFLite's 16x8 requantization)"
                            : "; expected every int32 sum to fit (the kernels accumulate in "
                              "int32)"));
+    // int8: core's qlinear_conv ratio in float32; 16x8: TFLite's, in double (the oracle,
+    // qlinear_conv_16x8, derives the same).
     op.multipliers.push_back(
-        reference::quantize_multiplier(static_cast<double>((x.scale * sw) / y.scale)));
+        s16 ? reference::multiplier_16x8(x.scale, sw, y.scale, "qlinear_conv_16x8",
+                                         "output channel " + std::to_string(o))
+            : reference::quantize_multiplier(static_cast<double>((x.scale * sw) / y.scale)));
   }
   const auto clamp = [&](float v) {
     return reference::quantize_value(v, y.scale, y.zero_point, p_.qmin(), p_.qmax());
@@ -490,6 +538,33 @@ void Lowering::finish_add(IntegerOp& op) {
   if (act.kind == ConvActivation::clamp) op.act_min = q(act.lo), op.act_max = q(act.hi);
 }
 
+// TFLite's PreprocessSoftmaxScaling and CalculateInputRadius in double, with ONNX's beta of 1.
+void Lowering::finish_softmax(IntegerOp& op) {
+  const IntegerTensor& x = p_.tensors[static_cast<std::size_t>(op.input)];
+  IntegerTensor& y = p_.tensors[static_cast<std::size_t>(op.output)];
+  // TFLite's int8 spec: probabilities in [0, 1) at scale 1/256 from -128, whatever calibration
+  // would say, so that the output's full range is used and every runtime agrees on it.
+  y.scale = 1.0f / 256.0f, y.zero_point = -128;
+  constexpr double beta = 1.0;
+  const double real = std::min(beta * static_cast<double>(x.scale) *
+                                   static_cast<double>(1 << (31 - kSoftmaxDiffIntegerBits)),
+                               static_cast<double>((std::int64_t{1} << 31) - 1));
+  if (!(real > 1.0))
+    throw Error(ErrorCode::unsupported,
+                "export-c: node '" + op.node + "': Softmax input scale " + std::to_string(x.scale) +
+                    " is at most 2^-26; expected a larger one (TFLite's int8 softmax scales input "
+                    "differences up into Q5.26)");
+  const reference::FixedPointMultiplier m = reference::quantize_multiplier(real);
+  op.multipliers = {m};
+  // The most negative difference whose d * 2^shift still fits Q5.26 before the multiplier (in
+  // [1/2, 1)) scales it: below it, d * scale * beta < -15.5, whose exponential (< 2^-22) is far
+  // below half an output step (2^-9), and the output is the minimum.
+  const double radius = static_cast<double>((1 << kSoftmaxDiffIntegerBits) - 1) *
+                        static_cast<double>(std::int64_t{1} << (31 - kSoftmaxDiffIntegerBits)) /
+                        static_cast<double>(std::int64_t{1} << m.shift);
+  op.diff_min = -static_cast<std::int32_t>(std::floor(radius));
+}
+
 void Lowering::finish() {
   for (std::size_t i = 0; i < p_.ops.size(); ++i) {
     IntegerOp& op = p_.ops[i];
@@ -497,6 +572,8 @@ void Lowering::finish() {
       finish_weighted(op, pending_.at(i));
     } else if (op.kind == IntegerOpKind::add) {
       finish_add(op);
+    } else if (op.kind == IntegerOpKind::softmax) {
+      finish_softmax(op);
     } else if (op.kind != IntegerOpKind::quantize) {
       // Pools and reshapes keep their input's params (max and average commute with them).
       const IntegerTensor& in = p_.tensors[static_cast<std::size_t>(op.input)];

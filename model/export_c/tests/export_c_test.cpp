@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <random>
 
@@ -78,6 +79,54 @@ std::vector<std::int64_t> expect_identical(const IntegerProgram& p, const Compil
 constexpr const char* kData = "/usr/share/datasets/fashion-mnist";
 #endif
 
+// Calibration batches and samples for a Fashion-MNIST model: the dataset's images where it is
+// installed (with the test images' labels), random images otherwise, and random samples first.
+struct FashionData {
+  std::vector<TensorMap> batches;
+  std::vector<float> samples;
+  std::vector<std::int64_t> labels;
+  std::size_t labelled_from = 0;  // samples before this one are random
+};
+
+FashionData fashion_data(std::mt19937& rng, const std::string& input) {
+  FashionData d;
+  d.samples = random_values(rng, 16 * 784, 0.0f, 1.0f);
+#ifdef QFORGE_TEST_HAVE_DATA
+  if (std::filesystem::exists(std::string(kData) + "/train-images-idx3-ubyte.gz")) {
+    auto train = cli::DataReader::open(std::string(kData) + "/train-images-idx3-ubyte.gz",
+                                       cli::DataRole::samples);
+    for (int i = 0; i < 4; ++i) {
+      TensorMap m;
+      m.emplace(input, *train->next(64));
+      d.batches.push_back(std::move(m));
+    }
+    const Tensor test = *cli::DataReader::open(std::string(kData) + "/t10k-images-idx3-ubyte.gz",
+                                               cli::DataRole::samples)
+                             ->next(300);
+    const auto v = test.values<float>();
+    d.labelled_from = d.samples.size() / 784;
+    d.samples.insert(d.samples.end(), v.begin(), v.end());
+    const Tensor l = *cli::DataReader::open(std::string(kData) + "/t10k-labels-idx1-ubyte.gz",
+                                            cli::DataRole::labels)
+                          ->next(300);
+    const auto lv = l.values<std::int64_t>();
+    d.labels.assign(lv.begin(), lv.end());
+  }
+#endif
+  if (d.batches.empty()) d.batches = random_batches(rng, input, {1, 28, 28}, 4, 64, 0, 1);
+  return d;
+}
+
+// A sanity bound on the predicted classes of the labelled samples, not the accuracy figure
+// (docs/C_EXPORT.md has that).
+void expect_mostly_right(const FashionData& d, const std::vector<std::int64_t>& classes) {
+  if (d.labels.empty()) return;
+  std::size_t correct = 0;
+  for (std::size_t i = 0; i < d.labels.size(); ++i)
+    correct += classes[d.labelled_from + i] == d.labels[i] ? 1 : 0;
+  EXPECT_GT(correct, d.labels.size() * 8 / 10) << "integer-only accuracy on 300 test images";
+}
+
 class ExampleModel : public ::testing::TestWithParam<std::tuple<const char*, DType>> {};
 
 TEST_P(ExampleModel, ExportedCMatchesQforgeByteForByte) {
@@ -88,46 +137,13 @@ TEST_P(ExampleModel, ExportedCMatchesQforgeByteForByte) {
   std::mt19937 rng(seed);
   const auto [file, activations] = GetParam();
   const Graph graph = import_onnx_file(std::filesystem::path(QFORGE_EXAMPLES_DIR) / file);
-  const Shape sample{1, 28, 28};
-  std::vector<TensorMap> batches;
-  std::vector<float> samples = random_values(rng, 16 * 784, 0.0f, 1.0f);
-  std::vector<std::int64_t> labels;
-  std::size_t labelled_from = 0;  // samples before this one are random
-#ifdef QFORGE_TEST_HAVE_DATA
-  if (std::filesystem::exists(std::string(kData) + "/train-images-idx3-ubyte.gz")) {
-    auto train = cli::DataReader::open(std::string(kData) + "/train-images-idx3-ubyte.gz",
-                                       cli::DataRole::samples);
-    for (int i = 0; i < 4; ++i) {
-      TensorMap m;
-      m.emplace(graph.inputs[0].name, *train->next(64));
-      batches.push_back(std::move(m));
-    }
-    const Tensor test = *cli::DataReader::open(std::string(kData) + "/t10k-images-idx3-ubyte.gz",
-                                               cli::DataRole::samples)
-                             ->next(300);
-    const auto v = test.values<float>();
-    labelled_from = samples.size() / 784;
-    samples.insert(samples.end(), v.begin(), v.end());
-    const Tensor l = *cli::DataReader::open(std::string(kData) + "/t10k-labels-idx1-ubyte.gz",
-                                            cli::DataRole::labels)
-                          ->next(300);
-    const auto lv = l.values<std::int64_t>();
-    labels.assign(lv.begin(), lv.end());
-  }
-#endif
-  if (batches.empty()) batches = random_batches(rng, graph.inputs[0].name, sample, 4, 64, 0, 1);
-  const IntegerProgram p = lower_to_integer(graph, batches, with_activations(activations));
+  const FashionData data = fashion_data(rng, graph.inputs[0].name);
+  const IntegerProgram p = lower_to_integer(graph, data.batches, with_activations(activations));
   const CExport c = emit_c(p);
   EXPECT_GT(c.report.arena_bytes, 0);
   const CompiledModel compiled(c, *cc);
   ASSERT_TRUE(compiled.ok());
-  const auto classes = expect_identical(p, compiled, samples);
-  if (!labels.empty()) {  // a sanity bound, not the accuracy figure (docs/C_EXPORT.md has that)
-    std::size_t correct = 0;
-    for (std::size_t i = 0; i < labels.size(); ++i)
-      correct += classes[labelled_from + i] == labels[i] ? 1 : 0;
-    EXPECT_GT(correct, labels.size() * 8 / 10) << "integer-only accuracy on 300 test images";
-  }
+  expect_mostly_right(data, expect_identical(p, compiled, data.samples));
 }
 
 INSTANTIATE_TEST_SUITE_P(FashionMnist, ExampleModel,
@@ -138,6 +154,55 @@ INSTANTIATE_TEST_SUITE_P(FashionMnist, ExampleModel,
                                   std::string(name(std::get<1>(info.param)));
                          });
 
+// The example model with a Softmax after its logits, as a classifier exported for its
+// probabilities would end.
+Graph with_softmax(const std::filesystem::path& file) {
+  onnx::ModelProto model;
+  {
+    std::ifstream in(file, std::ios::binary);
+    if (!model.ParseFromIstream(&in))
+      throw Error(ErrorCode::io, "cannot read the ONNX model " + file.string());
+  }
+  onnx::GraphProto& g = *model.mutable_graph();
+  const std::string logits = g.output(0).name();
+  onnx::NodeProto& n = *g.add_node();
+  n.set_op_type("Softmax");
+  n.set_name("probabilities");
+  n.add_input(logits);
+  n.add_output("probabilities");
+  g.mutable_output(0)->set_name("probabilities");
+  const std::string bytes = model.SerializeAsString();
+  const auto* b = reinterpret_cast<const std::byte*>(bytes.data());
+  return import_onnx_bytes(std::span(b, bytes.size()), file.filename().string() + " + Softmax");
+}
+
+// Both Fashion-MNIST models ending in Softmax: the int8 softmax's bytes are the same from
+// qforge and from the C of every compiler (cc, clang, cc -m32 where they run).
+TEST(ExportC, FashionMnistEndingInSoftmaxMatchesOnEveryCompiler) {
+  const auto compilers = testing::c_compilers();
+  if (compilers.empty()) GTEST_SKIP() << "no C compiler (cc or $CC) runs here";
+  const std::uint32_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  for (const char* file : {"mlp.onnx", "cnn.onnx"}) {
+    SCOPED_TRACE(file);
+    const Graph graph = with_softmax(std::filesystem::path(QFORGE_EXAMPLES_DIR) / file);
+    const FashionData data = fashion_data(rng, graph.inputs[0].name);
+    const IntegerProgram p = lower_to_integer(graph, data.batches);
+    ASSERT_EQ(p.ops.back().kind, IntegerOpKind::softmax);
+    EXPECT_EQ(p.output().scale, 1.0f / 256.0f);
+    EXPECT_EQ(p.output().zero_point, -128);
+    const CExport c = emit_c(p);
+    EXPECT_NE(c.files.at("model.c").find("qf_softmax_s8"), std::string::npos);
+    for (const std::string& cc : compilers) {
+      SCOPED_TRACE("compiled with " + cc);
+      const CompiledModel compiled(c, cc);
+      ASSERT_TRUE(compiled.ok());
+      expect_mostly_right(data, expect_identical(p, compiled, data.samples));
+    }
+  }
+}
+
 // ---- random small graphs ----
 
 struct RandomGraph {
@@ -146,7 +211,8 @@ struct RandomGraph {
   std::string description;
 };
 
-RandomGraph random_graph(std::mt19937& rng) {
+// `softmax`: the graph may end in a Softmax (int8 programs; the 16x8 variant refuses it).
+RandomGraph random_graph(std::mt19937& rng, bool softmax) {
   using testing::OnnxBuilder;
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   OnnxBuilder b(17);
@@ -246,11 +312,13 @@ RandomGraph random_graph(std::mt19937& rng) {
   cur = "flat";
   std::int64_t k = c * h * w;
   const int denses = pick(1, 2);
+  const bool ends_in_softmax = softmax && pick(0, 2) == 0;
   for (int i = 0; i < denses; ++i) {
     const std::int64_t n = pick(2, 12);
     const bool matmul = pick(0, 3) == 0;  // MatMul: a [K, N] weight and no bias
     const bool trans_b = !matmul && pick(0, 1);
-    const std::string wn = name("fw"), bn = name("fb"), out = i + 1 == denses ? "y" : name("fc");
+    const std::string wn = name("fw"), bn = name("fb"),
+                      out = i + 1 == denses && !ends_in_softmax ? "y" : name("fc");
     b.initializer(wn, trans_b ? std::vector<std::int64_t>{n, k} : std::vector<std::int64_t>{k, n},
                   weights(n * k, k));
     if (matmul) {
@@ -269,6 +337,11 @@ RandomGraph random_graph(std::mt19937& rng) {
       cur = out_r;
     }
   }
+  if (ends_in_softmax) {
+    auto& node = b.node("Softmax", {cur}, {"y"}, name("Softmax"));
+    if (pick(0, 1)) OnnxBuilder::attr(node, "axis", std::int64_t{pick(0, 1) ? 1 : -1});
+    g.description += "Softmax ";
+  }
   b.output("y", onnx::TensorProto::FLOAT, {1, k});
   g.bytes = b.bytes();
   return g;
@@ -284,7 +357,7 @@ TEST_P(RandomGraphs, MatchQforgeByteForByte) {
     const std::string& cc = compilers[static_cast<std::size_t>(round) % compilers.size()];
     const std::uint32_t seed = fresh_seed();
     std::mt19937 rng(seed);
-    const RandomGraph g = random_graph(rng);
+    const RandomGraph g = random_graph(rng, GetParam() == DType::int8);
     SCOPED_TRACE("seed " + std::to_string(seed) + ": " + g.description);
     SCOPED_TRACE("compiled with " + cc);
     std::cout << name(GetParam()) << " graph " << round << " (" << cc << "): " << g.description
@@ -319,6 +392,12 @@ TEST(ExportC, SixteenByEightProgramUsesTheInt16Kernels) {
   const auto batches = random_batches(rng, "x", {4}, 2, 1, -1, 1);
   const IntegerProgram p = lower_to_integer(graph, batches, with_activations(DType::int16));
   EXPECT_EQ(p.tensors.front().zero_point, 0);
+  // TFLite's multiplier: the ratio of the scales in double.
+  const IntegerOp& fc = p.ops.back();
+  const double ratio = static_cast<double>(p.tensors.at(fc.input).scale) *
+                       static_cast<double>(fc.conv.w_params.scale(0)) /
+                       static_cast<double>(p.output().scale);
+  EXPECT_EQ(fc.multipliers.at(0).multiplier, reference::quantize_multiplier(ratio).multiplier);
   EXPECT_THROW(run_integer(p, std::vector<float>(4, 0.5f)), Error);
   const CExport c = emit_c(p);
   EXPECT_TRUE(c.files.count("qforge_nn_int16.c"));

@@ -11,6 +11,7 @@ const NodeEmitter& max_pool_emitter();
 const NodeEmitter& avg_pool_emitter();
 const NodeEmitter& reshape_emitter();
 const NodeEmitter& add_emitter();
+const NodeEmitter& softmax_emitter();
 
 const NodeEmitter& emitter_for(IntegerOpKind kind) {
   switch (kind) {
@@ -21,6 +22,7 @@ const NodeEmitter& emitter_for(IntegerOpKind kind) {
     case IntegerOpKind::avg_pool: return avg_pool_emitter();
     case IntegerOpKind::reshape: return reshape_emitter();
     case IntegerOpKind::add: return add_emitter();
+    case IntegerOpKind::softmax: return softmax_emitter();
   }
   throw Error(ErrorCode::internal, "export-c: no emitter for an op kind");
 }

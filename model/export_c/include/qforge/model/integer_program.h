@@ -53,6 +53,7 @@ enum class IntegerOpKind : std::uint8_t {
   avg_pool,
   reshape,
   add,
+  softmax,
 };
 std::string_view to_string(IntegerOpKind kind) noexcept;
 
@@ -76,6 +77,12 @@ struct IntegerOp {
   std::int32_t act_min = -128, act_max = 127;  // the fused clamp, quantized (int16: +-32768)
   // max_pool and avg_pool (ConvDesc's geometry fields: kernel, stride, dilation, pads).
   bool count_include_pad = false;
+  // softmax (TFLite's int8 SOFTMAX over the last axis, the graph's last op): `rows` rows of
+  // `depth` contiguous values; multipliers[0] scales an input difference into Q5.26 (scale *
+  // beta * 2^26, a left shift), and differences below diff_min give the smallest output. The
+  // output's params are fixed: scale 1/256, zero point -128.
+  std::int64_t rows = 0, depth = 0;
+  std::int32_t diff_min = 0;
   // quantize: the float ops before it.
   std::vector<FloatPrefixOp> prefix;
 };
