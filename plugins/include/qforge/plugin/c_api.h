@@ -24,7 +24,9 @@
  * Threading: the host calls the backend functions (availability, devices, supports, make_plan,
  * set_option) of one backend from one thread at a time. plan_run of a plan whose concurrency
  * is QFORGE_C_PLAN_CONCURRENT may be called from several threads at once; the host serialises
- * the runs of QFORGE_C_PLAN_SERIALIZED plans of one backend.
+ * the runs of QFORGE_C_PLAN_SERIALIZED plans of one backend with its backend functions.
+ * plan_info and plan_destroy touch one plan and may come from any thread, alongside calls on
+ * the backend and on its other plans; the host destroys every plan before its backend.
  *
  * Memory: version 1 serves host memory only: every array pointer is a host pointer. */
 #ifndef QFORGE_PLUGIN_C_API_H
@@ -261,7 +263,9 @@ typedef void (*qforge_c_property_fn)(void* user, const char* key, const char* va
 /* The table. Every function that can fail returns NULL on success or a status the host
  * releases. Functions marked optional may be NULL. */
 typedef struct qforge_c_plugin {
-  uint32_t version;     /* QFORGE_C_API_VERSION the plugin was built with */
+  /* The API version this table is written for: at most the host_version the entry was given
+   * (a table newer than the host is refused). */
+  uint32_t version;
   uint32_t struct_size; /* sizeof(qforge_c_plugin) the plugin was built with */
   const char* name;     /* "my_backend": what users and the registry call it */
   const char* plugin_version;
@@ -300,8 +304,8 @@ typedef struct qforge_c_plugin {
   void (*plan_destroy)(qforge_c_plan* plan);
 } qforge_c_plugin;
 
-/* The entry point. `host_version` is the QFORGE_C_API_VERSION of the host; a plugin returns
- * NULL when it cannot serve that host. */
+/* The entry point. `host_version` is the QFORGE_C_API_VERSION of the host; the plugin answers
+ * with a table of that version or an older one, or NULL when it cannot serve that host. */
 typedef const qforge_c_plugin* (*qforge_plugin_c_entry_fn)(uint32_t host_version);
 
 #ifdef __cplusplus
