@@ -1,7 +1,6 @@
 // The host side of the C plugin boundary (qforge/plugin/c_api.h): a plugin that exports
-// qforge_plugin_c_entry is checked here and each backend instance it makes is wrapped in a
-// QuantizationOps. The adapter owns the kernel and device choice of the per-call ops: each
-// call runs through a plan it makes and caches per (descriptor, device, kernel).
+// qforge_plugin_c_entry is checked here, and each backend instance it makes is wrapped in a
+// QuantizationOps (c_backend.h).
 #pragma once
 
 #include <boost/dll/shared_library.hpp>
