@@ -83,12 +83,18 @@ std::variant<OpenedPlugin, PluginFailure> open_plugin(const std::filesystem::pat
         file, loader ? std::string_view(loader) : std::string_view(ec.message()));
   }
 
+  if (auto c = open_c_plugin(library, file)) {
+    if (auto* f = std::get_if<PluginFailure>(&*c)) return std::move(*f);
+    const auto& opened = std::get<OpenedCPlugin>(*c);
+    return OpenedPlugin{std::move(library), nullptr, opened.table};
+  }
+
   if (!library->has(QFORGE_PLUGIN_ENTRY_SYMBOL)) {
     return failure(file, PluginFailureKind::missing_entry,
-                   fmt::format("{} does not export the entry symbol {}; a qforge plugin defines "
-                               "it with QFORGE_DEFINE_PLUGIN (qforge/plugin/sdk.h) and is built "
-                               "with qforge_add_plugin()",
-                               file.string(), QFORGE_PLUGIN_ENTRY_SYMBOL));
+                   fmt::format("{} does not export the entry symbol {} (nor {}); a qforge plugin "
+                               "defines it with QFORGE_DEFINE_PLUGIN (qforge/plugin/sdk.h) and is "
+                               "built with qforge_add_plugin()",
+                               file.string(), QFORGE_PLUGIN_ENTRY_SYMBOL, QFORGE_C_ENTRY_SYMBOL));
   }
   auto entry = library->get<const qforge_plugin_descriptor*()>(QFORGE_PLUGIN_ENTRY_SYMBOL);
   const qforge_plugin_descriptor* descriptor = nullptr;
@@ -129,6 +135,8 @@ std::variant<OpenedPlugin, PluginFailure> open_plugin(const std::filesystem::pat
 
 std::variant<std::shared_ptr<QuantizationOps>, PluginFailure> create_plugin_ops(
     const OpenedPlugin& plugin, const std::filesystem::path& file) {
+  if (plugin.c_table != nullptr)
+    return create_c_plugin_ops(OpenedCPlugin{plugin.library, plugin.c_table}, file);
   const qforge_plugin_descriptor& d = *plugin.descriptor;
   void* raw = nullptr;
   std::string reason;

@@ -114,8 +114,8 @@ bool PluginRegistry::load_file(const std::filesystem::path& given) {
   auto opened = detail::open_plugin(file);
   if (auto* f = std::get_if<PluginFailure>(&opened)) return impl_->fail(std::move(*f));
   auto& plugin = std::get<detail::OpenedPlugin>(opened);
-  const std::string name = plugin.descriptor->name;
-  const std::string version = plugin.descriptor->version ? plugin.descriptor->version : "";
+  const std::string name = plugin.name();
+  const std::string version = plugin.version();
 
   // Checked before create(), so a shadowed copy never touches its device.
   for (const auto& p : impl_->plugins) {
