@@ -56,6 +56,7 @@ void OnednnOps::run_conv(OpKind op, const ConvDesc& d, const void* x, const Conv
     conv_engine_.run(key, prim, x_nhwc, weights, d.x_params.zero_point(), sums, engine_.engine(),
                      engine_.stream());
     impl = prim.impl;
+    if (cw.chunks() > 1) impl += ", reduction in " + std::to_string(cw.chunks()) + " slices";
   }
   last_kernel_ = kernel + " [" + impl + "]";
   if (direct) return;
