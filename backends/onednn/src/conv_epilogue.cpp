@@ -1,6 +1,7 @@
 #include "conv_epilogue.h"
 
 #include <atomic>
+#include <cstring>
 #include <limits>
 
 #include "qforge/reference.h"
@@ -123,33 +124,49 @@ bool conv_epilogue(OpKind op, const ConvDesc& d, const ConvSums& s, const void* 
   const auto* bias_i32 =
       d.bias == ConvBias::int32 ? static_cast<const std::int32_t*>(bias) : nullptr;
   const auto* bias_f32 = d.bias == ConvBias::f32 ? static_cast<const float*>(bias) : nullptr;
+  // Locals, not members read through `stage` or captured references: the uint8 stores below may
+  // alias anything, so the compiler would reload every one of them per element.
+  const std::int64_t chunks = s.chunks;
+  const std::int32_t lo = stage.lo, hi = stage.hi, zy = stage.zy;
+  const std::int32_t qmin = stage.qmin, qmax = stage.qmax;
+  const bool y_signed = stage.y_signed, fixed = !stage.fixed.empty();
+  const float sx = stage.sx, flo = stage.flo, fhi = stage.fhi;
+  const float* sw = stage.sw.data();
+  const float* mult = stage.mult.data();
+  const reference::FixedPointMultiplier* fm = stage.fixed.data();
+  const std::int32_t* zw = zps ? s.zero_points->data() : nullptr;
   std::atomic<bool> overflow{false};
   parallel_ranges(pixels, 1, threads, min_pixels(o), [&](std::int64_t p0, std::int64_t p1) {
     std::vector<std::int32_t> acc(static_cast<std::size_t>(o));
     std::vector<std::uint8_t> codes(static_cast<std::size_t>(o));
     std::vector<float> values(static_cast<std::size_t>(o));
+    std::int32_t* a = acc.data();
     for (std::int64_t p = p0; p < p1; ++p) {
       const std::int32_t* t = s.sums + p * width;
-      // Unsigned arithmetic: well defined modulo 2^32.
-      for (std::int64_t g = 0; g < groups; ++g)
-        for (std::int64_t ol = 0; ol < og; ++ol) {
-          const std::int64_t oc = g * og + ol;
-          std::uint32_t v = 0;
-          for (std::int64_t j = 0; j < s.chunks; ++j)
-            v += static_cast<std::uint32_t>(t[(g * s.chunks + j) * og + ol]);
-          if (zps)
-            v -= static_cast<std::uint32_t>((*s.zero_points)[static_cast<std::size_t>(oc)]) *
-                 static_cast<std::uint32_t>(s.windows[p * groups + g]);
-          acc[static_cast<std::size_t>(oc)] = static_cast<std::int32_t>(v);
+      if (chunks == 1 && !zw) {
+        std::memcpy(a, t, static_cast<std::size_t>(o) * sizeof(std::int32_t));
+      } else {
+        // Unsigned arithmetic: well defined modulo 2^32.
+        for (std::int64_t g = 0; g < groups; ++g) {
+          const std::uint32_t window =
+              zw ? static_cast<std::uint32_t>(s.windows[p * groups + g]) : 0u;
+          for (std::int64_t ol = 0; ol < og; ++ol) {
+            const std::int64_t oc = g * og + ol;
+            std::uint32_t v = 0;
+            for (std::int64_t j = 0; j < chunks; ++j)
+              v += static_cast<std::uint32_t>(t[(g * chunks + j) * og + ol]);
+            if (zw) v -= static_cast<std::uint32_t>(zw[oc]) * window;
+            a[oc] = static_cast<std::int32_t>(v);
+          }
         }
+      }
       if (bias_i32) {
         bool bad = false;
         for (std::int64_t oc = 0; oc < o; ++oc) {
-          const std::int64_t v =
-              static_cast<std::int64_t>(acc[static_cast<std::size_t>(oc)]) + bias_i32[oc];
+          const std::int64_t v = static_cast<std::int64_t>(a[oc]) + bias_i32[oc];
           bad |= v < std::numeric_limits<std::int32_t>::min() ||
                  v > std::numeric_limits<std::int32_t>::max();
-          acc[static_cast<std::size_t>(oc)] = static_cast<std::int32_t>(v);
+          a[oc] = static_cast<std::int32_t>(v);
         }
         if (bad) {
           overflow.store(true, std::memory_order_relaxed);
@@ -157,49 +174,56 @@ bool conv_epilogue(OpKind op, const ConvDesc& d, const ConvSums& s, const void* 
         }
       }
       const std::int64_t n = p / ohw, pix = p % ohw;
-      // Element oc of this pixel's output, in the descriptor's layout.
-      auto at = [&](std::int64_t oc) { return nchw ? (n * o + oc) * ohw + pix : p * o + oc; };
+      // NCHW: channel oc of this pixel is at first + oc * ohw; NHWC: rows are contiguous.
+      const std::int64_t first = nchw ? n * o * ohw + pix : p * o;
       switch (op) {
         case OpKind::conv_integer: {
-          auto* out = static_cast<std::int32_t*>(y);
-          for (std::int64_t oc = 0; oc < o; ++oc) out[at(oc)] = acc[static_cast<std::size_t>(oc)];
+          auto* out = static_cast<std::int32_t*>(y) + first;
+          if (nchw) {
+            for (std::int64_t oc = 0; oc < o; ++oc) out[oc * ohw] = a[oc];
+          } else {
+            std::memcpy(out, a, static_cast<std::size_t>(o) * sizeof(std::int32_t));
+          }
           break;
         }
         case OpKind::qlinear_conv: {
-          if (!stage.fixed.empty()) {
+          std::uint8_t* row = nchw ? codes.data() : static_cast<std::uint8_t*>(y) + first;
+          if (fixed) {
             for (std::int64_t oc = 0; oc < o; ++oc) {
-              const auto i = static_cast<std::size_t>(oc);
-              std::int64_t q =
-                  static_cast<std::int64_t>(
-                      reference::multiply_by_quantized_multiplier(acc[i], stage.fixed[i])) +
-                  stage.zy;
-              q = q < stage.qmin ? stage.qmin : q > stage.qmax ? stage.qmax : q;
-              codes[i] = static_cast<std::uint8_t>(q);
+              std::int64_t q = static_cast<std::int64_t>(
+                                   reference::multiply_by_quantized_multiplier(a[oc], fm[oc])) +
+                               zy;
+              q = q < qmin ? qmin : q > qmax ? qmax : q;
+              q = q < lo ? lo : q > hi ? hi : q;
+              row[oc] = static_cast<std::uint8_t>(q);
             }
-          } else if (stage.y_signed) {
-            requantize_s8(acc.data(), stage.mult.data(),
-                          reinterpret_cast<std::int8_t*>(codes.data()), o, stage.zy, stage.qmin,
-                          stage.qmax);
+          } else if (y_signed) {
+            auto* r = reinterpret_cast<std::int8_t*>(row);
+            requantize_s8(a, mult, r, o, zy, qmin, qmax);
+            const auto l = static_cast<std::int8_t>(lo), h = static_cast<std::int8_t>(hi);
+            for (std::int64_t oc = 0; oc < o; ++oc) r[oc] = r[oc] < l ? l : r[oc] > h ? h : r[oc];
           } else {
-            requantize_u8(acc.data(), stage.mult.data(), codes.data(), o, stage.zy, stage.qmin,
-                          stage.qmax);
+            requantize_u8(a, mult, row, o, zy, qmin, qmax);
+            const auto l = static_cast<std::uint8_t>(lo), h = static_cast<std::uint8_t>(hi);
+            for (std::int64_t oc = 0; oc < o; ++oc)
+              row[oc] = row[oc] < l ? l : row[oc] > h ? h : row[oc];
           }
-          auto* out = static_cast<std::uint8_t*>(y);
-          for (std::int64_t oc = 0; oc < o; ++oc) {
-            const std::uint8_t c = codes[static_cast<std::size_t>(oc)];
-            std::int32_t q = stage.y_signed ? static_cast<std::int8_t>(c) : c;
-            q = q < stage.lo ? stage.lo : q > stage.hi ? stage.hi : q;
-            out[at(oc)] = static_cast<std::uint8_t>(q);
+          if (nchw) {
+            auto* out = static_cast<std::uint8_t*>(y) + first;
+            for (std::int64_t oc = 0; oc < o; ++oc) out[oc * ohw] = row[oc];
           }
           break;
         }
         case OpKind::conv_dequant: {
-          auto* out = static_cast<float*>(y);
-          for (std::int64_t oc = 0; oc < o; ++oc) {
-            const auto i = static_cast<std::size_t>(oc);
-            float v = (static_cast<float>(acc[i]) * stage.sx) * stage.sw[i];
-            if (bias_f32) v = v + bias_f32[oc];
-            out[at(oc)] = v < stage.flo ? stage.flo : v > stage.fhi ? stage.fhi : v;
+          float* v = nchw ? values.data() : static_cast<float*>(y) + first;
+          for (std::int64_t oc = 0; oc < o; ++oc) v[oc] = (static_cast<float>(a[oc]) * sx) * sw[oc];
+          if (bias_f32)
+            for (std::int64_t oc = 0; oc < o; ++oc) v[oc] = v[oc] + bias_f32[oc];
+          for (std::int64_t oc = 0; oc < o; ++oc)
+            v[oc] = v[oc] < flo ? flo : v[oc] > fhi ? fhi : v[oc];
+          if (nchw) {
+            auto* out = static_cast<float*>(y) + first;
+            for (std::int64_t oc = 0; oc < o; ++oc) out[oc * ohw] = v[oc];
           }
           break;
         }
