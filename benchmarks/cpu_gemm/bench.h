@@ -36,9 +36,10 @@ std::vector<std::string> run_quant_benchmarks(QuantizationOps& x86, Quantization
 // float weights, MiniLM's shapes.
 std::vector<std::string> run_weight_only_benchmarks(QuantizationOps& x86, const Options& opt);
 
-// Quantized convolution (the suites' batch-1 conv layers): cpu_x86 plans against cpu_scalar
-// plans (when loaded) and OpenBLAS im2col + sgemm.
-std::vector<std::string> run_conv_benchmarks(QuantizationOps& x86, QuantizationOps* scalar,
-                                             const Options& opt);
+// Quantized convolution (the suites' conv layers): cpu_x86 plans against onednn plans (oneDNN's
+// int8 convolution, where the plugin claims it), cpu_scalar plans (when loaded; batch 1 only)
+// and OpenBLAS im2col + sgemm.
+std::vector<std::string> run_conv_benchmarks(QuantizationOps& x86, QuantizationOps* onednn,
+                                             QuantizationOps* scalar, const Options& opt);
 
 }  // namespace qforge::bench

@@ -1,11 +1,13 @@
 // Quantized convolution: cpu_x86's plans (weights and bias fixed, so packed once) against
-// cpu_scalar's plans (the reference) and OpenBLAS's float im2col + sgemm of the same geometry
-// (qforge-bench's convolution anchor), on the quick suite's convolutions and the full suite's
-// ResNet-50 and MobileNet layers, at batch 1. Each qlinear_conv also runs in float-multiplier
-// requantization (the suites use fixed point) and, when NHWC, in NCHW: the other epilogue and
-// the transposes.
+// onednn's plans (oneDNN's int8 convolution, weights fixed and reordered once; the CPU anchor of
+// issue 15), cpu_scalar's plans (the reference; batch 1 only, it takes seconds) and OpenBLAS's
+// float im2col + sgemm of the same geometry (qforge-bench's convolution anchor), on the quick
+// suite's convolutions and the full suite's ResNet-50 layers at batch 1 and 32 and MobileNet
+// layer. Each qlinear_conv also runs in float-multiplier requantization (the suites use fixed
+// point) and, when NHWC, in NCHW: the other epilogue and the transposes.
 // GOPS count 2 * outputs * reduction. "call ms" is cpu_x86's per-call op on the same operands
-// (descriptor checked and W packed on every call).
+// (descriptor checked and W packed on every call). "x/dnnl" > 1 means cpu_x86 is faster; the
+// last column is oneDNN's implementation as the plugin's per-call op reports it.
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -81,8 +83,8 @@ double call_seconds(QuantizationOps& ops, const OpDesc& op, Operands& o, const O
 
 }  // namespace
 
-std::vector<std::string> run_conv_benchmarks(QuantizationOps& x86, QuantizationOps* scalar,
-                                             const Options& opt) {
+std::vector<std::string> run_conv_benchmarks(QuantizationOps& x86, QuantizationOps* onednn,
+                                             QuantizationOps* scalar, const Options& opt) {
   std::vector<OpDesc> ops;
   std::vector<NamedWorkload> suite = quick_suite();
   for (auto& w : full_suite()) suite.push_back(std::move(w));
@@ -91,7 +93,6 @@ std::vector<std::string> run_conv_benchmarks(QuantizationOps& x86, QuantizationO
         w.workload.op.op != OpKind::conv_dequant)
       continue;
     const auto& d = std::get<ConvDesc>(w.workload.op.desc);
-    if (d.n != 1) continue;  // batch 1: cpu_scalar takes tens of seconds at batch 32
     ops.push_back(w.workload.op);
     if (w.workload.op.op == OpKind::qlinear_conv) {
       OpDesc f = w.workload.op;
@@ -107,30 +108,46 @@ std::vector<std::string> run_conv_benchmarks(QuantizationOps& x86, QuantizationO
   std::mt19937 rng(77);
   std::vector<std::string> table;
   table.push_back(pad("convolution", 92) + pad("x86 ms", 9) + pad("GOPS", 8) + pad("call ms", 9) +
-                  pad("scalar ms", 11) + pad("x/scalar", 10) + pad("blas ms", 9) +
-                  pad("x/blas", 8) + "x86 kernel");
+                  pad("dnnl ms", 9) + pad("x/dnnl", 8) + pad("scalar ms", 11) +
+                  pad("x/scalar", 10) + pad("blas ms", 9) + pad("x/blas", 8) + "x86 kernel" +
+                  (onednn ? " | onednn" : ""));
   for (const OpDesc& op : ops) {
     const auto& d = std::get<ConvDesc>(op.desc);
     Operands o = random_operands(op, rng);
     std::string kernel;
     const double x = plan_seconds(x86, op, o, opt, &kernel, opt.min_runs);
     const double call = call_seconds(x86, op, o, opt);
-    const double s = scalar ? plan_seconds(*scalar, op, o, opt, nullptr, 1) : 0;
+    // cpu_scalar's reference takes tens of seconds at batch 32.
+    const bool run_scalar = scalar && d.n == 1;
+    const double s = run_scalar ? plan_seconds(*scalar, op, o, opt, nullptr, 1) : 0;
+    double dnnl = 0;
+    std::string dnnl_kernel;
+    if (onednn && onednn->supports(op).supported) {
+      dnnl = plan_seconds(*onednn, op, o, opt, nullptr, opt.min_runs);
+      const void* bias = o.in.size() > 2 ? o.in[2].data() : nullptr;
+      onednn->conv(op.op, d, o.in[0].data(), o.in[1].data(), bias, o.out[0].data());
+      dnnl_kernel = onednn->last_kernel();
+    } else if (onednn) {
+      dnnl_kernel = "refused";
+    }
     const auto blas = conv_sgemm_anchor(d);
     const double gops = 2.0 * static_cast<double>(d.n * d.out_channels * d.out_h() * d.out_w()) *
                         static_cast<double>(d.reduction()) / x * 1e-9;
     std::string name = std::string(to_string(op.op)) + " " + to_string(d.layout).data() + " " +
-                       std::to_string(d.c) + "x" + std::to_string(d.h) + "x" + std::to_string(d.w) +
-                       " o" + std::to_string(d.out_channels) + " k" + std::to_string(d.kernel_h) +
-                       " g" + std::to_string(d.groups) +
+                       std::to_string(d.n) + "x" + std::to_string(d.c) + "x" + std::to_string(d.h) +
+                       "x" + std::to_string(d.w) + " o" + std::to_string(d.out_channels) + " k" +
+                       std::to_string(d.kernel_h) + " g" + std::to_string(d.groups) +
                        (op.op == OpKind::qlinear_conv
                             ? (d.requant_mode == RequantMode::fixed_point ? " fixed" : " float")
                             : "");
     table.push_back(pad(name, 92) + pad(fixed(x * 1e3, 3), 9) + pad(fixed(gops, 1), 8) +
-                    pad(fixed(call * 1e3, 3), 9) + pad(scalar ? fixed(s * 1e3, 1) : "-", 11) +
-                    pad(scalar ? fixed(s / x, 1) : "-", 10) +
+                    pad(fixed(call * 1e3, 3), 9) + pad(dnnl > 0 ? fixed(dnnl * 1e3, 3) : "-", 9) +
+                    pad(dnnl > 0 ? fixed(dnnl / x, 2) : "-", 8) +
+                    pad(run_scalar ? fixed(s * 1e3, 1) : "-", 11) +
+                    pad(run_scalar ? fixed(s / x, 1) : "-", 10) +
                     pad(blas ? fixed(blas->seconds * 1e3, 3) : "-", 9) +
-                    pad(blas ? fixed(blas->seconds / x, 2) : "-", 8) + kernel);
+                    pad(blas ? fixed(blas->seconds / x, 2) : "-", 8) + kernel +
+                    (onednn ? " | " + dnnl_kernel : ""));
     std::printf("%s\n", table.back().c_str());
     std::fflush(stdout);
   }

@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   }
   if (only == "conv") {
     QuantizationOps* scalar = registry.find("cpu_scalar");
-    for (auto& line : bench::run_conv_benchmarks(*x86, scalar, opt)) table.push_back(line);
+    for (auto& line : bench::run_conv_benchmarks(*x86, onednn, scalar, opt)) table.push_back(line);
   }
   if (only.empty() || only == "quant") {
     table.emplace_back();

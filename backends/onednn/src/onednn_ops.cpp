@@ -36,7 +36,7 @@ bool serves(OpKind op, const std::string& k) {
     case OpKind::linear_forward: return k.rfind("dnnl_matmul_", 0) == 0 && k != kernel::matmul_f32;
     case OpKind::conv_integer:
     case OpKind::qlinear_conv:
-    case OpKind::conv_dequant:
+    case OpKind::conv_dequant: return k.rfind("dnnl_conv_", 0) == 0;
     case OpKind::matmul_weight_only: return false;  // refused by supports()
   }
   return false;
@@ -69,10 +69,15 @@ std::vector<DeviceInfo> OnednnOps::devices() const {
   host.properties["threads_used"] = std::to_string(threads_ > 0 ? threads_ : default_threads());
   host.properties["int8_matmul"] =
       facts_.int8_exact ? "exact (VNNI/AMX)" : "refused: " + facts_.int8_refusal;
+  host.properties["int8_conv"] =
+      facts_.int8_exact ? "exact (VNNI/AMX)" : "refused: " + facts_.conv_refusal;
   host.properties["matmul_primitives"] = "entries=" + std::to_string(engine_.cached()) +
                                          " hits=" + std::to_string(engine_.hits()) +
                                          " misses=" + std::to_string(engine_.misses());
   host.properties["reorder_primitives"] = std::to_string(reorder_.cached());
+  host.properties["conv_primitives"] = "entries=" + std::to_string(conv_engine_.cached()) +
+                                       " hits=" + std::to_string(conv_engine_.hits()) +
+                                       " misses=" + std::to_string(conv_engine_.misses());
   std::string kernels;
   for (const auto& k : all_kernels()) kernels += (kernels.empty() ? "" : ",") + k;
   host.properties["kernels"] = kernels;
@@ -131,5 +136,6 @@ template std::string OnednnOps::begin(OpKind, const RequantizeDesc&);
 template std::string OnednnOps::begin(OpKind, const MatmulDesc&);
 template std::string OnednnOps::begin(OpKind, const DynamicQuantizeDesc&);
 template std::string OnednnOps::begin(OpKind, const LinearDesc&);
+template std::string OnednnOps::begin(OpKind, const ConvDesc&);
 
 }  // namespace qforge::onednn

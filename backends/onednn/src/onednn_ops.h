@@ -7,7 +7,9 @@
 //   - pack_weights keeps B in oneDNN's blocked format for repeated calls (packed_weights.h);
 //   - quantize, requantize and DynamicQuantizeLinear are loops with the reference's formulas;
 //     dequantize goes through a oneDNN reorder where that is bit-exact;
-//   - linear_backward is two float32 dnnl::matmul calls.
+//   - linear_backward is two float32 dnnl::matmul calls;
+//   - convolutions run dnnl::convolution_forward with int32 output, exact (conv_weights.h), and
+//     the plugin's epilogue (conv_epilogue.h).
 // support_rules.h says what is claimed; docs/ONEDNN.md explains why.
 #pragma once
 
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "conv_engine.h"
 #include "matmul_engine.h"
 #include "qforge/ops.h"
 #include "reorder_dequantize.h"
@@ -25,6 +28,7 @@ namespace qforge::onednn {
 inline constexpr const char* kPluginName = "onednn";
 inline constexpr const char* kPluginVersion = "0.2.0";
 
+class ConvWeights;
 class OnednnPackedWeights;
 class ThreadScope;
 
@@ -52,6 +56,8 @@ class OnednnOps final : public QuantizationOps {
   void matmul_dequant(const MatmulDesc& desc, const void* a, const void* b, const float* bias,
                       void* y) override;
   void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) override;
+  void conv(OpKind op, const ConvDesc& desc, const void* x, const void* w, const void* bias,
+            void* y) override;
 
   std::shared_ptr<PackedWeights> pack_weights(const MatmulDesc& desc, const void* b) override;
   void matmul_integer_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
@@ -78,9 +84,12 @@ class OnednnOps final : public QuantizationOps {
   // time, on the plan's engine with its thread count.
   OnednnOps(const Facts& facts, const dnnl::engine& engine, int threads);
   // One run of a plan of `op` with `kernel`, in op_operands() order; the descriptor was checked
-  // when the plan was made. `packed`: the plan's fixed matmul B (input 1 is then not read).
+  // when the plan was made. `packed`: the plan's fixed matmul B (input 1 is then not read);
+  // `conv_weights`: a convolution's fixed W prepared (input 1 is read only to report an
+  // overflow).
   void run_planned(const OpDesc& op, const std::string& kernel, const void* const* in,
-                   void* const* out, const OnednnPackedWeights* packed);
+                   void* const* out, const OnednnPackedWeights* packed,
+                   const ConvWeights* conv_weights);
 
   // B of a matmul: the caller's buffer, or weights this backend packed.
   struct Weights {
@@ -105,6 +114,10 @@ class OnednnOps final : public QuantizationOps {
                const std::string& kernel);
   void integer(const MatmulDesc& d, const void* a, const Weights& w, std::int32_t* c,
                const std::string& kernel);
+  // A convolution after its checks, with W prepared (w: the caller's W, for the reference's
+  // overflow report).
+  void run_conv(OpKind op, const ConvDesc& d, const void* x, const ConvWeights& cw, const void* w,
+                const void* bias, void* y, const std::string& kernel);
   void dequantize_with(const QuantizeDesc& desc, const void* q, float* x,
                        const std::string& kernel);
   // linear_forward / linear_backward after their checks; sx: the activation scale.
@@ -116,6 +129,7 @@ class OnednnOps final : public QuantizationOps {
   Facts facts_;
   MatmulEngine engine_;
   ReorderDequantizer reorder_;
+  ConvEngine conv_engine_;
   int threads_ = 0;  // 0: OpenMP's default
   std::string forced_;
   std::string last_kernel_;
@@ -123,6 +137,7 @@ class OnednnOps final : public QuantizationOps {
   std::vector<std::int32_t> c_scratch_;
   std::vector<std::uint8_t> a_scratch_;
   std::vector<std::int8_t> b_scratch_;
+  std::vector<std::uint8_t> x_scratch_;  // a convolution's NCHW input as NHWC
 };
 
 }  // namespace qforge::onednn

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "conv_weights.h"
 #include "epilogue.h"
 #include "onednn_ops.h"
 #include "packed_weights.h"
@@ -31,8 +32,13 @@ bool is_matmul(OpKind op) {
 }
 
 // Ops whose runs create oneDNN primitives (created when the plan is made, by a run on zeros).
+bool is_conv(OpKind op) {
+  return op == OpKind::conv_integer || op == OpKind::qlinear_conv || op == OpKind::conv_dequant;
+}
+
 bool uses_primitives(OpKind op, const std::string& kernel) {
-  return is_matmul(op) || op == OpKind::linear_forward || op == OpKind::linear_backward ||
+  return is_matmul(op) || is_conv(op) || op == OpKind::linear_forward ||
+         op == OpKind::linear_backward ||
          (op == OpKind::dequantize && kernel == kernel::reorder_dequantize);
 }
 
@@ -50,14 +56,15 @@ class OnednnPlan final : public Plan {
  public:
   OnednnPlan(const OpDesc& op, std::string kernel, const Facts& facts, dnnl::engine engine,
              int threads, std::vector<bool> fixed, FixedWeights weights,
-             std::shared_ptr<PackedWeights> packed)
+             std::shared_ptr<PackedWeights> packed, std::shared_ptr<const ConvWeights> conv)
       : Plan(op, kPluginName, 0, kernel, PlanConcurrency::concurrent, std::move(fixed)),
         kernel_(std::move(kernel)),
         facts_(facts),
         engine_(std::move(engine)),
         threads_(threads),
         weights_(std::move(weights)),
-        packed_(std::move(packed)) {}
+        packed_(std::move(packed)),
+        conv_(std::move(conv)) {}
 
   void run(std::span<const void* const> inputs, std::span<void* const> outputs) const override {
     check_pointers(inputs, outputs);
@@ -114,7 +121,7 @@ class OnednnPlan final : public Plan {
   void execute(const void* const* in, void* const* out) const {
     const Lease worker(*this);
     (*worker).run_planned(desc(), kernel_, in, out,
-                          static_cast<const OnednnPackedWeights*>(packed_.get()));
+                          static_cast<const OnednnPackedWeights*>(packed_.get()), conv_.get());
   }
 
   std::string kernel_;
@@ -123,6 +130,9 @@ class OnednnPlan final : public Plan {
   int threads_;
   FixedWeights weights_;                   // fixed inputs other than a packed B
   std::shared_ptr<PackedWeights> packed_;  // a fixed matmul B (OnednnPackedWeights)
+  // A convolution's fixed W prepared for oneDNN (weights_ keeps W itself for the reference,
+  // which reports an int32 bias overflow).
+  std::shared_ptr<const ConvWeights> conv_;
   mutable std::mutex mutex_;
   mutable std::vector<std::unique_ptr<OnednnOps>> free_;  // as many as runs were ever at once
 };
@@ -134,7 +144,8 @@ OnednnOps::OnednnOps(const Facts& facts, const dnnl::engine& engine, int threads
       threads_(threads) {}
 
 void OnednnOps::run_planned(const OpDesc& op, const std::string& k, const void* const* in,
-                            void* const* out, const OnednnPackedWeights* packed) {
+                            void* const* out, const OnednnPackedWeights* packed,
+                            const ConvWeights* conv_weights) {
   auto f32 = [](const void* p) { return static_cast<const float*>(p); };
   auto i8 = [](const void* p) { return static_cast<const std::int8_t*>(p); };
   const ThreadScope scope(threads_);
@@ -183,7 +194,17 @@ void OnednnOps::run_planned(const OpDesc& op, const std::string& k, const void* 
     }
     case OpKind::conv_integer:
     case OpKind::qlinear_conv:
-    case OpKind::conv_dequant:
+    case OpKind::conv_dequant: {
+      const auto& d = std::get<ConvDesc>(op.desc);
+      const void* bias = d.bias != ConvBias::none ? in[2] : nullptr;
+      if (conv_weights) {
+        run_conv(op.op, d, in[0], *conv_weights, in[1], bias, out[0], k);
+      } else {
+        const ConvWeights prepared(d, in[1]);
+        run_conv(op.op, d, in[0], prepared, in[1], bias, out[0], k);
+      }
+      return;
+    }
     case OpKind::matmul_weight_only: break;
   }
   throw Error(ErrorCode::internal,
@@ -222,8 +243,12 @@ std::shared_ptr<const Plan> OnednnOps::plan(const OpDesc& op, const PlanRequest&
       weights = FixedWeights(op, operands, rest);
     }
   }
-  auto plan = std::make_shared<OnednnPlan>(op, kernel, facts_, engine_.engine(), threads_,
-                                           std::move(fixed), std::move(weights), std::move(packed));
+  std::shared_ptr<const ConvWeights> conv;
+  if (is_conv(op.op) && fixed[1])
+    conv = std::make_shared<const ConvWeights>(std::get<ConvDesc>(op.desc), weights.data(1));
+  auto plan =
+      std::make_shared<OnednnPlan>(op, kernel, facts_, engine_.engine(), threads_, std::move(fixed),
+                                   std::move(weights), std::move(packed), std::move(conv));
   if (uses_primitives(op.op, kernel)) plan->warm_up();
   return plan;
 }

@@ -129,8 +129,23 @@ struct Check {
     return {kernel::matmul_s8s8_f32, kernel::matmul_s8s8_s32};
   }
   std::vector<std::string> operator()(const ConvDesc& d) const {
-    (void)d;
-    refuse("not implemented by the onednn backend yet; expected cpu_scalar to run it");
+    if (!facts.int8_exact) refuse(facts.conv_refusal);
+    const std::int64_t safe = reference::int32_safe_reduction(d);
+    if (d.reduction() > safe)
+      refuse("reduction C / groups * KH * KW = " + std::to_string(d.reduction()) + " exceeds " +
+             std::to_string(safe) +
+             ", the longest whose int32 accumulation cannot overflow for these dtypes and zero "
+             "points (reference::int32_safe_reduction); oneDNN accumulates in int32");
+    // The plugin splits the reduction into slices of input channels whose sums stay within
+    // 2^24 (conv_weights.h); one channel's slice is the smallest there is.
+    const std::int64_t taps = d.kernel_h * d.kernel_w;
+    if (taps * 128 * conv_x_magnitude(d) > kConvExactBound)
+      refuse("a kernel of " + std::to_string(d.kernel_h) + "x" + std::to_string(d.kernel_w) +
+             " taps can sum one input channel to more than 2^24 (|x - zx| up to " +
+             std::to_string(conv_x_magnitude(d)) +
+             ", |w| up to 128), and oneDNN 2.6 converts each int32 convolution sum to float32 "
+             "before storing it; expected KH * KW * 128 * max|x - zx| <= 2^24");
+    return {d.x_params.dtype() == DType::uint8 ? kernel::conv_u8s8_s32 : kernel::conv_s8s8_s32};
   }
 };
 
@@ -142,7 +157,8 @@ const std::vector<std::string>& all_kernels() {
       kernel::loop_requantize,    kernel::loop_dynamic_quantize,
       kernel::reorder_dequantize, kernel::matmul_u8s8_s32,
       kernel::matmul_s8s8_s32,    kernel::matmul_u8s8_f32,
-      kernel::matmul_s8s8_f32,    kernel::matmul_f32};
+      kernel::matmul_s8s8_f32,    kernel::matmul_f32,
+      kernel::conv_u8s8_s32,      kernel::conv_s8s8_s32};
   return names;
 }
 
@@ -157,10 +173,22 @@ Facts detect_facts() {
         ", on which oneDNN 2.6 computes int8 matmul with vpmaddubsw, whose int16 pair sums "
         "saturate (measured: wrong results on random u8 x s8 data); exact int8 matmul needs "
         "AVX-512 VNNI, AVX-VNNI or AMX (check DNNL_MAX_CPU_ISA); cpu_x86 or cpu_scalar run it";
+  if (!f.int8_exact)
+    f.conv_refusal =
+        "oneDNN's effective ISA here is " + isa_name(isa) +
+        ", on which oneDNN 2.6 computes int8 convolution with vpmaddubsw, whose int16 pair sums "
+        "saturate (as its int8 matmul, measured); exact int8 convolution needs AVX-512 VNNI, "
+        "AVX-VNNI or AMX (check DNNL_MAX_CPU_ISA); cpu_x86 or cpu_scalar run it";
   return f;
 }
 
 std::string effective_isa_name() { return isa_name(dnnl::get_effective_cpu_isa()); }
+
+std::int64_t conv_x_magnitude(const ConvDesc& d) {
+  const std::int64_t zx = d.x_params.zero_point();
+  const auto& t = traits(d.x_params.dtype());
+  return std::max<std::int64_t>(zx - t.qmin, t.qmax - zx);
+}
 
 bool a_is_unsigned(DType a) { return a == DType::uint8 || a == DType::uint4; }
 

@@ -29,6 +29,10 @@ inline constexpr const char* matmul_u8s8_f32 = "dnnl_matmul_u8s8_f32";
 inline constexpr const char* matmul_s8s8_f32 = "dnnl_matmul_s8s8_f32";
 // dnnl::matmul in float32 (linear_backward).
 inline constexpr const char* matmul_f32 = "dnnl_matmul_f32";
+// dnnl::convolution_forward with int32 output (conv_integer, qlinear_conv, conv_dequant);
+// weights zero points, the int32 bias and the requantizing/dequantizing epilogue in the plugin.
+inline constexpr const char* conv_u8s8_s32 = "dnnl_conv_u8s8_s32";
+inline constexpr const char* conv_s8s8_s32 = "dnnl_conv_s8s8_s32";
 }  // namespace kernel
 
 // Every kernel name, for set_kernel() and reports.
@@ -39,7 +43,8 @@ struct Facts {
   // oneDNN 2.6's int8 matmul is exact only where it uses VNNI or AMX: without them its
   // kernels sum u8 x s8 pairs with vpmaddubsw, which saturates to int16 (docs/ONEDNN.md).
   bool int8_exact = false;
-  std::string int8_refusal;  // why not, when !int8_exact
+  std::string int8_refusal;  // why not, when !int8_exact (worded for matmul)
+  std::string conv_refusal;  // the same for convolution
 };
 Facts detect_facts();
 // oneDNN's effective CPU ISA ("avx512_core_amx", ...), which DNNL_MAX_CPU_ISA can lower.
@@ -60,6 +65,12 @@ bool reorder_can_dequantize(const QuantizeDesc& d);
 // float32 output, one A scale, and zero points that oneDNN takes whole (per tensor, or equal
 // along the row/column).
 bool fused_dequant_possible(const MatmulDesc& d);
+
+// The largest |value| oneDNN's int8 convolution returns exactly: its kernels convert the int32
+// sum to float32 before writing it, even for an int32 destination (docs/ONEDNN.md).
+inline constexpr std::int64_t kConvExactBound = std::int64_t{1} << 24;
+// max |x - zx| over the codes of X's dtype.
+std::int64_t conv_x_magnitude(const ConvDesc& d);
 
 // "u8s8" or "s8s8": the dtypes oneDNN sees once A and B are widened (matmul_operands.h).
 bool a_is_unsigned(DType a);
