@@ -8,6 +8,8 @@
 //   seconds)
 //                         [--shape MxNxK]...   (only these GEMM shapes, no int4 rows)
 //                         [--x86-option KEY=VALUE]...   (cpu_x86 set_option, e.g. gemv_prefetch=0)
+//                         [--cpu-clock]   (process CPU time instead of wall time: with
+//                         --threads 1 and OPENBLAS_NUM_THREADS=1, on a shared machine)
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -17,6 +19,7 @@
 #include "bench.h"
 #include "qforge/hardware.h"
 #include "qforge/registry.h"
+#include "timing.h"
 
 int main(int argc, char** argv) {
   using namespace qforge;
@@ -37,6 +40,7 @@ int main(int argc, char** argv) {
     else if (arg == "--min-time") opt.min_time_s = std::stod(next());
     else if (arg == "--isa") opt.isa = next();
     else if (arg == "--only") only = next();
+    else if (arg == "--cpu-clock") bench::use_cpu_clock(true);
     else if (arg == "--x86-option") {
       const std::string v = next();
       const auto eq = v.find('=');
@@ -60,7 +64,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--threads N] [--min-time S] [--isa LIST] [--only "
-                   "gemm|plan|quant|weight_only|conv] "
+                   "gemm|plan|quant|weight_only|conv] [--cpu-clock] "
                    "[--shape MxNxK]... [--x86-option KEY=VALUE]...\n",
                    argv[0]);
       return 2;

@@ -11,7 +11,7 @@
 namespace qforge::cpu_x86 {
 namespace {
 
-constexpr int kMaxTileRows = 32;
+constexpr int kMaxTileRows = kMaxCallRows;
 constexpr int kMaxTileCols = 64;
 constexpr std::int64_t kLdd = kMaxTileCols;
 
@@ -65,7 +65,7 @@ Plan make_plan(const KernelInfo& kernel, std::int64_t m, const X86PackedWeights&
     p.tile_rows = static_cast<int>(std::min<std::int64_t>(m, kAvx512VnniGemvShape.max_rows));
     p.tile_panels = gemv_panels_for_rows(p.tile_rows);
   } else {
-    p.tile_rows = kernel.shape.max_rows;
+    p.tile_rows = kernel.shape.call_rows > 0 ? kernel.shape.call_rows : kernel.shape.max_rows;
     p.tile_panels = kernel.shape.max_panels;
   }
   p.m_tiles = (m + p.tile_rows - 1) / p.tile_rows;

@@ -35,7 +35,7 @@ struct TileArgs {
   const std::int8_t* b;       // first panel, at the same first k (byte offset 16 * k)
   std::int64_t panel_stride;  // bytes between panels
   std::int64_t groups;        // k groups to reduce (AMX: a multiple of 16)
-  int mr;                     // rows, 1 <= mr <= the kernel's limit
+  int mr;                     // rows, 1 <= mr <= the kernel's call_rows, else max_rows
   int panels;                 // panels, 1 <= panels <= the kernel's limit
   std::int32_t* d;            // raw dots, row-major [mr][ldd]
   std::int64_t ldd;
@@ -49,17 +49,22 @@ struct TileArgs {
 using TileFn = void (*)(const TileArgs&);
 
 // Limits of each kernel's tile, in rows and panels (the GEMM drivers split to fit).
+// call_rows, when set, is the number of rows the driver passes per tile call (at most
+// kMaxCallRows): the kernel walks them max_rows at a time over the same panels itself, so the
+// driver's per-tile work (offsets, compensation, the epilogue call) is paid once per call_rows.
 struct TileShape {
   int max_rows;
   int max_panels;
+  int call_rows = 0;
 };
+inline constexpr int kMaxCallRows = 32;  // the drivers' int32 tile is [32][64]
 
 // AVX2: exact vpmaddwd on int16-widened bytes (A in u8 domain).
 void tile_avx2_maddwd(const TileArgs& t);
-inline constexpr TileShape kAvx2MaddwdShape{2, 1};
+inline constexpr TileShape kAvx2MaddwdShape{2, 1, 16};
 // AVX2: vpmaddubsw sign idiom (A in s8 domain); exact only when no stored B value is -128.
 void tile_avx2_maddubs(const TileArgs& t);
-inline constexpr TileShape kAvx2MaddubsShape{4, 1};
+inline constexpr TileShape kAvx2MaddubsShape{4, 1, 16};
 // AVX-VNNI: vpdpbusd on ymm (A in u8 domain).
 void tile_avxvnni(const TileArgs& t);
 inline constexpr TileShape kAvxVnniShape{6, 1};

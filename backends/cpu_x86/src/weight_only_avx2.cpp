@@ -16,50 +16,82 @@ inline void column_masks(int cols, __m256i& lo, __m256i& hi) {
   hi = _mm256_cmpgt_epi32(c, _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
 }
 
+// R rows of two accumulators as named members, one level per row. GCC keeps a local
+// __m256 acc[R][2] indexed by the row loop partly in memory and stores it on every k (the
+// array is not split into registers before the row loop is unrolled); members reached through
+// constant recursion are.
+template <int R>
+struct Rows {
+  __m256 c0, c1;
+  Rows<R - 1> next;
+};
+template <>
+struct Rows<0> {};
+
+template <int R>
+[[gnu::always_inline]] inline void fma_rows(Rows<R>& acc, const float* a, std::int64_t lda,
+                                            __m256 w0, __m256 w1) {
+  if constexpr (R > 0) {
+    const __m256 av = _mm256_broadcast_ss(a);
+    acc.c0 = _mm256_fmadd_ps(av, w0, acc.c0);
+    acc.c1 = _mm256_fmadd_ps(av, w1, acc.c1);
+    fma_rows<R - 1>(acc.next, a + lda, lda, w0, w1);
+  }
+}
+
+// Row r's accumulators start from Y (accumulate), or from 0.
+template <int R>
+[[gnu::always_inline]] inline void load_rows(Rows<R>& acc, const float* y, std::int64_t ldy,
+                                             bool accumulate, bool full, __m256i mlo, __m256i mhi) {
+  if constexpr (R > 0) {
+    if (!accumulate) {
+      acc.c0 = acc.c1 = _mm256_setzero_ps();
+    } else if (full) {
+      acc.c0 = _mm256_loadu_ps(y);
+      acc.c1 = _mm256_loadu_ps(y + 8);
+    } else {
+      acc.c0 = _mm256_maskload_ps(y, mlo);
+      acc.c1 = _mm256_maskload_ps(y + 8, mhi);
+    }
+    load_rows<R - 1>(acc.next, y + ldy, ldy, accumulate, full, mlo, mhi);
+  }
+}
+
+// Adds the bias (when not null) and stores row r.
+template <int R>
+[[gnu::always_inline]] inline void store_rows(Rows<R>& acc, float* y, std::int64_t ldy,
+                                              const float* bias, bool full, __m256i mlo,
+                                              __m256i mhi) {
+  if constexpr (R > 0) {
+    __m256 v0 = acc.c0, v1 = acc.c1;
+    if (bias) {
+      v0 = _mm256_add_ps(v0, full ? _mm256_loadu_ps(bias) : _mm256_maskload_ps(bias, mlo));
+      v1 = _mm256_add_ps(v1, full ? _mm256_loadu_ps(bias + 8) : _mm256_maskload_ps(bias + 8, mhi));
+    }
+    if (full) {
+      _mm256_storeu_ps(y, v0);
+      _mm256_storeu_ps(y + 8, v1);
+    } else {
+      _mm256_maskstore_ps(y, mlo, v0);
+      _mm256_maskstore_ps(y + 8, mhi, v1);
+    }
+    store_rows<R - 1>(acc.next, y + ldy, ldy, bias, full, mlo, mhi);
+  }
+}
+
 template <int R>
 void tile(int cols, const float* a, std::int64_t lda, const float* w, std::int64_t kc, float* y,
           std::int64_t ldy, bool accumulate, const float* bias) {
-  __m256 acc[R][2];
+  const bool full = cols == kWeightOnlyPanel;
   __m256i mlo, mhi;
   column_masks(cols, mlo, mhi);
-  const bool full = cols == kWeightOnlyPanel;
-  for (int r = 0; r < R; ++r) {
-    if (!accumulate) {
-      acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    } else if (full) {
-      acc[r][0] = _mm256_loadu_ps(y + r * ldy);
-      acc[r][1] = _mm256_loadu_ps(y + r * ldy + 8);
-    } else {
-      acc[r][0] = _mm256_maskload_ps(y + r * ldy, mlo);
-      acc[r][1] = _mm256_maskload_ps(y + r * ldy + 8, mhi);
-    }
-  }
-  for (std::int64_t k = 0; k < kc; ++k) {
-    const __m256 w0 = _mm256_loadu_ps(w + 16 * k);
-    const __m256 w1 = _mm256_loadu_ps(w + 16 * k + 8);
-    for (int r = 0; r < R; ++r) {
-      const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
-      acc[r][0] = _mm256_fmadd_ps(av, w0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(av, w1, acc[r][1]);
-    }
-  }
-  if (bias) {
-    const __m256 b0 = full ? _mm256_loadu_ps(bias) : _mm256_maskload_ps(bias, mlo);
-    const __m256 b1 = full ? _mm256_loadu_ps(bias + 8) : _mm256_maskload_ps(bias + 8, mhi);
-    for (int r = 0; r < R; ++r) {
-      acc[r][0] = _mm256_add_ps(acc[r][0], b0);
-      acc[r][1] = _mm256_add_ps(acc[r][1], b1);
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    if (full) {
-      _mm256_storeu_ps(y + r * ldy, acc[r][0]);
-      _mm256_storeu_ps(y + r * ldy + 8, acc[r][1]);
-    } else {
-      _mm256_maskstore_ps(y + r * ldy, mlo, acc[r][0]);
-      _mm256_maskstore_ps(y + r * ldy + 8, mhi, acc[r][1]);
-    }
-  }
+  Rows<R> acc;
+  load_rows<R>(acc, y, ldy, accumulate, full, mlo, mhi);
+  // 12 accumulators, two weight vectors and the broadcast: 15 of the 16 registers.
+  for (std::int64_t k = 0; k < kc; ++k)
+    fma_rows<R>(acc, a + k, lda, _mm256_loadu_ps(w + 16 * k), _mm256_loadu_ps(w + 16 * k + 8));
+  column_masks(cols, mlo, mhi);  // made again rather than kept live through the loop
+  store_rows<R>(acc, y, ldy, bias, full, mlo, mhi);
 }
 
 }  // namespace
