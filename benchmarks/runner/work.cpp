@@ -1,63 +1,16 @@
 #include "work.h"
 
-#include <variant>
+#include "qforge/op_table.h"
 
 namespace qforge::bench {
-namespace {
 
-// An estimate in double, which never throws: a shape beyond the size limit is reported by the
-// tuning that follows (every plugin refuses it), as one workload's error, not the run's end.
-double count(const Shape& s) {
-  double n = 1;
-  for (const auto e : s) n *= static_cast<double>(e < 0 ? 0 : e);
-  return n;
-}
-double bytes_per(DType t) { return traits(t).bits / 8.0; }
-
-}  // namespace
-
+// The op table's estimate (OpInfo::work), in double: it never throws, so a shape beyond the
+// size limit is reported by the tuning that follows (every plugin refuses it), as one
+// workload's error, not the run's end.
 Work work_of(const OpDesc& op) {
-  switch (op.op) {
-    case OpKind::quantize: {
-      const auto& d = std::get<QuantizeDesc>(op.desc);
-      return {count(d.shape) * (size_of(d.float_type) + bytes_per(d.params.dtype())), "GB/s"};
-    }
-    case OpKind::dequantize: {
-      const auto& d = std::get<QuantizeDesc>(op.desc);
-      return {count(d.shape) * (4 + bytes_per(d.params.dtype())), "GB/s"};
-    }
-    case OpKind::requantize: {
-      const auto& d = std::get<RequantizeDesc>(op.desc);
-      return {count(d.shape) * (4 + bytes_per(d.out_dtype)), "GB/s"};
-    }
-    case OpKind::dynamic_quantize_linear: {
-      const auto& d = std::get<DynamicQuantizeDesc>(op.desc);
-      return {count(d.shape) * 5, "GB/s"};
-    }
-    case OpKind::matmul_integer:
-    case OpKind::matmul_dequant:
-    case OpKind::qlinear_matmul:
-    case OpKind::matmul_weight_only: {
-      const auto& d = std::get<MatmulDesc>(op.desc);
-      return {2.0 * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k),
-              "GOPS"};
-    }
-    case OpKind::linear_forward:
-    case OpKind::linear_backward: {
-      const auto& d = std::get<LinearDesc>(op.desc);
-      const double products = op.op == OpKind::linear_forward ? 1 : 2;  // dX and dW
-      return {products * 2.0 * static_cast<double>(d.m) * static_cast<double>(d.n) *
-                  static_cast<double>(d.k),
-              "GOPS"};
-    }
-    case OpKind::conv_integer:
-    case OpKind::qlinear_conv:
-    case OpKind::conv_dequant: {
-      const auto& d = std::get<ConvDesc>(op.desc);
-      return {2.0 * count(d.y_shape()) * static_cast<double>(d.reduction()), "GOPS"};
-    }
-  }
-  return {};
+  const OpWork w = op_info(op.op).work(op);
+  if (w.unit == OpWork::Unit::multiply_adds) return {2.0 * w.amount, "GOPS"};
+  return {w.amount, "GB/s"};
 }
 
 std::optional<double> WorkloadResult::speedup_vs_scalar() const {

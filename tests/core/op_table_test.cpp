@@ -4,6 +4,10 @@
 
 #include <cstring>
 #include <random>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
 
 #include "qforge/error.h"
 #include "qforge/reference.h"
@@ -21,12 +25,43 @@ TEST(OpTable, EveryKindSitsAtItsIndex) {
     EXPECT_NE(info.operands, nullptr);
     EXPECT_NE(info.check, nullptr);
     EXPECT_NE(info.reference, nullptr);
+    EXPECT_NE(info.work, nullptr);
+    EXPECT_NE(info.examples, nullptr);
+    EXPECT_NE(info.hooks, nullptr);
   }
   try {
     op_info(static_cast<OpKind>(200));
     ADD_FAILURE() << "op_info accepted an op kind outside the table";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+  }
+}
+
+// hwinfo asks every plugin about these: each of its own kind, with a label of its own and its
+// work counted in the unit of its kind. A grid may hold combinations the reference refuses
+// (qlinear_matmul with block-wise B), so that hwinfo shows why; but not only such ones.
+TEST(OpTable, ExamplesAreDescriptorsOfTheirKind) {
+  for (const OpInfo& info : op_table()) {
+    const std::vector<OpExample> examples = info.examples(info.kind);
+    EXPECT_FALSE(examples.empty()) << info.name;
+    std::set<std::string> labels;
+    std::size_t valid = 0;
+    for (const OpExample& e : examples) {
+      EXPECT_EQ(e.desc.op, info.kind) << info.name << " " << e.label;
+      EXPECT_TRUE(labels.insert(e.label).second) << info.name << ": label twice: " << e.label;
+      try {
+        info.check(e.desc);
+        ++valid;
+      } catch (const Error&) {
+      }
+      const OpWork w = info.work(e.desc);
+      EXPECT_GT(w.amount, 0) << info.name << " " << e.label;
+      const bool reduces = std::holds_alternative<MatmulDesc>(e.desc.desc) ||
+                           std::holds_alternative<LinearDesc>(e.desc.desc) ||
+                           std::holds_alternative<ConvDesc>(e.desc.desc);
+      EXPECT_EQ(w.unit, reduces ? OpWork::Unit::multiply_adds : OpWork::Unit::bytes) << info.name;
+    }
+    EXPECT_GT(valid, 0u) << info.name << ": no example the reference accepts";
   }
 }
 

@@ -59,6 +59,27 @@ struct OpOperands {
   std::size_t output_bytes() const noexcept;
 };
 
+// What one run does, for throughput figures (qforge-bench's GOPS and GB/s). Estimates in double:
+// they never throw, whatever the descriptor.
+struct OpWork {
+  enum class Unit : std::uint8_t {
+    bytes,          // elementwise ops: the bytes read and written once
+    multiply_adds,  // ops that reduce (matmul, linear, conv): the products summed
+  };
+  double amount = 0;
+  Unit unit = Unit::bytes;
+};
+
+// A representative descriptor of a kind and a short label for it ("u8xs8 kn
+// b=per_channel_symmetric(axis=1)").
+struct OpExample {
+  std::string label;
+  OpDesc desc;
+};
+
+// Core's own per-kind functions (calls on a backend, probes, random inputs): internal to core.
+struct OpHooks;
+
 struct OpInfo {
   OpKind kind;
   std::string_view name;     // to_string(kind)
@@ -70,6 +91,12 @@ struct OpInfo {
   void (*check)(const OpDesc& op);
   // Runs the reference on host arrays, in operands() order.
   void (*reference)(const OpDesc& op, const void* const* inputs, void* const* outputs);
+  OpWork (*work)(const OpDesc& op);
+  // A small grid of descriptors of `kind` over dtypes x schemes x layouts at one moderate shape
+  // (no edge cases): what qforge-hwinfo asks every plugin about, so that a reader sees at a
+  // glance which combinations a backend runs and why it refuses the others.
+  std::vector<OpExample> (*examples)(OpKind kind);
+  const OpHooks* hooks;
 };
 
 // Every op kind, indexed by OpKind.

@@ -1,16 +1,17 @@
-// Random, valid inputs for every op: what probes verify with and what timing runs on.
+// Random, valid inputs for every op: what probes verify with and what timing runs on. Each
+// kind draws its own inputs (OpHooks::random_inputs) from the values below.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <variant>
 
-#include "accelerator/operands.h"
+#include "accelerator/random_values.h"
+#include "op_table/op_hooks.h"
 #include "qforge/dtype.h"
 #include "qforge/half.h"
 
 namespace qforge::accel {
-namespace {
 
 std::int64_t uniform(Rng& rng, std::int64_t lo, std::int64_t hi) {
   return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
@@ -115,8 +116,6 @@ std::vector<std::byte> int32_bytes(const std::vector<std::int32_t>& v) {
   return out;
 }
 
-}  // namespace
-
 QuantizationParams random_params(Rng& rng, DType dtype, const Scheme& scheme, const Shape& shape) {
   std::size_t count = 1;
   if (scheme.granularity == Granularity::per_channel) {
@@ -147,101 +146,7 @@ HostArrays random_arrays(const OpDesc& op, Rng& rng, bool specials) {
   const IoLayout layout = io_layout(op);
   HostArrays h;
   for (const auto& o : layout.outputs) h.outputs.push_back(filled(o.bytes, kPoison));
-  switch (op.op) {
-    case OpKind::quantize: {
-      const auto& d = std::get<QuantizeDesc>(op.desc);
-      h.inputs.push_back(float_bytes(
-          d.float_type, quantize_inputs(rng, d.params, layout.inputs[0].count, specials)));
-      break;
-    }
-    case OpKind::dequantize: {
-      const auto& d = std::get<QuantizeDesc>(op.desc);
-      h.inputs.push_back(full_range_codes(rng, d.params.dtype(), layout.inputs[0].count));
-      break;
-    }
-    case OpKind::requantize: {
-      std::vector<std::int32_t> c(layout.inputs[0].count);
-      for (auto& x : c) x = static_cast<std::int32_t>(uniform(rng, -(1 << 22), 1 << 22));
-      if (specials) {
-        const std::int32_t list[] = {std::numeric_limits<std::int32_t>::min(),
-                                     std::numeric_limits<std::int32_t>::max(), 0, -1};
-        for (std::size_t i = 0; i < std::size(list) && i < c.size(); ++i) c[i] = list[i];
-      }
-      h.inputs.push_back(int32_bytes(c));
-      break;
-    }
-    case OpKind::matmul_integer:
-    case OpKind::matmul_dequant:
-    case OpKind::qlinear_matmul: {
-      const auto& d = std::get<MatmulDesc>(op.desc);
-      const std::int64_t w = overflow_window(d.k);
-      h.inputs.push_back(window_codes(rng, d.a, d.a_shape(), w));
-      h.inputs.push_back(window_codes(rng, d.b, d.b_shape(), w));
-      if (op.op == OpKind::matmul_dequant && d.has_bias)
-        h.inputs.push_back(
-            float_bytes(FloatType::f32, normal_floats(rng, layout.inputs[2].count, 1.0)));
-      break;
-    }
-    case OpKind::matmul_weight_only: {
-      const auto& d = std::get<MatmulDesc>(op.desc);
-      h.inputs.push_back(
-          float_bytes(FloatType::f32, normal_floats(rng, layout.inputs[0].count, 1.0)));
-      h.inputs.push_back(full_range_codes(rng, d.b.dtype(), layout.inputs[1].count));
-      if (d.has_bias)
-        h.inputs.push_back(
-            float_bytes(FloatType::f32, normal_floats(rng, layout.inputs[2].count, 1.0)));
-      break;
-    }
-    case OpKind::dynamic_quantize_linear: {
-      auto x = normal_floats(rng, layout.inputs[0].count, 2.0);
-      if (specials && !x.empty())
-        x[static_cast<std::size_t>(uniform(rng, 0, static_cast<std::int64_t>(x.size()) - 1))] =
-            std::numeric_limits<float>::quiet_NaN();
-      h.inputs.push_back(float_bytes(FloatType::f32, x));
-      break;
-    }
-    case OpKind::linear_forward:
-    case OpKind::linear_backward: {
-      const auto& d = std::get<LinearDesc>(op.desc);
-      const auto narrow = QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f);
-      const std::int64_t w = std::min<std::int64_t>(127, overflow_window(d.k));
-      if (op.op == OpKind::linear_forward) {
-        h.inputs.push_back(
-            float_bytes(FloatType::f32, normal_floats(rng, layout.inputs[0].count, 1.0)));
-        h.inputs.push_back(window_codes(rng, narrow, {d.n, d.k}, w));
-        if (d.has_bias)
-          h.inputs.push_back(
-              float_bytes(FloatType::f32, normal_floats(rng, layout.inputs[2].count, 1.0)));
-      } else {
-        h.inputs.push_back(
-            float_bytes(FloatType::f32, normal_floats(rng, layout.inputs[0].count, 1.0)));
-        h.inputs.push_back(window_codes(rng, narrow, {d.m, d.k}, w));
-        h.inputs.push_back(window_codes(rng, narrow, {d.n, d.k}, w));
-        h.xq_params =
-            QuantizationParams::per_tensor_symmetric(DType::int8, log_uniform(rng, 1e-3, 0.1));
-      }
-      break;
-    }
-    case OpKind::conv_integer:
-    case OpKind::qlinear_conv:
-    case OpKind::conv_dequant: {
-      const auto& d = std::get<ConvDesc>(op.desc);
-      // One more term than the reduction for the bias: |acc| + |bias| stays inside int32.
-      const std::int64_t w = overflow_window(d.reduction() + 1);
-      h.inputs.push_back(window_codes(rng, d.x_params, d.x_shape(), w));
-      h.inputs.push_back(window_codes(rng, d.w_params, d.w_shape(), w));
-      const std::size_t o = static_cast<std::size_t>(d.out_channels);
-      if (d.bias == ConvBias::f32)
-        h.inputs.push_back(float_bytes(FloatType::f32, normal_floats(rng, o, 1.0)));
-      if (d.bias == ConvBias::int32) {
-        const std::int64_t limit = std::min<std::int64_t>(std::int64_t{1} << 20, w * w);
-        std::vector<std::int32_t> b(o);
-        for (auto& v : b) v = static_cast<std::int32_t>(uniform(rng, -limit, limit));
-        h.inputs.push_back(int32_bytes(b));
-      }
-      break;
-    }
-  }
+  op_hooks(op.op).random_inputs(op, layout, rng, specials, h);
   return h;
 }
 

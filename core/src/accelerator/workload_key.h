@@ -42,6 +42,7 @@ int bucket_code(std::int64_t extent) noexcept;
 // The largest extent of a bucket: 0, 1, 2, 4, 8, ...
 std::int64_t bucket_extent(std::int64_t extent) noexcept;
 
+// Per descriptor type, defined with the other facts of its family (op_table/kinds/*.cpp).
 WorkloadKey make_key(OpKind op, const QuantizeDesc& d, Residency r) noexcept;
 WorkloadKey make_key(const RequantizeDesc& d, Residency r) noexcept;
 WorkloadKey make_key(OpKind op, const MatmulDesc& d, Residency r) noexcept;

@@ -3,7 +3,7 @@
 // instance run one at a time; the descriptor, kernel and device are checked once, here.
 #include <algorithm>
 
-#include "op_table/array_call.h"
+#include "op_table/op_hooks.h"
 #include "qforge/error.h"
 #include "qforge/ops.h"
 
@@ -51,7 +51,7 @@ class CallPlan final : public Plan {
     std::lock_guard lock(ops_.call_plan_mutex_);
     select();
     if (!packed_) {
-      op_table_detail::call_with_arrays(ops_, desc(), in.data(), outputs.data());
+      op_table_detail::call_with_arrays(&ops_, desc(), in.data(), outputs.data());
       return;
     }
     const auto& d = std::get<MatmulDesc>(desc().desc);
