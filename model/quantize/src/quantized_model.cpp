@@ -1,14 +1,19 @@
 #include "qforge/model/quantized_model.h"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <map>
 
 #include "conv_spec.h"
 #include "matmul_spec.h"
 #include "qforge/dtype.h"
 #include "qforge/error.h"
 #include "qforge/op_table.h"
+#include "qforge/reference.h"
 #include "weights.h"
 
 namespace qforge::model {
@@ -27,6 +32,10 @@ struct QuantizedModel::Layer {
   std::shared_ptr<const Plan> layer_plan;
   std::size_t layer_inputs = 0;
   mutable std::vector<std::byte> a_codes;
+  std::string node_output;  // the node's own output (the fused Relu's input)
+  // The int8 path (QuantizedLayerInfo::int8_input): codes arrive from the layer before, no
+  // quantize plan.
+  bool int8_input = false;
 };
 
 namespace {
@@ -105,6 +114,51 @@ std::size_t fusable_relu(const Graph& graph, const std::string& tensor) {
   if (node.op_type != "Relu" || node.outputs.empty() || node.outputs[0].empty())
     return graph.nodes.size();
   return readers[0];
+}
+
+// Nodes that pass a quantized layer's codes on unchanged in meaning: MaxPool (2-D, no Indices;
+// max commutes with quantize at one scale and zero point) and the ops that only reshape.
+bool passes_codes(const Graph& graph, const Node& node) {
+  if (node.outputs.empty() || node.outputs[0].empty()) return false;
+  for (std::size_t i = 1; i < node.outputs.size(); ++i)
+    if (!node.outputs[i].empty()) return false;
+  if (node.op_type == "Flatten" || node.op_type == "Reshape" || node.op_type == "Squeeze" ||
+      node.op_type == "Unsqueeze")
+    return true;
+  if (node.op_type != "MaxPool") return false;
+  const ValueInfo* x = graph.find_value_info(node.input(0));
+  return x && x->fully_known() && x->shape().size() == 4;
+}
+
+// The int32 bias of qlinear_conv, at scale sx * sw[o] (export_c rounds the same way), or empty
+// when some output channel's accumulator could leave int32 for some input: the layer then
+// keeps its float output.
+std::vector<std::int32_t> int32_bias(const ConvDesc& d, std::span<const float> bias,
+                                     std::span<const std::byte> w_codes) {
+  const QuantizationParams& x = d.x_params;
+  const std::int64_t max_x =
+      std::max<std::int64_t>(x.qmax() - x.zero_point(), x.zero_point() - x.qmin());
+  const std::int64_t per_o = d.reduction();
+  const bool w_signed = d.w_params.dtype() == DType::int8;
+  std::vector<std::int32_t> out(static_cast<std::size_t>(d.out_channels), 0);
+  for (std::int64_t o = 0; o < d.out_channels; ++o) {
+    const auto oi = static_cast<std::size_t>(o);
+    const std::size_t wp = d.w_params.count() == 1 ? 0 : oi;
+    const double b = bias.empty() ? 0.0
+                                  : std::nearbyint(static_cast<double>(bias[oi]) /
+                                                   (static_cast<double>(x.scale()) *
+                                                    static_cast<double>(d.w_params.scale(wp))));
+    std::int64_t bound = static_cast<std::int64_t>(std::min(std::abs(b), 1e18));
+    const std::int32_t zw = d.w_params.zero_point(wp);
+    for (std::int64_t j = 0; j < per_o; ++j) {
+      const auto code = static_cast<std::uint8_t>(w_codes[oi * per_o + j]);
+      const std::int32_t w = w_signed ? static_cast<std::int8_t>(code) : code;
+      bound += max_x * std::abs(static_cast<std::int64_t>(w - zw));
+    }
+    if (bound > std::numeric_limits<std::int32_t>::max()) return {};
+    out[oi] = static_cast<std::int32_t>(b);
+  }
+  return out;
 }
 
 std::string decided_by(const Recipe& recipe, const NodeDecision& d) {
@@ -245,6 +299,7 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
       info.conv = desc;
       layer = std::make_unique<Layer>(OpDesc{OpKind::conv_dequant, desc});
       layer->input_shape = desc.x_shape();
+      layer->node_output = cv->output;
     } else {
       layer = std::make_unique<Layer>(
           OpDesc{weight_only ? OpKind::matmul_weight_only : OpKind::matmul_dequant,
@@ -259,6 +314,7 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
                             .y = std::nullopt,
                             .requant_mode = RequantMode::float_multiplier}});
       layer->input_shape = Shape{mm->m, mm->k};
+      layer->node_output = mm->output;
     }
     layer->info = info_.size();
     layer->mode = act.mode;
@@ -267,39 +323,88 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
     for (std::int64_t e : layer->input_shape) elements *= e;
     if (!weight_only)
       layer->a_codes.resize(storage_bytes(a_dtype, static_cast<std::size_t>(elements)));
-    try {
-      if (weight_only) {
-        // One plan, the weight and the bias fixed (packed once by the winning plugin).
-        std::vector<const void*> weights(op_operands(layer->op).inputs.size(), nullptr);
-        weights[1] = info.b_codes.data();
-        if (!info.bias.empty()) weights[2] = info.bias.data();
-        layer->layer_plan = accelerator_->prepare({layer->op}, weights);
-        layer->layer_inputs = weights.size();
-        info.backend = layer->layer_plan->backend();
-        info.kernel = layer->layer_plan->kernel();
-      } else if (act.mode == ActivationMode::dynamic) {
-        const Decision decision = accelerator_->decide({layer->op});
-        info.backend = decision.id.plugin;
-        info.kernel = decision.id.kernel;
-      } else {
-        info.a_params = conv ? std::get<ConvDesc>(layer->op.desc).x_params
-                             : std::get<MatmulDesc>(layer->op.desc).a;
-        layer->quantize_plan = accelerator_->prepare(
-            {OpDesc{OpKind::quantize, QuantizeDesc{layer->input_shape, *info.a_params}}});
-        std::vector<const void*> weights(op_operands(layer->op).inputs.size(), nullptr);
-        weights[1] = info.b_codes.data();
-        if (!info.bias.empty()) weights[2] = info.bias.data();
-        layer->layer_plan = accelerator_->prepare({layer->op}, weights);
-        layer->layer_inputs = weights.size();
-        info.backend = layer->layer_plan->backend();
-        info.kernel = layer->layer_plan->kernel();
-      }
-    } catch (const Error& e) {
-      throw Error(e.code(), "QuantizedModel: " + node.describe() + ": " + e.what());
-    }
+    if (!weight_only && act.mode != ActivationMode::dynamic)
+      info.a_params = conv ? std::get<ConvDesc>(layer->op.desc).x_params
+                           : std::get<MatmulDesc>(layer->op.desc).a;
     layer_of_node_[i] = static_cast<std::ptrdiff_t>(layers_.size());
     layers_.push_back(std::move(layer));
     info_.push_back(std::move(info));
+  }
+  link_int8_layers();
+  for (const std::unique_ptr<Layer>& layer : layers_) prepare(*layer);
+}
+
+void QuantizedModel::link_int8_layers() {
+  const Graph& graph = executor_->graph();
+  std::map<std::string, ElementType, std::less<>> retyped;
+  for (const std::unique_ptr<Layer>& producer : layers_) {
+    QuantizedLayerInfo& info = info_[producer->info];
+    if (producer->op.op != OpKind::conv_dequant || producer->mode == ActivationMode::dynamic)
+      continue;
+    // Follow the output through nodes that pass codes on to the one quantized layer reading it.
+    std::vector<std::string> path{producer->node_output};
+    if (info.output != producer->node_output) path.push_back(info.output);
+    Layer* consumer = nullptr;
+    for (std::string t = info.output; !graph.is_graph_output(t);) {
+      const std::vector<std::size_t> readers = graph.consumers_of(t);
+      if (readers.size() != 1) break;
+      const Node& reader = graph.nodes[readers[0]];
+      if (const std::ptrdiff_t l = layer_of_node_[readers[0]]; l >= 0) {
+        Layer& c = *layers_[static_cast<std::size_t>(l)];
+        if (!c.weight_only && c.mode != ActivationMode::dynamic && info_[c.info].input == t)
+          consumer = &c;
+        break;
+      }
+      if (!passes_codes(graph, reader)) break;
+      t = reader.outputs[0];
+      path.push_back(t);
+    }
+    if (!consumer) continue;
+    const QuantizationParams& y = *info_[consumer->info].a_params;
+    if (y.count() != 1 || (y.dtype() != DType::int8 && y.dtype() != DType::uint8)) continue;
+    ConvDesc desc = std::get<ConvDesc>(producer->op.desc);
+    std::vector<std::int32_t> bias = int32_bias(desc, info.bias, info.b_codes);
+    if (bias.empty()) continue;
+    desc.y_params = y;
+    desc.bias = info.bias.empty() ? ConvBias::none : ConvBias::int32;
+    if (!info.bias.empty()) info.bias_i32 = std::move(bias);
+    producer->op = OpDesc{OpKind::qlinear_conv, desc};
+    info.int8_output = y;
+    consumer->int8_input = true;
+    info_[consumer->info].int8_input = true;
+    const ElementType codes = y.dtype() == DType::int8 ? ElementType::int8 : ElementType::uint8;
+    for (const std::string& t : path) {
+      retyped[t] = codes;
+      int8_tensors_.insert_or_assign(t, y);
+    }
+  }
+  if (!retyped.empty()) executor_->retype_outputs(retyped);
+}
+
+void QuantizedModel::prepare(Layer& layer) {
+  QuantizedLayerInfo& info = info_[layer.info];
+  const Node& node = executor_->graph().nodes[info.node];
+  try {
+    if (layer.mode == ActivationMode::dynamic && !layer.weight_only) {
+      const Decision decision = accelerator_->decide({layer.op});
+      info.backend = decision.id.plugin;
+      info.kernel = decision.id.kernel;
+      return;
+    }
+    if (!layer.weight_only && !layer.int8_input)
+      layer.quantize_plan = accelerator_->prepare(
+          {OpDesc{OpKind::quantize, QuantizeDesc{layer.input_shape, *info.a_params}}});
+    // One plan, the weight and the bias fixed (packed once by the winning plugin).
+    std::vector<const void*> weights(op_operands(layer.op).inputs.size(), nullptr);
+    weights[1] = info.b_codes.data();
+    if (!info.bias_i32.empty()) weights[2] = info.bias_i32.data();
+    else if (!info.bias.empty()) weights[2] = info.bias.data();
+    layer.layer_plan = accelerator_->prepare({layer.op}, weights);
+    layer.layer_inputs = weights.size();
+    info.backend = layer.layer_plan->backend();
+    info.kernel = layer.layer_plan->kernel();
+  } catch (const Error& e) {
+    throw Error(e.code(), "QuantizedModel: " + node.describe() + ": " + e.what());
   }
 }
 
@@ -317,8 +422,9 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
     if (index < 0) return false;
     const Layer& layer = *layers_[static_cast<std::size_t>(index)];
     const QuantizedLayerInfo& info = info_[layer.info];
-    const float* x = in[0]->values<float>().data();
-    float* y = out[0]->values<float>().data();
+    // Float, or the codes of the int8 path (the executor retyped those tensors).
+    const void* x = in[0]->data();
+    void* y = out[0]->data();
     const float* bias = info.bias.empty() ? nullptr : info.bias.data();
     const auto start = std::chrono::steady_clock::now();
     if (layer.weight_only) {
@@ -329,22 +435,23 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
                             std::span<void* const>(&result, 1));
     } else if (layer.mode == ActivationMode::dynamic) {
       const QuantizationParams a = accelerator_->dynamic_quantize_linear(
-          DynamicQuantizeDesc{layer.input_shape}, x,
+          DynamicQuantizeDesc{layer.input_shape}, static_cast<const float*>(x),
           reinterpret_cast<std::uint8_t*>(layer.a_codes.data()));
       if (layer.op.op == OpKind::conv_dequant) {
         ConvDesc desc = std::get<ConvDesc>(layer.op.desc);
         desc.x_params = a;
         accelerator_->conv(OpKind::conv_dequant, desc, layer.a_codes.data(), info.b_codes.data(),
-                           bias, y);
+                           bias, static_cast<float*>(y));
       } else {
         MatmulDesc desc = std::get<MatmulDesc>(layer.op.desc);
         desc.a = a;
-        accelerator_->matmul_dequant(desc, layer.a_codes.data(), info.b_codes.data(), bias, y);
+        accelerator_->matmul_dequant(desc, layer.a_codes.data(), info.b_codes.data(), bias,
+                                     static_cast<float*>(y));
       }
     } else {
-      layer.quantize_plan->run({x}, {layer.a_codes.data()});
+      if (!layer.int8_input) layer.quantize_plan->run({x}, {layer.a_codes.data()});
       std::array<const void*, kMaxOperands> args{};
-      args[0] = layer.a_codes.data();
+      args[0] = layer.int8_input ? x : layer.a_codes.data();
       void* const result = y;
       layer.layer_plan->run(std::span<const void* const>(args.data(), layer.layer_inputs),
                             std::span<void* const>(&result, 1));
@@ -354,7 +461,19 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return true;
   };
-  return executor_->run(inputs, keep, hook);
+  TensorMap result = executor_->run(inputs, keep, hook);
+  // Kept tensors of the int8 path come back as the float values they stand for.
+  for (const std::string& k : keep) {
+    const auto codes = int8_tensors_.find(k);
+    if (codes == int8_tensors_.end()) continue;
+    Tensor& t = result.at(k);
+    if (t.type() == ElementType::float32) continue;  // named twice in `keep`
+    Tensor values(ElementType::float32, t.shape());
+    reference::dequantize(QuantizeDesc{Shape{static_cast<std::int64_t>(t.size())}, codes->second},
+                          t.data(), values.values<float>().data());
+    t = std::move(values);
+  }
+  return result;
 }
 
 }  // namespace qforge::model

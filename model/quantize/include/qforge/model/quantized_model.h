@@ -18,8 +18,12 @@
 //     object, whose identity() lets a backend keep its packing.
 // A Relu that is the only reader of a quantized Conv's output is fused into the convolution
 // (conv_dequant's relu clamp) and skipped: the executor runs such a Relu in place, on the
-// conv's output tensor. Every other node runs in float through the executor's kernels (its
-// node hook).
+// conv's output tensor. A static Conv whose output reaches exactly one other static layer,
+// directly or through MaxPool / Flatten / Reshape / Squeeze / Unsqueeze, keeps it int8: it runs
+// qlinear_conv with that layer's input params, the nodes between run on the codes, and that
+// layer skips its quantize (QuantizedLayerInfo::int8_output; the same values as dequantizing,
+// running those nodes in float and quantizing again). Every other node runs in float through
+// the executor's kernels (its node hook).
 //
 //   - weight-only rules (no activations) on MatMul and Gemm: one matmul_weight_only plan (float
 //     A, int4/uint4/int8/uint8 B per tensor, per column or in blocks along K, float Y: ONNX
@@ -38,6 +42,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -83,6 +88,17 @@ struct QuantizedLayerInfo {
   // Conv layers: the convolution as it runs (dynamic: x_params is a placeholder, each batch
   // brings its own). Empty for MatMul and Gemm.
   std::optional<ConvDesc> conv;
+  // The int8 path between static layers. int8_output: the output leaves as codes at these
+  // params, the input params of the one quantized layer that reads it (through MaxPool,
+  // Flatten, Reshape, Squeeze or Unsqueeze, which then run on the codes): the layer runs
+  // qlinear_conv (bias as int32 at sx * sw[o], a fused Relu as the clamp of the codes) instead
+  // of conv_dequant followed by that layer's quantize. int8_input: the input arrives as such
+  // codes, so the layer has no quantize of its own.
+  bool int8_input = false;
+  std::optional<QuantizationParams> int8_output;
+  // With int8_output and a bias: the bias as qlinear_conv adds it, int32 at scale sx * sw[o]
+  // (rounded half to even; export_c rounds the same way). Empty otherwise.
+  std::vector<std::int32_t> bias_i32;
   std::size_t float_weight_bytes = 0;      // B as float32
   std::size_t quantized_weight_bytes = 0;  // B's codes plus 4 bytes per scale and zero point
   // The plugin and kernel of the matmul_dequant / conv_dequant plan (dynamic: the accelerator's
@@ -130,6 +146,11 @@ class QFORGE_QUANTIZE_API QuantizedModel {
   struct Layer;
   void build(const Recipe& recipe, const RecipeResolution& resolution,
              const CalibrationResult& calibration);
+  // Finds the static Conv layers whose output only reaches another static layer through nodes
+  // that pass codes on, and sets them up for the int8 path (QuantizedLayerInfo::int8_output).
+  void link_int8_layers();
+  // The layer's plans (static, explicit, weight-only) or its accelerator decision (dynamic).
+  void prepare(Layer& layer);
 
   std::unique_ptr<Accelerator> owned_;
   Accelerator* accelerator_;
@@ -139,6 +160,8 @@ class QFORGE_QUANTIZE_API QuantizedModel {
   std::vector<SkippedNode> skipped_;
   std::vector<std::ptrdiff_t> layer_of_node_;  // -1 for float nodes
   std::vector<bool> fused_relu_;               // Relu nodes a conv layer's clamp computes
+  // Tensors of the int8 path, by name: they hold codes at these params.
+  std::map<std::string, QuantizationParams, std::less<>> int8_tensors_;
 };
 
 }  // namespace qforge::model
