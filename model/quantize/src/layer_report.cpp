@@ -39,7 +39,7 @@ std::string data_path(const QuantizedLayerInfo& l) {
       l.int8_input && l.a_params ? std::string(qforge::name(l.a_params->dtype())) : "float";
   const std::string out =
       l.int8_output ? std::string(qforge::name(l.int8_output->dtype())) : "float";
-  return in + "->" + out;
+  return in + "->" + out + (l.nhwc ? " nhwc" : "");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "conv_spec.h"
 #include "matmul_spec.h"
+#include "nhwc_pool.h"
 #include "qforge/dtype.h"
 #include "qforge/error.h"
 #include "qforge/op_table.h"
@@ -36,6 +37,18 @@ struct QuantizedModel::Layer {
   // The int8 path (QuantizedLayerInfo::int8_input): codes arrive from the layer before, no
   // quantize plan.
   bool int8_input = false;
+  // int8_output: the layer reading the codes (index into layers_) and the nodes between.
+  std::ptrdiff_t consumer = -1;
+  std::vector<std::size_t> path_nodes;
+  // B as the plan reads it when that is not info.b_codes: a MatMul or Gemm whose A is
+  // flattened from NHWC codes reads B's K axis in (h, w, c) order.
+  std::vector<std::byte> run_codes;
+};
+
+struct QuantizedModel::NhwcPool {
+  quantize::PoolWindow window;
+  std::int64_t n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0;
+  bool is_signed = true;
 };
 
 namespace {
@@ -331,7 +344,98 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
     info_.push_back(std::move(info));
   }
   link_int8_layers();
+  plan_nhwc();
   for (const std::unique_ptr<Layer>& layer : layers_) prepare(*layer);
+}
+
+void QuantizedModel::plan_nhwc() {
+  const Graph& graph = executor_->graph();
+  nhwc_pools_.resize(graph.nodes.size());
+  for (const std::unique_ptr<Layer>& head : layers_) {
+    // A chain starts at a conv fed by float (quantize writes NCHW codes, which are NHWC codes
+    // when there is one channel) and hands codes from conv to conv through MaxPools, ending
+    // in a MatMul or Gemm through MaxPools and one Flatten: its transposes all go.
+    const QuantizedLayerInfo& hi = info_[head->info];
+    if (head->int8_input || !hi.int8_output || !hi.conv || hi.conv->c != 1) continue;
+    std::vector<Layer*> convs{head.get()};
+    Layer* terminal = nullptr;
+    bool ok = true;
+    for (Layer* cur = head.get(); ok && !terminal;) {
+      if (cur->consumer < 0) {
+        ok = false;
+        break;
+      }
+      Layer* next = layers_[static_cast<std::size_t>(cur->consumer)].get();
+      const bool to_conv = info_[next->info].conv.has_value();
+      for (std::size_t k = 0; k < cur->path_nodes.size() && ok; ++k) {
+        const Node& node = graph.nodes[cur->path_nodes[k]];
+        const bool last = k + 1 == cur->path_nodes.size();
+        if (node.op_type == "MaxPool") ok = quantize::nhwc_pool_window(node).has_value();
+        else ok = !to_conv && last && node.op_type == "Flatten" && node.attr_int_or("axis", 1) == 1;
+      }
+      if (!ok) break;
+      if (to_conv) {
+        if (!info_[next->info].int8_output) ok = false;
+        convs.push_back(next);
+        cur = next;
+        continue;
+      }
+      const QuantizedLayerInfo& t = info_[next->info];
+      const bool flattened =
+          !cur->path_nodes.empty() && graph.nodes[cur->path_nodes.back()].op_type == "Flatten";
+      ok = flattened && t.b_params.scheme().granularity != Granularity::block &&
+           (t.b_params.dtype() == DType::int8 || t.b_params.dtype() == DType::uint8);
+      terminal = next;
+    }
+    if (!ok || !terminal) continue;
+    for (Layer* l : convs) {
+      ConvDesc d = std::get<ConvDesc>(l->op.desc);
+      d.layout = ConvLayout::nhwc;
+      l->op.desc = d;
+      info_[l->info].nhwc = true;
+      for (std::size_t node : l->path_nodes) {
+        const Node& pool = graph.nodes[node];
+        if (pool.op_type != "MaxPool") continue;
+        const Shape x = graph.find_value_info(pool.input(0))->shape();
+        const Shape y = graph.find_value_info(pool.outputs[0])->shape();
+        nhwc_pools_[node] = std::make_unique<NhwcPool>(
+            NhwcPool{*quantize::nhwc_pool_window(pool), x[0], x[1], x[2], x[3], y[2], y[3],
+                     info_[l->info].int8_output->dtype() == DType::int8});
+      }
+      // Kept tensors of the chain are NHWC codes: run() puts them back in NCHW order.
+      const auto mark = [&](const std::string& t) {
+        const ValueInfo* v = graph.find_value_info(t);
+        if (v && v->shape().size() == 4) nhwc_tensors_.insert_or_assign(t, v->shape());
+      };
+      mark(l->node_output);
+      mark(info_[l->info].output);
+      for (std::size_t node : l->path_nodes) {
+        const Node& n = graph.nodes[node];
+        if (n.op_type == "Flatten")
+          nhwc_tensors_.insert_or_assign(n.outputs[0], graph.find_value_info(n.input(0))->shape());
+        else mark(n.outputs[0]);
+      }
+    }
+    // The terminal's A is [N, C * H * W] in (h, w, c) order: B's K axis follows.
+    QuantizedLayerInfo& t = info_[terminal->info];
+    const Node& flatten = graph.nodes[convs.back()->path_nodes.back()];
+    const Shape x = graph.find_value_info(flatten.input(0))->shape();
+    const std::int64_t c = x[1], hw = x[2] * x[3];
+    terminal->run_codes.resize(t.b_codes.size());
+    for (std::int64_t ci = 0; ci < c; ++ci)
+      for (std::int64_t p = 0; p < hw; ++p) {
+        const std::int64_t from = ci * hw + p, to = p * c + ci;
+        if (t.b_layout == MatrixLayout::nk) {
+          for (std::int64_t n = 0; n < t.n; ++n)
+            terminal->run_codes[static_cast<std::size_t>(n * t.k + to)] =
+                t.b_codes[static_cast<std::size_t>(n * t.k + from)];
+        } else {
+          std::memcpy(terminal->run_codes.data() + to * t.n, t.b_codes.data() + from * t.n,
+                      static_cast<std::size_t>(t.n));
+        }
+      }
+    t.nhwc = true;
+  }
 }
 
 void QuantizedModel::link_int8_layers() {
@@ -345,17 +449,22 @@ void QuantizedModel::link_int8_layers() {
     std::vector<std::string> path{producer->node_output};
     if (info.output != producer->node_output) path.push_back(info.output);
     Layer* consumer = nullptr;
+    std::ptrdiff_t consumer_index = -1;
+    std::vector<std::size_t> path_nodes;
     for (std::string t = info.output; !graph.is_graph_output(t);) {
       const std::vector<std::size_t> readers = graph.consumers_of(t);
       if (readers.size() != 1) break;
       const Node& reader = graph.nodes[readers[0]];
       if (const std::ptrdiff_t l = layer_of_node_[readers[0]]; l >= 0) {
         Layer& c = *layers_[static_cast<std::size_t>(l)];
-        if (!c.weight_only && c.mode != ActivationMode::dynamic && info_[c.info].input == t)
+        if (!c.weight_only && c.mode != ActivationMode::dynamic && info_[c.info].input == t) {
           consumer = &c;
+          consumer_index = l;
+        }
         break;
       }
       if (!passes_codes(graph, reader)) break;
+      path_nodes.push_back(readers[0]);
       t = reader.outputs[0];
       path.push_back(t);
     }
@@ -369,6 +478,8 @@ void QuantizedModel::link_int8_layers() {
     desc.bias = info.bias.empty() ? ConvBias::none : ConvBias::int32;
     if (!info.bias.empty()) info.bias_i32 = std::move(bias);
     producer->op = OpDesc{OpKind::qlinear_conv, desc};
+    producer->consumer = consumer_index;
+    producer->path_nodes = std::move(path_nodes);
     info.int8_output = y;
     consumer->int8_input = true;
     info_[consumer->info].int8_input = true;
@@ -396,7 +507,7 @@ void QuantizedModel::prepare(Layer& layer) {
           {OpDesc{OpKind::quantize, QuantizeDesc{layer.input_shape, *info.a_params}}});
     // One plan, the weight and the bias fixed (packed once by the winning plugin).
     std::vector<const void*> weights(op_operands(layer.op).inputs.size(), nullptr);
-    weights[1] = info.b_codes.data();
+    weights[1] = layer.run_codes.empty() ? info.b_codes.data() : layer.run_codes.data();
     if (!info.bias_i32.empty()) weights[2] = info.bias_i32.data();
     else if (!info.bias.empty()) weights[2] = info.bias.data();
     layer.layer_plan = accelerator_->prepare({layer.op}, weights);
@@ -416,6 +527,11 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
     if (fused_relu_[node]) {
       // The conv before it already clamped; in place there is nothing left to do.
       if (out[0] != in[0]) std::memcpy(out[0]->data(), in[0]->data(), in[0]->byte_size());
+      return true;
+    }
+    if (const NhwcPool* pool = nhwc_pools_[node].get()) {
+      quantize::max_pool_nhwc(in[0]->data(), out[0]->data(), pool->is_signed, pool->n, pool->h,
+                              pool->w, pool->c, pool->oh, pool->ow, pool->window);
       return true;
     }
     const std::ptrdiff_t index = layer_of_node_[node];
@@ -471,6 +587,19 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
     Tensor values(ElementType::float32, t.shape());
     reference::dequantize(QuantizeDesc{Shape{static_cast<std::int64_t>(t.size())}, codes->second},
                           t.data(), values.values<float>().data());
+    if (const auto nhwc = nhwc_tensors_.find(k); nhwc != nhwc_tensors_.end()) {
+      // [N, H, W, C] in memory: back to the graph's NCHW order.
+      const Shape& d = nhwc->second;
+      const std::int64_t c = d[1], hw = d[2] * d[3];
+      const auto v = values.values<float>();
+      std::vector<float> nchw(v.size());
+      for (std::int64_t b = 0; b < d[0]; ++b)
+        for (std::int64_t p = 0; p < hw; ++p)
+          for (std::int64_t ci = 0; ci < c; ++ci)
+            nchw[static_cast<std::size_t>((b * c + ci) * hw + p)] =
+                v[static_cast<std::size_t>((b * hw + p) * c + ci)];
+      std::copy(nchw.begin(), nchw.end(), v.begin());
+    }
     t = std::move(values);
   }
   return result;

@@ -20,14 +20,15 @@ namespace {
 
 using namespace qtest;
 
-// x [2, 3, 10, 10] -> Conv "c1" (8 x 3x3, pads 1, bias) -> Relu -> MaxPool 2x2/2      [2, 8, 5, 5]
+// x [2, C, 10, 10] -> Conv "c1" (8 x 3x3, pads 1, bias) -> Relu -> MaxPool 2x2/2      [2, 8, 5, 5]
 //   -> Conv "dw" (depthwise, group 8, pads 1, bias) -> Relu
 //   -> Conv "pw" (12 x 1x1, bias, no Relu) -> MaxPool 3x3/2 pads 1                   [2, 12, 3, 3]
 //   -> Flatten -> Gemm "fc" (bias) -> y [2, 6]
-Graph chain_cnn(std::mt19937_64& g) {
+// With C = 1 the quantized input's NCHW codes are NHWC codes: the chain runs NHWC.
+Graph chain_cnn(std::mt19937_64& g, std::int64_t channels = 3) {
   OnnxBuilder b(17);
-  b.input("x", F, {2, 3, 10, 10}).output("y", F, {2, 6});
-  b.initializer("W1", {8, 3, 3, 3}, weights(g, 27, 8 * 27));
+  b.input("x", F, {2, channels, 10, 10}).output("y", F, {2, 6});
+  b.initializer("W1", {8, channels, 3, 3}, weights(g, channels * 9, 8 * channels * 9));
   b.initializer("B1", {8}, weights(g, 4, 8));
   b.initializer("W2", {8, 1, 3, 3}, weights(g, 9, 8 * 9));
   b.initializer("B2", {8}, weights(g, 4, 8));
@@ -126,70 +127,76 @@ const QuantizedLayerInfo& layer(const QuantizedModel& q, const std::string& name
 TEST(Int8Path, ChainEqualsTheLayersOneByOneBitForBit) {
   SCOPED_TRACE(test::seed_text());
   auto g = test::rng(31);
-  const Graph graph = chain_cnn(g);
-  const auto data = batches(g, graph, kCalibrationBatches);
   auto scalar = accelerator("cpu_scalar");
   ASSERT_TRUE(scalar);
   auto x86 = accelerator("cpu_x86");
-  for (const LayerQuantization& lq : {minmax_layer(), uint8_layer()}) {
-    SCOPED_TRACE(describe(std::optional<LayerQuantization>(lq)));
-    Prepared p = prepare(graph, all_layers(lq), data);
-    for (Accelerator* acc : {scalar.get(), x86.get()}) {
-      if (!acc) continue;
-      SCOPED_TRACE(acc == scalar.get() ? "cpu_scalar" : "cpu_x86");
-      QuantizedModel q(*p.float_model, p.recipe, p.resolution, p.calibration, *acc);
-      const QuantizedLayerInfo &c1 = layer(q, "c1"), &dw = layer(q, "dw"), &pw = layer(q, "pw"),
-                               &fc = layer(q, "fc");
-      // Every conv hands codes on; the Gemm's output is the graph's, float.
-      for (const QuantizedLayerInfo* l : {&c1, &dw, &pw}) ASSERT_TRUE(l->int8_output) << l->name;
-      EXPECT_FALSE(c1.int8_input);
-      EXPECT_TRUE(dw.int8_input && pw.int8_input && fc.int8_input);
-      EXPECT_FALSE(fc.int8_output);
-      EXPECT_EQ(*c1.int8_output, *dw.a_params);
-      EXPECT_EQ(*dw.int8_output, *pw.a_params);
-      EXPECT_EQ(*pw.int8_output, *fc.a_params);
+  for (const std::int64_t channels : {3, 1})
+    for (const LayerQuantization& lq : {minmax_layer(), uint8_layer()}) {
+      SCOPED_TRACE("input channels " + std::to_string(channels));
+      const Graph graph = chain_cnn(g, channels);
+      const auto data = batches(g, graph, kCalibrationBatches);
+      SCOPED_TRACE(describe(std::optional<LayerQuantization>(lq)));
+      Prepared p = prepare(graph, all_layers(lq), data);
+      for (Accelerator* acc : {scalar.get(), x86.get()}) {
+        if (!acc) continue;
+        SCOPED_TRACE(acc == scalar.get() ? "cpu_scalar" : "cpu_x86");
+        QuantizedModel q(*p.float_model, p.recipe, p.resolution, p.calibration, *acc);
+        const QuantizedLayerInfo &c1 = layer(q, "c1"), &dw = layer(q, "dw"), &pw = layer(q, "pw"),
+                                 &fc = layer(q, "fc");
+        // Every conv hands codes on; the Gemm's output is the graph's, float.
+        for (const QuantizedLayerInfo* l : {&c1, &dw, &pw}) ASSERT_TRUE(l->int8_output) << l->name;
+        EXPECT_FALSE(c1.int8_input);
+        EXPECT_TRUE(dw.int8_input && pw.int8_input && fc.int8_input);
+        EXPECT_FALSE(fc.int8_output);
+        EXPECT_EQ(*c1.int8_output, *dw.a_params);
+        EXPECT_EQ(*dw.int8_output, *pw.a_params);
+        EXPECT_EQ(*pw.int8_output, *fc.a_params);
+        for (const QuantizedLayerInfo* l : {&c1, &dw, &pw, &fc})
+          EXPECT_EQ(l->nhwc, channels == 1) << l->name;
 
-      // A wider range than calibration saw: every layer saturates somewhere.
-      TensorMap batch = batches(g, graph, 1)[0];
-      for (float& v : batch.at("x").values<float>()) v *= 1.5f;
-      const TensorMap got = q.run(batch, {"p1", "r2", "f"});
+        // A wider range than calibration saw: every layer saturates somewhere.
+        TensorMap batch = batches(g, graph, 1)[0];
+        for (float& v : batch.at("x").values<float>()) v *= 1.5f;
+        const TensorMap got = q.run(batch, {"p1", "r2", "f"});
 
-      const auto x = batch.at("x").values<float>();
-      const std::vector<float> r1 = conv_layer(c1, quantize(x, *c1.a_params));
-      const std::vector<float> p1 = max_pool(r1, 2 * 8, 10, 10, 2, 2, 0);
-      const std::vector<float> r2 = conv_layer(dw, quantize(p1, *dw.a_params));
-      const std::vector<float> c3 = conv_layer(pw, quantize(r2, *pw.a_params));
-      const std::vector<float> f = max_pool(c3, 2 * 12, 5, 5, 3, 2, 1);
-      const std::vector<std::byte> fq = quantize(f, *fc.a_params);
-      MatmulDesc md{.m = 2,
-                    .n = 6,
-                    .k = 108,
-                    .a = *fc.a_params,
-                    .b = fc.b_params,
-                    .b_layout = fc.b_layout,
-                    .has_bias = true};
-      std::vector<float> y(12);
-      reference::matmul_dequant(md, fq.data(), fc.b_codes.data(), fc.bias.data(), y.data());
+        const auto x = batch.at("x").values<float>();
+        const std::vector<float> r1 = conv_layer(c1, quantize(x, *c1.a_params));
+        const std::vector<float> p1 = max_pool(r1, 2 * 8, 10, 10, 2, 2, 0);
+        const std::vector<float> r2 = conv_layer(dw, quantize(p1, *dw.a_params));
+        const std::vector<float> c3 = conv_layer(pw, quantize(r2, *pw.a_params));
+        const std::vector<float> f = max_pool(c3, 2 * 12, 5, 5, 3, 2, 1);
+        const std::vector<std::byte> fq = quantize(f, *fc.a_params);
+        MatmulDesc md{.m = 2,
+                      .n = 6,
+                      .k = 108,
+                      .a = *fc.a_params,
+                      .b = fc.b_params,
+                      .b_layout = fc.b_layout,
+                      .has_bias = true};
+        std::vector<float> y(12);
+        reference::matmul_dequant(md, fq.data(), fc.b_codes.data(), fc.bias.data(), y.data());
 
-      // The kept tensors of the path come back as the values their codes stand for.
-      for (const auto& [name, want] :
-           {std::pair<std::string, const std::vector<float>*>{"p1", &p1}, {"r2", &r2}, {"f", &f}}) {
-        SCOPED_TRACE(name);
-        const auto v = got.at(name).values<float>();
-        ASSERT_EQ(v.size(), want->size());
-        EXPECT_EQ(0, std::memcmp(v.data(), want->data(), v.size() * sizeof(float)));
-      }
-      const auto gy = got.at("y").values<float>();
-      ASSERT_EQ(gy.size(), y.size());
-      if (acc == scalar.get()) {
-        EXPECT_EQ(0, std::memcmp(gy.data(), y.data(), y.size() * sizeof(float)));
-      } else {
-        // Another plugin's float epilogue may sum in another order.
-        for (std::size_t i = 0; i < y.size(); ++i)
-          EXPECT_NEAR(gy[i], y[i], 1e-5f * (1.0f + std::abs(y[i]))) << "at " << i;
+        // The kept tensors of the path come back as the values their codes stand for.
+        for (const auto& [name, want] :
+             {std::pair<std::string, const std::vector<float>*>{"p1", &p1},
+              {"r2", &r2},
+              {"f", &f}}) {
+          SCOPED_TRACE(name);
+          const auto v = got.at(name).values<float>();
+          ASSERT_EQ(v.size(), want->size());
+          EXPECT_EQ(0, std::memcmp(v.data(), want->data(), v.size() * sizeof(float)));
+        }
+        const auto gy = got.at("y").values<float>();
+        ASSERT_EQ(gy.size(), y.size());
+        if (acc == scalar.get()) {
+          EXPECT_EQ(0, std::memcmp(gy.data(), y.data(), y.size() * sizeof(float)));
+        } else {
+          // Another plugin's float epilogue may sum in another order.
+          for (std::size_t i = 0; i < y.size(); ++i)
+            EXPECT_NEAR(gy[i], y[i], 1e-5f * (1.0f + std::abs(y[i]))) << "at " << i;
+        }
       }
     }
-  }
 }
 
 TEST(Int8Path, TheReportShowsWhereCodesFlow) {
@@ -205,6 +212,14 @@ TEST(Int8Path, TheReportShowsWhereCodesFlow) {
   EXPECT_EQ(report.layers[0].path, "float->int8");
   EXPECT_EQ(report.layers[1].path, "int8->int8");
   EXPECT_EQ(report.layers[3].path, "int8->float");
+  // One input channel: the chain runs NHWC, and says so.
+  const Graph one = chain_cnn(g, 1);
+  const auto one_data = batches(g, one, 4);
+  Prepared p1 = prepare(one, all_layers(minmax_layer()), one_data);
+  QuantizedModel q1(*p1.float_model, p1.recipe, p1.resolution, p1.calibration, *acc);
+  const ModelReport r1 = layer_report(*p1.float_model, q1, std::span(one_data).first(1));
+  EXPECT_EQ(r1.layers[0].path, "float->int8 nhwc");
+  EXPECT_EQ(r1.layers[3].path, "int8->float nhwc");
   EXPECT_NE(format_report(report).find("int8->int8"), std::string::npos);
   EXPECT_NE(report_to_json(report).find("\"path\": \"float->int8\""), std::string::npos);
 }

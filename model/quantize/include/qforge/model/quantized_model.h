@@ -99,6 +99,11 @@ struct QuantizedLayerInfo {
   // With int8_output and a bias: the bias as qlinear_conv adds it, int32 at scale sx * sw[o]
   // (rounded half to even; export_c rounds the same way). Empty otherwise.
   std::vector<std::int32_t> bias_i32;
+  // The int8 path in NHWC: a chain of such convs from one with a single input channel (whose
+  // NCHW codes are NHWC codes) to a MatMul or Gemm behind a Flatten runs its convs in NHWC
+  // (no transposes), its MaxPools on NHWC codes, and the MatMul or Gemm with B's K axis in
+  // (h, w, c) order. Set on those convs and on that MatMul or Gemm.
+  bool nhwc = false;
   std::size_t float_weight_bytes = 0;      // B as float32
   std::size_t quantized_weight_bytes = 0;  // B's codes plus 4 bytes per scale and zero point
   // The plugin and kernel of the matmul_dequant / conv_dequant plan (dynamic: the accelerator's
@@ -144,11 +149,15 @@ class QFORGE_QUANTIZE_API QuantizedModel {
 
  private:
   struct Layer;
+  struct NhwcPool;
   void build(const Recipe& recipe, const RecipeResolution& resolution,
              const CalibrationResult& calibration);
   // Finds the static Conv layers whose output only reaches another static layer through nodes
   // that pass codes on, and sets them up for the int8 path (QuantizedLayerInfo::int8_output).
   void link_int8_layers();
+  // Puts chains of the int8 path into NHWC where nothing needs a transpose
+  // (QuantizedLayerInfo::nhwc).
+  void plan_nhwc();
   // The layer's plans (static, explicit, weight-only) or its accelerator decision (dynamic).
   void prepare(Layer& layer);
 
@@ -162,6 +171,9 @@ class QFORGE_QUANTIZE_API QuantizedModel {
   std::vector<bool> fused_relu_;               // Relu nodes a conv layer's clamp computes
   // Tensors of the int8 path, by name: they hold codes at these params.
   std::map<std::string, QuantizationParams, std::less<>> int8_tensors_;
+  // Those of them held NHWC, with their NCHW shape (a Flatten's output: its input's).
+  std::map<std::string, Shape, std::less<>> nhwc_tensors_;
+  std::vector<std::unique_ptr<NhwcPool>> nhwc_pools_;  // by node: MaxPools on NHWC codes
 };
 
 }  // namespace qforge::model
