@@ -118,15 +118,36 @@ std::string unsupported_reason(const Node& node, const LayerQuantization& q) {
   return {};
 }
 
-// The index of the Relu node that is the only reader of `tensor` (not a graph output), or
-// graph.nodes.size() when there is none.
-std::size_t fusable_relu(const Graph& graph, const std::string& tensor) {
+// The Relu or Clip (constant bounds, min <= max) that is the only reader of `tensor` (not a
+// graph output), as the conv clamp that computes it; nullopt when there is none.
+struct FusedActivation {
+  std::size_t node = 0;
+  ConvActivation kind = ConvActivation::relu;
+  float lo = 0, hi = 0;  // clamp
+};
+std::optional<FusedActivation> fusable_activation(const Graph& graph, const std::string& tensor) {
   const std::vector<std::size_t> readers = graph.consumers_of(tensor);
-  if (readers.size() != 1 || graph.is_graph_output(tensor)) return graph.nodes.size();
+  if (readers.size() != 1 || graph.is_graph_output(tensor)) return std::nullopt;
   const Node& node = graph.nodes[readers[0]];
-  if (node.op_type != "Relu" || node.outputs.empty() || node.outputs[0].empty())
-    return graph.nodes.size();
-  return readers[0];
+  if (node.outputs.empty() || node.outputs[0].empty() || node.input(0) != tensor)
+    return std::nullopt;
+  if (node.op_type == "Relu") return FusedActivation{readers[0]};
+  if (node.op_type != "Clip") return std::nullopt;
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();
+  if (node.since_version < 11) {
+    lo = node.attr_float_or("min", lo);
+    hi = node.attr_float_or("max", hi);
+  } else {
+    for (std::size_t i = 1; i < 3; ++i) {
+      if (!node.has_input(i)) continue;
+      const Tensor* b = graph.initializer(node.input(i));
+      if (!b || b->type() != ElementType::float32 || b->size() != 1) return std::nullopt;
+      (i == 1 ? lo : hi) = b->values<float>()[0];
+    }
+  }
+  if (!(lo <= hi)) return std::nullopt;  // ONNX's Clip then gives hi everywhere
+  return FusedActivation{readers[0], ConvActivation::clamp, lo, hi};
 }
 
 // Nodes that pass a quantized layer's codes on unchanged in meaning: MaxPool (2-D, no Indices;
@@ -302,12 +323,15 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
       desc.x_params = *a_params;
       desc.w_params = info.b_params;
       desc.bias = info.bias.empty() ? ConvBias::none : ConvBias::f32;
-      // A Relu that alone reads the output is fused into the conv's clamp: the executor runs it
-      // in place (executor.h), so run() skips it, and the layer's output is the Relu's.
-      if (const std::size_t relu = fusable_relu(graph, info.output); relu < graph.nodes.size()) {
-        desc.activation = ConvActivation::relu;
-        fused_relu_[relu] = true;
-        info.output = graph.nodes[relu].outputs[0];
+      // A Relu or Clip that alone reads the output is fused into the conv's clamp: the executor
+      // runs a Relu in place (executor.h), so run() skips it (a Clip's output gets a copy), and
+      // the layer's output is the Relu's or Clip's.
+      if (const auto act = fusable_activation(graph, info.output)) {
+        desc.activation = act->kind;
+        desc.clamp_min = act->lo;
+        desc.clamp_max = act->hi;
+        fused_relu_[act->node] = true;
+        info.output = graph.nodes[act->node].outputs[0];
       }
       info.conv = desc;
       layer = std::make_unique<Layer>(OpDesc{OpKind::conv_dequant, desc});

@@ -1,6 +1,6 @@
 // The int8 path between static layers (QuantizedLayerInfo::int8_output): a chain of convs with
-// fused Relus, MaxPools (one padded) and a Flatten before a Gemm keeps its activations as codes,
-// and its result equals, bit for bit, running the layers one at a time the QDQ way: quantize
+// a fused Relu and Clip, MaxPools (one padded) and a Flatten before a Gemm keeps its activations as
+// codes, and its result equals, bit for bit, running the layers one at a time the QDQ way: quantize
 // the float input, the layer's qlinear_conv at the next layer's input params, dequantize, the
 // float MaxPool / Flatten, quantize again. What the path does not cover keeps float.
 #include <gtest/gtest.h>
@@ -21,7 +21,7 @@ namespace {
 using namespace qtest;
 
 // x [2, C, 10, 10] -> Conv "c1" (8 x 3x3, pads 1, bias) -> Relu -> MaxPool 2x2/2      [2, 8, 5, 5]
-//   -> Conv "dw" (depthwise, group 8, pads 1, bias) -> Relu
+//   -> Conv "dw" (depthwise, group 8, pads 1, bias) -> Clip [0, 0.5]
 //   -> Conv "pw" (12 x 1x1, bias, no Relu) -> MaxPool 3x3/2 pads 1                   [2, 12, 3, 3]
 //   -> Flatten -> Gemm "fc" (bias) -> y [2, 6]
 // With C = 1 the quantized input's NCHW codes are NHWC codes: the chain runs NHWC.
@@ -45,7 +45,9 @@ Graph chain_cnn(std::mt19937_64& g, std::int64_t channels = 3) {
   auto& dw = b.node("Conv", {"p1", "W2", "B2"}, {"c2"}, "dw");
   OnnxBuilder::attr(dw, "group", std::int64_t{8});
   OnnxBuilder::attr(dw, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
-  b.node("Relu", {"c2"}, {"r2"}, "relu2");
+  b.initializer("clip_lo", {}, {0.0f});
+  b.initializer("clip_hi", {}, {0.5f});
+  b.node("Clip", {"c2", "clip_lo", "clip_hi"}, {"r2"}, "clip2");
   b.node("Conv", {"r2", "W3", "B3"}, {"c3"}, "pw");
   auto& p2 = b.node("MaxPool", {"c3"}, {"p2"}, "pool2");
   OnnxBuilder::attr(p2, "kernel_shape", std::vector<std::int64_t>{3, 3});
@@ -148,6 +150,8 @@ TEST(Int8Path, ChainEqualsTheLayersOneByOneBitForBit) {
         EXPECT_FALSE(c1.int8_input);
         EXPECT_TRUE(dw.int8_input && pw.int8_input && fc.int8_input);
         EXPECT_FALSE(fc.int8_output);
+        EXPECT_EQ(dw.conv->activation, ConvActivation::clamp);
+        EXPECT_EQ(dw.output, "r2");
         EXPECT_EQ(*c1.int8_output, *dw.a_params);
         EXPECT_EQ(*dw.int8_output, *pw.a_params);
         EXPECT_EQ(*pw.int8_output, *fc.a_params);
