@@ -84,19 +84,10 @@ Executor::Executor(const Graph& graph, const ResolveOptions& options,
       step.outputs.push_back(static_cast<std::ptrdiff_t>(i));
     }
     step.zero_outputs = !writes_every_element(node.op_type);
-    // Relu writes y[i] from x[i] alone, so it may overwrite its input when nothing else reads
-    // it: one tensor fewer, and a quantized layer with the Relu fused into it skips the node.
-    if (node.op_type == "Relu" && step.inputs.size() == 1 && step.inputs[0] >= 0 &&
-        !step.outputs.empty() && step.outputs[0] >= 0) {
-      const std::string& x = node.inputs[0];
-      const std::size_t xi = static_cast<std::size_t>(step.inputs[0]);
-      if (graph_.producer_of(x) && graph_.consumers_of(x).size() == 1 &&
-          !graph_.is_graph_output(x) &&
-          output_types_[xi] == output_types_[static_cast<std::size_t>(step.outputs[0])])
-        step.in_place_of = step.inputs[0];
-    }
     steps_.push_back(std::move(step));
   }
+  plan_in_place_relus();
+  reuse_memory_ = executor_options.reuse_memory;
   plan_memory(executor_options);
   if (executor_options.threads < 0)
     throw Error(ErrorCode::invalid_argument,
@@ -109,6 +100,40 @@ Executor::Executor(const Graph& graph, const ResolveOptions& options,
     threads = env && std::atoi(env) > 0 ? std::atoi(env) : default_thread_count();
   }
   if (threads > 1) pool_ = std::make_shared<ThreadPool>(threads);
+}
+
+void Executor::plan_in_place_relus() {
+  for (std::size_t s = 0; s < steps_.size(); ++s) {
+    Step& step = steps_[s];
+    const Node& node = graph_.nodes[s];
+    step.in_place_of = -1;
+    // Relu writes y[i] from x[i] alone, so it may overwrite its input when nothing else reads
+    // it: one tensor fewer, and a quantized layer with the Relu fused into it skips the node.
+    if (node.op_type == "Relu" && step.inputs.size() == 1 && step.inputs[0] >= 0 &&
+        !step.outputs.empty() && step.outputs[0] >= 0) {
+      const std::string& x = node.inputs[0];
+      const std::size_t xi = static_cast<std::size_t>(step.inputs[0]);
+      if (graph_.producer_of(x) && graph_.consumers_of(x).size() == 1 &&
+          !graph_.is_graph_output(x) &&
+          output_types_[xi] == output_types_[static_cast<std::size_t>(step.outputs[0])])
+        step.in_place_of = step.inputs[0];
+    }
+  }
+}
+
+void Executor::retype_outputs(const std::map<std::string, ElementType, std::less<>>& types) {
+  for (const auto& [name, type] : types) {
+    const auto it = value_index_.find(name);
+    if (it == value_index_.end() || producer_[it->second] < 0)
+      throw Error(ErrorCode::invalid_argument,
+                  "retype_outputs: '" + name + "' is not a node output of the graph");
+    output_types_[it->second].type = type;
+  }
+  plan_in_place_relus();
+  ExecutorOptions options;
+  options.reuse_memory = reuse_memory_;
+  plan_memory(options);
+  arena_ = Arena();
 }
 
 void Executor::plan_memory(const ExecutorOptions& options) {

@@ -2,14 +2,17 @@
 // Executor's run on the same inputs (no value leaks from an earlier run, zeroed outputs for
 // kernels that rely on it), returned and kept tensors are copies that later runs leave alone, a
 // Relu runs in place where no other node reads its input (a kept input is copied before), and a
-// copied Executor runs on its own arena. memory_plan_test.cpp checks the sharing of the arena.
+// copied Executor runs on its own arena, and retyped outputs carry int8 codes through MaxPool.
+// memory_plan_test.cpp checks the sharing of the arena.
 #include "qforge/model/executor.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "onnx_builder.h"
+#include "qforge/error.h"
 #include "qforge/model/onnx_import.h"
 #include "test_support.h"
 
@@ -131,6 +134,55 @@ TEST(Executor, ChainedReluRunsInPlaceOnTheSharedTensor) {
         run ? std::vector<float>{0, 0, 0, 1, 2} : std::vector<float>{2, 1, 0, 0, 0};
     EXPECT_EQ(std::vector<float>(y.begin(), y.end()), want);
   }
+}
+
+// Retyped outputs (the quantized model's int8 path): a hook writes int8 codes into a retyped
+// tensor, the executor's MaxPool reads and writes codes (padded windows included), and the
+// result equals the float MaxPool of the same values.
+TEST(Executor, RetypedOutputsCarryInt8CodesThroughMaxPool) {
+  SCOPED_TRACE(test::seed_text());
+  auto g = test::rng(71);
+  OnnxBuilder b(17);
+  b.input("x", F, {2, 3, 7, 7}).output("y", F, {2, 3, 4, 4});
+  b.node("Identity", {"x"}, {"codes"}, "to_codes");
+  auto& pool = b.node("MaxPool", {"codes"}, {"pooled"}, "pool");
+  OnnxBuilder::attr(pool, "kernel_shape", std::vector<std::int64_t>{3, 3});
+  OnnxBuilder::attr(pool, "strides", std::vector<std::int64_t>{2, 2});
+  OnnxBuilder::attr(pool, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  b.node("Identity", {"pooled"}, {"y"}, "to_float");
+  const Graph graph = import_onnx_bytes(b.bytes(), "codes");
+  // Integer values in the int8 range, so that the float MaxPool is the reference.
+  std::vector<float> v = test::random_values(g, 2 * 3 * 7 * 7, -128.0f, 127.0f);
+  for (float& x : v) x = std::nearbyint(x);
+  TensorMap in;
+  in.emplace("x", Tensor::from_values<float>({2, 3, 7, 7}, v));
+  const Executor plain(graph);
+  const TensorMap want = plain.run(in);
+
+  Executor codes(graph);
+  EXPECT_THROW(codes.retype_outputs({{"x", ElementType::int8}}), Error);
+  codes.retype_outputs({{"codes", ElementType::int8}, {"pooled", ElementType::int8}});
+  const NodeHook hook = [](std::size_t node, std::span<const Tensor* const> i,
+                           std::span<Tensor* const> o) {
+    if (node == 1) return false;  // MaxPool: the executor's kernel, on int8 tensors
+    if (node == 0) {
+      EXPECT_EQ(o[0]->type(), ElementType::int8);
+      const auto x = i[0]->values<float>();
+      const auto q = o[0]->values<std::int8_t>();
+      for (std::size_t k = 0; k < x.size(); ++k) q[k] = static_cast<std::int8_t>(x[k]);
+    } else {
+      EXPECT_EQ(i[0]->type(), ElementType::int8);
+      const auto q = i[0]->values<std::int8_t>();
+      const auto y = o[0]->values<float>();
+      for (std::size_t k = 0; k < q.size(); ++k) y[k] = q[k];
+    }
+    return true;
+  };
+  const TensorMap got = codes.run(in, {"pooled"}, hook);
+  EXPECT_EQ(got.at("pooled").type(), ElementType::int8);
+  const auto y = got.at("y").values<float>(), w = want.at("y").values<float>();
+  ASSERT_EQ(y.size(), w.size());
+  EXPECT_EQ(0, std::memcmp(y.data(), w.data(), y.size() * sizeof(float)));
 }
 
 }  // namespace

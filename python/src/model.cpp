@@ -129,6 +129,8 @@ py::list layer_list(const mdl::QuantizedModel& q) {
     d["quantized_weight_bytes"] = l.quantized_weight_bytes;
     d["backend"] = l.backend;
     d["kernel"] = l.kernel;
+    d["int8_input"] = l.int8_input;
+    d["int8_output"] = l.int8_output;
     out.append(d);
   }
   return out;

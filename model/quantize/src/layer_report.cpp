@@ -34,6 +34,14 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
 }
 
+std::string data_path(const QuantizedLayerInfo& l) {
+  const std::string in =
+      l.int8_input && l.a_params ? std::string(qforge::name(l.a_params->dtype())) : "float";
+  const std::string out =
+      l.int8_output ? std::string(qforge::name(l.int8_output->dtype())) : "float";
+  return in + "->" + out + (l.nhwc ? " nhwc" : "");
+}
+
 }  // namespace
 
 ModelReport layer_report(const Executor& float_model, const QuantizedModel& quantized,
@@ -73,10 +81,10 @@ ModelReport layer_report(const Executor& float_model, const QuantizedModel& quan
   report.timed_runs = options.timed_runs;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const QuantizedLayerInfo& l = layers[i];
-    report.layers.push_back({l.name, l.op_type,
-                             (l.weight_only ? std::string("none") : std::string(to_string(l.mode))),
-                             l.settings, layer_energy[i].sqnr_db(), l.float_weight_bytes,
-                             l.quantized_weight_bytes, l.backend, l.kernel, median(samples[i])});
+    report.layers.push_back(
+        {l.name, l.op_type, (l.weight_only ? std::string("none") : std::string(to_string(l.mode))),
+         l.settings, layer_energy[i].sqnr_db(), l.float_weight_bytes, l.quantized_weight_bytes,
+         l.backend, l.kernel, data_path(l), median(samples[i])});
   }
   for (std::size_t i = 0; i < output_energy.size(); ++i)
     report.outputs.push_back({quantized.graph().outputs[i].name, output_energy[i].sqnr_db()});

@@ -135,6 +135,35 @@ struct Builder {
     return clipped;
   }
 
+  // DequantizeLinear of a Conv's int32 bias at scale sx * sw[o] (the int8 path's qlinear_conv
+  // adds its bias so; ONNX Runtime's quantize_static writes bias the same way); returns the
+  // float bias's name.
+  std::string int32_bias(const QuantizedLayerInfo& layer, std::vector<Node>& out) {
+    const QuantizationParams& w = layer.b_params;
+    const bool per_channel = w.count() > 1;
+    if (per_channel && qdq_version < 13)
+      refuse(layer, "per-channel bias scales need per-axis DequantizeLinear (opset 13)");
+    const float sx = layer.a_params->scale();
+    std::vector<float> scales;
+    for (std::size_t o = 0; o < w.count(); ++o) scales.push_back(sx * w.scale(o));
+    const std::string base = layer.name + ".bias";
+    std::vector<std::string> in = {
+        add_initializer(base + "_quantized", Tensor::from_values<std::int32_t>(
+                                                 {static_cast<std::int64_t>(layer.bias_i32.size())},
+                                                 std::span<const std::int32_t>(layer.bias_i32))),
+        add_initializer(base + "_scale",
+                        per_channel
+                            ? Tensor::from_values<float>({static_cast<std::int64_t>(scales.size())},
+                                                         std::span<const float>(scales))
+                            : Tensor::scalar<float>(scales[0]))};
+    const std::string b = names.fresh(base + "_dequantized");
+    Node dq =
+        make("DequantizeLinear", layer.name + "/bias_dequantize", qdq_version, std::move(in), {b});
+    if (per_channel) dq.attributes["axis"] = std::int64_t{0};
+    out.push_back(std::move(dq));
+    return b;
+  }
+
   // Q/DQ (static, explicit) or DynamicQuantizeLinear/DQ (dynamic) on A; returns the float name.
   std::string activation(const QuantizedLayerInfo& layer, std::vector<Node>& out) {
     const std::string base = layer.name + ".input";
@@ -189,6 +218,7 @@ Graph qdq_graph(const QuantizedModel& model) {
       // need opset 21, and this exporter writes no com.microsoft MatMulNBits.
       if (!layer->weight_only) node.inputs.at(0) = b.activation(*layer, nodes);
       node.inputs.at(1) = b.weight(*layer, nodes);
+      if (!layer->bias_i32.empty()) node.inputs.at(2) = b.int32_bias(*layer, nodes);
       if (node.op_type == "Gemm") {
         // alpha is in the codes, beta in the bias.
         node.attributes.erase("alpha");

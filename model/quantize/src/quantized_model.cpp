@@ -1,14 +1,20 @@
 #include "qforge/model/quantized_model.h"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <map>
 
 #include "conv_spec.h"
 #include "matmul_spec.h"
+#include "nhwc_pool.h"
 #include "qforge/dtype.h"
 #include "qforge/error.h"
 #include "qforge/op_table.h"
+#include "qforge/reference.h"
 #include "weights.h"
 
 namespace qforge::model {
@@ -27,6 +33,22 @@ struct QuantizedModel::Layer {
   std::shared_ptr<const Plan> layer_plan;
   std::size_t layer_inputs = 0;
   mutable std::vector<std::byte> a_codes;
+  std::string node_output;  // the node's own output (the fused Relu's input)
+  // The int8 path (QuantizedLayerInfo::int8_input): codes arrive from the layer before, no
+  // quantize plan.
+  bool int8_input = false;
+  // int8_output: the layer reading the codes (index into layers_) and the nodes between.
+  std::ptrdiff_t consumer = -1;
+  std::vector<std::size_t> path_nodes;
+  // B as the plan reads it when that is not info.b_codes: a MatMul or Gemm whose A is
+  // flattened from NHWC codes reads B's K axis in (h, w, c) order.
+  std::vector<std::byte> run_codes;
+};
+
+struct QuantizedModel::NhwcPool {
+  quantize::PoolWindow window;
+  std::int64_t n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0;
+  bool is_signed = true;
 };
 
 namespace {
@@ -96,15 +118,81 @@ std::string unsupported_reason(const Node& node, const LayerQuantization& q) {
   return {};
 }
 
-// The index of the Relu node that is the only reader of `tensor` (not a graph output), or
-// graph.nodes.size() when there is none.
-std::size_t fusable_relu(const Graph& graph, const std::string& tensor) {
+// The Relu or Clip (constant bounds, min <= max) that is the only reader of `tensor` (not a
+// graph output), as the conv clamp that computes it; nullopt when there is none.
+struct FusedActivation {
+  std::size_t node = 0;
+  ConvActivation kind = ConvActivation::relu;
+  float lo = 0, hi = 0;  // clamp
+};
+std::optional<FusedActivation> fusable_activation(const Graph& graph, const std::string& tensor) {
   const std::vector<std::size_t> readers = graph.consumers_of(tensor);
-  if (readers.size() != 1 || graph.is_graph_output(tensor)) return graph.nodes.size();
+  if (readers.size() != 1 || graph.is_graph_output(tensor)) return std::nullopt;
   const Node& node = graph.nodes[readers[0]];
-  if (node.op_type != "Relu" || node.outputs.empty() || node.outputs[0].empty())
-    return graph.nodes.size();
-  return readers[0];
+  if (node.outputs.empty() || node.outputs[0].empty() || node.input(0) != tensor)
+    return std::nullopt;
+  if (node.op_type == "Relu") return FusedActivation{readers[0]};
+  if (node.op_type != "Clip") return std::nullopt;
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();
+  if (node.since_version < 11) {
+    lo = node.attr_float_or("min", lo);
+    hi = node.attr_float_or("max", hi);
+  } else {
+    for (std::size_t i = 1; i < 3; ++i) {
+      if (!node.has_input(i)) continue;
+      const Tensor* b = graph.initializer(node.input(i));
+      if (!b || b->type() != ElementType::float32 || b->size() != 1) return std::nullopt;
+      (i == 1 ? lo : hi) = b->values<float>()[0];
+    }
+  }
+  if (!(lo <= hi)) return std::nullopt;  // ONNX's Clip then gives hi everywhere
+  return FusedActivation{readers[0], ConvActivation::clamp, lo, hi};
+}
+
+// Nodes that pass a quantized layer's codes on unchanged in meaning: MaxPool (2-D, no Indices;
+// max commutes with quantize at one scale and zero point) and the ops that only reshape.
+bool passes_codes(const Graph& graph, const Node& node) {
+  if (node.outputs.empty() || node.outputs[0].empty()) return false;
+  for (std::size_t i = 1; i < node.outputs.size(); ++i)
+    if (!node.outputs[i].empty()) return false;
+  if (node.op_type == "Flatten" || node.op_type == "Reshape" || node.op_type == "Squeeze" ||
+      node.op_type == "Unsqueeze")
+    return true;
+  if (node.op_type != "MaxPool") return false;
+  const ValueInfo* x = graph.find_value_info(node.input(0));
+  return x && x->fully_known() && x->shape().size() == 4;
+}
+
+// The int32 bias of qlinear_conv, at scale sx * sw[o] (export_c rounds the same way), or empty
+// when some output channel's accumulator could leave int32 for some input: the layer then
+// keeps its float output.
+std::vector<std::int32_t> int32_bias(const ConvDesc& d, std::span<const float> bias,
+                                     std::span<const std::byte> w_codes) {
+  const QuantizationParams& x = d.x_params;
+  const std::int64_t max_x =
+      std::max<std::int64_t>(x.qmax() - x.zero_point(), x.zero_point() - x.qmin());
+  const std::int64_t per_o = d.reduction();
+  const bool w_signed = d.w_params.dtype() == DType::int8;
+  std::vector<std::int32_t> out(static_cast<std::size_t>(d.out_channels), 0);
+  for (std::int64_t o = 0; o < d.out_channels; ++o) {
+    const auto oi = static_cast<std::size_t>(o);
+    const std::size_t wp = d.w_params.count() == 1 ? 0 : oi;
+    const double b = bias.empty() ? 0.0
+                                  : std::nearbyint(static_cast<double>(bias[oi]) /
+                                                   (static_cast<double>(x.scale()) *
+                                                    static_cast<double>(d.w_params.scale(wp))));
+    std::int64_t bound = static_cast<std::int64_t>(std::min(std::abs(b), 1e18));
+    const std::int32_t zw = d.w_params.zero_point(wp);
+    for (std::int64_t j = 0; j < per_o; ++j) {
+      const auto code = static_cast<std::uint8_t>(w_codes[oi * per_o + j]);
+      const std::int32_t w = w_signed ? static_cast<std::int8_t>(code) : code;
+      bound += max_x * std::abs(static_cast<std::int64_t>(w - zw));
+    }
+    if (bound > std::numeric_limits<std::int32_t>::max()) return {};
+    out[oi] = static_cast<std::int32_t>(b);
+  }
+  return out;
 }
 
 std::string decided_by(const Recipe& recipe, const NodeDecision& d) {
@@ -235,16 +323,20 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
       desc.x_params = *a_params;
       desc.w_params = info.b_params;
       desc.bias = info.bias.empty() ? ConvBias::none : ConvBias::f32;
-      // A Relu that alone reads the output is fused into the conv's clamp: the executor runs it
-      // in place (executor.h), so run() skips it, and the layer's output is the Relu's.
-      if (const std::size_t relu = fusable_relu(graph, info.output); relu < graph.nodes.size()) {
-        desc.activation = ConvActivation::relu;
-        fused_relu_[relu] = true;
-        info.output = graph.nodes[relu].outputs[0];
+      // A Relu or Clip that alone reads the output is fused into the conv's clamp: the executor
+      // runs a Relu in place (executor.h), so run() skips it (a Clip's output gets a copy), and
+      // the layer's output is the Relu's or Clip's.
+      if (const auto act = fusable_activation(graph, info.output)) {
+        desc.activation = act->kind;
+        desc.clamp_min = act->lo;
+        desc.clamp_max = act->hi;
+        fused_relu_[act->node] = true;
+        info.output = graph.nodes[act->node].outputs[0];
       }
       info.conv = desc;
       layer = std::make_unique<Layer>(OpDesc{OpKind::conv_dequant, desc});
       layer->input_shape = desc.x_shape();
+      layer->node_output = cv->output;
     } else {
       layer = std::make_unique<Layer>(
           OpDesc{weight_only ? OpKind::matmul_weight_only : OpKind::matmul_dequant,
@@ -259,6 +351,7 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
                             .y = std::nullopt,
                             .requant_mode = RequantMode::float_multiplier}});
       layer->input_shape = Shape{mm->m, mm->k};
+      layer->node_output = mm->output;
     }
     layer->info = info_.size();
     layer->mode = act.mode;
@@ -267,39 +360,186 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
     for (std::int64_t e : layer->input_shape) elements *= e;
     if (!weight_only)
       layer->a_codes.resize(storage_bytes(a_dtype, static_cast<std::size_t>(elements)));
-    try {
-      if (weight_only) {
-        // One plan, the weight and the bias fixed (packed once by the winning plugin).
-        std::vector<const void*> weights(op_operands(layer->op).inputs.size(), nullptr);
-        weights[1] = info.b_codes.data();
-        if (!info.bias.empty()) weights[2] = info.bias.data();
-        layer->layer_plan = accelerator_->prepare({layer->op}, weights);
-        layer->layer_inputs = weights.size();
-        info.backend = layer->layer_plan->backend();
-        info.kernel = layer->layer_plan->kernel();
-      } else if (act.mode == ActivationMode::dynamic) {
-        const Decision decision = accelerator_->decide({layer->op});
-        info.backend = decision.id.plugin;
-        info.kernel = decision.id.kernel;
-      } else {
-        info.a_params = conv ? std::get<ConvDesc>(layer->op.desc).x_params
-                             : std::get<MatmulDesc>(layer->op.desc).a;
-        layer->quantize_plan = accelerator_->prepare(
-            {OpDesc{OpKind::quantize, QuantizeDesc{layer->input_shape, *info.a_params}}});
-        std::vector<const void*> weights(op_operands(layer->op).inputs.size(), nullptr);
-        weights[1] = info.b_codes.data();
-        if (!info.bias.empty()) weights[2] = info.bias.data();
-        layer->layer_plan = accelerator_->prepare({layer->op}, weights);
-        layer->layer_inputs = weights.size();
-        info.backend = layer->layer_plan->backend();
-        info.kernel = layer->layer_plan->kernel();
-      }
-    } catch (const Error& e) {
-      throw Error(e.code(), "QuantizedModel: " + node.describe() + ": " + e.what());
-    }
+    if (!weight_only && act.mode != ActivationMode::dynamic)
+      info.a_params = conv ? std::get<ConvDesc>(layer->op.desc).x_params
+                           : std::get<MatmulDesc>(layer->op.desc).a;
     layer_of_node_[i] = static_cast<std::ptrdiff_t>(layers_.size());
     layers_.push_back(std::move(layer));
     info_.push_back(std::move(info));
+  }
+  link_int8_layers();
+  plan_nhwc();
+  for (const std::unique_ptr<Layer>& layer : layers_) prepare(*layer);
+}
+
+void QuantizedModel::plan_nhwc() {
+  const Graph& graph = executor_->graph();
+  nhwc_pools_.resize(graph.nodes.size());
+  for (const std::unique_ptr<Layer>& head : layers_) {
+    // A chain starts at a conv fed by float (quantize writes NCHW codes, which are NHWC codes
+    // when there is one channel) and hands codes from conv to conv through MaxPools, ending
+    // in a MatMul or Gemm through MaxPools and one Flatten: its transposes all go.
+    const QuantizedLayerInfo& hi = info_[head->info];
+    if (head->int8_input || !hi.int8_output || !hi.conv || hi.conv->c != 1) continue;
+    std::vector<Layer*> convs{head.get()};
+    Layer* terminal = nullptr;
+    bool ok = true;
+    for (Layer* cur = head.get(); ok && !terminal;) {
+      if (cur->consumer < 0) {
+        ok = false;
+        break;
+      }
+      Layer* next = layers_[static_cast<std::size_t>(cur->consumer)].get();
+      const bool to_conv = info_[next->info].conv.has_value();
+      for (std::size_t k = 0; k < cur->path_nodes.size() && ok; ++k) {
+        const Node& node = graph.nodes[cur->path_nodes[k]];
+        const bool last = k + 1 == cur->path_nodes.size();
+        if (node.op_type == "MaxPool") ok = quantize::nhwc_pool_window(node).has_value();
+        else ok = !to_conv && last && node.op_type == "Flatten" && node.attr_int_or("axis", 1) == 1;
+      }
+      if (!ok) break;
+      if (to_conv) {
+        if (!info_[next->info].int8_output) ok = false;
+        convs.push_back(next);
+        cur = next;
+        continue;
+      }
+      const QuantizedLayerInfo& t = info_[next->info];
+      const bool flattened =
+          !cur->path_nodes.empty() && graph.nodes[cur->path_nodes.back()].op_type == "Flatten";
+      ok = flattened && t.b_params.scheme().granularity != Granularity::block &&
+           (t.b_params.dtype() == DType::int8 || t.b_params.dtype() == DType::uint8);
+      terminal = next;
+    }
+    if (!ok || !terminal) continue;
+    for (Layer* l : convs) {
+      ConvDesc d = std::get<ConvDesc>(l->op.desc);
+      d.layout = ConvLayout::nhwc;
+      l->op.desc = d;
+      info_[l->info].nhwc = true;
+      for (std::size_t node : l->path_nodes) {
+        const Node& pool = graph.nodes[node];
+        if (pool.op_type != "MaxPool") continue;
+        const Shape x = graph.find_value_info(pool.input(0))->shape();
+        const Shape y = graph.find_value_info(pool.outputs[0])->shape();
+        nhwc_pools_[node] = std::make_unique<NhwcPool>(
+            NhwcPool{*quantize::nhwc_pool_window(pool), x[0], x[1], x[2], x[3], y[2], y[3],
+                     info_[l->info].int8_output->dtype() == DType::int8});
+      }
+      // Kept tensors of the chain are NHWC codes: run() puts them back in NCHW order.
+      const auto mark = [&](const std::string& t) {
+        const ValueInfo* v = graph.find_value_info(t);
+        if (v && v->shape().size() == 4) nhwc_tensors_.insert_or_assign(t, v->shape());
+      };
+      mark(l->node_output);
+      mark(info_[l->info].output);
+      for (std::size_t node : l->path_nodes) {
+        const Node& n = graph.nodes[node];
+        if (n.op_type == "Flatten")
+          nhwc_tensors_.insert_or_assign(n.outputs[0], graph.find_value_info(n.input(0))->shape());
+        else mark(n.outputs[0]);
+      }
+    }
+    // The terminal's A is [N, C * H * W] in (h, w, c) order: B's K axis follows.
+    QuantizedLayerInfo& t = info_[terminal->info];
+    const Node& flatten = graph.nodes[convs.back()->path_nodes.back()];
+    const Shape x = graph.find_value_info(flatten.input(0))->shape();
+    const std::int64_t c = x[1], hw = x[2] * x[3];
+    terminal->run_codes.resize(t.b_codes.size());
+    for (std::int64_t ci = 0; ci < c; ++ci)
+      for (std::int64_t p = 0; p < hw; ++p) {
+        const std::int64_t from = ci * hw + p, to = p * c + ci;
+        if (t.b_layout == MatrixLayout::nk) {
+          for (std::int64_t n = 0; n < t.n; ++n)
+            terminal->run_codes[static_cast<std::size_t>(n * t.k + to)] =
+                t.b_codes[static_cast<std::size_t>(n * t.k + from)];
+        } else {
+          std::memcpy(terminal->run_codes.data() + to * t.n, t.b_codes.data() + from * t.n,
+                      static_cast<std::size_t>(t.n));
+        }
+      }
+    t.nhwc = true;
+  }
+}
+
+void QuantizedModel::link_int8_layers() {
+  const Graph& graph = executor_->graph();
+  std::map<std::string, ElementType, std::less<>> retyped;
+  for (const std::unique_ptr<Layer>& producer : layers_) {
+    QuantizedLayerInfo& info = info_[producer->info];
+    if (producer->op.op != OpKind::conv_dequant || producer->mode == ActivationMode::dynamic)
+      continue;
+    // Follow the output through nodes that pass codes on to the one quantized layer reading it.
+    std::vector<std::string> path{producer->node_output};
+    if (info.output != producer->node_output) path.push_back(info.output);
+    Layer* consumer = nullptr;
+    std::ptrdiff_t consumer_index = -1;
+    std::vector<std::size_t> path_nodes;
+    for (std::string t = info.output; !graph.is_graph_output(t);) {
+      const std::vector<std::size_t> readers = graph.consumers_of(t);
+      if (readers.size() != 1) break;
+      const Node& reader = graph.nodes[readers[0]];
+      if (const std::ptrdiff_t l = layer_of_node_[readers[0]]; l >= 0) {
+        Layer& c = *layers_[static_cast<std::size_t>(l)];
+        if (!c.weight_only && c.mode != ActivationMode::dynamic && info_[c.info].input == t) {
+          consumer = &c;
+          consumer_index = l;
+        }
+        break;
+      }
+      if (!passes_codes(graph, reader)) break;
+      path_nodes.push_back(readers[0]);
+      t = reader.outputs[0];
+      path.push_back(t);
+    }
+    if (!consumer) continue;
+    const QuantizationParams& y = *info_[consumer->info].a_params;
+    if (y.count() != 1 || (y.dtype() != DType::int8 && y.dtype() != DType::uint8)) continue;
+    ConvDesc desc = std::get<ConvDesc>(producer->op.desc);
+    std::vector<std::int32_t> bias = int32_bias(desc, info.bias, info.b_codes);
+    if (bias.empty()) continue;
+    desc.y_params = y;
+    desc.bias = info.bias.empty() ? ConvBias::none : ConvBias::int32;
+    if (!info.bias.empty()) info.bias_i32 = std::move(bias);
+    producer->op = OpDesc{OpKind::qlinear_conv, desc};
+    producer->consumer = consumer_index;
+    producer->path_nodes = std::move(path_nodes);
+    info.int8_output = y;
+    consumer->int8_input = true;
+    info_[consumer->info].int8_input = true;
+    const ElementType codes = y.dtype() == DType::int8 ? ElementType::int8 : ElementType::uint8;
+    for (const std::string& t : path) {
+      retyped[t] = codes;
+      int8_tensors_.insert_or_assign(t, y);
+    }
+  }
+  if (!retyped.empty()) executor_->retype_outputs(retyped);
+}
+
+void QuantizedModel::prepare(Layer& layer) {
+  QuantizedLayerInfo& info = info_[layer.info];
+  const Node& node = executor_->graph().nodes[info.node];
+  try {
+    if (layer.mode == ActivationMode::dynamic && !layer.weight_only) {
+      const Decision decision = accelerator_->decide({layer.op});
+      info.backend = decision.id.plugin;
+      info.kernel = decision.id.kernel;
+      return;
+    }
+    if (!layer.weight_only && !layer.int8_input)
+      layer.quantize_plan = accelerator_->prepare(
+          {OpDesc{OpKind::quantize, QuantizeDesc{layer.input_shape, *info.a_params}}});
+    // One plan, the weight and the bias fixed (packed once by the winning plugin).
+    std::vector<const void*> weights(op_operands(layer.op).inputs.size(), nullptr);
+    weights[1] = layer.run_codes.empty() ? info.b_codes.data() : layer.run_codes.data();
+    if (!info.bias_i32.empty()) weights[2] = info.bias_i32.data();
+    else if (!info.bias.empty()) weights[2] = info.bias.data();
+    layer.layer_plan = accelerator_->prepare({layer.op}, weights);
+    layer.layer_inputs = weights.size();
+    info.backend = layer.layer_plan->backend();
+    info.kernel = layer.layer_plan->kernel();
+  } catch (const Error& e) {
+    throw Error(e.code(), "QuantizedModel: " + node.describe() + ": " + e.what());
   }
 }
 
@@ -313,12 +553,18 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
       if (out[0] != in[0]) std::memcpy(out[0]->data(), in[0]->data(), in[0]->byte_size());
       return true;
     }
+    if (const NhwcPool* pool = nhwc_pools_[node].get()) {
+      quantize::max_pool_nhwc(in[0]->data(), out[0]->data(), pool->is_signed, pool->n, pool->h,
+                              pool->w, pool->c, pool->oh, pool->ow, pool->window);
+      return true;
+    }
     const std::ptrdiff_t index = layer_of_node_[node];
     if (index < 0) return false;
     const Layer& layer = *layers_[static_cast<std::size_t>(index)];
     const QuantizedLayerInfo& info = info_[layer.info];
-    const float* x = in[0]->values<float>().data();
-    float* y = out[0]->values<float>().data();
+    // Float, or the codes of the int8 path (the executor retyped those tensors).
+    const void* x = in[0]->data();
+    void* y = out[0]->data();
     const float* bias = info.bias.empty() ? nullptr : info.bias.data();
     const auto start = std::chrono::steady_clock::now();
     if (layer.weight_only) {
@@ -329,22 +575,23 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
                             std::span<void* const>(&result, 1));
     } else if (layer.mode == ActivationMode::dynamic) {
       const QuantizationParams a = accelerator_->dynamic_quantize_linear(
-          DynamicQuantizeDesc{layer.input_shape}, x,
+          DynamicQuantizeDesc{layer.input_shape}, static_cast<const float*>(x),
           reinterpret_cast<std::uint8_t*>(layer.a_codes.data()));
       if (layer.op.op == OpKind::conv_dequant) {
         ConvDesc desc = std::get<ConvDesc>(layer.op.desc);
         desc.x_params = a;
         accelerator_->conv(OpKind::conv_dequant, desc, layer.a_codes.data(), info.b_codes.data(),
-                           bias, y);
+                           bias, static_cast<float*>(y));
       } else {
         MatmulDesc desc = std::get<MatmulDesc>(layer.op.desc);
         desc.a = a;
-        accelerator_->matmul_dequant(desc, layer.a_codes.data(), info.b_codes.data(), bias, y);
+        accelerator_->matmul_dequant(desc, layer.a_codes.data(), info.b_codes.data(), bias,
+                                     static_cast<float*>(y));
       }
     } else {
-      layer.quantize_plan->run({x}, {layer.a_codes.data()});
+      if (!layer.int8_input) layer.quantize_plan->run({x}, {layer.a_codes.data()});
       std::array<const void*, kMaxOperands> args{};
-      args[0] = layer.a_codes.data();
+      args[0] = layer.int8_input ? x : layer.a_codes.data();
       void* const result = y;
       layer.layer_plan->run(std::span<const void* const>(args.data(), layer.layer_inputs),
                             std::span<void* const>(&result, 1));
@@ -354,7 +601,32 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return true;
   };
-  return executor_->run(inputs, keep, hook);
+  TensorMap result = executor_->run(inputs, keep, hook);
+  // Kept tensors of the int8 path come back as the float values they stand for.
+  for (const std::string& k : keep) {
+    const auto codes = int8_tensors_.find(k);
+    if (codes == int8_tensors_.end()) continue;
+    Tensor& t = result.at(k);
+    if (t.type() == ElementType::float32) continue;  // named twice in `keep`
+    Tensor values(ElementType::float32, t.shape());
+    reference::dequantize(QuantizeDesc{Shape{static_cast<std::int64_t>(t.size())}, codes->second},
+                          t.data(), values.values<float>().data());
+    if (const auto nhwc = nhwc_tensors_.find(k); nhwc != nhwc_tensors_.end()) {
+      // [N, H, W, C] in memory: back to the graph's NCHW order.
+      const Shape& d = nhwc->second;
+      const std::int64_t c = d[1], hw = d[2] * d[3];
+      const auto v = values.values<float>();
+      std::vector<float> nchw(v.size());
+      for (std::int64_t b = 0; b < d[0]; ++b)
+        for (std::int64_t p = 0; p < hw; ++p)
+          for (std::int64_t ci = 0; ci < c; ++ci)
+            nchw[static_cast<std::size_t>((b * c + ci) * hw + p)] =
+                v[static_cast<std::size_t>((b * hw + p) * c + ci)];
+      std::copy(nchw.begin(), nchw.end(), v.begin());
+    }
+    t = std::move(values);
+  }
+  return result;
 }
 
 }  // namespace qforge::model

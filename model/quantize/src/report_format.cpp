@@ -1,4 +1,5 @@
 // The report as a text table and as JSON.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -37,13 +38,16 @@ std::string format_report(const ModelReport& report) {
     name_w = std::max(name_w, l.node.size());
     kernel_w = std::max(kernel_w, kernel_label(l).size());
   }
+  std::size_t path_w = 4;
+  for (const LayerReport& l : report.layers) path_w = std::max(path_w, l.path.size());
   std::string out = pad("node", name_w) + "  op      mode      SQNR dB  float B     quant B     " +
-                    pad("kernel", kernel_w) + "  median us\n";
+                    pad("kernel", kernel_w) + "  " + pad("path", path_w) + "  median us\n";
   for (const LayerReport& l : report.layers) {
     out += pad(l.node, name_w) + "  " + pad(l.op_type, 6) + "  " + pad(l.mode, 8) + "  " +
            pad(fixed(l.sqnr_db, 2), 7) + "  " + pad(std::to_string(l.float_weight_bytes), 10) +
            "  " + pad(std::to_string(l.quantized_weight_bytes), 10) + "  " +
-           pad(kernel_label(l), kernel_w) + "  " + fixed(l.median_seconds * 1e6, 1) + "\n";
+           pad(kernel_label(l), kernel_w) + "  " + pad(l.path, path_w) + "  " +
+           fixed(l.median_seconds * 1e6, 1) + "\n";
   }
   for (const OutputReport& o : report.outputs)
     out += "output " + o.tensor + ": SQNR " + fixed(o.sqnr_db, 2) + " dB\n";
@@ -65,6 +69,7 @@ std::string report_to_json(const ModelReport& report) {
                       {"quantized_weight_bytes", l.quantized_weight_bytes},
                       {"backend", l.backend},
                       {"kernel", l.kernel},
+                      {"path", l.path},
                       {"median_seconds", l.median_seconds}});
   nlohmann::json outputs = nlohmann::json::array();
   for (const OutputReport& o : report.outputs)

@@ -99,11 +99,23 @@ void expect_convs_match_reference(const QuantizedModel& q, const TensorMap& batc
     }
     std::vector<float> want(
         static_cast<std::size_t>(desc.n * desc.out_channels * desc.out_h() * desc.out_w()));
-    reference::conv_dequant(desc, xq.data(), l.b_codes.data(),
-                            l.bias.empty() ? nullptr : l.bias.data(), want.data());
+    if (l.int8_output) {
+      // The int8 path: qlinear_conv at the next layer's input params, the kept output being
+      // the values of its codes (int8_path_test.cpp checks the chain).
+      desc.y_params = *l.int8_output;
+      desc.bias = l.bias.empty() ? ConvBias::none : ConvBias::int32;
+      std::vector<std::byte> yq(want.size());
+      reference::qlinear_conv(desc, xq.data(), l.b_codes.data(),
+                              l.bias.empty() ? nullptr : l.bias_i32.data(), yq.data());
+      reference::dequantize(QuantizeDesc{{static_cast<std::int64_t>(yq.size())}, *desc.y_params},
+                            yq.data(), want.data());
+    } else {
+      reference::conv_dequant(desc, xq.data(), l.b_codes.data(),
+                              l.bias.empty() ? nullptr : l.bias.data(), want.data());
+    }
     const auto y = got.at(l.output).values<float>();
     ASSERT_EQ(y.size(), want.size());
-    if (exact) {
+    if (exact || l.int8_output) {
       EXPECT_EQ(std::memcmp(y.data(), want.data(), want.size() * sizeof(float)), 0);
     } else {
       float peak = 0;
@@ -220,7 +232,12 @@ TEST(QuantizedConv, QdqExportWrapsConvWithPerAxisWeights) {
   ASSERT_NE(conv, qg.nodes.end());
   EXPECT_EQ(conv->input(0), "dw.input_dequantized");
   EXPECT_EQ(conv->input(1), "dw.weight_dequantized");
-  EXPECT_EQ(conv->input(2), "B2");  // the float bias stays
+  // dw hands int8 codes on (the int8 path): its bias is int32 at sx * sw[o], as it runs.
+  EXPECT_EQ(conv->input(2), "dw.bias_dequantized");
+  const Tensor& bias = qg.initializers.at("dw.bias_quantized");
+  EXPECT_EQ(bias.type(), ElementType::int32);
+  ASSERT_EQ(bias.size(), 8);
+  EXPECT_EQ(0, std::memcmp(bias.data(), q.layers()[1].bias_i32.data(), bias.byte_size()));
   const Tensor& codes = qg.initializers.at("dw.weight_quantized");
   EXPECT_EQ(codes.shape(), (Shape{8, 1, 3, 3}));
   EXPECT_EQ(codes.type(), ElementType::int8);

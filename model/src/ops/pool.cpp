@@ -1,6 +1,8 @@
 // MaxPool, AveragePool and GlobalAveragePool over any number of spatial axes.
 #include <algorithm>
 #include <limits>
+#include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -10,6 +12,12 @@
 
 namespace qforge::model::ops {
 namespace {
+
+template <typename T>
+constexpr T lowest() {
+  if constexpr (std::is_same_v<T, float>) return -std::numeric_limits<float>::infinity();
+  else return std::numeric_limits<T>::lowest();
+}
 
 bool is_max(const Node& n) { return n.op_type == "MaxPool"; }
 
@@ -62,8 +70,12 @@ TapCount taps(const WindowGeometry& g, std::size_t d, std::int64_t o) {
 
 // 2-D pools row by row: for each kernel tap the range of output columns whose input column is
 // inside is worked out once, so the inner loop over a row has no bounds checks and vectorises.
-QFORGE_MODEL_VECTOR_CLONES void pool_2d(const float* x, float* y, std::int64_t planes,
-                                        const WindowGeometry& g, bool max, bool count_pad) {
+// T is float, or int8 / uint8 codes for MaxPool alone (max commutes with a monotonic quantize,
+// so the max of codes at one scale and zero point is the code of the max: ORT's QLinear path
+// and TFLite pool int8 the same way).
+template <typename T>
+[[gnu::always_inline]] inline void pool_2d(const T* x, T* y, std::int64_t planes,
+                                           const WindowGeometry& g, bool max, bool count_pad) {
   const std::int64_t ih_n = g.in[0], iw_n = g.in[1], oh_n = g.out[0], ow_n = g.out[1];
   const std::int64_t kh_n = g.kernel[0], kw_n = g.kernel[1], sw = g.strides[1];
   std::vector<std::pair<std::int64_t, std::int64_t>> cols(static_cast<std::size_t>(kw_n));
@@ -90,17 +102,17 @@ QFORGE_MODEL_VECTOR_CLONES void pool_2d(const float* x, float* y, std::int64_t p
                                                               : row_taps.valid * col_taps[o].valid);
   }
   for (std::int64_t plane = 0; plane < planes; ++plane) {
-    const float* xp = x + plane * ih_n * iw_n;
+    const T* xp = x + plane * ih_n * iw_n;
     for (std::int64_t oh = 0; oh < oh_n; ++oh) {
-      float* yr = y + (plane * oh_n + oh) * ow_n;
-      std::fill(yr, yr + ow_n, max ? -std::numeric_limits<float>::infinity() : 0.0f);
+      T* yr = y + (plane * oh_n + oh) * ow_n;
+      std::fill(yr, yr + ow_n, max ? lowest<T>() : T{0});
       // Taps inside the input always lie before the padded end, so only the input bounds matter.
       for (std::int64_t kh = 0; kh < kh_n; ++kh) {
         const std::int64_t ih = rows_lo[oh] + kh * g.dilations[0];
         if (ih < 0 || ih >= ih_n) continue;
-        const float* xr = xp + ih * iw_n;
+        const T* xr = xp + ih * iw_n;
         if (pairs) {
-          const float* src = xr - g.pad_begin[1];
+          const T* src = xr - g.pad_begin[1];
           for (std::int64_t o = pair_lo; o < pair_hi; ++o)
             yr[o] = std::max(yr[o], std::max(src[2 * o], src[2 * o + 1]));
           for (std::int64_t kw = 0; kw < 2; ++kw) {
@@ -113,7 +125,7 @@ QFORGE_MODEL_VECTOR_CLONES void pool_2d(const float* x, float* y, std::int64_t p
           continue;
         }
         for (std::int64_t kw = 0; kw < kw_n; ++kw) {
-          const float* src = xr + kw * g.dilations[1] - g.pad_begin[1];
+          const T* src = xr + kw * g.dilations[1] - g.pad_begin[1];
           const auto [lo, hi] = cols[kw];
           if (max) {
             // NaN inputs are ignored unless every value is NaN.
@@ -123,13 +135,62 @@ QFORGE_MODEL_VECTOR_CLONES void pool_2d(const float* x, float* y, std::int64_t p
           }
         }
       }
-      if (!max)
-        for (std::int64_t o = 0; o < ow_n; ++o) yr[o] /= divisor[oh * ow_n + o];
+      if constexpr (std::is_same_v<T, float>)
+        if (!max)
+          for (std::int64_t o = 0; o < ow_n; ++o) yr[o] /= divisor[oh * ow_n + o];
     }
   }
 }
 
+// One vectorised copy of pool_2d per element type.
+QFORGE_MODEL_VECTOR_CLONES void pool_2d_f32(const float* x, float* y, std::int64_t planes,
+                                            const WindowGeometry& g, bool max, bool count_pad) {
+  pool_2d(x, y, planes, g, max, count_pad);
+}
+QFORGE_MODEL_VECTOR_CLONES void max_pool_2d_s8(const std::int8_t* x, std::int8_t* y,
+                                               std::int64_t planes, const WindowGeometry& g) {
+  pool_2d(x, y, planes, g, true, false);
+}
+QFORGE_MODEL_VECTOR_CLONES void max_pool_2d_u8(const std::uint8_t* x, std::uint8_t* y,
+                                               std::int64_t planes, const WindowGeometry& g) {
+  pool_2d(x, y, planes, g, true, false);
+}
+
+// MaxPool on int8 / uint8 codes (a quantized layer's output passed on as codes; the executor's
+// checks describe the float graph, so the codes' type is only seen here).
+void run_max_pool_codes(const Node& n, const Tensor& x, Tensor& y) {
+  const Shape& xs = x.shape();
+  const WindowGeometry g = pool_geometry(n, xs);
+  if (!is_max(n) || g.in.size() != 2 || y.type() != x.type())
+    fail(n, ErrorCode::unsupported,
+         "a " + std::string(to_string(x.type())) +
+             " input is supported for 2-D MaxPool alone, "
+             "with an output of the same type; got " +
+             n.op_type + " of X " + qforge::to_string(xs));
+  const std::int64_t in_plane = g.in[0] * g.in[1], out_plane = g.out[0] * g.out[1];
+  const bool s8 = x.type() == ElementType::int8;
+  const std::byte* xb = x.data();
+  std::byte* yb = y.data();
+  // Planes are independent: split them across the executor's pool, as the float kernel does
+  // (a grain of the same bytes, four times the elements).
+  parallel_for(
+      xs[0] * xs[1],
+      std::max<std::int64_t>(1, 4 * kElementGrain / std::max<std::int64_t>(in_plane, 1)),
+      [&](std::int64_t begin, std::int64_t end) {
+        if (s8)
+          max_pool_2d_s8(reinterpret_cast<const std::int8_t*>(xb) + begin * in_plane,
+                         reinterpret_cast<std::int8_t*>(yb) + begin * out_plane, end - begin, g);
+        else
+          max_pool_2d_u8(reinterpret_cast<const std::uint8_t*>(xb) + begin * in_plane,
+                         reinterpret_cast<std::uint8_t*>(yb) + begin * out_plane, end - begin, g);
+      });
+}
+
 void run_pool(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  if (in[0]->type() == ElementType::int8 || in[0]->type() == ElementType::uint8) {
+    run_max_pool_codes(n, *in[0], *out[0]);
+    return;
+  }
   const Shape& xs = in[0]->shape();
   const WindowGeometry g = pool_geometry(n, xs);
   const bool max = is_max(n);
@@ -148,8 +209,8 @@ void run_pool(const Node& n, std::span<const Tensor* const> in, std::span<Tensor
     parallel_for(xs[0] * xs[1],
                  std::max<std::int64_t>(1, kElementGrain / std::max<std::int64_t>(in_plane, 1)),
                  [&](std::int64_t begin, std::int64_t end) {
-                   pool_2d(x + begin * in_plane, y + begin * out_plane, end - begin, g, max,
-                           count_pad);
+                   pool_2d_f32(x + begin * in_plane, y + begin * out_plane, end - begin, g, max,
+                               count_pad);
                  });
     return;
   }

@@ -68,6 +68,13 @@ class QFORGE_MODEL_API Executor {
   // Where the node outputs live: the arena's size against the liveness peak and the sum.
   const MemoryPlan& memory_plan() const noexcept { return plan_; }
 
+  // Gives node outputs another element type, same shape, and plans memory again: for a hook
+  // that writes them in that type and for the nodes that read them (quantized layers pass int8
+  // codes through MaxPool and Flatten; docs/MODEL.md, "Quantized execution"). The executor's
+  // own checks still describe the float graph, so the hook and the kernels reading a retyped
+  // tensor must accept its type. Throws invalid_argument for a name that is not a node output.
+  void retype_outputs(const std::map<std::string, ElementType, std::less<>>& types);
+
   // Runs the graph; returns every graph output by name. Throws qforge::Error when an input is
   // missing, unknown, or of another type or shape than the executor was built for.
   TensorMap run(const TensorMap& inputs) const;
@@ -113,6 +120,8 @@ class QFORGE_MODEL_API Executor {
   };
 
   void plan_memory(const ExecutorOptions& options);
+  // Sets in_place_of for Relu steps whose input only they read, of the output's type.
+  void plan_in_place_relus();
   void allocate_arena() const;
 
   Graph graph_;
@@ -123,6 +132,7 @@ class QFORGE_MODEL_API Executor {
   std::vector<std::size_t> offset_;       // by value index; node outputs only
   std::vector<Step> steps_;
   MemoryPlan plan_;
+  bool reuse_memory_ = true;
   mutable Arena arena_;
   // Shared by copies: the pool serves one run at a time, and a concurrent run's kernels run on
   // their calling thread.

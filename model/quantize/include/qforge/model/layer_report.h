@@ -29,6 +29,10 @@ struct LayerReport {
   std::size_t quantized_weight_bytes = 0;
   std::string backend;
   std::string kernel;
+  // What the layer reads and writes: "float" or the dtype of the int8 path's codes
+  // (QuantizedLayerInfo::int8_input / int8_output), as "float->int8", and " nhwc" after it
+  // for a layer of an NHWC chain (QuantizedLayerInfo::nhwc).
+  std::string path;
   double median_seconds = 0;  // per run of the layer, over report options' timed runs
 };
 

@@ -16,10 +16,15 @@
 //     activation params in its descriptor, and dynamic params change every batch, so a plan per
 //     batch would repack the weight each time; the per-call path keeps the same weight params
 //     object, whose identity() lets a backend keep its packing.
-// A Relu that is the only reader of a quantized Conv's output is fused into the convolution
-// (conv_dequant's relu clamp) and skipped: the executor runs such a Relu in place, on the
-// conv's output tensor. Every other node runs in float through the executor's kernels (its
-// node hook).
+// A Relu (or a Clip with constant bounds) that is the only reader of a quantized Conv's output
+// is fused into the convolution (its relu or clamp activation) and skipped: the executor runs
+// such a Relu in place, on the conv's output tensor (a Clip's output gets a copy). A static Conv
+// whose output reaches exactly one other static layer, directly or through MaxPool / Flatten /
+// Reshape / Squeeze / Unsqueeze, keeps it int8: it runs qlinear_conv with that layer's input
+// params, the nodes between run on the codes, and that layer skips its quantize
+// (QuantizedLayerInfo::int8_output; the same values as dequantizing, running those nodes in float
+// and quantizing again). Every other node runs in float through the executor's kernels (its node
+// hook).
 //
 //   - weight-only rules (no activations) on MatMul and Gemm: one matmul_weight_only plan (float
 //     A, int4/uint4/int8/uint8 B per tensor, per column or in blocks along K, float Y: ONNX
@@ -38,6 +43,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -60,8 +66,8 @@ struct QuantizedLayerInfo {
   std::string name;
   std::string op_type;
   std::string input;  // the activation tensor (MatMul/Gemm's A, Conv's X)
-  // The float output Y; for a Conv whose output only a Relu reads, that Relu's output (the
-  // Relu is fused into the convolution's clamp, conv->activation = relu).
+  // The float output Y; for a Conv whose output only a Relu or Clip reads, that node's output
+  // (it is fused into the convolution's clamp, conv->activation = relu or clamp).
   std::string output;
   ActivationMode mode = ActivationMode::static_range;  // not meaningful when weight_only
   // Weight-only (the rule quantizes no activations): the layer is one matmul_weight_only plan
@@ -80,9 +86,26 @@ struct QuantizedLayerInfo {
   std::vector<float> bias;
   // Static and explicit: A's params. Dynamic: nullopt (computed per batch).
   std::optional<QuantizationParams> a_params;
-  // Conv layers: the convolution as it runs (dynamic: x_params is a placeholder, each batch
-  // brings its own). Empty for MatMul and Gemm.
+  // Conv layers: the convolution as conv_dequant, NCHW (dynamic: x_params is a placeholder,
+  // each batch brings its own; on the int8 path it runs as qlinear_conv with y_params =
+  // int8_output and bias_i32, NHWC when nhwc). Empty for MatMul and Gemm.
   std::optional<ConvDesc> conv;
+  // The int8 path between static layers. int8_output: the output leaves as codes at these
+  // params, the input params of the one quantized layer that reads it (through MaxPool,
+  // Flatten, Reshape, Squeeze or Unsqueeze, which then run on the codes): the layer runs
+  // qlinear_conv (bias as int32 at sx * sw[o], a fused Relu as the clamp of the codes) instead
+  // of conv_dequant followed by that layer's quantize. int8_input: the input arrives as such
+  // codes, so the layer has no quantize of its own.
+  bool int8_input = false;
+  std::optional<QuantizationParams> int8_output;
+  // With int8_output and a bias: the bias as qlinear_conv adds it, int32 at scale sx * sw[o]
+  // (rounded half to even; export_c rounds the same way). Empty otherwise.
+  std::vector<std::int32_t> bias_i32;
+  // The int8 path in NHWC: a chain of such convs from one with a single input channel (whose
+  // NCHW codes are NHWC codes) to a MatMul or Gemm behind a Flatten runs its convs in NHWC
+  // (no transposes), its MaxPools on NHWC codes, and the MatMul or Gemm with B's K axis in
+  // (h, w, c) order. Set on those convs and on that MatMul or Gemm.
+  bool nhwc = false;
   std::size_t float_weight_bytes = 0;      // B as float32
   std::size_t quantized_weight_bytes = 0;  // B's codes plus 4 bytes per scale and zero point
   // The plugin and kernel of the matmul_dequant / conv_dequant plan (dynamic: the accelerator's
@@ -128,8 +151,17 @@ class QFORGE_QUANTIZE_API QuantizedModel {
 
  private:
   struct Layer;
+  struct NhwcPool;
   void build(const Recipe& recipe, const RecipeResolution& resolution,
              const CalibrationResult& calibration);
+  // Finds the static Conv layers whose output only reaches another static layer through nodes
+  // that pass codes on, and sets them up for the int8 path (QuantizedLayerInfo::int8_output).
+  void link_int8_layers();
+  // Puts chains of the int8 path into NHWC where nothing needs a transpose
+  // (QuantizedLayerInfo::nhwc).
+  void plan_nhwc();
+  // The layer's plans (static, explicit, weight-only) or its accelerator decision (dynamic).
+  void prepare(Layer& layer);
 
   std::unique_ptr<Accelerator> owned_;
   Accelerator* accelerator_;
@@ -138,7 +170,12 @@ class QFORGE_QUANTIZE_API QuantizedModel {
   std::vector<QuantizedLayerInfo> info_;
   std::vector<SkippedNode> skipped_;
   std::vector<std::ptrdiff_t> layer_of_node_;  // -1 for float nodes
-  std::vector<bool> fused_relu_;               // Relu nodes a conv layer's clamp computes
+  std::vector<bool> fused_relu_;               // Relu and Clip nodes a conv layer's clamp computes
+  // Tensors of the int8 path, by name: they hold codes at these params.
+  std::map<std::string, QuantizationParams, std::less<>> int8_tensors_;
+  // Those of them held NHWC, with their NCHW shape (a Flatten's output: its input's).
+  std::map<std::string, Shape, std::less<>> nhwc_tensors_;
+  std::vector<std::unique_ptr<NhwcPool>> nhwc_pools_;  // by node: MaxPools on NHWC codes
 };
 
 }  // namespace qforge::model
