@@ -1,5 +1,6 @@
-// Symbol visibility for libqforge_core. The library is built with hidden visibility; only
-// declarations marked QFORGE_API are exported (after highway's hwy/highway_export.h).
+// Symbol visibility for libqforge_base and libqforge_runtime. They are built with hidden
+// visibility; only declarations marked QFORGE_API are exported (after highway's
+// hwy/highway_export.h).
 #pragma once
 
 #if defined(_WIN32)

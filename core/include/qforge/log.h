@@ -4,7 +4,7 @@
 // time. Applications that route messages into their own logging add a sink.
 //
 // Only qforge types cross this header, so that users and plugins need no logging library of
-// ours; spdlog writes the messages inside libqforge_core. Callers format the text themselves
+// ours; spdlog writes the messages inside libqforge_base. Callers format the text themselves
 // and test log_enabled() first where formatting costs.
 #pragma once
 

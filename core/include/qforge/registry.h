@@ -3,7 +3,7 @@
 // Search path, in order (first hit of a plugin name wins; later copies are reported as shadowed):
 //   1. QFORGE_PLUGIN_PATH, colon-separated directories (or files)
 //   2. the installed plugin directory (<prefix>/lib/qforge/plugins, fixed at configure time),
-//      then <directory of libqforge_core>/qforge/plugins when that differs (a moved install)
+//      then <directory of libqforge_runtime>/qforge/plugins when that differs (a moved install)
 //   3. the directory of the running executable
 // In each directory every file named libqforge_plugin_*.so is a candidate.
 //
