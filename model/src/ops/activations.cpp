@@ -35,14 +35,21 @@ QFORGE_MODEL_VECTOR_CLONES void erf_span(const float* a, float* b, std::int64_t 
   for (std::int64_t i = begin; i < end; ++i) b[i] = fast_erf(a[i]);
 }
 
+QFORGE_MODEL_VECTOR_CLONES void relu_span(const float* a, float* b, std::int64_t begin,
+                                          std::int64_t end) {
+  for (std::int64_t i = begin; i < end; ++i) b[i] = a[i] > 0.0f ? a[i] : 0.0f;
+}
+
 void run_unary(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Tensor& x = *in[0];
   Tensor& y = *out[0];
   const std::string& op = n.op_type;
-  if (op == "Relu")
-    map(
-        x, y, [](float v) { return v > 0.0f ? v : 0.0f; }, kElementGrain);
-  else if (op == "Sigmoid")
+  if (op == "Relu") {
+    const float* a = x.values<float>().data();
+    float* b = y.values<float>().data();
+    parallel_for(x.size(), kElementGrain,
+                 [&](std::int64_t begin, std::int64_t end) { relu_span(a, b, begin, end); });
+  } else if (op == "Sigmoid")
     // Split by sign so exp never overflows: 1/(1+e^-v) for v >= 0, e^v/(1+e^v) below.
     map(x, y, [](float v) {
       if (v >= 0) return 1.0f / (1.0f + std::exp(-v));

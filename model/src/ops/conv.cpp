@@ -1,5 +1,6 @@
 // Conv (any number of spatial axes, groups, dilations, explicit or automatic pads): a direct loop
-// for 2-D depthwise convs, otherwise im2col over a batch chunk followed by one sgemm per group.
+// for 2-D convs with one input channel per group (direct_conv.h), otherwise im2col over a batch
+// chunk followed by one sgemm per group.
 #include <cblas.h>
 
 #include <algorithm>
@@ -8,7 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "ops/direct_conv.h"
 #include "ops/kernel.h"
+#include "ops/parallel.h"
 #include "ops/spatial.h"
 
 namespace qforge::model::ops {
@@ -46,15 +49,6 @@ std::vector<TensorType> infer_conv(const Node& n, std::span<const InferInput> in
   Shape out{x[0], w[0]};
   out.insert(out.end(), g.out.begin(), g.out.end());
   return {{ElementType::float32, out}};
-}
-
-// Output positions o in [0, count) whose input position o * stride + start lies in [0, extent).
-std::pair<std::int64_t, std::int64_t> valid_range(std::int64_t start, std::int64_t stride,
-                                                  std::int64_t extent, std::int64_t count) {
-  const std::int64_t lo = start >= 0 ? 0 : (-start + stride - 1) / stride;
-  const std::int64_t last = extent - 1 - start;
-  const std::int64_t hi = last < 0 ? 0 : last / stride + 1;
-  return {std::min(lo, count), std::clamp(hi, std::min(lo, count), count)};
 }
 
 // Column matrix of one image and group: row (c, kernel offset), column = output position; rows
@@ -118,83 +112,6 @@ void im2col(const float* x, std::int64_t channels, const WindowGeometry& g, floa
   }
 }
 
-// One input channel per group (depthwise) in 2-D: a direct loop, since per-group sgemm calls
-// would be tiny. The inner loop runs over a row of output positions with the padding columns
-// cut off beforehand, so it vectorises.
-QFORGE_MODEL_VECTOR_CLONES void depthwise_2d(const float* x, const float* w, const float* bias,
-                                             float* y, std::int64_t planes,
-                                             std::int64_t channels_out, std::int64_t c_in,
-                                             std::int64_t mult, const WindowGeometry& g) {
-  const std::int64_t ih_n = g.in[0], iw_n = g.in[1], oh_n = g.out[0], ow_n = g.out[1];
-  const std::int64_t kh_n = g.kernel[0], kw_n = g.kernel[1];
-  const std::int64_t sh = g.strides[0], sw = g.strides[1];
-  std::vector<std::pair<std::int64_t, std::int64_t>> cols(static_cast<std::size_t>(kw_n));
-  for (std::int64_t kw = 0; kw < kw_n; ++kw)
-    cols[kw] = valid_range(kw * g.dilations[1] - g.pad_begin[1], sw, iw_n, ow_n);
-  // Columns whose whole window row lies inside the input (every kw tap valid).
-  std::int64_t inner_lo = 0, inner_hi = ow_n;
-  for (const auto& [lo, hi] : cols) {
-    inner_lo = std::max(inner_lo, lo);
-    inner_hi = std::min(inner_hi, hi);
-  }
-  inner_hi = std::max(inner_hi, inner_lo);
-  // The common 3x3 stride-1 undilated kernel sums its nine taps in registers for interior output
-  // positions instead of updating the output row once per tap.
-  const bool fused3x3 =
-      kh_n == 3 && kw_n == 3 && sw == 1 && g.dilations[0] == 1 && g.dilations[1] == 1;
-  for (std::int64_t plane = 0; plane < planes; ++plane) {
-    const std::int64_t b = plane / channels_out, oc = plane % channels_out;
-    const float* xp = x + (b * c_in + oc / mult) * ih_n * iw_n;
-    const float* wk = w + oc * kh_n * kw_n;
-    float* yp = y + plane * oh_n * ow_n;
-    const float bv = bias ? bias[oc] : 0.0f;
-    for (std::int64_t oh = 0; oh < oh_n; ++oh) {
-      float* yr = yp + oh * ow_n;
-      const std::int64_t ih0 = oh * sh - g.pad_begin[0];
-      if (fused3x3 && ih0 >= 0 && ih0 + 2 < ih_n) {
-        const float* r0 = xp + ih0 * iw_n - g.pad_begin[1];
-        const float* r1 = r0 + iw_n;
-        const float* r2 = r1 + iw_n;
-        const float w0 = wk[0], w1 = wk[1], w2 = wk[2], w3 = wk[3], w4 = wk[4], w5 = wk[5],
-                    w6 = wk[6], w7 = wk[7], w8 = wk[8];
-        for (std::int64_t o = inner_lo; o < inner_hi; ++o)
-          yr[o] = bv + (w0 * r0[o] + w1 * r0[o + 1] + w2 * r0[o + 2]) +
-                  (w3 * r1[o] + w4 * r1[o + 1] + w5 * r1[o + 2]) +
-                  (w6 * r2[o] + w7 * r2[o + 1] + w8 * r2[o + 2]);
-        // The few border columns, with their taps in the padding skipped.
-        const auto border = [&](std::int64_t o) {
-          float acc = bv;
-          for (std::int64_t kh = 0; kh < 3; ++kh)
-            for (std::int64_t kw = 0; kw < 3; ++kw) {
-              const std::int64_t iw = o - g.pad_begin[1] + kw;
-              if (iw >= 0 && iw < iw_n) acc += wk[kh * 3 + kw] * xp[(ih0 + kh) * iw_n + iw];
-            }
-          yr[o] = acc;
-        };
-        for (std::int64_t o = 0; o < inner_lo; ++o) border(o);
-        for (std::int64_t o = inner_hi; o < ow_n; ++o) border(o);
-        continue;
-      }
-      std::fill(yr, yr + ow_n, bv);
-      for (std::int64_t kh = 0; kh < kh_n; ++kh) {
-        const std::int64_t ih = ih0 + kh * g.dilations[0];
-        if (ih < 0 || ih >= ih_n) continue;
-        const float* xr = xp + ih * iw_n;
-        for (std::int64_t kw = 0; kw < kw_n; ++kw) {
-          const float wv = wk[kh * kw_n + kw];
-          const float* src = xr + kw * g.dilations[1] - g.pad_begin[1];
-          const auto [lo, hi] = cols[kw];
-          if (sw == 1) {
-            for (std::int64_t o = lo; o < hi; ++o) yr[o] += wv * src[o];
-          } else {
-            for (std::int64_t o = lo; o < hi; ++o) yr[o] += wv * src[o * sw];
-          }
-        }
-      }
-    }
-  }
-}
-
 // The column matrix of a batch chunk and the sgemm result are bounded by this many bytes (the
 // chunk shrinks to one image when even that does not fit).
 constexpr std::int64_t kScratchBytes = std::int64_t{64} << 20;
@@ -227,7 +144,7 @@ void run_conv(const Node& n, std::span<const Tensor* const> in, std::span<Tensor
     return;
   }
   if (cg == 1 && g.in.size() == 2) {
-    depthwise_2d(x, w, bias, y, batch * m, m, c_in, mg, g);
+    direct_conv_2d(x, w, bias, y, batch, c_in, m, g);
     return;
   }
   // A single image needs no gathering when the conv is pointwise: sgemm reads the input directly
@@ -257,26 +174,34 @@ void run_conv(const Node& n, std::span<const Tensor* const> in, std::span<Tensor
   for (std::int64_t b0 = 0; b0 < batch; b0 += chunk) {
     const std::int64_t nb = std::min(chunk, batch - b0);
     for (std::int64_t gi = 0; gi < group; ++gi) {
-      for (std::int64_t b = 0; b < nb; ++b) {
-        const float* xg = x + ((b0 + b) * c_in + gi * cg) * in_size;
-        if (pointwise) {
-          for (std::int64_t c = 0; c < cg; ++c)
-            std::copy(xg + c * in_size, xg + (c + 1) * in_size, col.get() + c * ld + b * out_size);
-        } else {
-          im2col(xg, cg, g, col.get() + b * out_size, ld);
-        }
-      }
+      // The gather and the scatter below copy megabytes: split them by image across the pool.
+      parallel_for(nb, std::max<std::int64_t>(1, kElementGrain / (rows * out_size)),
+                   [&](std::int64_t begin, std::int64_t end) {
+                     for (std::int64_t b = begin; b < end; ++b) {
+                       const float* xg = x + ((b0 + b) * c_in + gi * cg) * in_size;
+                       if (pointwise) {
+                         for (std::int64_t c = 0; c < cg; ++c)
+                           std::copy(xg + c * in_size, xg + (c + 1) * in_size,
+                                     col.get() + c * ld + b * out_size);
+                       } else {
+                         im2col(xg, cg, g, col.get() + b * out_size, ld);
+                       }
+                     }
+                   });
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(mg),
                   static_cast<int>(nb * out_size), static_cast<int>(rows), 1.0f, w + gi * mg * rows,
                   static_cast<int>(rows), col.get(), static_cast<int>(ld), 0.0f, res.get(),
                   static_cast<int>(ld));
-      for (std::int64_t b = 0; b < nb; ++b)
-        for (std::int64_t oc = 0; oc < mg; ++oc) {
-          const float bv = bias ? bias[gi * mg + oc] : 0.0f;
-          const float* src = res.get() + oc * ld + b * out_size;
-          float* dst = y + ((b0 + b) * m + gi * mg + oc) * out_size;
-          for (std::int64_t p = 0; p < out_size; ++p) dst[p] = src[p] + bv;
-        }
+      parallel_for(nb * mg, std::max<std::int64_t>(1, kElementGrain / out_size),
+                   [&](std::int64_t begin, std::int64_t end) {
+                     for (std::int64_t plane = begin; plane < end; ++plane) {
+                       const std::int64_t b = plane / mg, oc = plane % mg;
+                       const float bv = bias ? bias[gi * mg + oc] : 0.0f;
+                       const float* src = res.get() + oc * ld + b * out_size;
+                       float* dst = y + ((b0 + b) * m + gi * mg + oc) * out_size;
+                       for (std::int64_t p = 0; p < out_size; ++p) dst[p] = src[p] + bv;
+                     }
+                   });
     }
   }
 }

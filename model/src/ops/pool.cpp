@@ -40,15 +40,6 @@ std::vector<TensorType> infer_pool(const Node& n, std::span<const InferInput> in
   return {{ElementType::float32, out}};
 }
 
-// Output positions o in [0, count) whose input position o * stride + start lies in [0, extent).
-std::pair<std::int64_t, std::int64_t> valid_range(std::int64_t start, std::int64_t stride,
-                                                  std::int64_t extent, std::int64_t count) {
-  const std::int64_t lo = start >= 0 ? 0 : (-start + stride - 1) / stride;
-  const std::int64_t last = extent - 1 - start;
-  const std::int64_t hi = last < 0 ? 0 : last / stride + 1;
-  return {std::min(lo, count), std::clamp(hi, std::min(lo, count), count)};
-}
-
 // Number of window taps of output position o on one axis: inside the input (`valid`) and inside
 // input + declared padding (`padded`, AveragePool's divisor with count_include_pad; ceil_mode
 // windows may run past even the padding).
@@ -68,6 +59,28 @@ TapCount taps(const WindowGeometry& g, std::size_t d, std::int64_t o) {
   return t;
 }
 
+// The common 2x2 stride-2 MaxPool with every window inside the input: each output is the max of
+// its four taps, with no bounds to check, in one loop over the row that vectorises (the stride-2
+// loads become even/odd shuffles). Starting from the lowest value makes a NaN tap lose to any
+// other, as in the general loop; the taps are compared in another order, which can only change
+// which of +0 and -0 wins.
+template <typename T>
+[[gnu::always_inline]] inline void max_pool_2x2(const T* __restrict x, T* __restrict y,
+                                                std::int64_t planes, const WindowGeometry& g) {
+  const std::int64_t ih_n = g.in[0], iw_n = g.in[1], oh_n = g.out[0], ow_n = g.out[1];
+  for (std::int64_t plane = 0; plane < planes; ++plane)
+    for (std::int64_t oh = 0; oh < oh_n; ++oh) {
+      const T* r0 = x + (plane * ih_n + 2 * oh) * iw_n;
+      const T* r1 = r0 + iw_n;
+      T* yr = y + (plane * oh_n + oh) * ow_n;
+      for (std::int64_t o = 0; o < ow_n; ++o) {
+        const T even = std::max(std::max(lowest<T>(), r0[2 * o]), r1[2 * o]);
+        const T odd = std::max(std::max(lowest<T>(), r0[2 * o + 1]), r1[2 * o + 1]);
+        yr[o] = std::max(even, odd);
+      }
+    }
+}
+
 // 2-D pools row by row: for each kernel tap the range of output columns whose input column is
 // inside is worked out once, so the inner loop over a row has no bounds checks and vectorises.
 // T is float, or int8 / uint8 codes for MaxPool alone (max commutes with a monotonic quantize,
@@ -78,7 +91,13 @@ template <typename T>
                                            const WindowGeometry& g, bool max, bool count_pad) {
   const std::int64_t ih_n = g.in[0], iw_n = g.in[1], oh_n = g.out[0], ow_n = g.out[1];
   const std::int64_t kh_n = g.kernel[0], kw_n = g.kernel[1], sw = g.strides[1];
-  std::vector<std::pair<std::int64_t, std::int64_t>> cols(static_cast<std::size_t>(kw_n));
+  if (max && kh_n == 2 && kw_n == 2 && g.strides[0] == 2 && sw == 2 && g.dilations[0] == 1 &&
+      g.dilations[1] == 1 && g.pad_begin[0] == 0 && g.pad_begin[1] == 0 && 2 * oh_n <= ih_n &&
+      2 * ow_n <= iw_n) {
+    max_pool_2x2(x, y, planes, g);
+    return;
+  }
+  std::vector<ColumnRange> cols(static_cast<std::size_t>(kw_n));
   for (std::int64_t kw = 0; kw < kw_n; ++kw)
     cols[kw] = valid_range(kw * g.dilations[1] - g.pad_begin[1], sw, iw_n, ow_n);
   // A 2-wide stride-2 MaxPool row (the common 2x2/2) takes the max of each tap pair at once

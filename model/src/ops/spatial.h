@@ -2,6 +2,9 @@
 // spatial axis, the output extent, and auto_pad resolved into explicit pads.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "ops/kernel.h"
@@ -28,6 +31,18 @@ struct WindowGeometry {
 WindowGeometry window_geometry(const Node& node, const Shape& in_spatial,
                                const std::vector<std::int64_t>& kernel, bool allow_dilations,
                                bool allow_ceil);
+
+// Output positions [first, second) of one axis whose input position o * stride + start lies in
+// [0, extent), for `count` output positions: the columns where a window tap needs no padding
+// check, worked out once so that the loop over them has no bounds test and vectorises.
+using ColumnRange = std::pair<std::int64_t, std::int64_t>;
+inline ColumnRange valid_range(std::int64_t start, std::int64_t stride, std::int64_t extent,
+                               std::int64_t count) {
+  const std::int64_t lo = start >= 0 ? 0 : (-start + stride - 1) / stride;
+  const std::int64_t last = extent - 1 - start;
+  const std::int64_t hi = last < 0 ? 0 : last / stride + 1;
+  return {std::min(lo, count), std::clamp(hi, std::min(lo, count), count)};
+}
 
 // Import-time checks of the window attributes (auto_pad values, lengths are checked at infer).
 void check_window_attributes(const Node& node);
