@@ -116,6 +116,21 @@ void im2col(const float* x, std::int64_t channels, const WindowGeometry& g, floa
 // chunk shrinks to one image when even that does not fit).
 constexpr std::int64_t kScratchBytes = std::int64_t{64} << 20;
 
+// The column matrix and the sgemm result, kept per thread from call to call: a fresh buffer of
+// megabytes is a fresh mmap whose pages fault in and are cleared by the kernel on every call
+// (about a fifth of a calibration run's profile). Uninitialised: every element is written
+// before it is read. It holds at most kScratchBytes plus one image's share.
+float* conv_scratch(std::size_t floats) {
+  thread_local std::unique_ptr<float[]> buffer;
+  thread_local std::size_t capacity = 0;
+  if (floats > capacity) {
+    buffer.reset();
+    buffer = std::make_unique_for_overwrite<float[]>(floats);
+    capacity = floats;
+  }
+  return buffer.get();
+}
+
 void run_conv(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Shape& xs = in[0]->shape();
   const Shape& ws = in[1]->shape();
@@ -167,10 +182,9 @@ void run_conv(const Node& n, std::span<const Tensor* const> in, std::span<Tensor
   const std::int64_t per_image = (rows + mg) * out_size * std::int64_t{sizeof(float)};
   const std::int64_t chunk = std::clamp<std::int64_t>(kScratchBytes / per_image, 1, batch);
   const std::int64_t ld = chunk * out_size;
-  // Uninitialised: every element is written before it is read, and zero-filling megabytes of
-  // scratch per call showed in profiles.
-  const auto col = std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(rows * ld));
-  const auto res = std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(mg * ld));
+  float* const scratch = conv_scratch(static_cast<std::size_t>((rows + mg) * ld));
+  float* const col = scratch;
+  float* const res = scratch + rows * ld;
   for (std::int64_t b0 = 0; b0 < batch; b0 += chunk) {
     const std::int64_t nb = std::min(chunk, batch - b0);
     for (std::int64_t gi = 0; gi < group; ++gi) {
@@ -182,22 +196,22 @@ void run_conv(const Node& n, std::span<const Tensor* const> in, std::span<Tensor
                        if (pointwise) {
                          for (std::int64_t c = 0; c < cg; ++c)
                            std::copy(xg + c * in_size, xg + (c + 1) * in_size,
-                                     col.get() + c * ld + b * out_size);
+                                     col + c * ld + b * out_size);
                        } else {
-                         im2col(xg, cg, g, col.get() + b * out_size, ld);
+                         im2col(xg, cg, g, col + b * out_size, ld);
                        }
                      }
                    });
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(mg),
                   static_cast<int>(nb * out_size), static_cast<int>(rows), 1.0f, w + gi * mg * rows,
-                  static_cast<int>(rows), col.get(), static_cast<int>(ld), 0.0f, res.get(),
+                  static_cast<int>(rows), col, static_cast<int>(ld), 0.0f, res,
                   static_cast<int>(ld));
       parallel_for(nb * mg, std::max<std::int64_t>(1, kElementGrain / out_size),
                    [&](std::int64_t begin, std::int64_t end) {
                      for (std::int64_t plane = begin; plane < end; ++plane) {
                        const std::int64_t b = plane / mg, oc = plane % mg;
                        const float bv = bias ? bias[gi * mg + oc] : 0.0f;
-                       const float* src = res.get() + oc * ld + b * out_size;
+                       const float* src = res + oc * ld + b * out_size;
                        float* dst = y + ((b0 + b) * m + gi * mg + oc) * out_size;
                        for (std::int64_t p = 0; p < out_size; ++p) dst[p] = src[p] + bv;
                      }
