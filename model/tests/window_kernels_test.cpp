@@ -138,6 +138,25 @@ TEST(DirectConv, RandomGeometriesMatchAPlainLoopBitForBit) {
   }
 }
 
+// Windows that see only padding: the stride steps over the input's columns (or rows).
+TEST(DirectConv, WindowsInThePaddingAlone) {
+  SCOPED_TRACE(test::seed_text());
+  auto g = test::rng(1604);
+  for (const Geometry& s : {Geometry{1, 1, 2, 3, 1, 1, 1, 1, 3, 1, 1, 0, 2, 0, 0},
+                            Geometry{1, 2, 1, 1, 4, 1, 1, 3, 1, 1, 1, 2, 0, 0, 0},
+                            Geometry{2, 1, 1, 1, 1, 2, 2, 3, 3, 1, 1, 1, 1, 3, 3}}) {
+    SCOPED_TRACE(s.text());
+    const std::int64_t m = s.c * s.mult;
+    const auto w = test::random_values(g, static_cast<std::size_t>(m * s.kh * s.kw));
+    const auto b = test::random_values(g, static_cast<std::size_t>(m));
+    const Tensor x = test::random_tensor(g, {s.n, s.c, s.h, s.w});
+    const Tensor y = Executor(conv_graph(s, w, b)).run({{"x", x}}).at("y");
+    const auto want = plain_conv(s, x.values<float>(), w, b);
+    ASSERT_EQ(y.shape(), (Shape{s.n, m, s.oh(), s.ow()}));
+    EXPECT_EQ(std::memcmp(y.data(), want.data(), y.byte_size()), 0);
+  }
+}
+
 // Large enough that the executor's pool splits the planes, in the shapes of the example CNN.
 TEST(DirectConv, SplitPlanesAreIdenticalToOneThread) {
   SCOPED_TRACE(test::seed_text());

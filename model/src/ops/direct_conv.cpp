@@ -51,6 +51,8 @@ DirectPlan plan_direct(const WindowGeometry& g) {
 // Copies the input plane into the padded plane's interior; the padding stays zero.
 inline void pad_plane(const DirectPlan& d, const float* xp, float* padded) {
   const std::int64_t rows = std::min(d.ih_n, d.hp - d.ph), cols = std::min(d.iw_n, d.wp - d.pw);
+  // Strides can step over every input column (or row): the windows then see padding alone.
+  if (cols <= 0) return;
   for (std::int64_t r = 0; r < rows; ++r)
     std::memcpy(padded + (r + d.ph) * d.wp + d.pw, xp + r * d.iw_n,
                 static_cast<std::size_t>(cols) * sizeof(float));
