@@ -9,6 +9,7 @@ on the first N training images; accuracy is top-1 on the test set. Prints JSON.
 """
 import argparse
 import json
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -46,14 +47,16 @@ def top1(sess, images, labels):
 
 
 def batch_time(sess, images, repeats):
+    """Median seconds of `repeats` runs on the first 256 images after a warm-up: the same
+    statistic `qforge run --repeat` prints, so the two sides compare like with like."""
     batch = images[:256]
     sess.run(None, {"image": batch})
-    best = float("inf")
+    times = []
     for _ in range(repeats):
         start = time.perf_counter()
         sess.run(None, {"image": batch})
-        best = min(best, time.perf_counter() - start)
-    return best
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def main():
