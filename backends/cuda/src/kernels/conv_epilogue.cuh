@@ -16,7 +16,8 @@ struct ConvColumn {
   std::uint32_t zx_wsum = 0, zw = 0;
   std::int32_t bias_i32 = 0;
   float bias_f32 = 0.0f, sw = 1.0f, multiplier = 1.0f;
-  FixedPoint fixed = {0, 0};
+  // fixed point: the multiplier, its left and right shifts, and the rounding mask 2^right - 1
+  std::int32_t fixed_multiplier = 0, left = 0, right = 0, mask = 0;
 };
 
 __device__ __forceinline__ ConvColumn conv_column(const ConvEpilogue& e, std::int64_t o) {
@@ -27,10 +28,41 @@ __device__ __forceinline__ ConvColumn conv_column(const ConvEpilogue& e, std::in
   if (e.bias_f32) c.bias_f32 = e.bias_f32[o];
   if (e.kind == ConvOut::dequantize) c.sw = at(e.sw, o);
   if (e.kind == ConvOut::requantize) {
-    if (e.fixed_multiplier) c.fixed = {e.fixed_multiplier[o], e.fixed_shift[o]};
-    else c.multiplier = e.multiplier[o];
+    if (e.fixed_multiplier) {
+      const std::int32_t shift = e.fixed_shift[o];  // within [-31, 31] (quantize_multiplier)
+      c.fixed_multiplier = e.fixed_multiplier[o];
+      c.left = shift > 0 ? shift : 0;
+      c.right = shift > 0 ? 0 : -shift;
+      c.mask = static_cast<std::int32_t>((1LL << c.right) - 1);
+    } else {
+      c.multiplier = e.multiplier[o];
+    }
   }
   return c;
+}
+
+// requantize_fixed (numerics.cuh) with a channel's shifts and rounding mask computed once, then
+// the activation's clamp: the same bits. The rounding division runs in 32 bits (exact: the right
+// shift is at most 31, so the mask and the remainder are below 2^31), and the zero point is added
+// after clamping to +-2^24, which changes no 8-bit result.
+__device__ __forceinline__ std::int32_t requantize_fixed_column(std::int32_t x, const ConvColumn& c,
+                                                                const ConvEpilogue& e) {
+  std::int32_t a = x;
+  if (c.left > 0) {
+    const long long s = static_cast<long long>(x) * (1LL << c.left);
+    a = s < INT32_MIN ? INT32_MIN : s > INT32_MAX ? INT32_MAX : static_cast<std::int32_t>(s);
+  }
+  std::int32_t h = saturating_rounding_doubling_high_mul(a, c.fixed_multiplier);
+  if (c.right > 0) {
+    const std::int32_t remainder = h & c.mask;
+    const std::int32_t threshold = (c.mask >> 1) + (h < 0 ? 1 : 0);
+    h = (h >> c.right) + (remainder > threshold ? 1 : 0);
+  }
+  constexpr std::int32_t kBound = 1 << 24;
+  h = h < -kBound ? -kBound : h > kBound ? kBound : h;
+  const std::int32_t y = h + e.zy;
+  // qmin <= qlo and qhi <= qmax, so one clamp does both of the reference's.
+  return y < e.qlo ? e.qlo : y > e.qhi ? e.qhi : y;
 }
 
 // The output value of a column's element as the bits it is stored with (the code in the low
@@ -52,9 +84,9 @@ __device__ __forceinline__ std::uint32_t conv_output(const ConvEpilogue& e, cons
   switch (e.kind) {
     case ConvOut::int32: return static_cast<std::uint32_t>(acc);
     case ConvOut::requantize: {
-      std::int32_t q = e.fixed_multiplier
-                           ? requantize_fixed(acc, col.fixed, e.zy, e.qmin, e.qmax)
-                           : requantize_float(acc, col.multiplier, e.zy, e.qmin, e.qmax);
+      if (e.fixed_multiplier)
+        return static_cast<std::uint32_t>(requantize_fixed_column(acc, col, e)) & 0xFFu;
+      std::int32_t q = requantize_float(acc, col.multiplier, e.zy, e.qmin, e.qmax);
       q = q < e.qlo ? e.qlo : q > e.qhi ? e.qhi : q;
       return static_cast<std::uint32_t>(q) & 0xFFu;
     }

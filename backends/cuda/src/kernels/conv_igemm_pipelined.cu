@@ -300,16 +300,17 @@ __global__ void __launch_bounds__(T::THREADS)
     constexpr int kRowStep = T::THREADS / T::BN;
     static_assert(T::THREADS % T::BN == 0, "a thread keeps its column");
     const int col = tid % T::BN;
+    const int rows = static_cast<int>(m_total - m0 < T::BM ? m_total - m0 : T::BM);
     if (n0 + col < og) {
       const dev::ConvColumn cc = dev::conv_column(e, o0 + col);
+      std::int64_t index = (m0 + tid / T::BN) * g.o + o0 + col;
+      const std::int64_t index_step = kRowStep * g.o;
 #pragma unroll 1
-      for (int row = tid / T::BN; row < T::BM; row += kRowStep) {
-        const std::int64_t m = m0 + row;
-        if (m >= m_total) break;
+      for (int row = tid / T::BN; row < rows; row += kRowStep, index += index_step) {
         const std::uint32_t bits =
             dev::conv_output(e, cc, tile[row * T::PITCH + col], kXsum ? sxsum[row] : 0);
         if (vector) codes[row * T::BN + col] = static_cast<std::uint8_t>(bits);
-        else dev::conv_put(e, m * g.o + o0 + col, bits);
+        else dev::conv_put(e, index, bits);
       }
     }
   } else {
