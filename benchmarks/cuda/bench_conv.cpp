@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -63,8 +64,11 @@ void conv_section(QuantizationOps& ops, QuantizationOps* cpu, std::mt19937_64& r
       {"mobilenet depthwise 3x3", 144, 56, 144, 3, 1, 144},
   };
   std::uniform_int_distribution<int> byte(0, 255), small(-2000, 2000);
+  // QFORGE_BENCH_CONV_BATCH=N runs batch N alone (e.g. to profile one launch with ncu).
+  std::vector<std::int64_t> batches = {1, 32};
+  if (const char* env = std::getenv("QFORGE_BENCH_CONV_BATCH")) batches = {std::atoll(env)};
   for (const Layer& l : layers)
-    for (const std::int64_t batch : {std::int64_t{1}, std::int64_t{32}}) {
+    for (const std::int64_t batch : batches) {
       const ConvDesc d = layer_desc(l, batch);
       const OpKind op = OpKind::qlinear_conv;
       std::vector<std::uint8_t> x(static_cast<std::size_t>(count(d.x_shape())));
@@ -121,6 +125,32 @@ void conv_section(QuantizationOps& ops, QuantizationOps* cpu, std::mt19937_64& r
         const float ms_nb = time_ms(run_nb, 3, reps);
         add(std::string(l.name) + ", no bias (no sync)", shape, ms_nb,
             2.0 * macs / (ms_nb * 1e-3) / 1e12, "TOPS", anchor_name, anchor, "report", true);
+      }
+      {
+        // Every kernel the plugin lists for the shape, forced, without the bias (batch 1: with
+        // it too, checked bit for bit), so that one run compares the tiles the choice weighs.
+        std::vector<std::uint8_t> want;
+        if (batch == 1) {
+          want.resize(ybytes);
+          reference::conv(op, d, x.data(), w.data(), bias.data(), want.data());
+        }
+        ConvDesc nb = d;
+        nb.bias = ConvBias::none;
+        for (const auto& kernel : ops.supports({op, d}).kernels) {
+          ops.set_kernel({kernel});
+          bool same = true;
+          if (batch == 1) {
+            run();
+            std::vector<std::uint8_t> got(ybytes);
+            ops.copy_to_host(got.data(), *dy, 0, ybytes);
+            same = got == want;
+          }
+          const float k_ms = time_ms(
+              [&] { ops.conv(op, nb, dx->data(), dw->data(), nullptr, dy->data()); }, 3, reps);
+          std::printf("    forced %-58s %.4f ms no bias (%.1f TOPS)%s\n", kernel.c_str(), k_ms,
+                      2.0 * macs / (k_ms * 1e-3) / 1e12, same ? "" : "  WRONG RESULT");
+        }
+        ops.set_kernel({});
       }
       if (cpu) {
         // The CPU plugin on this host's cores, host memory.

@@ -204,12 +204,36 @@ TEST_F(CudaConv, ResNetLikeLayers) {
   struct Layer {
     std::int64_t c, h, o, k, stride;
   };
-  for (const Layer l : {Layer{64, 28, 64, 3, 1}, Layer{128, 15, 96, 1, 2}, Layer{96, 9, 200, 3, 2}})
+  // The last two: few output tiles over a deep reduction (the split-K tile), and C = 48 (the
+  // pipelined kernel's 16-byte copies crossing kernel positions within a 64-deep step).
+  for (const Layer l : {Layer{64, 28, 64, 3, 1}, Layer{128, 15, 96, 1, 2}, Layer{96, 9, 200, 3, 2},
+                        Layer{256, 7, 64, 3, 1}, Layer{48, 11, 80, 3, 1}})
     for (const OpKind kind : {OpKind::conv_integer, OpKind::qlinear_conv, OpKind::conv_dequant}) {
       ConvDesc d;
       d.layout = uniform(rng_, 0, 1) ? ConvLayout::nhwc : ConvLayout::nchw;
       d.n = 2;
       d.c = l.c, d.h = l.h, d.w = l.h, d.out_channels = l.o;
+      d.kernel_h = d.kernel_w = l.k;
+      d.stride_h = d.stride_w = l.stride;
+      d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = l.k / 2;
+      fill_kind(kind, d);
+      check_all_kernels(kind, d);
+    }
+}
+
+// MobileNet-like depthwise layers: several 8x16 output tiles and 32-channel blocks, C a multiple
+// of 16 (the tiled kernel's 16-byte loads) or not, strides 1 and 2, channel multipliers.
+TEST_F(CudaConv, DepthwiseLayers) {
+  struct Layer {
+    std::int64_t c, h, multiplier, k, stride;
+  };
+  for (const Layer l : {Layer{48, 30, 1, 3, 1}, Layer{64, 21, 1, 3, 2}, Layer{40, 19, 2, 5, 1},
+                        Layer{33, 17, 1, 3, 2}})
+    for (const OpKind kind : {OpKind::conv_integer, OpKind::qlinear_conv, OpKind::conv_dequant}) {
+      ConvDesc d;
+      d.layout = uniform(rng_, 0, 1) ? ConvLayout::nhwc : ConvLayout::nchw;
+      d.n = 2;
+      d.c = l.c, d.h = l.h, d.w = l.h + 3, d.out_channels = l.c * l.multiplier, d.groups = l.c;
       d.kernel_h = d.kernel_w = l.k;
       d.stride_h = d.stride_w = l.stride;
       d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = l.k / 2;

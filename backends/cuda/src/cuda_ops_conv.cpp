@@ -38,14 +38,19 @@ std::vector<T> to_host(const void* device, std::int64_t n, cudaStream_t s) {
 }  // namespace
 
 std::string CudaOps::conv_kernel(OpKind op, const ConvDesc& desc) const {
-  const auto candidates = conv_candidates(desc);
+  const auto candidates = conv_candidates(desc, props().multiprocessors);
   if (forced_kernel_.empty()) return candidates.front();
   if (std::find(candidates.begin(), candidates.end(), forced_kernel_) == candidates.end()) {
     std::string list;
     for (const auto& c : candidates) list += (list.empty() ? "" : ", ") + c;
+    std::string why;
+    if (conv_pipelined_tile(forced_kernel_))
+      if (auto r = conv_pipelined_refusal(conv_geometry(desc))) why = " (" + *r + ")";
+    if (forced_kernel_ == kConvDepthwiseTiledKernel)
+      if (auto r = conv_depthwise_tiled_refusal(conv_geometry(desc))) why = " (" + *r + ")";
     throw Error(ErrorCode::unsupported,
                 "cuda: " + std::string(to_string(op)) + ": the forced kernel '" + forced_kernel_ +
-                    "' cannot run " + describe(OpDesc{op, desc}) + "; expected " + list);
+                    "' cannot run " + describe(OpDesc{op, desc}) + why + "; expected " + list);
   }
   return forced_kernel_;
 }
@@ -153,12 +158,14 @@ void CudaOps::run_conv(OpKind op, const ConvDesc& desc, const void* x, const voi
   }
 
   const bool w_unsigned = wp.dtype() == DType::uint8;
-  if (kernel == kConvDepthwiseKernel) {
+  if (kernel == kConvDepthwiseKernel || kernel == kConvDepthwiseTiledKernel) {
     // The zero points as stored (int_vec's cache holds them shifted for the packed weights).
     const auto zps = wp.zero_points();
     const IntVec zw =
         zps.size() == 1 ? IntVec{nullptr, zps[0], 1} : IntVec{device_zero_points(wp), 0, 1};
-    launch_conv_depthwise(xh, static_cast<const std::uint8_t*>(w), w_unsigned, zw, g, e, s);
+    if (kernel == kConvDepthwiseTiledKernel)
+      launch_conv_depthwise_tiled(xh, static_cast<const std::uint8_t*>(w), w_unsigned, zw, g, e, s);
+    else launch_conv_depthwise(xh, static_cast<const std::uint8_t*>(w), w_unsigned, zw, g, e, s);
   } else {
     if (!aligned16(xh)) {  // the vector gather reads 16-byte words
       auto* t =
@@ -185,7 +192,22 @@ void CudaOps::run_conv(OpKind op, const ConvDesc& desc, const void* x, const voi
     bool zw_zero = false;
     e.zw = int_vec(wp, w_unsigned ? 128 : 0, zw_zero);
     e.need_xsum = !zw_zero;
-    launch_conv_implicit_gemm(xh, packed, g, e, s);
+    if (const auto tile = conv_pipelined_tile(kernel)) {
+      const int splits = conv_splits(g, *tile, props().multiprocessors);
+      std::int32_t *partial = nullptr, *partial_xsum = nullptr;
+      if (splits > 1) {
+        const auto m = static_cast<std::size_t>(g.n * g.oh * g.ow);
+        partial = workspace_.get<std::int32_t>(Slot::conv_partial,
+                                               m * static_cast<std::size_t>(g.o), device_, s);
+        if (e.need_xsum)
+          partial_xsum = workspace_.get<std::int32_t>(
+              Slot::conv_partial_xsum, m * static_cast<std::size_t>(g.groups), device_, s);
+      }
+      launch_conv_igemm_pipelined(xh, packed, g, e, *tile, splits, partial, partial_xsum, device_,
+                                  s);
+    } else {
+      launch_conv_implicit_gemm(xh, packed, g, e, s);
+    }
   }
 
   if (e.overflow) {

@@ -116,10 +116,11 @@ class CudaPlan final : public Plan {
 
  private:
   // Fixed convolution weights in the implicit-GEMM kernel's form, with their row sums when X
-  // has a zero point. The depthwise kernel reads W as given, so it keeps the uploaded copy.
+  // has a zero point. The depthwise kernels read W as given, so it keeps the uploaded copy.
   void pack_conv(const OpDesc& op) {
     const auto& d = std::get<ConvDesc>(op.desc);
-    if (ops_->conv_kernel(op.op, d) == kConvDepthwiseKernel) return;
+    const std::string kernel = ops_->conv_kernel(op.op, d);
+    if (kernel == kConvDepthwiseKernel || kernel == kConvDepthwiseTiledKernel) return;
     const ConvGeometry g = conv_geometry(d);
     if (g.o * g.kp == 0) return;  // nothing to pack; the per-call path handles empty shapes
     conv_packed_ = std::make_unique<DeviceBuffer>(static_cast<std::size_t>(g.o * g.kp), device());

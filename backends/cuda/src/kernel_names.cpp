@@ -36,10 +36,11 @@ const std::vector<std::string>& all_kernel_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
     for (const auto& [id, name] : kGemmNames) v.emplace_back(name);
-    for (const char* n :
-         {kQuantizeKernel, kDequantizeKernel, kRequantizeKernel, kDynamicQuantizeKernel,
-          kLinearBackwardKernel, kConvImplicitGemmKernel, kConvDepthwiseKernel})
+    for (const char* n : {kQuantizeKernel, kDequantizeKernel, kRequantizeKernel,
+                          kDynamicQuantizeKernel, kLinearBackwardKernel, kConvImplicitGemmKernel,
+                          kConvDepthwiseKernel, kConvDepthwiseTiledKernel})
       v.emplace_back(n);
+    for (const char* n : kConvPipelinedKernels) v.emplace_back(n);
     return v;
   }();
   return names;

@@ -231,7 +231,7 @@ std::optional<Refusal> check_conv(const ConvDesc& d) {
     return unsupported("C = " + std::to_string(d.c) +
                        " with nchw activations; the CUDA NCHW-to-NHWC pass takes C up to " +
                        std::to_string(65535 * 32) + " (use nhwc)");
-  if (conv_candidates(d).empty())
+  if (conv_candidates(d, 1).empty())
     return unsupported("groups = " + std::to_string(d.groups) +
                        " with O / groups = " + std::to_string(d.out_channels / d.groups) +
                        " needs more than 65535 CTA rows of the implicit GEMM (groups times "
@@ -378,11 +378,26 @@ ConvGeometry conv_geometry(const ConvDesc& d) {
 
 bool conv_is_depthwise(const ConvDesc& d) { return d.c > 0 && d.groups == d.c; }
 
-std::vector<std::string> conv_candidates(const ConvDesc& d) {
+std::vector<std::string> conv_candidates(const ConvDesc& d, int multiprocessors) {
   std::vector<std::string> out;
-  if (conv_is_depthwise(d)) out.emplace_back(kConvDepthwiseKernel);
-  if (conv_implicit_gemm_fits(conv_geometry(d))) out.emplace_back(kConvImplicitGemmKernel);
+  const ConvGeometry g = conv_geometry(d);
+  if (conv_is_depthwise(d)) {
+    if (!conv_depthwise_tiled_refusal(g)) out.emplace_back(kConvDepthwiseTiledKernel);
+    out.emplace_back(kConvDepthwiseKernel);
+  }
+  // The pipelined kernel where it takes the shape (conv_pipelined_refusal says why not), then
+  // the register-gather kernel, which takes every shape its grid holds.
+  if (!conv_pipelined_refusal(g))
+    for (const ConvTileKind t : conv_tile_order(g, multiprocessors))
+      out.emplace_back(kConvPipelinedKernels[static_cast<int>(t)]);
+  if (conv_implicit_gemm_fits(g)) out.emplace_back(kConvImplicitGemmKernel);
   return out;
+}
+
+std::optional<ConvTileKind> conv_pipelined_tile(std::string_view kernel) {
+  for (int i = 0; i < 4; ++i)
+    if (kernel == kConvPipelinedKernels[i]) return static_cast<ConvTileKind>(i);
+  return std::nullopt;
 }
 
 Support support_for(const OpDesc& op, const DeviceFacts& device) {
@@ -407,7 +422,8 @@ Support support_for(const OpDesc& op, const DeviceFacts& device) {
     }
     case OpKind::conv_integer:
     case OpKind::qlinear_conv:
-    case OpKind::conv_dequant: return Support::yes(conv_candidates(std::get<ConvDesc>(op.desc)));
+    case OpKind::conv_dequant:
+      return Support::yes(conv_candidates(std::get<ConvDesc>(op.desc), device.multiprocessors));
     case OpKind::matmul_weight_only: break;  // refused by refusal_for()
   }
   return Support::no("unknown op");

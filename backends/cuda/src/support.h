@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernels/conv.h"
@@ -50,7 +51,9 @@ bool blockwise_gemv_takes(OpKind kind, const MatmulDesc& d);
 // (groups == C), and the kernels able to run it, best first (none: refused).
 ConvGeometry conv_geometry(const ConvDesc& d);
 bool conv_is_depthwise(const ConvDesc& d);
-std::vector<std::string> conv_candidates(const ConvDesc& d);
+std::vector<std::string> conv_candidates(const ConvDesc& d, int multiprocessors);
+// The pipelined tile a kernel name stands for, if it is one.
+std::optional<ConvTileKind> conv_pipelined_tile(std::string_view kernel);
 
 // Why a descriptor is refused (nullopt: accepted). Shared by supports() and the ops, which
 // throw ErrorCode::unsupported (or invalid_argument for a malformed descriptor) with it.

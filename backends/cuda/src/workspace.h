@@ -31,10 +31,12 @@ enum class Slot : int {
   bw_partials,
   bw_counters,
   // convolution (kernels/conv.h)
-  conv_input,        // X as NHWC
-  conv_weights,      // packed weights
-  conv_weight_sums,  // their row sums
-  conv_overflow,     // the int32-bias overflow flag
+  conv_input,         // X as NHWC
+  conv_weights,       // packed weights
+  conv_weight_sums,   // their row sums
+  conv_overflow,      // the int32-bias overflow flag
+  conv_partial,       // split-K sums [N * OH * OW, O]
+  conv_partial_xsum,  // split-K pixel sums [N * OH * OW, groups]
   count_,
 };
 

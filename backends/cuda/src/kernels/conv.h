@@ -17,6 +17,9 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "kernels/gemm.h"
 
@@ -80,10 +83,39 @@ void launch_conv_implicit_gemm(const std::uint8_t* x, const std::int8_t* packed,
 // Whether the implicit GEMM's grid holds the shape.
 bool conv_implicit_gemm_fits(const ConvGeometry& g);
 
+// The pipelined implicit GEMM (conv_igemm_pipelined.cu): 8 warps, a multi-stage cp.async ring
+// for both operands, the tile staged in shared memory for coalesced stores. Its tiles; the
+// 64x64 one splits the reduction across CTAs when its tiles alone leave SMs idle.
+enum class ConvTileKind : int { t256x64, t128x128, t128x64, t64x64_splitk };
+// Why the pipelined kernel cannot run the shape (C / G not a multiple of 16, int32 addressing,
+// the grid), or nothing.
+std::optional<std::string> conv_pipelined_refusal(const ConvGeometry& g);
+// Its tiles in the order to try them on a GPU of `multiprocessors` SMs: the largest tile that
+// still gives every SM a CTA first.
+std::vector<ConvTileKind> conv_tile_order(const ConvGeometry& g, int multiprocessors);
+// How many CTAs share each tile's reduction (1 but for t64x64_splitk on too few tiles).
+int conv_splits(const ConvGeometry& g, ConvTileKind tile, int multiprocessors);
+// x: NHWC codes, 16-byte aligned; packed: from launch_pack_conv_weights. With splits > 1,
+// `partial` holds N * OH * OW * O int32 and `partial_xsum` N * OH * OW * groups (when
+// e.need_xsum): scratch the call zeroes and sums into before its epilogue kernel.
+void launch_conv_igemm_pipelined(const std::uint8_t* x, const std::int8_t* packed,
+                                 const ConvGeometry& g, const ConvEpilogue& e, ConvTileKind tile,
+                                 int splits, std::int32_t* partial, std::int32_t* partial_xsum,
+                                 int device, cudaStream_t stream);
+
 // Depthwise (G == C, any channel multiplier O / G): one thread per output, int32 sums of
 // (x - zx) * (w - zw[o]) straight from the OIHW weights (`w_unsigned`: uint8 codes, zw as is).
 // The epilogue's compensation fields are unused.
 void launch_conv_depthwise(const std::uint8_t* x, const std::uint8_t* w, bool w_unsigned, IntVec zw,
                            const ConvGeometry& g, const ConvEpilogue& e, cudaStream_t stream);
+
+// Depthwise, tiled (conv_depthwise_tiled.cu): the input tile with its halo in shared memory, 16
+// outputs along a row per thread; same operands as launch_conv_depthwise.
+void launch_conv_depthwise_tiled(const std::uint8_t* x, const std::uint8_t* w, bool w_unsigned,
+                                 IntVec zw, const ConvGeometry& g, const ConvEpilogue& e,
+                                 cudaStream_t stream);
+// Why the tiled depthwise kernel cannot run the shape (not depthwise, a window too large for its
+// shared memory, the grid), or nothing.
+std::optional<std::string> conv_depthwise_tiled_refusal(const ConvGeometry& g);
 
 }  // namespace qforge::cuda
