@@ -62,12 +62,13 @@ TEST(AttentionOps, BinaryOpsBroadcastLikePlainLoops) {
   auto g = test::rng(501);
   for (int round = 0; round < 12; ++round) {
     // [b, s, h]-like shapes, odd sizes; one round large enough to split rows across threads.
-    const std::int64_t b = pick(g, 1, 5), s = pick(g, 1, 40), h = round == 0 ? 4099 : pick(g, 1, 70);
+    const std::int64_t b = pick(g, 1, 5), s = pick(g, 1, 40),
+                       h = round == 0 ? 4099 : pick(g, 1, 70);
     const Shape out{b, s, 3, h};
     // BERT's patterns: bias [h], mask [b, 1, 1, h], a per-row statistic [b, s, 3, 1], a scalar,
     // the same shape, and the broadcast on the left operand.
     const std::vector<std::pair<Shape, Shape>> patterns = {
-        {out, {h}}, {out, {b, 1, 1, h}}, {out, {b, s, 3, 1}}, {out, {}},
+        {out, {h}}, {out, {b, 1, 1, h}}, {out, {b, s, 3, 1}},         {out, {}},
         {out, out}, {{h}, out},          {{b, 1, 3, 1}, {1, s, 1, h}}};
     const auto& [sa, sb] = patterns[static_cast<std::size_t>(round) % patterns.size()];
     SCOPED_TRACE(qforge::to_string(sa) + " with " + qforge::to_string(sb));
@@ -83,7 +84,10 @@ TEST(AttentionOps, BinaryOpsBroadcastLikePlainLoops) {
       for (std::int64_t i = 0; i < element_count(out); ++i) {
         const float u = av[static_cast<std::size_t>(broadcast_index(out, sa, i))];
         const float v = bv[static_cast<std::size_t>(broadcast_index(out, sb, i))];
-        const float want = op[0] == 'A' ? u + v : op[0] == 'S' ? u - v : op[0] == 'M' ? u * v : u / v;
+        const float want = op[0] == 'A'   ? u + v
+                           : op[0] == 'S' ? u - v
+                           : op[0] == 'M' ? u * v
+                                          : u / v;
         ASSERT_EQ(yv[static_cast<std::size_t>(i)], want) << "element " << i;
       }
     }
@@ -205,7 +209,10 @@ TEST(AttentionOps, TransposeMatchesIndexLoop) {
   auto g = test::rng(505);
   // BERT's head splits first ([b,s,h,d] -> [b,h,s,d] and -> [b,h,d,s]), then random ones.
   std::vector<std::pair<Shape, std::vector<std::int64_t>>> cases = {
-      {{3, 37, 5, 17}, {0, 2, 1, 3}}, {{3, 37, 5, 17}, {0, 2, 3, 1}}, {{8, 128, 12, 32}, {0, 2, 3, 1}}, {{8, 128, 12, 32}, {0, 2, 1, 3}}};
+      {{3, 37, 5, 17}, {0, 2, 1, 3}},
+      {{3, 37, 5, 17}, {0, 2, 3, 1}},
+      {{8, 128, 12, 32}, {0, 2, 3, 1}},
+      {{8, 128, 12, 32}, {0, 2, 1, 3}}};
   for (int i = 0; i < 12; ++i) {
     const auto rank = static_cast<std::size_t>(pick(g, 1, 5));
     Shape s(rank);
@@ -218,7 +225,8 @@ TEST(AttentionOps, TransposeMatchesIndexLoop) {
   for (const auto& [s, perm] : cases) {
     Shape os;
     for (std::int64_t p : perm) os.push_back(s[static_cast<std::size_t>(p)]);
-    SCOPED_TRACE(qforge::to_string(s) + " perm " + qforge::to_string(Shape(perm.begin(), perm.end())));
+    SCOPED_TRACE(qforge::to_string(s) + " perm " +
+                 qforge::to_string(Shape(perm.begin(), perm.end())));
     OnnxBuilder m(17);
     m.input("x", F, dims(s)).output("y", F, dims(os));
     OnnxBuilder::attr(m.node("Transpose", {"x"}, {"y"}, "tr"), "perm", perm);
@@ -292,8 +300,9 @@ TEST(AttentionOps, ReductionsMatchPlainLoops) {
       const Tensor y = run_one(m, {{"x", x}}).at("y");
       const std::string o_ = op;
       const bool is_max = o_ == "ReduceMax", is_min = o_ == "ReduceMin";
-      std::vector<double> want(static_cast<std::size_t>(element_count(os)),
-                               is_max ? -1e30 : is_min ? 1e30 : 0.0);
+      std::vector<double> want(static_cast<std::size_t>(element_count(os)), is_max   ? -1e30
+                                                                            : is_min ? 1e30
+                                                                                     : 0.0);
       std::vector<int> count(want.size(), 0);
       for (std::int64_t i = 0; i < element_count(s); ++i) {
         const auto o = static_cast<std::size_t>(broadcast_index(s, os, i));

@@ -17,8 +17,8 @@ namespace qforge::model::ops {
 inline float fast_exp(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
-  constexpr float kLow = -87.3365448f;  // ln(FLT_MIN): smaller results are subnormal
-  constexpr float kHigh = 88.7228394f;  // ln(FLT_MAX)
+  constexpr float kLow = -87.3365448f;   // ln(FLT_MIN): smaller results are subnormal
+  constexpr float kHigh = 88.7228394f;   // ln(FLT_MAX)
   constexpr float kRound = 12582912.0f;  // 1.5 · 2^23: adding it rounds to an integer
   // The range checks on the bits and the selects as masks: with float comparisons and ?:, GCC
   // folds the constant arms into branches and then refuses to vectorise (a float operation
@@ -28,9 +28,9 @@ inline float fast_exp(float x) {
   const bool under = (ux > std::bit_cast<std::uint32_t>(kLow)) & (ux <= 0xff800000u);  // -inf too
   const bool over = (ux > std::bit_cast<std::uint32_t>(kHigh)) & (ux <= 0x7f800000u);  // +inf too
   const std::uint32_t mu = 0u - under, mo = 0u - over;  // all ones where true
-  const float c = std::bit_cast<float>((std::bit_cast<std::uint32_t>(kLow) & mu) |
-                                       (std::bit_cast<std::uint32_t>(kHigh) & mo) |
-                                       (ux & ~(mu | mo)));
+  const float c =
+      std::bit_cast<float>((std::bit_cast<std::uint32_t>(kLow) & mu) |
+                           (std::bit_cast<std::uint32_t>(kHigh) & mo) | (ux & ~(mu | mo)));
   const float t = c * kLog2e + kRound;
   const float n = t - kRound;
   // n as an integer from t's mantissa bits (t lies in [2^23, 2^24), where floats step by 1).

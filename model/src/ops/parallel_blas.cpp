@@ -8,7 +8,7 @@ namespace qforge::model::ops {
 
 namespace {
 std::mutex blas_mutex;
-int scopes = 0;        // scopes open now, guarded by blas_mutex
+int scopes = 0;         // scopes open now, guarded by blas_mutex
 int saved_threads = 1;  // OpenBLAS's count when the first of them opened
 }  // namespace
 

@@ -65,9 +65,11 @@ inline float fold(float acc, float v) {
 // in the output buffer. Reducing a trailing block of axes (LayerNormalization's ReduceMean over
 // the last axis) folds each row on its own, split across the pool; any other set of axes walks
 // the input once, scattering into the outputs.
+// Not inlined: inlined twice into run_reduce, GCC 12 warns falsely (-Wfree-nonheap-object) about
+// the index vectors.
 template <Fold F>
-void reduce_into(const Shape& x, const std::vector<bool>& mask, const float* xv,
-                 std::span<float> y) {
+[[gnu::noinline]] void reduce_into(const Shape& x, const std::vector<bool>& mask, const float* xv,
+                                   std::span<float> y) {
   const auto rank = static_cast<std::int64_t>(x.size());
   std::int64_t first = rank;  // the trailing block of reduced axes starts here
   while (first > 0 && mask[static_cast<std::size_t>(first - 1)]) --first;
