@@ -158,10 +158,12 @@ void run_matmul(const Node& node, std::span<const Tensor* const> in, std::span<T
                   b + ib * b_step, n, 0.0f, y + i * y_step, n);
     }
   };
-  if (pool_threads() == 1 || count < 2) {
+  if (count < 2) {
     products(0, count);
     return;
   }
+  // One OpenBLAS thread whatever the pool's size: OpenBLAS's threaded sgemm rounds differently
+  // from its single-threaded one, so this keeps the results the same for every thread count.
   const SingleThreadedBlas one_blas_thread;
   // About 64K multiply-adds per task at least, so tiny products are not handed out one by one.
   const std::int64_t work = std::max<std::int64_t>(1, d.m * d.n * d.k);

@@ -13,8 +13,6 @@ thread_local ThreadPool* current_pool = nullptr;
 ScopedPool::ScopedPool(ThreadPool* pool) : previous_(current_pool) { current_pool = pool; }
 ScopedPool::~ScopedPool() { current_pool = previous_; }
 
-int pool_threads() { return current_pool ? current_pool->threads() : 1; }
-
 void parallel_for(std::int64_t n, std::int64_t grain,
                   const std::function<void(std::int64_t, std::int64_t)>& f) {
   if (n <= 0) return;

@@ -22,9 +22,6 @@ namespace qforge::model::ops {
 void parallel_for(std::int64_t n, std::int64_t grain,
                   const std::function<void(std::int64_t, std::int64_t)>& f);
 
-// Threads of the pool installed for the calling thread's kernels; 1 when none is.
-int pool_threads();
-
 // Elements per task for cheap elementwise work (an add, a compare, a Relu): tens of
 // microseconds, several times what waking a worker costs on a loaded machine (measured on the
 // example MLP, whose [256, 512] Relus lost time when split into 4096-element tasks).

@@ -7,8 +7,10 @@
 // pool's tasks, OpenBLAS threads competing with the pool's for the same cores. Debian's OpenBLAS
 // (the pthreads build) has only a process-wide thread count, so the scope sets it to 1 and
 // restores it when the last concurrent scope ends (executors may run on several threads at
-// once). sgemm's arithmetic per output element does not depend on OpenBLAS's thread count (it
-// splits M and N, never K), so other sgemm calls that run meanwhile only lose speed.
+// once). The cost of that: an sgemm that another thread of the process calls while a scope is
+// open also runs on one thread, slower, and, as OpenBLAS's threaded sgemm rounds differently
+// from its single-threaded one (measured: attention-sized products differ in the last bits),
+// possibly with other last bits than when it runs alone.
 #pragma once
 
 namespace qforge::model::ops {
