@@ -26,15 +26,23 @@ bool writes_every_element(std::string_view op_type) {
                                                          "Clip",
                                                          "Conv",
                                                          "Div",
+                                                         "Equal",
                                                          "Erf",
                                                          "Exp",
                                                          "Flatten",
                                                          "Gemm",
                                                          "GlobalAveragePool",
                                                          "Identity",
+                                                         "LayerNormalization",
+                                                         "LogSoftmax",
                                                          "MatMul",
                                                          "MaxPool",
                                                          "Mul",
+                                                         "Pow",
+                                                         "ReduceMax",
+                                                         "ReduceMean",
+                                                         "ReduceMin",
+                                                         "ReduceSum",
                                                          "Relu",
                                                          "Reshape",
                                                          "Sigmoid",
@@ -44,7 +52,8 @@ bool writes_every_element(std::string_view op_type) {
                                                          "Sub",
                                                          "Tanh",
                                                          "Transpose",
-                                                         "Unsqueeze"};
+                                                         "Unsqueeze",
+                                                         "Where"};
   return ops.contains(op_type);
 }
 

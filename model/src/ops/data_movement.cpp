@@ -69,26 +69,123 @@ std::vector<TensorType> infer_transpose(const Node& n, std::span<const InferInpu
   for (std::int64_t p : perm) out.push_back(x.shape[static_cast<std::size_t>(p)]);
   return {{x.type, out}};
 }
+// A transpose as copies: output axes with extents `ext` whose input steps are `step` (elements),
+// after dropping extent-1 axes and merging output axes that are adjacent in the input too.
+struct TransposePlan {
+  Shape ext, step;
+};
+
+TransposePlan plan_transpose(const Shape& out, const Shape& in_step) {
+  TransposePlan p;
+  for (std::size_t d = 0; d < out.size(); ++d) {
+    if (out[d] == 1) continue;
+    if (!p.ext.empty() && p.step.back() == in_step[d] * out[d]) {
+      p.ext.back() *= out[d];
+      p.step.back() = in_step[d];
+    } else {
+      p.ext.push_back(out[d]);
+      p.step.push_back(in_step[d]);
+    }
+  }
+  return p;
+}
+
+// Input offset of the output element whose index over the axes [0, axes) is `linear`.
+std::int64_t input_offset(const TransposePlan& p, std::size_t axes, std::int64_t linear) {
+  std::int64_t off = 0;
+  for (std::size_t d = axes; d-- > 0;) {
+    off += linear % p.ext[d] * p.step[d];
+    linear /= p.ext[d];
+  }
+  return off;
+}
+
+template <class T>
+void transpose_as(const TransposePlan& p, const T* x, T* y) {
+  const std::size_t rank = p.ext.size();
+  if (rank == 0) {
+    y[0] = x[0];
+    return;
+  }
+  const std::int64_t last = p.ext[rank - 1];
+  std::int64_t rows = 1;
+  for (std::size_t d = 0; d + 1 < rank; ++d) rows *= p.ext[d];
+  if (p.step[rank - 1] == 1) {
+    // The last axis stays innermost (heads split or merged: [B,S,H,D] <-> [B,H,S,D]): each output
+    // row is one contiguous run of the input.
+    parallel_for(rows, std::max<std::int64_t>(1, kElementGrain / last),
+                 [&](std::int64_t begin, std::int64_t end) {
+                   for (std::int64_t r = begin; r < end; ++r)
+                     std::memcpy(y + r * last, x + input_offset(p, rank - 1, r),
+                                 static_cast<std::size_t>(last) * sizeof(T));
+                 });
+    return;
+  }
+  // The input's innermost axis moves to output axis `a` < rank - 1: transpose in square tiles
+  // of the plane (a, last), so that both the reads along a and the writes along last stay
+  // within a few cache lines. The other axes are walked around the plane.
+  std::size_t a = 0;
+  while (p.step[a] != 1) ++a;
+  const std::int64_t ea = p.ext[a];
+  std::int64_t ostep_a = 1;  // output step of axis a
+  for (std::size_t d = a + 1; d < rank; ++d) ostep_a *= p.ext[d];
+  // Planes: every index of the axes other than a and last, as (outer before a, mid after a).
+  std::int64_t outer = 1, mid = 1;
+  for (std::size_t d = 0; d < a; ++d) outer *= p.ext[d];
+  for (std::size_t d = a + 1; d + 1 < rank; ++d) mid *= p.ext[d];
+  TransposePlan mid_plan;
+  mid_plan.ext.assign(p.ext.begin() + static_cast<std::ptrdiff_t>(a) + 1, p.ext.end() - 1);
+  mid_plan.step.assign(p.step.begin() + static_cast<std::ptrdiff_t>(a) + 1, p.step.end() - 1);
+  constexpr std::int64_t kTile = 16;
+  const std::int64_t tiles_a = (ea + kTile - 1) / kTile;
+  const std::int64_t sl = p.step[rank - 1];
+  parallel_for(outer * mid * tiles_a, std::max<std::int64_t>(1, kElementGrain / (kTile * last)),
+               [&](std::int64_t begin, std::int64_t end) {
+                 for (std::int64_t t = begin; t < end; ++t) {
+                   const std::int64_t ta = t % tiles_a, plane = t / tiles_a;
+                   const std::int64_t o = plane / mid, md = plane % mid;
+                   const std::int64_t in_base =
+                       input_offset(p, a, o) + input_offset(mid_plan, mid_plan.ext.size(), md);
+                   const std::int64_t out_base = o * ea * ostep_a + md * last;
+                   const std::int64_t i0 = ta * kTile, i1 = std::min(ea, i0 + kTile);
+                   for (std::int64_t j0 = 0; j0 < last; j0 += kTile) {
+                     const std::int64_t j1 = std::min(last, j0 + kTile);
+                     for (std::int64_t i = i0; i < i1; ++i)
+                       for (std::int64_t j = j0; j < j1; ++j)
+                         y[out_base + i * ostep_a + j] = x[in_base + i + j * sl];
+                   }
+                 }
+               });
+}
+
 void run_transpose(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const auto perm = perm_of(n, in[0]->shape().size());
   const Shape st = strides_of(in[0]->shape());
   Shape step;
   for (std::int64_t p : perm) step.push_back(st[static_cast<std::size_t>(p)]);
-  const std::size_t es = element_size(in[0]->type());
+  const Shape& os = out[0]->shape();
+  if (element_count(os) == 0) return;
+  const TransposePlan plan = plan_transpose(os, step);
   const std::byte* x = in[0]->data();
   std::byte* y = out[0]->data();
-  // Output elements are independent: split them across the executor's pool.
-  const Shape& os = out[0]->shape();
-  parallel_for(element_count(os), kElementGrain, [&](std::int64_t begin, std::int64_t end) {
-    if (es == 4) {
-      const auto* xs = reinterpret_cast<const std::uint32_t*>(x);
-      auto* ys = reinterpret_cast<std::uint32_t*>(y);
-      walk_range(os, step, 0, begin, end, [&](std::int64_t o, std::int64_t i) { ys[o] = xs[i]; });
-    } else {
-      walk_range(os, step, 0, begin, end,
-                 [&](std::int64_t o, std::int64_t i) { std::memcpy(y + o * es, x + i * es, es); });
-    }
-  });
+  switch (element_size(in[0]->type())) {
+    case 1:
+      transpose_as(plan, reinterpret_cast<const std::uint8_t*>(x),
+                   reinterpret_cast<std::uint8_t*>(y));
+      break;
+    case 2:
+      transpose_as(plan, reinterpret_cast<const std::uint16_t*>(x),
+                   reinterpret_cast<std::uint16_t*>(y));
+      break;
+    case 4:
+      transpose_as(plan, reinterpret_cast<const std::uint32_t*>(x),
+                   reinterpret_cast<std::uint32_t*>(y));
+      break;
+    default:
+      transpose_as(plan, reinterpret_cast<const std::uint64_t*>(x),
+                   reinterpret_cast<std::uint64_t*>(y));
+      break;
+  }
 }
 
 // ---- Concat ----

@@ -4,6 +4,7 @@
 
 #include "ops/broadcast.h"
 #include "ops/kernel.h"
+#include "ops/spatial.h"
 
 namespace qforge::model::ops {
 namespace {
@@ -80,36 +81,77 @@ T apply(BinOp op, T a, T b) {
   }
 }
 
-template <class T>
-void run_arith(BinOp op, const Tensor& a, const Tensor& b, const Shape& bs, Tensor& out) {
+// z[j] = f(x[j * sx], y[j * sy]) for j < n, where each step is 0 (a broadcast operand) or 1
+// (the inner axis of a broadcast walk): one plain loop per case, so each is a contiguous loop the
+// compiler vectorises, with a broadcast operand read once.
+template <class T, class F>
+inline void binary_run(const T* x, std::int64_t sx, const T* y, std::int64_t sy, T* z,
+                       std::int64_t n, F f) {
+  if (sx == 1 && sy == 1) {
+    for (std::int64_t j = 0; j < n; ++j) z[j] = f(x[j], y[j]);
+  } else if (sx == 1 && sy == 0) {
+    const T b = *y;
+    for (std::int64_t j = 0; j < n; ++j) z[j] = f(x[j], b);
+  } else if (sx == 0 && sy == 1) {
+    const T a = *x;
+    for (std::int64_t j = 0; j < n; ++j) z[j] = f(a, y[j]);
+  } else {
+    for (std::int64_t j = 0; j < n; ++j) z[j] = f(x[j * sx], y[j * sy]);
+  }
+}
+
+template <class T, class F>
+void run_arith_with(const Tensor& a, const Tensor& b, const Shape& bs, Tensor& out, F f) {
   const T* pa = a.values<T>().data();
   const T* pb = b.values<T>().data();
   T* po = out.values<T>().data();
   parallel_broadcast_rows<2>(out.shape(), {&a.shape(), &bs}, kElementGrain,
                              [&](std::int64_t o, const auto& off, const auto& st, std::int64_t n) {
-                               const T* x = pa + off[0];
-                               const T* y = pb + off[1];
-                               T* z = po + o;
-                               // Separate loops per op keep each one simple enough to vectorise.
-                               switch (op) {
-                                 case BinOp::add:
-                                   for (std::int64_t j = 0; j < n; ++j)
-                                     z[j] = x[j * st[0]] + y[j * st[1]];
-                                   break;
-                                 case BinOp::sub:
-                                   for (std::int64_t j = 0; j < n; ++j)
-                                     z[j] = x[j * st[0]] - y[j * st[1]];
-                                   break;
-                                 case BinOp::mul:
-                                   for (std::int64_t j = 0; j < n; ++j)
-                                     z[j] = x[j * st[0]] * y[j * st[1]];
-                                   break;
-                                 default:
-                                   for (std::int64_t j = 0; j < n; ++j)
-                                     z[j] = apply(op, x[j * st[0]], y[j * st[1]]);
-                                   break;
-                               }
+                               binary_run(pa + off[0], st[0], pb + off[1], st[1], po + o, n, f);
                              });
+}
+
+// The float loops compiled for AVX2 too (ops/spatial.h); the same arithmetic either way.
+QFORGE_MODEL_VECTOR_CLONES void add_f32(const float* x, std::int64_t sx, const float* y,
+                                        std::int64_t sy, float* z, std::int64_t n) {
+  binary_run(x, sx, y, sy, z, n, [](float u, float v) { return u + v; });
+}
+QFORGE_MODEL_VECTOR_CLONES void sub_f32(const float* x, std::int64_t sx, const float* y,
+                                        std::int64_t sy, float* z, std::int64_t n) {
+  binary_run(x, sx, y, sy, z, n, [](float u, float v) { return u - v; });
+}
+QFORGE_MODEL_VECTOR_CLONES void mul_f32(const float* x, std::int64_t sx, const float* y,
+                                        std::int64_t sy, float* z, std::int64_t n) {
+  binary_run(x, sx, y, sy, z, n, [](float u, float v) { return u * v; });
+}
+QFORGE_MODEL_VECTOR_CLONES void div_f32(const float* x, std::int64_t sx, const float* y,
+                                        std::int64_t sy, float* z, std::int64_t n) {
+  binary_run(x, sx, y, sy, z, n, [](float u, float v) { return u / v; });
+}
+
+void run_arith_f32(BinOp op, const Tensor& a, const Tensor& b, const Shape& bs, Tensor& out) {
+  using Fn = void (*)(const float*, std::int64_t, const float*, std::int64_t, float*, std::int64_t);
+  const Fn fn = op == BinOp::add   ? add_f32
+                : op == BinOp::sub ? sub_f32
+                : op == BinOp::mul ? mul_f32
+                                   : div_f32;
+  const float* pa = a.values<float>().data();
+  const float* pb = b.values<float>().data();
+  float* po = out.values<float>().data();
+  parallel_broadcast_rows<2>(out.shape(), {&a.shape(), &bs}, kElementGrain,
+                             [&](std::int64_t o, const auto& off, const auto& st, std::int64_t n) {
+                               fn(pa + off[0], st[0], pb + off[1], st[1], po + o, n);
+                             });
+}
+
+template <class T>
+void run_arith(BinOp op, const Tensor& a, const Tensor& b, const Shape& bs, Tensor& out) {
+  switch (op) {
+    case BinOp::add: run_arith_with<T>(a, b, bs, out, [](T u, T v) { return u + v; }); break;
+    case BinOp::sub: run_arith_with<T>(a, b, bs, out, [](T u, T v) { return u - v; }); break;
+    case BinOp::mul: run_arith_with<T>(a, b, bs, out, [](T u, T v) { return u * v; }); break;
+    default: run_arith_with<T>(a, b, bs, out, [op](T u, T v) { return apply(op, u, v); }); break;
+  }
 }
 
 template <class T>
@@ -162,7 +204,7 @@ void run_binary(const Node& n, std::span<const Tensor* const> in, std::span<Tens
     return;
   }
   switch (a.type()) {
-    case ElementType::float32: run_arith<float>(op, a, b, bs, o); break;
+    case ElementType::float32: run_arith_f32(op, a, b, bs, o); break;
     case ElementType::int64: run_arith<std::int64_t>(op, a, b, bs, o); break;
     default: run_arith<std::int32_t>(op, a, b, bs, o); break;
   }

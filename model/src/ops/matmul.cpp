@@ -2,10 +2,14 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
 #include <limits>
+#include <vector>
 
 #include "ops/broadcast.h"
 #include "ops/kernel.h"
+#include "ops/parallel.h"
+#include "ops/parallel_blas.h"
 
 namespace qforge::model::ops {
 namespace {
@@ -134,17 +138,36 @@ void run_matmul(const Node& node, std::span<const Tensor* const> in, std::span<T
                 b, n, 0.0f, y, n);
     return;
   }
-  // Otherwise one call per output batch element, operands located by broadcasting the batch
-  // axes (a 1-element "row" walk over the batch shape).
+  // Otherwise one product per output batch element, its operands located by broadcasting the
+  // batch axes (a 1-element "row" walk over the batch shape). The products are independent:
+  // split them across the executor's pool, each one sgemm call on one OpenBLAS thread
+  // (ops/parallel_blas.h), a few per task when they are tiny.
   const std::int64_t a_step = d.m * d.k, b_step = d.k * d.n, y_step = d.m * d.n;
-  broadcast_rows<2>(d.batch, {&d.a_batch, &d.b_batch},
-                    [&](std::int64_t o, const auto& off, const auto& st, std::int64_t cnt) {
-                      for (std::int64_t j = 0; j < cnt; ++j)
-                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f,
-                                    a + (off[0] + j * st[0]) * a_step, k,
-                                    b + (off[1] + j * st[1]) * b_step, n, 0.0f,
-                                    y + (o + j) * y_step, n);
-                    });
+  const std::int64_t count = element_count(d.batch);
+  std::vector<std::array<std::int64_t, 2>> operands(static_cast<std::size_t>(count));
+  broadcast_rows<2>(
+      d.batch, {&d.a_batch, &d.b_batch},
+      [&](std::int64_t o, const auto& off, const auto& st, std::int64_t cnt) {
+        for (std::int64_t j = 0; j < cnt; ++j)
+          operands[static_cast<std::size_t>(o + j)] = {off[0] + j * st[0], off[1] + j * st[1]};
+      });
+  auto products = [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      const auto& [ia, ib] = operands[static_cast<std::size_t>(i)];
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a + ia * a_step, k,
+                  b + ib * b_step, n, 0.0f, y + i * y_step, n);
+    }
+  };
+  if (count < 2) {
+    products(0, count);
+    return;
+  }
+  // One OpenBLAS thread whatever the pool's size: OpenBLAS's threaded sgemm rounds differently
+  // from its single-threaded one, so this keeps the results the same for every thread count.
+  const SingleThreadedBlas one_blas_thread;
+  // About 64K multiply-adds per task at least, so tiny products are not handed out one by one.
+  const std::int64_t work = std::max<std::int64_t>(1, d.m * d.n * d.k);
+  parallel_for(count, std::max<std::int64_t>(1, std::int64_t{65536} / work), products);
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 // BatchNormalization (inference form) and LayerNormalization.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "ops/kernel.h"
 #include "ops/parallel.h"
+#include "ops/spatial.h"
 
 namespace qforge::model::ops {
 namespace {
@@ -96,42 +98,70 @@ std::vector<TensorType> infer_layernorm(const Node& n, std::span<const InferInpu
   return out;
 }
 
+// LayerNormalization of rows [begin, end) of `cols` each, with scale and bias already spread to
+// `cols` (bias may be null). Mean and variance are summed in double over eight lanes in a fixed
+// order, so the loops vectorise and each row's result is the same whichever thread computes it.
+QFORGE_MODEL_VECTOR_CLONES void layernorm_rows(const float* x, float* y, const float* scale,
+                                               const float* bias, float* mean_out, float* inv_out,
+                                               std::int64_t begin, std::int64_t end,
+                                               std::int64_t cols, float eps) {
+  constexpr std::int64_t L = 8;
+  const std::int64_t whole = cols / L * L;
+  for (std::int64_t r = begin; r < end; ++r) {
+    const float* xr = x + r * cols;
+    double s[L] = {};
+    for (std::int64_t j = 0; j < whole; j += L)
+      for (std::int64_t l = 0; l < L; ++l) s[l] += xr[j + l];
+    double sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    for (std::int64_t j = whole; j < cols; ++j) sum += xr[j];
+    const float mean = static_cast<float>(sum / static_cast<double>(cols));
+    double q[L] = {};
+    for (std::int64_t j = 0; j < whole; j += L)
+      for (std::int64_t l = 0; l < L; ++l) {
+        const double d = static_cast<double>(xr[j + l] - mean);
+        q[l] += d * d;
+      }
+    double sq = ((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7]));
+    for (std::int64_t j = whole; j < cols; ++j) {
+      const double d = static_cast<double>(xr[j] - mean);
+      sq += d * d;
+    }
+    const float inv = 1.0f / std::sqrt(static_cast<float>(sq / static_cast<double>(cols)) + eps);
+    float* yr = y + r * cols;
+    if (bias)
+      for (std::int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] - mean) * inv * scale[j] + bias[j];
+    else
+      for (std::int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] - mean) * inv * scale[j];
+    if (mean_out) mean_out[r] = mean;
+    if (inv_out) inv_out[r] = inv;
+  }
+}
+
 void run_layernorm(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Shape& s = in[0]->shape();
   const std::int64_t axis = normalize_axis(n, n.attr_int_or("axis", -1), in[0]->rank());
   const float eps = n.attr_float_or("epsilon", 1e-5f);
   std::int64_t rows = 1, cols = 1;
   for (std::int64_t d = 0; d < in[0]->rank(); ++d) (d < axis ? rows : cols) *= s[d];
+  // Scale and bias cover a trailing block of the normalised axes (infer checked it): spread them
+  // to a whole row once, so the row loop indexes them directly.
+  auto spread = [cols](std::span<const float> v) {
+    std::vector<float> row(static_cast<std::size_t>(cols));
+    for (std::size_t j = 0; j < row.size(); ++j) row[j] = v[j % v.size()];
+    return row;
+  };
+  const std::vector<float> scale = spread(in[1]->values<float>());
+  const std::vector<float> bias =
+      in.size() > 2 && in[2] ? spread(in[2]->values<float>()) : std::vector<float>();
   const float* x = in[0]->values<float>().data();
-  // Scale and bias cover the normalised axes; a smaller shape broadcasts, so index modulo.
-  const auto scale = in[1]->values<float>();
-  const std::span<const float> bias =
-      in.size() > 2 && in[2] ? in[2]->values<float>() : std::span<const float>();
   float* y = out[0]->values<float>().data();
   float* mean_out = out.size() > 1 && out[1] ? out[1]->values<float>().data() : nullptr;
   float* inv_out = out.size() > 2 && out[2] ? out[2]->values<float>().data() : nullptr;
-  // Rows are independent: split them across the pool, each computed as in one thread.
+  // Rows are independent: split them across the pool, rows grouped to the grain.
   parallel_for(rows, std::max<std::int64_t>(1, kLibmGrain / std::max<std::int64_t>(cols, 1)),
                [&](std::int64_t begin, std::int64_t end) {
-                 for (std::int64_t r = begin; r < end; ++r) {
-                   const float* xr = x + r * cols;
-                   double sum = 0.0;
-                   for (std::int64_t j = 0; j < cols; ++j) sum += xr[j];
-                   const float mean = static_cast<float>(sum / static_cast<double>(cols));
-                   double sq = 0.0;
-                   for (std::int64_t j = 0; j < cols; ++j)
-                     sq += static_cast<double>(xr[j] - mean) * (xr[j] - mean);
-                   const float inv =
-                       1.0f / std::sqrt(static_cast<float>(sq / static_cast<double>(cols)) + eps);
-                   float* yr = y + r * cols;
-                   for (std::int64_t j = 0; j < cols; ++j) {
-                     const float v =
-                         (xr[j] - mean) * inv * scale[static_cast<std::size_t>(j) % scale.size()];
-                     yr[j] = bias.empty() ? v : v + bias[static_cast<std::size_t>(j) % bias.size()];
-                   }
-                   if (mean_out) mean_out[r] = mean;
-                   if (inv_out) inv_out[r] = inv;
-                 }
+                 layernorm_rows(x, y, scale.data(), bias.empty() ? nullptr : bias.data(), mean_out,
+                                inv_out, begin, end, cols, eps);
                });
 }
 

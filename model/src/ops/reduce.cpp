@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "ops/kernel.h"
+#include "ops/parallel.h"
 
 namespace qforge::model::ops {
 namespace {
@@ -51,8 +52,65 @@ std::vector<TensorType> infer_reduce(const Node& n, std::span<const InferInput> 
   return {{ElementType::float32, out}};
 }
 
+enum class Fold { sum, max, min };
+
+template <Fold F>
+inline float fold(float acc, float v) {
+  if constexpr (F == Fold::max) return std::max(acc, v);
+  else if constexpr (F == Fold::min) return std::min(acc, v);
+  else return acc + v;
+}
+
 // Values are folded into the output in input order; each output element's running state lives
-// in the output buffer (count kept per element for the mean).
+// in the output buffer. Reducing a trailing block of axes (LayerNormalization's ReduceMean over
+// the last axis) folds each row on its own, split across the pool; any other set of axes walks
+// the input once, scattering into the outputs.
+// Not inlined: inlined twice into run_reduce, GCC 12 warns falsely (-Wfree-nonheap-object) about
+// the index vectors.
+template <Fold F>
+[[gnu::noinline]] void reduce_into(const Shape& x, const std::vector<bool>& mask, const float* xv,
+                                   std::span<float> y) {
+  const auto rank = static_cast<std::int64_t>(x.size());
+  std::int64_t first = rank;  // the trailing block of reduced axes starts here
+  while (first > 0 && mask[static_cast<std::size_t>(first - 1)]) --first;
+  if (std::none_of(mask.begin(), mask.begin() + first, [](bool b) { return b; })) {
+    std::int64_t cols = 1;
+    for (std::int64_t d = first; d < rank; ++d) cols *= x[static_cast<std::size_t>(d)];
+    const auto rows = static_cast<std::int64_t>(y.size());
+    parallel_for(rows, std::max<std::int64_t>(1, kElementGrain / std::max<std::int64_t>(cols, 1)),
+                 [&](std::int64_t begin, std::int64_t end) {
+                   for (std::int64_t r = begin; r < end; ++r) {
+                     const float* xr = xv + r * cols;
+                     float acc = y[static_cast<std::size_t>(r)];
+                     for (std::int64_t j = 0; j < cols; ++j) acc = fold<F>(acc, xr[j]);
+                     y[static_cast<std::size_t>(r)] = acc;
+                   }
+                 });
+    return;
+  }
+  // Output strides over the input axes (0 on reduced axes).
+  Shape ostride(static_cast<std::size_t>(rank), 0);
+  std::int64_t step = 1;
+  for (std::int64_t d = rank; d-- > 0;)
+    if (!mask[static_cast<std::size_t>(d)]) {
+      ostride[static_cast<std::size_t>(d)] = step;
+      step *= x[static_cast<std::size_t>(d)];
+    }
+  Shape idx(static_cast<std::size_t>(rank), 0);
+  std::int64_t o = 0;
+  const std::int64_t count = element_count(x);
+  for (std::int64_t i = 0; i < count; ++i) {
+    y[static_cast<std::size_t>(o)] = fold<F>(y[static_cast<std::size_t>(o)], xv[i]);
+    for (std::int64_t d = rank; d-- > 0;) {
+      const auto du = static_cast<std::size_t>(d);
+      o += ostride[du];
+      if (++idx[du] < x[du]) break;
+      o -= ostride[du] * x[du];
+      idx[du] = 0;
+    }
+  }
+}
+
 void run_reduce(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Shape& x = in[0]->shape();
   const auto rank = static_cast<std::int64_t>(x.size());
@@ -65,14 +123,6 @@ void run_reduce(const Node& n, std::span<const Tensor* const> in, std::span<Tens
     }
   bool noop = false;
   const auto mask = reduced_axes(n, ii, rank, noop);
-  // Output strides over the input axes (0 on reduced axes).
-  Shape ostride(static_cast<std::size_t>(rank), 0);
-  std::int64_t step = 1;
-  for (std::int64_t d = rank; d-- > 0;)
-    if (!mask[static_cast<std::size_t>(d)]) {
-      ostride[static_cast<std::size_t>(d)] = step;
-      step *= x[static_cast<std::size_t>(d)];
-    }
   const std::string& op = n.op_type;
   const float init = op == "ReduceMax"   ? -std::numeric_limits<float>::infinity()
                      : op == "ReduceMin" ? std::numeric_limits<float>::infinity()
@@ -80,21 +130,9 @@ void run_reduce(const Node& n, std::span<const Tensor* const> in, std::span<Tens
   auto y = out[0]->values<float>();
   std::fill(y.begin(), y.end(), init);
   const float* xv = in[0]->values<float>().data();
-  Shape idx(static_cast<std::size_t>(rank), 0);
-  std::int64_t o = 0;
-  for (std::int64_t i = 0; i < in[0]->size(); ++i) {
-    const float v = xv[i];
-    if (op == "ReduceMax") y[o] = std::max(y[o], v);
-    else if (op == "ReduceMin") y[o] = std::min(y[o], v);
-    else y[o] += v;
-    for (std::int64_t d = rank; d-- > 0;) {
-      const auto du = static_cast<std::size_t>(d);
-      o += ostride[du];
-      if (++idx[du] < x[du]) break;
-      o -= ostride[du] * x[du];
-      idx[du] = 0;
-    }
-  }
+  if (op == "ReduceMax") reduce_into<Fold::max>(x, mask, xv, y);
+  else if (op == "ReduceMin") reduce_into<Fold::min>(x, mask, xv, y);
+  else reduce_into<Fold::sum>(x, mask, xv, y);
   if (op == "ReduceMean" && !y.empty()) {
     const std::int64_t count = in[0]->size() / static_cast<std::int64_t>(y.size());
     for (float& v : y) v /= static_cast<float>(count);

@@ -4,8 +4,10 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/fast_exp.h"
 #include "ops/kernel.h"
 #include "ops/parallel.h"
+#include "ops/spatial.h"
 
 namespace qforge::model::ops {
 namespace {
@@ -17,6 +19,39 @@ std::vector<TensorType> infer_softmax(const Node& n, std::span<const InferInput>
   const auto rank = static_cast<std::int64_t>(in[0].type->shape.size());
   normalize_axis(n, n.attr_int_or("axis", default_axis(n)), std::max<std::int64_t>(rank, 1));
   return {*in[0].type};
+}
+
+// Softmax of each contiguous row of `len` (the axis is the last one, as in attention): the max
+// and the sum over eight lanes in a fixed order, so the loops vectorise and every row's result
+// is the same whichever thread computes it.
+QFORGE_MODEL_VECTOR_CLONES void softmax_rows(const float* x, float* y, std::int64_t begin,
+                                             std::int64_t end, std::int64_t len, bool log) {
+  constexpr std::int64_t L = 8;
+  const std::int64_t whole = len / L * L;
+  for (std::int64_t row = begin; row < end; ++row) {
+    const float* xr = x + row * len;
+    float* yr = y + row * len;
+    float m[L];
+    for (std::int64_t l = 0; l < L; ++l) m[l] = -std::numeric_limits<float>::infinity();
+    for (std::int64_t j = 0; j < whole; j += L)
+      for (std::int64_t l = 0; l < L; ++l) m[l] = xr[j + l] > m[l] ? xr[j + l] : m[l];
+    float mx = m[0];
+    for (std::int64_t l = 1; l < L; ++l) mx = m[l] > mx ? m[l] : mx;
+    for (std::int64_t j = whole; j < len; ++j) mx = xr[j] > mx ? xr[j] : mx;
+    for (std::int64_t j = 0; j < len; ++j) yr[j] = fast_exp(xr[j] - mx);
+    float s[L] = {};
+    for (std::int64_t j = 0; j < whole; j += L)
+      for (std::int64_t l = 0; l < L; ++l) s[l] += yr[j + l];
+    float sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    for (std::int64_t j = whole; j < len; ++j) sum += yr[j];
+    if (log) {
+      const float ls = std::log(sum);
+      for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] - mx - ls;
+    } else {
+      const float inv = 1.0f / sum;
+      for (std::int64_t j = 0; j < len; ++j) yr[j] *= inv;
+    }
+  }
 }
 
 void run_softmax(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
@@ -34,31 +69,36 @@ void run_softmax(const Node& n, std::span<const Tensor* const> in, std::span<Ten
   const bool log = n.op_type == "LogSoftmax";
   const float* x = in[0]->values<float>().data();
   float* y = out[0]->values<float>().data();
-  // Each (o, i) normalises its own line: split the lines across the pool.
-  parallel_for(outer * inner,
-               std::max<std::int64_t>(1, kLibmGrain / std::max<std::int64_t>(len, 1)),
-               [&](std::int64_t begin, std::int64_t end) {
-                 for (std::int64_t line = begin; line < end; ++line) {
-                   const std::int64_t o = line / inner, i = line % inner;
-                   const float* xp = x + o * len * inner + i;
-                   float* yp = y + o * len * inner + i;
-                   float mx = -std::numeric_limits<float>::infinity();
-                   for (std::int64_t j = 0; j < len; ++j) mx = std::max(mx, xp[j * inner]);
-                   float sum = 0.0f;
-                   for (std::int64_t j = 0; j < len; ++j) {
-                     const float e = std::exp(xp[j * inner] - mx);
-                     yp[j * inner] = e;
-                     sum += e;
-                   }
-                   if (log) {
-                     const float ls = std::log(sum);
-                     for (std::int64_t j = 0; j < len; ++j) yp[j * inner] = xp[j * inner] - mx - ls;
-                   } else {
-                     const float inv = 1.0f / sum;
-                     for (std::int64_t j = 0; j < len; ++j) yp[j * inner] *= inv;
-                   }
-                 }
-               });
+  // Each line is independent: split the lines across the pool, rows grouped to the grain.
+  const std::int64_t grain = std::max<std::int64_t>(1, kLibmGrain / std::max<std::int64_t>(len, 1));
+  if (inner == 1) {
+    parallel_for(outer, grain, [&](std::int64_t begin, std::int64_t end) {
+      softmax_rows(x, y, begin, end, len, log);
+    });
+    return;
+  }
+  parallel_for(outer * inner, grain, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t line = begin; line < end; ++line) {
+      const std::int64_t o = line / inner, i = line % inner;
+      const float* xp = x + o * len * inner + i;
+      float* yp = y + o * len * inner + i;
+      float mx = -std::numeric_limits<float>::infinity();
+      for (std::int64_t j = 0; j < len; ++j) mx = xp[j * inner] > mx ? xp[j * inner] : mx;
+      float sum = 0.0f;
+      for (std::int64_t j = 0; j < len; ++j) {
+        const float e = fast_exp(xp[j * inner] - mx);
+        yp[j * inner] = e;
+        sum += e;
+      }
+      if (log) {
+        const float ls = std::log(sum);
+        for (std::int64_t j = 0; j < len; ++j) yp[j * inner] = xp[j * inner] - mx - ls;
+      } else {
+        const float inv = 1.0f / sum;
+        for (std::int64_t j = 0; j < len; ++j) yp[j * inner] *= inv;
+      }
+    }
+  });
 }
 
 }  // namespace

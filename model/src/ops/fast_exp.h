@@ -1,0 +1,54 @@
+// exp for float32 without libm, in operations the compiler vectorises: Softmax takes one exp per
+// attention score (MiniLM: 6.3 million a layer at batch 32 × 128), which as scalar expf calls
+// cost as much as the rest of Softmax together.
+//
+// Cephes' expf: x = n·ln2 + r with n = round(x / ln2) and |r| <= ln2/2 (ln2 split in two parts
+// so r is exact), e^r by a degree-6 polynomial, 2^n put into the exponent bits. Within 2 units in
+// the last place of double-precision exp over the whole range (fast_exp_test.cpp); below
+// ln(FLT_MIN) ≈ -87.34 it returns 0 (where expf gives subnormals under 1.2e-38), above 88.72
+// infinity; NaN stays NaN. No branches, so a loop over it vectorises.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+
+namespace qforge::model::ops {
+
+inline float fast_exp(float x) {
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+  constexpr float kLow = -87.3365448f;   // ln(FLT_MIN): smaller results are subnormal
+  constexpr float kHigh = 88.7228394f;   // ln(FLT_MAX)
+  constexpr float kRound = 12582912.0f;  // 1.5 · 2^23: adding it rounds to an integer
+  // The range checks on the bits and the selects as masks: with float comparisons and ?:, GCC
+  // folds the constant arms into branches and then refuses to vectorise (a float operation
+  // moved into a branch "could trap"). Sign-magnitude bits order floats of one sign by
+  // magnitude; NaN is neither under nor over, so it passes through to a NaN result.
+  const std::uint32_t ux = std::bit_cast<std::uint32_t>(x);
+  const bool under = (ux > std::bit_cast<std::uint32_t>(kLow)) & (ux <= 0xff800000u);  // -inf too
+  const bool over = (ux > std::bit_cast<std::uint32_t>(kHigh)) & (ux <= 0x7f800000u);  // +inf too
+  const std::uint32_t mu = 0u - under, mo = 0u - over;  // all ones where true
+  const float c =
+      std::bit_cast<float>((std::bit_cast<std::uint32_t>(kLow) & mu) |
+                           (std::bit_cast<std::uint32_t>(kHigh) & mo) | (ux & ~(mu | mo)));
+  const float t = c * kLog2e + kRound;
+  const float n = t - kRound;
+  // n as an integer from t's mantissa bits (t lies in [2^23, 2^24), where floats step by 1).
+  const std::int32_t ni = std::bit_cast<std::int32_t>(t) - std::bit_cast<std::int32_t>(kRound);
+  const float r = (c - n * kLn2Hi) - n * kLn2Lo;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  // 2^n in two halves, so that n = 128 (x just below ln(FLT_MAX)) stays representable.
+  const std::int32_t half = ni >> 1;
+  const float s1 = std::bit_cast<float>(static_cast<std::uint32_t>(half + 127) << 23);
+  const float s2 = std::bit_cast<float>(static_cast<std::uint32_t>(ni - half + 127) << 23);
+  float e = p * s1 * s2;
+  return std::bit_cast<float>((0x7f800000u & mo) | (std::bit_cast<std::uint32_t>(e) & ~(mu | mo)));
+}
+
+}  // namespace qforge::model::ops
