@@ -51,9 +51,10 @@ struct ExecutorOptions {
   // bytes of its own (the sum of the intermediates; for comparisons and debugging).
   bool reuse_memory = true;
   // Threads for the float kernels that are loops (elementwise ops, Softmax, LayerNormalization,
-  // reductions, Transpose, pooling); 0: QFORGE_MODEL_THREADS when set to a positive count, else
-  // the physical cores. Results are bit-identical for every count. Float GEMM and convolution run
-  // on OpenBLAS's threads (OPENBLAS_NUM_THREADS).
+  // reductions, Transpose, pooling, direct convolution) and for the products of a batched MatMul
+  // (one single-threaded sgemm each); 0: QFORGE_MODEL_THREADS when set to a positive count, else
+  // the physical cores. Results are bit-identical for every count. Gemm, the sgemm convolution
+  // and a MatMul whose B has no batch axes run on OpenBLAS's threads (OPENBLAS_NUM_THREADS).
   int threads = 0;
 };
 
