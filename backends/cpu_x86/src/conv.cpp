@@ -122,8 +122,10 @@ struct Epilogue {
   const std::int32_t* bias_i32 = nullptr;
   const float* bias_f32 = nullptr;
   float sx = 1.0f;
-  std::vector<float> sw;      // [O], then zeros up to O + 8 (the AVX2 store reads 8 at a time)
-  std::vector<float> sx_row;  // kRowsPerTask copies of sx (the AVX2 store's per-row scales)
+  std::vector<float> sw;  // [O], then zeros up to O + 8 (the AVX2 store reads 8 at a time)
+  // qlinear_conv, float multipliers: (sx * sw[o]) / sy per channel, as the reference computes
+  // them, then zeros up to O + 8
+  std::vector<float> multiplier;
   // qlinear_conv
   float sy = 1.0f;
   std::int32_t zy = 0;
@@ -143,7 +145,6 @@ struct Epilogue {
     sw.assign(static_cast<std::size_t>(o + 8), 0.0f);
     for (std::int64_t i = 0; i < o; ++i)
       sw[static_cast<std::size_t>(i)] = d.w_params.scale(w_pair(d, i));
-    sx_row.assign(kRowsPerTask, sx);
     if (op == OpKind::qlinear_conv) {
       const QuantizationParams& yp = *d.y_params;
       sy = yp.scale();
@@ -156,6 +157,11 @@ struct Epilogue {
       if (d.activation == ConvActivation::clamp)
         range.qmin = q(d.clamp_min), range.qmax = q(d.clamp_max);
       mode = d.requant_mode;
+      if (mode == RequantMode::float_multiplier) {
+        multiplier.assign(static_cast<std::size_t>(o + 8), 0.0f);
+        for (std::size_t i = 0; i < static_cast<std::size_t>(o); ++i)
+          multiplier[i] = (sx * sw[i]) / sy;  // float32, in this order
+      }
       if (mode == RequantMode::fixed_point) {
         fixed_multiplier.assign(static_cast<std::size_t>(o + 8), 0);
         fixed_left.assign(static_cast<std::size_t>(o + 8), 0);
@@ -210,7 +216,7 @@ struct Epilogue {
         const TileRef t{acc, ld, static_cast<int>(rows), static_cast<int>(cols),
                         static_cast<int>((cols + 7) / 8 * 8)};
         if (mode == RequantMode::float_multiplier) {
-          store_requant_float_avx2(t, sx_row.data(), sw.data() + o0, sy, zy, range, y, o);
+          store_requant_columns_avx2(t, multiplier.data() + o0, zy, range, y, o);
           return true;
         }
         store_requant_fixed_avx2(t, fixed_multiplier.data() + o0, fixed_left.data() + o0,

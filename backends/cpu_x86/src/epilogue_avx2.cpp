@@ -120,6 +120,29 @@ void store_i32_avx2(const std::int32_t* acc, std::int64_t ldacc, int rows, int c
       store8_i32(out + r * ldo + c, load8(acc + r * ldacc + c), cols - c);
 }
 
+namespace {
+
+// Float-multiplier requantization of 8 int32 lanes with their multipliers m, stored as 8 codes
+// (cols - c of them at the row's end): sat(rne(float(c) * m) + zy).
+inline void requant8_store(__m256i c8, __m256 m, __m256 lo, __m256 hi, __m256i z, bool is_signed,
+                           std::uint8_t* dst, int valid) {
+  __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(c8), m);
+  // rne, saturate, NaN-free here (finite multipliers are checked by the driver).
+  v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+  const __m256i q = _mm256_add_epi32(_mm256_cvttps_epi32(_mm256_round_ps(v, kRound)), z);
+  const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+  const __m128i b = is_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+  if (valid >= 8) {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), b);
+  } else {
+    alignas(16) std::uint8_t tmp[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b);
+    std::memcpy(dst, tmp, static_cast<std::size_t>(valid));
+  }
+}
+
+}  // namespace
+
 void store_requant_float_avx2(const TileRef& t, const float* sa, const float* sb, float sy,
                               std::int32_t zy, QuantRange range, void* out, std::int64_t ldo) {
   const __m256 lo = _mm256_set1_ps(static_cast<float>(range.qmin - zy));
@@ -131,22 +154,22 @@ void store_requant_float_avx2(const TileRef& t, const float* sa, const float* sb
     const __m256 a = _mm256_set1_ps(sa[r]);
     for (int c = 0; c < t.cols; c += 8) {
       const __m256 m = _mm256_div_ps(_mm256_mul_ps(a, _mm256_loadu_ps(sb + c)), y);
-      __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(load8(t.d + r * t.ldd + c)), m);
-      // rne, saturate, NaN-free here (finite multipliers are checked by the driver).
-      v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
-      const __m256i q = _mm256_add_epi32(_mm256_cvttps_epi32(_mm256_round_ps(v, kRound)), z);
-      const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-      const __m128i b = range.is_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
-      std::uint8_t* dst = bytes + r * ldo + c;
-      if (t.cols - c >= 8) {
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), b);
-      } else {
-        alignas(16) std::uint8_t tmp[16];
-        _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b);
-        std::memcpy(dst, tmp, static_cast<std::size_t>(t.cols - c));
-      }
+      requant8_store(load8(t.d + r * t.ldd + c), m, lo, hi, z, range.is_signed, bytes + r * ldo + c,
+                     t.cols - c);
     }
   }
+}
+
+void store_requant_columns_avx2(const TileRef& t, const float* multiplier, std::int32_t zy,
+                                QuantRange range, void* out, std::int64_t ldo) {
+  const __m256 lo = _mm256_set1_ps(static_cast<float>(range.qmin - zy));
+  const __m256 hi = _mm256_set1_ps(static_cast<float>(range.qmax - zy));
+  const __m256i z = _mm256_set1_epi32(zy);
+  auto* bytes = static_cast<std::uint8_t*>(out);
+  for (int r = 0; r < t.rows; ++r)
+    for (int c = 0; c < t.cols; c += 8)
+      requant8_store(load8(t.d + r * t.ldd + c), _mm256_loadu_ps(multiplier + c), lo, hi, z,
+                     range.is_signed, bytes + r * ldo + c, t.cols - c);
 }
 
 namespace {

@@ -47,6 +47,17 @@ class FixedPointTable {
   std::vector<reference::FixedPointMultiplier> cols_, rows_;
 };
 
+// GEMMs with fewer multiply-adds than this run on the calling thread: about 10 us of one
+// core's tile work on AVX2, less than handing tasks to a worker and joining it costs once the
+// worker has gone to sleep or shares its core (a small model's last layers: 256 x 10 x 128).
+constexpr double kSerialMultiplyAdds = 1 << 20;
+
+// A pool without workers: its parallel_for runs every task inline.
+ThreadPool& calling_thread_only() {
+  static ThreadPool pool(1);
+  return pool;
+}
+
 struct Plan {
   int tile_rows;    // rows per tile call
   int tile_panels;  // panels per tile call
@@ -91,10 +102,14 @@ Plan make_plan(const KernelInfo& kernel, std::int64_t m, const X86PackedWeights&
 }  // namespace
 
 void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
-              const X86PackedWeights& b, const GemmOutput& out, ThreadPool& pool,
+              const X86PackedWeights& b, const GemmOutput& out, ThreadPool& workers,
               GemmScratch& scratch, const GemmTuning& tuning) {
   const std::int64_t M = desc.m, N = desc.n, K = desc.k;
   if (M == 0 || N == 0) return;
+  ThreadPool& pool =
+      static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) < kSerialMultiplyAdds
+          ? calling_thread_only()
+          : workers;
   PackedA& pa = scratch.a;
   pack_activations(desc, a, b.depth, b.blocks, kernel.s8_domain, kernel.amx, pa, pool);
 
@@ -107,6 +122,16 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
   std::unique_ptr<FixedPointTable> fixed;
   if (out.kind == GemmOutput::Kind::requant && out.mode == RequantMode::fixed_point)
     fixed = std::make_unique<FixedPointTable>(desc, b, pa, out.sy);
+  // Float multipliers per column when every row has the same sa: (sa * sb[n]) / sy, the
+  // reference's float32 operations in its order, once instead of in every tile row.
+  std::vector<float> column_multiplier;
+  if (out.kind == GemmOutput::Kind::requant && !fixed &&
+      std::all_of(pa.sa.begin(), pa.sa.begin() + M, [&](float s) { return s == pa.sa[0]; })) {
+    column_multiplier.resize(static_cast<std::size_t>(pn));
+    for (std::int64_t n = 0; n < pn; ++n)
+      column_multiplier[static_cast<std::size_t>(n)] =
+          (pa.sa[0] * b.sb[static_cast<std::size_t>(n)]) / out.sy;
+  }
 
   // Column terms of the fused dequantizing epilogue (not block-wise): za * colsum when za is
   // the same for every row, and whether every zb is 0.
@@ -183,7 +208,10 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
         case GemmOutput::Kind::dequant_f32:  // handled above
           break;
         case GemmOutput::Kind::requant:
-          if (!fixed) {
+          if (!column_multiplier.empty()) {
+            store_requant_columns_avx2(ref, column_multiplier.data() + n0, out.zy, out.range,
+                                       static_cast<std::uint8_t*>(out.out) + m0 * N + n0, N);
+          } else if (!fixed) {
             store_requant_float_avx2(ref, pa.sa.data() + m0, b.sb.data() + n0, out.sy, out.zy,
                                      out.range, static_cast<std::uint8_t*>(out.out) + m0 * N + n0,
                                      N);

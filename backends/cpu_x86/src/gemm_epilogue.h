@@ -65,6 +65,11 @@ void store_i32_avx2(const std::int32_t* acc, std::int64_t ldacc, int rows, int c
 // Float-multiplier requantization with m = (sa[r] * sb[c]) / sy.
 void store_requant_float_avx2(const TileRef& t, const float* sa, const float* sb, float sy,
                               std::int32_t zy, QuantRange range, void* out, std::int64_t ldo);
+// The same with the multipliers computed once per column (padded to a multiple of 8), for a
+// per-tensor A: every row's (sa * sb[c]) / sy is then the same float, and the tile saves a
+// multiply and a divide per 8 outputs.
+void store_requant_columns_avx2(const TileRef& t, const float* multiplier, std::int32_t zy,
+                                QuantRange range, void* out, std::int64_t ldo);
 // Fixed-point requantization (reference::multiply_by_quantized_multiplier) with per-column
 // multipliers in [0, 2^31), left shifts in [0, 32] and right shifts in [0, 31] (padded to a
 // multiple of 8), then + zy and clamped to [range.qmin, range.qmax].

@@ -43,6 +43,17 @@ struct QuantizedModel::Layer {
   // B as the plan reads it when that is not info.b_codes: a MatMul or Gemm whose A is
   // flattened from NHWC codes reads B's K axis in (h, w, c) order.
   std::vector<std::byte> run_codes;
+  // The input prelude (plan_input_preludes): the float input is `source` (a graph input) with
+  // each step applied in order; `nodes` compute it in the graph, `tensors` are their outputs.
+  struct Step {
+    char op = '-';  // '+', '-', '*', '/': x = x op value
+    float value = 0;
+  };
+  std::string prelude_source;
+  std::vector<Step> prelude_steps;
+  std::vector<std::size_t> prelude_nodes;
+  std::vector<std::string> prelude_tensors;
+  mutable std::vector<float> prelude_values;
 };
 
 struct QuantizedModel::NhwcPool {
@@ -162,6 +173,37 @@ bool passes_codes(const Graph& graph, const Node& node) {
   if (node.op_type != "MaxPool") return false;
   const ValueInfo* x = graph.find_value_info(node.input(0));
   return x && x->fully_known() && x->shape().size() == 4;
+}
+
+// x op c, elementwise, as the float executor's Sub, Div, Add and Mul compute it (float32, x
+// first): `out` may be `in`.
+void apply_step(char op, float c, const float* in, float* out, std::size_t n) {
+  switch (op) {
+    case '+':
+      for (std::size_t i = 0; i < n; ++i) out[i] = in[i] + c;
+      break;
+    case '-':
+      for (std::size_t i = 0; i < n; ++i) out[i] = in[i] - c;
+      break;
+    case '*':
+      for (std::size_t i = 0; i < n; ++i) out[i] = in[i] * c;
+      break;
+    default:
+      for (std::size_t i = 0; i < n; ++i) out[i] = in[i] / c;
+      break;
+  }
+}
+
+// The one-element float32 initializer that is input 1 of a Sub, Div, Add or Mul, as a step.
+std::optional<char> scalar_step_op(const Graph& graph, const Node& node, float& value) {
+  static const std::map<std::string, char, std::less<>> kOps = {
+      {"Add", '+'}, {"Sub", '-'}, {"Mul", '*'}, {"Div", '/'}};
+  const auto op = kOps.find(node.op_type);
+  if (op == kOps.end() || node.inputs.size() != 2 || node.outputs.size() != 1) return std::nullopt;
+  const Tensor* c = graph.initializer(node.input(1));
+  if (!c || c->type() != ElementType::float32 || c->size() != 1) return std::nullopt;
+  value = c->values<float>()[0];
+  return op->second;
 }
 
 // The int32 bias of qlinear_conv, at scale sx * sw[o] (export_c rounds the same way), or empty
@@ -369,6 +411,7 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
   }
   link_int8_layers();
   plan_nhwc();
+  plan_input_preludes();
   for (const std::unique_ptr<Layer>& layer : layers_) prepare(*layer);
 }
 
@@ -462,6 +505,57 @@ void QuantizedModel::plan_nhwc() {
   }
 }
 
+void QuantizedModel::plan_input_preludes() {
+  const Graph& graph = executor_->graph();
+  prelude_layer_.assign(graph.nodes.size(), -1);
+  for (std::size_t li = 0; li < layers_.size(); ++li) {
+    Layer& layer = *layers_[li];
+    if (layer.weight_only || layer.int8_input || layer.mode == ActivationMode::dynamic) continue;
+    // Walk back from the layer's input through nodes read by nothing else, to a graph input.
+    std::vector<Layer::Step> steps;
+    std::vector<std::size_t> nodes;
+    std::vector<std::string> tensors;
+    std::string t = info_[layer.info].input;
+    bool ok = true;
+    for (;;) {
+      const bool is_input = std::any_of(graph.inputs.begin(), graph.inputs.end(),
+                                        [&](const ValueInfo& v) { return v.name == t; });
+      if (is_input) break;
+      const Node* producer = graph.producer_of(t);
+      if (!producer || graph.consumers_of(t).size() != 1 || graph.is_graph_output(t)) {
+        ok = false;
+        break;
+      }
+      const std::size_t index = static_cast<std::size_t>(producer - graph.nodes.data());
+      float value = 0;
+      if (const auto op = scalar_step_op(graph, *producer, value)) {
+        steps.push_back({*op, value});
+      } else if (!(producer->op_type == "Flatten" || producer->op_type == "Reshape" ||
+                   producer->op_type == "Squeeze" || producer->op_type == "Unsqueeze") ||
+                 producer->outputs.size() != 1) {
+        ok = false;
+        break;
+      }
+      nodes.push_back(index);
+      tensors.push_back(t);
+      t = producer->input(0);
+    }
+    if (!ok || steps.empty()) continue;
+    const ValueInfo* source = graph.find_value_info(t);
+    if (!source || source->type != ElementType::float32 || !source->fully_known() ||
+        element_count(source->shape()) != element_count(layer.input_shape))
+      continue;
+    std::reverse(steps.begin(), steps.end());
+    layer.prelude_source = t;
+    layer.prelude_steps = std::move(steps);
+    layer.prelude_nodes = std::move(nodes);
+    layer.prelude_tensors = std::move(tensors);
+    layer.prelude_values.resize(static_cast<std::size_t>(element_count(layer.input_shape)));
+    for (std::size_t node : layer.prelude_nodes)
+      prelude_layer_[node] = static_cast<std::ptrdiff_t>(li);
+  }
+}
+
 void QuantizedModel::link_int8_layers() {
   const Graph& graph = executor_->graph();
   std::map<std::string, ElementType, std::less<>> retyped;
@@ -546,8 +640,27 @@ void QuantizedModel::prepare(Layer& layer) {
 TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::string>& keep,
                               LayerTimes* times) const {
   if (times) times->assign(layers_.size(), 0.0);
+  // The layers whose input prelude runs fused in this run: their source is given as float32 of
+  // the expected size and no prelude tensor is kept (those nodes then compute nothing).
+  std::vector<const float*> prelude_source(layers_.size(), nullptr);
+  for (std::size_t li = 0; li < layers_.size(); ++li) {
+    const Layer& layer = *layers_[li];
+    if (layer.prelude_steps.empty()) continue;
+    const auto source = inputs.find(layer.prelude_source);
+    if (source == inputs.end() || source->second.type() != ElementType::float32 ||
+        source->second.size() != layer.prelude_values.size())
+      continue;
+    const bool kept = std::any_of(keep.begin(), keep.end(), [&](const std::string& k) {
+      return std::find(layer.prelude_tensors.begin(), layer.prelude_tensors.end(), k) !=
+             layer.prelude_tensors.end();
+    });
+    if (!kept) prelude_source[li] = source->second.values<float>().data();
+  }
   const NodeHook hook = [&](std::size_t node, std::span<const Tensor* const> in,
                             std::span<Tensor* const> out) {
+    if (const std::ptrdiff_t p = prelude_layer_[node];
+        p >= 0 && prelude_source[static_cast<std::size_t>(p)])
+      return true;  // the layer computes it while quantizing
     if (fused_relu_[node]) {
       // The conv before it already clamped; in place there is nothing left to do.
       if (out[0] != in[0]) std::memcpy(out[0]->data(), in[0]->data(), in[0]->byte_size());
@@ -589,6 +702,17 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
                                      static_cast<float*>(y));
       }
     } else {
+      if (const float* source = prelude_source[static_cast<std::size_t>(index)]) {
+        // The input normalization in one pass per step, the same float32 operations as the
+        // nodes it replaces (so the codes are the same), then the quantize.
+        float* values = layer.prelude_values.data();
+        const float* from = source;
+        for (const Layer::Step& step : layer.prelude_steps) {
+          apply_step(step.op, step.value, from, values, layer.prelude_values.size());
+          from = values;
+        }
+        x = values;
+      }
       if (!layer.int8_input) layer.quantize_plan->run({x}, {layer.a_codes.data()});
       std::array<const void*, kMaxOperands> args{};
       args[0] = layer.int8_input ? x : layer.a_codes.data();

@@ -160,6 +160,10 @@ class QFORGE_QUANTIZE_API QuantizedModel {
   // Puts chains of the int8 path into NHWC where nothing needs a transpose
   // (QuantizedLayerInfo::nhwc).
   void plan_nhwc();
+  // Finds the scalar Sub/Div/Add/Mul (and reshapes) between a graph input and a static layer's
+  // quantize, which the layer then computes in one pass before quantizing (a model's input
+  // normalization).
+  void plan_input_preludes();
   // The layer's plans (static, explicit, weight-only) or its accelerator decision (dynamic).
   void prepare(Layer& layer);
 
@@ -171,6 +175,7 @@ class QFORGE_QUANTIZE_API QuantizedModel {
   std::vector<SkippedNode> skipped_;
   std::vector<std::ptrdiff_t> layer_of_node_;  // -1 for float nodes
   std::vector<bool> fused_relu_;               // Relu and Clip nodes a conv layer's clamp computes
+  std::vector<std::ptrdiff_t> prelude_layer_;  // by node: the layer computing it, else -1
   // Tensors of the int8 path, by name: they hold codes at these params.
   std::map<std::string, QuantizationParams, std::less<>> int8_tensors_;
   // Those of them held NHWC, with their NCHW shape (a Flatten's output: its input's).
