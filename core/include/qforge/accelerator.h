@@ -204,13 +204,18 @@ struct TuneReport {
   std::vector<std::string> notes;           // unusable plugins, policy exclusions, ...
 };
 
-// A decision to act on directly (device-resident data): allocate through `ops`, then call
-// bind() before each op call (it selects the device and kernel).
+// A decision to act on directly (device-resident data): allocate through `ops`, then run plans
+// of the winner's device and kernel made by plan(). Nothing is selected on the shared plugin
+// instance, so decisions of one plugin never disturb each other.
 struct Decision {
   std::shared_ptr<QuantizationOps> ops;
   CandidateId id;
   DecisionSource source = DecisionSource::tuned;
-  QFORGE_API QuantizationOps& bind() const;
+  // ops->plan(op, {id.device, id.kernel, weights}): a plan whose run() takes pointers in the
+  // memory of `ops` (weights, as PlanRequest::weights, in host memory). Throws unsupported when
+  // the winner refuses this exact descriptor (Accelerator::prepare falls back instead).
+  QFORGE_API std::shared_ptr<const Plan> plan(const OpDesc& op,
+                                              const std::vector<const void*>& weights = {}) const;
 };
 
 struct AcceleratorStats {

@@ -81,11 +81,4 @@ void throw_no_candidate(const OpDesc& op, const Enumeration& e) {
   throw Error(ErrorCode::unsupported, msg);
 }
 
-void bind(QuantizationOps& ops, int device, const KernelChoice& kernel) {
-  if (ops.device_index() != device && !ops.select_device(device))
-    throw Error(ErrorCode::internal, "accelerator: " + ops.name() + " refused select_device(" +
-                                         std::to_string(device) + ")");
-  ops.set_kernel(kernel);
-}
-
 }  // namespace qforge::accel
