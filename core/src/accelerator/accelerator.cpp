@@ -85,6 +85,7 @@ std::unique_ptr<DecisionSlot> Accelerator::Impl::make_slot(const CandidateId& id
   if (!pi)
     throw Error(ErrorCode::internal, "accelerator: decision names unknown plugin " + id.plugin);
   auto s = std::make_unique<DecisionSlot>();
+  s->plans.reserve(kPlansPerSlot);
   s->ops = plugins[*pi].plugin.ops;
   s->host_memory = plugins[*pi].host_memory;
   s->plugin = *pi;

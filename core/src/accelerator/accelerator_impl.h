@@ -26,11 +26,20 @@ namespace qforge {
 // (each holds its descriptor and, on cpu_x86, the scratch of its runs) or make a hit scan long.
 inline constexpr std::size_t kPlansPerSlot = 8;
 
+// A plan the per-call ops reuse, and the descriptor calls match it by: the caller's last one
+// equal to the plan's. A caller that builds equal params anew gets them compared in full once;
+// the descriptor then takes the new params, whose identities later calls match in a few integer
+// compares.
+struct KeptPlan {
+  OpDesc desc;
+  std::shared_ptr<const Plan> plan;
+};
+
 // One decided bucket.
 struct DecisionSlot {
-  std::array<std::shared_ptr<const Plan>, kPlansPerSlot> plans;  // the hot path reads these
-  std::shared_ptr<QuantizationOps> ops;                          // the winner's plugin
-  std::size_t plugin = 0;                                        // index into Impl::plugins
+  std::vector<KeptPlan> plans;           // the hot path reads these; at most kPlansPerSlot
+  std::shared_ptr<QuantizationOps> ops;  // the winner's plugin
+  std::size_t plugin = 0;                // index into Impl::plugins
   CandidateId id;
   bool host_memory = true;
   TuneReport report;                 // how it was decided
@@ -39,18 +48,22 @@ struct DecisionSlot {
   // The kept plan of exactly this descriptor, moved to the front; null when there is none.
   template <class Desc>
   const Plan* find(OpKind op, const Desc& d) {
-    for (std::size_t i = 0; i < kPlansPerSlot && plans[i]; ++i)
-      if (accel::same(op, d, plans[i]->desc())) {
-        if (i != 0) std::rotate(plans.begin(), plans.begin() + i, plans.begin() + i + 1);
-        return plans[0].get();
-      }
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      KeptPlan& k = plans[i];
+      const Desc* kd = std::get_if<Desc>(&k.desc.desc);
+      if (kd == nullptr || k.desc.op != op || !accel::same(d, *kd)) continue;
+      if (!accel::same_ids(d, *kd)) k.desc.desc = d;
+      if (i != 0) std::rotate(plans.begin(), plans.begin() + i, plans.begin() + i + 1);
+      return plans[0].plan.get();
+    }
     return nullptr;
   }
   // Keeps a new plan in front, dropping the least recently used one when all are taken.
-  const Plan& keep(std::shared_ptr<const Plan> plan) {
-    std::move_backward(plans.begin(), plans.end() - 1, plans.end());
-    plans[0] = std::move(plan);
-    return *plans[0];
+  template <class Desc>
+  const Plan& keep(OpKind op, const Desc& d, std::shared_ptr<const Plan> plan) {
+    if (plans.size() == kPlansPerSlot) plans.pop_back();
+    plans.insert(plans.begin(), KeptPlan{OpDesc{op, d}, std::move(plan)});
+    return *plans[0].plan;
   }
 };
 
@@ -91,7 +104,7 @@ struct Accelerator::Impl {
                                                  /*dispatching=*/true, /*retune=*/false);
     if (const Plan* p = s.find(op, d)) [[likely]]
       return *p;
-    return s.keep(make_plan(s, Workload{OpDesc{op, d}, Residency::host}, {}));
+    return s.keep(op, d, make_plan(s, Workload{OpDesc{op, d}, Residency::host}, {}));
   }
 
   // A plan of the workload's exact descriptor from the slot's winner, with `weights` fixed;
