@@ -47,6 +47,8 @@ Enumeration enumerate_candidates(const OpDesc& op, const std::vector<PluginState
       const std::string where = ndev > 1 ? name + "[" + std::to_string(d) + "]" : name;
       Support s;
       try {
+        // supports() answers for the selected device: the one place the accelerator selects
+        // one (plugins with several devices only); everything it runs is a plan of its own.
         if (ops.device_index() != d && !ops.select_device(d)) {
           e.refusals.push_back(where + ": select_device(" + std::to_string(d) + ") failed");
           continue;
