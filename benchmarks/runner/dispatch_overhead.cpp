@@ -6,8 +6,12 @@
 //
 // Loaded plugins re-check their descriptor on every call (microseconds for cpu_scalar), which
 // buries a difference of nanoseconds in noise; so the program also registers "inline", an
-// in-process QuantizationOps whose op is one plain loop (tens of nanoseconds), where the
-// accelerator's share shows.
+// in-process QuantizationOps whose op (and plan) is one plain loop (tens of nanoseconds), where
+// the accelerator's share shows.
+//
+// The accelerator's per-call ops run plans kept per exact descriptor. "newparams/" calls it
+// with activation params that change on every call (dynamic quantization): each call then
+// makes a plan, which is what such a caller pays.
 //
 //   qforge_bench_dispatch [--benchmark_filter=...] [--benchmark_repetitions=N]
 #include <benchmark/benchmark.h>
@@ -28,6 +32,33 @@ using namespace qforge;
 
 // About the cheapest correct backend there is: one plain loop for uint8 x int8 per-tensor
 // matmul_integer (what the benchmark and its probes use), nothing else, no checks of its own.
+void inline_gemm(const MatmulDesc& d, const void* a, const void* b, std::int32_t* c) {
+  const auto* qa = static_cast<const std::uint8_t*>(a);
+  const auto* qb = static_cast<const std::int8_t*>(b);
+  const std::int32_t za = d.a.zero_point(), zb = d.b.zero_point();
+  for (std::int64_t m = 0; m < d.m; ++m)
+    for (std::int64_t n = 0; n < d.n; ++n) {
+      std::int32_t acc = 0;
+      for (std::int64_t k = 0; k < d.k; ++k) acc += (qa[m * d.k + k] - za) * (qb[k * d.n + n] - zb);
+      c[m * d.n + n] = acc;
+    }
+}
+
+// The inline op as a plan: the same loop after the null checks every plan makes.
+class InlinePlan final : public Plan {
+ public:
+  explicit InlinePlan(const OpDesc& op)
+      : Plan(op, "inline", 0, "loop", PlanConcurrency::concurrent, {}),
+        d_(std::get<MatmulDesc>(op.desc)) {}
+  void run(std::span<const void* const> in, std::span<void* const> out) const override {
+    check_pointers(in, out);
+    inline_gemm(d_, in[0], in[1], static_cast<std::int32_t*>(out[0]));
+  }
+
+ private:
+  MatmulDesc d_;
+};
+
 class InlineOps final : public QuantizationOps {
  public:
   std::string name() const override { return "inline"; }
@@ -46,16 +77,13 @@ class InlineOps final : public QuantizationOps {
   std::string last_kernel() const override { return "loop"; }
   void set_kernel(const KernelChoice&) override {}
   void matmul_integer(const MatmulDesc& d, const void* a, const void* b, std::int32_t* c) override {
-    const auto* qa = static_cast<const std::uint8_t*>(a);
-    const auto* qb = static_cast<const std::int8_t*>(b);
-    const std::int32_t za = d.a.zero_point(), zb = d.b.zero_point();
-    for (std::int64_t m = 0; m < d.m; ++m)
-      for (std::int64_t n = 0; n < d.n; ++n) {
-        std::int32_t acc = 0;
-        for (std::int64_t k = 0; k < d.k; ++k)
-          acc += (qa[m * d.k + k] - za) * (qb[k * d.n + n] - zb);
-        c[m * d.n + n] = acc;
-      }
+    inline_gemm(d, a, b, c);
+  }
+  std::shared_ptr<const Plan> plan(const OpDesc& op, const PlanRequest& request) override {
+    const Support s = supports(op);
+    if (!s.supported) throw Error(ErrorCode::unsupported, s.reason);
+    if (!request.weights.empty()) throw Error(ErrorCode::unsupported, "inline: no fixed weights");
+    return std::make_shared<InlinePlan>(op);
   }
   [[noreturn]] static void no() {
     throw Error(ErrorCode::unsupported, "inline: matmul_integer only");
@@ -120,6 +148,26 @@ void through_accelerator(benchmark::State& state, std::shared_ptr<Accelerator> a
   }
 }
 
+// Activation params that change on every call, as dynamic quantization gives them: 64 distinct
+// scales in turn (more than a decision keeps plans for), each call a plan made anew.
+void new_params(benchmark::State& state, std::shared_ptr<Accelerator> acc) {
+  std::vector<MatmulDesc> descs;
+  for (int i = 0; i < 64; ++i) {
+    MatmulDesc d = tiny_gemm();
+    d.a = QuantizationParams::per_tensor_affine(DType::uint8,
+                                                0.05f + 0.001f * static_cast<float>(i), 128);
+    descs.push_back(std::move(d));
+  }
+  Operands o;
+  acc->matmul_integer(descs[0], o.a.data(), o.b.data(), o.c.data());  // decided before timing
+  std::size_t i = 0;
+  for (auto _ : state) {
+    acc->matmul_integer(descs[i], o.a.data(), o.b.data(), o.c.data());
+    benchmark::DoNotOptimize(o.c.data());
+    i = (i + 1) % descs.size();
+  }
+}
+
 // A plan prepared once by the accelerator (the winner's own plan, or the default plan over the
 // per-call op under the instance's lock), run with the same arrays.
 void through_plan(benchmark::State& state, std::shared_ptr<Accelerator> acc) {
@@ -160,6 +208,7 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(("accelerator/" + r.winner.label()).c_str(), through_accelerator,
                                  acc);
     benchmark::RegisterBenchmark(("plan/" + r.winner.label()).c_str(), through_plan, acc);
+    benchmark::RegisterBenchmark(("newparams/" + r.winner.label()).c_str(), new_params, acc);
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

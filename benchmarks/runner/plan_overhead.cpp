@@ -7,6 +7,8 @@
 //             select_device and set_kernel on every run), what vulkan and onednn used before
 //             their own plans
 //   plan/     the plugin's own plan (QuantizationOps::plan as the plugin overrides it)
+//   make/     making that plan, no weights fixed: what a call through the accelerator pays when
+//             its descriptor has no plan yet (params that change on every call)
 // The label says the plan's concurrency.
 //
 //   qforge_bench_plan_overhead [--benchmark_filter=vulkan] [--benchmark_repetitions=N]
@@ -82,6 +84,12 @@ void through_plan(benchmark::State& state, QuantizationOps* ops, OpDesc op, bool
   state.SetLabel(std::string(to_string(plan->concurrency())) + " " + plan->kernel());
 }
 
+void make_plan(benchmark::State& state, QuantizationOps* ops, OpDesc op) {
+  PlanRequest request;
+  request.device = ops->device_index();
+  for (auto _ : state) benchmark::DoNotOptimize(ops->plan(op, request));
+}
+
 std::vector<OpDesc> small_ops() {
   const auto p8 = QuantizationParams::per_tensor_affine(DType::int8, 0.05f, 3);
   const auto pu8 = QuantizationParams::per_tensor_affine(DType::uint8, 0.02f, 128);
@@ -104,6 +112,7 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(("call/" + name).c_str(), per_call, ops, op);
       benchmark::RegisterBenchmark(("callplan/" + name).c_str(), through_plan, ops, op, true);
       benchmark::RegisterBenchmark(("plan/" + name).c_str(), through_plan, ops, op, false);
+      benchmark::RegisterBenchmark(("make/" + name).c_str(), make_plan, ops, op);
     }
   }
   benchmark::RunSpecifiedBenchmarks();

@@ -178,7 +178,9 @@ TEST(Dispatch, DeviceResidentDataThroughADecision) {
   auto dc = dec.ops->allocate(static_cast<std::size_t>(d.m * d.n) * 4);
   dec.ops->copy_to_device(*da, 0, a.data(), a.size());
   dec.ops->copy_to_device(*db, 0, b.data(), b.size());
-  dec.bind().matmul_integer(d, da->data(), db->data(), static_cast<std::int32_t*>(dc->data()));
+  const auto plan = dec.plan(w.op);
+  EXPECT_EQ(plan->backend(), "acc_device");
+  plan->run({da->data(), db->data()}, {dc->data()});
   std::vector<std::int32_t> got(static_cast<std::size_t>(d.m * d.n)), want(got.size());
   dec.ops->copy_to_host(got.data(), *dc, 0, got.size() * 4);
   reference::matmul_integer(d, a.data(), b.data(), want.data());
@@ -186,8 +188,9 @@ TEST(Dispatch, DeviceResidentDataThroughADecision) {
 }
 
 TEST(Dispatch, EachCallRunsItsBucketsKernelOnASharedPlugin) {
-  // Two buckets, two kernels of one plugin: alternating calls must select the right one each
-  // time, also after someone else changed the plugin's kernel.
+  // Two buckets, two kernels of one plugin: alternating calls must run each bucket's kernel,
+  // also after someone else changed the kernel selected on the plugin instance (plans carry
+  // their own).
   auto o = acc_test::options(acc_test::scratch_dir("c") / "t.json");
   o.test_hooks = acc_test::cost_hooks([](const CandidateId& id, const OpDesc& op, CostPhase) {
     const bool small = std::get<MatmulDesc>(op.desc).m <= 8;

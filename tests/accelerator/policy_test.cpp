@@ -50,8 +50,9 @@ TEST(Policy, DeviceResidentDataNeverPaysTransfers) {
   const Decision d = acc.decide(w);
   EXPECT_EQ(d.id.label(), "acc_device[0]/only");
   EXPECT_FALSE(d.ops->host_memory());
-  EXPECT_EQ(&d.bind(), d.ops.get());
-  EXPECT_EQ(d.ops->last_kernel(), "only");
+  const auto plan = d.plan(w.op);
+  EXPECT_EQ(plan->backend(), "acc_device");
+  EXPECT_EQ(plan->kernel(), "only");
 }
 
 TEST(Policy, RestrictingPluginsOrDeviceKind) {

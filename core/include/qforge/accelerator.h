@@ -13,15 +13,19 @@
 //      fastest;
 //   4. remembers the winner for the workload's bucket (shapes rounded up to powers of two) in
 //      memory and in the persistent TuningCache (tuning_cache.h).
-// Later calls in the same bucket are a hash lookup on a compact key and a direct call into the
-// winning plugin: no JSON, no strings, no allocation (docs/ACCELERATOR.md has the figure).
+// Every op runs as a plan (plan.h) made by the winner for the exact descriptor; each decision
+// keeps the plans of its last few descriptors, so a later call with one of them is a hash lookup
+// on a compact key, a descriptor compare and one indirect call into the plan: no JSON, no
+// strings, no allocation (docs/ACCELERATOR.md has the figure and what a new descriptor costs).
 //
 // With online tuning off, a bucket that is not in the cache goes to a default: the usable
 // plugin with the highest availability score that supports it, with its first-listed kernel.
 //
-// Threading: an Accelerator is used from one thread at a time, like the plugins it calls;
-// accelerators built from one registry share plugin instances, so they must not run
-// concurrently either. Several processes may share one cache file.
+// Threading: an Accelerator is used from one thread at a time. Accelerators built from one
+// registry share plugin instances but only make and run plans on them (nothing is selected on
+// an instance), so they may run at once from different threads where the plugins' plans are
+// concurrent (cpu_scalar, cpu_x86, onednn, vulkan, cuda; docs/ACCELERATOR.md). Several
+// processes may share one cache file.
 //
 // Tuning runs each candidate on a worker thread and waits for one call at most
 // TuningBudget::hang_s; a candidate that overruns is abandoned (its thread is left to finish on
@@ -204,13 +208,18 @@ struct TuneReport {
   std::vector<std::string> notes;           // unusable plugins, policy exclusions, ...
 };
 
-// A decision to act on directly (device-resident data): allocate through `ops`, then call
-// bind() before each op call (it selects the device and kernel).
+// A decision to act on directly (device-resident data): allocate through `ops`, then run plans
+// of the winner's device and kernel made by plan(). Nothing is selected on the shared plugin
+// instance, so decisions of one plugin never disturb each other.
 struct Decision {
   std::shared_ptr<QuantizationOps> ops;
   CandidateId id;
   DecisionSource source = DecisionSource::tuned;
-  QFORGE_API QuantizationOps& bind() const;
+  // ops->plan(op, {id.device, id.kernel, weights}): a plan whose run() takes pointers in the
+  // memory of `ops` (weights, as PlanRequest::weights, in host memory). Throws unsupported when
+  // the winner refuses this exact descriptor (Accelerator::prepare falls back instead).
+  QFORGE_API std::shared_ptr<const Plan> plan(const OpDesc& op,
+                                              const std::vector<const void*>& weights = {}) const;
 };
 
 struct AcceleratorStats {
@@ -240,7 +249,8 @@ class QFORGE_API Accelerator {
   // The decision for a workload, tuning it first if needed.
   Decision decide(const Workload& workload);
   // A plan of the workload (plan.h) from the winner of its bucket, decided as for the op calls
-  // below (memory, cache, measuring, or default); should the winner refuse this exact shape,
+  // below (memory, cache, measuring, or default; the op calls run such plans themselves, made
+  // without weights and kept per descriptor); should the winner refuse this exact shape,
   // the next candidate makes it. `weights` is PlanRequest::weights (host memory). With
   // Residency::host and a device winner, the plan copies its arrays to the device and back on
   // each run, one run at a time. Throws unsupported, with each plugin's reason, when no plugin

@@ -85,11 +85,8 @@ std::unique_ptr<DecisionSlot> Accelerator::Impl::make_slot(const CandidateId& id
   if (!pi)
     throw Error(ErrorCode::internal, "accelerator: decision names unknown plugin " + id.plugin);
   auto s = std::make_unique<DecisionSlot>();
-  s->serial = ++next_serial;
-  s->keep = plugins[*pi].plugin.ops;
-  s->ops = s->keep.get();
-  s->device = id.device;
-  s->kernel = KernelChoice{id.kernel};
+  s->plans.reserve(kPlansPerSlot);
+  s->ops = plugins[*pi].plugin.ops;
   s->host_memory = plugins[*pi].host_memory;
   s->plugin = *pi;
   s->id = id;
@@ -199,7 +196,6 @@ std::unique_ptr<DecisionSlot> Accelerator::Impl::by_tuning(const Workload& w) {
 
 DecisionSlot& Accelerator::Impl::resolve(const accel::WorkloadKey& key, const Workload& w,
                                          bool dispatching, bool retune) {
-  unbind_all();  // enumeration and tuning select devices and kernels of their own
   std::unique_ptr<DecisionSlot> s;
   if (!retune) s = from_cache(w, key.hex() + "@" + policy_tag);
   if (!s) {
@@ -212,10 +208,10 @@ DecisionSlot& Accelerator::Impl::resolve(const accel::WorkloadKey& key, const Wo
   return *slot;
 }
 
-QuantizationOps& Decision::bind() const {
-  if (!ops) throw Error(ErrorCode::invalid_argument, "Decision::bind: empty decision");
-  accel::bind(*ops, id.device, KernelChoice{id.kernel});
-  return *ops;
+std::shared_ptr<const Plan> Decision::plan(const OpDesc& op,
+                                           const std::vector<const void*>& weights) const {
+  if (!ops) throw Error(ErrorCode::invalid_argument, "Decision::plan: empty decision");
+  return ops->plan(op, PlanRequest{id.device, id.kernel, weights});
 }
 
 Accelerator::Accelerator() : Accelerator(AcceleratorOptions::from_environment()) {}
@@ -247,7 +243,7 @@ TuneReport Accelerator::tune(const Workload& w, bool retune) {
 
 Decision Accelerator::decide(const Workload& w) {
   DecisionSlot& s = impl_->slot(accel::make_key(w), w);
-  return Decision{s.keep, s.id, s.report.source};
+  return Decision{s.ops, s.id, s.report.source};
 }
 
 const AcceleratorOptions& Accelerator::options() const noexcept { return impl_->options; }

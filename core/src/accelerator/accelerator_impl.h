@@ -1,7 +1,9 @@
 // The accelerator's private state, shared by its source files: the plugins as the accelerator
-// sees them, the in-memory decisions (the dispatch hot path), the cache, the tuning worker.
+// sees them, the in-memory decisions with their plans (the dispatch hot path), the cache, the
+// tuning worker.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <optional>
@@ -10,27 +12,59 @@
 #include <vector>
 
 #include "accelerator/candidates.h"
-#include "accelerator/staging.h"
+#include "accelerator/same_desc.h"
 #include "accelerator/worker.h"
 #include "accelerator/workload_key.h"
 #include "qforge/accelerator.h"
 
 namespace qforge {
 
-// One decided bucket. The first four fields are all a cached dispatch reads.
-struct DecisionSlot {
-  QuantizationOps* ops = nullptr;
-  int device = 0;
-  KernelChoice kernel;
-  bool host_memory = true;
+// Plans one decision keeps for the per-call ops, most recently used first. A bucket groups
+// many shapes and params, but a program calling the per-call ops repeats a few exact
+// descriptors per bucket (the shapes of a few layers, the params of a few tensors); eight keep
+// those, while a sweep over shapes or params that change on every call cannot pile up plans
+// (each holds its descriptor and, on cpu_x86, the scratch of its runs) or make a hit scan long.
+inline constexpr std::size_t kPlansPerSlot = 8;
 
-  std::uint64_t serial = 0;               // unique per accelerator, never 0
-  std::shared_ptr<QuantizationOps> keep;  // keeps ops alive
-  std::size_t plugin = 0;                 // index into Impl::plugins
+// A plan the per-call ops reuse, and the descriptor calls match it by: the caller's last one
+// equal to the plan's. A caller that builds equal params anew gets them compared in full once;
+// the descriptor then takes the new params, whose identities later calls match in a few integer
+// compares.
+struct KeptPlan {
+  OpDesc desc;
+  std::shared_ptr<const Plan> plan;
+};
+
+// One decided bucket.
+struct DecisionSlot {
+  std::vector<KeptPlan> plans;           // the hot path reads these; at most kPlansPerSlot
+  std::shared_ptr<QuantizationOps> ops;  // the winner's plugin
+  std::size_t plugin = 0;                // index into Impl::plugins
   CandidateId id;
+  bool host_memory = true;
   TuneReport report;                 // how it was decided
   std::vector<CandidateId> ranking;  // verified candidates, fastest first (fallbacks)
-  accel::DeviceArrays staging;       // host data for a device winner
+
+  // The kept plan of exactly this descriptor, moved to the front; null when there is none.
+  template <class Desc>
+  const Plan* find(OpKind op, const Desc& d) {
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      KeptPlan& k = plans[i];
+      const Desc* kd = std::get_if<Desc>(&k.desc.desc);
+      if (kd == nullptr || k.desc.op != op || !accel::same(d, *kd)) continue;
+      if (!accel::same_ids(d, *kd)) k.desc.desc = d;
+      if (i != 0) std::rotate(plans.begin(), plans.begin() + i, plans.begin() + i + 1);
+      return plans[0].plan.get();
+    }
+    return nullptr;
+  }
+  // Keeps a new plan in front, dropping the least recently used one when all are taken.
+  template <class Desc>
+  const Plan& keep(OpKind op, const Desc& d, std::shared_ptr<const Plan> plan) {
+    if (plans.size() == kPlansPerSlot) plans.pop_back();
+    plans.insert(plans.begin(), KeptPlan{OpDesc{op, d}, std::move(plan)});
+    return *plans[0].plan;
+  }
 };
 
 struct Accelerator::Impl {
@@ -46,45 +80,42 @@ struct Accelerator::Impl {
   accel::Worker worker;
   AcceleratorStats stats;
   std::mt19937_64 seeds{std::random_device{}()};
-  std::uint64_t next_serial = 0;
-
-  // Forgets which decision is bound on every plugin (after tuning or a fallback bound others).
-  void unbind_all() {
-    for (auto& p : plugins) p.bound_slot = 0;
-  }
 
   Impl(std::vector<LoadedPlugin> plugins, AcceleratorOptions options);
 
-  // The hot path: the slot of a bucket, resolving it (cache, tuning, default) on first use.
+  // The slot of a bucket, resolving it (cache, tuning, default) on first use.
   DecisionSlot& slot(const accel::WorkloadKey& key, const Workload& w) {
     const auto it = memo.find(key);
     if (it != memo.end()) [[likely]]
       return *it->second;
     return resolve(key, w, /*dispatching=*/true, /*retune=*/false);
   }
+
+  // The dispatch hot path: the plan of a per-call op's exact descriptor (host data). A kept
+  // plan costs the workload key (a few shifts), one hash-map lookup and a descriptor compare;
+  // otherwise the bucket's winner makes one (make_plan) and the slot keeps it.
   template <class Desc>
-  DecisionSlot& slot(OpKind op, const Desc& d) {
+  const Plan& plan(OpKind op, const Desc& d) {
+    ++stats.dispatches;
     const accel::WorkloadKey key = accel::make_key(op, d, Residency::host);
     const auto it = memo.find(key);
-    if (it != memo.end()) [[likely]]
-      return *it->second;
-    return resolve(key, Workload{OpDesc{op, d}, Residency::host}, true, false);
+    DecisionSlot& s = it != memo.end() ? *it->second
+                                       : resolve(key, Workload{OpDesc{op, d}, Residency::host},
+                                                 /*dispatching=*/true, /*retune=*/false);
+    if (const Plan* p = s.find(op, d)) [[likely]]
+      return *p;
+    return s.keep(op, d, make_plan(s, Workload{OpDesc{op, d}, Residency::host}, {}));
   }
 
-  // One op call through a slot (dispatch.cpp): `call(ops)` on a host-memory winner, else
-  // slow_call with the arrays.
-  template <class Result, class Desc, class Call, std::size_t NI, std::size_t NO>
-  Result dispatch(OpKind op, const Desc& d, Call&& call, const std::array<const void*, NI>& in,
-                  const std::array<void*, NO>& out, const QuantizationParams* xq);
+  // A plan of the workload's exact descriptor from the slot's winner, with `weights` fixed;
+  // should the winner refuse it (buckets group shapes; a plugin may take K <= some bound, or
+  // tile multiples only), from the next candidate that accepts it, in measured order, then by
+  // availability score. A device plugin's plan for host data is staged (staged_plan.h).
+  std::shared_ptr<const Plan> make_plan(DecisionSlot& s, const Workload& w,
+                                        const std::vector<const void*>& weights);
 
   DecisionSlot& resolve(const accel::WorkloadKey& key, const Workload& w, bool dispatching,
                         bool retune);
-  // A call the direct path could not make: a device winner fed from host memory, or a winner
-  // that refused this particular shape of its bucket.
-  std::optional<QuantizationParams> slow_call(DecisionSlot& s, const OpDesc& op,
-                                              const void* const* in, void* const* out,
-                                              const std::optional<QuantizationParams>& xq,
-                                              bool winner_refused);
 
  private:
   std::unique_ptr<DecisionSlot> make_slot(const CandidateId& id, TuneReport report,

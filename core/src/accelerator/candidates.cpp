@@ -47,6 +47,8 @@ Enumeration enumerate_candidates(const OpDesc& op, const std::vector<PluginState
       const std::string where = ndev > 1 ? name + "[" + std::to_string(d) + "]" : name;
       Support s;
       try {
+        // supports() answers for the selected device: the one place the accelerator selects
+        // one (plugins with several devices only); everything it runs is a plan of its own.
         if (ops.device_index() != d && !ops.select_device(d)) {
           e.refusals.push_back(where + ": select_device(" + std::to_string(d) + ") failed");
           continue;
@@ -79,13 +81,6 @@ void throw_no_candidate(const OpDesc& op, const Enumeration& e) {
   for (const auto& r : e.refusals) msg += "; " + r;
   for (const auto& n : e.notes) msg += "; " + n;
   throw Error(ErrorCode::unsupported, msg);
-}
-
-void bind(QuantizationOps& ops, int device, const KernelChoice& kernel) {
-  if (ops.device_index() != device && !ops.select_device(device))
-    throw Error(ErrorCode::internal, "accelerator: " + ops.name() + " refused select_device(" +
-                                         std::to_string(device) + ")");
-  ops.set_kernel(kernel);
 }
 
 }  // namespace qforge::accel

@@ -17,9 +17,6 @@ struct PluginState {
   std::vector<DeviceInfo> devices;
   bool host_memory = true;
   std::string quarantine;  // non-empty once it hung: why it is not used any more
-  // The decision (DecisionSlot::serial) whose device and kernel were last selected on this
-  // plugin by the dispatch path; 0 when unknown (tuning or a fallback selected something else).
-  std::uint64_t bound_slot = 0;
 };
 
 struct Candidate {
@@ -41,9 +38,5 @@ Enumeration enumerate_candidates(const OpDesc& op, const std::vector<PluginState
 
 // "no plugin can run <op>: cpu_scalar: ...; cuda: ..." as an ErrorCode::unsupported.
 [[noreturn]] void throw_no_candidate(const OpDesc& op, const Enumeration& e);
-
-// Selects a device and kernel on a plugin. Takes a KernelChoice the caller keeps, so that the
-// dispatch hot path builds no string.
-void bind(QuantizationOps& ops, int device, const KernelChoice& kernel);
 
 }  // namespace qforge::accel

@@ -63,10 +63,7 @@ QuantizationParams random_params(Rng& rng, DType dtype, const Scheme& scheme, co
 inline constexpr int kProbeLevels = 3;
 std::optional<OpDesc> probe_desc(const OpDesc& real, int level, Rng& rng);
 
-// Calls the op on `ops` (pointers in its memory, io_layout order) or on the reference (host).
-std::optional<QuantizationParams> invoke(QuantizationOps& ops, const OpDesc& op,
-                                         const void* const* in, void* const* out,
-                                         const std::optional<QuantizationParams>& xq_params);
+// Calls the reference on host arrays in io_layout order (candidates run plans: plan_io.h).
 std::optional<QuantizationParams> invoke_reference(
     const OpDesc& op, const void* const* in, void* const* out,
     const std::optional<QuantizationParams>& xq_params);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "accelerator/plan_io.h"
 #include "accelerator/staging.h"
 #include "qforge/error.h"
 
@@ -15,10 +16,6 @@ bool same_sizes(const IoLayout& a, const IoLayout& b) {
   for (std::size_t i = 0; i < a.outputs.size(); ++i)
     if (a.outputs[i].count != b.outputs[i].count) return false;
   return true;
-}
-
-bool lists_kernel(const Support& s, const std::string& kernel) {
-  return kernel.empty() || std::find(s.kernels.begin(), s.kernels.end(), kernel) != s.kernels.end();
 }
 
 }  // namespace
@@ -63,15 +60,10 @@ Verdict verify_candidate(const Candidate& c, ProbeSet& probes, Worker& worker,
                                            std::to_string(probes.seed()) + "): " + e.what());
     }
     if (!pc) continue;
-    Support s;
-    try {
-      bind(*c.ops, c.id.device, KernelChoice{});
-      s = c.ops->supports(pc->desc);
-    } catch (const std::exception& e) {
-      return {CandidateStatus::threw, std::string("supports() threw: ") + e.what()};
-    }
-    if (!s.supported || !lists_kernel(s, c.id.kernel)) {
-      refusal = s.supported ? "kernel not offered for " + describe(pc->desc) : s.reason;
+    if (!c.host_memory && PlanArgs(pc->desc).has_params()) {
+      refusal = describe(pc->desc) +
+                " reads or computes params, which the accelerator passes "
+                "in host memory; a device plugin's plan cannot take them";
       continue;
     }
     if (seconds_until(deadline) <= 0)
@@ -79,15 +71,24 @@ Verdict verify_candidate(const Candidate& c, ProbeSet& probes, Worker& worker,
 
     // Everything the task touches is owned by it: an abandoned task may outlive this call.
     auto got = std::make_shared<HostArrays>(pc->inputs);
+    auto refused = std::make_shared<std::string>();
     auto ops = c.ops;
     const CandidateId id = c.id;
     const bool host = c.host_memory;
-    auto task = [pc, got, ops, id, host] {
-      bind(*ops, id.device, KernelChoice{id.kernel});
+    auto task = [pc, got, refused, ops, id, host] {
+      std::shared_ptr<const Plan> plan;
+      try {
+        plan = ops->plan(pc->desc, PlanRequest{id.device, id.kernel, {}});
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::unsupported) throw;
+        *refused = *e.what() != '\0' ? e.what() : "unsupported";
+        return;
+      }
+      if (!plan) throw Error(ErrorCode::internal, ops->name() + ": plan() returned no plan");
       auto in = got->input_pointers();
       auto out = got->output_pointers();
       if (host) {
-        got->returned = invoke(*ops, pc->desc, in.data(), out.data(), got->xq_params);
+        got->returned = PlanArgs(pc->desc).run(*plan, in.data(), out.data(), got->xq_params);
         ops->synchronize();
         return;
       }
@@ -95,7 +96,8 @@ Verdict verify_candidate(const Candidate& c, ProbeSet& probes, Worker& worker,
       dev.reserve(*ops, pc->layout);
       dev.upload_inputs(*ops, pc->layout, in.data());
       dev.upload_outputs(*ops, pc->layout, reinterpret_cast<const void* const*>(out.data()));
-      got->returned = invoke(*ops, pc->desc, dev.inputs(), dev.outputs(), got->xq_params);
+      plan->run(std::span<const void* const>(dev.inputs(), pc->layout.inputs.size()),
+                std::span<void* const>(dev.outputs(), pc->layout.outputs.size()));
       dev.download_outputs(*ops, pc->layout, out.data());
     };
     // Not the budget: a first call may initialise a device context or compile pipelines, and a
@@ -107,6 +109,10 @@ Verdict verify_candidate(const Candidate& c, ProbeSet& probes, Worker& worker,
       return {CandidateStatus::threw, where + ": " + o.message};
     if (o.kind == TaskOutcome::Kind::timed_out)
       return {CandidateStatus::timed_out, where + " " + o.message, true};
+    if (!refused->empty()) {  // no plan of this probe's descriptor: try the next level
+      refusal = *refused;
+      continue;
+    }
     if (auto diff = compare_outputs(pc->layout, *got, pc->expected, pc->magnitudes))
       return {CandidateStatus::wrong_result, where + ": " + *diff};
     return {};

@@ -1,7 +1,7 @@
 // Device-side copies of a call's arrays, for plugins whose op pointers are not host pointers
 // (host_memory() == false): allocated through the plugin, filled with copy_to_device, read
-// back with copy_to_host. Used by probes, by timing (where the copies may be part of what is
-// timed) and by dispatching host-resident data to a device winner.
+// back with copy_to_host. Used by probes and by timing (where the copies may be part of what is
+// timed); host-resident data for a device winner goes through a staged plan (staged_plan.h).
 #pragma once
 
 #include <memory>

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
+#include "accelerator/plan_io.h"
 #include "accelerator/staging.h"
 #include "qforge/error.h"
 #include "qforge/hardware.h"
@@ -29,10 +31,17 @@ struct Session {
   bool transfers = false;
   std::vector<HostArrays> host;   // one per input set: inputs, outputs written by host plugins
   std::vector<DeviceArrays> dev;  // device plugins: one per input set
+  std::shared_ptr<const Plan> plan;
+  std::optional<PlanArgs> args;  // host plugins: the per-call arrays as the plan's operands
   std::size_t next_set = 0;
   double seconds = 0;  // the last measurement, per call
 
+  // The candidate's plan of the real shape (no weights fixed: the per-call ops pass them on
+  // every call, as the timing inputs do), and the inputs staged for it.
   void prepare() {
+    plan = ops->plan(inputs->desc, PlanRequest{id.device, id.kernel, {}});
+    if (!plan) throw Error(ErrorCode::internal, ops->name() + ": plan() returned no plan");
+    args.emplace(inputs->desc);
     host = inputs->sets;
     if (host_memory) return;
     dev.resize(host.size());
@@ -51,14 +60,13 @@ struct Session {
     auto in = h.input_pointers();
     auto out = h.output_pointers();
     if (host_memory) {
-      invoke(*ops, inputs->desc, in.data(), out.data(), h.xq_params);
-    } else if (transfers) {
-      dev[i].upload_inputs(*ops, inputs->layout, in.data());
-      invoke(*ops, inputs->desc, dev[i].inputs(), dev[i].outputs(), h.xq_params);
-      dev[i].download_outputs(*ops, inputs->layout, out.data());
-    } else {
-      invoke(*ops, inputs->desc, dev[i].inputs(), dev[i].outputs(), h.xq_params);
+      args->run(*plan, in.data(), out.data(), h.xq_params);
+      return;
     }
+    if (transfers) dev[i].upload_inputs(*ops, inputs->layout, in.data());
+    plan->run(std::span<const void* const>(dev[i].inputs(), inputs->layout.inputs.size()),
+              std::span<void* const>(dev[i].outputs(), inputs->layout.outputs.size()));
+    if (transfers) dev[i].download_outputs(*ops, inputs->layout, out.data());
   }
 
   void measure(std::int64_t calls) {
@@ -127,7 +135,6 @@ Verdict time_candidate(const Candidate& c, AutoTune& tuner, const OpDesc& desc,
   const double hang_s = options.budget.hang_s;
   const TaskOutcome setup = worker.run(
       [s] {
-        bind(*s->ops, s->id.device, KernelChoice{s->id.kernel});
         s->prepare();
         s->measure(1);
       },
