@@ -116,6 +116,7 @@ class OnednnOps final : public QuantizationOps {
                const std::string& kernel);
   // A convolution after its checks, with W prepared (w: the caller's W, for the reference's
   // overflow report).
+  const void* pad_with_zero_point(const ConvDesc& d, const void* x_nhwc);
   void run_conv(OpKind op, const ConvDesc& d, const void* x, const ConvWeights& cw, const void* w,
                 const void* bias, void* y, const std::string& kernel);
   void dequantize_with(const QuantizeDesc& desc, const void* q, float* x,
@@ -138,6 +139,7 @@ class OnednnOps final : public QuantizationOps {
   std::vector<std::uint8_t> a_scratch_;
   std::vector<std::int8_t> b_scratch_;
   std::vector<std::uint8_t> x_scratch_;  // a convolution's NCHW input as NHWC
+  std::vector<std::uint8_t> x_padded_;   // a convolution's NHWC input padded with its zero point
 };
 
 }  // namespace qforge::onednn
