@@ -10,6 +10,8 @@
 //                         [--x86-option KEY=VALUE]...   (cpu_x86 set_option, e.g. gemv_prefetch=0)
 //                         [--cpu-clock]   (process CPU time instead of wall time: with
 //                         --threads 1 and OPENBLAS_NUM_THREADS=1, on a shared machine)
+#include <cblas.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -91,9 +93,10 @@ int main(int argc, char** argv) {
 
   const CpuInfo& cpu = cpu_info();
   const auto props = x86->devices()[0].properties;
-  std::printf("machine: %s, %d cores; cpu_x86 threads %s, ISA %s; onednn plugin %s\n",
-              cpu.model.c_str(), cpu.cores, props.at("threads_used").c_str(),
-              props.at("isa_used").c_str(), onednn ? "loaded" : "not found");
+  std::printf(
+      "machine: %s, %d cores; cpu_x86 threads %s, ISA %s; onednn plugin %s; OpenBLAS core %s\n",
+      cpu.model.c_str(), cpu.cores, props.at("threads_used").c_str(), props.at("isa_used").c_str(),
+      onednn ? "loaded" : "not found", openblas_get_corename());
   std::vector<std::string> table;
   if (only.empty() || only == "gemm")
     for (auto& line : bench::run_gemm_benchmarks(*x86, onednn, opt)) table.push_back(line);
