@@ -4,6 +4,7 @@
 
 #include "conv_weights.h"
 #include "qforge/error.h"
+#include "scratchpad.h"
 
 namespace qforge::onednn {
 namespace {
@@ -20,7 +21,7 @@ CachedConv create(const dnnl::engine& engine, const ConvKey& key) {
   const dnnl::memory::desc weights(conv_weights_dims(d, key.chunks), dt::s8, tag::any);
   const dnnl::memory::desc dst({d.n, groups * (d.out_channels / d.groups), d.out_h(), d.out_w()},
                                dt::s32, tag::nhwc);
-  dnnl::primitive_attr attr;
+  dnnl::primitive_attr attr = user_scratchpad_attr();
   if (key.src_zero_point) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
   // oneDNN counts dilation from 0 (1 = one gap), ONNX from 1.
   const dnnl::convolution_forward::desc desc(
@@ -71,6 +72,7 @@ void ConvEngine::run(const ConvKey& key, const CachedConv& prim, const void* x,
     if (key.src_zero_point)
       m.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
                 dnnl::memory({{1}, dt::s32, tag::x}, engine, &zp));
+    scratchpad_.add_to(m, prim.pd.scratchpad_desc(), engine);
     prim.primitive.execute(stream, m);
     stream.wait();
   } catch (const dnnl::error& e) {
@@ -85,8 +87,7 @@ void reorder_nchw_to_nhwc(const ConvDesc& d, const void* x, void* nhwc, const dn
   try {
     dnnl::memory src({{d.n, d.c, d.h, d.w}, t, tag::nchw}, engine, const_cast<void*>(x));
     dnnl::memory dst({{d.n, d.c, d.h, d.w}, t, tag::nhwc}, engine, nhwc);
-    dnnl::reorder(src, dst).execute(stream, src, dst);
-    stream.wait();
+    reorder_once(src, dst, stream);
   } catch (const dnnl::error& e) {
     throw Error(
         ErrorCode::backend,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "qforge/op_desc.h"
+#include "scratchpad.h"
 
 namespace qforge::onednn {
 
@@ -46,6 +47,7 @@ class ConvEngine {
 
  private:
   std::map<std::vector<std::int64_t>, CachedConv> cache_;
+  Scratchpad scratchpad_;
   std::uint64_t hits_ = 0;
   std::uint64_t misses_ = 0;
 };

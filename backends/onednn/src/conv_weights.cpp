@@ -4,6 +4,7 @@
 #include <string>
 
 #include "qforge/error.h"
+#include "scratchpad.h"
 #include "support_rules.h"
 
 namespace qforge::onednn {
@@ -98,8 +99,7 @@ const dnnl::memory& ConvWeights::formatted(const dnnl::memory::desc& md, const d
   try {
     dnnl::memory plain(plain_desc_, engine, const_cast<std::int8_t*>(plain_.data()));
     dnnl::memory out(md, engine);
-    dnnl::reorder(plain, out).execute(stream, plain, out);
-    stream.wait();
+    reorder_once(plain, out, stream);
     formatted_.emplace_back(md, out);
     return formatted_.back().second;
   } catch (const dnnl::error& e) {

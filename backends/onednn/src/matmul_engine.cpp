@@ -1,6 +1,7 @@
 #include "matmul_engine.h"
 
 #include "qforge/error.h"
+#include "scratchpad.h"
 
 namespace qforge::onednn {
 namespace {
@@ -21,7 +22,7 @@ CachedMatmul create(const dnnl::engine& engine, const MatmulKey& key) {
           ? dnnl::memory::desc({key.k, key.n}, weights_type(key), tag::any)
           : MatmulEngine::plain_weights_desc(key);
   const dnnl::memory::desc dst({key.m, key.n}, dst_type(key), tag::ab);
-  dnnl::primitive_attr attr;
+  dnnl::primitive_attr attr = user_scratchpad_attr();
   if (key.src_zero_point) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
   if (key.weights_zero_point) attr.set_zero_points(DNNL_ARG_WEIGHTS, 0, {DNNL_RUNTIME_S32_VAL});
   if (key.kind == MatmulKind::int8_f32) {
@@ -133,6 +134,7 @@ void MatmulEngine::run(const MatmulKey& key, const CachedMatmul& prim, const Mat
             DNNL_ARG_ATTR_MULTIPLE_POST_OP(2) | DNNL_ARG_SRC_1,
             dnnl::memory({{1, key.n}, dt::f32, tag::ab}, engine_, const_cast<float*>(args.bias)));
     }
+    scratchpad_.add_to(m, prim.pd.scratchpad_desc(), engine_);
     prim.primitive.execute(stream_, m);
     stream_.wait();
   } catch (const dnnl::error& e) {

@@ -13,6 +13,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "scratchpad.h"
+
 namespace qforge::onednn {
 
 // Layout of the weights memory a primitive expects.
@@ -94,6 +96,7 @@ class MatmulEngine {
   dnnl::engine engine_;
   dnnl::stream stream_;
   std::unordered_map<MatmulKey, CachedMatmul, MatmulKeyHash> cache_;
+  Scratchpad scratchpad_;
   std::uint64_t hits_ = 0;
   std::uint64_t misses_ = 0;
 };

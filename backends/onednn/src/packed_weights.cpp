@@ -1,6 +1,7 @@
 #include "packed_weights.h"
 
 #include "qforge/error.h"
+#include "scratchpad.h"
 
 namespace qforge::onednn {
 
@@ -26,9 +27,7 @@ const dnnl::memory& OnednnPackedWeights::formatted(const dnnl::memory::desc& md,
     if (f.first == md) return f.second;
   try {
     dnnl::memory out(md, engine);
-    dnnl::reorder(plain_md_memory, out)
-        .execute(stream, const_cast<dnnl::memory&>(plain_md_memory), out);
-    stream.wait();
+    reorder_once(plain_md_memory, out, stream);
     formatted_.emplace_back(md, out);
     return formatted_.back().second;
   } catch (const dnnl::error& e) {

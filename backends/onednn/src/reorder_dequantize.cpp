@@ -59,7 +59,7 @@ std::string ReorderDequantizer::run(const QuantizeDesc& d, const void* q, float*
       const dnnl::memory::dims dims(key.dims.begin(), key.dims.end());
       const dnnl::memory::desc src(dims, key.is_unsigned ? dt::u8 : dt::s8, plain_tag(dims.size()));
       const dnnl::memory::desc dst(dims, dt::f32, plain_tag(dims.size()));
-      dnnl::primitive_attr attr;
+      dnnl::primitive_attr attr = user_scratchpad_attr();
       attr.set_output_scales(key.mask, {DNNL_RUNTIME_F32_VAL});
       if (key.zero_points) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
       dnnl::reorder::primitive_desc pd(engine_, src, engine_, dst, attr);
@@ -77,6 +77,7 @@ std::string ReorderDequantizer::run(const QuantizeDesc& d, const void* q, float*
       args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_FROM,
                    dnnl::memory({{1}, dt::s32, dnnl::memory::format_tag::x}, engine_,
                                 const_cast<std::int32_t*>(zps.data())));
+    scratchpad_.add_to(args, e.pd.scratchpad_desc(), engine_);
     e.primitive.execute(stream_, args);
     stream_.wait();
     return e.impl;

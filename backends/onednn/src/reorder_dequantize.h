@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "qforge/op_desc.h"
+#include "scratchpad.h"
 
 namespace qforge::onednn {
 
@@ -42,6 +43,7 @@ class ReorderDequantizer {
   dnnl::engine& engine_;
   dnnl::stream& stream_;
   std::map<Key, Entry> cache_;
+  Scratchpad scratchpad_;
 };
 
 }  // namespace qforge::onednn
