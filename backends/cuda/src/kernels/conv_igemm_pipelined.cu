@@ -78,8 +78,61 @@ __device__ __forceinline__ std::int32_t chunk_sum(const uint4& v, std::int32_t s
   }
 }
 
+// The NHWC epilogue of one thread's column (rows first, first + step, ...) for any output kind.
+template <class T, bool kXsum>
+__device__ __forceinline__ void conv_rows_generic(const ConvEpilogue& e, const dev::ConvColumn& cc,
+                                                  const std::int32_t* tile,
+                                                  const std::int32_t* sxsum, std::uint8_t* codes,
+                                                  bool vector, int col, int first, int rows,
+                                                  std::int64_t index, std::int64_t index_step) {
+  constexpr int kRowStep = T::THREADS / T::BN;
+#pragma unroll 1
+  for (int row = first; row < rows; row += kRowStep, index += index_step) {
+    const std::uint32_t bits =
+        dev::conv_output(e, cc, tile[row * T::PITCH + col], kXsum ? sxsum[row] : 0);
+    if (vector) codes[row * T::BN + col] = static_cast<std::uint8_t>(bits);
+    else dev::conv_put(e, index, bits);
+  }
+}
+
+// The same for requantized codes with a fixed-point multiplier, no left shift and a multiplier
+// other than INT32_MIN (dev::requantize_fixed_column's fast form), into the codes tile: per
+// element a multiply-add, three shifts and two clamps. Clamping to [qlo - zy, qhi - zy] before
+// adding zy equals the reference's clamps (those bounds lie inside +-2^24).
+template <class T, bool kXsum>
+__device__ __forceinline__ void requantize_fixed_rows(
+    const ConvEpilogue& e, const dev::ConvColumn& cc, const std::int32_t* tile,
+    const std::int32_t* sxsum, std::uint8_t* codes, int col, int first, int rows) {
+  constexpr int kRowStep = T::THREADS / T::BN;
+  const std::uint32_t k_zx_zw =
+      static_cast<std::uint32_t>(e.k) * static_cast<std::uint32_t>(e.zx) * cc.zw;
+  const std::int32_t lo = e.qlo - e.zy, hi = e.qhi - e.zy;
+  const bool bias = e.bias_i32 != nullptr;
+  bool overflow = false;
+#pragma unroll 4
+  for (int row = first; row < rows; row += kRowStep) {
+    auto c = static_cast<std::uint32_t>(tile[row * T::PITCH + col]) - cc.zx_wsum;
+    if constexpr (kXsum) c = c - cc.zw * static_cast<std::uint32_t>(sxsum[row]) + k_zx_zw;
+    std::int32_t acc = static_cast<std::int32_t>(c);
+    if (bias) {
+      const std::int32_t v = static_cast<std::int32_t>(c + static_cast<std::uint32_t>(cc.bias_i32));
+      overflow |= ((acc ^ v) & (cc.bias_i32 ^ v)) < 0;  // the int64 sum left int32
+      acc = v;
+    }
+    std::int32_t h = static_cast<std::int32_t>(
+        (static_cast<long long>(acc) * cc.fixed_multiplier + (1LL << 30)) >> 31);
+    h = static_cast<std::int32_t>((static_cast<long long>(h) + (cc.half + ((h >> 31) & cc.neg))) >>
+                                  cc.right);
+    h = h < lo ? lo : h > hi ? hi : h;
+    codes[row * T::BN + col] = static_cast<std::uint8_t>(h + e.zy);
+  }
+  if (overflow) *e.overflow = 1;
+}
+
+// With the pixel sums (kXsum) the 128x64 tile does not fit three CTAs' registers without
+// spilling; it asks for two.
 template <class T, bool kUnsignedX, bool kXsum>
-__global__ void __launch_bounds__(T::THREADS, T::MIN_CTAS)
+__global__ void __launch_bounds__(T::THREADS, kXsum&& T::MIN_CTAS > 2 ? 2 : T::MIN_CTAS)
     conv_igemm_kernel(const std::uint8_t* __restrict__ x, const std::int8_t* __restrict__ packed,
                       const __grid_constant__ ConvGeometry g,
                       const __grid_constant__ ConvEpilogue e, int k_tiles_per_split,
@@ -354,14 +407,13 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_CTAS)
     const int rows = static_cast<int>(m_total - m0 < T::BM ? m_total - m0 : T::BM);
     if (n0 + col < og) {
       const dev::ConvColumn cc = dev::conv_column(e, o0 + col);
-      std::int64_t index = (m0 + tid / T::BN) * g.o + o0 + col;
-      const std::int64_t index_step = kRowStep * g.o;
-#pragma unroll 1
-      for (int row = tid / T::BN; row < rows; row += kRowStep, index += index_step) {
-        const std::uint32_t bits =
-            dev::conv_output(e, cc, tile[row * T::PITCH + col], kXsum ? sxsum[row] : 0);
-        if (vector) codes[row * T::BN + col] = static_cast<std::uint8_t>(bits);
-        else dev::conv_put(e, index, bits);
+      if (vector && e.fixed_multiplier && cc.left == 0 && cc.fixed_multiplier != INT32_MIN) {
+        // qlinear_conv's fixed-point requantization, the common case, with everything that does
+        // not change along the column hoisted out of the loop: dev::conv_output's bits.
+        requantize_fixed_rows<T, kXsum>(e, cc, tile, sxsum, codes, col, tid / T::BN, rows);
+      } else {
+        conv_rows_generic<T, kXsum>(e, cc, tile, sxsum, codes, vector, col, tid / T::BN, rows,
+                                    (m0 + tid / T::BN) * g.o + o0 + col, kRowStep * g.o);
       }
     }
   } else {
