@@ -1,14 +1,13 @@
-// The pipelined implicit-GEMM convolution (conv.h): 8 warps, a BM x BN tile of output pixels by
-// output channels of one group, the reduction in 64-deep steps through a STAGES-deep ring of
-// shared-memory buffers that cp.async fills for both operands. C / G % 16 == 0, so every 16
-// bytes of an im2col row lie inside one kernel position and are one 16-byte copy from X;
-// positions in the padding get zx (0 past K) by a plain shared store instead. Shared rows are
-// 64 bytes, chunk c of row r stored at c ^ ((r >> 1) & 3) so that ldmatrix reads hit distinct
-// banks (gemm_mma.cu's layout). The epilogue stages the int32 tile in shared memory and walks it
-// in Y's order: NHWC rows of requantized codes leave as 16-byte stores, everything else as
-// coalesced element stores. With split-K (grid.z > 1), CTAs add their raw sums into an int32
-// buffer instead (integer addition in any order gives the same bits) and conv_finish_kernel
-// applies the epilogue.
+// The pipelined implicit-GEMM convolution (conv.h): 8 warps (4 for the 64x64 tile), a BM x BN tile
+// of output pixels by output channels of one group, the reduction in 64-deep steps through a
+// STAGES-deep ring of shared-memory buffers that cp.async fills for both operands. C / G % 16 == 0,
+// so every 16 bytes of an im2col row lie inside one kernel position and are one 16-byte copy from
+// X; positions in the padding get zx (0 past K) by a plain shared store instead. Shared rows are 64
+// bytes, chunk c of row r stored at c ^ ((r >> 1) & 3) so that ldmatrix reads hit distinct banks
+// (gemm_mma.cu's layout). The epilogue stages the int32 tile in shared memory and walks it in Y's
+// order: NHWC rows of requantized codes leave as 16-byte stores, everything else as coalesced
+// element stores. With split-K (grid.z > 1), CTAs add their raw sums into an int32 buffer instead
+// (integer addition in any order gives the same bits) and conv_finish_kernel applies the epilogue.
 #include <algorithm>
 #include <atomic>
 
@@ -30,13 +29,15 @@ struct ConvTile {
   static constexpr int THREADS = WM * WN * 32;
   static constexpr int TM = BM / WM, TN = BN / WN;
   static constexpr int MT = TM / 16, NT = TN / 8;
-  static constexpr int A_ROWS = BM * 4 / THREADS;  // rows each thread copies (one chunk column)
-  static constexpr int B_ROWS = BN * 4 / THREADS;
+  // Four threads copy a 64-byte row, so one pass of the CTA covers ROW_STRIDE rows.
+  static constexpr int ROW_STRIDE = THREADS / 4;
+  static constexpr int A_ROWS = BM / ROW_STRIDE;  // rows each thread copies (one chunk column)
+  static constexpr int B_ROWS = BN / ROW_STRIDE;
   static constexpr int PITCH = BN + 1;  // int32 epilogue tile: row and column walks conflict-free
   static constexpr int PIPE = STAGES * (BM + BN) * BK;
   static constexpr int EPI = BM * PITCH * 4 + BM * BN + BM * 4;
   static constexpr int SMEM = PIPE > EPI ? PIPE : EPI;
-  static_assert(THREADS == 256, "8 warps");
+  static_assert(BM % ROW_STRIDE == 0 && BN % ROW_STRIDE == 0, "whole passes of row copies");
   static_assert(TM % 16 == 0 && TN % 16 == 0, "warp tile must be whole m16 x n16 pieces");
   static_assert(A_ROWS >= 1 && B_ROWS >= 1, "every thread copies A and B chunks");
 };
@@ -44,7 +45,13 @@ struct ConvTile {
 using Tile256x64 = ConvTile<256, 64, 4, 2, 4, 1>;
 using Tile128x128 = ConvTile<128, 128, 2, 4, 4, 1>;
 using Tile128x64 = ConvTile<128, 64, 4, 2, 4, 3>;
-using Tile64x64 = ConvTile<64, 64, 2, 4, 4, 1>;
+// The 64x64 tile in two forms (one kernel name, the same tiles): 4 warps of 32x32 when each CTA
+// owns its whole reduction (more mma per copied chunk), 8 warps of 32x16 when split-K gives a
+// few CTAs each a short stretch of it (more warps to cover the copies' latency). Measured on
+// an H100 (docs/PERFORMANCE.md): ResNet-50 layer3 batch 32 unsplit 0.0345 ms with 4 warps
+// against 0.0395 with 8; batch 1 split 0.025-0.028 ms with 8 against 0.038 with 4.
+using Tile64x64 = ConvTile<64, 64, 2, 2, 4, 4>;
+using Tile64x64Split = ConvTile<64, 64, 2, 4, 4, 1>;
 
 // The shortest reduction (in 64-deep steps) worth splitting across CTAs.
 constexpr std::int64_t kMinSplitSteps = 16;
@@ -168,7 +175,7 @@ __global__ void __launch_bounds__(T::THREADS, kXsum&& T::MIN_CTAS > 2 ? 2 : T::M
   std::uint32_t a_valid[T::A_ROWS];
 #pragma unroll
   for (int i = 0; i < T::A_ROWS; ++i) {
-    const std::int64_t m = m0 + a_row0 + 64 * i;
+    const std::int64_t m = m0 + a_row0 + T::ROW_STRIDE * i;
     a_src[i] = x;
     a_valid[i] = 0;
     if (m < m_total) {
@@ -215,12 +222,12 @@ __global__ void __launch_bounds__(T::THREADS, kXsum&& T::MIN_CTAS > 2 ? 2 : T::M
 
   std::uint32_t a_dst[T::A_ROWS], b_dst[T::B_ROWS];
 #pragma unroll
-  for (int i = 0; i < T::A_ROWS; ++i) a_dst[i] = swizzled(a_row0 + 64 * i, chunk);
+  for (int i = 0; i < T::A_ROWS; ++i) a_dst[i] = swizzled(a_row0 + T::ROW_STRIDE * i, chunk);
   const std::int8_t* b_src[T::B_ROWS];
   int b_step[T::B_ROWS], b_bytes[T::B_ROWS];
 #pragma unroll
   for (int i = 0; i < T::B_ROWS; ++i) {
-    const int row = a_row0 + 64 * i;
+    const int row = a_row0 + T::ROW_STRIDE * i;
     const bool ok = n0 + row < g.og;
     b_dst[i] = swizzled(row, chunk);
     b_src[i] = ok ? packed + (static_cast<std::int64_t>(group) * g.og + n0 + row) * g.kp +
@@ -361,7 +368,7 @@ __global__ void __launch_bounds__(T::THREADS, kXsum&& T::MIN_CTAS > 2 ? 2 : T::M
       if (n0 == 0 && chunk == 0) {
 #pragma unroll
         for (int i = 0; i < T::A_ROWS; ++i) {
-          const std::int64_t m = m0 + a_row0 + 64 * i;
+          const std::int64_t m = m0 + a_row0 + T::ROW_STRIDE * i;
           if (m < m_total) atomicAdd(partial_xsum + m * g.groups + group, xs[i]);
         }
       }
@@ -389,7 +396,7 @@ __global__ void __launch_bounds__(T::THREADS, kXsum&& T::MIN_CTAS > 2 ? 2 : T::M
     if constexpr (kXsum) {
       if (chunk == 0) {
 #pragma unroll
-        for (int i = 0; i < T::A_ROWS; ++i) sxsum[a_row0 + 64 * i] = xs[i];
+        for (int i = 0; i < T::A_ROWS; ++i) sxsum[a_row0 + T::ROW_STRIDE * i] = xs[i];
       }
     }
   }
@@ -593,7 +600,9 @@ void launch_conv_igemm_pipelined(const std::uint8_t* x, const std::int8_t* packe
       launch_tile<Tile128x64>(x, packed, g, e, 1, partial, partial_xsum, device, stream);
       break;
     case ConvTileKind::t64x64_splitk:
-      launch_tile<Tile64x64>(x, packed, g, e, splits, partial, partial_xsum, device, stream);
+      if (splits > 1)
+        launch_tile<Tile64x64Split>(x, packed, g, e, splits, partial, partial_xsum, device, stream);
+      else launch_tile<Tile64x64>(x, packed, g, e, 1, partial, partial_xsum, device, stream);
       break;
   }
 }
