@@ -4,6 +4,8 @@
 // FMA. Geometries are random (odd extents, strides, dilations, asymmetric pads, auto_pad,
 // groups, depthwise with channel multipliers, C / G multiples of 32 for the vector gather),
 // as are dtypes, per-channel weights, zero points, biases and activations.
+#include "kernels/conv.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -300,6 +302,61 @@ TEST_F(CudaConv, Int32BiasOverflowReportedAsTheReferenceDoes) {
     EXPECT_EQ(e.code(), ErrorCode::overflow);
     EXPECT_EQ(std::string(e.what()), want);
   }
+}
+
+// The same through the pipelined kernel's hoisted fixed-point loop (qlinear_conv, NHWC codes,
+// O a multiple of 16), whose overflow test is the sign rule of the wrapped int32 sum.
+TEST_F(CudaConv, Int32BiasOverflowReportedByTheFixedPointEpilogue) {
+  ConvDesc d;
+  d.layout = ConvLayout::nhwc;
+  d.n = 1, d.c = 16, d.h = 4, d.w = 4, d.out_channels = 16;
+  d.kernel_h = d.kernel_w = 3;
+  d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = 1;
+  d.x_params = QuantizationParams::per_tensor_symmetric(DType::int8, 0.5f);
+  d.w_params = QuantizationParams::per_tensor_symmetric(DType::int8, 0.25f);
+  d.y_params = QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 0);
+  d.requant_mode = RequantMode::fixed_point;
+  d.bias = ConvBias::int32;
+  std::vector<std::uint8_t> x(static_cast<std::size_t>(count(d.x_shape())), 127);
+  std::vector<std::uint8_t> w(static_cast<std::size_t>(count(d.w_shape())), 127);
+  std::vector<std::int32_t> bias(16, 3);
+  bias[9] = std::numeric_limits<std::int32_t>::max() - 10;
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(count(d.y_shape())));
+  std::string want;
+  try {
+    reference::conv(OpKind::qlinear_conv, d, x.data(), w.data(), bias.data(), out.data());
+  } catch (const Error& e) {
+    want = e.what();
+  }
+  ASSERT_FALSE(want.empty());
+  DeviceArray dx(ops(), x.size()), dw(ops(), w.size()), db(ops(), bias.size() * 4),
+      dy(ops(), out.size());
+  dx.write(x);
+  dw.write(w);
+  db.write(bias);
+  try {
+    ops().conv(OpKind::qlinear_conv, d, dx.data(), dw.data(), db.data(), dy.data());
+    ADD_FAILURE() << "no overflow reported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::overflow);
+    EXPECT_EQ(std::string(e.what()), want);
+  }
+}
+
+// The pipelined kernel keeps one bit per kernel row and column (at most 16 each) and says so;
+// the register-gather kernel takes larger windows. Host only: runs without a GPU.
+TEST(CudaConvRefusal, PipelinedKernelRefusesWindowsPast16) {
+  cuda::ConvGeometry g;
+  g.n = 1, g.h = 40, g.w = 40, g.c = 16, g.oh = 24, g.ow = 40, g.o = 16;
+  g.groups = 1, g.cg = 16, g.og = 16;
+  g.kh = 17, g.kw = 1;
+  g.k = g.cg * g.kh * g.kw, g.kp = (g.k + 63) / 64 * 64;
+  const auto refused = cuda::conv_pipelined_refusal(g);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_NE(refused->find("17x1 kernel"), std::string::npos) << *refused;
+  g.kh = g.kw = 16, g.oh = g.ow = 25;
+  g.k = g.cg * g.kh * g.kw, g.kp = (g.k + 63) / 64 * 64;
+  EXPECT_FALSE(cuda::conv_pipelined_refusal(g).has_value());
 }
 
 }  // namespace

@@ -16,8 +16,9 @@ struct ConvColumn {
   std::uint32_t zx_wsum = 0, zw = 0;
   std::int32_t bias_i32 = 0;
   float bias_f32 = 0.0f, sw = 1.0f, multiplier = 1.0f;
-  // fixed point: the multiplier, its left and right shifts, and the rounding mask 2^right - 1
-  std::int32_t fixed_multiplier = 0, left = 0, right = 0, mask = 0;
+  // fixed point: the multiplier, its left and right shifts, and for the rounding division
+  // half = 2^(right - 1) and neg = -1 (0 when right == 0)
+  std::int32_t fixed_multiplier = 0, left = 0, right = 0, half = 0, neg = 0;
 };
 
 __device__ __forceinline__ ConvColumn conv_column(const ConvEpilogue& e, std::int64_t o) {
@@ -33,7 +34,8 @@ __device__ __forceinline__ ConvColumn conv_column(const ConvEpilogue& e, std::in
       c.fixed_multiplier = e.fixed_multiplier[o];
       c.left = shift > 0 ? shift : 0;
       c.right = shift > 0 ? 0 : -shift;
-      c.mask = static_cast<std::int32_t>((1LL << c.right) - 1);
+      c.half = c.right > 0 ? 1 << (c.right - 1) : 0;
+      c.neg = c.right > 0 ? -1 : 0;
     } else {
       c.multiplier = e.multiplier[o];
     }
@@ -41,10 +43,16 @@ __device__ __forceinline__ ConvColumn conv_column(const ConvEpilogue& e, std::in
   return c;
 }
 
-// requantize_fixed (numerics.cuh) with a channel's shifts and rounding mask computed once, then
-// the activation's clamp: the same bits. The rounding division runs in 32 bits (exact: the right
-// shift is at most 31, so the mask and the remainder are below 2^31), and the zero point is added
-// after clamping to +-2^24, which changes no 8-bit result.
+// requantize_fixed (numerics.cuh) with a channel's shifts computed once, then the activation's
+// clamp: the same bits in fewer instructions.
+// - saturating_rounding_doubling_high_mul(a, b) adds 2^30 (a * b >= 0) or 1 - 2^30 and divides by
+//   2^31 toward zero; for a negative sum, truncation is floor((sum + 2^31 - 1) / 2^31), so both
+//   cases are floor((a * b + 2^30) / 2^31): one wide multiply-add and a shift. It stays inside
+//   int32 unless b == INT32_MIN, the one saturating case, which keeps the reference's form.
+// - rounding_divide_by_pot(h, r) rounds half away from zero: floor((h + 2^(r-1) - [h < 0]) / 2^r)
+//   for r > 0 (remainder > threshold is exactly that carry), evaluated in 64 bits so that the
+//   addition cannot wrap; r == 0 adds nothing.
+// The zero point is added after clamping to +-2^24, which changes no 8-bit result.
 __device__ __forceinline__ std::int32_t requantize_fixed_column(std::int32_t x, const ConvColumn& c,
                                                                 const ConvEpilogue& e) {
   std::int32_t a = x;
@@ -52,12 +60,15 @@ __device__ __forceinline__ std::int32_t requantize_fixed_column(std::int32_t x, 
     const long long s = static_cast<long long>(x) * (1LL << c.left);
     a = s < INT32_MIN ? INT32_MIN : s > INT32_MAX ? INT32_MAX : static_cast<std::int32_t>(s);
   }
-  std::int32_t h = saturating_rounding_doubling_high_mul(a, c.fixed_multiplier);
-  if (c.right > 0) {
-    const std::int32_t remainder = h & c.mask;
-    const std::int32_t threshold = (c.mask >> 1) + (h < 0 ? 1 : 0);
-    h = (h >> c.right) + (remainder > threshold ? 1 : 0);
+  std::int32_t h;
+  if (c.fixed_multiplier != INT32_MIN) {
+    h = static_cast<std::int32_t>((static_cast<long long>(a) * c.fixed_multiplier + (1LL << 30)) >>
+                                  31);
+  } else {
+    h = saturating_rounding_doubling_high_mul(a, c.fixed_multiplier);
   }
+  const long long t = static_cast<long long>(h) + (c.half + ((h >> 31) & c.neg));
+  h = static_cast<std::int32_t>(t >> c.right);
   constexpr std::int32_t kBound = 1 << 24;
   h = h < -kBound ? -kBound : h > kBound ? kBound : h;
   const std::int32_t y = h + e.zy;
