@@ -30,8 +30,8 @@ std::vector<qforge::LoadedPlugin> plugins(std::initializer_list<std::string> nam
   static qforge::PluginRegistry& registry = []() -> qforge::PluginRegistry& {
     static qforge::PluginRegistry r;
     r.load_file(std::filesystem::path(QFORGE_PLUGIN_DIR) / "libqforge_plugin_cpu_scalar.so");
-    for (const char* f :
-         {"acc_good", "acc_device", "acc_liar", "acc_thrower", "acc_hang", "acc_picky"})
+    for (const char* f : {"acc_good", "acc_device", "acc_liar", "acc_thrower", "acc_hang",
+                          "acc_picky", "acc_resident"})
       r.load_file(std::filesystem::path(QFORGE_ACC_FIXTURE_DIR) /
                   ("libqforge_plugin_" + std::string(f) + ".so"));
     return r;

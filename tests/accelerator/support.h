@@ -1,5 +1,5 @@
 // Shared helpers of the accelerator tests: seeds, scratch directories, the plugins the tests
-// load (cpu_scalar and the fixtures of fixtures/fixture_ops.cpp), and injected costs.
+// load (cpu_scalar and the fixtures of fixtures/), and injected costs.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +23,7 @@ std::uint64_t test_seed();
 std::filesystem::path scratch_dir(const std::string& name);
 
 // The named plugins ("cpu_scalar", "acc_good", "acc_device", "acc_liar", "acc_thrower",
-// "acc_hang", "acc_picky"), loaded once per process.
+// "acc_hang", "acc_picky", "acc_resident"), loaded once per process.
 std::vector<qforge::LoadedPlugin> plugins(std::initializer_list<std::string> names);
 
 // Options for tests: a cache at `cache`, small budgets, few samples.

@@ -1,15 +1,21 @@
 // Plans (plan.h) beyond the plan launches every conformance case already makes (op_case.h):
 //   - the ops that compute or read params (dynamic_quantize_linear, linear_forward,
-//     linear_backward), whose plan operands carry those params as arrays;
+//     linear_backward), whose plan operands carry those params as arrays in host memory on
+//     every device (the other arrays in the plugin's memory);
 //   - plans of backends that declare them concurrent, run from several threads at once;
 //   - the errors of plan() and run().
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "harness/compare.h"
 #include "harness/fixture.h"
+#include "harness/guarded_buffer.h"
 #include "harness/random_data.h"
 #include "qforge/op_table.h"
 #include "qforge/plan.h"
@@ -105,6 +111,44 @@ OpDesc linear_backward_case(Rng& rng, Arrays& a) {
   return op;
 }
 
+// Runs `plan` on `a`: arrays in the plugin's memory (guarded), params in host memory on every
+// device (op_table.h, host_resident); outputs read back into `a`.
+void run_placed(QuantizationOps& ops, const Plan& plan, Arrays& a) {
+  const OpOperands operands = op_operands(plan.desc());
+  std::vector<std::unique_ptr<GuardedBuffer>> in_buffers, out_buffers;
+  std::vector<const void*> in;
+  std::vector<void*> out;
+  for (std::size_t i = 0; i < a.in.size(); ++i) {
+    if (operands.inputs[i].host_resident) {
+      in.push_back(a.in[i].data());
+      continue;
+    }
+    in_buffers.push_back(std::make_unique<GuardedBuffer>(
+        ops, a.in[i].size(), "input " + std::string(operands.inputs[i].name)));
+    in_buffers.back()->write(a.in[i]);
+    in.push_back(in_buffers.back()->payload());
+  }
+  for (std::size_t i = 0; i < a.out.size(); ++i) {
+    if (operands.outputs[i].host_resident) {
+      std::fill(a.out[i].begin(), a.out[i].end(), std::byte{0xCD});
+      out_buffers.push_back(nullptr);
+      out.push_back(a.out[i].data());
+      continue;
+    }
+    out_buffers.push_back(std::make_unique<GuardedBuffer>(
+        ops, a.out[i].size(), "output " + std::string(operands.outputs[i].name)));
+    out_buffers.back()->poison(std::vector<std::byte>{std::byte{0xCD}});
+    out.push_back(out_buffers.back()->payload());
+  }
+  plan.run(in, out);
+  ops.synchronize();
+  for (std::size_t i = 0; i < a.out.size(); ++i)
+    if (out_buffers[i]) {
+      a.out[i] = out_buffers[i]->read();
+      EXPECT_TRUE(out_buffers[i]->guards_intact());
+    }
+}
+
 class Plans : public PluginTest<PlanParam> {};
 
 TEST_P(Plans, ParamsOperandsMatchReference) {
@@ -136,7 +180,7 @@ TEST_P(Plans, ParamsOperandsMatchReference) {
           refused = e.what();
           continue;
         }
-        plan->run(got.in_ptrs(), got.out_ptrs());
+        run_placed(ops, *plan, got);
         const OpOperands operands = op_operands(op);
         for (std::size_t i = 0; i < operands.outputs.size(); ++i)
           EXPECT_TRUE(compare_output(spec_of(operands.outputs[i]), got.out[i], want.out[i]))

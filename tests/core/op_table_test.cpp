@@ -96,6 +96,28 @@ TEST(OpTable, OperandsFollowTheDescriptor) {
   EXPECT_EQ(dql.outputs[1].name, "y_scale");
   EXPECT_TRUE(dql.outputs[1].params_in_calls);
   EXPECT_EQ(dql.outputs[2].bytes, 1u);
+  // Params stay in host memory on every device; arrays live in the plan's device memory.
+  EXPECT_FALSE(dql.outputs[0].host_resident);
+  EXPECT_TRUE(dql.outputs[1].host_resident);
+  EXPECT_TRUE(dql.outputs[2].host_resident);
+  const LinearDesc ld{
+      .m = 3, .n = 2, .k = 5, .w = QuantizationParams::per_tensor_symmetric(DType::int8, 0.1f)};
+  const OpOperands fwd = op_operands({OpKind::linear_forward, ld});
+  ASSERT_EQ(fwd.outputs.size(), 3u);
+  EXPECT_EQ(fwd.outputs[2].name, "x_scale");
+  EXPECT_TRUE(fwd.outputs[2].host_resident);
+  const OpOperands bwd = op_operands({OpKind::linear_backward, ld});
+  ASSERT_EQ(bwd.inputs.size(), 4u);
+  for (std::size_t i = 0; i < bwd.inputs.size(); ++i)
+    EXPECT_EQ(bwd.inputs[i].host_resident, bwd.inputs[i].name == "x_scale") << i;
+  // Only params are host-resident, in every op kind.
+  for (const OpInfo& info : op_table())
+    for (const OpExample& e : info.examples(info.kind)) {
+      const OpOperands ops = info.operands(e.desc);
+      for (const auto* list : {&ops.inputs, &ops.outputs})
+        for (const OperandSpec& o : *list)
+          EXPECT_EQ(o.host_resident, o.params_in_calls) << e.label << " " << o.name;
+    }
 
   ConvDesc cd;
   cd.n = 2;

@@ -523,12 +523,13 @@ TEST_F(CudaPlans, RefusalsNameWhatWasWrong) {
     EXPECT_EQ(e.code(), ErrorCode::unsupported) << e.what();
     EXPECT_NE(std::string(e.what()).find("no_such_kernel"), std::string::npos) << e.what();
   }
-  // dynamic_quantize_linear returns its params on the host: the per-call op serves it.
+  // A descriptor of another op's type (plan_params_test.cpp has the params ops' refusals).
   try {
-    ops().plan({OpKind::dynamic_quantize_linear, DynamicQuantizeDesc{{4, 4}}}, PlanRequest{});
-    ADD_FAILURE() << "a plan of dynamic_quantize_linear was made";
+    ops().plan({OpKind::quantize, DynamicQuantizeDesc{{4, 4}}}, PlanRequest{});
+    ADD_FAILURE() << "a plan of quantize with a DynamicQuantizeDesc was made";
   } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::unsupported) << e.what();
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("descriptor type"), std::string::npos) << e.what();
   }
   // A null pointer where the plan reads an operand.
   const auto plan = ops().plan(op, PlanRequest{});

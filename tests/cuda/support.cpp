@@ -39,6 +39,8 @@ std::uint8_t guard_byte(std::size_t i) { return static_cast<std::uint8_t>(0xA5 ^
 
 QuantizationOps* plugin() { return registry().find("cuda"); }
 
+const PluginRegistry& plugin_registry() { return registry(); }
+
 std::string plugin_path() {
   for (const auto& p : registry().plugins())
     if (p.name == "cuda") return p.path.string();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "qforge/ops.h"
+#include "qforge/registry.h"
 
 namespace qforge::cuda_test {
 
@@ -22,6 +23,8 @@ QuantizationOps* plugin();
 std::string registry_report();
 // The file the cuda plugin was loaded from (empty when it did not load).
 std::string plugin_path();
+// The registry that loaded it (every default plugin), for an Accelerator.
+const PluginRegistry& plugin_registry();
 
 // QFORGE_TEST_SEED when set, otherwise drawn from std::random_device once per run.
 std::uint64_t run_seed();

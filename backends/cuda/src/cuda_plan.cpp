@@ -1,7 +1,9 @@
 // cuda's plans (docs/CUDA.md, "Plans"). Everything the per-call ops decide on each call is
 // decided once, when the plan is made: the descriptor is validated, the device and the kernel
 // fixed, fixed weights uploaded to the plan's device, a fixed matmul B packed as pack_weights
-// packs it and fixed convolution weights packed for the implicit-GEMM kernel.
+// packs it and fixed convolution weights packed for the implicit-GEMM kernel. The params that
+// dynamic_quantize_linear and linear_forward compute, and linear_backward's activation scale,
+// are host pointers (op_table.h: host_resident), as the per-call ops return and take them.
 //
 // Each plan runs on a CudaOps of its own (the PlanContext constructor): the instance's probe,
 // the plan's device and kernel, scratch and parameter copies of its own, and kernels queued on
@@ -11,6 +13,7 @@
 // plan's runs take the plan's lock, since they share its scratch.
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -108,6 +111,39 @@ class CudaPlan final : public Plan {
         t.run_conv(desc().op, d, in[0], in[1], bias, out, conv_packed_ ? &conv_weights_ : nullptr);
         return;
       }
+      // Params operands are host pointers (op_table.h, host_resident); the per-call ops return
+      // the params once the device has computed them.
+      case OpKind::dynamic_quantize_linear: {
+        const QuantizationParams p = t.dynamic_quantize_linear(
+            std::get<DynamicQuantizeDesc>(desc().desc), static_cast<const float*>(in[0]),
+            static_cast<std::uint8_t*>(out));
+        const float scale = p.scale();
+        std::memcpy(outputs[1], &scale, sizeof scale);
+        *static_cast<std::uint8_t*>(outputs[2]) = static_cast<std::uint8_t>(p.zero_point());
+        return;
+      }
+      case OpKind::linear_forward: {  // xq, y, x_scale
+        const auto& d = std::get<LinearDesc>(desc().desc);
+        const QuantizationParams p = t.linear_forward(
+            d, static_cast<const float*>(in[0]), static_cast<const std::int8_t*>(in[1]),
+            d.has_bias ? static_cast<const float*>(in[2]) : nullptr, static_cast<std::int8_t*>(out),
+            static_cast<float*>(outputs[1]));
+        const float scale = p.scale();
+        std::memcpy(outputs[2], &scale, sizeof scale);
+        return;
+      }
+      case OpKind::linear_backward: {  // dy, xq, x_scale, wq -> dx, dw[, db]
+        const auto& d = std::get<LinearDesc>(desc().desc);
+        float scale = 0;
+        std::memcpy(&scale, in[2], sizeof scale);
+        t.linear_backward(d, static_cast<const float*>(in[0]),
+                          static_cast<const std::int8_t*>(in[1]),
+                          QuantizationParams::per_tensor_symmetric(DType::int8, scale),
+                          static_cast<const std::int8_t*>(in[3]), static_cast<float*>(out),
+                          static_cast<float*>(outputs[1]),
+                          d.has_bias ? static_cast<float*>(outputs[2]) : nullptr);
+        return;
+      }
       default: break;  // refused when the plan was made
     }
     throw Error(ErrorCode::internal,
@@ -175,12 +211,6 @@ std::shared_ptr<const Plan> CudaOps::plan(const OpDesc& op, const PlanRequest& r
                                             describe(op) + "; expected one of " + names);
   }
   const OpOperands operands = op_operands(op);
-  auto computes_params = [](const OperandSpec& o) { return o.params_in_calls; };
-  if (std::any_of(operands.inputs.begin(), operands.inputs.end(), computes_params) ||
-      std::any_of(operands.outputs.begin(), operands.outputs.end(), computes_params))
-    throw Error(ErrorCode::unsupported,
-                "cuda: plans of " + std::string(to_string(op.op)) +
-                    " (which reads or writes params) need host memory; the per-call op serves it");
   const FixedWeights weights(op, operands, request);
   if (request.device < 64)
     plan_devices_.fetch_or(std::uint64_t{1} << request.device, std::memory_order_relaxed);

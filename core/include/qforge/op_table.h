@@ -8,6 +8,9 @@
 // left out of the list. Params an op computes (dynamic_quantize_linear's scale and zero point,
 // linear_forward's activation scale) are outputs of one element, and linear_backward reads that
 // scale as an input, so that every op is arrays in, arrays out: what a plan or a device needs.
+// Those elements stay in host memory on every device (OperandSpec::host_resident): the host
+// needs them at once (the per-call API returns them), and a device run would otherwise pay a
+// copy of four bytes each way.
 #pragma once
 
 #include <cstddef>
@@ -47,6 +50,11 @@ struct OperandSpec {
   // The per-call API (ops.h, accelerator.h) carries this operand as QuantizationParams (a
   // return value, or linear_backward's xq_params argument) rather than as an array.
   bool params_in_calls = false;
+  // The operand is in host memory in every plan's run(), whatever the plan's device: a scalar
+  // the host supplies or reads back at once (the params above). A device plan reads or writes
+  // it from the host (an output by the time run() returns); a staged plan passes the caller's
+  // pointer through instead of copying it.
+  bool host_resident = false;
 };
 
 // No op has more inputs or outputs than this (plans keep operand pointers in fixed arrays).

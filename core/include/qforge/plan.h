@@ -5,8 +5,9 @@
 //
 // Operands follow the op table (op_table.h): run() takes one pointer per input and one per
 // output of op_operands(desc()), in that order, in the memory of the plan's device (host
-// memory for CPU backends). A weight fixed when the plan was made is not read again; its slot
-// in run()'s inputs may be null.
+// memory for CPU backends), except the operands the op table marks host_resident (the params
+// an op reads or computes), which are host pointers on every device. A weight fixed when the
+// plan was made is not read again; its slot in run()'s inputs may be null.
 //
 // Lifetime and threads: a plan holds what it needs (packed weights, device copies) and must not
 // outlive the backend instance that made it. Whether distinct plans, and one plan, may run at

@@ -16,13 +16,11 @@ PlanArgs::PlanArgs(const OpDesc& op) : op_(op.op) {
   for (std::size_t i = 0; i < inputs_; ++i) {
     const bool param = operands.inputs[i].params_in_calls;
     in_index_[i] = param ? -1 : next++;
-    has_params_ = has_params_ || param;
   }
   next = 0;
   for (std::size_t i = 0; i < outputs_; ++i) {
     const bool param = operands.outputs[i].params_in_calls;
     out_index_[i] = param ? -1 : next++;
-    has_params_ = has_params_ || param;
   }
 }
 

@@ -18,12 +18,10 @@ class PlanArgs {
  public:
   explicit PlanArgs(const OpDesc& op);
 
-  // Whether the op reads or computes params (its plan then needs host memory here: the
-  // accelerator passes those one-element arrays from the host).
-  bool has_params() const noexcept { return has_params_; }
-
-  // Runs `plan` (made for the op given above) on arrays in io_layout order; returns the params
-  // the op computed, as the per-call op would.
+  // Runs `plan` (made for the op given above) on arrays in io_layout order, in the plan's
+  // memory; the params elements are PlanArgs' own, in host memory, as the op table says
+  // (OperandSpec::host_resident) for every device. Returns the params the op computed, as the
+  // per-call op would.
   std::optional<QuantizationParams> run(const Plan& plan, const void* const* in, void* const* out,
                                         const std::optional<QuantizationParams>& xq_params);
 
@@ -32,7 +30,6 @@ class PlanArgs {
   std::size_t inputs_ = 0, outputs_ = 0;
   // Per operand of the op table: its index in io_layout order, or -1 for a params element.
   std::array<int, kMaxOperands> in_index_{}, out_index_{};
-  bool has_params_ = false;
   // One params element per operand slot (a float scale or a uint8 zero point).
   std::array<std::array<std::byte, 4>, kMaxOperands> in_param_{}, out_param_{};
 };

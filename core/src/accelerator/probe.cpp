@@ -60,12 +60,6 @@ Verdict verify_candidate(const Candidate& c, ProbeSet& probes, Worker& worker,
                                            std::to_string(probes.seed()) + "): " + e.what());
     }
     if (!pc) continue;
-    if (!c.host_memory && PlanArgs(pc->desc).has_params()) {
-      refusal = describe(pc->desc) +
-                " reads or computes params, which the accelerator passes "
-                "in host memory; a device plugin's plan cannot take them";
-      continue;
-    }
     if (seconds_until(deadline) <= 0)
       return {CandidateStatus::not_verified, "the tuning budget ran out before its probe"};
 
@@ -96,8 +90,8 @@ Verdict verify_candidate(const Candidate& c, ProbeSet& probes, Worker& worker,
       dev.reserve(*ops, pc->layout);
       dev.upload_inputs(*ops, pc->layout, in.data());
       dev.upload_outputs(*ops, pc->layout, reinterpret_cast<const void* const*>(out.data()));
-      plan->run(std::span<const void* const>(dev.inputs(), pc->layout.inputs.size()),
-                std::span<void* const>(dev.outputs(), pc->layout.outputs.size()));
+      // Arrays in device memory, params (host-resident operands) in the host's.
+      got->returned = PlanArgs(pc->desc).run(*plan, dev.inputs(), dev.outputs(), got->xq_params);
       dev.download_outputs(*ops, pc->layout, out.data());
     };
     // Not the budget: a first call may initialise a device context or compile pipelines, and a

@@ -27,14 +27,19 @@ class StagedPlan final : public Plan {
     ensure(out_, operands_.outputs);
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       if (!inner_->reads_input(i)) continue;  // fixed in the device plan
+      if (operands_.inputs[i].host_resident) {
+        in[i] = inputs[i];  // the device plan reads it from the host
+        continue;
+      }
       if (operands_.inputs[i].bytes)
         ops_->copy_to_device(*in_[i], 0, inputs[i], operands_.inputs[i].bytes);
       in[i] = in_[i]->data();
     }
-    for (std::size_t i = 0; i < outputs.size(); ++i) out[i] = out_[i]->data();
+    for (std::size_t i = 0; i < outputs.size(); ++i)
+      out[i] = operands_.outputs[i].host_resident ? outputs[i] : out_[i]->data();
     inner_->run({in.data(), inputs.size()}, {out.data(), outputs.size()});
     for (std::size_t i = 0; i < outputs.size(); ++i)
-      if (operands_.outputs[i].bytes)
+      if (operands_.outputs[i].bytes && !operands_.outputs[i].host_resident)
         ops_->copy_to_host(outputs[i], *out_[i], 0, operands_.outputs[i].bytes);
     ops_->synchronize();
   }
@@ -47,11 +52,13 @@ class StagedPlan final : public Plan {
     return fixed;
   }
   // Device buffers are made on the first run, so that a plan never run holds none; at least one
-  // byte each (not every device API accepts a zero-byte allocation).
+  // byte each (not every device API accepts a zero-byte allocation). Host-resident operands get
+  // none: the caller's pointers are passed through.
   void ensure(std::vector<std::shared_ptr<Buffer>>& buffers,
               const std::vector<OperandSpec>& specs) const {
     if (!buffers.empty()) return;
-    for (const auto& s : specs) buffers.push_back(ops_->allocate(s.bytes ? s.bytes : 1));
+    for (const auto& s : specs)
+      buffers.push_back(s.host_resident ? nullptr : ops_->allocate(s.bytes ? s.bytes : 1));
   }
 
   std::shared_ptr<QuantizationOps> ops_;

@@ -1,6 +1,8 @@
 // A device plugin's plan run on host arrays: the arrays are copied to the device before each
 // run and the outputs back after it (what the accelerator does for host-resident data when a
-// device plugin wins). Runs are serialised: the device copies are the plan's own.
+// device plugin wins). Operands the op table marks host_resident (params) are not copied: the
+// device plan takes the caller's host pointers for them. Runs are serialised: the device
+// copies are the plan's own.
 #pragma once
 
 #include <memory>

@@ -32,7 +32,7 @@ struct Session {
   std::vector<HostArrays> host;   // one per input set: inputs, outputs written by host plugins
   std::vector<DeviceArrays> dev;  // device plugins: one per input set
   std::shared_ptr<const Plan> plan;
-  std::optional<PlanArgs> args;  // host plugins: the per-call arrays as the plan's operands
+  std::optional<PlanArgs> args;  // the per-call arrays (host or device) as the plan's operands
   std::size_t next_set = 0;
   double seconds = 0;  // the last measurement, per call
 
@@ -64,8 +64,7 @@ struct Session {
       return;
     }
     if (transfers) dev[i].upload_inputs(*ops, inputs->layout, in.data());
-    plan->run(std::span<const void* const>(dev[i].inputs(), inputs->layout.inputs.size()),
-              std::span<void* const>(dev[i].outputs(), inputs->layout.outputs.size()));
+    args->run(*plan, dev[i].inputs(), dev[i].outputs(), h.xq_params);
     if (transfers) dev[i].download_outputs(*ops, inputs->layout, out.data());
   }
 

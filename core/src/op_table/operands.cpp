@@ -39,10 +39,12 @@ OperandSpec floats(std::string_view name, OperandRole role, std::size_t count,
   s.tolerance = tolerance;
   return s;
 }
-// A computed scale or zero point: every backend computes it exactly as the reference does.
+// A computed scale or zero point: every backend computes it exactly as the reference does. It
+// lives in host memory on every device (op_table.h).
 OperandSpec param(std::string_view name, OperandRole role, std::size_t bytes) {
   OperandSpec s = exact(name, role, bytes, 1);
   s.params_in_calls = true;
+  s.host_resident = true;
   return s;
 }
 
