@@ -1,12 +1,14 @@
 #include "qforge/model/executor.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <set>
 #include <string_view>
 
+#include "fusion.h"
 #include "ops/kernel.h"
 #include "ops/parallel.h"
 #include "qforge/error.h"
@@ -59,6 +61,12 @@ bool writes_every_element(std::string_view op_type) {
 
 }  // namespace
 
+struct ExecutorFusions {
+  std::vector<FusedChain> chains;
+  std::vector<std::array<std::ptrdiff_t, 5>> operands;  // value indices, -1 where absent
+  std::vector<std::vector<std::size_t>> inner;          // value indices of inner tensors
+};
+
 Executor::Executor(const Graph& graph, const ResolveOptions& options,
                    const ExecutorOptions& executor_options)
     : graph_(resolve(graph, options)) {
@@ -94,6 +102,25 @@ Executor::Executor(const Graph& graph, const ResolveOptions& options,
     }
     step.zero_outputs = !writes_every_element(node.op_type);
     steps_.push_back(std::move(step));
+  }
+  if (executor_options.fuse) {
+    auto fusions = std::make_shared<ExecutorFusions>();
+    fusions->chains = find_fused_chains(graph_);
+    for (std::size_t c = 0; c < fusions->chains.size(); ++c) {
+      const FusedChain& chain = fusions->chains[c];
+      for (const std::size_t node : chain.nodes)
+        steps_[node].chain = static_cast<std::ptrdiff_t>(c);
+      std::array<std::ptrdiff_t, 5> operands;
+      for (std::size_t r = 0; r < operands.size(); ++r)
+        operands[r] = chain.operands[r].empty()
+                          ? -1
+                          : static_cast<std::ptrdiff_t>(value_index_.at(chain.operands[r]));
+      fusions->operands.push_back(operands);
+      std::vector<std::size_t> inner;
+      for (const std::string& t : chain.inner) inner.push_back(value_index_.at(t));
+      fusions->inner.push_back(std::move(inner));
+    }
+    if (!fusions->chains.empty()) fusions_ = std::move(fusions);
   }
   plan_in_place_relus();
   reuse_memory_ = executor_options.reuse_memory;
@@ -171,7 +198,12 @@ void Executor::plan_memory(const ExecutorOptions& options) {
       plan_.buffers[static_cast<std::size_t>(buffer_of[o])].tensors.push_back(
           graph_.nodes[s].outputs[j]);
     }
-    for (const std::ptrdiff_t in : step.inputs)
+    std::vector<std::ptrdiff_t> reads = step.inputs;
+    // A fused chain reads its operands when its last node runs.
+    if (step.chain >= 0 && fusions_->chains[static_cast<std::size_t>(step.chain)].nodes.back() == s)
+      for (const std::ptrdiff_t v : fusions_->operands[static_cast<std::size_t>(step.chain)])
+        reads.push_back(v);
+    for (const std::ptrdiff_t in : reads)
       if (in >= 0 && buffer_of[static_cast<std::size_t>(in)] >= 0) {
         BufferLifetime& b =
             lifetimes[static_cast<std::size_t>(buffer_of[static_cast<std::size_t>(in)])];
@@ -246,6 +278,23 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
       keep_after[static_cast<std::size_t>(producer_[it->second])].emplace_back(it->second, &k);
   }
 
+  // The chains that run fused this time: none of their inner tensors kept, every tensor they
+  // touch float32 (retype_outputs may have given a node output another type).
+  std::vector<char> fused(fusions_ ? fusions_->chains.size() : 0, 1);
+  for (std::size_t c = 0; c < fused.size(); ++c) {
+    auto float_value = [&](std::ptrdiff_t v) {
+      return v < 0 || producer_[static_cast<std::size_t>(v)] < 0 ||
+             output_types_[static_cast<std::size_t>(v)].type == ElementType::float32;
+    };
+    const std::size_t last = fusions_->chains[c].nodes.back();
+    bool ok =
+        std::all_of(fusions_->operands[c].begin(), fusions_->operands[c].end(), float_value) &&
+        float_value(steps_[last].outputs[0]);
+    for (const std::size_t v : fusions_->inner[c])
+      if (!keep_after[static_cast<std::size_t>(producer_[v])].empty()) ok = false;
+    fused[c] = ok;
+  }
+
   if (!arena_.base) allocate_arena();
   const ops::ScopedPool pool(pool_.get());
   TensorMap result;
@@ -253,6 +302,10 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
   std::vector<Tensor*> outs;
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const Step& step = steps_[i];
+    const bool in_fused_chain = step.chain >= 0 && fused[static_cast<std::size_t>(step.chain)];
+    // Its last node runs the whole chain.
+    if (in_fused_chain && fusions_->chains[static_cast<std::size_t>(step.chain)].nodes.back() != i)
+      continue;
     args.assign(step.inputs.size(), nullptr);
     for (std::size_t j = 0; j < step.inputs.size(); ++j)
       if (step.inputs[j] >= 0) args[j] = env[static_cast<std::size_t>(step.inputs[j])];
@@ -277,7 +330,16 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
         env[o] = &t;
       }
     }
-    if (!hook || !hook(i, args, outs)) step.kernel->run(graph_.nodes[i], args, outs);
+    if (in_fused_chain) {
+      const auto c = static_cast<std::size_t>(step.chain);
+      std::array<const Tensor*, 5> operands{};
+      for (std::size_t r = 0; r < operands.size(); ++r)
+        if (const std::ptrdiff_t v = fusions_->operands[c][r]; v >= 0)
+          operands[r] = env[static_cast<std::size_t>(v)];
+      run_fused_chain(fusions_->chains[c], operands, *outs[0]);
+    } else if (!hook || !hook(i, args, outs)) {
+      step.kernel->run(graph_.nodes[i], args, outs);
+    }
     for (const auto& [v, name] : keep_after[i]) result.insert_or_assign(*name, *env[v]);
   }
 

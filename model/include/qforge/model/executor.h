@@ -32,6 +32,7 @@ namespace ops {
 struct OpKernel;
 }
 class ThreadPool;
+struct ExecutorFusions;
 
 using TensorMap = std::map<std::string, Tensor, std::less<>>;
 
@@ -56,6 +57,12 @@ struct ExecutorOptions {
   // the physical cores. Results are bit-identical for every count. Gemm, the sgemm convolution
   // and a MatMul whose B has no batch axes run on OpenBLAS's threads (OPENBLAS_NUM_THREADS).
   int threads = 0;
+  // Run chains of elementwise nodes as one kernel (model/src/fusion.h: a GELU with its bias
+  // Add, attention's scale and mask with the Softmax, bias and residual Adds with the
+  // LayerNormalization): one pass over memory instead of one per node, bit-identical results.
+  // A run runs a chain node by node when `keep` names one of its inner tensors. The hook is not
+  // called for the nodes of a chain that runs fused.
+  bool fuse = true;
 };
 
 class QFORGE_MODEL_API Executor {
@@ -102,6 +109,8 @@ class QFORGE_MODEL_API Executor {
     // Relu whose input no other node reads and no graph output is: it runs in place on that
     // input's tensor (this value index), in the input's arena bytes.
     std::ptrdiff_t in_place_of = -1;
+    // The fused chain (index into fusions_->chains) this node belongs to, or -1.
+    std::ptrdiff_t chain = -1;
   };
 
   // The arena and the node outputs as views into it (by value index), made on the first run. A
@@ -138,6 +147,8 @@ class QFORGE_MODEL_API Executor {
   // Shared by copies: the pool serves one run at a time, and a concurrent run's kernels run on
   // their calling thread.
   std::shared_ptr<ThreadPool> pool_;
+  // The chains run as one kernel, with their operands' value indices; null when none.
+  std::shared_ptr<const ExecutorFusions> fusions_;
 };
 
 // Op types the executor runs, sorted, each with the ONNX schema versions it implements.
