@@ -143,6 +143,26 @@ void Executor::plan_in_place_relus() {
     Step& step = steps_[s];
     const Node& node = graph_.nodes[s];
     step.in_place_of = -1;
+    step.view = false;
+    // Reshape, Flatten, Squeeze and Unsqueeze change only the shape: when nothing else reads
+    // their input (a node output in the arena), the output is a view of the input's bytes with
+    // the output's shape, and no bytes are copied.
+    if ((node.op_type == "Reshape" || node.op_type == "Flatten" || node.op_type == "Squeeze" ||
+         node.op_type == "Unsqueeze") &&
+        !step.inputs.empty() && step.inputs[0] >= 0 && !step.outputs.empty() &&
+        step.outputs[0] >= 0) {
+      const std::string& x = node.inputs[0];
+      const std::size_t xi = static_cast<std::size_t>(step.inputs[0]);
+      const Node* producer = graph_.producer_of(x);
+      const TensorType& out = output_types_[static_cast<std::size_t>(step.outputs[0])];
+      if (producer && producer->op_type != "Constant" && graph_.consumers_of(x).size() == 1 &&
+          !graph_.is_graph_output(x) && output_types_[xi].type == out.type &&
+          element_count(output_types_[xi].shape) == element_count(out.shape)) {
+        step.in_place_of = step.inputs[0];
+        step.view = true;
+      }
+      continue;
+    }
     // Relu writes y[i] from x[i] alone, so it may overwrite its input when nothing else reads
     // it: one tensor fewer, and a quantized layer with the Relu fused into it skips the node.
     if (node.op_type == "Relu" && step.inputs.size() == 1 && step.inputs[0] >= 0 &&
@@ -310,7 +330,7 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
     for (std::size_t j = 0; j < step.inputs.size(); ++j)
       if (step.inputs[j] >= 0) args[j] = env[static_cast<std::size_t>(step.inputs[j])];
     outs.assign(step.outputs.size(), nullptr);
-    if (step.in_place_of >= 0) {
+    if (step.in_place_of >= 0 && !step.view) {
       // The input is a node output, so it is a view into the arena (another in-place Relu's
       // output shares its input's view): writable.
       Tensor* x = const_cast<Tensor*>(env[static_cast<std::size_t>(step.in_place_of)]);
@@ -325,7 +345,8 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
         // there: back to the planned view.
         if (t.data() != arena_.base + offset_[o] || t.tensor_type() != output_types_[o])
           t = Tensor::view(output_types_[o], arena_.base + offset_[o]);
-        if (step.zero_outputs && t.byte_size()) std::memset(t.data(), 0, t.byte_size());
+        if (step.zero_outputs && !step.view && t.byte_size())
+          std::memset(t.data(), 0, t.byte_size());
         outs[j] = &t;
         env[o] = &t;
       }
@@ -337,7 +358,7 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
         if (const std::ptrdiff_t v = fusions_->operands[c][r]; v >= 0)
           operands[r] = env[static_cast<std::size_t>(v)];
       run_fused_chain(fusions_->chains[c], operands, *outs[0]);
-    } else if (!hook || !hook(i, args, outs)) {
+    } else if ((!hook || !hook(i, args, outs)) && !step.view) {
       step.kernel->run(graph_.nodes[i], args, outs);
     }
     for (const auto& [v, name] : keep_after[i]) result.insert_or_assign(*name, *env[v]);

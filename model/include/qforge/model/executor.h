@@ -39,7 +39,9 @@ using TensorMap = std::map<std::string, Tensor, std::less<>>;
 // Called for every node, in graph order, with its inputs (null where absent) and its outputs,
 // already allocated with the resolved shapes (in the arena, holding whatever an earlier tensor
 // left there: a hook that returns true must write every element). A Relu may run in place: its
-// output is then its input tensor (outputs[0] == inputs[0]). Tensors are valid only during the
+// output is then its input tensor (outputs[0] == inputs[0]). A Reshape, Flatten, Squeeze or
+// Unsqueeze whose input only it reads has its output on the input's bytes already (its kernel
+// does not run; a hook need not write them). Tensors are valid only during the
 // call: the arena reuses their bytes once their last reader has run. Returns true when it computed
 // the outputs itself; false lets the node's float kernel run. Quantized execution replaces layers
 // through it and calibration watches activations through it, so both share the executor's
@@ -109,6 +111,9 @@ class QFORGE_MODEL_API Executor {
     // Relu whose input no other node reads and no graph output is: it runs in place on that
     // input's tensor (this value index), in the input's arena bytes.
     std::ptrdiff_t in_place_of = -1;
+    // With in_place_of: a Reshape-like node whose output is a view of its input's bytes (its own
+    // view, of the output's shape), so nothing runs.
+    bool view = false;
     // The fused chain (index into fusions_->chains) this node belongs to, or -1.
     std::ptrdiff_t chain = -1;
   };
@@ -130,7 +135,8 @@ class QFORGE_MODEL_API Executor {
   };
 
   void plan_memory(const ExecutorOptions& options);
-  // Sets in_place_of for Relu steps whose input only they read, of the output's type.
+  // Sets in_place_of for Relu steps whose input only they read, of the output's type, and for
+  // Reshape-like steps whose input only they read (view).
   void plan_in_place_relus();
   void allocate_arena() const;
 
