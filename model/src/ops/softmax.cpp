@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <vector>
 
 #include "ops/fast_exp.h"
 #include "ops/fused.h"
@@ -107,7 +106,6 @@ void run_softmax(const Node& n, std::span<const Tensor* const> in, std::span<Ten
 
 void masked_softmax(const MaskedSoftmax& s, const float* x, float* y, std::int64_t rows,
                     std::int64_t len) {
-  std::vector<std::int64_t> index(static_cast<std::size_t>(s.outer_rank), 0);
   const std::int64_t grain = std::max<std::int64_t>(1, kLibmGrain / std::max<std::int64_t>(len, 1));
   parallel_for(rows, grain, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t row = begin; row < end; ++row) {
