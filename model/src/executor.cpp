@@ -1,12 +1,14 @@
 #include "qforge/model/executor.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <set>
 #include <string_view>
 
+#include "fusion.h"
 #include "ops/kernel.h"
 #include "ops/parallel.h"
 #include "qforge/error.h"
@@ -59,6 +61,12 @@ bool writes_every_element(std::string_view op_type) {
 
 }  // namespace
 
+struct ExecutorFusions {
+  std::vector<FusedChain> chains;
+  std::vector<std::array<std::ptrdiff_t, 5>> operands;  // value indices, -1 where absent
+  std::vector<std::vector<std::size_t>> inner;          // value indices of inner tensors
+};
+
 Executor::Executor(const Graph& graph, const ResolveOptions& options,
                    const ExecutorOptions& executor_options)
     : graph_(resolve(graph, options)) {
@@ -95,6 +103,25 @@ Executor::Executor(const Graph& graph, const ResolveOptions& options,
     step.zero_outputs = !writes_every_element(node.op_type);
     steps_.push_back(std::move(step));
   }
+  if (executor_options.fuse) {
+    auto fusions = std::make_shared<ExecutorFusions>();
+    fusions->chains = find_fused_chains(graph_);
+    for (std::size_t c = 0; c < fusions->chains.size(); ++c) {
+      const FusedChain& chain = fusions->chains[c];
+      for (const std::size_t node : chain.nodes)
+        steps_[node].chain = static_cast<std::ptrdiff_t>(c);
+      std::array<std::ptrdiff_t, 5> operands;
+      for (std::size_t r = 0; r < operands.size(); ++r)
+        operands[r] = chain.operands[r].empty()
+                          ? -1
+                          : static_cast<std::ptrdiff_t>(value_index_.at(chain.operands[r]));
+      fusions->operands.push_back(operands);
+      std::vector<std::size_t> inner;
+      for (const std::string& t : chain.inner) inner.push_back(value_index_.at(t));
+      fusions->inner.push_back(std::move(inner));
+    }
+    if (!fusions->chains.empty()) fusions_ = std::move(fusions);
+  }
   plan_in_place_relus();
   reuse_memory_ = executor_options.reuse_memory;
   plan_memory(executor_options);
@@ -116,6 +143,26 @@ void Executor::plan_in_place_relus() {
     Step& step = steps_[s];
     const Node& node = graph_.nodes[s];
     step.in_place_of = -1;
+    step.view = false;
+    // Reshape, Flatten, Squeeze and Unsqueeze change only the shape: when nothing else reads
+    // their input (a node output in the arena), the output is a view of the input's bytes with
+    // the output's shape, and no bytes are copied.
+    if ((node.op_type == "Reshape" || node.op_type == "Flatten" || node.op_type == "Squeeze" ||
+         node.op_type == "Unsqueeze") &&
+        !step.inputs.empty() && step.inputs[0] >= 0 && !step.outputs.empty() &&
+        step.outputs[0] >= 0) {
+      const std::string& x = node.inputs[0];
+      const std::size_t xi = static_cast<std::size_t>(step.inputs[0]);
+      const Node* producer = graph_.producer_of(x);
+      const TensorType& out = output_types_[static_cast<std::size_t>(step.outputs[0])];
+      if (producer && producer->op_type != "Constant" && graph_.consumers_of(x).size() == 1 &&
+          !graph_.is_graph_output(x) && output_types_[xi].type == out.type &&
+          element_count(output_types_[xi].shape) == element_count(out.shape)) {
+        step.in_place_of = step.inputs[0];
+        step.view = true;
+      }
+      continue;
+    }
     // Relu writes y[i] from x[i] alone, so it may overwrite its input when nothing else reads
     // it: one tensor fewer, and a quantized layer with the Relu fused into it skips the node.
     if (node.op_type == "Relu" && step.inputs.size() == 1 && step.inputs[0] >= 0 &&
@@ -171,7 +218,12 @@ void Executor::plan_memory(const ExecutorOptions& options) {
       plan_.buffers[static_cast<std::size_t>(buffer_of[o])].tensors.push_back(
           graph_.nodes[s].outputs[j]);
     }
-    for (const std::ptrdiff_t in : step.inputs)
+    std::vector<std::ptrdiff_t> reads = step.inputs;
+    // A fused chain reads its operands when its last node runs.
+    if (step.chain >= 0 && fusions_->chains[static_cast<std::size_t>(step.chain)].nodes.back() == s)
+      for (const std::ptrdiff_t v : fusions_->operands[static_cast<std::size_t>(step.chain)])
+        reads.push_back(v);
+    for (const std::ptrdiff_t in : reads)
       if (in >= 0 && buffer_of[static_cast<std::size_t>(in)] >= 0) {
         BufferLifetime& b =
             lifetimes[static_cast<std::size_t>(buffer_of[static_cast<std::size_t>(in)])];
@@ -246,6 +298,23 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
       keep_after[static_cast<std::size_t>(producer_[it->second])].emplace_back(it->second, &k);
   }
 
+  // The chains that run fused this time: none of their inner tensors kept, every tensor they
+  // touch float32 (retype_outputs may have given a node output another type).
+  std::vector<char> fused(fusions_ ? fusions_->chains.size() : 0, 1);
+  for (std::size_t c = 0; c < fused.size(); ++c) {
+    auto float_value = [&](std::ptrdiff_t v) {
+      return v < 0 || producer_[static_cast<std::size_t>(v)] < 0 ||
+             output_types_[static_cast<std::size_t>(v)].type == ElementType::float32;
+    };
+    const std::size_t last = fusions_->chains[c].nodes.back();
+    bool ok =
+        std::all_of(fusions_->operands[c].begin(), fusions_->operands[c].end(), float_value) &&
+        float_value(steps_[last].outputs[0]);
+    for (const std::size_t v : fusions_->inner[c])
+      if (!keep_after[static_cast<std::size_t>(producer_[v])].empty()) ok = false;
+    fused[c] = ok;
+  }
+
   if (!arena_.base) allocate_arena();
   const ops::ScopedPool pool(pool_.get());
   TensorMap result;
@@ -253,11 +322,15 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
   std::vector<Tensor*> outs;
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const Step& step = steps_[i];
+    const bool in_fused_chain = step.chain >= 0 && fused[static_cast<std::size_t>(step.chain)];
+    // Its last node runs the whole chain.
+    if (in_fused_chain && fusions_->chains[static_cast<std::size_t>(step.chain)].nodes.back() != i)
+      continue;
     args.assign(step.inputs.size(), nullptr);
     for (std::size_t j = 0; j < step.inputs.size(); ++j)
       if (step.inputs[j] >= 0) args[j] = env[static_cast<std::size_t>(step.inputs[j])];
     outs.assign(step.outputs.size(), nullptr);
-    if (step.in_place_of >= 0) {
+    if (step.in_place_of >= 0 && !step.view) {
       // The input is a node output, so it is a view into the arena (another in-place Relu's
       // output shares its input's view): writable.
       Tensor* x = const_cast<Tensor*>(env[static_cast<std::size_t>(step.in_place_of)]);
@@ -272,12 +345,22 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
         // there: back to the planned view.
         if (t.data() != arena_.base + offset_[o] || t.tensor_type() != output_types_[o])
           t = Tensor::view(output_types_[o], arena_.base + offset_[o]);
-        if (step.zero_outputs && t.byte_size()) std::memset(t.data(), 0, t.byte_size());
+        if (step.zero_outputs && !step.view && t.byte_size())
+          std::memset(t.data(), 0, t.byte_size());
         outs[j] = &t;
         env[o] = &t;
       }
     }
-    if (!hook || !hook(i, args, outs)) step.kernel->run(graph_.nodes[i], args, outs);
+    if (in_fused_chain) {
+      const auto c = static_cast<std::size_t>(step.chain);
+      std::array<const Tensor*, 5> operands{};
+      for (std::size_t r = 0; r < operands.size(); ++r)
+        if (const std::ptrdiff_t v = fusions_->operands[c][r]; v >= 0)
+          operands[r] = env[static_cast<std::size_t>(v)];
+      run_fused_chain(fusions_->chains[c], operands, *outs[0]);
+    } else if ((!hook || !hook(i, args, outs)) && !step.view) {
+      step.kernel->run(graph_.nodes[i], args, outs);
+    }
     for (const auto& [v, name] : keep_after[i]) result.insert_or_assign(*name, *env[v]);
   }
 

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "ops/broadcast.h"
-#include "ops/fast_erf.h"
+#include "ops/fused.h"
 #include "ops/kernel.h"
 #include "ops/parallel.h"
 #include "ops/spatial.h"
@@ -27,12 +27,6 @@ void map(const Tensor& x, Tensor& y, F f, std::int64_t grain = kLibmGrain) {
   parallel_for(x.size(), grain, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) b[i] = f(a[i]);
   });
-}
-
-// A plain loop in a function of its own, so that it is compiled for AVX2 too and vectorised.
-QFORGE_MODEL_VECTOR_CLONES void erf_span(const float* a, float* b, std::int64_t begin,
-                                         std::int64_t end) {
-  for (std::int64_t i = begin; i < end; ++i) b[i] = fast_erf(a[i]);
 }
 
 QFORGE_MODEL_VECTOR_CLONES void relu_span(const float* a, float* b, std::int64_t begin,
@@ -60,8 +54,9 @@ void run_unary(const Node& n, std::span<const Tensor* const> in, std::span<Tenso
   else if (op == "Erf") {
     const float* a = x.values<float>().data();
     float* b = y.values<float>().data();
-    parallel_for(x.size(), kElementGrain,
-                 [&](std::int64_t begin, std::int64_t end) { erf_span(a, b, begin, end); });
+    parallel_for(x.size(), kElementGrain, [&](std::int64_t begin, std::int64_t end) {
+      erf_values(a + begin, b + begin, end - begin);
+    });
   } else if (op == "Sqrt") map(x, y, [](float v) { return std::sqrt(v); });
   else if (op == "Exp") map(x, y, [](float v) { return std::exp(v); });
   else if (op == "Neg")

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/fused.h"
 #include "ops/kernel.h"
 #include "ops/parallel.h"
 #include "ops/spatial.h"
@@ -166,6 +167,26 @@ void run_layernorm(const Node& n, std::span<const Tensor* const> in, std::span<T
 }
 
 }  // namespace
+
+void add_layernorm(const AddLayerNorm& a, const float* x, float* y, std::int64_t rows,
+                   std::int64_t cols) {
+  parallel_for(rows, std::max<std::int64_t>(1, kLibmGrain / std::max<std::int64_t>(cols, 1)),
+               [&](std::int64_t begin, std::int64_t end) {
+                 for (std::int64_t r = begin; r < end; ++r) {
+                   const float* xr = x + r * cols;
+                   const float* rr = a.residual + r * cols;
+                   float* yr = y + r * cols;
+                   // The Adds as their kernels compute them, into the output row, then the
+                   // row's normalisation in place (each element is read before it is written).
+                   if (a.bias)
+                     for (std::int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] + a.bias[j]) + rr[j];
+                   else
+                     for (std::int64_t j = 0; j < cols; ++j) yr[j] = xr[j] + rr[j];
+                   layernorm_rows(y, y, a.scale, a.ln_bias, nullptr, nullptr, r, r + 1, cols,
+                                  a.epsilon);
+                 }
+               });
+}
 
 void register_normalization(KernelRegistry& r) {
   // Version 6 needs is_test 1; spatial exists until 9, training_mode from 14.

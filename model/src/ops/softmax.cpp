@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "ops/fast_exp.h"
+#include "ops/fused.h"
 #include "ops/kernel.h"
 #include "ops/parallel.h"
 #include "ops/spatial.h"
@@ -102,6 +103,30 @@ void run_softmax(const Node& n, std::span<const Tensor* const> in, std::span<Ten
 }
 
 }  // namespace
+
+void masked_softmax(const MaskedSoftmax& s, const float* x, float* y, std::int64_t rows,
+                    std::int64_t len) {
+  const std::int64_t grain = std::max<std::int64_t>(1, kLibmGrain / std::max<std::int64_t>(len, 1));
+  parallel_for(rows, grain, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t row = begin; row < end; ++row) {
+      std::int64_t rest = row, offset = 0;
+      for (int d = s.outer_rank - 1; d >= 0; --d) {
+        offset += rest % s.outer_shape[d] * s.mask_strides[d];
+        rest /= s.outer_shape[d];
+      }
+      const float* xr = x + row * len;
+      float* yr = y + row * len;
+      const float* m = s.mask + offset;
+      // The Div and the Add as their kernels compute them, into the output row, then the
+      // Softmax of that row in place (softmax_rows reads each element before writing it).
+      if (s.has_divisor)
+        for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] / s.divisor + m[j * s.mask_step];
+      else
+        for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] + m[j * s.mask_step];
+      softmax_rows(y, y, row, row + 1, len, false);
+    }
+  });
+}
 
 void register_softmax(KernelRegistry& r) {
   r.add({"Softmax", {1, 11, 13}, {"axis"}, nullptr, infer_softmax, run_softmax});

@@ -32,13 +32,16 @@ namespace ops {
 struct OpKernel;
 }
 class ThreadPool;
+struct ExecutorFusions;
 
 using TensorMap = std::map<std::string, Tensor, std::less<>>;
 
 // Called for every node, in graph order, with its inputs (null where absent) and its outputs,
 // already allocated with the resolved shapes (in the arena, holding whatever an earlier tensor
 // left there: a hook that returns true must write every element). A Relu may run in place: its
-// output is then its input tensor (outputs[0] == inputs[0]). Tensors are valid only during the
+// output is then its input tensor (outputs[0] == inputs[0]). A Reshape, Flatten, Squeeze or
+// Unsqueeze whose input only it reads has its output on the input's bytes already (its kernel
+// does not run; a hook need not write them). Tensors are valid only during the
 // call: the arena reuses their bytes once their last reader has run. Returns true when it computed
 // the outputs itself; false lets the node's float kernel run. Quantized execution replaces layers
 // through it and calibration watches activations through it, so both share the executor's
@@ -56,6 +59,12 @@ struct ExecutorOptions {
   // the physical cores. Results are bit-identical for every count. Gemm, the sgemm convolution
   // and a MatMul whose B has no batch axes run on OpenBLAS's threads (OPENBLAS_NUM_THREADS).
   int threads = 0;
+  // Run chains of elementwise nodes as one kernel (model/src/fusion.h: a GELU with its bias
+  // Add, attention's scale and mask with the Softmax, bias and residual Adds with the
+  // LayerNormalization): one pass over memory instead of one per node, bit-identical results.
+  // A run runs a chain node by node when `keep` names one of its inner tensors. The hook is not
+  // called for the nodes of a chain that runs fused.
+  bool fuse = true;
 };
 
 class QFORGE_MODEL_API Executor {
@@ -102,6 +111,11 @@ class QFORGE_MODEL_API Executor {
     // Relu whose input no other node reads and no graph output is: it runs in place on that
     // input's tensor (this value index), in the input's arena bytes.
     std::ptrdiff_t in_place_of = -1;
+    // With in_place_of: a Reshape-like node whose output is a view of its input's bytes (its own
+    // view, of the output's shape), so nothing runs.
+    bool view = false;
+    // The fused chain (index into fusions_->chains) this node belongs to, or -1.
+    std::ptrdiff_t chain = -1;
   };
 
   // The arena and the node outputs as views into it (by value index), made on the first run. A
@@ -121,7 +135,8 @@ class QFORGE_MODEL_API Executor {
   };
 
   void plan_memory(const ExecutorOptions& options);
-  // Sets in_place_of for Relu steps whose input only they read, of the output's type.
+  // Sets in_place_of for Relu steps whose input only they read, of the output's type, and for
+  // Reshape-like steps whose input only they read (view).
   void plan_in_place_relus();
   void allocate_arena() const;
 
@@ -138,6 +153,8 @@ class QFORGE_MODEL_API Executor {
   // Shared by copies: the pool serves one run at a time, and a concurrent run's kernels run on
   // their calling thread.
   std::shared_ptr<ThreadPool> pool_;
+  // The chains run as one kernel, with their operands' value indices; null when none.
+  std::shared_ptr<const ExecutorFusions> fusions_;
 };
 
 // Op types the executor runs, sorted, each with the ONNX schema versions it implements.

@@ -1,0 +1,307 @@
+#include "fusion.h"
+
+#include <algorithm>
+
+#include "ops/parallel.h"
+
+namespace qforge::model {
+namespace {
+
+// The one node reading `tensor` when no other node reads it and it is no graph output.
+const Node* sole_consumer(const Graph& g, const std::string& tensor) {
+  const std::vector<std::size_t> c = g.consumers_of(tensor);
+  if (c.size() != 1 || g.is_graph_output(tensor)) return nullptr;
+  return &g.nodes[c[0]];
+}
+
+std::size_t index_of(const Graph& g, const Node* n) {
+  return static_cast<std::size_t>(n - g.nodes.data());
+}
+
+bool is_float(const Graph& g, const std::string& tensor, Shape* shape = nullptr) {
+  const ValueInfo* v = g.find_value_info(tensor);
+  if (v) {
+    if (v->type != ElementType::float32 || !v->fully_known()) return false;
+    if (shape) *shape = v->shape();
+    return true;
+  }
+  const Tensor* t = g.initializer(tensor);
+  if (!t || t->type() != ElementType::float32) return false;
+  if (shape) *shape = t->shape();
+  return true;
+}
+
+bool scalar_constant(const Graph& g, const std::string& tensor, float& value) {
+  const Tensor* t = g.initializer(tensor);
+  if (!t || t->type() != ElementType::float32 || t->size() != 1) return false;
+  value = t->values<float>()[0];
+  return true;
+}
+
+// A float32 initializer of `n` values along the last axis (leading extents 1).
+const Tensor* row_constant(const Graph& g, const std::string& tensor, std::int64_t n) {
+  const Tensor* t = g.initializer(tensor);
+  if (!t || t->type() != ElementType::float32 || t->rank() == 0 || t->shape().back() != n ||
+      t->size() != n)
+    return nullptr;
+  return t;
+}
+
+// The input of a two-input node other than `tensor`.
+const std::string* other_input(const Node& n, const std::string& tensor) {
+  if (n.inputs.size() != 2) return nullptr;
+  if (n.inputs[0] == tensor) return &n.inputs[1];
+  if (n.inputs[1] == tensor) return &n.inputs[0];
+  return nullptr;
+}
+
+// v = Add(x, bias) read only by `readers` (node indices): the Add and its x and bias, if so.
+const Node* bias_add(const Graph& g, const std::string& v, std::vector<std::size_t> readers,
+                     const Shape& shape, std::string& x, std::string& bias) {
+  const Node* add = g.producer_of(v);
+  if (!add || add->op_type != "Add" || add->inputs.size() != 2 || g.is_graph_output(v) ||
+      shape.empty())
+    return nullptr;
+  std::vector<std::size_t> c = g.consumers_of(v);
+  std::sort(c.begin(), c.end());
+  std::sort(readers.begin(), readers.end());
+  if (c != readers) return nullptr;
+  for (int i = 0; i < 2; ++i) {
+    Shape s;
+    if (row_constant(g, add->inputs[1 - i], shape.back()) && !g.initializer(add->inputs[i]) &&
+        is_float(g, add->inputs[i], &s) && s == shape) {
+      x = add->inputs[i];
+      bias = add->inputs[1 - i];
+      return add;
+    }
+  }
+  return nullptr;
+}
+
+bool gelu(const Graph& g, std::size_t erf_index, FusedChain& chain) {
+  const Node& erf = g.nodes[erf_index];
+  const Node* div = g.producer_of(erf.input(0));
+  if (!div || div->op_type != "Div" || div->inputs.size() != 2 ||
+      sole_consumer(g, erf.input(0)) != &erf || !scalar_constant(g, div->input(1), chain.divisor))
+    return false;
+  const std::string& v = div->input(0);
+  Shape shape;
+  if (!is_float(g, v, &shape) || g.initializer(v)) return false;
+  const Node* add_one = sole_consumer(g, erf.outputs[0]);
+  if (!add_one || add_one->op_type != "Add") return false;
+  const std::string* one = other_input(*add_one, erf.outputs[0]);
+  if (!one || !scalar_constant(g, *one, chain.one)) return false;
+  const Node* product = sole_consumer(g, add_one->outputs[0]);
+  if (!product || product->op_type != "Mul") return false;
+  const std::string* h = other_input(*product, add_one->outputs[0]);
+  if (!h) return false;
+  const Node* halve = g.producer_of(*h);
+  if (!halve || halve->op_type != "Mul" || sole_consumer(g, *h) != product) return false;
+  const std::string* half = other_input(*halve, v);
+  if (!half || !scalar_constant(g, *half, chain.half)) return false;
+  Shape out;
+  if (!is_float(g, product->outputs[0], &out) || out != shape) return false;
+  chain.kind = FusedChain::Kind::gelu;
+  chain.nodes = {index_of(g, div), erf_index, index_of(g, add_one), index_of(g, halve),
+                 index_of(g, product)};
+  chain.inner = {erf.input(0), erf.outputs[0], add_one->outputs[0], *h};
+  chain.operands[kX] = v;
+  if (const Node* add = bias_add(g, v, {index_of(g, div), index_of(g, halve)}, shape,
+                                 chain.operands[kX], chain.operands[kBias])) {
+    chain.nodes.push_back(index_of(g, add));
+    chain.inner.push_back(v);
+  }
+  return true;
+}
+
+// The axis a Softmax or LayerNormalization normalises is the last one.
+bool last_axis(const Node& n, std::int64_t rank, std::int64_t fallback) {
+  std::int64_t axis = n.attr_int_or("axis", fallback);
+  if (axis < 0) axis += rank;
+  return axis == rank - 1;
+}
+
+bool softmax(const Graph& g, std::size_t index, FusedChain& chain) {
+  const Node& sm = g.nodes[index];
+  Shape shape;
+  if (!is_float(g, sm.input(0), &shape) || shape.empty() ||
+      !last_axis(sm, static_cast<std::int64_t>(shape.size()), sm.since_version >= 13 ? -1 : 1))
+    return false;
+  const Node* add = g.producer_of(sm.input(0));
+  if (!add || add->op_type != "Add" || add->inputs.size() != 2 ||
+      sole_consumer(g, sm.input(0)) != &sm)
+    return false;
+  // The scores: of the output's shape and, when both are, the one a Div computes.
+  int main = -1;
+  for (int i = 1; i >= 0; --i) {
+    Shape s;
+    if (!is_float(g, add->inputs[i], &s) || g.initializer(add->inputs[i])) continue;
+    const Node* p = g.producer_of(add->inputs[i]);
+    if (s == shape && (main < 0 || (p && p->op_type == "Div"))) main = i;
+  }
+  if (main < 0) return false;
+  Shape mask;
+  if (!is_float(g, add->inputs[1 - main], &mask) || mask.size() > shape.size()) return false;
+  for (std::size_t d = 0; d < mask.size(); ++d) {
+    const std::int64_t e = mask[mask.size() - 1 - d];
+    if (e != 1 && e != shape[shape.size() - 1 - d]) return false;
+  }
+  chain.kind = FusedChain::Kind::softmax;
+  chain.nodes = {index_of(g, add), index};
+  chain.inner = {sm.input(0)};
+  chain.operands[kX] = add->inputs[main];
+  chain.operands[kOther] = add->inputs[1 - main];
+  const Node* div = g.producer_of(chain.operands[kX]);
+  if (div && div->op_type == "Div" && div->inputs.size() == 2 &&
+      sole_consumer(g, chain.operands[kX]) == add &&
+      scalar_constant(g, div->input(1), chain.divisor)) {
+    Shape s;
+    if (is_float(g, div->input(0), &s) && s == shape && !g.initializer(div->input(0))) {
+      chain.has_divisor = true;
+      chain.nodes.insert(chain.nodes.begin(), index_of(g, div));
+      chain.inner.push_back(chain.operands[kX]);
+      chain.operands[kX] = div->input(0);
+    }
+  }
+  return true;
+}
+
+bool layernorm(const Graph& g, std::size_t index, FusedChain& chain) {
+  const Node& ln = g.nodes[index];
+  Shape shape;
+  if (!is_float(g, ln.input(0), &shape) || shape.empty() ||
+      !last_axis(ln, static_cast<std::int64_t>(shape.size()), -1) ||
+      ln.attr_int_or("stash_type", 1) != 1)
+    return false;
+  for (std::size_t i = 1; i < ln.outputs.size(); ++i)
+    if (!ln.outputs[i].empty()) return false;
+  const std::int64_t cols = shape.back();
+  if (!row_constant(g, ln.input(1), cols)) return false;
+  chain.operands[kScale] = ln.input(1);
+  if (ln.has_input(2)) {
+    if (!row_constant(g, ln.input(2), cols)) return false;
+    chain.operands[kLnBias] = ln.input(2);
+  }
+  chain.epsilon = ln.attr_float_or("epsilon", 1e-5f);
+  const Node* add = g.producer_of(ln.input(0));
+  if (!add || add->op_type != "Add" || add->inputs.size() != 2 ||
+      sole_consumer(g, ln.input(0)) != &ln)
+    return false;
+  for (const std::string& in : add->inputs) {
+    Shape s;
+    if (!is_float(g, in, &s) || s != shape || g.initializer(in)) return false;
+  }
+  chain.kind = FusedChain::Kind::layernorm;
+  chain.nodes = {index_of(g, add), index};
+  chain.inner = {ln.input(0)};
+  chain.operands[kX] = add->inputs[0];
+  chain.operands[kOther] = add->inputs[1];
+  for (int i = 0; i < 2; ++i) {
+    std::string x;
+    if (const Node* b =
+            bias_add(g, add->inputs[i], {index_of(g, add)}, shape, x, chain.operands[kBias])) {
+      chain.nodes.push_back(index_of(g, b));
+      chain.inner.push_back(add->inputs[i]);
+      chain.operands[kOther] = add->inputs[1 - i];
+      chain.operands[kX] = x;
+      break;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<FusedChain> find_fused_chains(const Graph& graph) {
+  std::vector<FusedChain> chains;
+  std::vector<bool> used(graph.nodes.size(), false);
+  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& n = graph.nodes[i];
+    FusedChain chain;
+    const bool found = (n.op_type == "Erf" && gelu(graph, i, chain)) ||
+                       (n.op_type == "Softmax" && softmax(graph, i, chain)) ||
+                       (n.op_type == "LayerNormalization" && layernorm(graph, i, chain));
+    if (!found) continue;
+    std::sort(chain.nodes.begin(), chain.nodes.end());
+    if (std::any_of(chain.nodes.begin(), chain.nodes.end(), [&](std::size_t k) { return used[k]; }))
+      continue;
+    for (std::size_t k : chain.nodes) used[k] = true;
+    chains.push_back(std::move(chain));
+  }
+  // Sorted by their last node, the one whose step runs them.
+  std::sort(chains.begin(), chains.end(), [](const FusedChain& a, const FusedChain& b) {
+    return a.nodes.back() < b.nodes.back();
+  });
+  return chains;
+}
+
+void run_fused_chain(const FusedChain& chain, const std::array<const Tensor*, 5>& operands,
+                     Tensor& y) {
+  const Tensor& x = *operands[kX];
+  const Tensor* other = operands[kOther];
+  const Tensor* bias = operands[kBias];
+  const float* xv = x.values<float>().data();
+  float* yv = y.values<float>().data();
+  const std::int64_t n = static_cast<std::int64_t>(x.size());
+  if (n == 0) return;
+  const Shape& shape = x.shape();
+  const std::int64_t cols = shape.back();
+  const std::int64_t rows = cols == 0 ? 0 : n / cols;
+  switch (chain.kind) {
+    case FusedChain::Kind::gelu: {
+      ops::GeluErf g;
+      g.divisor = chain.divisor;
+      g.one = chain.one;
+      g.half = chain.half;
+      if (bias) {
+        g.bias = bias->values<float>().data();
+        g.bias_n = cols;
+        // Whole rows per task, so each range starts at the bias's first element.
+        ops::parallel_for(rows, std::max<std::int64_t>(1, ops::kLibmGrain / cols),
+                          [&](std::int64_t begin, std::int64_t end) {
+                            ops::gelu_erf(g, xv + begin * cols, yv + begin * cols,
+                                          (end - begin) * cols);
+                          });
+      } else {
+        ops::parallel_for(n, ops::kLibmGrain, [&](std::int64_t begin, std::int64_t end) {
+          ops::gelu_erf(g, xv + begin, yv + begin, end - begin);
+        });
+      }
+      return;
+    }
+    case FusedChain::Kind::softmax: {
+      const Shape& m = other->shape();
+      const std::size_t rank = shape.size();
+      // The mask's strides along the output's axes: 0 where it has extent 1 or no axis.
+      std::vector<std::int64_t> strides(rank, 0);
+      std::int64_t step = 1;
+      for (std::size_t i = 0; i < m.size(); ++i) {
+        const std::size_t dm = m.size() - 1 - i, d = rank - 1 - i;
+        strides[d] = m[dm] == 1 ? 0 : step;
+        step *= m[dm];
+      }
+      ops::MaskedSoftmax s;
+      s.has_divisor = chain.has_divisor;
+      s.divisor = chain.divisor;
+      s.mask = other->values<float>().data();
+      s.outer_shape = shape.data();
+      s.mask_strides = strides.data();
+      s.outer_rank = static_cast<int>(rank) - 1;
+      s.mask_step = strides[rank - 1];
+      ops::masked_softmax(s, xv, yv, rows, cols);
+      return;
+    }
+    case FusedChain::Kind::layernorm: {
+      ops::AddLayerNorm a;
+      a.bias = bias ? bias->values<float>().data() : nullptr;
+      a.residual = other->values<float>().data();
+      a.scale = operands[kScale]->values<float>().data();
+      a.ln_bias = operands[kLnBias] ? operands[kLnBias]->values<float>().data() : nullptr;
+      a.epsilon = chain.epsilon;
+      ops::add_layernorm(a, xv, yv, rows, cols);
+      return;
+    }
+  }
+}
+
+}  // namespace qforge::model

@@ -1,0 +1,52 @@
+// Chains of nodes the executor runs as one kernel (ops/fused.h): fewer passes over memory for
+// the elementwise tails of a transformer layer, which are memory-bound.
+//
+//   gelu:      [Add(x, bias[N])] -> Div(v, c) -> Erf -> Add(., c) -> Mul(v, c) -> Mul(., .)
+//   softmax:   [Div(x, c)] -> Add(., mask) -> Softmax(last axis)
+//   layernorm: [Add(x, bias[N])] -> Add(., residual) -> LayerNormalization(last axis, one output)
+//
+// (c: a one-element float32 initializer; bias[N]: a float32 initializer of the last axis's
+// extent.) Only the last node's output leaves the chain: every inner tensor is read by chain
+// nodes alone and is no graph output. The fused kernels compute the nodes' own float32
+// operations in their order, so results are bit-identical to the nodes run one by one.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "ops/fused.h"
+#include "qforge/model/graph.h"
+
+namespace qforge::model {
+
+// The roles of FusedChain::operands.
+inline constexpr std::size_t kX = 0;       // the main input
+inline constexpr std::size_t kOther = 1;   // softmax: the mask; layernorm: the residual
+inline constexpr std::size_t kBias = 2;    // gelu, layernorm: the leading Add's bias [N]
+inline constexpr std::size_t kScale = 3;   // layernorm
+inline constexpr std::size_t kLnBias = 4;  // layernorm, optional
+
+struct FusedChain {
+  enum class Kind { gelu, softmax, layernorm };
+  Kind kind = Kind::gelu;
+  std::vector<std::size_t> nodes;  // in graph order; the last one writes the chain's output
+  std::vector<std::string> inner;  // tensors the chain computes but does not write
+  // The tensors the chain reads, by role (kX...); "" where a role is absent.
+  std::array<std::string, 5> operands;
+  float divisor = 1.0f;  // gelu; softmax when has_divisor
+  bool has_divisor = false;
+  float one = 1.0f, half = 0.5f;  // gelu
+  float epsilon = 1e-5f;          // layernorm
+};
+
+// The chains of a resolved graph (every tensor typed and shaped), in graph order, disjoint.
+std::vector<FusedChain> find_fused_chains(const Graph& graph);
+
+// Runs a chain: `operands` holds the tensors of chain.operands (null where absent), y is its
+// last node's output.
+void run_fused_chain(const FusedChain& chain, const std::array<const Tensor*, 5>& operands,
+                     Tensor& y);
+
+}  // namespace qforge::model

@@ -1,0 +1,55 @@
+// Kernels for chains of elementwise nodes that the executor runs as one pass over memory
+// (model/src/fusion.h finds the chains). Each computes, element by element, the same float32
+// operations in the same order as the nodes it replaces, so results are bit-identical to running
+// those nodes one by one (the executor runs them unfused when one of their inner tensors is
+// kept), and, split by rows or elements, the same for every thread count.
+#pragma once
+
+#include <cstdint>
+
+namespace qforge::model::ops {
+
+// erf of n values (the Erf kernel): eight lanes at a time where the CPU has AVX2, with exactly
+// the arithmetic of fast_erf (ops/fast_erf.h), so lanes and scalar calls agree bit for bit.
+void erf_values(const float* x, float* y, std::int64_t n);
+
+// BERT's exact GELU, as exporters write it: y = (v * half) * (erf(v / divisor) + one), with
+// v = x + bias[i % bias_n] (the Linear layer's bias Add) or v = x when bias is null.
+struct GeluErf {
+  const float* bias = nullptr;
+  std::int64_t bias_n = 0;
+  float divisor = 1.4142135f;
+  float one = 1.0f;
+  float half = 0.5f;
+};
+void gelu_erf(const GeluErf& g, const float* x, float* y, std::int64_t n);
+
+// Softmax along rows of `len` of (x / divisor + mask) (attention's scaled, masked scores; with
+// has_divisor false, x + mask). Row r of x is x + r * len; its mask values are
+// mask[mask_offset(r) + j * mask_step], mask_offset summing the row's index along each outer
+// axis (extents outer_shape) times that axis's stride in mask_strides (0 where broadcast).
+struct MaskedSoftmax {
+  bool has_divisor = false;
+  float divisor = 1.0f;
+  const float* mask = nullptr;
+  const std::int64_t* outer_shape = nullptr;  // extents of the axes before the last
+  const std::int64_t* mask_strides = nullptr;
+  int outer_rank = 0;
+  std::int64_t mask_step = 1;  // 1, or 0 when the mask is broadcast along the row
+};
+void masked_softmax(const MaskedSoftmax& s, const float* x, float* y, std::int64_t rows,
+                    std::int64_t len);
+
+// LayerNormalization over rows of `cols` of (x + bias) + residual (a Linear layer's bias Add,
+// then the residual Add), or x + residual when bias is null; scale and ln_bias have cols values.
+struct AddLayerNorm {
+  const float* bias = nullptr;  // [cols] or null
+  const float* residual = nullptr;
+  const float* scale = nullptr;
+  const float* ln_bias = nullptr;  // or null
+  float epsilon = 1e-5f;
+};
+void add_layernorm(const AddLayerNorm& a, const float* x, float* y, std::int64_t rows,
+                   std::int64_t cols);
+
+}  // namespace qforge::model::ops
