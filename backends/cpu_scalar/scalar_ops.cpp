@@ -89,6 +89,12 @@ void ScalarOps::qlinear_matmul(const MatmulDesc& desc, const void* a, const void
   reference::qlinear_matmul(desc, a, b, y);
 }
 
+void ScalarOps::qlinear_matmul_bias(const MatmulDesc& desc, const void* a, const void* b,
+                                    const std::int32_t* bias, void* y) {
+  begin({OpKind::qlinear_matmul, desc});
+  reference::qlinear_matmul(desc, a, b, bias, y);
+}
+
 void ScalarOps::matmul_weight_only(const MatmulDesc& desc, const float* a, const void* b,
                                    const float* bias, float* y) {
   begin({OpKind::matmul_weight_only, desc});

@@ -36,6 +36,8 @@ class ScalarOps final : public QuantizationOps {
   void matmul_dequant(const MatmulDesc& desc, const void* a, const void* b, const float* bias,
                       void* y) override;
   void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) override;
+  void qlinear_matmul_bias(const MatmulDesc& desc, const void* a, const void* b,
+                           const std::int32_t* bias, void* y) override;
   void matmul_weight_only(const MatmulDesc& desc, const float* a, const void* b, const float* bias,
                           float* y) override;
   void conv(OpKind op, const ConvDesc& desc, const void* x, const void* w, const void* bias,

@@ -31,6 +31,8 @@ struct Describe {
       s += std::string(" out=") + name(d.out_type) + (d.has_bias ? " bias" : "");
     if (op == OpKind::qlinear_matmul && d.y)
       s += " y=" + params_text(*d.y) + " mode=" + std::string(to_string(d.requant_mode));
+    if (op == OpKind::qlinear_matmul && d.has_bias) s += " bias=int32";
+    if (d.activation != ConvActivation::none) s += " act=" + std::string(to_string(d.activation));
     return s;
   }
   std::string operator()(const DynamicQuantizeDesc& d) const {

@@ -89,6 +89,14 @@ void QuantizationOps::qlinear_matmul_packed(const MatmulDesc& desc, const void* 
   qlinear_matmul(desc, a, copied(*this, desc, b).data(), y);
 }
 
+void QuantizationOps::qlinear_matmul_bias(const MatmulDesc&, const void*, const void*,
+                                          const std::int32_t*, void*) {
+  throw Error(ErrorCode::unsupported, name() +
+                                          ": qlinear_matmul with an int32 bias is not implemented "
+                                          "by this backend; expected a backend whose supports() "
+                                          "claims it");
+}
+
 bool QuantizationOps::select_device(int index) { return index == 0; }
 
 void QuantizationOps::conv(OpKind op, const ConvDesc&, const void*, const void*, const void*,

@@ -1,6 +1,9 @@
 // qlinear_matmul: the ONNX QLinearMatMul example in both requantization modes, per-row and
-// per-column scales against an independent requantization, and errors.
+// per-column scales against an independent requantization (with an int32 bias and a fused
+// activation too), and errors.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "matmul_support.h"
 
@@ -63,6 +66,82 @@ TEST(QLinearMatmul, RandomPerRowPerColumnMatchesIndependentRequantization) {
             << "(" << m << ", " << n << ") c=" << c << " mult=" << mult;
       }
   }
+}
+
+// The int32 bias enters C before requantization; the activation clamps the codes: against the
+// same independent requantization of C + bias, then clamped to the activation's codes.
+TEST(QLinearMatmul, BiasAndActivationMatchIndependentRequantization) {
+  QFORGE_SEEDED_RNG(rng);
+  const ConvActivation acts[] = {ConvActivation::none, ConvActivation::relu, ConvActivation::relu6,
+                                 ConvActivation::clamp};
+  for (int iter = 0; iter < 400; ++iter) {
+    auto r = test::random_matmul(rng, /*allow_block_b=*/false, 7);
+    MatmulDesc& d = r.desc;
+    const DType yt = iter % 2 ? DType::int8 : DType::uint8;
+    d.y = QuantizationParams::per_tensor_affine(
+        yt, test::uniform(rng, 0.01f, 1.0f),
+        static_cast<std::int32_t>(test::uniform_int(rng, traits(yt).qmin, traits(yt).qmax)));
+    d.requant_mode = iter % 3 ? RequantMode::float_multiplier : RequantMode::fixed_point;
+    d.has_bias = true;
+    d.activation = acts[iter % 4];
+    d.clamp_min = test::uniform(rng, -20.0f, 0.0f);
+    d.clamp_max = test::uniform(rng, 0.0f, 20.0f);
+    std::vector<std::int32_t> bias(static_cast<std::size_t>(d.n));
+    for (auto& b : bias) b = static_cast<std::int32_t>(test::uniform_int(rng, -5000, 5000));
+    SCOPED_TRACE(describe(OpDesc{OpKind::qlinear_matmul, d}));
+    const auto code = [&](float v) {
+      return reference::quantize_value(v, d.y->scale(), d.y->zero_point(), d.y->qmin(),
+                                       d.y->qmax());
+    };
+    std::int64_t lo = d.y->qmin(), hi = d.y->qmax();
+    if (d.activation == ConvActivation::relu) lo = code(0.0f);
+    if (d.activation == ConvActivation::relu6) lo = code(0.0f), hi = code(6.0f);
+    if (d.activation == ConvActivation::clamp) lo = code(d.clamp_min), hi = code(d.clamp_max);
+    std::vector<std::uint8_t> y(static_cast<std::size_t>(d.m * d.n));
+    qlinear_matmul(d, r.a.data(), r.b.data(), bias.data(), y.data());
+    for (std::int64_t m = 0; m < d.m; ++m)
+      for (std::int64_t n = 0; n < d.n; ++n) {
+        const float sa = d.a.scale(d.a.param_index(d.a_shape(), m * d.k));
+        const std::int64_t bflat = d.b_layout == MatrixLayout::kn ? n : n * d.k;
+        const float sb = d.b.scale(d.b.param_index(d.b_shape(), bflat));
+        const float mult = (sa * sb) / d.y->scale();
+        const auto c =
+            static_cast<std::int32_t>(test::naive_dot(d, r.a.data(), r.b.data(), m, n, 0, d.k) +
+                                      bias[static_cast<std::size_t>(n)]);
+        std::int64_t q;
+        if (d.requant_mode == RequantMode::float_multiplier)
+          q = static_cast<std::int64_t>(std::nearbyint(static_cast<float>(c) * mult));
+        else
+          q = reference::multiply_by_quantized_multiplier(c, reference::quantize_multiplier(mult));
+        q = std::clamp<std::int64_t>(q + d.y->zero_point(), d.y->qmin(), d.y->qmax());
+        q = std::clamp<std::int64_t>(q, lo, hi);
+        ASSERT_EQ(load_element(yt, y.data(), static_cast<std::size_t>(m * d.n + n)), q)
+            << "(" << m << ", " << n << ") c=" << c << " mult=" << mult;
+      }
+  }
+}
+
+TEST(QLinearMatmul, BiasAndActivationErrors) {
+  MatmulDesc d = onnx_desc();
+  std::vector<std::uint8_t> y(6);
+  const std::int32_t bias[] = {1, 2, 3};
+  d.has_bias = true;
+  EXPECT_QFORGE_ERROR(qlinear_matmul(d, kOnnxA, kOnnxB, y.data()), ErrorCode::invalid_argument,
+                      "bias (has_bias is set)");
+  const std::int32_t huge[] = {std::numeric_limits<std::int32_t>::max(), 0, 0};
+  EXPECT_QFORGE_ERROR(qlinear_matmul(d, kOnnxA, kOnnxB, huge, y.data()), ErrorCode::overflow,
+                      "C[0, 0] + bias[n] = ");
+  d.activation = ConvActivation::clamp;
+  d.clamp_min = 1.0f;
+  d.clamp_max = 0.0f;
+  EXPECT_QFORGE_ERROR(qlinear_matmul(d, kOnnxA, kOnnxB, bias, y.data()),
+                      ErrorCode::invalid_argument,
+                      "expected finite bounds with clamp_min <= clamp_max");
+  MatmulDesc mi = onnx_desc();
+  mi.activation = ConvActivation::relu;
+  std::vector<std::int32_t> c(6);
+  EXPECT_QFORGE_ERROR(reference::matmul_integer(mi, kOnnxA, kOnnxB, c.data()),
+                      ErrorCode::invalid_argument, "only qlinear_matmul clamps its output");
 }
 
 TEST(QLinearMatmul, Errors) {

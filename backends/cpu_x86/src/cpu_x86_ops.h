@@ -56,6 +56,8 @@ class CpuX86Ops final : public QuantizationOps {
   void matmul_dequant(const MatmulDesc& desc, const void* a, const void* b, const float* bias,
                       void* y) override;
   void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) override;
+  void qlinear_matmul_bias(const MatmulDesc& desc, const void* a, const void* b,
+                           const std::int32_t* bias, void* y) override;
   std::shared_ptr<PackedWeights> pack_weights(const MatmulDesc& desc, const void* b) override;
   void matmul_integer_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
                              std::int32_t* c) override;
@@ -114,7 +116,8 @@ class CpuX86Ops final : public QuantizationOps {
   const KernelInfo& weight_only_kernel(std::string_view forced) const;
   // b as this backend's packing, or invalid_argument.
   const X86PackedWeights& own_packed(const PackedWeights& b) const;
-  void run_matmul(OpKind op, const MatmulDesc& desc, const void* a, const X86PackedWeights& b,
+  // False when an int32 bias sum left int32 (run_gemm).
+  bool run_matmul(OpKind op, const MatmulDesc& desc, const void* a, const X86PackedWeights& b,
                   const GemmOutput& out);
   bool runnable(const KernelInfo& k) const { return usable_isas().has(k.isa); }
   // The driver's choices that follow the options in effect now.

@@ -1,6 +1,7 @@
 #include "gemm_driver.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -52,6 +53,23 @@ class FixedPointTable {
 // worker has gone to sleep or shares its core (a small model's last layers: 256 x 10 x 128).
 constexpr double kSerialMultiplyAdds = 1 << 20;
 
+// C + bias per column over the tile's padded columns, in wrapping int32 (uint32 adds, defined,
+// and they vectorize); false when some valid sum left int32 (both operands then differ in sign
+// from it).
+bool add_bias(const TileRef& t, const std::int32_t* bias) {
+  std::uint32_t overflow = 0;
+  const auto* b = reinterpret_cast<const std::uint32_t*>(bias);
+  for (int r = 0; r < t.rows; ++r) {
+    auto* a = reinterpret_cast<std::uint32_t*>(t.d + r * t.ldd);
+    for (int c = 0; c < t.cols; ++c) {
+      const std::uint32_t sum = a[c] + b[c];
+      overflow |= (a[c] ^ sum) & (b[c] ^ sum);
+      a[c] = sum;
+    }
+  }
+  return (overflow >> 31) == 0;
+}
+
 // A pool without workers: its parallel_for runs every task inline.
 ThreadPool& calling_thread_only() {
   static ThreadPool pool(1);
@@ -101,11 +119,11 @@ Plan make_plan(const KernelInfo& kernel, std::int64_t m, const X86PackedWeights&
 
 }  // namespace
 
-void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
+bool run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
               const X86PackedWeights& b, const GemmOutput& out, ThreadPool& workers,
               GemmScratch& scratch, const GemmTuning& tuning) {
   const std::int64_t M = desc.m, N = desc.n, K = desc.k;
-  if (M == 0 || N == 0) return;
+  if (M == 0 || N == 0) return true;
   ThreadPool& pool =
       static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) < kSerialMultiplyAdds
           ? calling_thread_only()
@@ -119,6 +137,14 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
     bias.assign(static_cast<std::size_t>(pn), 0.0f);
     std::memcpy(bias.data(), out.bias, static_cast<std::size_t>(N) * sizeof(float));
   }
+  // qlinear_matmul's int32 bias, padded to the tile columns; `overflowed` is set by a tile
+  // whose C + bias left int32.
+  std::vector<std::int32_t> bias_i32;
+  if (out.kind == GemmOutput::Kind::requant && out.bias_i32) {
+    bias_i32.assign(static_cast<std::size_t>(pn), 0);
+    std::memcpy(bias_i32.data(), out.bias_i32, static_cast<std::size_t>(N) * sizeof(std::int32_t));
+  }
+  std::atomic<bool> overflowed{false};
   std::unique_ptr<FixedPointTable> fixed;
   if (out.kind == GemmOutput::Kind::requant && out.mode == RequantMode::fixed_point)
     fixed = std::make_unique<FixedPointTable>(desc, b, pa, out.sy);
@@ -201,6 +227,10 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
         return;
       }
       compensate_avx2(ref, comp);
+      if (!bias_i32.empty() && !add_bias(ref, bias_i32.data() + n0)) {
+        overflowed.store(true, std::memory_order_relaxed);
+        return;
+      }
       switch (out.kind) {
         case GemmOutput::Kind::int32:
           store_int32_avx2(ref, static_cast<std::int32_t*>(out.out) + m0 * N + n0, N);
@@ -318,6 +348,7 @@ void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
     for (std::int64_t nt = tn * plan.n_chunk; nt < nt1; ++nt)
       for (std::int64_t mt = tm * plan.m_chunk; mt < mt1; ++mt) run_tile(mt, nt);
   });
+  return !overflowed.load(std::memory_order_relaxed);
 }
 
 }  // namespace qforge::cpu_x86

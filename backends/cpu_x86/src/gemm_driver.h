@@ -19,6 +19,8 @@ struct GemmOutput {
   enum class Kind { int32, dequant_f32, requant } kind = Kind::int32;
   void* out = nullptr;
   const float* bias = nullptr;  // dequant_f32: [N] or null
+  // requant: qlinear_matmul's int32 bias [N] (added to C before requantization) or null
+  const std::int32_t* bias_i32 = nullptr;
   // requant (per-tensor output params)
   float sy = 1.0f;
   std::int32_t zy = 0;
@@ -37,8 +39,10 @@ struct GemmTuning {
   std::int64_t gemv_b_prefetch = 0;  // TileArgs::b_prefetch for GEMV kernels (M <= 16)
 };
 
-// Runs desc (desc.n, desc.k and the B params must match `b`) with `kernel`.
-void run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
+// Runs desc (desc.n, desc.k and the B params must match `b`) with `kernel`. Returns false
+// when C + out.bias_i32 left int32 somewhere (the output is then incomplete: the caller reruns
+// the reference, which reports the position); true otherwise.
+bool run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
               const X86PackedWeights& b, const GemmOutput& out, ThreadPool& pool,
               GemmScratch& scratch, const GemmTuning& tuning);
 

@@ -23,8 +23,13 @@ struct GemmContext {
   GemmTuning tuning;
 };
 
-// qlinear_matmul's output: requantized to desc.y (per tensor) in desc.requant_mode.
-GemmOutput requant_output(const MatmulDesc& desc, void* y);
+// qlinear_matmul's output: requantized to desc.y (per tensor) in desc.requant_mode, with the
+// int32 bias (read when desc.has_bias) and desc.activation's clamp.
+GemmOutput requant_output(const MatmulDesc& desc, void* y, const std::int32_t* bias);
+
+// Whether C + bias[n] stays inside int32 for every A of qlinear_matmul `d` (has_bias) with B's
+// codes `b` (in d.b_layout): max |a - za| * sum_k |b[k, n] - zb[n]| + |bias[n]| <= 2^31 - 1.
+bool matmul_bias_cannot_overflow(const MatmulDesc& d, const void* b, const std::int32_t* bias);
 
 void quantize_vector(ThreadPool& pool, const QuantizeDesc& desc, const void* x, void* q);
 void dequantize_vector(ThreadPool& pool, const QuantizeDesc& desc, const void* q, float* x);

@@ -1,6 +1,8 @@
 // The matmul ops, prepacked weights and the quantized linear layer.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 
 #include "cpu_x86_ops.h"
 #include "descriptor_rules.h"
@@ -22,18 +24,59 @@ void require_pointers(OpKind op, std::initializer_list<std::pair<const char*, co
                                                    " is null; expected a valid host pointer");
 }
 
+void require_no_bias(const MatmulDesc& desc, const char* call) {
+  if (desc.has_bias)
+    throw Error(ErrorCode::invalid_argument,
+                std::string("cpu_x86: ") + call +
+                    ": has_bias is set but this call takes no bias; expected qlinear_matmul_bias "
+                    "(or a plan) for qlinear_matmul with an int32 bias");
+}
+
 }  // namespace
 
-GemmOutput requant_output(const MatmulDesc& desc, void* y) {
+GemmOutput requant_output(const MatmulDesc& desc, void* y, const std::int32_t* bias) {
   const QuantizationParams& yp = *desc.y;
   GemmOutput out;
   out.kind = GemmOutput::Kind::requant;
   out.out = y;
+  out.bias_i32 = desc.has_bias ? bias : nullptr;
   out.sy = yp.scale();
   out.zy = yp.zero_point();
   out.range = {yp.dtype() == DType::int8, yp.qmin(), yp.qmax()};
+  // The fused activation's bounds in output codes (within [qmin, qmax], as quantize_value
+  // saturates), as the reference's clamp: saturating to them is requantize-then-clamp.
+  const auto q = [&](float v) {
+    return reference::quantize_value(v, yp.scale(), yp.zero_point(), yp.qmin(), yp.qmax());
+  };
+  if (desc.activation == ConvActivation::relu) out.range.qmin = q(0.0f);
+  if (desc.activation == ConvActivation::relu6) out.range.qmin = q(0.0f), out.range.qmax = q(6.0f);
+  if (desc.activation == ConvActivation::clamp)
+    out.range.qmin = q(desc.clamp_min), out.range.qmax = q(desc.clamp_max);
   out.mode = desc.requant_mode;
   return out;
+}
+
+bool matmul_bias_cannot_overflow(const MatmulDesc& d, const void* b, const std::int32_t* bias) {
+  const auto& at = traits(d.a.dtype());
+  std::int64_t max_a = 0;
+  for (std::size_t i = 0; i < d.a.count(); ++i) {
+    const std::int64_t za = d.a.zero_point(i);
+    max_a = std::max({max_a, za - at.qmin, at.qmax - za});
+  }
+  if (d.b.dtype() != DType::int8 && d.b.dtype() != DType::uint8) return false;  // not one per byte
+  const auto* src = static_cast<const std::uint8_t*>(b);
+  const bool is_signed = d.b.dtype() == DType::int8;
+  const bool kn = d.b_layout == MatrixLayout::kn;
+  for (std::int64_t n = 0; n < d.n; ++n) {
+    const std::int64_t zb = d.b.zero_point(d.b.count() == 1 ? 0 : static_cast<std::size_t>(n));
+    std::int64_t sum = 0;
+    for (std::int64_t k = 0; k < d.k; ++k) {
+      const std::uint8_t code = src[kn ? k * d.n + n : n * d.k + k];
+      sum += std::llabs((is_signed ? static_cast<std::int8_t>(code) : code) - zb);
+    }
+    if (max_a * sum + std::llabs(bias[n]) > std::numeric_limits<std::int32_t>::max()) return false;
+  }
+  return true;
 }
 
 const X86PackedWeights& CpuX86Ops::own_packed(const PackedWeights& b) const {
@@ -45,11 +88,11 @@ const X86PackedWeights& CpuX86Ops::own_packed(const PackedWeights& b) const {
   return *w;
 }
 
-void CpuX86Ops::run_matmul(OpKind op, const MatmulDesc& desc, const void* a,
+bool CpuX86Ops::run_matmul(OpKind op, const MatmulDesc& desc, const void* a,
                            const X86PackedWeights& b, const GemmOutput& out) {
   const KernelInfo& k = gemm_kernel(desc, b, op, forced_);
   last_kernel_ = k.name;
-  run_gemm(k, desc, a, b, out, *pool_, scratch_, tuning());
+  return run_gemm(k, desc, a, b, out, *pool_, scratch_, tuning());
 }
 
 std::shared_ptr<PackedWeights> CpuX86Ops::pack_weights(const MatmulDesc& desc, const void* b) {
@@ -105,15 +148,24 @@ void CpuX86Ops::matmul_dequant(const MatmulDesc& desc, const void* a, const void
 }
 
 void CpuX86Ops::qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) {
+  require_no_bias(desc, "qlinear_matmul");
+  qlinear_matmul_bias(desc, a, b, nullptr, y);
+}
+
+void CpuX86Ops::qlinear_matmul_bias(const MatmulDesc& desc, const void* a, const void* b,
+                                    const std::int32_t* bias, void* y) {
   require_supported(OpKind::qlinear_matmul, desc);
   if (forced_ == kReferenceKernel) {
     last_kernel_ = kReferenceKernel;
-    return reference::qlinear_matmul(desc, a, b, y);
+    return reference::qlinear_matmul(desc, a, b, bias, y);
   }
   require_pointers(OpKind::qlinear_matmul, {{"b", b}}, desc.n * desc.k > 0);
   require_pointers(OpKind::qlinear_matmul, {{"a", a}, {"y", y}}, desc.m * desc.n > 0);
+  if (desc.has_bias)
+    require_pointers(OpKind::qlinear_matmul, {{"bias (has_bias is set)", bias}}, desc.n > 0);
   const X86PackedWeights packed(desc, b, pool_.get());
-  run_matmul(OpKind::qlinear_matmul, desc, a, packed, requant_output(desc, y));
+  if (!run_matmul(OpKind::qlinear_matmul, desc, a, packed, requant_output(desc, y, bias)))
+    reference::qlinear_matmul(desc, a, b, bias, y);  // reports the sum that leaves int32
 }
 
 void CpuX86Ops::matmul_integer_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
@@ -137,10 +189,12 @@ void CpuX86Ops::matmul_dequant_packed(const MatmulDesc& desc, const void* a, con
 
 void CpuX86Ops::qlinear_matmul_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
                                       void* y) {
+  // The int32 bias has no packed call (ops.h): an overflow could not be reported from B.
+  require_no_bias(desc, "qlinear_matmul_packed");
   const X86PackedWeights& w = own_packed(b);
   check_packed_call(OpKind::qlinear_matmul, desc, w.desc(), w.facts);
   require_pointers(OpKind::qlinear_matmul, {{"a", a}, {"y", y}}, desc.m * desc.n > 0);
-  run_matmul(OpKind::qlinear_matmul, desc, a, w, requant_output(desc, y));
+  run_matmul(OpKind::qlinear_matmul, desc, a, w, requant_output(desc, y, nullptr));
 }
 
 MatmulDesc linear_matmul_desc(const LinearDesc& desc, float sx) {

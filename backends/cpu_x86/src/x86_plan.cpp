@@ -168,11 +168,19 @@ class X86Plan final : public Plan {
         out = {GemmOutput::Kind::dequant_f32, y,
                d.has_bias ? static_cast<const float*>(in[2]) : nullptr};
         break;
-      default: out = requant_output(d, y); break;
+      default:
+        out = requant_output(d, y, d.has_bias ? static_cast<const std::int32_t*>(in[2]) : nullptr);
+        break;
     }
-    auto scratch = scratch_.take();
-    run_gemm(exact_for_weights(*parts_.kernel, b->holds_min), d, in[0], *b, out, pool,
-             scratch.get(), parts_.tuning);
+    bool ok = false;
+    {
+      auto scratch = scratch_.take();
+      ok = run_gemm(exact_for_weights(*parts_.kernel, b->holds_min), d, in[0], *b, out, pool,
+                    scratch.get(), parts_.tuning);
+    }
+    // The reference reports the sum that leaves int32 (B is in `in`: plan() kept a copy of it
+    // whenever an int32 bias could overflow).
+    if (!ok) run_reference(desc(), in, &y);
   }
 
   void run_weight_only_plan(const void* const* in, void* y) const {
@@ -250,6 +258,15 @@ std::shared_ptr<const Plan> CpuX86Ops::plan(const OpDesc& op, const PlanRequest&
          conv_bias_cannot_overflow(d, request.weights[1],
                                    static_cast<const std::int32_t*>(request.weights[2]))))
       rest.weights[1] = nullptr;
+  }
+  // Likewise qlinear_matmul with an int32 bias.
+  if (pack && op.op == OpKind::qlinear_matmul) {
+    const auto& d = std::get<MatmulDesc>(op.desc);
+    const bool bias_fixed = d.has_bias && request.weights.size() > 2 && request.weights[2];
+    if (d.has_bias && !(bias_fixed && matmul_bias_cannot_overflow(
+                                          d, request.weights[1],
+                                          static_cast<const std::int32_t*>(request.weights[2]))))
+      rest.weights[1] = request.weights[1];
   }
   PlanParts parts{.pool = pool_,
                   .tuning = tuning(),

@@ -179,6 +179,10 @@ std::optional<Refusal> check_matmul(OpKind kind, const MatmulDesc& d) {
         (y.dtype() != DType::int8 && y.dtype() != DType::uint8))
       return invalid("output params " + y.to_string() +
                      "; expected per-tensor affine or symmetric int8 or uint8");
+    if (d.has_bias || d.activation != ConvActivation::none)
+      return unsupported(
+          "qlinear_matmul with an int32 bias or an output clamp is not implemented by the CUDA "
+          "backend; cpu_x86 runs it");
   }
   const std::int64_t safe = reference::int32_safe_k(d);
   if (d.k > safe)

@@ -99,6 +99,10 @@ struct Check {
     if (op == OpKind::matmul_weight_only)
       refuse("not implemented by onednn (float A with int4/int8 weights); cpu_x86 runs it");
     check_matmul(d, facts);
+    if (op == OpKind::qlinear_matmul && (d.has_bias || d.activation != ConvActivation::none))
+      refuse(
+          "qlinear_matmul with an int32 bias or an output clamp is not implemented by onednn; "
+          "cpu_x86 runs it");
     // The fused kernel first: oneDNN's post-ops save the int32 round trip through memory and
     // measured as fast or faster on every benchmark shape (docs/ONEDNN.md).
     if (op == OpKind::matmul_dequant && fused_dequant_possible(d))

@@ -133,6 +133,10 @@ void check_matmul(const MatmulDesc& d, OpKind op, const DeviceCaps& caps) {
       (y.dtype() != DType::int8 && y.dtype() != DType::uint8))
     refuse("output params " + y.to_string() +
            "; expected per-tensor affine or symmetric int8 or uint8");
+  if (d.has_bias || d.activation != ConvActivation::none)
+    refuse(
+        "qlinear_matmul with an int32 bias or an output clamp is not implemented by the vulkan "
+        "backend; cpu_x86 runs it");
   if (!caps.storage_buffer_8bit)
     refuse("device '" + caps.name +
            "' lacks storageBuffer8BitAccess, which the requantizing "

@@ -74,6 +74,16 @@ struct RequantizeDesc {
   RequantMode mode = RequantMode::float_multiplier;
 };
 
+// A clamp fused into the epilogue of qlinear_conv and qlinear_matmul (on the quantized output,
+// exactly what requantize-then-clamp gives) and conv_dequant (on the float output).
+enum class ConvActivation : std::uint8_t {
+  none,
+  relu,   // >= 0
+  relu6,  // in [0, 6]
+  clamp,  // in [clamp_min, clamp_max]
+};
+QFORGE_API std::string_view to_string(ConvActivation a) noexcept;
+
 // matmul_integer / matmul_dequant / qlinear_matmul / matmul_weight_only.
 // matmul_weight_only reads A as float32 [M, K] (`a` is not used), B as int4, uint4, int8 or
 // uint8 codes (per tensor, per column, or in blocks along K with b_layout nk, as ONNX Runtime's
@@ -83,12 +93,18 @@ struct MatmulDesc {
   QuantizationParams a;  // only zero points matter for matmul_integer
   QuantizationParams b;
   MatrixLayout b_layout = MatrixLayout::kn;
-  // matmul_dequant
-  bool has_bias = false;                // bias is float32 [N]
+  // matmul_dequant and matmul_weight_only: bias is float32 [N]. qlinear_matmul: bias is int32
+  // [N] at scale sa * sb[n], added to the accumulator before requantization (TFLite's
+  // convention, as qlinear_conv's int32 bias).
+  bool has_bias = false;
   FloatType out_type = FloatType::f32;  // f16/bf16 only where a backend claims them
   // qlinear_matmul: output params (per tensor, int8 or uint8) and requantization mode
   std::optional<QuantizationParams> y;
   RequantMode requant_mode = RequantMode::float_multiplier;
+  // qlinear_matmul only: a clamp on the quantized output (a fused Relu, Relu6 or Clip), exactly
+  // what requantize-then-clamp gives, as qlinear_conv's; the other matmul kinds take none.
+  ConvActivation activation = ConvActivation::none;
+  float clamp_min = 0, clamp_max = 0;  // ConvActivation::clamp, in real units
 
   Shape a_shape() const { return {m, k}; }
   Shape b_shape() const { return b_layout == MatrixLayout::kn ? Shape{k, n} : Shape{n, k}; }
@@ -128,16 +144,7 @@ enum class ConvBias : std::uint8_t {
 };
 QFORGE_API std::string_view to_string(ConvBias b) noexcept;
 
-// A clamp fused into the epilogue of qlinear_conv (on the quantized output, exactly what
-// requantize-then-clamp gives) and conv_dequant (on the float output).
-enum class ConvActivation : std::uint8_t {
-  none,
-  relu,   // >= 0
-  relu6,  // in [0, 6]
-  clamp,  // in [clamp_min, clamp_max]
-};
-QFORGE_API std::string_view to_string(ConvActivation a) noexcept;
-
+// (The conv kinds' fused clamp, ConvActivation, is declared before MatmulDesc, which has one.)
 // conv_integer / qlinear_conv / conv_dequant: a 2-D convolution of quantized activations X by
 // quantized weights W.
 //   X: [N, C, H, W] (nchw) or [N, H, W, C] (nhwc), per-tensor params (int8 or uint8).

@@ -115,6 +115,12 @@ class QFORGE_API QuantizationOps {
   virtual void matmul_dequant(const MatmulDesc& desc, const void* a, const void* b,
                               const float* bias, void* y) = 0;
   virtual void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) = 0;
+  // qlinear_matmul with its int32 bias [N] at scale sa * sb[n] (desc.has_bias). The default
+  // throws unsupported: a backend that does not implement it refuses qlinear_matmul with a bias
+  // in supports(). desc.activation, which needs no operand, reaches qlinear_matmul too: a
+  // backend that does not apply it refuses it there.
+  virtual void qlinear_matmul_bias(const MatmulDesc& desc, const void* a, const void* b,
+                                   const std::int32_t* bias, void* y);
   // Prepacked weights. The default keeps a copy of B in a buffer of this backend (host-memory
   // backends only) and the *_packed ops forward to the plain ones; fast backends override all
   // four. b has desc.b_shape() elements.

@@ -95,7 +95,12 @@ QFORGE_API void matmul_integer(const MatmulDesc& desc, const void* a, const void
 // as desc.out_type. bias may be null when !desc.has_bias.
 QFORGE_API void matmul_dequant(const MatmulDesc& desc, const void* a, const void* b,
                                const float* bias, void* y);
-// y = sat(rne(float(C) * ((sa * sb) / sy)) + zy) (float mode) or the fixed-point equivalent.
+// y = clamp(sat(rne(float(C + bias[n]) * ((sa * sb) / sy)) + zy), lo, hi) (float mode) or the
+// fixed-point equivalent; bias int32 [N] at scale sa * sb[n] when desc.has_bias (else null),
+// C + bias must fit int32; [lo, hi] the codes of desc.activation's range (qmin, qmax for none).
+QFORGE_API void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b,
+                               const std::int32_t* bias, void* y);
+// Without a bias (desc.has_bias false).
 QFORGE_API void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y);
 
 // Weight-only matmul (ONNX Runtime's MatMulNBits; docs/NUMERICS.md "Weight-only matmul"):

@@ -31,6 +31,10 @@ struct ReferenceOps {
   void qlinear_matmul(const MatmulDesc& d, const void* a, const void* b, void* y) {
     reference::qlinear_matmul(d, a, b, y);
   }
+  void qlinear_matmul_bias(const MatmulDesc& d, const void* a, const void* b,
+                           const std::int32_t* bias, void* y) {
+    reference::qlinear_matmul(d, a, b, bias, y);
+  }
   void matmul_weight_only(const MatmulDesc& d, const float* a, const void* b, const float* bias,
                           float* y) {
     reference::matmul_weight_only(d, a, b, bias, y);

@@ -91,6 +91,7 @@ OpOperands matmul_operands(const OpDesc& op) {
     if (d.has_bias) l.inputs.push_back(floats("bias", weight, count_of(d.n, 1)));
     l.outputs = {floats("y", out, mn, d.out_type, matmul_dequant_tolerance(d.out_type))};
   } else {
+    if (d.has_bias) l.inputs.push_back(int32s("bias", weight, count_of(d.n, 1)));
     l.outputs = {codes("y", out, d.y ? d.y->dtype() : DType::int8, mn)};
   }
   return l;

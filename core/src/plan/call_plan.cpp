@@ -30,8 +30,10 @@ class CallPlan final : public Plan {
         device_weights_[i] = ops_.allocate(bytes);
         ops_.copy_to_device(*device_weights_[i], 0, weights_.data(i), bytes);
       }
-    const bool matmul = op.op == OpKind::matmul_integer || op.op == OpKind::matmul_dequant ||
-                        op.op == OpKind::qlinear_matmul;
+    // qlinear_matmul's int32 bias has no packed call: a biased one runs unpacked.
+    const bool matmul =
+        op.op == OpKind::matmul_integer || op.op == OpKind::matmul_dequant ||
+        (op.op == OpKind::qlinear_matmul && !std::get<MatmulDesc>(op.desc).has_bias);
     if (matmul && weights_.fixed()[1]) {
       try {
         std::lock_guard lock(ops_.call_plan_mutex_);

@@ -104,6 +104,10 @@ void validate_matmul_b(const std::string& op, const MatmulDesc& desc, bool allow
 void validate_matmul_weight_only(const std::string& op, const MatmulDesc& desc);
 // qlinear_matmul's output params (desc.y): per-tensor affine or symmetric int8 or uint8.
 void validate_qlinear_output(const std::string& op, const MatmulDesc& desc);
+// desc.activation: none except for qlinear_matmul; a clamp's bounds finite and ordered.
+void validate_matmul_activation(const std::string& op, const MatmulDesc& desc);
+// The codes qlinear_matmul's clamp keeps, [lo, hi], from desc.y and desc.activation (desc.y set).
+std::pair<std::int32_t, std::int32_t> qlinear_matmul_clamp(const MatmulDesc& desc);
 
 // The largest |q - z| over the dtype's full range and every zero point of these params
 // (matmul_operands.cpp).

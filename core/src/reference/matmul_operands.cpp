@@ -1,6 +1,7 @@
 // Validation and unpacking of the A and B operands shared by matmul_integer, matmul_dequant and
 // qlinear_matmul, and the int32 safety bound that backends use to claim shapes.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 
@@ -79,6 +80,34 @@ void validate_matmul_a(const std::string& op, const MatmulDesc& desc) {
   validate_operand(op, "A", desc.a, desc.a_shape(), 0, "one pair per row of the [M, K] A",
                    " is block-wise; expected per_tensor or per_channel(axis 0): blocks are only "
                    "defined for B");
+  validate_matmul_activation(op, desc);
+}
+
+void validate_matmul_activation(const std::string& op, const MatmulDesc& desc) {
+  if (desc.activation == ConvActivation::none) return;
+  if (op != "qlinear_matmul")
+    fail(ErrorCode::invalid_argument, op,
+         "activation " + std::string(to_string(desc.activation)) +
+             "; expected none (only qlinear_matmul clamps its output)");
+  if (desc.activation == ConvActivation::clamp &&
+      !(std::isfinite(desc.clamp_min) && std::isfinite(desc.clamp_max) &&
+        desc.clamp_min <= desc.clamp_max))
+    fail(ErrorCode::invalid_argument, op,
+         "clamp bounds [" + float_text(desc.clamp_min) + ", " + float_text(desc.clamp_max) +
+             "]; expected finite bounds with clamp_min <= clamp_max");
+}
+
+std::pair<std::int32_t, std::int32_t> qlinear_matmul_clamp(const MatmulDesc& d) {
+  const QuantizationParams& y = *d.y;
+  const std::int32_t qmin = y.qmin(), qmax = y.qmax();
+  auto q = [&](float v) { return quantize_value(v, y.scale(), y.zero_point(), qmin, qmax); };
+  switch (d.activation) {
+    case ConvActivation::none: return {qmin, qmax};
+    case ConvActivation::relu: return {q(0.0f), qmax};
+    case ConvActivation::relu6: return {q(0.0f), q(6.0f)};
+    case ConvActivation::clamp: return {q(d.clamp_min), q(d.clamp_max)};
+  }
+  return {qmin, qmax};
 }
 
 void validate_qlinear_output(const std::string& op, const MatmulDesc& desc) {
@@ -114,6 +143,8 @@ void validate_matmul_b(const std::string& op, const MatmulDesc& desc, bool allow
   checked_operand(op, kn ? "B [K, N]" : "B [N, K]", kn ? kn_extents : nk_extents, desc.b.dtype());
   if (desc.has_bias && (op == "matmul_dequant" || op == "matmul_weight_only"))
     checked_operand(op, "bias [N]", {desc.n}, sizeof(float));
+  if (desc.has_bias && op == "qlinear_matmul")
+    checked_operand(op, "bias [N] (int32)", {desc.n}, sizeof(std::int32_t));
   validate_operand(
       op, "B", desc.b, desc.b_shape(), kn ? 1 : 0,
       kn ? "one pair per column N of the [K, N] B" : "one pair per row N of the [N, K] B",

@@ -26,6 +26,7 @@ void validate_matmul_weight_only(const std::string& op, const MatmulDesc& desc) 
          "B (" + desc.b.to_string() + ") has dtype " + std::string(qforge::name(t)) +
              "; expected int4, uint4, int8 or uint8");
   validate_matmul_b(op, desc, /*allow_block_b=*/true);
+  validate_matmul_activation(op, desc);
 }
 
 }  // namespace detail

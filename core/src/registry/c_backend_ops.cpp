@@ -142,6 +142,12 @@ class CPluginOps final : public QuantizationOps {
   }
 
   Support supports(const OpDesc& op) const override {
+    if (const auto* m = std::get_if<MatmulDesc>(&op.desc);
+        m && op.op == OpKind::qlinear_matmul &&
+        (m->has_bias || m->activation != ConvActivation::none))
+      return Support::no(name() +
+                         ": the C plugin ABI's qforge_c_matmul_desc has no int32 bias or output "
+                         "clamp for qlinear_matmul");
     const CDescriptor c(op);
     std::vector<std::string> kernels;
     qforge_c_status* status = nullptr;

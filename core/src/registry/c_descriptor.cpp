@@ -215,6 +215,9 @@ std::string descriptor_key(const OpDesc& op) {
           w.put(d.out_type);
           w.put(d.y);
           w.put(d.requant_mode);
+          w.put(d.activation);
+          w.put(d.clamp_min);
+          w.put(d.clamp_max);
         } else if constexpr (std::is_same_v<D, DynamicQuantizeDesc>) {
           w.put(d.shape);
         } else if constexpr (std::is_same_v<D, LinearDesc>) {

@@ -135,7 +135,8 @@ struct Builder {
     return clipped;
   }
 
-  // DequantizeLinear of a Conv's int32 bias at scale sx * sw[o] (the int8 path's qlinear_conv
+  // DequantizeLinear of a Conv's or Gemm's int32 bias at scale sx * sw[o] (the int8 path's
+  // qlinear_conv and qlinear_matmul
   // adds its bias so; ONNX Runtime's quantize_static writes bias the same way); returns the
   // float bias's name.
   std::string int32_bias(const QuantizedLayerInfo& layer, std::vector<Node>& out) {
@@ -218,13 +219,16 @@ Graph qdq_graph(const QuantizedModel& model) {
       // need opset 21, and this exporter writes no com.microsoft MatMulNBits.
       if (!layer->weight_only) node.inputs.at(0) = b.activation(*layer, nodes);
       node.inputs.at(1) = b.weight(*layer, nodes);
-      if (!layer->bias_i32.empty()) node.inputs.at(2) = b.int32_bias(*layer, nodes);
+      if (!layer->bias_i32.empty() && node.op_type != "Gemm")
+        node.inputs.at(2) = b.int32_bias(*layer, nodes);
       if (node.op_type == "Gemm") {
         // alpha is in the codes, beta in the bias.
         node.attributes.erase("alpha");
         node.attributes.erase("beta");
         node.inputs.resize(2);
-        if (!layer->bias.empty())
+        if (!layer->bias_i32.empty())
+          node.inputs.push_back(b.int32_bias(*layer, nodes));  // as the int8 path adds it
+        else if (!layer->bias.empty())
           node.inputs.push_back(b.add_initializer(
               layer->name + ".bias",
               Tensor::from_values<float>({layer->n}, std::span<const float>(layer->bias))));

@@ -237,6 +237,39 @@ std::vector<std::int32_t> int32_bias(const ConvDesc& d, std::span<const float> b
   return out;
 }
 
+// The int32 bias of qlinear_matmul, at scale sa * sb[n] (rounded as int32_bias above), or empty
+// when some column's C + bias could leave int32 for some A: the layer then keeps its float
+// output. `b_codes` are B's codes in d.b_layout.
+std::vector<std::int32_t> int32_matmul_bias(const MatmulDesc& d, std::span<const float> bias,
+                                            std::span<const std::byte> b_codes) {
+  const QuantizationParams& a = d.a;
+  const std::int64_t max_a =
+      std::max<std::int64_t>(a.qmax() - a.zero_point(), a.zero_point() - a.qmin());
+  const bool b_signed = d.b.dtype() == DType::int8;
+  const bool kn = d.b_layout == MatrixLayout::kn;
+  std::vector<std::int32_t> out(static_cast<std::size_t>(d.n), 0);
+  for (std::int64_t n = 0; n < d.n; ++n) {
+    const auto ni = static_cast<std::size_t>(n);
+    const std::size_t bp = d.b.count() == 1 ? 0 : ni;
+    const double b =
+        bias.empty()
+            ? 0.0
+            : std::nearbyint(static_cast<double>(bias[ni]) /
+                             (static_cast<double>(a.scale()) * static_cast<double>(d.b.scale(bp))));
+    std::int64_t bound = static_cast<std::int64_t>(std::min(std::abs(b), 1e18));
+    const std::int32_t zb = d.b.zero_point(bp);
+    for (std::int64_t k = 0; k < d.k; ++k) {
+      const auto code = static_cast<std::uint8_t>(
+          b_codes[static_cast<std::size_t>(kn ? k * d.n + n : n * d.k + k)]);
+      const std::int32_t w = b_signed ? static_cast<std::int8_t>(code) : code;
+      bound += max_a * std::abs(static_cast<std::int64_t>(w - zb));
+    }
+    if (bound > std::numeric_limits<std::int32_t>::max()) return {};
+    out[ni] = static_cast<std::int32_t>(b);
+  }
+  return out;
+}
+
 std::string decided_by(const Recipe& recipe, const NodeDecision& d) {
   return d.by_default() ? std::string("the recipe's default") : rule_name(recipe, d.rule);
 }
@@ -394,6 +427,8 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
                             .requant_mode = RequantMode::float_multiplier}});
       layer->input_shape = Shape{mm->m, mm->k};
       layer->node_output = mm->output;
+      if (!weight_only && act.mode != ActivationMode::dynamic)
+        info.matmul = std::get<MatmulDesc>(layer->op.desc);
     }
     layer->info = info_.size();
     layer->mode = act.mode;
@@ -561,15 +596,25 @@ void QuantizedModel::link_int8_layers() {
   std::map<std::string, ElementType, std::less<>> retyped;
   for (const std::unique_ptr<Layer>& producer : layers_) {
     QuantizedLayerInfo& info = info_[producer->info];
-    if (producer->op.op != OpKind::conv_dequant || producer->mode == ActivationMode::dynamic)
+    const bool conv = producer->op.op == OpKind::conv_dequant;
+    if ((!conv && producer->op.op != OpKind::matmul_dequant) ||
+        producer->mode == ActivationMode::dynamic)
       continue;
+    // A MatMul or Gemm fuses the Relu or Clip that alone reads its output here, on the int8
+    // path only (a conv fused it when it was built).
+    std::optional<FusedActivation> act;
+    if (!conv) act = fusable_activation(graph, producer->node_output);
+    if (act && act->kind == ConvActivation::clamp &&
+        !(std::isfinite(act->lo) && std::isfinite(act->hi)))
+      continue;  // a one-sided Clip: qlinear_matmul's clamp takes finite bounds
+    const std::string output = act ? graph.nodes[act->node].outputs[0] : info.output;
     // Follow the output through nodes that pass codes on to the one quantized layer reading it.
     std::vector<std::string> path{producer->node_output};
-    if (info.output != producer->node_output) path.push_back(info.output);
+    if (output != producer->node_output) path.push_back(output);
     Layer* consumer = nullptr;
     std::ptrdiff_t consumer_index = -1;
     std::vector<std::size_t> path_nodes;
-    for (std::string t = info.output; !graph.is_graph_output(t);) {
+    for (std::string t = output; !graph.is_graph_output(t);) {
       const std::vector<std::size_t> readers = graph.consumers_of(t);
       if (readers.size() != 1) break;
       const Node& reader = graph.nodes[readers[0]];
@@ -589,13 +634,35 @@ void QuantizedModel::link_int8_layers() {
     if (!consumer) continue;
     const QuantizationParams& y = *info_[consumer->info].a_params;
     if (y.count() != 1 || (y.dtype() != DType::int8 && y.dtype() != DType::uint8)) continue;
-    ConvDesc desc = std::get<ConvDesc>(producer->op.desc);
-    std::vector<std::int32_t> bias = int32_bias(desc, info.bias, info.b_codes);
-    if (bias.empty()) continue;
-    desc.y_params = y;
-    desc.bias = info.bias.empty() ? ConvBias::none : ConvBias::int32;
-    if (!info.bias.empty()) info.bias_i32 = std::move(bias);
-    producer->op = OpDesc{OpKind::qlinear_conv, desc};
+    if (conv) {
+      ConvDesc desc = std::get<ConvDesc>(producer->op.desc);
+      std::vector<std::int32_t> bias = int32_bias(desc, info.bias, info.b_codes);
+      if (bias.empty()) continue;
+      desc.y_params = y;
+      desc.bias = info.bias.empty() ? ConvBias::none : ConvBias::int32;
+      if (!info.bias.empty()) info.bias_i32 = std::move(bias);
+      producer->op = OpDesc{OpKind::qlinear_conv, desc};
+    } else {
+      MatmulDesc desc = std::get<MatmulDesc>(producer->op.desc);
+      // qlinear_matmul takes per-tensor or per-column int8/uint8 B (no blocks).
+      if (desc.b.scheme().granularity == Granularity::block ||
+          (desc.b.dtype() != DType::int8 && desc.b.dtype() != DType::uint8))
+        continue;
+      std::vector<std::int32_t> bias = int32_matmul_bias(desc, info.bias, info.b_codes);
+      if (bias.empty()) continue;
+      desc.y = y;
+      desc.has_bias = !info.bias.empty();
+      if (act) {
+        desc.activation = act->kind;
+        desc.clamp_min = act->lo;
+        desc.clamp_max = act->hi;
+        fused_relu_[act->node] = true;
+        info.output = output;
+      }
+      if (!info.bias.empty()) info.bias_i32 = std::move(bias);
+      producer->op = OpDesc{OpKind::qlinear_matmul, desc};
+      info.matmul = desc;
+    }
     producer->consumer = consumer_index;
     producer->path_nodes = std::move(path_nodes);
     info.int8_output = y;
@@ -662,7 +729,7 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
         p >= 0 && prelude_source[static_cast<std::size_t>(p)])
       return true;  // the layer computes it while quantizing
     if (fused_relu_[node]) {
-      // The conv before it already clamped; in place there is nothing left to do.
+      // The layer before it already clamped; in place there is nothing left to do.
       if (out[0] != in[0]) std::memcpy(out[0]->data(), in[0]->data(), in[0]->byte_size());
       return true;
     }
@@ -703,13 +770,19 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
       }
     } else {
       if (const float* source = prelude_source[static_cast<std::size_t>(index)]) {
-        // The input normalization in one pass per step, the same float32 operations as the
-        // nodes it replaces (so the codes are the same), then the quantize.
+        // The input normalization, the same float32 operations as the nodes it replaces (so
+        // the codes are the same), block by block so that every step after the first works
+        // in L1 (one pass over memory instead of one per step), then the quantize.
         float* values = layer.prelude_values.data();
-        const float* from = source;
-        for (const Layer::Step& step : layer.prelude_steps) {
-          apply_step(step.op, step.value, from, values, layer.prelude_values.size());
-          from = values;
+        const std::size_t total = layer.prelude_values.size();
+        constexpr std::size_t kBlock = 2048;
+        for (std::size_t i = 0; i < total; i += kBlock) {
+          const std::size_t n = std::min(kBlock, total - i);
+          const float* from = source + i;
+          for (const Layer::Step& step : layer.prelude_steps) {
+            apply_step(step.op, step.value, from, values + i, n);
+            from = values + i;
+          }
         }
         x = values;
       }

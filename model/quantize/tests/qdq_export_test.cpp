@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -118,13 +119,17 @@ TEST(QdqExport, GraphWrapsEachLayerInQdq) {
   const Graph qg = qdq_graph(*q);
   std::vector<std::string> ops;
   for (const Node& n : qg.nodes) ops.push_back(n.op_type);
+  // fc1 is on the int8 path (its Relu feeds fc2): its bias is the int32 one it runs with.
   EXPECT_EQ(ops, (std::vector<std::string>{"QuantizeLinear", "DequantizeLinear", "DequantizeLinear",
-                                           "Gemm", "Relu", "QuantizeLinear", "DequantizeLinear",
-                                           "DequantizeLinear", "Gemm"}));
+                                           "DequantizeLinear", "Gemm", "Relu", "QuantizeLinear",
+                                           "DequantizeLinear", "DequantizeLinear", "Gemm"}));
   const QuantizedLayerInfo& fc1 = q->layers()[0];
+  ASSERT_TRUE(fc1.int8_output);
   const Node& gemm = node_named(qg, "fc1");
-  EXPECT_EQ(gemm.inputs, (std::vector<std::string>{"fc1.input_dequantized",
-                                                   "fc1.weight_dequantized", "fc1.bias"}));
+  EXPECT_EQ(gemm.inputs,
+            (std::vector<std::string>{"fc1.input_dequantized", "fc1.weight_dequantized",
+                                      "fc1.bias_dequantized"}));
+  EXPECT_EQ(node_named(qg, "fc2").inputs.at(2), "fc2.bias");  // float output: its float bias
   EXPECT_FALSE(gemm.has_attribute("alpha"));
   EXPECT_FALSE(gemm.has_attribute("beta"));
   EXPECT_EQ(gemm.attr_int("transB"), 1);
@@ -134,8 +139,13 @@ TEST(QdqExport, GraphWrapsEachLayerInQdq) {
   EXPECT_EQ(0, std::memcmp(w.data(), fc1.b_codes.data(), w.byte_size()));
   EXPECT_EQ(qg.initializers.at("fc1.weight_scale").shape(), Shape{fc1.n});
   EXPECT_EQ(node_named(qg, "fc1/weight_dequantize").attr_int("axis"), 0);
-  const Tensor& bias = qg.initializers.at("fc1.bias");
-  EXPECT_TRUE(std::equal(fc1.bias.begin(), fc1.bias.end(), bias.values<float>().begin()));
+  const Tensor& bias = qg.initializers.at("fc1.bias_quantized");
+  EXPECT_EQ(bias.type(), ElementType::int32);
+  EXPECT_TRUE(
+      std::equal(fc1.bias_i32.begin(), fc1.bias_i32.end(), bias.values<std::int32_t>().begin()));
+  const QuantizedLayerInfo& fc2 = q->layers()[1];
+  const Tensor& bias2 = qg.initializers.at("fc2.bias");
+  EXPECT_TRUE(std::equal(fc2.bias.begin(), fc2.bias.end(), bias2.values<float>().begin()));
   EXPECT_EQ(qg.initializers.at("fc1.input_scale").values<float>()[0], fc1.a_params->scale());
   // The float weights and biases are gone; nothing else is.
   for (const char* name : {"W1", "W2", "b1", "b2"}) EXPECT_FALSE(qg.initializers.contains(name));
@@ -213,6 +223,21 @@ TEST(QdqExport, RoundTripThroughImportMatchesQuantizedModel) {
           theirs.scale = got_x.at(l.name + ".input_scale").values<float>()[0];
           theirs.zero_point = got_x.at(l.name + ".input_zero_point").values<std::uint8_t>()[0];
           EXPECT_NEAR(theirs.scale, mine.scale, 1e-5 * mine.scale);
+        }
+        if (l.int8_output) {
+          // The int8 path: qforge's output is already the next layer's codes (its int32 bias
+          // rounded to sa * sb[n], then requantized), the export's the float before that
+          // layer's QuantizeLinear: they differ by at most one output step.
+          const auto a = got_q.at(l.output).values<float>(), b = got_x.at(l.output).values<float>();
+          ASSERT_EQ(a.size(), b.size());
+          // Codes saturate where the next QuantizeLinear would: compare within that range.
+          const QuantizationParams& y = *l.int8_output;
+          const float step = y.scale();
+          const float lo = reference::dequantize_value(y.qmin(), step, y.zero_point());
+          const float hi = reference::dequantize_value(y.qmax(), step, y.zero_point());
+          for (std::size_t i = 0; i < a.size(); ++i)
+            ASSERT_LE(std::abs(a[i] - std::clamp(b[i], lo, hi)), 1.01f * step) << "at " << i;
+          continue;
         }
         const LayerDiff d = compare_layer(l, mine, theirs, got_q.at(l.output).values<float>(),
                                           got_x.at(l.output).values<float>());

@@ -66,7 +66,8 @@ TEST(QuantizedModel, GemmTransBAlphaBetaStaysCloseToFloat) {
 }
 
 // Each layer's output against reference::quantize + reference::matmul_dequant (or
-// dynamic_quantize_linear + matmul_dequant) on the layer's actual input, bit for bit.
+// dynamic_quantize_linear + matmul_dequant, or on the int8 path qlinear_matmul + dequantize) on
+// the layer's actual input, bit for bit.
 void expect_layers_match_reference(const QuantizedModel& q, const TensorMap& batch) {
   std::vector<std::string> keep;
   for (const auto& l : q.layers()) keep.insert(keep.end(), {l.input, l.output});
@@ -92,8 +93,18 @@ void expect_layers_match_reference(const QuantizedModel& q, const TensorMap& bat
                                                   reinterpret_cast<std::uint8_t*>(aq.data()));
     }
     std::vector<float> want(static_cast<std::size_t>(m * l.n));
-    reference::matmul_dequant(desc, aq.data(), l.b_codes.data(),
-                              l.bias.empty() ? nullptr : l.bias.data(), want.data());
+    if (l.int8_output) {
+      // The int8 path (a Gemm whose Relu feeds another static layer): qlinear_matmul with the
+      // int32 bias and the fused clamp, its codes read back as the values they stand for.
+      ASSERT_TRUE(l.matmul);
+      std::vector<std::byte> codes(want.size());
+      reference::qlinear_matmul(*l.matmul, aq.data(), l.b_codes.data(),
+                                l.bias_i32.empty() ? nullptr : l.bias_i32.data(), codes.data());
+      reference::dequantize(QuantizeDesc{{m * l.n}, *l.int8_output}, codes.data(), want.data());
+    } else {
+      reference::matmul_dequant(desc, aq.data(), l.b_codes.data(),
+                                l.bias.empty() ? nullptr : l.bias.data(), want.data());
+    }
     const auto y = got.at(l.output).values<float>();
     ASSERT_EQ(y.size(), want.size());
     EXPECT_EQ(std::memcmp(y.data(), want.data(), want.size() * sizeof(float)), 0);

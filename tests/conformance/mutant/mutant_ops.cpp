@@ -223,6 +223,11 @@ class MutantOps final : public QuantizationOps {
     ran();
     reference::qlinear_matmul(desc, a, b, y);
   }
+  void qlinear_matmul_bias(const MatmulDesc& desc, const void* a, const void* b,
+                           const std::int32_t* bias, void* y) override {
+    ran();
+    reference::qlinear_matmul(desc, a, b, bias, y);
+  }
 
   void matmul_integer_packed(const MatmulDesc& desc, const void* a, const PackedWeights& b,
                              std::int32_t* c) override {

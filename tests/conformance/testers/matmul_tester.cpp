@@ -227,25 +227,34 @@ OpCase MatmulTester::matmul_dequant_case(const MatmulDesc& desc, std::vector<std
 }
 
 OpCase MatmulTester::qlinear_matmul_case(const MatmulDesc& desc, std::vector<std::byte> a,
-                                         std::vector<std::byte> b, const std::string& pattern) {
+                                         std::vector<std::byte> b, const std::string& pattern,
+                                         std::vector<std::int32_t> bias) {
   const DType y_dtype = desc.y ? desc.y->dtype() : DType::uint8;
   ExpectedOutput y{OutputSpec::quantized("y", {desc.m, desc.n}, y_dtype), {}};
   y.bytes.resize(y.spec.bytes());
   OpCase oc{OpDesc{OpKind::qlinear_matmul, desc}};
   oc.label = describe(oc.op) + ", " + pattern;
-  run_reference(oc, [&] { reference::qlinear_matmul(desc, a.data(), b.data(), y.bytes.data()); });
+  run_reference(oc, [&] {
+    reference::qlinear_matmul(desc, a.data(), b.data(), desc.has_bias ? bias.data() : nullptr,
+                              y.bytes.data());
+  });
   oc.inputs = {{"a", std::move(a)}, {"b", std::move(b)}};
+  if (desc.has_bias) oc.inputs.push_back({"bias", to_bytes(bias)});
   oc.outputs = {std::move(y)};
-  oc.launches = {
-      {"direct",
-       [desc](QuantizationOps& ops, const std::vector<void*>& in, const std::vector<void*>& out) {
-         ops.qlinear_matmul(desc, in[0], in[1], out[0]);
-       }},
-      {"prepacked",
-       [desc](QuantizationOps& ops, const std::vector<void*>& in, const std::vector<void*>& out) {
-         const auto packed = pack(ops, desc, in[1]);
-         ops.qlinear_matmul_packed(desc, in[0], *packed, out[0]);
-       }}};
+  oc.launches = {{"direct", [desc](QuantizationOps& ops, const std::vector<void*>& in,
+                                   const std::vector<void*>& out) {
+                    if (desc.has_bias)
+                      ops.qlinear_matmul_bias(desc, in[0], in[1],
+                                              static_cast<const std::int32_t*>(in[2]), out[0]);
+                    else ops.qlinear_matmul(desc, in[0], in[1], out[0]);
+                  }}};
+  // ops.h has no packed call with an int32 bias (plans, which run_case launches too, pack it).
+  if (!desc.has_bias)
+    oc.launches.push_back({"prepacked", [desc](QuantizationOps& ops, const std::vector<void*>& in,
+                                               const std::vector<void*>& out) {
+                             const auto packed = pack(ops, desc, in[1]);
+                             ops.qlinear_matmul_packed(desc, in[0], *packed, out[0]);
+                           }});
   return oc;
 }
 
@@ -283,7 +292,27 @@ void MatmulTester::test_qlinear_matmul(Target& target, Rng& rng) const {
       y_dtype_, static_cast<float>(sy),
       static_cast<std::int32_t>(uniform_int(rng, traits(y_dtype_).qmin, traits(y_dtype_).qmax)));
   d.requant_mode = requant_mode_;
-  run_case(target, qlinear_matmul_case(d, std::move(op.a), std::move(op.b), op.pattern));
+  // An int32 bias of C's own size (at scale sa * sb[n]), so that neither hides the other.
+  std::vector<std::int32_t> bias;
+  d.has_bias = bias_;
+  if (bias_) {
+    const std::int64_t limit = std::clamp<std::int64_t>(
+        static_cast<std::int64_t>(4.0 * (rms > 0 ? rms : 1.0)), 1, std::int64_t{1} << 24);
+    bias.resize(static_cast<std::size_t>(d.n));
+    for (auto& v : bias) v = static_cast<std::int32_t>(uniform_int(rng, -limit, limit));
+  }
+  d.activation = activation_;
+  if (activation_ == ConvActivation::clamp) {
+    // Bounds inside the output's real range, so that both clip some outputs.
+    const auto& t = traits(y_dtype_);
+    const double lo = (t.qmin - d.y->zero_point()) * sy, hi = (t.qmax - d.y->zero_point()) * sy;
+    double u = uniform_real(rng, lo, hi), v = uniform_real(rng, lo, hi);
+    if (u > v) std::swap(u, v);
+    d.clamp_min = static_cast<float>(u);
+    d.clamp_max = static_cast<float>(v);
+  }
+  run_case(target,
+           qlinear_matmul_case(d, std::move(op.a), std::move(op.b), op.pattern, std::move(bias)));
 }
 
 }  // namespace qforge::conformance

@@ -72,7 +72,7 @@ class MatmulTester {
     extremes_ = v;
     return *this;
   }
-  // matmul_dequant
+  // matmul_dequant (float32) and qlinear_matmul (int32 at scale sa * sb[n])
   MatmulTester& bias(bool v) {
     bias_ = v;
     return *this;
@@ -90,6 +90,11 @@ class MatmulTester {
     requant_mode_ = v;
     return *this;
   }
+  // qlinear_matmul's fused clamp; a clamp's bounds are drawn inside the output's real range.
+  MatmulTester& activation(ConvActivation v) {
+    activation_ = v;
+    return *this;
+  }
 
   void test_matmul_integer(Target& target, Rng& rng) const;
   void test_matmul_dequant(Target& target, Rng& rng) const;
@@ -102,8 +107,10 @@ class MatmulTester {
   static OpCase matmul_dequant_case(const MatmulDesc& desc, std::vector<std::byte> a,
                                     std::vector<std::byte> b, std::vector<float> bias,
                                     const std::string& pattern);
+  // bias: int32 [N] when desc.has_bias, else empty.
   static OpCase qlinear_matmul_case(const MatmulDesc& desc, std::vector<std::byte> a,
-                                    std::vector<std::byte> b, const std::string& pattern);
+                                    std::vector<std::byte> b, const std::string& pattern,
+                                    std::vector<std::int32_t> bias = {});
 
  private:
   struct Operands;
@@ -121,6 +128,7 @@ class MatmulTester {
   FloatType out_type_ = FloatType::f32;
   DType y_dtype_ = DType::uint8;
   RequantMode requant_mode_ = RequantMode::float_multiplier;
+  ConvActivation activation_ = ConvActivation::none;
 };
 
 }  // namespace qforge::conformance

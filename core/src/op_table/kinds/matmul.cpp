@@ -25,13 +25,14 @@ WorkloadKey make_key(OpKind op, const MatmulDesc& d, Residency r) noexcept {
   b.put(static_cast<std::uint64_t>(d.b_layout), 1);
   const bool dequant = op == OpKind::matmul_dequant;
   const bool qlinear = op == OpKind::qlinear_matmul;
-  b.put((dequant || weight_only) && d.has_bias ? 1 : 0, 1);
+  b.put((dequant || weight_only || qlinear) && d.has_bias ? 1 : 0, 1);
   b.put(dequant ? static_cast<std::uint64_t>(d.out_type) : 0, 2);
   b.put(qlinear ? static_cast<std::uint64_t>(d.requant_mode) : 0, 1);
   const bool has_y = qlinear && d.y.has_value();
   b.put(has_y ? 1 : 0, 1);
   b.put(has_y ? static_cast<std::uint64_t>(d.y->dtype()) : 0, 3);
   b.put(has_y ? static_cast<std::uint64_t>(d.y->scheme().mapping) : 0, 2);
+  b.put(qlinear ? static_cast<std::uint64_t>(d.activation) : 0, 2);
   b.dim(d.m);
   b.dim(d.n);
   b.dim(d.k);
@@ -49,6 +50,9 @@ std::string bucket_words(OpKind op, const MatmulDesc& d) {
     s += " y=" + std::string(name(d.y->dtype())) + "/" +
          std::string(to_string(d.y->scheme().mapping)) + " " +
          std::string(to_string(d.requant_mode));
+  if (op == OpKind::qlinear_matmul && d.has_bias) s += " bias=int32";
+  if (op == OpKind::qlinear_matmul && d.activation != ConvActivation::none)
+    s += " act=" + std::string(to_string(d.activation));
   return s + upto("m", d.m) + upto("n", d.n) + upto("k", d.k);
 }
 
@@ -113,7 +117,12 @@ std::vector<OpExample> matmul_examples(OpKind op) {
       for (RequantMode mode : {RequantMode::float_multiplier, RequantMode::fixed_point}) {
         MatmulDesc dm = d;
         dm.requant_mode = mode;
-        out.push_back({label + " " + std::string(to_string(mode)), {op, std::move(dm)}});
+        out.push_back({label + " " + std::string(to_string(mode)), {op, dm}});
+        // The fused form of a Gemm + Relu between quantized layers: int32 bias, clamped codes.
+        dm.has_bias = true;
+        dm.activation = ConvActivation::relu;
+        out.push_back(
+            {label + " " + std::string(to_string(mode)) + " bias relu", {op, std::move(dm)}});
       }
       continue;
     }
@@ -149,6 +158,7 @@ using accel::Rng;
 using Returned = std::optional<QuantizationParams>;
 
 const float* f32(const void* p) { return static_cast<const float*>(p); }
+const std::int32_t* i32(const void* p) { return static_cast<const std::int32_t*>(p); }
 
 struct MatmulIntegerCall {
   template <class Ops>
@@ -174,7 +184,9 @@ struct QlinearMatmulCall {
   template <class Ops>
   static Returned run(Ops& t, const OpDesc& op, const void* const* in, void* const* out,
                       const Returned&) {
-    t.qlinear_matmul(std::get<MatmulDesc>(op.desc), in[0], in[1], out[0]);
+    const auto& d = std::get<MatmulDesc>(op.desc);
+    if (d.has_bias) t.qlinear_matmul_bias(d, in[0], in[1], i32(in[2]), out[0]);
+    else t.qlinear_matmul(d, in[0], in[1], out[0]);
     return std::nullopt;
   }
 };
@@ -225,12 +237,20 @@ std::int64_t probe_macs(const OpDesc& real) noexcept {
 // Codes in windows that keep the int32 sums exact; matmul_dequant's bias as floats.
 void integer_inputs(const OpDesc& op, const IoLayout& layout, Rng& rng, bool, HostArrays& h) {
   const auto& d = std::get<MatmulDesc>(op.desc);
-  const std::int64_t w = accel::overflow_window(d.k);
+  const bool int_bias = op.op == OpKind::qlinear_matmul && d.has_bias;
+  // One more term than K for qlinear_matmul's int32 bias: |C| + |bias| stays inside int32.
+  const std::int64_t w = accel::overflow_window(int_bias ? d.k + 1 : d.k);
   h.inputs.push_back(accel::window_codes(rng, d.a, d.a_shape(), w));
   h.inputs.push_back(accel::window_codes(rng, d.b, d.b_shape(), w));
   if (op.op == OpKind::matmul_dequant && d.has_bias)
     h.inputs.push_back(
         accel::float_bytes(FloatType::f32, accel::normal_floats(rng, layout.inputs[2].count, 1.0)));
+  if (int_bias) {
+    const std::int64_t limit = std::min<std::int64_t>(std::int64_t{1} << 20, w * w);
+    std::vector<std::int32_t> b(static_cast<std::size_t>(d.n));
+    for (auto& v : b) v = static_cast<std::int32_t>(accel::uniform(rng, -limit, limit));
+    h.inputs.push_back(accel::int32_bytes(b));
+  }
 }
 
 void weight_only_inputs(const OpDesc& op, const IoLayout& layout, Rng& rng, bool, HostArrays& h) {

@@ -139,6 +139,13 @@ json qdq_case(QdqCase c, std::mt19937_64& g, const fs::path& dir, Accelerator& a
                   {"qforge_scale", scale},
                   {"qforge_zero_point", zero_point},
                   {"qforge_output", c.name + "." + l.name + ".output.pb"}};
+    // The int8 path: qforge's output is already the next layer's codes (ort_check.py allows one
+    // step of them, within their range).
+    if (l.int8_output)
+      layer["int8_output"] = {{"scale", l.int8_output->scale()},
+                              {"zero_point", l.int8_output->zero_point()},
+                              {"qmin", l.int8_output->qmin()},
+                              {"qmax", l.int8_output->qmax()}};
     layers.push_back(std::move(layer));
   }
   TensorMap outputs;

@@ -149,6 +149,15 @@ def check_qdq(case, d, report):
         bound = layer_bound(layer, inits, a_q, a_x, sa_q, za_q, sa_x, za_x)
         y_q = load(d / layer["qforge_output"]).astype(np.float64).reshape(-1, n)
         y_x = seen[layer["output_tensor"]].astype(np.float64).reshape(-1, n)
+        if layer.get("int8_output"):
+            # The int8 path: qforge's output is the next layer's codes (its int32 bias rounded to
+            # sa * sb[n], requantized, saturated); ORT's the float before that layer's
+            # QuantizeLinear. Within the codes' range they differ by at most one step.
+            o = layer["int8_output"]
+            step = float(np.float32(o["scale"]))
+            lo, hi = ((o["qmin"] - o["zero_point"]) * step, (o["qmax"] - o["zero_point"]) * step)
+            y_x = np.clip(y_x, lo, hi)
+            bound = np.full(y_q.shape, 1.01 * step)
         ratio = np.abs(y_x - y_q) / bound
         worst = np.unravel_index(np.argmax(ratio), ratio.shape)
         print(f"qdq {lname}: {flipped} of {a_q.size} A codes differ (max {max_diff}), "

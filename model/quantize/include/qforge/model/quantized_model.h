@@ -67,7 +67,8 @@ struct QuantizedLayerInfo {
   std::string op_type;
   std::string input;  // the activation tensor (MatMul/Gemm's A, Conv's X)
   // The float output Y; for a Conv whose output only a Relu or Clip reads, that node's output
-  // (it is fused into the convolution's clamp, conv->activation = relu or clamp).
+  // (it is fused into the convolution's clamp, conv->activation = relu or clamp); likewise for
+  // a MatMul or Gemm on the int8 path (matmul->activation).
   std::string output;
   ActivationMode mode = ActivationMode::static_range;  // not meaningful when weight_only
   // Weight-only (the rule quantizes no activations): the layer is one matmul_weight_only plan
@@ -90,16 +91,21 @@ struct QuantizedLayerInfo {
   // each batch brings its own; on the int8 path it runs as qlinear_conv with y_params =
   // int8_output and bias_i32, NHWC when nhwc). Empty for MatMul and Gemm.
   std::optional<ConvDesc> conv;
+  // MatMul and Gemm layers with static or explicit activations: the matmul as it runs,
+  // matmul_dequant, or on the int8 path qlinear_matmul (y = int8_output, has_bias with
+  // bias_i32, a fused Relu or Clip in activation). Empty for Conv, dynamic and weight-only layers.
+  std::optional<MatmulDesc> matmul;
   // The int8 path between static layers. int8_output: the output leaves as codes at these
   // params, the input params of the one quantized layer that reads it (through MaxPool,
-  // Flatten, Reshape, Squeeze or Unsqueeze, which then run on the codes): the layer runs
-  // qlinear_conv (bias as int32 at sx * sw[o], a fused Relu as the clamp of the codes) instead
-  // of conv_dequant followed by that layer's quantize. int8_input: the input arrives as such
+  // Flatten, Reshape, Squeeze or Unsqueeze, which then run on the codes; for a MatMul or Gemm,
+  // through a Relu or Clip it fuses): the layer runs qlinear_conv or qlinear_matmul (bias as
+  // int32 at sx * sw[o], a fused Relu as the clamp of the codes) instead of conv_dequant or
+  // matmul_dequant followed by that layer's quantize. int8_input: the input arrives as such
   // codes, so the layer has no quantize of its own.
   bool int8_input = false;
   std::optional<QuantizationParams> int8_output;
-  // With int8_output and a bias: the bias as qlinear_conv adds it, int32 at scale sx * sw[o]
-  // (rounded half to even; export_c rounds the same way). Empty otherwise.
+  // With int8_output and a bias: the bias as qlinear_conv or qlinear_matmul adds it, int32 at
+  // scale sx * sw[o] (rounded half to even; export_c rounds the same way). Empty otherwise.
   std::vector<std::int32_t> bias_i32;
   // The int8 path in NHWC: a chain of such convs from one with a single input channel (whose
   // NCHW codes are NHWC codes) to a MatMul or Gemm behind a Flatten runs its convs in NHWC
@@ -174,7 +180,7 @@ class QFORGE_QUANTIZE_API QuantizedModel {
   std::vector<QuantizedLayerInfo> info_;
   std::vector<SkippedNode> skipped_;
   std::vector<std::ptrdiff_t> layer_of_node_;  // -1 for float nodes
-  std::vector<bool> fused_relu_;               // Relu and Clip nodes a conv layer's clamp computes
+  std::vector<bool> fused_relu_;               // Relu and Clip nodes a layer's clamp computes
   std::vector<std::ptrdiff_t> prelude_layer_;  // by node: the layer computing it, else -1
   // Tensors of the int8 path, by name: they hold codes at these params.
   std::map<std::string, QuantizationParams, std::less<>> int8_tensors_;
