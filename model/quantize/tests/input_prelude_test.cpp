@@ -57,7 +57,9 @@ TEST(InputPrelude, TheFusedNormalizationGivesTheSameOutputs) {
       ASSERT_EQ(a.size(), b.size());
       EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
       // And within the calibrated range both are the float model's within quantization error.
-      if (round == 0) EXPECT_GT(sqnr_db(p.float_model->run(batch).at("y"), fused.at("y")), 20.0);
+      if (round == 0) {
+        EXPECT_GT(sqnr_db(p.float_model->run(batch).at("y"), fused.at("y")), 20.0);
+      }
     }
   }
 }
