@@ -89,8 +89,6 @@ void QuantizationOps::qlinear_matmul_packed(const MatmulDesc& desc, const void* 
   qlinear_matmul(desc, a, copied(*this, desc, b).data(), y);
 }
 
-bool QuantizationOps::select_device(int index) { return index == 0; }
-
 void QuantizationOps::conv(OpKind op, const ConvDesc&, const void*, const void*, const void*,
                            void*) {
   throw Error(ErrorCode::unsupported, name() + ": " + std::string(to_string(op)) +
