@@ -42,19 +42,15 @@ std::vector<DeviceInfo> ScalarOps::devices() const {
   return {host};
 }
 
-Support ScalarOps::supports(const OpDesc& op) const { return check_descriptor(op); }
-
-void ScalarOps::set_kernel(const KernelChoice& choice) {
-  if (!choice.name.empty() && choice.name != kKernelName)
-    throw Error(ErrorCode::unsupported,
-                "cpu_scalar: unknown kernel '" + choice.name + "'; expected '" + kKernelName +
-                    "' (the only one) or an empty name for the backend's choice");
+Support ScalarOps::supports(const OpDesc& op, int device) const {
+  if (device != 0)
+    return Support::no("cpu_scalar: device " + std::to_string(device) + "; expected 0 (the host)");
+  return check_descriptor(op);
 }
 
-void ScalarOps::begin(const OpDesc& op) {
+void ScalarOps::begin(const OpDesc& op) const {
   const Support s = supports(op);
   if (!s.supported) throw Error(ErrorCode::unsupported, s.reason);
-  last_kernel_ = kKernelName;
 }
 
 void ScalarOps::quantize(const QuantizeDesc& desc, const void* x, void* q) {

@@ -22,9 +22,8 @@ class ScalarOps final : public QuantizationOps {
   std::vector<DeviceInfo> devices() const override;
   bool host_memory() const override { return true; }
 
-  Support supports(const OpDesc& op) const override;
-  std::string last_kernel() const override { return last_kernel_; }
-  void set_kernel(const KernelChoice& choice) override;
+  using QuantizationOps::supports;
+  Support supports(const OpDesc& op, int device) const override;
   // Plans run the reference directly: concurrent, nothing kept on this instance.
   std::shared_ptr<const Plan> plan(const OpDesc& op, const PlanRequest& request) override;
 
@@ -51,11 +50,8 @@ class ScalarOps final : public QuantizationOps {
                        float* dw, float* db) override;
 
  private:
-  // Throws ErrorCode::unsupported with supports()'s reason when it says no; otherwise records
-  // the kernel about to run.
-  void begin(const OpDesc& op);
-
-  std::string last_kernel_;
+  // Throws ErrorCode::unsupported with supports()'s reason when it says no.
+  void begin(const OpDesc& op) const;
 };
 
 }  // namespace qforge::cpu_scalar

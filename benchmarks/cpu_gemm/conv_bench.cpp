@@ -123,10 +123,7 @@ std::vector<std::string> run_conv_benchmarks(QuantizationOps& x86, QuantizationO
     double dnnl = 0;
     std::string dnnl_kernel;
     if (onednn && onednn->supports(op).supported) {
-      dnnl = plan_seconds(*onednn, op, o, opt, nullptr, opt.min_runs);
-      const void* bias = o.in.size() > 2 ? o.in[2].data() : nullptr;
-      onednn->conv(op.op, d, o.in[0].data(), o.in[1].data(), bias, o.out[0].data());
-      dnnl_kernel = onednn->last_kernel();
+      dnnl = plan_seconds(*onednn, op, o, opt, &dnnl_kernel, opt.min_runs);
     } else if (onednn) {
       dnnl_kernel = "refused";
     }

@@ -52,7 +52,10 @@ Result time_plugin(QuantizationOps& ops, const MatmulDesc& d, const std::vector<
       opt.min_time_s, opt.min_runs);
   r.gops = 2.0 * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k) /
            t.median_s * 1e-9;
-  r.kernel = ops.last_kernel();
+  // The kernel the per-call op chose for B's values, as a plan with B fixed names it.
+  PlanRequest fixed_b{0, "", {nullptr, b}};
+  if (d.has_bias) fixed_b.weights.push_back(nullptr);
+  r.kernel = ops.plan({OpKind::matmul_dequant, d}, fixed_b)->kernel();
   r.ran = true;
   return r;
 }

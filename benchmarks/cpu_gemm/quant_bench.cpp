@@ -123,7 +123,10 @@ std::vector<std::string> run_quant_benchmarks(QuantizationOps& x86, Quantization
         ox = fixed(traffic / run(*onednn).median_s * 1e-9, 1);
       const std::string name = std::string(quant ? "quantize " : "dequantize ") + c.name;
       std::printf("%-30s cpu_x86 %6.1f GB/s (%s)  %.2f of memcpy %.1f GB/s\n", name.c_str(), gx,
-                  x86.last_kernel().c_str(), gx / memcpy_gbs, memcpy_gbs);
+                  x86.plan({quant ? OpKind::quantize : OpKind::dequantize, d}, PlanRequest{})
+                      ->kernel()
+                      .c_str(),
+                  gx / memcpy_gbs, memcpy_gbs);
       std::fflush(stdout);
       table.push_back(pad(name, 30) + pad(fixed(gx, 1), 14) + pad(fixed(gx / memcpy_gbs, 2), 11) +
                       pad(fixed(memcpy_s / tx.median_s, 2), 15) + pad(ox, 13) +

@@ -153,7 +153,7 @@ void blockwise_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_g
                 QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 0, sb_col));
     auto run8 = [&] { ops.matmul_dequant(d8desc, da->data(), db8->data(), bias_p, dy->data()); };
     run8();
-    const std::string k8 = ops.last_kernel();
+    const std::string k8 = ops.plan({OpKind::matmul_dequant, d8desc}, PlanRequest{})->kernel();
     const float ms8 = time_ms(run8, 2, reps);
     const double b8_bytes = static_cast<double>(s.n * s.k + s.n * 4);
     add("int8 per-channel " + short_name(k8), shape, ms8, ops_count / (ms8 * 1e-3) / 1e9, "GOPS",
@@ -167,7 +167,7 @@ void blockwise_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_g
     const double b4_bytes = static_cast<double>(s.n * s.k / 2 + s.n * blocks * 4);
     auto run_direct = [&] { ops.matmul_dequant(d4, da->data(), db4->data(), bias_p, dy->data()); };
     run_direct();
-    const std::string k4 = ops.last_kernel();
+    const std::string k4 = ops.plan({OpKind::matmul_dequant, d4}, PlanRequest{})->kernel();
     bool ok = spot_check(dy->data(), a, b4, sb_blk, sa, bias, s.m, s.n, s.k, rng);
     float ms = time_ms(run_direct, 2, reps);
     add("int4 blk32 op host params " + short_name(k4), shape, ms, ops_count / (ms * 1e-3) / 1e9,

@@ -114,8 +114,8 @@ void conv_section(QuantizationOps& ops, QuantizationOps* cpu, std::mt19937_64& r
           anchor_name = "cuBLASLt s8 GEMM same MACs";
         }
       }
-      add(std::string(l.name) + " [" + ops.last_kernel() + "]", shape, ms, tops, "TOPS",
-          anchor_name, anchor, "report", ok);
+      add(std::string(l.name) + " [" + ops.plan({op, d}, PlanRequest{})->kernel() + "]", shape, ms,
+          tops, "TOPS", anchor_name, anchor, "report", ok);
       {
         // Without the int32 bias the call queues its kernels and returns; with it, the call
         // waits for the overflow flag (docs/CUDA.md, "Convolution").
@@ -127,8 +127,9 @@ void conv_section(QuantizationOps& ops, QuantizationOps* cpu, std::mt19937_64& r
             2.0 * macs / (ms_nb * 1e-3) / 1e12, "TOPS", anchor_name, anchor, "report", true);
       }
       {
-        // Every kernel the plugin lists for the shape, forced, without the bias (batch 1: with
-        // it too, checked bit for bit), so that one run compares the tiles the choice weighs.
+        // Every kernel the plugin lists for the shape, through plans of it, without the bias
+        // (batch 1: with it too, checked bit for bit), so that one run compares the tiles the
+        // choice weighs.
         std::vector<std::uint8_t> want;
         if (batch == 1) {
           want.resize(ybytes);
@@ -137,20 +138,25 @@ void conv_section(QuantizationOps& ops, QuantizationOps* cpu, std::mt19937_64& r
         ConvDesc nb = d;
         nb.bias = ConvBias::none;
         for (const auto& kernel : ops.supports({op, d}).kernels) {
-          ops.set_kernel({kernel});
           bool same = true;
           if (batch == 1) {
-            run();
+            std::vector<const void*> in{dx->data(), dw->data()};
+            if (d.bias != ConvBias::none) in.push_back(db->data());
+            ops.plan({op, d}, PlanRequest{ops.default_device(), kernel, {}})
+                ->run(in, std::vector<void*>{dy->data()});
             std::vector<std::uint8_t> got(ybytes);
             ops.copy_to_host(got.data(), *dy, 0, ybytes);
             same = got == want;
           }
+          const auto plan = ops.plan({op, nb}, PlanRequest{ops.default_device(), kernel, {}});
           const float k_ms = time_ms(
-              [&] { ops.conv(op, nb, dx->data(), dw->data(), nullptr, dy->data()); }, 3, reps);
-          std::printf("    forced %-58s %.4f ms no bias (%.1f TOPS)%s\n", kernel.c_str(), k_ms,
+              [&] {
+                plan->run({dx->data(), dw->data()}, {dy->data()});
+              },
+              3, reps);
+          std::printf("    plan of %-55s %.4f ms no bias (%.1f TOPS)%s\n", kernel.c_str(), k_ms,
                       2.0 * macs / (k_ms * 1e-3) / 1e12, same ? "" : "  WRONG RESULT");
         }
-        ops.set_kernel({});
       }
       if (cpu) {
         // The CPU plugin on this host's cores, host memory.
@@ -166,7 +172,7 @@ void conv_section(QuantizationOps& ops, QuantizationOps* cpu, std::mt19937_64& r
             n;
         std::printf("    %s on this host: %.3f ms (%.2f TOPS); cuda is %.1fx faster [%s]\n",
                     cpu->name().c_str(), cms, 2.0 * macs / (cms * 1e-3) / 1e12, cms / ms,
-                    cpu->last_kernel().c_str());
+                    cpu->plan({op, d}, PlanRequest{})->kernel().c_str());
       }
     }
 }

@@ -26,6 +26,7 @@
 #include "bench_conv.h"
 #include "kernels/rowwise.h"
 #include "qforge/error.h"
+#include "qforge/plan.h"
 #include "qforge/registry.h"
 
 using namespace qforge;
@@ -109,6 +110,13 @@ bool spot_check(QuantizationOps& ops, const Dev& out, bool is_float,
   return true;
 }
 
+// A plan of `op` with `kernel` (empty: the plugin's own choice) on the default device, every
+// operand given on each run.
+std::shared_ptr<const Plan> plan_of(QuantizationOps& ops, const OpDesc& op,
+                                    const std::string& kernel) {
+  return ops.plan(op, PlanRequest{ops.default_device(), kernel, {}});
+}
+
 void gemm_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_gbps) {
   std::printf("\nint8 GEMM, A[M,K] x B[N,K]^T (nk), int32 accumulation\n");
   struct Shape {
@@ -159,12 +167,10 @@ void gemm_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_gbps) 
       if (s.all_kernels && (kernel.find("32x128") != std::string::npos ||
                             kernel.find("skinny") != std::string::npos))
         continue;  // built for skinny M
-      ops.set_kernel({kernel});
-      auto run = [&] {
-        ops.matmul_dequant(d, da.p(), db.p(), static_cast<const float*>(dsb.p()), dc.p());
-      };
+      const auto plan = plan_of(ops, {OpKind::matmul_dequant, d}, kernel);
+      auto run = [&] { plan->run({da.p(), db.p(), dsb.p()}, {dc.p()}); };
       run();
-      const std::string used = ops.last_kernel();
+      const std::string used = plan->kernel();
       const bool ok = spot_check(ops, dc, true, a, b, s.m, s.n, s.k, sa, sb, bias, rng);
       const float ms = time_ms(run, 3, g_reps);
       const double tops = ops_count / (ms * 1e-3) / 1e12;
@@ -199,15 +205,13 @@ void gemm_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_gbps) 
             used.c_str(), ms, ten, host_us, empty_us);
       }
     }
-    ops.set_kernel({});
     if (!s.all_kernels && s.m <= 32) {
       // The skinny kernel's ring depth (QFORGE_CUDA_SKINNY_STAGES), same data.
       for (const char* stages : {"2", "3", "4", "6"}) {
         setenv("QFORGE_CUDA_SKINNY_STAGES", stages, 1);
-        ops.set_kernel({"s8_gemm_mma_m16n8k32_skinny_32x32"});
-        auto run = [&] {
-          ops.matmul_dequant(d, da.p(), db.p(), static_cast<const float*>(dsb.p()), dc.p());
-        };
+        const auto plan =
+            plan_of(ops, {OpKind::matmul_dequant, d}, "s8_gemm_mma_m16n8k32_skinny_32x32");
+        auto run = [&] { plan->run({da.p(), db.p(), dsb.p()}, {dc.p()}); };
         run();
         const bool ok = spot_check(ops, dc, true, a, b, s.m, s.n, s.k, sa, sb, bias, rng);
         const float ms = time_ms(run, 3, g_reps);
@@ -216,7 +220,6 @@ void gemm_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_gbps) 
              "report", ok});
       }
       unsetenv("QFORGE_CUDA_SKINNY_STAGES");
-      ops.set_kernel({});
     }
     if (!s.all_kernels && s.m > 32) {
       // The wgmma kernel's split-K factor (QFORGE_CUDA_WGMMA_SPLITS), same data.
@@ -228,8 +231,9 @@ void gemm_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_gbps) 
         run();
         const bool ok = spot_check(ops, dc, true, a, b, s.m, s.n, s.k, sa, sb, bias, rng);
         const float ms = time_ms(run, 3, g_reps);
-        add({std::string("  ") + ops.last_kernel() + " splits=" + splits, shape, ms,
-             ops_count / (ms * 1e-3) / 1e12, "TOPS", "x cuBLASLt", lt_tops, "report", ok});
+        add({"  " + plan_of(ops, {OpKind::matmul_dequant, d}, "")->kernel() + " splits=" + splits,
+             shape, ms, ops_count / (ms * 1e-3) / 1e12, "TOPS", "x cuBLASLt", lt_tops, "report",
+             ok});
       }
       unsetenv("QFORGE_CUDA_WGMMA_SPLITS");
     }
@@ -240,7 +244,7 @@ void gemm_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_gbps) 
         ops.matmul_dequant_packed(d, da.p(), *packed, static_cast<const float*>(dsb.p()), dc.p());
       };
       run();
-      const std::string used = ops.last_kernel();
+      const std::string used = plan_of(ops, {OpKind::matmul_dequant, d}, "")->kernel();
       const bool ok = spot_check(ops, dc, true, a, b, s.m, s.n, s.k, sa, sb, bias, rng);
       const float ms = time_ms(run, 3, g_reps);
       add({"dequant f32+bias packed " + used, shape, ms, ops_count / (ms * 1e-3) / 1e12, "TOPS",
@@ -251,7 +255,7 @@ void gemm_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_gbps) 
   }
 }
 
-// One square GEMM through matmul_integer with a forced kernel; returns the median ms.
+// One square GEMM through a plan of matmul_integer with `kernel`; returns the median ms.
 float square_gemm_ms(QuantizationOps& ops, std::int64_t s, const std::string& kernel, int reps,
                      bool batch_too, std::mt19937_64& rng, bool& ok) {
   const auto a = random_s8(static_cast<std::size_t>(s * s), rng);
@@ -264,8 +268,8 @@ float square_gemm_ms(QuantizationOps& ops, std::int64_t s, const std::string& ke
                QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f),
                QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f),
                MatrixLayout::nk};
-  ops.set_kernel({kernel});
-  auto run = [&] { ops.matmul_integer(d, da.p(), db.p(), static_cast<std::int32_t*>(dc.p())); };
+  const auto plan = plan_of(ops, {OpKind::matmul_integer, d}, kernel);
+  auto run = [&] { plan->run({da.p(), db.p()}, {dc.p()}); };
   run();
   ok = spot_check(ops, dc, false, a, b, s, s, s, 1.0f, {}, {}, rng);
   const float ms = reps > 0 ? time_ms(run, 2, reps) : 0.0f;
@@ -280,7 +284,6 @@ float square_gemm_ms(QuantizationOps& ops, std::int64_t s, const std::string& ke
     std::printf("    %s %lld^3: per call %.4f ms, 10 back-to-back %.4f ms each\n", kernel.c_str(),
                 static_cast<long long>(s), ms, ten / 10);
   }
-  ops.set_kernel({});
   return ms;
 }
 
@@ -331,14 +334,13 @@ void dp4a_section(QuantizationOps& ops, std::mt19937_64& rng, double dp4a_peak) 
                QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f),
                QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f),
                MatrixLayout::nk};
-  ops.set_kernel({"s8_gemm_dp4a_128x128"});
-  auto run = [&] { ops.matmul_integer(d, da.p(), db.p(), static_cast<std::int32_t*>(dc.p())); };
+  const auto plan = plan_of(ops, {OpKind::matmul_integer, d}, "s8_gemm_dp4a_128x128");
+  auto run = [&] { plan->run({da.p(), db.p()}, {dc.p()}); };
   run();
   const bool ok = spot_check(ops, dc, false, a, b, m, n, k, 1.0f, {}, {}, rng);
   const float ms = time_ms(run, 1, 5);
   add({"matmul_integer s8_gemm_dp4a_128x128", dims(m, n, k), ms,
        2.0 * m * n * k / (ms * 1e-3) / 1e12, "TOPS", "x dp4a peak", dp4a_peak, ">= 0.6x", ok});
-  ops.set_kernel({});
 }
 
 void quantize_section(QuantizationOps& ops, std::mt19937_64& rng, double copy_gbps) {
@@ -475,7 +477,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
-    const DeviceInfo dev = ops->devices().at(static_cast<std::size_t>(ops->device_index()));
+    const DeviceInfo dev = ops->devices().at(static_cast<std::size_t>(ops->default_device()));
     const int sms = std::stoi(dev.properties.at("multiprocessors"));
     std::printf("device: %s, sm_%s, %d SMs, %.1f GiB, driver %s\n", dev.name.c_str(),
                 dev.properties.at("compute_capability").c_str(), sms,

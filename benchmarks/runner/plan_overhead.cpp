@@ -3,9 +3,8 @@
 // matmul_integer with B fixed. Three ways, in one process on the same operands (in the plugin's
 // own memory, so device plugins are measured too):
 //   call/     the per-call op (checks its descriptor on every call)
-//   callplan/ the generic plan (QuantizationOps::plan's default: the instance's lock,
-//             select_device and set_kernel on every run), what vulkan and onednn used before
-//             their own plans
+//   callplan/ the generic plan (QuantizationOps::plan's default: the per-call op under the
+//             instance's lock), what vulkan and onednn used before their own plans
 //   plan/     the plugin's own plan (QuantizationOps::plan as the plugin overrides it)
 //   make/     making that plan, no weights fixed: what a call through the accelerator pays when
 //             its descriptor has no plan yet (params that change on every call)
@@ -67,14 +66,14 @@ void per_call(benchmark::State& state, QuantizationOps* ops, OpDesc op) {
                             static_cast<std::int32_t*>(o.out[0]));
     }
   }
-  state.SetLabel(ops->last_kernel());
+  state.SetLabel(ops->plan(op, PlanRequest{ops->default_device(), "", {}})->kernel());
 }
 
 // generic: the default QuantizationOps::plan, called past the plugin's override.
 void through_plan(benchmark::State& state, QuantizationOps* ops, OpDesc op, bool generic) {
   Operands o(*ops, op);
   PlanRequest request;
-  request.device = ops->device_index();
+  request.device = ops->default_device();
   if (op.op == OpKind::matmul_integer) request.weights = {nullptr, o.host_in[1]};
   const auto plan = generic ? ops->QuantizationOps::plan(op, request) : ops->plan(op, request);
   std::vector<const void*> in = o.in;
@@ -86,7 +85,7 @@ void through_plan(benchmark::State& state, QuantizationOps* ops, OpDesc op, bool
 
 void make_plan(benchmark::State& state, QuantizationOps* ops, OpDesc op) {
   PlanRequest request;
-  request.device = ops->device_index();
+  request.device = ops->default_device();
   for (auto _ : state) benchmark::DoNotOptimize(ops->plan(op, request));
 }
 

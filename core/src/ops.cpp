@@ -97,8 +97,6 @@ void QuantizationOps::qlinear_matmul_bias(const MatmulDesc&, const void*, const 
                                           "claims it");
 }
 
-bool QuantizationOps::select_device(int index) { return index == 0; }
-
 void QuantizationOps::conv(OpKind op, const ConvDesc&, const void*, const void*, const void*,
                            void*) {
   throw Error(ErrorCode::unsupported, name() + ": " + std::string(to_string(op)) +

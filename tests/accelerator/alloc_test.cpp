@@ -58,11 +58,9 @@ TEST(HotPath, DispatchAddsNoAllocation) {
   ASSERT_EQ(dec.id.label(), "acc_good[0]/slow");
 
   constexpr int kCalls = 50;
+  const auto plan = dec.ops->plan(w.op, PlanRequest{0, "slow", {}});
   long before = g_allocations.load();
-  for (int i = 0; i < kCalls; ++i) {
-    dec.ops->set_kernel(KernelChoice{"slow"});
-    dec.ops->matmul_integer(d, a.data(), b.data(), c.data());
-  }
+  for (int i = 0; i < kCalls; ++i) plan->run({a.data(), b.data()}, {c.data()});
   const long direct = g_allocations.load() - before;
   before = g_allocations.load();
   for (int i = 0; i < kCalls; ++i) acc.matmul_integer(d, a.data(), b.data(), c.data());

@@ -121,7 +121,6 @@ TEST_F(CQuantize, MatchesReferenceBitForBit) {
         reference::quantize(d, x.data(), want.data());
         ops_->quantize(d, x.data(), got.data());
         EXPECT_EQ(got, want);
-        EXPECT_EQ(ops_->last_kernel(), "c_scalar");
         const auto plan = ops_->plan({OpKind::quantize, d}, {});
         EXPECT_EQ(plan->kernel(), "c_scalar");
         EXPECT_EQ(plan->concurrency(), PlanConcurrency::concurrent);
@@ -139,19 +138,18 @@ TEST_F(CQuantize, KernelChoiceReachesThePlugin) {
   const QuantizeDesc d{{5}, QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 3)};
   const std::vector<float> x{0.0f, 1.0f, -1.0f, 2.25f, 100.0f};
   std::vector<std::uint8_t> q(5);
-  ops_->set_kernel({"c_scalar"});
-  ops_->quantize(d, x.data(), q.data());
+  const auto plan = ops_->plan({OpKind::quantize, d}, PlanRequest{0, "c_scalar", {}});
+  EXPECT_EQ(plan->kernel(), "c_scalar");
+  plan->run({x.data()}, {q.data()});
   // 2.25 / 0.5 = 4.5 rounds to the even 4.
   EXPECT_EQ(q, (std::vector<std::uint8_t>{3, 5, 1, 7, 203}));
-  ops_->set_kernel({"no_such_kernel"});
   try {
-    ops_->quantize(d, x.data(), q.data());
-    ADD_FAILURE() << "an unknown kernel ran";
+    ops_->plan({OpKind::quantize, d}, PlanRequest{0, "no_such_kernel", {}});
+    ADD_FAILURE() << "a plan of an unknown kernel was made";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::unsupported);
     EXPECT_NE(std::string(e.what()).find("no_such_kernel"), std::string::npos) << e.what();
   }
-  ops_->set_kernel({});
 }
 
 }  // namespace

@@ -68,8 +68,8 @@ TEST_P(PluginBasics, IdentityAndDevices) {
   const auto devices = ops.devices();
   ASSERT_FALSE(devices.empty()) << "a usable plugin exposes at least one device";
   EXPECT_FALSE(devices.front().name.empty());
-  EXPECT_GE(ops.device_index(), 0);
-  EXPECT_LT(ops.device_index(), static_cast<int>(devices.size()));
+  EXPECT_GE(ops.default_device(), 0);
+  EXPECT_LT(ops.default_device(), static_cast<int>(devices.size()));
 }
 
 // The memory path every op test relies on: bytes written through the plugin (copy_to_device

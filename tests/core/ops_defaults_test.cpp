@@ -19,9 +19,8 @@ class RecordingOps final : public QuantizationOps {
   Availability availability() const override { return {true, 1, {}}; }
   std::vector<DeviceInfo> devices() const override { return {{"host", "cpu", 0, {}}}; }
   bool host_memory() const override { return true; }
-  Support supports(const OpDesc&) const override { return Support::yes({"recording"}); }
-  std::string last_kernel() const override { return "recording"; }
-  void set_kernel(const KernelChoice&) override {}
+  using QuantizationOps::supports;
+  Support supports(const OpDesc&, int) const override { return Support::yes({"recording"}); }
   void quantize(const QuantizeDesc&, const void*, void*) override {}
   void dequantize(const QuantizeDesc&, const void*, float*) override {}
   void requantize(const RequantizeDesc&, const std::int32_t*, void*) override {}

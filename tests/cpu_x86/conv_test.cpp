@@ -1,14 +1,15 @@
 // cpu_x86's convolution beyond the conformance grid: every kernel that runs convolutions (the
-// GEMM kernels through im2col, the direct depthwise and short-reduction kernels) forced with
-// set_kernel on random geometries large enough to cross the tiles and the 64-pixel tasks, both
-// layouts, groups, every dtype pair and weight granularity, batches small and split by image;
-// plans with prepacked weights; an int32 bias that overflows; the int32 reduction bound. Every
-// output equals the reference's bit for bit (the float epilogue follows the reference's order of
-// operations).
+// GEMM kernels through im2col, the direct depthwise and short-reduction kernels) run through
+// plans of each on random geometries (drawn until supports() lists the kernel) large enough to
+// cross the tiles and the 64-pixel tasks, both layouts, groups, every dtype pair and weight
+// granularity, batches small and split by image; plans with prepacked weights; an int32 bias that
+// overflows; the int32 reduction bound. Every output equals the reference's bit for bit (the float
+// epilogue follows the reference's order of operations).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <thread>
 
 #include "qforge/error.h"
@@ -164,28 +165,40 @@ class CpuX86Conv : public ::testing::TestWithParam<std::string> {
     if (!loaded_.ops->availability().usable) GTEST_SKIP() << loaded_.ops->availability().reason;
     std::string why;
     if (!kernel_runnable(*loaded_.ops, GetParam(), &why)) GTEST_SKIP() << why;
-    loaded_.ops->set_kernel({GetParam()});
   }
-  Family family() const { return family_of(GetParam()); }
+  // A random case of `op` that supports() offers the kernel under test for.
+  ConvCase case_for(Rng& rng, OpKind op, std::int64_t max_n = 2) const {
+    for (int tries = 0; tries < 10000; ++tries) {
+      ConvCase c = random_case(rng, op, family_of(GetParam()), max_n);
+      const Support s = loaded_.ops->supports(OpDesc{op, c.d});
+      if (std::find(s.kernels.begin(), s.kernels.end(), GetParam()) != s.kernels.end()) return c;
+    }
+    throw std::runtime_error("no random " + std::string(to_string(op)) + " that " + GetParam() +
+                             " runs in 10000 draws");
+  }
+  // Runs c through a plan of the kernel under test into y; returns the kernel the plan ran.
+  std::string run(const ConvCase& c, Bytes& y) const {
+    const auto plan = loaded_.ops->plan(OpDesc{c.op, c.d}, PlanRequest{0, GetParam(), {}});
+    std::vector<const void*> in{c.x.data(), c.w.data()};
+    if (c.d.bias != ConvBias::none) in.push_back(c.bias.data());
+    plan->run(in, std::vector<void*>{y.data()});
+    return plan->kernel();
+  }
   Loaded loaded_;
 };
 
 TEST_P(CpuX86Conv, MatchesReferenceOnRandomGeometries) {
   SCOPED_TRACE(seed_text());
   Rng rng = test_rng();
-  QuantizationOps& ops = *loaded_.ops;
   for (int i = 0; i < 12; ++i)
     for (const OpKind op : {OpKind::conv_integer, OpKind::qlinear_conv, OpKind::conv_dequant}) {
-      const ConvCase c = random_case(rng, op, family());
+      const ConvCase c = case_for(rng, op);
       const Bytes want = reference_output(c);
       Bytes got(want.size(), 0xCD);
-      ops.conv(op, c.d, c.x.data(), c.w.data(), c.bias.empty() ? nullptr : c.bias.data(),
-               got.data());
+      const std::string ran = run(c, got);
       ASSERT_TRUE(got == want) << "case " << i << ": " << describe(OpDesc{op, c.d}) << " (kernel "
-                               << ops.last_kernel() << ")";
-      if (family() != Family::depthwise && GetParam().find("maddubs") == std::string::npos) {
-        ASSERT_EQ(ops.last_kernel(), GetParam());
-      }
+                               << ran << ")";
+      ASSERT_EQ(ran, GetParam());
     }
 }
 
@@ -197,13 +210,12 @@ TEST_P(CpuX86Conv, MatchesReferenceOnBatchesSplitByImage) {
   ops.set_option("threads", "2");
   for (int i = 0; i < 4; ++i)
     for (const OpKind op : {OpKind::conv_integer, OpKind::qlinear_conv, OpKind::conv_dequant}) {
-      ConvCase c = random_case(rng, op, family(), 9);
+      ConvCase c = case_for(rng, op, 9);
       const Bytes want = reference_output(c);
       Bytes got(want.size(), 0xCD);
-      ops.conv(op, c.d, c.x.data(), c.w.data(), c.bias.empty() ? nullptr : c.bias.data(),
-               got.data());
+      const std::string ran = run(c, got);
       ASSERT_TRUE(got == want) << "case " << i << ": " << describe(OpDesc{op, c.d}) << " (kernel "
-                               << ops.last_kernel() << ")";
+                               << ran << ")";
     }
 }
 

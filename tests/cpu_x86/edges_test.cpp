@@ -166,44 +166,57 @@ TEST_F(CpuX86Edges, MaddubsNeverRunsOnWeightsHoldingMinus128) {
   // vector packer handles (k < 28 for kn, k < 16 for nk with K = 30).
   for (const auto layout : {MatrixLayout::kn, MatrixLayout::nk}) {
     SCOPED_TRACE(std::string("b_layout ") + std::string(to_string(layout)));
-    loaded_.ops->set_kernel({});
     loaded_.ops->set_option("isa", "all");
     MatmulProblem p = random_problem(rng, 20, 20, 30, {false, true, false});
     p.desc.b = QuantizationParams::per_tensor_affine(DType::int8, 0.1f, 0);
     p.desc.b_layout = layout;
     p.b = random_codes(rng, DType::int8, 20 * 30, -127, 127);
     const std::size_t at = layout == MatrixLayout::kn ? 7 : 3 * 30 + 4;  // (k 0, n 7) or (n 3, k 4)
-    // Affine int8 weights may hold -128, so supports() does not offer maddubs for them.
-    const Support s = loaded_.ops->supports({OpKind::matmul_integer, p.desc});
+    // Affine int8 weights may hold -128, so supports() does not offer maddubs for them, and a
+    // plan asking for it is refused.
+    const OpDesc op{OpKind::matmul_integer, p.desc};
+    const Support s = loaded_.ops->supports(op);
     for (const auto& k : s.kernels) EXPECT_EQ(k.find("maddubs"), std::string::npos) << k;
-    // Forced anyway on weights that do hold -128 (|a| * 128 pairs could reach 32768 and
-    // saturate), the exact maddwd kernel runs instead and says so.
-    p.b[at] = 0x80;
-    loaded_.ops->set_kernel({"q8_gemm_4x16c4__avx2_maddubs"});
-    ASSERT_EQ(check_matmul(*loaded_.ops, OpKind::matmul_integer, p), "");
-    EXPECT_EQ(loaded_.ops->last_kernel(), "q8_gemm_2x16c4__avx2_maddwd");
-    // Without -128 the forced maddubs kernel runs.
-    p.b[at] = 0x81;
-    ASSERT_EQ(check_matmul(*loaded_.ops, OpKind::matmul_integer, p), "");
-    EXPECT_EQ(loaded_.ops->last_kernel(), "q8_gemm_4x16c4__avx2_maddubs");
-    // Automatic selection under an AVX2 restriction makes the same choice.
-    loaded_.ops->set_kernel({});
+    try {
+      loaded_.ops->plan(op, PlanRequest{0, "q8_gemm_4x16c4__avx2_maddubs", {}});
+      ADD_FAILURE() << "a maddubs plan was made for weights that may hold -128";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::unsupported) << e.what();
+    }
+    // With B fixed, the automatic choice under an AVX2 restriction looks at its values: the
+    // exact maddwd kernel for weights that hold -128 (|a| * 128 pairs could reach 32768 and
+    // saturate), maddubs for weights that hold none.
     loaded_.ops->set_option("isa", "avx2");
+    const RunWith fixed_b{.kernel = "", .fix_b = true, .packed = nullptr, .ran = nullptr};
+    std::string ran;
+    RunWith how = fixed_b;
+    how.ran = &ran;
+    p.b[at] = 0x80;
+    ASSERT_EQ(check_matmul(*loaded_.ops, OpKind::matmul_integer, p, how), "");
+    EXPECT_EQ(ran, "q8_gemm_2x16c4__avx2_maddwd");
+    p.b[at] = 0x81;
+    ASSERT_EQ(check_matmul(*loaded_.ops, OpKind::matmul_integer, p, how), "");
+    EXPECT_EQ(ran, "q8_gemm_4x16c4__avx2_maddubs");
+    // The per-call op (B packed on each call) is exact on weights holding -128 too.
     p.b[at] = 0x80;
     ASSERT_EQ(check_matmul(*loaded_.ops, OpKind::matmul_integer, p), "");
-    EXPECT_EQ(loaded_.ops->last_kernel(), "q8_gemm_2x16c4__avx2_maddwd");
   }
+  loaded_.ops->set_option("isa", "all");
 }
 
-TEST_F(CpuX86Edges, ForcedKernelOfAnotherOpIsRefused) {
-  loaded_.ops->set_kernel({"q8_quantize__avx2"});
-  const MatmulDesc d = desc(3, 3, 3);
-  std::vector<std::uint8_t> a(9), b(9);
-  std::vector<std::int32_t> c(9);
-  EXPECT_THROW(loaded_.ops->matmul_integer(d, a.data(), b.data(), c.data()), Error);
-  loaded_.ops->set_kernel({"reference"});
-  loaded_.ops->matmul_integer(d, a.data(), b.data(), c.data());
-  EXPECT_EQ(loaded_.ops->last_kernel(), "reference");
+// A plan asks for one of the kernels supports() lists: a kernel of another op, or the reference
+// (which the matmuls do not list: they always have a vector kernel), is refused.
+TEST_F(CpuX86Edges, KernelOfAnotherOpIsRefused) {
+  const OpDesc op{OpKind::matmul_integer, desc(3, 3, 3)};
+  for (const char* kernel : {"q8_quantize__avx2", "reference", "no_such_kernel"}) {
+    try {
+      loaded_.ops->plan(op, PlanRequest{0, kernel, {}});
+      ADD_FAILURE() << "a plan of " << kernel << " was made for a matmul";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::unsupported) << e.what();
+      EXPECT_NE(std::string(e.what()).find(kernel), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

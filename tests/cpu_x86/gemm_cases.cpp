@@ -1,5 +1,6 @@
 #include "gemm_cases.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "qforge/reference.h"
@@ -15,6 +16,31 @@ std::size_t out_bytes(OpKind op, const MatmulDesc& d) {
 template <class T>
 T pick(Rng& rng, std::initializer_list<T> v) {
   return *(v.begin() + static_cast<std::ptrdiff_t>(rng() % v.size()));
+}
+
+// The problems' float bias is matmul_dequant's: qlinear_matmul runs them without one (its
+// int32 bias is tested by the conformance suite).
+MatmulDesc desc_for(OpKind op, const MatmulProblem& p) {
+  MatmulDesc d = p.desc;
+  if (op == OpKind::qlinear_matmul) d.has_bias = false;
+  return d;
+}
+
+// Runs op through a plan of how.kernel into y; returns the kernel the plan ran.
+std::string run_plan(QuantizationOps& ops, OpKind op, const MatmulProblem& p, const RunWith& how,
+                     void* y) {
+  const OpDesc desc{op, desc_for(op, p)};
+  std::vector<const void*> in{p.a.data(), p.b.data()};
+  if (op == OpKind::matmul_dequant && p.desc.has_bias) in.push_back(p.bias.data());
+  PlanRequest request{0, how.kernel, {}};
+  if (how.fix_b) {
+    request.weights.assign(in.size(), nullptr);
+    request.weights[1] = p.b.data();
+  }
+  const auto plan = ops.plan(desc, request);
+  if (how.fix_b) in[1] = nullptr;  // the plan must not read it
+  plan->run(in, std::vector<void*>{y});
+  return plan->kernel();
 }
 
 }  // namespace
@@ -38,7 +64,8 @@ MatmulProblem random_problem(Rng& rng, std::int64_t m, std::int64_t n, std::int6
   const std::int64_t block = pick<std::int64_t>(rng, {4, 8, 32, 32, 36, 64});
   const std::int64_t b_pairs = bg == Granularity::block ? n * ((k + block - 1) / block) : n;
   const QuantizationParams ap = random_params(rng, at, ag, rng() % 3 == 0, m, 0);
-  const QuantizationParams bp = random_params(rng, bt, bg, rng() % 2 == 0, b_pairs,
+  // Symmetric B for the maddubs kernels: supports() offers them only for a scheme without -128.
+  const QuantizationParams bp = random_params(rng, bt, bg, opt.no_min || rng() % 2 == 0, b_pairs,
                                               layout == MatrixLayout::kn ? 1 : 0, block);
   MatmulProblem p{MatmulDesc{.m = m,
                              .n = n,
@@ -70,60 +97,60 @@ MatmulProblem random_problem(Rng& rng, std::int64_t m, std::int64_t n, std::int6
   return p;
 }
 
-namespace {
-
-// The problems' float bias is matmul_dequant's: qlinear_matmul runs them without one (its
-// int32 bias is tested by the conformance suite).
-MatmulDesc qlinear_desc(const MatmulProblem& p) {
-  MatmulDesc d = p.desc;
-  d.has_bias = false;
-  return d;
+bool offers(const QuantizationOps& ops, OpKind op, const MatmulProblem& p,
+            const std::string& kernel) {
+  const Support s = ops.supports(OpDesc{op, desc_for(op, p)});
+  return std::find(s.kernels.begin(), s.kernels.end(), kernel) != s.kernels.end();
 }
 
-}  // namespace
+std::int64_t rows_for(const std::string& kernel, std::int64_t m) {
+  if (kernel.starts_with("q8_gemm_") && m <= 16) return m + 16;
+  if (kernel.starts_with("q8_gemv_") && m > 16) return 16 - (m - 17) % 12;  // 5 to 16
+  return m;
+}
 
-std::vector<std::uint8_t> run_matmul(QuantizationOps& ops, OpKind op, const MatmulProblem& p) {
+std::vector<std::uint8_t> run_matmul(QuantizationOps& ops, OpKind op, const MatmulProblem& p,
+                                     const std::string& kernel) {
   std::vector<std::uint8_t> out(out_bytes(op, p.desc) + 64, 0xA5);
-  void* y = out.data();
-  switch (op) {
-    case OpKind::matmul_integer:
-      ops.matmul_integer(p.desc, p.a.data(), p.b.data(), static_cast<std::int32_t*>(y));
-      break;
-    case OpKind::matmul_dequant:
-      ops.matmul_dequant(p.desc, p.a.data(), p.b.data(), p.bias.data(), y);
-      break;
-    default: ops.qlinear_matmul(qlinear_desc(p), p.a.data(), p.b.data(), y); break;
-  }
+  run_plan(ops, op, p, {kernel}, out.data());
   return out;
 }
 
 std::string check_matmul(QuantizationOps& ops, OpKind op, const MatmulProblem& p,
-                         const PackedWeights* packed) {
+                         const RunWith& how) {
+  const PackedWeights* packed = how.packed;
+  const bool plan = !how.kernel.empty() || how.fix_b;
   const std::size_t bytes = out_bytes(op, p.desc);
   // Canary bytes after the output catch writes past its end.
   std::vector<std::uint8_t> want(bytes + 64, 0xA5), got(bytes + 64, 0x5A);
   void* w = want.data();
   void* g = got.data();
+  std::string ran;
+  if (plan) ran = run_plan(ops, op, p, how, g);
   switch (op) {
     case OpKind::matmul_integer:
       reference::matmul_integer(p.desc, p.a.data(), p.b.data(), static_cast<std::int32_t*>(w));
+      if (plan) break;
       if (packed)
         ops.matmul_integer_packed(p.desc, p.a.data(), *packed, static_cast<std::int32_t*>(g));
       else ops.matmul_integer(p.desc, p.a.data(), p.b.data(), static_cast<std::int32_t*>(g));
       break;
     case OpKind::matmul_dequant:
       reference::matmul_dequant(p.desc, p.a.data(), p.b.data(), p.bias.data(), w);
+      if (plan) break;
       if (packed) ops.matmul_dequant_packed(p.desc, p.a.data(), *packed, p.bias.data(), g);
       else ops.matmul_dequant(p.desc, p.a.data(), p.b.data(), p.bias.data(), g);
       break;
     default: {
-      const MatmulDesc d = qlinear_desc(p);
+      const MatmulDesc d = desc_for(op, p);
       reference::qlinear_matmul(d, p.a.data(), p.b.data(), w);
+      if (plan) break;
       if (packed) ops.qlinear_matmul_packed(d, p.a.data(), *packed, g);
       else ops.qlinear_matmul(d, p.a.data(), p.b.data(), g);
       break;
     }
   }
+  if (how.ran) *how.ran = ran;
   for (std::size_t i = bytes; i < bytes + 64; ++i)
     if (got[i] != 0x5A)
       return "wrote past the end of the output (byte " + std::to_string(i - bytes) + ")";
@@ -147,7 +174,7 @@ std::string check_matmul(QuantizationOps& ops, OpKind op, const MatmulProblem& p
       }
       return std::string(to_string(op)) + " differs at (" + std::to_string(e / p.desc.n) + ", " +
              std::to_string(e % p.desc.n) + "): " + vals + " for " + p.text() + " kernel " +
-             ops.last_kernel();
+             (plan ? ran : std::string("<backend's choice>"));
     }
   return {};
 }

@@ -29,19 +29,37 @@ struct MatmulProblem {
 
 struct ProblemOptions {
   bool blocked = false;  // block-wise B (nk)
-  bool no_min = false;   // B never holds -128 in the s8 domain (maddubs kernels)
+  bool no_min = false;   // B symmetric, never -128 in the s8 domain (maddubs kernels)
   bool qlinear = false;  // add output params
 };
 
 MatmulProblem random_problem(Rng& rng, std::int64_t m, std::int64_t n, std::int64_t k,
                              const ProblemOptions& opt);
 
-// Runs op (matmul_integer, matmul_dequant or qlinear_matmul) through ops, unpacked when
-// `packed` is null, and compares with the reference. Returns "" or what differed.
-std::string check_matmul(QuantizationOps& ops, OpKind op, const MatmulProblem& p,
-                         const PackedWeights* packed = nullptr);
+// Whether supports() lists `kernel` for op on p: a plan of it can be made.
+bool offers(const QuantizationOps& ops, OpKind op, const MatmulProblem& p,
+            const std::string& kernel);
+// m moved into the rows a GEMM kernel's role serves (supports() lists q8_gemm_ kernels above
+// 16 rows, q8_gemv_ kernels at 16 or fewer), keeping its offset from a tile edge.
+std::int64_t rows_for(const std::string& kernel, std::int64_t m);
 
-// The raw output bytes of op through ops (for determinism tests).
-std::vector<std::uint8_t> run_matmul(QuantizationOps& ops, OpKind op, const MatmulProblem& p);
+// How check_matmul runs the op: with an empty kernel, the per-call op (the backend's own
+// kernel; the *_packed op with `packed`); otherwise a plan of that kernel, B fixed when the plan
+// is made when `fix_b`. `ran`, when set, receives the kernel the plan ran ("" per call).
+struct RunWith {
+  std::string kernel;
+  bool fix_b = false;
+  const PackedWeights* packed = nullptr;
+  std::string* ran = nullptr;
+};
+
+// Runs op (matmul_integer, matmul_dequant or qlinear_matmul) through ops as `how` says and
+// compares with the reference. Returns "" or what differed.
+std::string check_matmul(QuantizationOps& ops, OpKind op, const MatmulProblem& p,
+                         const RunWith& how = {});
+
+// The raw output bytes of op through ops (for determinism tests): a plan of `kernel`.
+std::vector<std::uint8_t> run_matmul(QuantizationOps& ops, OpKind op, const MatmulProblem& p,
+                                     const std::string& kernel);
 
 }  // namespace qforge::cpu_x86_test

@@ -1,4 +1,4 @@
-// Every GEMM kernel of cpu_x86, forced with set_kernel (skipped with the reason when this CPU,
+// Every GEMM kernel of cpu_x86, run through plans of it (skipped with the reason when this CPU,
 // the build or the restriction rules it out), against the reference on random problems whose
 // shapes walk the tile edges: M and N of 1..8, powers of two +-1, primes; K not a multiple of
 // any tile depth.
@@ -23,7 +23,9 @@ class CpuX86Gemm : public ::testing::TestWithParam<std::string> {
     if (!loaded_.ops->availability().usable) GTEST_SKIP() << loaded_.ops->availability().reason;
     std::string why;
     if (!kernel_runnable(*loaded_.ops, GetParam(), &why)) GTEST_SKIP() << why;
-    loaded_.ops->set_kernel({GetParam()});
+  }
+  RunWith kernel(std::string* ran = nullptr, bool fix_b = false) const {
+    return {.kernel = GetParam(), .fix_b = fix_b, .packed = nullptr, .ran = ran};
   }
   bool blocked() const { return GetParam().find("_qbw_") != std::string::npos; }
   bool maddubs() const { return GetParam().find("maddubs") != std::string::npos; }
@@ -36,13 +38,15 @@ TEST_P(CpuX86Gemm, MatchesReferenceOnRandomShapes) {
   QuantizationOps& ops = *loaded_.ops;
   const ProblemOptions opt{blocked(), maddubs(), false};
   for (int i = 0; i < 40; ++i) {
-    const std::int64_t m = kM[rng() % kM.size()], n = kN[rng() % kN.size()],
+    const std::int64_t m = rows_for(GetParam(), kM[rng() % kM.size()]), n = kN[rng() % kN.size()],
                        k = kK[rng() % kK.size()];
     const MatmulProblem p = random_problem(rng, m, n, k, opt);
     for (OpKind op : {OpKind::matmul_integer, OpKind::matmul_dequant}) {
-      const std::string err = check_matmul(ops, op, p);
+      ASSERT_TRUE(offers(ops, op, p, GetParam())) << p.text();
+      std::string ran;
+      const std::string err = check_matmul(ops, op, p, kernel(&ran));
       ASSERT_EQ(err, "") << "case " << i;
-      ASSERT_EQ(ops.last_kernel(), GetParam());
+      ASSERT_EQ(ran, GetParam());
     }
   }
 }
@@ -56,10 +60,11 @@ TEST_P(CpuX86GemmRequant, RequantizingEpilogueMatchesReference) {
   QuantizationOps& ops = *loaded_.ops;
   const ProblemOptions opt{false, maddubs(), true};
   for (int i = 0; i < 30; ++i) {
-    const std::int64_t m = kM[rng() % kM.size()], n = kN[rng() % kN.size()],
+    const std::int64_t m = rows_for(GetParam(), kM[rng() % kM.size()]), n = kN[rng() % kN.size()],
                        k = kK[rng() % kK.size()];
     const MatmulProblem p = random_problem(rng, m, n, k, opt);
-    const std::string err = check_matmul(ops, OpKind::qlinear_matmul, p);
+    ASSERT_TRUE(offers(ops, OpKind::qlinear_matmul, p, GetParam())) << p.text();
+    const std::string err = check_matmul(ops, OpKind::qlinear_matmul, p, kernel());
     ASSERT_EQ(err, "") << "case " << i;
   }
 }
@@ -80,12 +85,18 @@ TEST_P(CpuX86Gemm, PackedWeightsServeEveryM) {
     if (pm.desc.a.scheme().granularity == Granularity::per_channel &&
         pm.desc.a.count() != static_cast<std::size_t>(m))
       continue;
+    // One packing through the per-call ops (the backend's kernel), and the kernel under test
+    // on B packed by a plan for this M.
+    const RunWith shared{.kernel = "", .fix_b = false, .packed = packed.get(), .ran = nullptr};
     for (OpKind op : {OpKind::matmul_integer, OpKind::matmul_dequant}) {
-      const std::string err = check_matmul(ops, op, pm, packed.get());
-      ASSERT_EQ(err, "") << "M = " << m;
+      ASSERT_EQ(check_matmul(ops, op, pm, shared), "") << "M = " << m;
+      if (offers(ops, op, pm, GetParam()))
+        ASSERT_EQ(check_matmul(ops, op, pm, kernel(nullptr, true)), "") << "M = " << m;
     }
     if (!blocked() && pm.desc.y) {
-      ASSERT_EQ(check_matmul(ops, OpKind::qlinear_matmul, pm, packed.get()), "");
+      ASSERT_EQ(check_matmul(ops, OpKind::qlinear_matmul, pm, shared), "");
+      if (offers(ops, OpKind::qlinear_matmul, pm, GetParam()))
+        ASSERT_EQ(check_matmul(ops, OpKind::qlinear_matmul, pm, kernel(nullptr, true)), "");
     }
   }
 }
@@ -96,9 +107,10 @@ TEST_P(CpuX86Gemm, ExactAtTheInt32Bound) {
   SCOPED_TRACE(seed_text());
   QuantizationOps& ops = *loaded_.ops;
   const bool qbw = blocked();
+  const std::int64_t m = rows_for(GetParam(), 3);
   for (DType bt : {DType::int8, DType::uint8}) {
     MatmulDesc d{
-        .m = 3,
+        .m = m,
         .n = 17,
         .k = 1,
         .a = QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 0),
@@ -120,13 +132,28 @@ TEST_P(CpuX86Gemm, ExactAtTheInt32Bound) {
                                                          bt == DType::int8 ? 127 : 255));
     }
     MatmulProblem p{d,
-                    std::vector<std::uint8_t>(static_cast<std::size_t>(3 * d.k), 255),
+                    std::vector<std::uint8_t>(static_cast<std::size_t>(m * d.k), 255),
                     std::vector<std::uint8_t>(static_cast<std::size_t>(17 * d.k),
                                               bt == DType::int8 ? 0x81 : 0x00),
                     {}};
-    if (maddubs()) p.b.assign(p.b.size(), 0x81);  // -127: as far from zb = 127 as maddubs allows
+    if (maddubs()) {
+      // maddubs is offered for weights whose scheme excludes -128: symmetric, at -127.
+      const std::int64_t pairs = qbw ? 17 * ((d.k + 31) / 32) : 1;
+      p.desc.b = qbw ? QuantizationParams::blockwise(
+                           bt, Mapping::symmetric, 32,
+                           std::vector<float>(static_cast<std::size_t>(pairs), 0.25f))
+                     : QuantizationParams::per_tensor_symmetric(bt, 0.25f);
+      p.desc.k = qbw ? reference::int32_safe_k(p.desc) / 32 * 32 : reference::int32_safe_k(p.desc);
+      p.a.assign(static_cast<std::size_t>(m * p.desc.k), 255);
+      p.b.assign(static_cast<std::size_t>(17 * p.desc.k), 0x81);
+      if (qbw)
+        p.desc.b = QuantizationParams::blockwise(
+            bt, Mapping::symmetric, 32,
+            std::vector<float>(static_cast<std::size_t>(17 * ((p.desc.k + 31) / 32)), 0.25f));
+    }
     for (std::size_t i = 0; i < p.a.size(); i += 7) p.a[i] = 0;  // not all rows identical
-    const std::string err = check_matmul(ops, OpKind::matmul_integer, p);
+    ASSERT_TRUE(offers(ops, OpKind::matmul_integer, p, GetParam())) << p.text();
+    const std::string err = check_matmul(ops, OpKind::matmul_integer, p, kernel());
     ASSERT_EQ(err, "") << name(bt) << " K = " << d.k;
   }
 }

@@ -94,11 +94,17 @@ TEST(CpuX86Options, IsaRejectsUnknownNames) {
   EXPECT_TRUE(l.ops->set_option("isa", "all"));
 }
 
-TEST(CpuX86Options, SetKernelChecksNames) {
+TEST(CpuX86Options, PlansCheckKernelNames) {
   auto l = load_plugin();
   SKIP_UNLESS_USABLE(l);
+  const OpDesc op{OpKind::matmul_integer,
+                  MatmulDesc{.m = 32,
+                             .n = 8,
+                             .k = 16,
+                             .a = QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 3),
+                             .b = QuantizationParams::per_tensor_symmetric(DType::int8, 0.25f)}};
   try {
-    l.ops->set_kernel({"no_such_kernel"});
+    l.ops->plan(op, PlanRequest{0, "no_such_kernel", {}});
     ADD_FAILURE() << "an unknown kernel was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::unsupported);
@@ -106,14 +112,16 @@ TEST(CpuX86Options, SetKernelChecksNames) {
         << "the message lists the kernels: " << e.what();
   }
   l.ops->set_option("isa", "avx2");
+  EXPECT_EQ(l.ops->devices()[0].properties.at("kernels").find("avx512"), std::string::npos);
   try {
-    l.ops->set_kernel({"q8_gemm_6x64c4__avx512vnni"});
+    l.ops->plan(op, PlanRequest{0, "q8_gemm_6x64c4__avx512vnni", {}});
     ADD_FAILURE() << "a kernel outside the ISA restriction was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::unsupported);
   }
-  l.ops->set_kernel({"q8_gemm_2x16c4__avx2_maddwd"});
-  l.ops->set_kernel({});
+  EXPECT_EQ(l.ops->plan(op, PlanRequest{0, "q8_gemm_2x16c4__avx2_maddwd", {}})->kernel(),
+            "q8_gemm_2x16c4__avx2_maddwd");
+  l.ops->set_option("isa", "all");
 }
 
 }  // namespace

@@ -128,7 +128,7 @@ TEST_F(CpuX86Quantize, MatchesReferenceBitForBit) {
               got(static_cast<std::size_t>(n), 0xA5);
           reference::quantize(d, x.data(), want.data());
           ops.quantize(d, x.data(), got.data());
-          ASSERT_EQ(ops.last_kernel(), "q8_quantize__avx2");
+          ASSERT_EQ(own_kernel(ops, {OpKind::quantize, d}), "q8_quantize__avx2");
           for (std::int64_t i = 0; i < n; ++i)
             ASSERT_EQ(got[static_cast<std::size_t>(i)], want[static_cast<std::size_t>(i)])
                 << "element " << i << " of shape " << to_string(c.shape) << " " << p.to_string()
@@ -140,7 +140,7 @@ TEST_F(CpuX86Quantize, MatchesReferenceBitForBit) {
               fgot(static_cast<std::size_t>(n), -7.0f);
           reference::dequantize(d, want.data(), fwant.data());
           ops.dequantize(d, want.data(), fgot.data());
-          ASSERT_EQ(ops.last_kernel(), "q8_dequantize__avx2");
+          ASSERT_EQ(own_kernel(ops, {OpKind::dequantize, d}), "q8_dequantize__avx2");
           ASSERT_EQ(0, std::memcmp(fgot.data(), fwant.data(), fgot.size() * sizeof(float)))
               << "dequantize of shape " << to_string(c.shape) << " " << p.to_string();
           ++checked;
@@ -204,7 +204,7 @@ TEST_F(CpuX86Quantize, OtherDtypesRunTheReferenceAndSaySo) {
     reference::quantize(d, x.data(), want.data());
     ops.quantize(d, x.data(), got.data());
     EXPECT_EQ(got, want) << name(t);
-    EXPECT_EQ(ops.last_kernel(), "reference");
+    EXPECT_EQ(own_kernel(ops, {OpKind::quantize, d}), "reference");
     const Support s = ops.supports({OpKind::quantize, d});
     ASSERT_TRUE(s.supported);
     EXPECT_EQ(s.kernels, std::vector<std::string>{"reference"});
@@ -215,7 +215,7 @@ TEST_F(CpuX86Quantize, OtherDtypesRunTheReferenceAndSaySo) {
   reference::quantize(log, x.data(), want.data());
   ops.quantize(log, x.data(), got.data());
   EXPECT_EQ(got, want);
-  EXPECT_EQ(ops.last_kernel(), "reference");
+  EXPECT_EQ(own_kernel(ops, {OpKind::quantize, log}), "reference");
 }
 
 TEST_F(CpuX86Quantize, RequantizeMatchesReference) {
@@ -242,7 +242,7 @@ TEST_F(CpuX86Quantize, RequantizeMatchesReference) {
           ops.requantize(d, c.data(), got.data());
           EXPECT_EQ(got, want) << to_string(shape) << " axis " << axis << " " << name(t)
                                << (mode == RequantMode::fixed_point ? " fixed" : " float");
-          EXPECT_EQ(ops.last_kernel(),
+          EXPECT_EQ(own_kernel(ops, {OpKind::requantize, d}),
                     mode == RequantMode::fixed_point ? "reference" : "q8_requantize__avx2");
         }
 }
@@ -262,7 +262,7 @@ TEST_F(CpuX86Quantize, DynamicQuantizeMatchesReference) {
     const QuantizationParams pg = ops.dynamic_quantize_linear(d, x.data(), got.data());
     EXPECT_EQ(pg, pw) << n;
     EXPECT_EQ(got, want) << n;
-    EXPECT_EQ(ops.last_kernel(), "qu8_dynamic_quantize__avx2");
+    EXPECT_EQ(own_kernel(ops, {OpKind::dynamic_quantize_linear, d}), "qu8_dynamic_quantize__avx2");
   }
   // The ONNX example of DESIGN.md.
   const std::vector<float> x = {0.0f, 2.0f, -3.0f, -2.5f, 1.34f, 0.5f};

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "qforge/error.h"
@@ -77,15 +78,29 @@ QuantizationParams random_params(Rng& rng, DType t, Granularity g, bool symmetri
   return QuantizationParams(t, s, scales, zps);
 }
 
-bool kernel_runnable(QuantizationOps& ops, const std::string& kernel, std::string* why) {
-  try {
-    ops.set_kernel({kernel});
-    ops.set_kernel({});
-    return true;
-  } catch (const Error& e) {
-    if (why) *why = e.what();
-    return false;
+bool kernel_runnable(const QuantizationOps& ops, const std::string& kernel, std::string* why) {
+  const auto& p = ops.devices().at(0).properties;
+  const std::string kernels = p.count("kernels") ? p.at("kernels") : "";
+  std::size_t start = 0;
+  while (start <= kernels.size()) {
+    const std::size_t end = std::min(kernels.find(',', start), kernels.size());
+    if (kernels.compare(start, end - start, kernel) == 0) return true;
+    start = end + 1;
   }
+  if (why)
+    *why = "kernel " + kernel +
+           " cannot run here (ISA tiers in use: " + (p.count("isa_used") ? p.at("isa_used") : "?") +
+           "; runnable kernels: " + kernels + ")";
+  return false;
+}
+
+std::string own_kernel(QuantizationOps& ops, const OpDesc& op) {
+  return ops.plan(op, PlanRequest{})->kernel();
+}
+
+std::shared_ptr<const Plan> plan_of(QuantizationOps& ops, const OpDesc& op,
+                                    const std::string& kernel) {
+  return ops.plan(op, PlanRequest{0, kernel, {}});
 }
 
 }  // namespace qforge::cpu_x86_test

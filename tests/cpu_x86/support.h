@@ -49,7 +49,14 @@ std::int32_t random_zero_point(Rng& rng, DType t);
 QuantizationParams random_params(Rng& rng, DType t, Granularity g, bool symmetric,
                                  std::int64_t count, int axis = 0, std::int64_t block = 32);
 
-// Whether the plugin can run a kernel here (set_kernel does not throw).
-bool kernel_runnable(QuantizationOps& ops, const std::string& kernel, std::string* why = nullptr);
+// Whether the plugin can run a kernel here (its device lists it in "kernels").
+bool kernel_runnable(const QuantizationOps& ops, const std::string& kernel,
+                     std::string* why = nullptr);
+// The kernel the plugin chooses for `op` on its own (what its per-call op runs), as a plan made
+// without a kernel names it.
+std::string own_kernel(QuantizationOps& ops, const OpDesc& op);
+// A plan of `op` with `kernel` (weights as given on each run).
+std::shared_ptr<const Plan> plan_of(QuantizationOps& ops, const OpDesc& op,
+                                    const std::string& kernel);
 
 }  // namespace qforge::cpu_x86_test

@@ -28,17 +28,18 @@ class CpuX86Threads : public ::testing::TestWithParam<std::string> {
     SCOPED_TRACE(seed_text());
     Rng rng = test_rng();
     QuantizationOps& ops = *loaded_.ops;
-    ops.set_kernel({GetParam()});
     const bool qbw = GetParam().find("_qbw_") != std::string::npos;
     const bool maddubs = GetParam().find("maddubs") != std::string::npos;
     for (auto [m, n, k] : shapes) {
-      const MatmulProblem p = random_problem(rng, m, n, k, {qbw, maddubs, !qbw});
+      const MatmulProblem p =
+          random_problem(rng, rows_for(GetParam(), m), n, k, {qbw, maddubs, !qbw});
       for (OpKind op : {OpKind::matmul_integer, OpKind::matmul_dequant, OpKind::qlinear_matmul}) {
         if (op == OpKind::qlinear_matmul && qbw) continue;
+        ASSERT_TRUE(offers(ops, op, p, GetParam())) << p.text();
         std::vector<std::vector<std::uint8_t>> outs;
         for (const char* v : values) {
           ops.set_option(option, v);
-          outs.push_back(run_matmul(ops, op, p));
+          outs.push_back(run_matmul(ops, op, p, GetParam()));
         }
         for (std::size_t i = 1; i < outs.size(); ++i)
           EXPECT_EQ(outs[0], outs[i]) << option << " = " << *(values.begin() + i) << ", "

@@ -94,17 +94,16 @@ TEST(CpuX86WeightOnly, KernelIsOfferedAndMatchesReference) {
     ASSERT_EQ(s.kernels.front(), kKernel);
     const auto want = reference_of(c);
     std::vector<float> got(want.size(), std::nanf(""));
-    ops.set_kernel({""});
     ops.matmul_weight_only(c.d, c.a.data(), c.b.data(), c.d.has_bias ? c.bias.data() : nullptr,
                            got.data());
-    EXPECT_EQ(ops.last_kernel(), kKernel);
+    EXPECT_EQ(own_kernel(ops, OpDesc{OpKind::matmul_weight_only, c.d}), kKernel);
     EXPECT_TRUE(close(want, got));
-    // The forced reference kernel is the reference, bit for bit.
-    ops.set_kernel({"reference"});
-    ops.matmul_weight_only(c.d, c.a.data(), c.b.data(), c.d.has_bias ? c.bias.data() : nullptr,
-                           got.data());
+    // A plan of the reference kernel is the reference, bit for bit.
+    const auto plan = plan_of(ops, OpDesc{OpKind::matmul_weight_only, c.d}, "reference");
+    std::vector<const void*> in{c.a.data(), c.b.data()};
+    if (c.d.has_bias) in.push_back(c.bias.data());
+    plan->run(in, std::vector<void*>{got.data()});
     EXPECT_EQ(got, want);
-    ops.set_kernel({""});
   }
 }
 
@@ -177,17 +176,14 @@ TEST(CpuX86WeightOnly, ForcedKernelOfAnotherOpIsRefusedWithTheReason) {
   QuantizationOps& ops = *l.ops;
   Rng rng = test_rng();
   const Case c = random_case(rng, 2, 3, 40);
-  ops.set_kernel({"q8_gemm_2x16c4__avx2_maddwd"});
-  std::vector<float> y(6);
   try {
-    ops.matmul_weight_only(c.d, c.a.data(), c.b.data(), c.bias.data(), y.data());
-    ADD_FAILURE() << "a GEMM kernel ran matmul_weight_only";
+    plan_of(ops, OpDesc{OpKind::matmul_weight_only, c.d}, "q8_gemm_2x16c4__avx2_maddwd");
+    ADD_FAILURE() << "a plan of a GEMM kernel was made for matmul_weight_only";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::unsupported);
     EXPECT_NE(std::string(e.what()).find("cannot run matmul_weight_only"), std::string::npos)
         << e.what();
   }
-  ops.set_kernel({""});
 }
 
 }  // namespace

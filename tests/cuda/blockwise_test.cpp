@@ -1,5 +1,5 @@
 // matmul_integer and matmul_dequant with block-wise B (the s8_qbw_gemm kernels) on every kernel
-// the plugin lists, forced with set_kernel: int32 results equal to qforge::reference exactly;
+// the plugin lists, run through plans of each: int32 results equal to qforge::reference exactly;
 // float results within the conformance tolerance (NMSE against the size of the per-block terms)
 // and within a few float32 ulps of that size element by element. Shapes cover M = 1, odd M and
 // N, K with a partial last block, several split-K factors; operands int8/uint8 A per tensor or
@@ -123,10 +123,10 @@ class CudaBlockwise : public CudaTest {
     reference::matmul_integer(base, a.data(), b.data(), c_ref.data());
     for (const auto& kernel : si.kernels) {
       SCOPED_TRACE("matmul_integer on " + kernel);
-      ops().set_kernel({kernel});
       dout.poison(0xCD);
-      ops().matmul_integer(base, da.data(), db.data(), static_cast<std::int32_t*>(dout.data()));
-      EXPECT_EQ(ops().last_kernel(), kernel);
+      EXPECT_EQ(run_plan(ops(), {OpKind::matmul_integer, base}, kernel, {da.data(), db.data()},
+                         {dout.data()}),
+                kernel);
       const auto got = dout.read_as<std::int32_t>();
       std::size_t bad = 0, first = 0;
       for (std::size_t i = 0; i < got.size(); ++i)
@@ -150,11 +150,10 @@ class CudaBlockwise : public CudaTest {
       ASSERT_TRUE(sd.supported) << sd.reason;
       for (const auto& kernel : sd.kernels) {
         SCOPED_TRACE(std::string("matmul_dequant ") + name(out) + " on " + kernel);
-        ops().set_kernel({kernel});
         dout.poison(0xCD);
-        ops().matmul_dequant(d, da.data(), db.data(),
-                             d.has_bias ? static_cast<const float*>(dbias.data()) : nullptr,
-                             dout.data());
+        std::vector<const void*> in{da.data(), db.data()};
+        if (d.has_bias) in.push_back(dbias.data());
+        EXPECT_EQ(run_plan(ops(), {OpKind::matmul_dequant, d}, kernel, in, {dout.data()}), kernel);
         const auto got = dout.read();
         double err = 0, size = 0;
         std::size_t worst = 0;
@@ -189,7 +188,6 @@ class CudaBlockwise : public CudaTest {
         EXPECT_TRUE(dout.guards_intact());
       }
     }
-    ops().set_kernel({});
   }
 
   std::vector<std::uint8_t> b_codes(DType t, std::int64_t n, std::int64_t k) {
@@ -327,11 +325,9 @@ TEST_F(CudaBlockwise, ExactAtTheInt32Bound) {
   db.write(b);
   for (const auto& kernel : ops().supports({OpKind::matmul_integer, d}).kernels) {
     SCOPED_TRACE(kernel);
-    ops().set_kernel({kernel});
-    ops().matmul_integer(d, da.data(), db.data(), static_cast<std::int32_t*>(dc.data()));
+    run_plan(ops(), {OpKind::matmul_integer, d}, kernel, {da.data(), db.data()}, {dc.data()});
     EXPECT_EQ(dc.read_as<std::int32_t>(), expected);
   }
-  ops().set_kernel({});
 }
 
 TEST_F(CudaBlockwise, RefusesWhatIsNotImplemented) {

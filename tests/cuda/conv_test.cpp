@@ -1,4 +1,4 @@
-// The three convolutions on every kernel the plugin lists (forced with set_kernel), against
+// The three convolutions on every kernel the plugin lists (through plans of each), against
 // qforge::reference bit for bit: int32 and requantized codes exactly, and the float output too,
 // since the epilogue evaluates ((float(acc) * sx) * sw) + bias in the reference's order without
 // FMA. Geometries are random (odd extents, strides, dilations, asymmetric pads, auto_pad,
@@ -168,16 +168,20 @@ class CudaConv : public CudaTest {
     dx.write(x);
     dw.write(w);
     db.write(bias.data(), bias.size());
+    // The per-call op (the plugin's own kernel), then a plan of every kernel listed.
+    dy.poison(0xCD);
+    ops().conv(kind, d, dx.data(), dw.data(), bias_host ? db.data() : nullptr, dy.data());
+    EXPECT_TRUE(same_bytes(dy.read(), expected, element));
+    EXPECT_TRUE(dy.guards_intact());
+    std::vector<const void*> in{dx.data(), dw.data()};
+    if (bias_host) in.push_back(db.data());
     for (const auto& kernel : s.kernels) {
       SCOPED_TRACE("kernel " + kernel);
-      ops().set_kernel({kernel});
       dy.poison(0xCD);
-      ops().conv(kind, d, dx.data(), dw.data(), bias_host ? db.data() : nullptr, dy.data());
-      EXPECT_EQ(ops().last_kernel(), kernel);
+      EXPECT_EQ(run_plan(ops(), {kind, d}, kernel, in, {dy.data()}), kernel);
       EXPECT_TRUE(same_bytes(dy.read(), expected, element));
       EXPECT_TRUE(dy.guards_intact());
     }
-    ops().set_kernel({});
   }
 };
 

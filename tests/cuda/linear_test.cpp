@@ -75,23 +75,37 @@ TEST_F(CudaLinear, ForwardMatchesTheReferenceOnEveryKernel) {
       db.write(bias);
       const Support s = ops().supports({OpKind::linear_forward, d});
       ASSERT_TRUE(s.supported) << s.reason;
+      // The per-call op (the plugin's own kernel).
+      dy.poison(0xFF);
+      const auto p = ops().linear_forward(
+          d, static_cast<const float*>(dx.data()), static_cast<const std::int8_t*>(dw.data()),
+          has_bias ? static_cast<const float*>(db.data()) : nullptr,
+          static_cast<std::int8_t*>(dxq.data()), static_cast<float*>(dy.data()));
+      EXPECT_EQ(p, p_ref) << p.to_string() << " vs " << p_ref.to_string();
+      EXPECT_EQ(dxq.read_as<std::int8_t>(), xq_ref);
+      auto y = dy.read_as<float>();
+      EXPECT_EQ(0, std::memcmp(y.data(), y_ref.data(), y.size() * 4)) << "NMSE " << nmse(y, y_ref);
+      EXPECT_TRUE(dy.guards_intact());
+      EXPECT_TRUE(dxq.guards_intact());
+      // Every kernel through a plan: the arrays in device memory, x_scale (a params operand,
+      // host-resident on every device: plan.h) on the host.
+      std::vector<const void*> in{dx.data(), dw.data()};
+      if (has_bias) in.push_back(db.data());
       for (const auto& kernel : s.kernels) {
         SCOPED_TRACE("kernel " + kernel);
-        ops().set_kernel({kernel});
         dy.poison(0xFF);
-        const auto p = ops().linear_forward(
-            d, static_cast<const float*>(dx.data()), static_cast<const std::int8_t*>(dw.data()),
-            has_bias ? static_cast<const float*>(db.data()) : nullptr,
-            static_cast<std::int8_t*>(dxq.data()), static_cast<float*>(dy.data()));
-        EXPECT_EQ(p, p_ref) << p.to_string() << " vs " << p_ref.to_string();
+        float scale = 0.0f;
+        EXPECT_EQ(run_plan(ops(), {OpKind::linear_forward, d}, kernel, in,
+                           {dxq.data(), dy.data(), &scale}),
+                  kernel);
+        EXPECT_EQ(scale, p_ref.scale());
         EXPECT_EQ(dxq.read_as<std::int8_t>(), xq_ref);
-        const auto y = dy.read_as<float>();
+        y = dy.read_as<float>();
         EXPECT_EQ(0, std::memcmp(y.data(), y_ref.data(), y.size() * 4))
             << "NMSE " << nmse(y, y_ref);
         EXPECT_TRUE(dy.guards_intact());
         EXPECT_TRUE(dxq.guards_intact());
       }
-      ops().set_kernel({});
     }
 }
 
@@ -147,7 +161,8 @@ TEST_F(CudaLinear, BackwardMatchesTheReference) {
       EXPECT_TRUE(ddx.guards_intact());
       EXPECT_TRUE(ddw.guards_intact());
       EXPECT_TRUE(ddb.guards_intact());
-      EXPECT_EQ(ops().last_kernel(), "linear_backward_f32_simt_128x128");
+      EXPECT_EQ(ops().supports({OpKind::linear_backward, d}).kernels,
+                std::vector<std::string>{"linear_backward_f32_simt_128x128"});
     }
 }
 

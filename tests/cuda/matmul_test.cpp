@@ -1,4 +1,4 @@
-// The three matmuls on every GEMM kernel the plugin lists (forced with set_kernel), against
+// The three matmuls on every GEMM kernel the plugin lists (through plans of each), against
 // qforge::reference bit for bit: int32 results exactly, and the float epilogue too, since the
 // kernels evaluate ((float(C) * sa) * sb) + bias in the reference's order without FMA.
 // Shapes walk 1, primes, powers of two +/- 1 and K not a multiple of any tile; operands mix
@@ -99,22 +99,26 @@ class CudaMatmul : public CudaTest {
     da.write(a);
     db.write(b);
     dbias.write(bias);
+    // The per-call op (the plugin's own kernel), then a plan of every kernel listed.
+    dout.poison(0xCD);
+    if (kind == OpKind::matmul_integer)
+      ops().matmul_integer(d, da.data(), db.data(), static_cast<std::int32_t*>(dout.data()));
+    else if (kind == OpKind::matmul_dequant)
+      ops().matmul_dequant(d, da.data(), db.data(),
+                           d.has_bias ? static_cast<const float*>(dbias.data()) : nullptr,
+                           dout.data());
+    else ops().qlinear_matmul(d, da.data(), db.data(), dout.data());
+    EXPECT_TRUE(same_bytes(dout.read(), expected, element, d.n));
+    EXPECT_TRUE(dout.guards_intact());
+    std::vector<const void*> in{da.data(), db.data()};
+    if (kind == OpKind::matmul_dequant && d.has_bias) in.push_back(dbias.data());
     for (const auto& kernel : s.kernels) {
       SCOPED_TRACE("kernel " + kernel);
-      ops().set_kernel({kernel});
       dout.poison(0xCD);
-      if (kind == OpKind::matmul_integer)
-        ops().matmul_integer(d, da.data(), db.data(), static_cast<std::int32_t*>(dout.data()));
-      else if (kind == OpKind::matmul_dequant)
-        ops().matmul_dequant(d, da.data(), db.data(),
-                             d.has_bias ? static_cast<const float*>(dbias.data()) : nullptr,
-                             dout.data());
-      else ops().qlinear_matmul(d, da.data(), db.data(), dout.data());
-      EXPECT_EQ(ops().last_kernel(), kernel);
+      EXPECT_EQ(run_plan(ops(), {kind, d}, kernel, in, {dout.data()}), kernel);
       EXPECT_TRUE(same_bytes(dout.read(), expected, element, d.n));
       EXPECT_TRUE(dout.guards_intact());
     }
-    ops().set_kernel({});
   }
 };
 

@@ -54,8 +54,14 @@ TEST_F(CudaPlugin, DevicesCarryTheirProperties) {
     EXPECT_TRUE(d.properties.count("compute_capability")) << d.name;
     EXPECT_TRUE(d.properties.count("multiprocessors")) << d.name;
   }
-  EXPECT_FALSE(ops().select_device(static_cast<int>(devices.size()) + 5));
-  EXPECT_TRUE(ops().select_device(ops().device_index()));
+  EXPECT_GE(ops().default_device(), 0);
+  EXPECT_LT(ops().default_device(), static_cast<int>(devices.size()));
+  const OpDesc op{OpKind::quantize,
+                  QuantizeDesc{{8}, QuantizationParams::per_tensor_symmetric(DType::int8, 0.5f)}};
+  EXPECT_TRUE(ops().supports(op, ops().default_device()).supported);
+  const int bad = static_cast<int>(devices.size()) + 5;
+  EXPECT_FALSE(ops().supports(op, bad).supported);
+  EXPECT_THROW(ops().plan(op, PlanRequest{bad, "", {}}), Error);
 }
 
 TEST_F(CudaPlugin, BuffersRoundTripAndCheckRanges) {
@@ -101,33 +107,31 @@ TEST_F(CudaPlugin, FailedCudaCallsNameTheCall) {
 }
 
 TEST_F(CudaPlugin, KernelSelectionIsChecked) {
+  MatmulDesc d{512, 512, 256, QuantizationParams::per_tensor_symmetric(DType::int8, 0.1f),
+               QuantizationParams::per_tensor_symmetric(DType::int8, 0.2f)};
   try {
-    ops().set_kernel({"no_such_kernel"});
+    ops().plan({OpKind::matmul_integer, d},
+               PlanRequest{ops().default_device(), "no_such_kernel", {}});
     ADD_FAILURE() << "an unknown kernel name was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::unsupported) << e.what();
   }
-  MatmulDesc d{512, 512, 256, QuantizationParams::per_tensor_symmetric(DType::int8, 0.1f),
-               QuantizationParams::per_tensor_symmetric(DType::int8, 0.2f)};
   const Support s = ops().supports({OpKind::matmul_integer, d});
   ASSERT_TRUE(s.supported) << s.reason;
   for (const char* k : {"s8_gemm_mma_m16n8k32_128x128", "s8_gemm_mma_m16n8k32_128x256",
                         "s8_gemm_mma_m16n8k32_32x128_splitk", "s8_gemm_mma_m16n8k32_skinny_32x32",
                         "s8_gemm_dp4a_128x128"})
     EXPECT_NE(std::find(s.kernels.begin(), s.kernels.end(), k), s.kernels.end()) << k;
-  // Each listed kernel runs when forced and reports itself.
+  // Each listed kernel runs in a plan of it, which names it.
   DeviceArray a(ops(), 512 * 256), b(ops(), 512 * 256), c(ops(), 512 * 512 * 4);
   std::vector<std::int8_t> ones(512 * 256, 1);
   a.write(ones);
   b.write(ones);
   for (const auto& k : s.kernels) {
-    ops().set_kernel({k});
-    ops().matmul_integer(d, a.data(), b.data(), static_cast<std::int32_t*>(c.data()));
-    EXPECT_EQ(ops().last_kernel(), k);
+    EXPECT_EQ(run_plan(ops(), {OpKind::matmul_integer, d}, k, {a.data(), b.data()}, {c.data()}), k);
     const auto out = c.read_as<std::int32_t>();
     EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](std::int32_t v) { return v == 256; })) << k;
   }
-  ops().set_kernel({});
 }
 
 TEST_F(CudaPlugin, RefusesWhatItDoesNotImplement) {

@@ -63,6 +63,17 @@ std::uint64_t run_seed() {
 
 std::string seed_text() { return "QFORGE_TEST_SEED=" + std::to_string(run_seed()); }
 
+std::string run_plan(QuantizationOps& ops, const OpDesc& op, const std::string& kernel,
+                     const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+                     const std::vector<const void*>& weights) {
+  const auto plan = ops.plan(op, PlanRequest{ops.default_device(), kernel, weights});
+  std::vector<const void*> in = inputs;
+  for (std::size_t i = 0; i < in.size(); ++i)
+    if (!plan->reads_input(i)) in[i] = nullptr;
+  plan->run(in, outputs);
+  return plan->kernel();
+}
+
 void CudaTest::SetUp() {
   ops_ = plugin();
   ASSERT_NE(ops_, nullptr) << "the cuda plugin did not load\n" << registry_report();

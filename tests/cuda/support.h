@@ -30,6 +30,13 @@ const PluginRegistry& plugin_registry();
 std::uint64_t run_seed();
 std::string seed_text();
 
+// Runs `op` through a plan of `kernel` on the plugin's default device, with operands in device
+// memory (and weights fixed as `weights` gives them, in host memory, when not empty); returns the
+// kernel the plan names.
+std::string run_plan(QuantizationOps& ops, const OpDesc& op, const std::string& kernel,
+                     const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+                     const std::vector<const void*>& weights = {});
+
 // Every test derives its generator from the run seed and its own name and carries the seed in a
 // scoped trace, so a failure prints how to replay it.
 class CudaTest : public ::testing::Test {

@@ -4,7 +4,10 @@
 // ("entries=E hits=H misses=M"), which the plugin reports for exactly this purpose.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "matmul_check.h"
+#include "qforge/reference.h"
 
 namespace qforge::onednn_test {
 namespace {
@@ -29,13 +32,15 @@ TEST(PrimitiveCache, SameShapeReusesThePrimitive) {
   ONEDNN_OR_SKIP(ops);
   SKIP_UNLESS_MATMULS(ops);
   Rng rng = test_rng();
-  ops.set_kernel({"dnnl_matmul_u8s8_s32"});
+  // The per-call op runs the backend's choice for an int32 result: this kernel's primitive,
+  // kept in the instance's cache (plans keep theirs in their workers).
+  ASSERT_EQ(ops.plan({OpKind::matmul_integer, desc_with(rng, 7, 3, 5)}, PlanRequest{})->kernel(),
+            "dnnl_matmul_u8s8_s32");
   ASSERT_EQ(expect_exact(ops, random_run(rng, OpKind::matmul_integer, desc_with(rng, 7, 3, 5))), 2);
   const auto first = stats(ops);
   ASSERT_GE(first.at("entries"), 1u);
   // New data, new (non-zero) zero points and scales: runtime arguments, same primitives.
   for (int i = 0; i < 3; ++i) {
-    ops.set_kernel({"dnnl_matmul_u8s8_s32"});
     const std::int32_t za = 1 + static_cast<std::int32_t>(rng() % 254),
                        zb = 1 + static_cast<std::int32_t>(rng() % 100);
     expect_exact(ops, random_run(rng, OpKind::matmul_integer, desc_with(rng, 7, za, zb)));
@@ -46,25 +51,10 @@ TEST(PrimitiveCache, SameShapeReusesThePrimitive) {
   EXPECT_GE(later.at("hits"), first.at("hits") + 6);  // 3 rounds x (direct, packed)
 
   // Another M is another primitive.
-  ops.set_kernel({"dnnl_matmul_u8s8_s32"});
   ops.matmul_integer(desc_with(rng, 9, 3, 5), std::vector<std::uint8_t>(9 * 200).data(),
                      std::vector<std::uint8_t>(48 * 200).data(),
                      std::vector<std::int32_t>(9 * 48).data());
   EXPECT_EQ(stats(ops).at("entries"), later.at("entries") + 1);
-  ops.set_kernel({});
-}
-
-TEST(PrimitiveCache, LastKernelNamesOneDnnsImplementation) {
-  ONEDNN_OR_SKIP(ops);
-  SKIP_UNLESS_MATMULS(ops);
-  Rng rng = test_rng();
-  const MatmulRun run = random_run(rng, OpKind::matmul_integer, desc_with(rng, 4, 3, 0));
-  std::vector<std::int32_t> c(4 * 48);
-  ops.matmul_integer(run.desc, run.a.data(), run.b.data(), c.data());
-  const std::string k = ops.last_kernel();
-  EXPECT_EQ(k.rfind("dnnl_matmul_u8s8_s32 [", 0), 0u) << k;
-  EXPECT_NE(k.find(':'), std::string::npos)
-      << "expected oneDNN's impl name such as brg:avx512_core_vnni: " << k;
 }
 
 // Every M runs on the same packed B. oneDNN may want another blocked format for some M (on a
@@ -81,9 +71,9 @@ TEST(PackedWeights, ReorderedOncePerFormatServeEveryM) {
                                         std::vector<float>(256, 0.01f));
   d.has_bias = true;
   const auto b = random_codes(rng, DType::int8, d.n * d.k);
-  for (const std::string kernel : {"dnnl_matmul_u8s8_s32", "dnnl_matmul_u8s8_f32"}) {
-    SCOPED_TRACE(kernel);
-    ops.set_kernel({kernel});
+  // The per-call ops' packed weights (the backend's own kernel); every kernel on B packed by a
+  // plan for each M.
+  {
     const auto w = ops.pack_weights(d, b.data());
     EXPECT_GT(w->bytes(),
               static_cast<std::size_t>(d.n * d.k));  // the plain copy and oneDNN's format
@@ -98,26 +88,37 @@ TEST(PackedWeights, ReorderedOncePerFormatServeEveryM) {
         const auto want = reference_output(run);
         std::vector<std::uint8_t> got(want.size(), 0xCD);
         ops.matmul_dequant_packed(run.desc, run.a.data(), *w, run.bias.data(), got.data());
-        EXPECT_TRUE(same_bytes(got.data(), want.data(), want.size(), 4)) << ops.last_kernel();
+        EXPECT_TRUE(same_bytes(got.data(), want.data(), want.size(), 4));
         if (repeat == 0) bytes_after_first = w->bytes();
         else EXPECT_EQ(w->bytes(), bytes_after_first) << "the same M reordered the weights again";
+        for (const std::string kernel : {"dnnl_matmul_u8s8_s32", "dnnl_matmul_u8s8_f32"}) {
+          const auto plan = ops.plan({OpKind::matmul_dequant, run.desc},
+                                     PlanRequest{0, kernel, {nullptr, b.data(), nullptr}});
+          std::fill(got.begin(), got.end(), 0xCD);
+          plan->run({run.a.data(), nullptr, run.bias.data()}, {got.data()});
+          EXPECT_TRUE(same_bytes(got.data(), want.data(), want.size(), 4)) << kernel;
+        }
       }
     }
   }
-  ops.set_kernel({});
 }
 
-TEST(PrimitiveCache, ReorderDequantizeIsCachedToo) {
+// A plan of the reorder kernel creates its primitive once, when it is made, and reuses it.
+TEST(PrimitiveCache, ReorderDequantizePlanRunsRepeatedly) {
   ONEDNN_OR_SKIP(ops);
   Rng rng = test_rng();
   const QuantizeDesc d{
       {64, 33}, QuantizationParams::per_tensor_affine(DType::uint8, 0.1f, 7), FloatType::f32};
-  ops.set_kernel({"dnnl_reorder_dequantize"});
   const auto q = random_codes(rng, DType::uint8, 64 * 33);
-  std::vector<float> x(64 * 33);
-  for (int i = 0; i < 3; ++i) ops.dequantize(d, q.data(), x.data());
-  EXPECT_EQ(device_property(ops, "reorder_primitives"), "1");
-  ops.set_kernel({});
+  std::vector<float> want(64 * 33), x(64 * 33);
+  reference::dequantize(d, q.data(), want.data());
+  const auto plan =
+      ops.plan({OpKind::dequantize, d}, PlanRequest{0, "dnnl_reorder_dequantize", {}});
+  for (int i = 0; i < 3; ++i) {
+    std::fill(x.begin(), x.end(), -1.0f);
+    plan->run({q.data()}, {x.data()});
+    EXPECT_TRUE(same_bytes(x.data(), want.data(), x.size() * 4, 4));
+  }
 }
 
 }  // namespace

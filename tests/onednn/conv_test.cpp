@@ -77,7 +77,8 @@ bool grouped_not_depthwise(const ConvDesc& d) {
   return d.groups > 1 && !(d.c == d.groups && d.out_channels == d.groups);
 }
 
-// Runs r through the per-call op and compares with the reference; returns the kernel.
+// Runs r through the per-call op and compares with the reference; returns the kernel it runs
+// (the backend's own choice, as a plan made without a kernel names it).
 std::string expect_exact(QuantizationOps& ops, const ConvRun& r) {
   SCOPED_TRACE(describe({r.op, r.d}));
   const Support s = ops.supports({r.op, r.d});
@@ -86,7 +87,7 @@ std::string expect_exact(QuantizationOps& ops, const ConvRun& r) {
   std::vector<std::uint8_t> y(r.y_bytes, 0xA5);
   ops.conv(r.op, r.d, r.in[0].data(), r.in[1].data(), bias_of(r), y.data());
   EXPECT_TRUE(same_bytes(y.data(), reference_y(r).data(), y.size(), r.y_element));
-  return ops.last_kernel();
+  return ops.plan({r.op, r.d}, PlanRequest{})->kernel();
 }
 
 ConvDesc random_conv(Rng& rng, OpKind op) {

@@ -123,15 +123,17 @@ TEST(Elementwise, QuantizeAndDequantizeMatchTheReference) {
         reference::dequantize(d, want.data(), xw.data());
         const Support s = ops.supports({OpKind::dequantize, d});
         ASSERT_TRUE(s.supported) << s.reason;
+        std::fill(xg.begin(), xg.end(), std::numeric_limits<float>::quiet_NaN());
+        ops.dequantize(d, want.data(), xg.data());
+        EXPECT_TRUE(same_bytes(xg.data(), xw.data(), xw.size() * 4, 4)) << "dequantize per call";
         for (const auto& kernel : s.kernels) {
-          ops.set_kernel({kernel});
           std::fill(xg.begin(), xg.end(), std::numeric_limits<float>::quiet_NaN());
-          ops.dequantize(d, want.data(), xg.data());
+          ops.plan({OpKind::dequantize, d}, PlanRequest{0, kernel, {}})
+              ->run({want.data()}, {xg.data()});
           EXPECT_TRUE(same_bytes(xg.data(), xw.data(), xw.size() * 4, 4))
-              << "dequantize with " << ops.last_kernel();
+              << "dequantize with " << kernel;
           ++compared;
         }
-        ops.set_kernel({});
       }
     }
   }

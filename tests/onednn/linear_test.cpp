@@ -56,16 +56,22 @@ TEST(Linear, ForwardAndBackwardMatchTheReference) {
       EXPECT_NE(device_property(ops, "int8_matmul").rfind("exact", 0), 0u) << sup.reason;
       continue;
     }
+    // The per-call op (the backend's own kernel), then a plan of every kernel listed.
+    std::fill(y.begin(), y.end(), std::nanf(""));
+    EXPECT_EQ(ops.linear_forward(d, x.data(), w, bias.data(), xq.data(), y.data()), p_want);
+    EXPECT_TRUE(same_bytes(xq.data(), xq_want.data(), xq.size()));
+    EXPECT_TRUE(same_bytes(y.data(), y_want.data(), y.size() * 4, 4));
     for (const auto& kernel : sup.kernels) {
-      ops.set_kernel({kernel});
+      const auto plan = ops.plan({OpKind::linear_forward, d}, PlanRequest{0, kernel, {}});
       std::fill(y.begin(), y.end(), std::nanf(""));
-      const QuantizationParams p =
-          ops.linear_forward(d, x.data(), w, bias.data(), xq.data(), y.data());
-      EXPECT_EQ(p, p_want) << kernel;
+      float x_scale = 0;
+      std::vector<const void*> in{x.data(), w};
+      if (d.has_bias) in.push_back(bias.data());
+      plan->run(in, std::vector<void*>{xq.data(), y.data(), &x_scale});
+      EXPECT_EQ(QuantizationParams::per_tensor_symmetric(DType::int8, x_scale), p_want) << kernel;
       EXPECT_TRUE(same_bytes(xq.data(), xq_want.data(), xq.size())) << kernel;
-      EXPECT_TRUE(same_bytes(y.data(), y_want.data(), y.size() * 4, 4)) << ops.last_kernel();
+      EXPECT_TRUE(same_bytes(y.data(), y_want.data(), y.size() * 4, 4)) << kernel;
     }
-    ops.set_kernel({});
 
     std::vector<float> dx_w(x.size()), dw_w(static_cast<std::size_t>(s.n * s.k)), db_w(bias.size());
     std::vector<float> dx(dx_w.size()), dw(dw_w.size()), db(db_w.size());

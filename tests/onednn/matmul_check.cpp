@@ -66,39 +66,53 @@ int expect_exact(QuantizationOps& ops, const MatmulRun& run, std::string* refusa
   }
   const std::vector<std::uint8_t> want = reference_output(run);
   int compared = 0;
-  for (const std::string& kernel : s.kernels) {
-    ops.set_kernel({kernel});
-    for (const bool packed : {false, true}) {
-      SCOPED_TRACE("kernel " + kernel + (packed ? ", prepacked" : ", direct"));
-      std::vector<std::uint8_t> got(want.size(), 0xCD);
-      std::shared_ptr<PackedWeights> w;
-      if (packed) w = ops.pack_weights(d, run.b.data());
-      switch (run.op) {
-        case OpKind::matmul_integer:
-          if (packed)
-            ops.matmul_integer_packed(d, run.a.data(), *w,
-                                      reinterpret_cast<std::int32_t*>(got.data()));
-          else
-            ops.matmul_integer(d, run.a.data(), run.b.data(),
-                               reinterpret_cast<std::int32_t*>(got.data()));
-          break;
-        case OpKind::matmul_dequant:
-          if (packed) ops.matmul_dequant_packed(d, run.a.data(), *w, run.bias.data(), got.data());
-          else ops.matmul_dequant(d, run.a.data(), run.b.data(), run.bias.data(), got.data());
-          break;
-        default:
-          if (packed) ops.qlinear_matmul_packed(d, run.a.data(), *w, got.data());
-          else ops.qlinear_matmul(d, run.a.data(), run.b.data(), got.data());
-          break;
+  const std::size_t elem =
+      want.size() / std::max<std::size_t>(1, static_cast<std::size_t>(d.m * d.n));
+  // The per-call ops (the backend's own kernel), directly and prepacked.
+  for (const bool packed : {false, true}) {
+    SCOPED_TRACE(packed ? "per call, prepacked" : "per call, direct");
+    std::vector<std::uint8_t> got(want.size(), 0xCD);
+    std::shared_ptr<PackedWeights> w;
+    if (packed) w = ops.pack_weights(d, run.b.data());
+    switch (run.op) {
+      case OpKind::matmul_integer:
+        if (packed)
+          ops.matmul_integer_packed(d, run.a.data(), *w,
+                                    reinterpret_cast<std::int32_t*>(got.data()));
+        else
+          ops.matmul_integer(d, run.a.data(), run.b.data(),
+                             reinterpret_cast<std::int32_t*>(got.data()));
+        break;
+      case OpKind::matmul_dequant:
+        if (packed) ops.matmul_dequant_packed(d, run.a.data(), *w, run.bias.data(), got.data());
+        else ops.matmul_dequant(d, run.a.data(), run.b.data(), run.bias.data(), got.data());
+        break;
+      default:
+        if (packed) ops.qlinear_matmul_packed(d, run.a.data(), *w, got.data());
+        else ops.qlinear_matmul(d, run.a.data(), run.b.data(), got.data());
+        break;
+    }
+    EXPECT_TRUE(same_bytes(got.data(), want.data(), want.size(), std::max<std::size_t>(1, elem)));
+  }
+  // Every kernel listed, through plans: B given on each run, and B fixed (packed) at plan time.
+  for (const std::string& kernel : s.kernels)
+    for (const bool fixed : {false, true}) {
+      SCOPED_TRACE("kernel " + kernel + (fixed ? ", B fixed" : ", B per run"));
+      std::vector<const void*> in{run.a.data(), run.b.data()};
+      if (run.op == OpKind::matmul_dequant && d.has_bias) in.push_back(run.bias.data());
+      PlanRequest request{0, kernel, {}};
+      if (fixed) {
+        request.weights.assign(in.size(), nullptr);
+        request.weights[1] = run.b.data();
       }
-      const std::size_t elem =
-          want.size() / std::max<std::size_t>(1, static_cast<std::size_t>(d.m * d.n));
+      const auto plan = ops.plan({run.op, d}, request);
+      if (fixed) in[1] = nullptr;
+      std::vector<std::uint8_t> got(want.size(), 0xCD);
+      plan->run(in, std::vector<void*>{got.data()});
       EXPECT_TRUE(same_bytes(got.data(), want.data(), want.size(), std::max<std::size_t>(1, elem)))
-          << "last_kernel() = " << ops.last_kernel();
+          << "plan kernel " << plan->kernel();
       ++compared;
     }
-  }
-  ops.set_kernel({});
   return compared;
 }
 

@@ -25,8 +25,9 @@ struct MatmulRun {
 // Random A, B (and bias) for `desc`.
 MatmulRun random_run(Rng& rng, OpKind op, const MatmulDesc& desc);
 
-// Compares every kernel x {direct, packed}; returns how many runs were compared (0 when
-// supports() refused, with the reason in *refusal).
+// Compares the per-call op (direct and prepacked: the backend's own kernel), and every kernel
+// listed x {B per run, B fixed} through plans; returns how many kernel runs were compared
+// (2 per kernel; 0 when supports() refused, with the reason in *refusal).
 int expect_exact(QuantizationOps& ops, const MatmulRun& run, std::string* refusal = nullptr);
 
 // The reference's output bytes.

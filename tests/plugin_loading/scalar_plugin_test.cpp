@@ -64,7 +64,6 @@ class ScalarPlugin : public ::testing::Test {
       } else {
         plugin_run();
       }
-      EXPECT_EQ(ops_->last_kernel(), "scalar_reference");
       return;
     }
     EXPECT_THAT(s.reason,
@@ -317,10 +316,12 @@ TEST_F(ScalarPlugin, IdentityDevicesAndKernels) {
   EXPECT_EQ(devices[0].kind, "cpu");
   EXPECT_FALSE(devices[0].name.empty());
   EXPECT_TRUE(ops_->host_memory());
-  EXPECT_NO_THROW(ops_->set_kernel({"scalar_reference"}));
-  EXPECT_NO_THROW(ops_->set_kernel({""}));
+  const OpDesc op{OpKind::quantize,
+                  QuantizeDesc{{4}, QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 3)}};
+  EXPECT_EQ(ops_->plan(op, PlanRequest{0, "scalar_reference", {}})->kernel(), "scalar_reference");
+  EXPECT_EQ(ops_->plan(op, PlanRequest{0, "", {}})->kernel(), "scalar_reference");
   try {
-    ops_->set_kernel({"avx2_4x8"});
+    ops_->plan(op, PlanRequest{0, "avx2_4x8", {}});
     ADD_FAILURE() << "expected unsupported";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::unsupported);

@@ -29,7 +29,7 @@ void expect_design_matmul(QuantizationOps& ops) {
   ASSERT_TRUE(ops.supports({OpKind::matmul_integer, desc}).supported);
   ops.matmul_integer(desc, a.data(), b.data(), c.data());
   EXPECT_THAT(c, ::testing::ElementsAre(-38, -83, -44, -98, -50, -113, -56, -128));
-  EXPECT_EQ(ops.last_kernel(), "scalar_reference");
+  EXPECT_EQ(ops.plan({OpKind::matmul_integer, desc}, {})->kernel(), "scalar_reference");
 }
 
 TEST(WorkingPlugins, ScalarPluginLoadsNextToEveryBrokenOne) {

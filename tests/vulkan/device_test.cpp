@@ -1,5 +1,5 @@
-// Device listing, selection (select_device and QFORGE_VULKAN_DEVICE) and the feature
-// properties every device reports.
+// Device listing, the default device (QFORGE_VULKAN_DEVICE), capability and plans per device,
+// and the feature properties every device reports.
 #include <cstdlib>
 #include <filesystem>
 
@@ -14,7 +14,7 @@ using DeviceTest = VulkanTest;
 TEST_F(DeviceTest, ListsEveryDeviceWithItsFeatures) {
   const auto devs = ops().devices();
   ASSERT_FALSE(devs.empty());
-  int selected = 0;
+  int defaults = 0;
   for (std::size_t i = 0; i < devs.size(); ++i) {
     const auto& p = devs[i].properties;
     SCOPED_TRACE("device " + std::to_string(i) + ": " + devs[i].name);
@@ -24,25 +24,25 @@ TEST_F(DeviceTest, ListsEveryDeviceWithItsFeatures) {
          {"index", "vulkan_api", "shader_int8", "storage_buffer_8bit", "integer_dot_product",
           "integer_dot_product_4x8_packed_accelerated", "cooperative_matrix_nv",
           "cooperative_matrix_s8_shapes", "subgroup_size", "max_shared_memory_bytes",
-          "max_storage_buffer_range_bytes", "gemm_kernels", "selected"})
+          "max_storage_buffer_range_bytes", "gemm_kernels", "default"})
       EXPECT_TRUE(p.count(key)) << "missing property " << key;
     EXPECT_EQ(p.at("index"), std::to_string(i));
-    if (p.at("selected") == "yes") {
-      ++selected;
-      EXPECT_EQ(static_cast<int>(i), ops().device_index());
+    if (p.at("default") == "yes") {
+      ++defaults;
+      EXPECT_EQ(static_cast<int>(i), ops().default_device());
     }
     // Shapes are listed exactly when the NV extension is usable.
     EXPECT_EQ(p.at("cooperative_matrix_nv") == "yes",
               p.at("cooperative_matrix_s8_shapes") != "none");
     EXPECT_NE(p.at("gemm_kernels").find("vk_gemm_q8_s32acc_plain_64x64"), std::string::npos);
   }
-  EXPECT_EQ(selected, 1);
+  EXPECT_EQ(defaults, 1);
 }
 
 // Mesa's lavapipe, the device of CI: its limits are what the splitting tests are built around.
 TEST_F(DeviceTest, LavapipeReportsItsKnownLimits) {
   const auto devs = ops().devices();
-  const auto& d = devs[static_cast<std::size_t>(ops().device_index())];
+  const auto& d = devs[static_cast<std::size_t>(ops().default_device())];
   if (d.name.find("llvmpipe") == std::string::npos) GTEST_SKIP() << "not lavapipe: " << d.name;
   EXPECT_EQ(d.kind, "cpu");
   EXPECT_EQ(d.properties.at("shader_int8"), "yes");
@@ -52,35 +52,48 @@ TEST_F(DeviceTest, LavapipeReportsItsKnownLimits) {
   EXPECT_EQ(d.properties.at("max_storage_buffer_range_bytes"), "134217728");
 }
 
-TEST_F(DeviceTest, SelectDeviceRejectsIndicesOutOfRange) {
-  const int count = static_cast<int>(ops().devices().size());
-  const int current = ops().device_index();
-  EXPECT_FALSE(ops().select_device(-1));
-  EXPECT_FALSE(ops().select_device(count));
-  EXPECT_EQ(ops().device_index(), current);
-  EXPECT_TRUE(ops().select_device(current));
-  EXPECT_EQ(ops().device_index(), current);
+OpDesc small_quantize() {
+  return {OpKind::quantize,
+          QuantizeDesc{{16}, QuantizationParams::per_tensor_affine(DType::int8, 0.5f, 1)}};
 }
 
-TEST_F(DeviceTest, SwitchingDevicesKeepsOldBuffersApart) {
+TEST_F(DeviceTest, SupportsAndPlansRejectIndicesOutOfRange) {
   const int count = static_cast<int>(ops().devices().size());
-  const int current = ops().device_index();
+  const OpDesc op = small_quantize();
+  EXPECT_TRUE(ops().supports(op, ops().default_device()).supported);
+  for (const int bad : {-1, count}) {
+    const Support s = ops().supports(op, bad);
+    EXPECT_FALSE(s.supported);
+    EXPECT_NE(s.reason.find("device " + std::to_string(bad)), std::string::npos) << s.reason;
+    try {
+      ops().plan(op, PlanRequest{bad, "", {}});
+      ADD_FAILURE() << "a plan for device " << bad << " was made";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+    }
+  }
+}
+
+// A plan of another device than the default one runs there, and refuses buffers the per-call
+// ops allocated on the default device.
+TEST_F(DeviceTest, PlansOfAnotherDeviceKeepBuffersApart) {
+  const int count = static_cast<int>(ops().devices().size());
+  const int current = ops().default_device();
   int other = -1;
   for (int i = 0; i < count; ++i)
-    if (i != current &&
-        ops().devices()[static_cast<std::size_t>(i)].properties.count("unusable") == 0)
-      other = i;
+    if (i != current && ops().supports(small_quantize(), i).supported) other = i;
   if (other < 0) GTEST_SKIP() << "only one usable Vulkan device here";
-  auto buffer = ops().allocate(64);
-  ASSERT_TRUE(ops().select_device(other));
-  std::vector<std::uint8_t> bytes(64, 1);
+  const auto plan = ops().plan(small_quantize(), PlanRequest{other, "", {}});
+  EXPECT_EQ(plan->device(), other);
+  auto x = ops().allocate(16 * sizeof(float));
+  auto q = ops().allocate(16);
   try {
-    ops().copy_to_device(*buffer, 0, bytes.data(), bytes.size());
-    ADD_FAILURE() << "a buffer of device " << current << " was accepted by device " << other;
+    plan->run({x->data()}, {q->data()});
+    ADD_FAILURE() << "buffers of device " << current << " were accepted by a plan of device "
+                  << other;
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
   }
-  ASSERT_TRUE(ops().select_device(current));
 }
 
 // QFORGE_VULKAN_DEVICE is read when the plugin object is made: load a second copy of the
@@ -101,7 +114,7 @@ TEST_F(EnvironmentSelection, PicksTheIndexGiven) {
   auto reg = load_with("0");
   QuantizationOps* ops2 = reg->find("vulkan");
   ASSERT_NE(ops2, nullptr);
-  EXPECT_EQ(ops2->device_index(), 0);
+  EXPECT_EQ(ops2->default_device(), 0);
 }
 
 TEST_F(EnvironmentSelection, ABadIndexLeavesThePluginLoadedAndSaysWhy) {

@@ -1,10 +1,13 @@
 // The GEMM kernels against qforge::reference: every kernel the device lists, every op
 // (matmul_integer, matmul_dequant with and without bias, qlinear_matmul in both requantization
 // modes), both B layouts, int8/uint8 operands with per-tensor or per-channel params, shapes
-// that are not multiples of any tile, directly and through pack_weights. Integer outputs and
+// that are not multiples of any tile, through plans of each kernel with B per run or fixed (and
+// through the per-call ops, directly and through pack_weights). Integer outputs and
 // float outputs are compared bit for bit (the epilogue evaluates in the reference's order).
 #include <bit>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "qforge/reference.h"
 #include "test_data.h"
@@ -43,8 +46,10 @@ struct Shape3 {
   std::int64_t m, n, k;
 };
 
-void run_case(QuantizationOps& ops, Rng& rng, OpKind op, Shape3 s, MatrixLayout layout,
-              bool packed) {
+// Runs op through a plan of `kernel` (B fixed when `packed`), or through the per-call ops (the
+// backend's own kernel; pack_weights and the *_packed op when `packed`) when `kernel` is empty.
+void run_case(QuantizationOps& ops, Rng& rng, OpKind op, Shape3 s, MatrixLayout layout, bool packed,
+              const std::string& kernel = "") {
   std::uniform_int_distribution<int> coin(0, 1);
   const DType da = coin(rng) ? DType::int8 : DType::uint8;
   const DType db = coin(rng) ? DType::int8 : DType::uint8;
@@ -61,9 +66,10 @@ void run_case(QuantizationOps& ops, Rng& rng, OpKind op, Shape3 s, MatrixLayout 
     d.y = QuantizationParams::per_tensor_affine(dy, sy, z(rng));
     d.requant_mode = coin(rng) ? RequantMode::fixed_point : RequantMode::float_multiplier;
   }
-  SCOPED_TRACE(
-      describe({op, d}) + (packed ? " (prepacked)" : "") + " kernel " +
-      (ops.supports({op, d}).kernels.empty() ? "?" : ops.supports({op, d}).kernels.front()));
+  SCOPED_TRACE(describe({op, d}) + (packed ? " (prepacked)" : "") + " kernel " +
+               (!kernel.empty()                         ? kernel
+                : ops.supports({op, d}).kernels.empty() ? "?"
+                                                        : ops.supports({op, d}).kernels.front()));
   const Support sup = ops.supports({op, d});
   ASSERT_TRUE(sup.supported) << sup.reason;
 
@@ -91,22 +97,35 @@ void run_case(QuantizationOps& ops, Rng& rng, OpKind op, Shape3 s, MatrixLayout 
   dout.fill(0xCD);
   const float* bias_ptr = d.has_bias ? static_cast<const float*>(dbias.ptr()) : nullptr;
   std::shared_ptr<PackedWeights> w;
-  if (packed) w = ops.pack_weights(d, db_.ptr());
-  switch (op) {
-    case OpKind::matmul_integer:
-      if (packed)
-        ops.matmul_integer_packed(d, da_.ptr(), *w, static_cast<std::int32_t*>(dout.ptr()));
-      else ops.matmul_integer(d, da_.ptr(), db_.ptr(), static_cast<std::int32_t*>(dout.ptr()));
-      break;
-    case OpKind::matmul_dequant:
-      if (packed) ops.matmul_dequant_packed(d, da_.ptr(), *w, bias_ptr, dout.ptr());
-      else ops.matmul_dequant(d, da_.ptr(), db_.ptr(), bias_ptr, dout.ptr());
-      break;
-    default:
-      if (packed) ops.qlinear_matmul_packed(d, da_.ptr(), *w, dout.ptr());
-      else ops.qlinear_matmul(d, da_.ptr(), db_.ptr(), dout.ptr());
-      break;
+  if (!kernel.empty()) {
+    std::vector<const void*> in{da_.ptr(), packed ? nullptr : db_.ptr()};
+    PlanRequest request{ops.default_device(), kernel, {}};
+    if (d.has_bias) in.push_back(bias_ptr);
+    if (packed) {
+      request.weights.assign(in.size(), nullptr);
+      request.weights[1] = b.data();
+    }
+    const auto plan = ops.plan({op, d}, request);
+    ASSERT_EQ(plan->kernel(), kernel);
+    plan->run(in, std::vector<void*>{dout.ptr()});
+  } else if (packed) {
+    w = ops.pack_weights(d, db_.ptr());
   }
+  if (kernel.empty()) switch (op) {
+      case OpKind::matmul_integer:
+        if (packed)
+          ops.matmul_integer_packed(d, da_.ptr(), *w, static_cast<std::int32_t*>(dout.ptr()));
+        else ops.matmul_integer(d, da_.ptr(), db_.ptr(), static_cast<std::int32_t*>(dout.ptr()));
+        break;
+      case OpKind::matmul_dequant:
+        if (packed) ops.matmul_dequant_packed(d, da_.ptr(), *w, bias_ptr, dout.ptr());
+        else ops.matmul_dequant(d, da_.ptr(), db_.ptr(), bias_ptr, dout.ptr());
+        break;
+      default:
+        if (packed) ops.qlinear_matmul_packed(d, da_.ptr(), *w, dout.ptr());
+        else ops.qlinear_matmul(d, da_.ptr(), db_.ptr(), dout.ptr());
+        break;
+    }
   const auto raw = dout.raw();
   for (std::size_t i = 0; i < dout.pad(); ++i)
     ASSERT_EQ(raw[i], 0xCD) << "canary before the output";
@@ -146,14 +165,15 @@ TEST_F(GemmTest, EveryKernelMatchesTheReference) {
   const MatmulDesc probe = make_matmul(1, 1, 1, p, p);
   const Support all = ops().supports({OpKind::matmul_integer, probe});
   ASSERT_TRUE(all.supported) << all.reason;
-  for (const auto& kernel : all.kernels) {
-    SCOPED_TRACE(kernel);
-    ops().set_kernel({kernel});
+  std::vector<std::string> kernels = all.kernels;
+  kernels.emplace_back();  // and the per-call ops
+  for (const auto& kernel : kernels) {
+    SCOPED_TRACE(kernel.empty() ? "per call" : kernel);
     const int before = fatal_failures();
     for (OpKind op : {OpKind::matmul_integer, OpKind::matmul_dequant, OpKind::qlinear_matmul})
       for (MatrixLayout layout : {MatrixLayout::kn, MatrixLayout::nk})
         for (std::size_t i = 0; i < kShapes.size() && fatal_failures() == before; ++i)
-          run_case(ops(), rng(), op, kShapes[i], layout, /*packed=*/i % 2 == 1);
+          run_case(ops(), rng(), op, kShapes[i], layout, /*packed=*/i % 2 == 1, kernel);
   }
 }
 
@@ -172,13 +192,12 @@ TEST_F(GemmTest, CooperativeMatrixKernelsOnManyTiles) {
   const Shape3 shapes[] = {{1157, 300, 400}, {300, 777, 20}, {260, 300, 300}};
   for (const auto& kernel : coop) {
     SCOPED_TRACE(kernel);
-    ops().set_kernel({kernel});
     const int before = fatal_failures();
     for (std::size_t i = 0; i < std::size(shapes) && fatal_failures() == before; ++i)
       run_case(ops(), rng(), i == 1 ? OpKind::matmul_integer : OpKind::matmul_dequant, shapes[i],
-               MatrixLayout::nk, /*packed=*/i != 2);
+               MatrixLayout::nk, /*packed=*/i != 2, kernel);
     if (fatal_failures() == before)
-      run_case(ops(), rng(), OpKind::qlinear_matmul, shapes[2], MatrixLayout::kn, true);
+      run_case(ops(), rng(), OpKind::qlinear_matmul, shapes[2], MatrixLayout::kn, true, kernel);
   }
 }
 
@@ -199,9 +218,10 @@ TEST_F(GemmTest, LargestSafeKWithExtremeZeroPoints) {
   reference::matmul_integer(d, a.data(), b.data(), expected.data());
   for (const auto& kernel : all.kernels) {
     SCOPED_TRACE(kernel);
-    ops().set_kernel({kernel});
     DeviceArray da(ops(), a), db(ops(), b), dc(ops(), expected.size() * 4);
-    ops().matmul_integer(d, da.ptr(), db.ptr(), static_cast<std::int32_t*>(dc.ptr()));
+    ops()
+        .plan({OpKind::matmul_integer, d}, PlanRequest{ops().default_device(), kernel, {}})
+        ->run({da.ptr(), db.ptr()}, {dc.ptr()});
     EXPECT_EQ(dc.read<std::int32_t>(), expected);
   }
 }

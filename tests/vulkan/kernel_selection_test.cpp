@@ -1,4 +1,4 @@
-// Per-op capability follows the device's features; set_kernel() restricts the GEMM kernel;
+// Per-op capability follows the device's features; a plan runs the GEMM kernel it names;
 // descriptors the backend does not run are refused with a reason.
 #include "qforge/error.h"
 #include "qforge/reference.h"
@@ -44,31 +44,29 @@ TEST_F(KernelSelection, GemmKernelsFollowTheDeviceFeatures) {
       << "the best kernel comes first in both lists";
 }
 
-TEST_F(KernelSelection, SetKernelRestrictsAndIsReported) {
-  const Support all = ops().supports({OpKind::matmul_integer, small_matmul()});
+TEST_F(KernelSelection, PlansRunTheKernelTheyName) {
+  const OpDesc op{OpKind::matmul_integer, small_matmul()};
+  const Support all = ops().supports(op);
   ASSERT_TRUE(all.supported) << all.reason;
   const std::vector<std::int8_t> a_host = {11, 7, 3, 10, 6, 2, 9, 5, 1, 8, 4, 0};
   const std::vector<std::int8_t> b_host = {1, 4, 2, 5, 3, 6};
   for (const auto& kernel : all.kernels) {
     SCOPED_TRACE(kernel);
-    ops().set_kernel({kernel});
-    const Support one = ops().supports({OpKind::matmul_integer, small_matmul()});
-    ASSERT_TRUE(one.supported) << one.reason;
-    EXPECT_EQ(one.kernels, std::vector<std::string>{kernel});
+    const auto plan = ops().plan(op, PlanRequest{ops().default_device(), kernel, {}});
+    EXPECT_EQ(plan->kernel(), kernel);
     DeviceArray a(ops(), a_host), b(ops(), b_host), c(ops(), 8 * 4);
-    ops().matmul_integer(small_matmul(), a.ptr(), b.ptr(), static_cast<std::int32_t*>(c.ptr()));
-    EXPECT_EQ(ops().last_kernel(), kernel);
+    plan->run({a.ptr(), b.ptr()}, {c.ptr()});
     // DESIGN.md's MatMulInteger example.
     EXPECT_EQ(c.read<std::int32_t>(),
               (std::vector<std::int32_t>{-38, -83, -44, -98, -50, -113, -56, -128}));
   }
-  ops().set_kernel({});
-  EXPECT_EQ(ops().supports({OpKind::matmul_integer, small_matmul()}).kernels, all.kernels);
+  EXPECT_EQ(ops().supports(op).kernels, all.kernels);
 }
 
 TEST_F(KernelSelection, UnknownOrUnavailableKernelsAreRefused) {
+  const OpDesc op{OpKind::matmul_integer, small_matmul()};
   try {
-    ops().set_kernel({"vk_gemm_nonexistent"});
+    ops().plan(op, PlanRequest{ops().default_device(), "vk_gemm_nonexistent", {}});
     ADD_FAILURE() << "an unknown kernel was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::unsupported);
@@ -78,7 +76,8 @@ TEST_F(KernelSelection, UnknownOrUnavailableKernelsAreRefused) {
   if (device_property(ops(), "cooperative_matrix_nv") == "yes")
     GTEST_SKIP() << "device has coopmat";
   try {
-    ops().set_kernel({"vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128"});
+    ops().plan(op, PlanRequest{
+                       ops().default_device(), "vk_gemm_q8_s32acc_coopmat_nv16x16x32_128x128", {}});
     ADD_FAILURE() << "a cooperative-matrix kernel was accepted on a device without it";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::unsupported);

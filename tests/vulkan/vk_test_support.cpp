@@ -101,7 +101,7 @@ std::vector<std::uint8_t> DeviceArray::raw() const {
 
 std::string device_property(QuantizationOps& ops, const std::string& key) {
   const auto devs = ops.devices();
-  const int i = ops.device_index();
+  const int i = ops.default_device();
   if (i < 0 || i >= static_cast<int>(devs.size())) return {};
   const auto it = devs[static_cast<std::size_t>(i)].properties.find(key);
   return it == devs[static_cast<std::size_t>(i)].properties.end() ? std::string() : it->second;
@@ -111,7 +111,6 @@ void VulkanTest::SetUp() {
   const std::string why = unavailable_reason();
   if (!why.empty()) GTEST_SKIP() << "no usable Vulkan device: " << why;
   ops_ = vulkan_plugin();
-  ops_->set_kernel({});
   rng_ = rng_for_current_test();
   trace_ = std::make_unique<::testing::ScopedTrace>(
       __FILE__, __LINE__, "QFORGE_TEST_SEED=" + std::to_string(run_seed()));
@@ -119,7 +118,6 @@ void VulkanTest::SetUp() {
 
 void VulkanTest::TearDown() {
   if (ops_) {
-    ops_->set_kernel({});
     ops_->set_option("max_storage_buffer_range", "0");
     ops_->set_option("max_workgroup_count", "0");
   }

@@ -97,6 +97,11 @@ std::vector<DeviceInfo> CpuX86Ops::devices() const {
   host.properties["isa_detected"] = detected_.to_string();
   host.properties["isa_allowed"] = allowed_.to_string();
   host.properties["isa_used"] = usable_isas().to_string();
+  // The kernels plans may ask for here (those the ISA tiers in use can run).
+  std::string kernels;
+  for (const KernelInfo& k : all_kernels())
+    if (runnable(k)) kernels += (kernels.empty() ? "" : ",") + std::string(k.name);
+  host.properties["kernels"] = kernels;
   return {host};
 }
 
@@ -126,32 +131,9 @@ bool CpuX86Ops::set_option(std::string_view key, std::string_view value) {
   return false;
 }
 
-void CpuX86Ops::set_kernel(const KernelChoice& choice) {
-  if (choice.name.empty()) {
-    forced_.clear();
-    return;
-  }
-  const KernelInfo* k = find_kernel(choice.name);
-  if (!k) {
-    std::string names;
-    for (const KernelInfo& info : all_kernels())
-      names += (names.empty() ? "" : ", ") + std::string(info.name);
-    throw Error(ErrorCode::unsupported, "cpu_x86: unknown kernel '" + choice.name +
-                                            "'; expected one of " + names +
-                                            ", or an empty name for the backend's choice");
-  }
-  if (!runnable(*k))
-    throw Error(ErrorCode::unsupported,
-                "cpu_x86: kernel '" + choice.name + "' needs " + std::string(feature_text(k->isa)) +
-                    ", which " +
-                    (!compiled_.has(k->isa) ? "this build left out"
-                     : !detected_.has(k->isa)
-                         ? "this CPU lacks"
-                         : "the ISA restriction (" + allowed_.to_string() + ") excludes"));
-  forced_ = choice.name;
-}
-
-Support CpuX86Ops::supports(const OpDesc& op) const {
+Support CpuX86Ops::supports(const OpDesc& op, int device) const {
+  if (device != 0)
+    return Support::no("cpu_x86: device " + std::to_string(device) + "; expected 0 (the host)");
   if (!detected_.has(Isa::avx2)) return Support::no("cpu_x86: " + availability().reason);
   try {
     check_descriptor(op);
@@ -218,15 +200,7 @@ Support CpuX86Ops::supports(const OpDesc& op) const {
   return Support::yes(std::move(kernels));
 }
 
-const KernelInfo& CpuX86Ops::elementwise_kernel(KernelRole role, bool vector_ok, OpKind op) const {
-  if (!forced_.empty()) {
-    const KernelInfo& k = *find_kernel(forced_);
-    if (k.role == KernelRole::reference || (k.role == role && vector_ok)) return k;
-    throw Error(ErrorCode::unsupported,
-                "cpu_x86: the forced kernel '" + forced_ + "' cannot run " +
-                    std::string(to_string(op)) + " for this descriptor; expected " +
-                    (vector_ok ? "a kernel of that op or " : "") + "'reference'");
-  }
+const KernelInfo& CpuX86Ops::elementwise_kernel(KernelRole role, bool vector_ok) const {
   if (vector_ok)
     for (const KernelInfo& k : all_kernels())
       if (k.role == role && runnable(k)) return k;
@@ -252,7 +226,7 @@ const KernelInfo& CpuX86Ops::gemm_kernel(const MatmulDesc& desc, const X86Packed
                       " weights; expected a " +
                       (b.blocks.blocked ? "q8_qbw_" : "q8_gemm_/q8_gemv_") + " kernel");
     // maddubs would saturate on these weights: the exact kernel of the same role runs instead
-    // and last_kernel() names it (supports() lists maddubs only for schemes without -128).
+    // and the plan names it (supports() lists maddubs only for schemes without -128).
     return exact_for_weights(k, b.holds_min);
   }
   for (const KernelInfo& k : all_kernels())

@@ -44,9 +44,8 @@ class CpuX86Ops final : public QuantizationOps {
 
   bool set_option(std::string_view key, std::string_view value) override;
 
-  Support supports(const OpDesc& op) const override;
-  std::string last_kernel() const override { return last_kernel_; }
-  void set_kernel(const KernelChoice& choice) override;
+  using QuantizationOps::supports;
+  Support supports(const OpDesc& op, int device) const override;
 
   void quantize(const QuantizeDesc& desc, const void* x, void* q) override;
   void dequantize(const QuantizeDesc& desc, const void* q, float* x) override;
@@ -96,11 +95,11 @@ class CpuX86Ops final : public QuantizationOps {
       throw Error(ErrorCode::unsupported, "cpu_x86: " + availability().reason);
     check_descriptor(op, desc);
   }
-  // The kernel for an elementwise role: the forced one, or the role's vector kernel, or the
-  // reference when `vector_ok` is false. Throws unsupported when a forced kernel cannot run it.
-  const KernelInfo& elementwise_kernel(KernelRole role, bool vector_ok, OpKind op) const;
+  // The kernel the per-call ops run for an elementwise role: the role's vector kernel, or the
+  // reference when `vector_ok` is false.
+  const KernelInfo& elementwise_kernel(KernelRole role, bool vector_ok) const;
   // The GEMM kernel for desc with packed weights b (maddubs needs b without -128): `forced`
-  // (set_kernel's name, or a plan's requested one), else the automatic choice for b.
+  // (a plan's requested kernel), else the automatic choice for b.
   const KernelInfo& gemm_kernel(const MatmulDesc& desc, const X86PackedWeights& b, OpKind op,
                                 std::string_view forced) const;
   // How `forced` (a kernel name, or empty for the automatic choice) runs desc: im2col GEMM, the
@@ -127,8 +126,6 @@ class CpuX86Ops final : public QuantizationOps {
   // Shared with the plans made from this instance: a plan keeps the pool it was made with.
   std::shared_ptr<ThreadPool> pool_;
   std::int64_t gemv_prefetch_ = kDefaultGemvPrefetch;
-  std::string forced_;  // set_kernel name, empty = automatic
-  std::string last_kernel_;
   GemmScratch scratch_;
 };
 

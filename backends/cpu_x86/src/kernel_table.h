@@ -1,6 +1,6 @@
 // Every kernel variant of cpu_x86, by name (XNNPACK style: op, dtypes, tile, ISA), with what it
-// needs. One list drives kernel selection, supports()' kernel lists, set_kernel() and the
-// tests that force each variant.
+// needs. One list drives kernel selection, supports()' kernel lists, the kernels plans accept
+// and the tests that run each variant.
 //
 // GEMM names: q8 = 8-bit activations (int8 or uint8, converted while packing) times packed
 // 8-bit weights; qbw = the same with block-wise weights (int8/uint8/int4/uint4, per-block

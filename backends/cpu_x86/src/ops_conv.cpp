@@ -47,10 +47,6 @@ void CpuX86Ops::conv(OpKind op, const ConvDesc& desc, const void* x, const void*
     throw Error(ErrorCode::invalid_argument,
                 "cpu_x86: conv called with " + std::string(to_string(op)) +
                     "; expected conv_integer, qlinear_conv or conv_dequant");
-  if (forced_ == kReferenceKernel) {
-    last_kernel_ = kReferenceKernel;
-    return reference::conv(op, desc, x, w, bias, y);
-  }
   const std::string name(to_string(op));
   auto require = [&](const char* what, const void* p, std::int64_t count) {
     if (count > 0 && !p)
@@ -67,10 +63,9 @@ void CpuX86Ops::conv(OpKind op, const ConvDesc& desc, const void* x, const void*
   require("w", w, count(ws));
   require("y", y, count(ys));
   if (desc.bias != ConvBias::none) require("bias (desc.bias is set)", bias, desc.out_channels);
-  const ConvPath path = conv_path(desc, op, forced_);
+  const ConvPath path = conv_path(desc, op, {});
   const ConvWeights weights(desc, w, path, pool_.get());
-  const KernelInfo& k = conv_kernel(desc, path, weights.holds_min(), forced_);
-  last_kernel_ = k.name;
+  const KernelInfo& k = conv_kernel(desc, path, weights.holds_min(), {});
   if (!run_conv({*pool_, scratch_, tuning()}, k, op, desc, x, weights, bias, y))
     reference::conv(op, desc, x, w, bias, y);  // reports the sum that leaves int32
 }

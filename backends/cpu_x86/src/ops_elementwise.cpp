@@ -263,9 +263,7 @@ std::optional<QuantizationParams> dynamic_quantize_vector(ThreadPool& pool,
 
 void CpuX86Ops::quantize(const QuantizeDesc& desc, const void* x, void* q) {
   require_supported(OpKind::quantize, desc);
-  const KernelInfo& k =
-      elementwise_kernel(KernelRole::quantize, vector_quantize(desc), OpKind::quantize);
-  last_kernel_ = k.name;
+  const KernelInfo& k = elementwise_kernel(KernelRole::quantize, vector_quantize(desc));
   if (k.role == KernelRole::reference) return reference::quantize(desc, x, q);
   require_data(OpKind::quantize, element_count(desc.shape), x, q);
   quantize_vector(*pool_, desc, x, q);
@@ -273,9 +271,7 @@ void CpuX86Ops::quantize(const QuantizeDesc& desc, const void* x, void* q) {
 
 void CpuX86Ops::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
   require_supported(OpKind::dequantize, desc);
-  const KernelInfo& k =
-      elementwise_kernel(KernelRole::dequantize, vector_quantize(desc), OpKind::dequantize);
-  last_kernel_ = k.name;
+  const KernelInfo& k = elementwise_kernel(KernelRole::dequantize, vector_quantize(desc));
   if (k.role == KernelRole::reference) return reference::dequantize(desc, q, x);
   require_data(OpKind::dequantize, element_count(desc.shape), q, x);
   dequantize_vector(*pool_, desc, q, x);
@@ -284,8 +280,7 @@ void CpuX86Ops::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
 void CpuX86Ops::requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) {
   require_supported(OpKind::requantize, desc);
   const bool vector_ok = desc.mode == RequantMode::float_multiplier;
-  const KernelInfo& k = elementwise_kernel(KernelRole::requantize, vector_ok, OpKind::requantize);
-  last_kernel_ = k.name;
+  const KernelInfo& k = elementwise_kernel(KernelRole::requantize, vector_ok);
   if (k.role == KernelRole::reference) return reference::requantize(desc, c, y);
   require_data(OpKind::requantize, element_count(desc.shape), c, y);
   requantize_vector(*pool_, desc, c, y);
@@ -294,9 +289,7 @@ void CpuX86Ops::requantize(const RequantizeDesc& desc, const std::int32_t* c, vo
 QuantizationParams CpuX86Ops::dynamic_quantize_linear(const DynamicQuantizeDesc& desc,
                                                       const float* x, std::uint8_t* y) {
   require_supported(OpKind::dynamic_quantize_linear, desc);
-  const KernelInfo& k =
-      elementwise_kernel(KernelRole::dynamic_quantize, true, OpKind::dynamic_quantize_linear);
-  last_kernel_ = k.name;
+  const KernelInfo& k = elementwise_kernel(KernelRole::dynamic_quantize, true);
   if (k.role == KernelRole::reference) return reference::dynamic_quantize_linear(desc, x, y);
   require_data(OpKind::dynamic_quantize_linear, element_count(desc.shape), x, y);
   if (auto p = dynamic_quantize_vector(*pool_, desc, x, y)) return *p;

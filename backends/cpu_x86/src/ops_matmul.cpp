@@ -90,8 +90,7 @@ const X86PackedWeights& CpuX86Ops::own_packed(const PackedWeights& b) const {
 
 bool CpuX86Ops::run_matmul(OpKind op, const MatmulDesc& desc, const void* a,
                            const X86PackedWeights& b, const GemmOutput& out) {
-  const KernelInfo& k = gemm_kernel(desc, b, op, forced_);
-  last_kernel_ = k.name;
+  const KernelInfo& k = gemm_kernel(desc, b, op, {});
   return run_gemm(k, desc, a, b, out, *pool_, scratch_, tuning());
 }
 
@@ -121,10 +120,6 @@ std::shared_ptr<PackedWeights> CpuX86Ops::pack_weights(const MatmulDesc& desc, c
 void CpuX86Ops::matmul_integer(const MatmulDesc& desc, const void* a, const void* b,
                                std::int32_t* c) {
   require_supported(OpKind::matmul_integer, desc);
-  if (forced_ == kReferenceKernel) {
-    last_kernel_ = kReferenceKernel;
-    return reference::matmul_integer(desc, a, b, c);
-  }
   require_pointers(OpKind::matmul_integer, {{"b", b}}, desc.n * desc.k > 0);
   require_pointers(OpKind::matmul_integer, {{"a", a}, {"c", c}}, desc.m * desc.n > 0);
   const X86PackedWeights packed(desc, b, pool_.get());
@@ -134,10 +129,6 @@ void CpuX86Ops::matmul_integer(const MatmulDesc& desc, const void* a, const void
 void CpuX86Ops::matmul_dequant(const MatmulDesc& desc, const void* a, const void* b,
                                const float* bias, void* y) {
   require_supported(OpKind::matmul_dequant, desc);
-  if (forced_ == kReferenceKernel) {
-    last_kernel_ = kReferenceKernel;
-    return reference::matmul_dequant(desc, a, b, bias, y);
-  }
   require_pointers(OpKind::matmul_dequant, {{"b", b}}, desc.n * desc.k > 0);
   require_pointers(OpKind::matmul_dequant, {{"a", a}, {"y", y}}, desc.m * desc.n > 0);
   if (desc.has_bias)
@@ -155,10 +146,6 @@ void CpuX86Ops::qlinear_matmul(const MatmulDesc& desc, const void* a, const void
 void CpuX86Ops::qlinear_matmul_bias(const MatmulDesc& desc, const void* a, const void* b,
                                     const std::int32_t* bias, void* y) {
   require_supported(OpKind::qlinear_matmul, desc);
-  if (forced_ == kReferenceKernel) {
-    last_kernel_ = kReferenceKernel;
-    return reference::qlinear_matmul(desc, a, b, bias, y);
-  }
   require_pointers(OpKind::qlinear_matmul, {{"b", b}}, desc.n * desc.k > 0);
   require_pointers(OpKind::qlinear_matmul, {{"a", a}, {"y", y}}, desc.m * desc.n > 0);
   if (desc.has_bias)
@@ -241,23 +228,19 @@ QuantizationParams CpuX86Ops::linear_forward(const LinearDesc& desc, const float
                                              const std::int8_t* wq, const float* bias,
                                              std::int8_t* xq, float* y) {
   require_supported(OpKind::linear_forward, desc);
-  if (forced_ == kReferenceKernel || !vector_linear(desc)) {
-    last_kernel_ = kReferenceKernel;
-    return reference::linear_forward(desc, x, wq, bias, xq, y);
-  }
+  if (!vector_linear(desc)) return reference::linear_forward(desc, x, wq, bias, xq, y);
   const std::int64_t M = desc.m, N = desc.n, K = desc.k;
   require_pointers(OpKind::linear_forward, {{"x", x}, {"xq", xq}}, M * K > 0);
   require_pointers(OpKind::linear_forward, {{"wq", wq}}, N * K > 0);
   require_pointers(OpKind::linear_forward, {{"y", y}}, M * N > 0);
   if (desc.has_bias)
     require_pointers(OpKind::linear_forward, {{"bias (has_bias is set)", bias}}, N > 0);
-  // The kernel is chosen (and a forced one checked) before X is read, as for the matmuls.
+  // The kernel is chosen before X is read, as for the matmuls.
   const MatmulDesc md = linear_matmul_desc(desc, 1.0f);
   const X86PackedWeights packed(md, wq, pool_.get());
-  const KernelInfo& k = gemm_kernel(md, packed, OpKind::linear_forward, forced_);
+  const KernelInfo& k = gemm_kernel(md, packed, OpKind::linear_forward, {});
   const auto sx =
       linear_forward_vector({*pool_, scratch_, tuning()}, k, desc, x, packed, bias, xq, y);
-  last_kernel_ = sx ? k.name : kReferenceKernel;
   if (!sx) return reference::linear_forward(desc, x, wq, bias, xq, y);
   return QuantizationParams::per_tensor_symmetric(DType::int8, *sx);
 }
@@ -266,11 +249,7 @@ void CpuX86Ops::linear_backward(const LinearDesc& desc, const float* dy, const s
                                 const QuantizationParams& xq_params, const std::int8_t* wq,
                                 float* dx, float* dw, float* db) {
   require_supported(OpKind::linear_backward, desc);
-  if (!forced_.empty() && forced_ != kReferenceKernel)
-    throw Error(ErrorCode::unsupported, "cpu_x86: the forced kernel '" + forced_ +
-                                            "' cannot run linear_backward; expected 'reference'");
   // Float gradients summed in double (reference.h): no int8 kernel applies.
-  last_kernel_ = kReferenceKernel;
   reference::linear_backward(desc, dy, xq, xq_params, wq, dx, dw, db);
 }
 

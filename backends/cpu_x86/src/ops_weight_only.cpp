@@ -11,8 +11,7 @@ void CpuX86Ops::matmul_weight_only(const MatmulDesc& desc, const float* a, const
                                    const float* bias, float* y) {
   const OpKind op = OpKind::matmul_weight_only;
   require_supported(op, desc);
-  const KernelInfo& k = weight_only_kernel(forced_);
-  last_kernel_ = k.name;
+  const KernelInfo& k = weight_only_kernel({});
   if (k.role == KernelRole::reference) return reference::matmul_weight_only(desc, a, b, bias, y);
   auto require = [&](const char* what, const void* p, std::int64_t count) {
     if (count > 0 && !p)

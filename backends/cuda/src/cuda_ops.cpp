@@ -55,22 +55,6 @@ std::vector<DeviceInfo> CudaOps::devices() const {
   return out;
 }
 
-bool CudaOps::select_device(int index) {
-  const auto it = std::find_if(probe_.devices.begin(), probe_.devices.end(),
-                               [&](const DeviceProps& d) { return d.index == index; });
-  if (it == probe_.devices.end() || !it->usable()) return false;
-  if (index == device_) return true;
-  if (stream_) {
-    synchronize();
-    cudaStreamDestroy(stream_);
-    stream_ = nullptr;
-  }
-  workspace_.clear();
-  params_.clear();
-  device_ = index;
-  return true;
-}
-
 cudaStream_t CudaOps::stream() {
   if (!probe_.availability.usable)
     throw Error(ErrorCode::unavailable, "cuda: " + probe_.availability.reason);
@@ -83,9 +67,10 @@ cudaStream_t CudaOps::stream() {
   return stream_;
 }
 
-DeviceFacts CudaOps::facts() const {
+DeviceFacts CudaOps::facts(int device) const {
   if (!probe_.availability.usable) return {};
-  return {props().cc, props().multiprocessors, wgmma_available(device_)};
+  const DeviceProps& p = probe_.devices.at(static_cast<std::size_t>(device));
+  return {p.cc, p.multiprocessors, wgmma_available(device)};
 }
 
 std::shared_ptr<Buffer> CudaOps::allocate(std::size_t bytes) {
@@ -134,22 +119,20 @@ void CudaOps::synchronize() {
     }
 }
 
-Support CudaOps::supports(const OpDesc& op) const {
+Support CudaOps::supports(const OpDesc& op, int device) const {
   if (!probe_.availability.usable) return Support::no("cuda: " + probe_.availability.reason);
-  return support_for(op, facts());
-}
-
-void CudaOps::set_kernel(const KernelChoice& choice) {
-  if (!choice.name.empty()) {
-    const auto& all = all_kernel_names();
-    if (std::find(all.begin(), all.end(), choice.name) == all.end()) {
-      std::string list;
-      for (const auto& n : all) list += (list.empty() ? "" : ", ") + n;
-      throw Error(ErrorCode::unsupported,
-                  "cuda: unknown kernel '" + choice.name + "'; expected one of " + list);
-    }
-  }
-  forced_kernel_ = choice.name;
+  const auto it = std::find_if(probe_.devices.begin(), probe_.devices.end(),
+                               [&](const DeviceProps& d) { return d.index == device; });
+  if (it == probe_.devices.end())
+    return Support::no("cuda: device " + std::to_string(device) + "; expected 0 to " +
+                       std::to_string(static_cast<long long>(probe_.devices.size()) - 1));
+  if (!it->usable())
+    return Support::no("cuda: device " + std::to_string(device) + " (" + it->name +
+                       ") has compute capability " + std::to_string(it->cc / 10) + "." +
+                       std::to_string(it->cc % 10) + "; expected " +
+                       std::to_string(kMinComputeCapability / 10) + "." +
+                       std::to_string(kMinComputeCapability % 10) + " or newer");
+  return support_for(op, facts(device));
 }
 
 void CudaOps::begin(OpKind kind, const MatmulDesc& desc) {

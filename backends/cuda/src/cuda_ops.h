@@ -64,8 +64,8 @@ class CudaOps final : public QuantizationOps {
   std::string version() const override { return kPluginVersion; }
   Availability availability() const override { return probe_.availability; }
   std::vector<DeviceInfo> devices() const override;
-  int device_index() const override { return device_; }
-  bool select_device(int index) override;
+  // The instance's: the first usable device; a plan's: the plan's device.
+  int default_device() const override { return device_; }
 
   bool host_memory() const override { return false; }
   std::shared_ptr<Buffer> allocate(std::size_t bytes) override;
@@ -75,9 +75,8 @@ class CudaOps final : public QuantizationOps {
                     std::size_t bytes) override;
   void synchronize() override;
 
-  Support supports(const OpDesc& op) const override;
-  std::string last_kernel() const override { return last_kernel_; }
-  void set_kernel(const KernelChoice& choice) override;
+  using QuantizationOps::supports;
+  Support supports(const OpDesc& op, int device) const override;
 
   void quantize(const QuantizeDesc& desc, const void* x, void* q) override;
   void dequantize(const QuantizeDesc& desc, const void* q, float* x) override;
@@ -150,7 +149,8 @@ class CudaOps final : public QuantizationOps {
   void begin(OpKind kind, const MatmulDesc& desc);
   void begin(OpKind kind, const QuantizeDesc& desc);  // quantize, dequantize
   cudaStream_t stream();
-  DeviceFacts facts() const;
+  DeviceFacts facts() const { return facts(device_); }
+  DeviceFacts facts(int device) const;
   const DeviceProps& props() const { return probe_.devices.at(static_cast<std::size_t>(device_)); }
 
   // Device copies of host arrays, kept by content (ParamCache); `tag` (param_tag) finds one seen
@@ -206,8 +206,7 @@ class CudaOps final : public QuantizationOps {
   cudaStream_t stream_ = nullptr;
   Workspace workspace_;
   ParamCache params_;
-  std::string last_kernel_;
-  std::string forced_kernel_;
+  std::string forced_kernel_;  // a plan's kernel (PlanContext); empty: the automatic choice
   // Bit d: a plan was made for device d (synchronize() waits for those devices' plans too).
   std::atomic<std::uint64_t> plan_devices_{0};
 };

@@ -108,7 +108,6 @@ void CudaOps::run_blockwise(OpKind kind, const MatmulDesc& desc, const void* a,
   const GemmKernel kernel =
       pick_gemm(M, N, K, /*blockwise=*/true, blockwise_gemv_takes(kind, desc));
   const bool gemv = kernel == GemmKernel::qbw_gemv;
-  last_kernel_ = gemm_kernel_name(kernel);
   if (M == 0 || N == 0) return;
 
   const AOperand A = prepare_a(desc, a, round_up(K, 16));

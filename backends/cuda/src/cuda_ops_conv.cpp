@@ -74,7 +74,6 @@ void CudaOps::run_conv(OpKind op, const ConvDesc& desc, const void* x, const voi
   begin(OpDesc{op, desc});
   const std::string name(to_string(op));
   const std::string kernel = conv_kernel(op, desc);
-  last_kernel_ = kernel;
   const ConvGeometry g = conv_geometry(desc);
   const std::int64_t xs = count(desc.x_shape()), ws = count(desc.w_shape()),
                      ys = count(desc.y_shape());

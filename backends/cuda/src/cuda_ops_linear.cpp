@@ -95,7 +95,6 @@ QuantizationParams CudaOps::linear_forward(const LinearDesc& desc, const float* 
     attach_split_workspace(how, M, N);
     launch_gemm(how, op, ep, s);
   }
-  last_kernel_ = gemm_kernel_name(kernel);
 
   // 4. The scale goes back to the caller; the reference refuses non-finite X, so do we.
   RangeStats host{};
@@ -165,7 +164,6 @@ void CudaOps::linear_backward(const LinearDesc& desc, const float* dy, const std
         Slot::float_partials, static_cast<std::size_t>(column_sums_workspace(M, N)), device_, s);
     launch_column_sums(dy, M, N, db, ws, s);
   }
-  last_kernel_ = kLinearBackwardKernel;
 }
 
 }  // namespace qforge::cuda

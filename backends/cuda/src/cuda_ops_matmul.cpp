@@ -160,7 +160,6 @@ void CudaOps::run_matmul(OpKind kind, const MatmulDesc& desc, const void* a, con
   } else {
     ep.kind = EpilogueKind::int32_out;
   }
-  last_kernel_ = gemm_kernel_name(kernel);
   if (M == 0 || N == 0) return;
 
   const AOperand A = prepare_a(desc, a, kp);

@@ -61,7 +61,6 @@ void CudaOps::quantize(const QuantizeDesc& desc, const void* x, void* q) {
     ix.zero_points = device_zero_points(p);
   }
   launch_quantize(desc.float_type, x, p.dtype(), q, element_count(desc.shape), ix, stream());
-  last_kernel_ = kQuantizeKernel;
 }
 
 void CudaOps::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
@@ -73,7 +72,6 @@ void CudaOps::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
     ix.zero_points = device_zero_points(p);
   }
   launch_dequantize(p.dtype(), q, x, element_count(desc.shape), ix, stream());
-  last_kernel_ = kDequantizeKernel;
 }
 
 void CudaOps::requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) {
@@ -105,7 +103,6 @@ void CudaOps::requantize(const RequantizeDesc& desc, const std::int32_t* c, void
     a.multipliers = upload(std::span<const float>(desc.multipliers));
   }
   launch_requantize(c, static_cast<std::uint8_t*>(y), a, stream());
-  last_kernel_ = kRequantizeKernel;
 }
 
 QuantizationParams CudaOps::dynamic_quantize_linear(const DynamicQuantizeDesc& desc, const float* x,
@@ -121,7 +118,6 @@ QuantizationParams CudaOps::dynamic_quantize_linear(const DynamicQuantizeDesc& d
   check(cudaMemcpyAsync(&host, stats, sizeof host, cudaMemcpyDeviceToHost, s),
         "cudaMemcpyAsync(range statistics)");
   check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
-  last_kernel_ = kDynamicQuantizeKernel;
   if (host.first_inf != kNoIndex) {
     float v = 0.0f;
     check(cudaMemcpy(&v, x + host.first_inf, sizeof v, cudaMemcpyDeviceToHost), "cudaMemcpy");

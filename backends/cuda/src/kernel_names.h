@@ -1,5 +1,5 @@
-// The kernel variants of the CUDA backend by name: what supports() lists, last_kernel() reports
-// and set_kernel() accepts. Names carry the op, the operand types, the instruction and the tile
+// The kernel variants of the CUDA backend by name: what supports() lists and plans accept and
+// report. Names carry the op, the operand types, the instruction and the tile
 // (XNNPACK's naming), e.g. s8_gemm_mma_m16n8k32_128x256.
 #pragma once
 
@@ -29,7 +29,7 @@ inline constexpr const char* kConvDepthwiseKernel = "q8_conv_depthwise_direct_si
 
 const char* gemm_kernel_name(GemmKernel k);
 std::optional<GemmKernel> parse_gemm_kernel(std::string_view name);
-// Every name set_kernel() accepts.
+// Every kernel name.
 const std::vector<std::string>& all_kernel_names();
 
 }  // namespace qforge::cuda

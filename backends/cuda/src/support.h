@@ -15,7 +15,7 @@
 // past the grid limits check_conv names.
 //
 // QFORGE_CUDA_KERNELS (environment, comma-separated GEMM kernel names) limits the GEMM kernels
-// that may be listed and chosen; set_kernel() picks one of those per call.
+// that may be listed and chosen; a plan fixes one of those.
 #pragma once
 
 #include <cstdint>

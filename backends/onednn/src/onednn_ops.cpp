@@ -22,26 +22,6 @@ std::uint64_t physical_memory_bytes() {
              : 0;
 }
 
-// Whether kernel `k` belongs to op `op` at all (a choice for another op is ignored by it).
-bool serves(OpKind op, const std::string& k) {
-  switch (op) {
-    case OpKind::quantize: return k == kernel::loop_quantize;
-    case OpKind::dequantize: return k == kernel::loop_dequantize || k == kernel::reorder_dequantize;
-    case OpKind::requantize: return k == kernel::loop_requantize;
-    case OpKind::dynamic_quantize_linear: return k == kernel::loop_dynamic_quantize;
-    case OpKind::linear_backward: return k == kernel::matmul_f32;
-    case OpKind::matmul_integer:
-    case OpKind::matmul_dequant:
-    case OpKind::qlinear_matmul:
-    case OpKind::linear_forward: return k.rfind("dnnl_matmul_", 0) == 0 && k != kernel::matmul_f32;
-    case OpKind::conv_integer:
-    case OpKind::qlinear_conv:
-    case OpKind::conv_dequant: return k.rfind("dnnl_conv_", 0) == 0;
-    case OpKind::matmul_weight_only: return false;  // refused by supports()
-  }
-  return false;
-}
-
 }  // namespace
 
 OnednnOps::OnednnOps() : facts_(detect_facts()), reorder_(engine_.engine(), engine_.stream()) {}
@@ -96,39 +76,16 @@ bool OnednnOps::set_option(std::string_view key, std::string_view value) {
   return true;
 }
 
-Support OnednnOps::supports(const OpDesc& op) const { return check_support(op, facts_); }
-
-void OnednnOps::set_kernel(const KernelChoice& choice) {
-  if (choice.name.empty()) {
-    forced_.clear();
-    return;
-  }
-  const auto& names = all_kernels();
-  if (std::find(names.begin(), names.end(), choice.name) == names.end()) {
-    std::string list;
-    for (const auto& k : names) list += (list.empty() ? "" : ", ") + k;
-    throw Error(ErrorCode::unsupported, "onednn: unknown kernel '" + choice.name +
-                                            "'; expected one of " + list +
-                                            ", or an empty name for the backend's choice");
-  }
-  forced_ = choice.name;
+Support OnednnOps::supports(const OpDesc& op, int device) const {
+  if (device != 0)
+    return Support::no("onednn: device " + std::to_string(device) + "; expected 0 (the host)");
+  return check_support(op, facts_);
 }
 
 template <class Desc>
 std::string OnednnOps::begin(OpKind op, const Desc& desc) {
   const Support s = check_support(op, desc, facts_);
   if (!s.supported) throw Error(ErrorCode::unsupported, s.reason);
-  if (!forced_.empty() && serves(op, forced_)) {
-    if (std::find(s.kernels.begin(), s.kernels.end(), forced_) == s.kernels.end()) {
-      std::string list;
-      for (const auto& k : s.kernels) list += (list.empty() ? "" : ", ") + k;
-      throw Error(ErrorCode::unsupported, "onednn: " + std::string(to_string(op)) + ": kernel '" +
-                                              forced_ + "' (set_kernel) cannot run " +
-                                              describe(OpDesc{op, desc}) +
-                                              "; kernels that can: " + list);
-    }
-    return forced_;
-  }
   return s.kernels.front();
 }
 template std::string OnednnOps::begin(OpKind, const QuantizeDesc&);

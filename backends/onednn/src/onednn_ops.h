@@ -44,9 +44,8 @@ class OnednnOps final : public QuantizationOps {
   // "threads" = N (> 0) or 0 for OpenMP's default (OMP_NUM_THREADS, else the cores).
   bool set_option(std::string_view key, std::string_view value) override;
 
-  Support supports(const OpDesc& op) const override;
-  std::string last_kernel() const override { return last_kernel_; }
-  void set_kernel(const KernelChoice& choice) override;
+  using QuantizationOps::supports;
+  Support supports(const OpDesc& op, int device) const override;
 
   void quantize(const QuantizeDesc& desc, const void* x, void* q) override;
   void dequantize(const QuantizeDesc& desc, const void* q, float* x) override;
@@ -97,9 +96,9 @@ class OnednnOps final : public QuantizationOps {
     const OnednnPackedWeights* packed = nullptr;
   };
 
-  // Throws unsupported with supports()'s reason when it says no; returns the kernel to run
-  // (set_kernel's choice when it serves this descriptor). Takes the descriptor by reference:
-  // an OpDesc would copy its params on every call.
+  // Throws unsupported with supports()'s reason when it says no; returns the kernel the
+  // per-call op runs (supports()' first). Takes the descriptor by reference: an OpDesc would
+  // copy its params on every call.
   template <class Desc>
   std::string begin(OpKind op, const Desc& desc);
   // The int32 C = (A - za)(B - zb), exact, into c [M, N].
@@ -132,8 +131,6 @@ class OnednnOps final : public QuantizationOps {
   ReorderDequantizer reorder_;
   ConvEngine conv_engine_;
   int threads_ = 0;  // 0: OpenMP's default
-  std::string forced_;
-  std::string last_kernel_;
   // Reused between calls so that repeated matmuls do not page in fresh memory.
   std::vector<std::int32_t> c_scratch_;
   std::vector<std::uint8_t> a_scratch_;

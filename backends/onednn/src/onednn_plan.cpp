@@ -2,8 +2,8 @@
 // resolved, the thread count (the "threads" option) captured, a fixed matmul B widened, summed
 // and reordered into the formats the primitives take (pack_weights), other fixed weights
 // copied, and the oneDNN primitives created by a first run on zeros. A run checks its pointers
-// and executes; it reads nothing of the OnednnOps instance, so set_kernel() and set_option() on
-// the instance do not reach it.
+// and executes; it reads nothing of the OnednnOps instance, so set_option() on the instance
+// does not reach it.
 //
 // Concurrency: concurrent. What a run mutates (a stream, the primitive and reorder caches, the
 // widened-operand and int32 scratch) belongs to a worker, an OnednnOps of its own lent to one

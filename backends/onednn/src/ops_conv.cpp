@@ -42,12 +42,11 @@ const void* OnednnOps::pad_with_zero_point(const ConvDesc& d, const void* x) {
 }
 
 void OnednnOps::run_conv(OpKind op, const ConvDesc& d, const void* x, const ConvWeights& cw,
-                         const void* w, const void* bias, void* y, const std::string& kernel) {
+                         const void* w, const void* bias, void* y, const std::string& /*kernel*/) {
   const ThreadScope scope(threads_);
   const std::int64_t oh = d.out_h(), ow = d.out_w();
   const std::int64_t pixels = d.n * oh * ow;
   if (pixels == 0 || d.out_channels == 0) {
-    last_kernel_ = kernel + " [empty output]";
     return;
   }
   const std::int64_t og = d.out_channels / d.groups;
@@ -69,7 +68,6 @@ void OnednnOps::run_conv(OpKind op, const ConvDesc& d, const void* x, const Conv
     c_scratch_.resize(static_cast<std::size_t>(pixels * width));
     sums = c_scratch_.data();
   }
-  std::string impl = "no primitive: empty input";
   if (empty_input) {
     std::memset(sums, 0, static_cast<std::size_t>(pixels * width) * sizeof(std::int32_t));
   } else {
@@ -92,10 +90,7 @@ void OnednnOps::run_conv(OpKind op, const ConvDesc& d, const void* x, const Conv
         cw.formatted(prim.pd.weights_desc(), engine_.engine(), engine_.stream());
     conv_engine_.run(key, prim, x_dnnl, weights, d.x_params.zero_point(), sums, engine_.engine(),
                      engine_.stream());
-    impl = prim.impl;
-    if (cw.chunks() > 1) impl += ", reduction in " + std::to_string(cw.chunks()) + " slices";
   }
-  last_kernel_ = kernel + " [" + impl + "]";
   if (direct) return;
 
   std::vector<std::int64_t> windows;

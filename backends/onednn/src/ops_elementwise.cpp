@@ -14,7 +14,6 @@ void OnednnOps::quantize(const QuantizeDesc& desc, const void* x, void* q) {
   require_data("quantize", "q", q, n);
   const ThreadScope scope(threads_);
   quantize_loop(desc, x, q, scope.threads());
-  last_kernel_ = k;
 }
 
 void OnednnOps::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
@@ -28,12 +27,8 @@ void OnednnOps::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
 void OnednnOps::dequantize_with(const QuantizeDesc& desc, const void* q, float* x,
                                 const std::string& k) {
   const ThreadScope scope(threads_);
-  if (k == kernel::reorder_dequantize) {
-    last_kernel_ = k + " [" + reorder_.run(desc, q, x, scope.threads()) + "]";
-  } else {
-    dequantize_loop(desc, q, x, scope.threads());
-    last_kernel_ = k;
-  }
+  if (k == kernel::reorder_dequantize) reorder_.run(desc, q, x, scope.threads());
+  else dequantize_loop(desc, q, x, scope.threads());
 }
 
 void OnednnOps::requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) {
@@ -43,16 +38,13 @@ void OnednnOps::requantize(const RequantizeDesc& desc, const std::int32_t* c, vo
   require_data("requantize", "y", y, n);
   const ThreadScope scope(threads_);
   requantize_loop(desc, c, y, scope.threads());
-  last_kernel_ = k;
 }
 
 QuantizationParams OnednnOps::dynamic_quantize_linear(const DynamicQuantizeDesc& desc,
                                                       const float* x, std::uint8_t* y) {
   const std::string k = begin(OpKind::dynamic_quantize_linear, desc);
   const ThreadScope scope(threads_);
-  QuantizationParams p = dynamic_quantize_loop(desc, x, y, scope.threads());
-  last_kernel_ = k;
-  return p;
+  return dynamic_quantize_loop(desc, x, y, scope.threads());
 }
 
 }  // namespace qforge::onednn

@@ -80,7 +80,7 @@ void OnednnOps::linear_backward(const LinearDesc& desc, const float* dy, const s
 
 void OnednnOps::backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq, float sx,
                          const std::int8_t* wq, float* dx, float* dw, float* db,
-                         const std::string& k) {
+                         const std::string& /*kernel*/) {
   const std::int64_t M = desc.m, N = desc.n, K = desc.k;
   const ThreadScope scope(threads_);
 
@@ -91,7 +91,6 @@ void OnednnOps::backward(const LinearDesc& desc, const float* dy, const std::int
     for (std::int64_t i = 0; i < K; ++i)
       w_deq[static_cast<std::size_t>(n * K + i)] = static_cast<float>(wq[n * K + i]) * s;
   }
-  std::string impl;
   // out [rows, cols] = lhs [rows, inner] * rhs [inner, cols], all row-major float32.
   auto gemm = [&](std::int64_t rows, std::int64_t cols, std::int64_t inner, const float* lhs,
                   const float* rhs, float* out) {
@@ -114,7 +113,6 @@ void OnednnOps::backward(const LinearDesc& desc, const float* dy, const std::int
     args.weights = &weights;
     args.dst = out;
     engine_.run(key, prim, args);
-    impl = prim.impl;
   };
   // dX [M, K] = dY [M, N] * deq(W) [N, K]
   gemm(M, K, N, dy, w_deq.data(), dx);
@@ -133,7 +131,6 @@ void OnednnOps::backward(const LinearDesc& desc, const float* dy, const std::int
       for (std::int64_t m = 0; m < M; ++m) acc += dy[m * N + n];
       db[n] = static_cast<float>(acc);
     }
-  last_kernel_ = k + (impl.empty() ? "" : " [" + impl + "]");
 }
 
 }  // namespace qforge::onednn

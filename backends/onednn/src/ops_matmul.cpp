@@ -25,11 +25,10 @@ WeightsFormat plain_format(const MatmulDesc& d) {
 }  // namespace
 
 void OnednnOps::matmul_s32(const MatmulDesc& d, const void* a, const Weights& w, std::int32_t* c,
-                           const ThreadScope& threads, const std::string& kernel) {
+                           const ThreadScope& threads, const std::string& /*kernel*/) {
   if (d.m == 0 || d.n == 0) return;
   if (d.k == 0) {  // empty sums
     std::memset(c, 0, static_cast<std::size_t>(d.m * d.n) * sizeof(std::int32_t));
-    last_kernel_ = kernel + " [k=0, no primitive]";
     return;
   }
   const OperandPlan plan = plan_operands(d);
@@ -77,12 +76,11 @@ void OnednnOps::matmul_s32(const MatmulDesc& d, const void* a, const Weights& w,
     }
     compensate(c, d.m, d.n, comp, threads.threads());
   }
-  last_kernel_ = kernel + " [" + prim.impl + "]";
 }
 
 void OnednnOps::fused_dequant(const MatmulDesc& d, const void* a, const Weights& w,
                               const float* bias, float* y, const ThreadScope& threads,
-                              const std::string& kernel) {
+                              const std::string& /*kernel*/) {
   const OperandPlan plan = plan_operands(d);  // no residuals: fused_dequant_possible()
   const void* a8 = widen_a(d, plan, a, a_scratch_);
   const std::int8_t* b8 = w.packed ? w.packed->plain() : widen_b(d, plan, w.b, b_scratch_);
@@ -119,7 +117,6 @@ void OnednnOps::fused_dequant(const MatmulDesc& d, const void* a, const Weights&
   args.sb = d.b.scales().data();
   args.bias = bias;
   engine_.run(key, prim, args);
-  last_kernel_ = kernel + " [" + prim.impl + "]";
 }
 
 void OnednnOps::integer(const MatmulDesc& d, const void* a, const Weights& w, std::int32_t* c,
@@ -133,7 +130,6 @@ void OnednnOps::dequant(const MatmulDesc& d, const void* a, const Weights& w, co
   if (d.has_bias) require_data("matmul_dequant", "bias (has_bias is set)", bias, d.n);
   const ThreadScope scope(threads_);
   if (d.m == 0 || d.n == 0) {
-    last_kernel_ = kernel + " [empty output]";
     return;
   }
   const bool fused = kernel == kernel::matmul_u8s8_f32 || kernel == kernel::matmul_s8s8_f32;
@@ -150,7 +146,6 @@ void OnednnOps::qlinear(const MatmulDesc& d, const void* a, const Weights& w, vo
                         const std::string& kernel) {
   const ThreadScope scope(threads_);
   if (d.m == 0 || d.n == 0) {
-    last_kernel_ = kernel + " [empty output]";
     return;
   }
   c_scratch_.resize(static_cast<std::size_t>(d.m * d.n));

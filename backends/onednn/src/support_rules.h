@@ -35,7 +35,7 @@ inline constexpr const char* conv_u8s8_s32 = "dnnl_conv_u8s8_s32";
 inline constexpr const char* conv_s8s8_s32 = "dnnl_conv_s8s8_s32";
 }  // namespace kernel
 
-// Every kernel name, for set_kernel() and reports.
+// Every kernel name, for plan requests and reports.
 const std::vector<std::string>& all_kernels();
 
 // Facts about this machine that decide claims.

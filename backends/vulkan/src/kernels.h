@@ -1,4 +1,4 @@
-// The plugin's kernel variants: one enumerator list drives naming, supports(), set_kernel()
+// The plugin's kernel variants: one enumerator list drives naming, supports(), plans' kernels
 // and the tests (after XNNPACK's microkernel enumerators). Names carry op, types and method.
 #pragma once
 

@@ -250,8 +250,7 @@ Support check_support(OpKind op, const RequantizeDesc& d, const DeviceCaps& caps
   });
 }
 
-Support check_support(OpKind op, const MatmulDesc& d, const DeviceCaps& caps,
-                      std::optional<Kernel> forced) {
+Support check_support(OpKind op, const MatmulDesc& d, const DeviceCaps& caps) {
   return answer(op, [&]() -> std::vector<Kernel> {
     if (op == OpKind::matmul_weight_only) {
       reference::check_descriptor(op, d);  // a malformed descriptor is refused for what is wrong
@@ -262,14 +261,7 @@ Support check_support(OpKind op, const MatmulDesc& d, const DeviceCaps& caps,
       refuse("descriptor is a MatmulDesc");
     reference::check_descriptor(op, d);
     check_matmul(d, op, caps);
-    std::vector<Kernel> kernels = gemm_kernels(caps);
-    if (forced && kernel_name(*forced).starts_with("vk_gemm")) {
-      if (std::find(kernels.begin(), kernels.end(), *forced) == kernels.end())
-        refuse("kernel " + std::string(kernel_name(*forced)) + " was selected but " +
-               kernel_unavailable_reason(*forced, caps));
-      kernels = {*forced};
-    }
-    return kernels;
+    return gemm_kernels(caps);
   });
 }
 
@@ -283,11 +275,10 @@ Support check_support(OpKind op, const ConvDesc& d, const DeviceCaps& caps) {
   });
 }
 
-Support check_support(const OpDesc& op, const DeviceCaps& caps, std::optional<Kernel> forced) {
+Support check_support(const OpDesc& op, const DeviceCaps& caps) {
   if (const auto* d = std::get_if<QuantizeDesc>(&op.desc)) return check_support(op.op, *d, caps);
   if (const auto* d = std::get_if<RequantizeDesc>(&op.desc)) return check_support(op.op, *d, caps);
-  if (const auto* d = std::get_if<MatmulDesc>(&op.desc))
-    return check_support(op.op, *d, caps, forced);
+  if (const auto* d = std::get_if<MatmulDesc>(&op.desc)) return check_support(op.op, *d, caps);
   if (const auto* d = std::get_if<ConvDesc>(&op.desc)) return check_support(op.op, *d, caps);
   // A malformed descriptor is refused for what is wrong with it (an operand over the size limit
   // included), before "not implemented".

@@ -11,17 +11,15 @@
 
 namespace qforge::vulkan {
 
-// Support::yes(kernel names, best first) or Support::no(reason). `forced` (set_kernel) limits
-// the GEMM kernels to that one.
-Support check_support(const OpDesc& op, const DeviceCaps& caps, std::optional<Kernel> forced);
+// Support::yes(kernel names, best first) or Support::no(reason).
+Support check_support(const OpDesc& op, const DeviceCaps& caps);
 
 // The same for one descriptor type, without building an OpDesc (which would copy the params:
 // block-wise params of a large tensor are tens of MB).
 Support check_support(OpKind op, const QuantizeDesc& d, const DeviceCaps& caps);
 Support check_support(OpKind op, const RequantizeDesc& d, const DeviceCaps& caps);
 Support check_support(OpKind op, const ConvDesc& d, const DeviceCaps& caps);
-Support check_support(OpKind op, const MatmulDesc& d, const DeviceCaps& caps,
-                      std::optional<Kernel> forced);
+Support check_support(OpKind op, const MatmulDesc& d, const DeviceCaps& caps);
 
 // The GEMM kernels this device runs, best first.
 std::vector<Kernel> gemm_kernels(const DeviceCaps& caps);

@@ -16,7 +16,7 @@ namespace {
 
 // The device used by default: QFORGE_VULKAN_DEVICE when set (and valid), else the first
 // discrete GPU, else the first usable device; -1 when none is usable.
-int default_device(const std::vector<DeviceCaps>& devices) {
+int preferred_device(const std::vector<DeviceCaps>& devices) {
   if (const char* env = std::getenv("QFORGE_VULKAN_DEVICE"); env && *env) {
     int index = -1;
     const auto [p, ec] = std::from_chars(env, env + std::strlen(env), index);
@@ -54,7 +54,7 @@ VulkanOps::VulkanOps() {
     return;
   }
   try {
-    device_ = default_device(instance_->devices());
+    device_ = preferred_device(instance_->devices());
   } catch (const Error& e) {  // a bad QFORGE_VULKAN_DEVICE: loaded, but unusable until fixed
     device_error_ = e.what();
   }
@@ -95,7 +95,7 @@ std::vector<DeviceInfo> VulkanOps::devices() const {
       kernels += kernel_name(k);
     }
     info.properties["gemm_kernels"] = kernels;
-    info.properties["selected"] = d.index == device_ ? "yes" : "no";
+    info.properties["default"] = d.index == device_ ? "yes" : "no";
     if (d.index == device_) {
       // The GPU time of the last op (timestamps around its submission) and its dispatch count:
       // read by the benchmarks and the splitting tests.
@@ -111,16 +111,6 @@ std::vector<DeviceInfo> VulkanOps::devices() const {
     out.push_back(std::move(info));
   }
   return out;
-}
-
-bool VulkanOps::select_device(int index) {
-  if (!instance_ || index < 0 || index >= static_cast<int>(instance_->devices().size()))
-    return false;
-  if (index != device_) {
-    device_ = index;
-    ctx_.reset();  // context() takes the new device's
-  }
-  return true;
 }
 
 Context& VulkanOps::context() {
@@ -201,32 +191,20 @@ const DeviceCaps& VulkanOps::caps() const {
   return ctx_ ? ctx_->caps() : instance_->devices()[static_cast<std::size_t>(device_)];
 }
 
-Support VulkanOps::supports(const OpDesc& op) const {
-  const Availability a = availability();
-  if (!a.usable) return Support::no(a.reason);
-  return check_support(op, caps(), forced_);
-}
-
-void VulkanOps::set_kernel(const KernelChoice& choice) {
-  if (choice.name.empty()) {
-    forced_.reset();
-    return;
-  }
-  const auto k = parse_kernel(choice.name);
-  if (!k) {
-    std::string known;
-    for (const auto& info : kKernels) known += (known.empty() ? "" : ", ") + std::string(info.name);
-    throw Error(ErrorCode::unsupported, "vulkan: unknown kernel '" + choice.name +
-                                            "'; expected one of " + known +
-                                            " or an empty name for the backend's choice");
-  }
-  if (instance_ && device_ >= 0) {
-    const std::string why =
-        kernel_unavailable_reason(*k, instance_->devices()[static_cast<std::size_t>(device_)]);
-    if (!why.empty())
-      throw Error(ErrorCode::unsupported, "vulkan: kernel " + choice.name + ": " + why);
-  }
-  forced_ = k;
+Support VulkanOps::supports(const OpDesc& op, int device) const {
+  if (!instance_) return Support::no("vulkan: " + instance_error_);
+  const auto& devs = instance_->devices();
+  if (device < 0 || static_cast<std::size_t>(device) >= devs.size())
+    return Support::no("vulkan: device " + std::to_string(device) + "; expected 0 to " +
+                       std::to_string(static_cast<long long>(devs.size()) - 1));
+  const DeviceCaps& caps = devs[static_cast<std::size_t>(device)];
+  if (!caps.unusable_reason.empty())
+    return Support::no("vulkan: device " + std::to_string(device) + ": " + caps.unusable_reason);
+  // The device's context may have smaller limits (set_option's test knobs).
+  const auto& c = static_cast<std::size_t>(device) < contexts_.size()
+                      ? contexts_[static_cast<std::size_t>(device)]
+                      : nullptr;
+  return check_support(op, c ? c->caps() : caps);
 }
 
 Kernel VulkanOps::begin(const Support& s) {
@@ -235,39 +213,38 @@ Kernel VulkanOps::begin(const Support& s) {
   return *parse_kernel(s.kernels.front());
 }
 
-void VulkanOps::finish(Kernel k, double gpu_ns) {
-  last_kernel_ = kernel_name(k);
+void VulkanOps::finish(double gpu_ns) {
   last_gpu_ns_ = gpu_ns;
   last_dispatches_ = ctx_->stream().commands().dispatch_count();
 }
 
 void VulkanOps::quantize(const QuantizeDesc& desc, const void* x, void* q) {
   context();  // availability first: caps() needs a usable device
-  const Kernel k = begin(check_support(OpKind::quantize, desc, caps()));
+  begin(check_support(OpKind::quantize, desc, caps()));
   std::lock_guard lock(ctx_->mutex());
-  finish(k, run_quantize(ctx_->stream(), desc, x, q));
+  finish(run_quantize(ctx_->stream(), desc, x, q));
 }
 
 void VulkanOps::dequantize(const QuantizeDesc& desc, const void* q, float* x) {
   context();
-  const Kernel k = begin(check_support(OpKind::dequantize, desc, caps()));
+  begin(check_support(OpKind::dequantize, desc, caps()));
   std::lock_guard lock(ctx_->mutex());
-  finish(k, run_dequantize(ctx_->stream(), desc, q, x));
+  finish(run_dequantize(ctx_->stream(), desc, q, x));
 }
 
 void VulkanOps::requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) {
   context();
-  const Kernel k = begin(check_support(OpKind::requantize, desc, caps()));
+  begin(check_support(OpKind::requantize, desc, caps()));
   std::lock_guard lock(ctx_->mutex());
-  finish(k, run_requantize(ctx_->stream(), desc, c, y));
+  finish(run_requantize(ctx_->stream(), desc, c, y));
 }
 
 void VulkanOps::gemm(const MatmulDesc& desc, OpKind op, const void* a, const void* b,
                      const PackedWeights* packed, const float* bias, void* out) {
   context();
-  const Kernel k = begin(check_support(op, desc, caps(), forced_));
+  const Kernel k = begin(check_support(op, desc, caps()));
   std::lock_guard lock(ctx_->mutex());
-  finish(k, run_gemm(ctx_->stream(), k, op, desc, a, b, packed, bias, out));
+  finish(run_gemm(ctx_->stream(), k, op, desc, a, b, packed, bias, out));
 }
 
 void VulkanOps::matmul_integer(const MatmulDesc& desc, const void* a, const void* b,
@@ -287,15 +264,15 @@ void VulkanOps::qlinear_matmul(const MatmulDesc& desc, const void* a, const void
 void VulkanOps::conv(OpKind op, const ConvDesc& desc, const void* x, const void* w,
                      const void* bias, void* y) {
   context();
-  const Kernel k = begin(check_support(op, desc, caps()));
+  begin(check_support(op, desc, caps()));
   std::lock_guard lock(ctx_->mutex());
-  finish(k, run_conv(ctx_->stream(), op, desc, x, w, bias, y));
+  finish(run_conv(ctx_->stream(), op, desc, x, w, bias, y));
 }
 
 std::shared_ptr<PackedWeights> VulkanOps::pack_weights(const MatmulDesc& desc, const void* b) {
   // Packed weights serve every matmul op; check the descriptor as matmul_integer would.
   context();
-  const Support s = check_support(OpKind::matmul_integer, desc, caps(), forced_);
+  const Support s = check_support(OpKind::matmul_integer, desc, caps());
   if (!s.supported) {
     // The message names pack_weights, the call that was made.
     std::string why = s.reason;

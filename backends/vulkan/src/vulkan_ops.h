@@ -2,8 +2,9 @@
 //
 // Construction never throws for a missing driver: availability() then says why (no loader, no
 // device, vkCreateInstance failed). Devices are listed in vkEnumeratePhysicalDevices order; the
-// one used is QFORGE_VULKAN_DEVICE=<index> when set, else the first discrete GPU, else the first
-// usable device; select_device() changes it. The logical device is created on first use.
+// per-call ops use (default_device()) is QFORGE_VULKAN_DEVICE=<index> when set, else the first
+// discrete GPU, else the first usable device; plans run on any usable device. A logical device
+// is created on first use.
 //
 // Memory is device memory (host_memory() is false): allocate() returns a VulkanBuffer whose
 // data() is an opaque handle (buffers.h), and ops take pointers inside such buffers. Ops are
@@ -11,8 +12,8 @@
 //
 // Plans (vulkan_plan.cpp) fix their device's context, their kernel and their uploaded (and, for
 // a matmul B, packed) weights when made; a run reads nothing of this object. Each device has one
-// context for the life of the instance, shared by the per-call ops while it is selected and by
-// every plan made for it, so buffers allocated while a device is selected serve its plans.
+// context for the life of the instance, shared by the per-call ops (on the default device) and by
+// every plan made for it, so buffers from allocate() serve the plans of the default device.
 #pragma once
 
 #include <memory>
@@ -39,8 +40,7 @@ class VulkanOps final : public QuantizationOps {
   std::string version() const override { return kPluginVersion; }
   Availability availability() const override;
   std::vector<DeviceInfo> devices() const override;
-  int device_index() const override { return device_; }
-  bool select_device(int index) override;
+  int default_device() const override { return device_ < 0 ? 0 : device_; }
 
   bool host_memory() const override { return false; }
   std::shared_ptr<Buffer> allocate(std::size_t bytes) override;
@@ -52,9 +52,8 @@ class VulkanOps final : public QuantizationOps {
 
   bool set_option(std::string_view key, std::string_view value) override;
 
-  Support supports(const OpDesc& op) const override;
-  std::string last_kernel() const override { return last_kernel_; }
-  void set_kernel(const KernelChoice& choice) override;
+  using QuantizationOps::supports;
+  Support supports(const OpDesc& op, int device) const override;
 
   void quantize(const QuantizeDesc& desc, const void* x, void* q) override;
   void dequantize(const QuantizeDesc& desc, const void* q, float* x) override;
@@ -86,23 +85,21 @@ class VulkanOps final : public QuantizationOps {
  private:
   // The context of device `index` (a valid, usable index), created on first use.
   std::shared_ptr<Context> context_of(int index);
-  // The selected device's context, created on first use; throws unavailable.
+  // The default device's context, created on first use; throws unavailable.
   Context& context();
   // Throws unsupported with supports()'s reason when it says no; returns the kernel to run.
   Kernel begin(const Support& s);
   const DeviceCaps& caps() const;
-  void finish(Kernel k, double gpu_ns);
+  void finish(double gpu_ns);
   void gemm(const MatmulDesc& desc, OpKind op, const void* a, const void* b,
             const PackedWeights* packed, const float* bias, void* out);
 
   std::shared_ptr<Instance> instance_;
-  std::string instance_error_;  // why the instance could not be created
-  std::string device_error_;    // why QFORGE_VULKAN_DEVICE could not be honoured
-  int device_ = -1;
-  std::shared_ptr<Context> ctx_;                    // the selected device's, once used
+  std::string instance_error_;    // why the instance could not be created
+  std::string device_error_;      // why QFORGE_VULKAN_DEVICE could not be honoured
+  int device_ = -1;               // the default device; -1: none usable
+  std::shared_ptr<Context> ctx_;  // the default device's, once used
   std::vector<std::shared_ptr<Context>> contexts_;  // per device, created on first use
-  std::optional<Kernel> forced_;                    // set_kernel()
-  std::string last_kernel_;
   double last_gpu_ns_ = 0.0;
   // Test knobs (set_option): smaller limits so the splitting runs on small data.
   std::uint64_t limit_storage_range_ = 0;

@@ -3,8 +3,7 @@
 // weights the request fixes, uploaded to device memory (a matmul B also packed into the GEMM
 // kernels' [N, Kp] form with its column sums, so runs skip the B packing pass). A run checks
 // its pointers, borrows one of the plan's streams and records, submits and waits for its
-// dispatches; it reads and writes nothing of the VulkanOps instance, so set_kernel() and
-// select_device() on the instance do not reach it.
+// dispatches; it reads and writes nothing of the VulkanOps instance.
 //
 // Concurrency: concurrent. What a run records into and reuses (a command buffer, descriptor
 // pools, scratch buffers for packed A, sums and staged params) is a Stream lent to one run at a
@@ -175,7 +174,7 @@ std::shared_ptr<const Plan> VulkanOps::plan(const OpDesc& op, const PlanRequest&
     }
   }
   std::shared_ptr<Context> ctx = context_of(request.device);
-  const Support s = check_support(op, ctx->caps(), std::nullopt);
+  const Support s = check_support(op, ctx->caps());
   if (!s.supported) throw Error(ErrorCode::unsupported, s.reason);
   // Whatever supports() claims, a plan is never made of a descriptor the reference rejects.
   op_info(op.op).check(op);
@@ -183,8 +182,10 @@ std::shared_ptr<const Plan> VulkanOps::plan(const OpDesc& op, const PlanRequest&
       std::find(s.kernels.begin(), s.kernels.end(), request.kernel) == s.kernels.end()) {
     std::string names;
     for (const auto& k : s.kernels) names += (names.empty() ? "" : ", ") + k;
+    const std::string why = kernel_unavailable_reason(*requested, dev);
     throw Error(ErrorCode::unsupported, "vulkan: kernel '" + request.kernel + "' cannot run " +
-                                            describe(op) + "; expected one of " + names);
+                                            describe(op) + (why.empty() ? "" : " (" + why + ")") +
+                                            "; expected one of " + names);
   }
   const Kernel kernel = requested ? *requested : *parse_kernel(s.kernels.front());
   PlanWeights weights = prepare(ctx, kernel, op, op_operands(op), request);

@@ -7,9 +7,15 @@
 // returns, its outputs are written (GPU backends synchronise or the next copy_to_host does;
 // see each backend's docs).
 //
-// Capability is per op: supports() answers for a whole descriptor (dtype x scheme x layout x
-// shape) and, when it says yes, lists the kernel variants that can run it. An op called with a
-// descriptor that supports() rejects throws ErrorCode::unsupported with the same reason.
+// Capability is per op and per device: supports() answers for a whole descriptor (dtype x scheme
+// x layout x shape) on one of devices() and, when it says yes, lists the kernel variants that
+// can run it there. An op called with a descriptor that supports() rejects throws
+// ErrorCode::unsupported with the same reason.
+//
+// The instance holds no choice of device or kernel. The per-call ops run the backend's own
+// kernel choice on its default device (default_device(): the first one unless the backend
+// documents another); running a given kernel, or on another device, is a plan
+// (plan(op, PlanRequest{device, kernel})), which names the kernel it runs (Plan::kernel()).
 //
 // Threading: the per-call ops may be used from one thread at a time per instance. Plans
 // (plan()) carry their own rules (plan.h).
@@ -54,11 +60,6 @@ struct Support {
   static Support no(std::string why) { return {false, std::move(why), {}}; }
 };
 
-// Selects a kernel variant for the next calls; empty = the backend's own choice.
-struct KernelChoice {
-  std::string name;
-};
-
 // Weights (the B operand of a matmul) packed once into a backend's preferred layout and reused
 // across calls, with whatever the epilogue needs precomputed (column sums for zero-point
 // compensation, ...). Made by QuantizationOps::pack_weights of one backend and usable only by
@@ -81,8 +82,9 @@ class QFORGE_API QuantizationOps {
   virtual std::string version() const = 0;  // plugin version
   virtual Availability availability() const = 0;
   virtual std::vector<DeviceInfo> devices() const = 0;
-  virtual int device_index() const { return 0; }
-  virtual bool select_device(int index);  // false when out of range
+  // The device the per-call ops run on, an index into devices(); fixed for the life of the
+  // instance.
+  virtual int default_device() const { return 0; }
 
   // ---- memory ----
   virtual bool host_memory() const = 0;  // op pointers are host pointers
@@ -99,12 +101,12 @@ class QFORGE_API QuantizationOps {
   virtual bool set_option(std::string_view key, std::string_view value);
 
   // ---- capability ----
-  virtual Support supports(const OpDesc& op) const = 0;
-  // Names the kernel used by the last op call (for reports and tests).
-  virtual std::string last_kernel() const = 0;
-  // Restricts the next calls to one kernel variant (accelerator, tests). Throws unsupported
-  // for an unknown name.
-  virtual void set_kernel(const KernelChoice& choice) = 0;
+  // Whether `op` can run on devices()[device], and the kernels that can run it there (an index
+  // out of range: no, with the reason). Backends with one device may ignore `device` beyond that.
+  virtual Support supports(const OpDesc& op, int device) const = 0;
+  // The same on default_device(), where the per-call ops run. A backend that overrides the
+  // virtual one brings this into scope with `using QuantizationOps::supports;`.
+  Support supports(const OpDesc& op) const { return supports(op, default_device()); }
 
   // ---- ops (see reference.h for the exact meaning of each) ----
   virtual void quantize(const QuantizeDesc& desc, const void* x, void* q) = 0;
@@ -147,10 +149,11 @@ class QFORGE_API QuantizationOps {
   // ---- plans (plan.h) ----
   // An immutable plan of `op` on request.device with request.kernel, the request's weights
   // fixed. Throws unsupported (with supports()' reason) for a descriptor, kernel or device this
-  // backend refuses. The default runs the per-call ops above under a lock of this instance,
-  // selecting device and kernel on each run (PlanConcurrency::serialized), keeps fixed weights
-  // in this backend's memory and a fixed matmul B as pack_weights() packed it; backends whose
-  // plans need no instance state override it.
+  // backend refuses. The default runs the per-call ops above under a lock of this instance
+  // (PlanConcurrency::serialized), keeps fixed weights in this backend's memory and a fixed
+  // matmul B as pack_weights() packed it. Since the per-call ops run one kernel on one device,
+  // the default serves only default_device() and the kernel they choose (supports()' first);
+  // a backend with other kernels or devices to offer overrides it.
   virtual std::shared_ptr<const Plan> plan(const OpDesc& op, const PlanRequest& request);
 
   // Writes y (uint8) and returns the params it computed.

@@ -37,7 +37,7 @@ Enumeration enumerate_candidates(const OpDesc& op, const std::vector<PluginState
       e.refusals.push_back(name + ": cannot run here: " + p.availability.reason);
       continue;
     }
-    QuantizationOps& ops = *p.plugin.ops;
+    const QuantizationOps& ops = *p.plugin.ops;
     const int ndev = static_cast<int>(p.devices.size());
     bool any_device_of_kind = false;
     for (int d = 0; d < std::max(ndev, 1); ++d) {
@@ -47,13 +47,7 @@ Enumeration enumerate_candidates(const OpDesc& op, const std::vector<PluginState
       const std::string where = ndev > 1 ? name + "[" + std::to_string(d) + "]" : name;
       Support s;
       try {
-        // supports() answers for the selected device: the one place the accelerator selects
-        // one (plugins with several devices only); everything it runs is a plan of its own.
-        if (ops.device_index() != d && !ops.select_device(d)) {
-          e.refusals.push_back(where + ": select_device(" + std::to_string(d) + ") failed");
-          continue;
-        }
-        s = ops.supports(op);
+        s = ops.supports(op, d);
       } catch (const std::exception& ex) {
         e.refusals.push_back(where + ": supports() threw: " + ex.what());
         continue;

@@ -1,6 +1,7 @@
 // The default QuantizationOps::plan(): a plan over the per-call ops. Each run takes the
-// instance's lock, selects the plan's device and kernel and makes the call, so plans of one
-// instance run one at a time; the descriptor, kernel and device are checked once, here.
+// instance's lock and makes the call, so plans of one instance run one at a time; the
+// descriptor, kernel and device are checked once, here. The per-call ops run the backend's own
+// kernel on its default device, so that is the only kernel and device such a plan can fix.
 #include <algorithm>
 
 #include "op_table/op_hooks.h"
@@ -16,7 +17,6 @@ class CallPlan final : public Plan {
       : Plan(op, ops.name(), request.device, std::move(kernel), PlanConcurrency::serialized,
              weights.fixed()),
         ops_(ops),
-        requested_kernel_(request.kernel),
         weights_(std::move(weights)),
         device_weights_(operands.inputs.size()) {
     // Fixed weights go to the device first: the ops, pack_weights included, take pointers in
@@ -26,7 +26,6 @@ class CallPlan final : public Plan {
         if (!weights_.fixed()[i]) continue;
         const std::size_t bytes = operands.inputs[i].bytes;
         std::lock_guard lock(ops_.call_plan_mutex_);
-        select();
         device_weights_[i] = ops_.allocate(bytes);
         ops_.copy_to_device(*device_weights_[i], 0, weights_.data(i), bytes);
       }
@@ -37,7 +36,6 @@ class CallPlan final : public Plan {
     if (matmul && weights_.fixed()[1]) {
       try {
         std::lock_guard lock(ops_.call_plan_mutex_);
-        select();
         packed_ = ops_.pack_weights(std::get<MatmulDesc>(op.desc), weight(1));
       } catch (const Error& e) {
         if (e.code() != ErrorCode::unsupported) throw;  // no packed form: B stays as given
@@ -51,7 +49,6 @@ class CallPlan final : public Plan {
     for (std::size_t i = 0; i < device_weights_.size(); ++i)
       if (device_weights_[i]) in[i] = device_weights_[i]->data();
     std::lock_guard lock(ops_.call_plan_mutex_);
-    select();
     if (!packed_) {
       op_table_detail::call_with_arrays(&ops_, desc(), in.data(), outputs.data());
       return;
@@ -71,18 +68,12 @@ class CallPlan final : public Plan {
   }
 
  private:
-  void select() const {
-    ops_.select_device(device());
-    ops_.set_kernel(KernelChoice{requested_kernel_});
-  }
-
   // A fixed weight in the backend's memory.
   const void* weight(std::size_t i) const {
     return device_weights_[i] ? device_weights_[i]->data() : weights_.data(i);
   }
 
   QuantizationOps& ops_;
-  std::string requested_kernel_;  // empty: the backend's own choice on each run
   FixedWeights weights_;
   std::shared_ptr<PackedWeights> packed_;                // a fixed matmul B, packed
   std::vector<std::shared_ptr<Buffer>> device_weights_;  // fixed weights on a device backend
@@ -94,23 +85,27 @@ std::shared_ptr<const Plan> QuantizationOps::plan(const OpDesc& op, const PlanRe
     throw Error(ErrorCode::invalid_argument,
                 name() + ": plan for device " + std::to_string(request.device) +
                     "; expected 0 to " + std::to_string(static_cast<long long>(devs.size()) - 1));
-  Support s;
-  {
-    std::lock_guard lock(call_plan_mutex_);
-    if (!select_device(request.device))
-      throw Error(ErrorCode::invalid_argument,
-                  name() + ": cannot select device " + std::to_string(request.device));
-    s = supports(op);
-  }
+  if (request.device != default_device())
+    throw Error(ErrorCode::unsupported,
+                name() + ": plan for device " + std::to_string(request.device) +
+                    "; this backend's plans run its per-call ops, which serve only device " +
+                    std::to_string(default_device()));
+  const Support s = supports(op, request.device);
   if (!s.supported) throw Error(ErrorCode::unsupported, s.reason);
   // Whatever a backend claims, a plan is never made of a descriptor the reference rejects.
   op_info(op.op).check(op);
-  if (!request.kernel.empty() &&
-      std::find(s.kernels.begin(), s.kernels.end(), request.kernel) == s.kernels.end()) {
+  const std::string own = s.kernels.empty() ? std::string() : s.kernels.front();
+  if (!request.kernel.empty() && request.kernel != own) {
+    const bool listed =
+        std::find(s.kernels.begin(), s.kernels.end(), request.kernel) != s.kernels.end();
     std::string names;
     for (const auto& k : s.kernels) names += (names.empty() ? "" : ", ") + k;
-    throw Error(ErrorCode::unsupported, name() + ": kernel '" + request.kernel + "' cannot run " +
-                                            describe(op) + "; expected one of " + names);
+    throw Error(ErrorCode::unsupported,
+                name() + ": kernel '" + request.kernel + "' cannot run " + describe(op) +
+                    (listed ? " in a plan: this backend's plans run its per-call ops, which run "
+                              "its own choice '" +
+                                  own + "'"
+                            : "; expected one of " + names));
   }
   const OpOperands operands = op_operands(op);
   if (!host_memory()) {
@@ -123,9 +118,7 @@ std::shared_ptr<const Plan> QuantizationOps::plan(const OpDesc& op, const PlanRe
                       "per-call op serves it");
   }
   FixedWeights weights(op, operands, request);
-  std::string kernel = request.kernel.empty() ? s.kernels.front() : request.kernel;
-  return std::make_shared<CallPlan>(*this, op, operands, request, std::move(kernel),
-                                    std::move(weights));
+  return std::make_shared<CallPlan>(*this, op, operands, request, own, std::move(weights));
 }
 
 }  // namespace qforge

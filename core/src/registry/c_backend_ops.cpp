@@ -74,7 +74,7 @@ class CPlan final : public Plan {
 };
 
 // QuantizationOps over one C backend instance. Every op runs through a plan; the per-call ops
-// use plans made for the selected device and kernel and kept per descriptor.
+// use plans made for device 0 with the plugin's own kernel choice, kept per descriptor.
 class CPluginOps final : public QuantizationOps {
  public:
   explicit CPluginOps(std::shared_ptr<CBackend> backend) : backend_(std::move(backend)) {}
@@ -121,13 +121,6 @@ class CPluginOps final : public QuantizationOps {
     return out;
   }
 
-  int device_index() const override { return device_; }
-  bool select_device(int index) override {
-    if (index < 0 || index >= device_count()) return false;
-    device_ = index;
-    return true;
-  }
-
   // Version 1 of the boundary serves host memory only (c_api.h).
   bool host_memory() const override { return true; }
 
@@ -141,7 +134,12 @@ class CPluginOps final : public QuantizationOps {
     return known != 0;
   }
 
-  Support supports(const OpDesc& op) const override {
+  using QuantizationOps::supports;
+  // The boundary's supports() answers for every device of the plugin (abi.h); make_plan may
+  // still refuse a device.
+  Support supports(const OpDesc& op, int device) const override {
+    if (const int count = device_count(); device < 0 || device >= count)
+      return Support::no(fmt::format("{}: device {}; expected 0 to {}", name(), device, count - 1));
     if (const auto* m = std::get_if<MatmulDesc>(&op.desc);
         m && op.op == OpKind::qlinear_matmul &&
         (m->has_bias || m->activation != ConvActivation::none))
@@ -175,9 +173,6 @@ class CPluginOps final : public QuantizationOps {
                               name(), describe(op)));
     return Support::yes(std::move(kernels));
   }
-
-  std::string last_kernel() const override { return last_kernel_; }
-  void set_kernel(const KernelChoice& choice) override { kernel_ = choice.name; }
 
   void quantize(const QuantizeDesc& d, const void* x, void* q) override {
     call({OpKind::quantize, d}, {x}, {q});
@@ -234,7 +229,7 @@ class CPluginOps final : public QuantizationOps {
       throw Error(ErrorCode::invalid_argument,
                   fmt::format("{}: plan for device {}; expected 0 to {}", name(), request.device,
                               devices - 1));
-    const Support s = supports(op);
+    const Support s = supports(op, request.device);
     if (!s.supported) throw Error(ErrorCode::unsupported, s.reason);
     // Whatever a plugin claims, a plan is never made of a descriptor the reference rejects.
     op_info(op.op).check(op);
@@ -312,32 +307,27 @@ class CPluginOps final : public QuantizationOps {
     return inputs;
   }
 
-  // Runs a per-call op through the plan for (op, selected device, selected kernel).
+  // Runs a per-call op through the plan for (op, device 0, the plugin's kernel choice).
   void call(const OpDesc& op, const std::vector<const void*>& inputs,
             const std::vector<void*>& outputs) {
     std::shared_ptr<const Plan> plan;
     {
       std::string key = descriptor_key(op);
-      key += '\0' + std::to_string(device_) + '\0' + kernel_;
       std::lock_guard lock(cache_mutex_);
       if (auto it = call_plans_.find(key); it != call_plans_.end()) plan = it->second;
       if (!plan) {
-        plan = this->plan(op, PlanRequest{device_, kernel_, {}});
+        plan = this->plan(op, PlanRequest{0, {}, {}});
         // Workloads repeat a few descriptors; a bound keeps a sweep over shapes from growing it.
         if (call_plans_.size() >= kMaxCallPlans) call_plans_.clear();
         call_plans_.emplace(std::move(key), plan);
       }
     }
-    last_kernel_ = plan->kernel();
     plan->run(inputs, outputs);
   }
 
   static constexpr std::size_t kMaxCallPlans = 64;
 
   std::shared_ptr<CBackend> backend_;
-  int device_ = 0;
-  std::string kernel_;  // set_kernel(); empty: the plugin's choice
-  std::string last_kernel_;
   std::mutex cache_mutex_;
   std::unordered_map<std::string, std::shared_ptr<const Plan>> call_plans_;
 };

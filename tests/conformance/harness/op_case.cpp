@@ -6,6 +6,7 @@
 #include <exception>
 #include <memory>
 #include <stdexcept>
+#include <utility>
 
 #include "harness/guarded_buffer.h"
 #include "qforge/op_table.h"
@@ -77,15 +78,20 @@ std::vector<Launch> plan_launches(const OpCase& c, const std::string& kernel) {
       plan->run(inputs, out);
       if (plan->kernel().empty()) throw std::logic_error("plan->kernel() is empty");
     };
-    launches.push_back({fix ? "plan, weights fixed" : "plan", fn, true});
+    launches.push_back({fix ? "plan, weights fixed" : "plan", fn});
   }
   return launches;
 }
 
-// The case's own launches and the plan launches for one kernel.
-std::vector<Launch> all_launches(const OpCase& c, const std::string& kernel) {
-  std::vector<Launch> launches = c.launches;
-  for (auto& l : plan_launches(c, kernel)) launches.push_back(std::move(l));
+// The launches to run, each with the kernel it runs ("" for the plugin's own choice): the
+// case's per-call launches once, and the launches of each kernel supports() listed.
+std::vector<std::pair<std::string, Launch>> all_launches(const OpCase& c,
+                                                         const std::vector<std::string>& kernels) {
+  std::vector<std::pair<std::string, Launch>> launches;
+  for (const auto& l : c.launches) launches.emplace_back("", l);
+  for (const auto& kernel : kernels)
+    for (auto& l : c.kernel_launches ? c.kernel_launches(kernel) : plan_launches(c, kernel))
+      launches.emplace_back(kernel, std::move(l));
   return launches;
 }
 
@@ -111,29 +117,27 @@ void expect_refusal(Target& target, const OpCase& c, const std::vector<std::stri
     out_ptrs.push_back(out.back()->payload());
   }
   const bool overflow = c.reference == ReferenceOutcome::overflow;
-  for (const auto& kernel : kernels)
-    for (const auto& launch : all_launches(c, kernel)) {
-      SCOPED_TRACE(kernel_label(kernel) + ", launch " + launch.name);
-      ops.set_kernel({kernel});
-      try {
-        launch.fn(ops, in_ptrs, out_ptrs);
-        ops.synchronize();
-        ADD_FAILURE() << target.name << " returned a result where the reference "
-                      << (overflow ? "reports an int32 overflow" : "rejects the descriptor") << " ("
-                      << c.reference_error << "); expected supports() to say no or the op to throw "
-                      << (overflow ? "qforge::Error with ErrorCode::overflow" : "qforge::Error");
-      } catch (const Error& e) {
-        if (overflow && e.code() != ErrorCode::overflow)
-          ADD_FAILURE() << target.name << " threw ErrorCode::" << to_string(e.code()) << " ("
-                        << e.what() << ") where the reference reports an overflow; expected "
-                        << "ErrorCode::overflow";
-      } catch (const std::exception& e) {
-        ADD_FAILURE() << target.name << " threw a non-qforge exception: " << e.what();
-      } catch (const LaunchUnavailable&) {
-        // That way of launching does not exist for this plugin; nothing was computed.
-      }
-      for (const auto& b : out) EXPECT_TRUE(b->guards_intact());
+  for (const auto& [kernel, launch] : all_launches(c, kernels)) {
+    SCOPED_TRACE(kernel_label(kernel) + ", launch " + launch.name);
+    try {
+      launch.fn(ops, in_ptrs, out_ptrs);
+      ops.synchronize();
+      ADD_FAILURE() << target.name << " returned a result where the reference "
+                    << (overflow ? "reports an int32 overflow" : "rejects the descriptor") << " ("
+                    << c.reference_error << "); expected supports() to say no or the op to throw "
+                    << (overflow ? "qforge::Error with ErrorCode::overflow" : "qforge::Error");
+    } catch (const Error& e) {
+      if (overflow && e.code() != ErrorCode::overflow)
+        ADD_FAILURE() << target.name << " threw ErrorCode::" << to_string(e.code()) << " ("
+                      << e.what() << ") where the reference reports an overflow; expected "
+                      << "ErrorCode::overflow";
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << target.name << " threw a non-qforge exception: " << e.what();
+    } catch (const LaunchUnavailable&) {
+      // That way of launching does not exist for this plugin; nothing was computed.
     }
+    for (const auto& b : out) EXPECT_TRUE(b->guards_intact());
+  }
 }
 
 void run_one_launch(Target& target, const OpCase& c, const std::string& kernel,
@@ -141,7 +145,6 @@ void run_one_launch(Target& target, const OpCase& c, const std::string& kernel,
                     std::vector<std::unique_ptr<GuardedBuffer>>& out) {
   QuantizationOps& ops = *target.ops;
   SCOPED_TRACE(kernel_label(kernel) + ", launch " + launch.name);
-  ops.set_kernel({kernel});
   std::vector<void*> in_ptrs, out_ptrs;
   for (auto& b : in) in_ptrs.push_back(b->payload());
   for (auto& b : out) out_ptrs.push_back(b->payload());
@@ -164,8 +167,6 @@ void run_one_launch(Target& target, const OpCase& c, const std::string& kernel,
       ADD_FAILURE() << target.name << " threw although supports() accepted the case: " << e.what();
       return;
     }
-    if (const auto last = ops.last_kernel(); !launch.plan && last.empty())
-      ADD_FAILURE() << target.name << ": last_kernel() is empty after an op ran";
     for (std::size_t i = 0; i < in.size(); ++i) {
       EXPECT_TRUE(in[i]->guards_intact());
       EXPECT_TRUE(in[i]->read() == c.inputs[i].bytes)
@@ -212,10 +213,7 @@ void run_case(Target& target, const OpCase& c) {
       ++target.tally.invalid;
       if (target.tally.first_invalid.empty()) target.tally.first_invalid = c.reference_error;
     }
-    if (support.supported) {
-      expect_refusal(target, c, kernels);
-      ops.set_kernel({});
-    }
+    if (support.supported) expect_refusal(target, c, kernels);
     if (c.reference == ReferenceOutcome::overflow) ++target.tally.refusals_checked;
     return;
   }
@@ -238,10 +236,8 @@ void run_case(Target& target, const OpCase& c) {
   for (const auto& o : c.outputs)
     out.push_back(std::make_unique<GuardedBuffer>(ops, o.spec.bytes(), "output " + o.spec.name));
 
-  for (const auto& kernel : kernels)
-    for (const auto& launch : all_launches(c, kernel))
-      run_one_launch(target, c, kernel, launch, in, out);
-  ops.set_kernel({});
+  for (const auto& [kernel, launch] : all_launches(c, kernels))
+    run_one_launch(target, c, kernel, launch, in, out);
   ++target.tally.compared;
 }
 

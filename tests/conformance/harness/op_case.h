@@ -3,12 +3,13 @@
 //
 //   1. supports(): a rejection skips the case for that plugin (counted) — or fails it for
 //      cpu_scalar, which must run everything the reference defines.
-//   2. For every kernel variant supports() lists, selected with set_kernel(), and every launch
-//      variant of the case (matmuls run directly and through pack_weights): inputs go to the
-//      plugin's memory behind canaries, outputs are poisoned (0xCD bytes for integers, a NaN for
-//      floats), the op runs, and then the canaries, the untouched inputs and the outputs are
-//      checked. An integer output whose expected value equals the poison somewhere is run a
-//      second time under a different poison, so "never written" cannot pass as "correct".
+//   2. The case's per-call launches (matmuls run directly and through pack_weights), which run
+//      the plugin's own kernel choice, and for every kernel variant supports() lists the launches
+//      that run that kernel (plans made for it): inputs go to the plugin's memory behind
+//      canaries, outputs are poisoned (0xCD bytes for integers, a NaN for floats), the op runs,
+//      and then the canaries, the untouched inputs and the outputs are checked. An integer output
+//      whose expected value equals the poison somewhere is run a second time under a different
+//      poison, so "never written" cannot pass as "correct".
 //   3. When the reference itself rejects the descriptor (invalid) or the result leaves int32
 //      (overflow), the plugin must refuse too: supports() says no, or the op throws
 //      qforge::Error (ErrorCode::overflow for an overflow). Never a silent answer.
@@ -45,12 +46,12 @@ using LaunchFn = std::function<void(QuantizationOps&, const std::vector<void*>& 
                                     const std::vector<void*>& out)>;
 
 // One way to run the op: "direct", or "prepacked" (pack_weights + the *_packed op); run_case
-// adds "plan" and "plan, weights fixed" (QuantizationOps::plan) to every case whose operands
-// are all arrays in the per-call API too (op_table.h: no params_in_calls).
+// adds "plan" and "plan, weights fixed" (QuantizationOps::plan) per kernel to every case whose
+// operands are all arrays in the per-call API too (op_table.h: no params_in_calls); the other
+// cases bring their own (OpCase::kernel_launches).
 struct Launch {
   std::string name;
   LaunchFn fn;
-  bool plan = false;  // runs through a plan: last_kernel() is not the plan's business
 };
 
 // Thrown by a launch variant that the plugin does not offer at all (pack_weights of a device
@@ -68,8 +69,12 @@ struct OpCase {
   std::string reference_error;  // the reference's message when not ok
   std::vector<HostInput> inputs;
   std::vector<ExpectedOutput> outputs;
-  // Ways to launch the op: pointers in plugin memory, in the order of `inputs` and `outputs`.
+  // Ways to launch the op through the per-call ops (the plugin's own kernel): pointers in plugin
+  // memory, in the order of `inputs` and `outputs`.
   std::vector<Launch> launches;
+  // Ways to launch the op with one given kernel (plans made for it), for each kernel supports()
+  // lists; unset: the plan launches run_case derives from the op table.
+  std::function<std::vector<Launch>(const std::string& kernel)> kernel_launches;
   // Checks made after each launch beyond the outputs (the params an op returns).
   std::function<::testing::AssertionResult()> check_returned;
   // A capability no backend has to claim (float16/bfloat16 matmul output): rejecting it never

@@ -99,7 +99,9 @@ class SimulatedDeviceBuffer final : public Buffer {
   std::size_t bytes_;
 };
 
-const std::vector<std::string> kKernels = {"mutant_generic", "mutant_alternate"};
+// One kernel: its plans are the default plan over the per-call ops (where the bugs are), which
+// runs the per-call ops' one kernel.
+const std::vector<std::string> kKernels = {"mutant_generic"};
 
 class MutantOps final : public QuantizationOps {
  public:
@@ -133,20 +135,15 @@ class MutantOps final : public QuantizationOps {
     if (bytes) std::memcpy(dst, static_cast<const std::byte*>(s.data()) + offset, bytes);
   }
 
-  Support supports(const OpDesc&) const override {
+  using QuantizationOps::supports;
+  Support supports(const OpDesc&, int device) const override {
+    if (device != 0) return Support::no("conformance_mutant: one device");
     if (bug_ == Bug::reject_all) return Support::no("conformance_mutant rejects everything");
     // Claims everything; the reference throws for what it does not define.
     return Support::yes(kKernels);
   }
-  std::string last_kernel() const override { return last_kernel_; }
-  void set_kernel(const KernelChoice& choice) override {
-    if (!choice.name.empty() && choice.name != kKernels[0] && choice.name != kKernels[1])
-      throw Error(ErrorCode::unsupported, "conformance_mutant: unknown kernel " + choice.name);
-    kernel_ = choice.name.empty() ? kKernels[0] : choice.name;
-  }
 
   void quantize(const QuantizeDesc& desc, const void* x, void* q) override {
-    ran();
     const auto n = static_cast<std::size_t>(element_count(desc.shape));
     const std::size_t bytes = storage_bytes(desc.params.dtype(), n);
     if (bug_ == Bug::skip_last) {
@@ -171,13 +168,11 @@ class MutantOps final : public QuantizationOps {
   }
 
   void dequantize(const QuantizeDesc& desc, const void* q, float* x) override {
-    ran();
     reference::dequantize(desc, q, x);
     if (bug_ == Bug::write_before) x[-1] = 1.0f;
   }
 
   void requantize(const RequantizeDesc& desc, const std::int32_t* c, void* y) override {
-    ran();
     RequantizeDesc d = desc;
     if (bug_ == Bug::fixed_point_as_float) d.mode = RequantMode::float_multiplier;
     reference::requantize(d, c, y);
@@ -185,19 +180,16 @@ class MutantOps final : public QuantizationOps {
 
   void conv(OpKind op, const ConvDesc& desc, const void* x, const void* w, const void* bias,
             void* y) override {
-    ran();
     reference::conv(op, desc, x, w, bias, y);
   }
 
   void matmul_weight_only(const MatmulDesc& desc, const float* a, const void* b, const float* bias,
                           float* y) override {
-    ran();
     reference::matmul_weight_only(desc, a, b, bias, y);
   }
 
   void matmul_integer(const MatmulDesc& desc, const void* a, const void* b,
                       std::int32_t* c) override {
-    ran();
     try {
       reference::matmul_integer(desc, a, b, c);
     } catch (const Error& e) {
@@ -211,7 +203,6 @@ class MutantOps final : public QuantizationOps {
 
   void matmul_dequant(const MatmulDesc& desc, const void* a, const void* b, const float* bias,
                       void* y) override {
-    ran();
     MatmulDesc d = desc;
     if (bug_ == Bug::drop_bias) d.has_bias = false;
     reference::matmul_dequant(d, a, b, d.has_bias ? bias : nullptr, y);
@@ -220,12 +211,10 @@ class MutantOps final : public QuantizationOps {
   }
 
   void qlinear_matmul(const MatmulDesc& desc, const void* a, const void* b, void* y) override {
-    ran();
     reference::qlinear_matmul(desc, a, b, y);
   }
   void qlinear_matmul_bias(const MatmulDesc& desc, const void* a, const void* b,
                            const std::int32_t* bias, void* y) override {
-    ran();
     reference::qlinear_matmul(desc, a, b, bias, y);
   }
 
@@ -237,7 +226,6 @@ class MutantOps final : public QuantizationOps {
 
   QuantizationParams dynamic_quantize_linear(const DynamicQuantizeDesc& desc, const float* x,
                                              std::uint8_t* y) override {
-    ran();
     QuantizationParams p = reference::dynamic_quantize_linear(desc, x, y);
     if (bug_ != Bug::dql_scale_ulp) return p;
     return QuantizationParams::per_tensor_affine(
@@ -247,22 +235,18 @@ class MutantOps final : public QuantizationOps {
 
   QuantizationParams linear_forward(const LinearDesc& desc, const float* x, const std::int8_t* wq,
                                     const float* bias, std::int8_t* xq, float* y) override {
-    ran();
     return reference::linear_forward(desc, x, wq, bias, xq, y);
   }
 
   void linear_backward(const LinearDesc& desc, const float* dy, const std::int8_t* xq,
                        const QuantizationParams& xq_params, const std::int8_t* wq, float* dx,
                        float* dw, float* db) override {
-    ran();
     std::vector<float> scratch(static_cast<std::size_t>(desc.n));
     reference::linear_backward(desc, dy, xq, xq_params, wq, dx, dw,
                                bug_ == Bug::no_db && db != nullptr ? scratch.data() : db);
   }
 
  private:
-  void ran() { last_kernel_ = kernel_; }
-
   static void check(const Buffer& b, std::size_t offset, std::size_t bytes) {
     if (offset > b.size() || bytes > b.size() - offset)
       throw Error(ErrorCode::invalid_argument, "conformance_mutant: copy of " +
@@ -291,8 +275,6 @@ class MutantOps final : public QuantizationOps {
   }
 
   Bug bug_;
-  std::string kernel_ = kKernels[0];
-  std::string last_kernel_;
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "harness/random_data.h"
+#include "qforge/plan.h"
 #include "qforge/reference.h"
 
 namespace qforge::conformance {
@@ -84,6 +85,22 @@ void DynamicQuantizeTester::test(Target& target, Rng& rng) const {
                     *returned = ops.dynamic_quantize_linear(desc, static_cast<const float*>(in[0]),
                                                             static_cast<std::uint8_t*>(out[0]));
                   }}};
+  // Each kernel through a plan; its scale and zero point are host scalars here, so host-memory
+  // plugins only.
+  oc.kernel_launches = [desc, returned](const std::string& kernel) {
+    LaunchFn fn = [desc, kernel, returned](QuantizationOps& ops, const std::vector<void*>& in,
+                                           const std::vector<void*>& out) {
+      if (!ops.host_memory())
+        throw LaunchUnavailable{"a plan of dynamic_quantize_linear with host scalar outputs"};
+      const auto plan = ops.plan({OpKind::dynamic_quantize_linear, desc},
+                                 PlanRequest{ops.default_device(), kernel, {}});
+      float scale = 0;
+      std::uint8_t zero_point = 0;
+      plan->run({in[0]}, {out[0], &scale, &zero_point});
+      *returned = QuantizationParams::per_tensor_affine(DType::uint8, scale, zero_point);
+    };
+    return std::vector<Launch>{{"plan", fn}};
+  };
   oc.check_returned = [returned, expected]() -> ::testing::AssertionResult {
     if (!*returned || !expected || **returned == *expected) return ::testing::AssertionSuccess();
     std::ostringstream msg;

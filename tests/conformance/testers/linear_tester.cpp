@@ -8,6 +8,7 @@
 
 #include "harness/random_data.h"
 #include "harness/tolerances.h"
+#include "qforge/plan.h"
 #include "qforge/reference.h"
 
 namespace qforge::conformance {
@@ -120,6 +121,24 @@ void LinearTester::test_forward(Target& target, Rng& rng) const {
              has_bias ? static_cast<const float*>(in[2]) : nullptr,
              static_cast<std::int8_t*>(out[1]), static_cast<float*>(out[0]));
        }}};
+  // Each kernel through a plan; its x_scale is a host scalar here, so host-memory plugins only.
+  oc.kernel_launches = [desc, has_bias, returned](const std::string& kernel) {
+    LaunchFn fn = [desc, has_bias, kernel, returned](QuantizationOps& ops,
+                                                     const std::vector<void*>& in,
+                                                     const std::vector<void*>& out) {
+      if (!ops.host_memory())
+        throw LaunchUnavailable{"a plan of linear_forward with a host scalar x_scale"};
+      const auto plan =
+          ops.plan({OpKind::linear_forward, desc}, PlanRequest{ops.default_device(), kernel, {}});
+      float x_scale = 0;
+      std::vector<const void*> inputs{in[0], in[1]};
+      if (has_bias) inputs.push_back(in[2]);
+      const std::vector<void*> outputs{out[1], out[0], &x_scale};
+      plan->run(inputs, outputs);
+      *returned = QuantizationParams::per_tensor_symmetric(DType::int8, x_scale);
+    };
+    return std::vector<Launch>{{"plan", fn}};
+  };
   oc.check_returned = [returned, expected]() -> ::testing::AssertionResult {
     if (!*returned || !expected || **returned == *expected) return ::testing::AssertionSuccess();
     std::ostringstream msg;
@@ -175,6 +194,19 @@ void LinearTester::test_backward(Target& target, Rng& rng) const {
              xq_params, static_cast<const std::int8_t*>(in[2]), static_cast<float*>(out[0]),
              static_cast<float*>(out[1]), has_bias ? static_cast<float*>(out[2]) : nullptr);
        }}};
+  // Each kernel through a plan; its x_scale is a host scalar here, so host-memory plugins only.
+  oc.kernel_launches = [desc, xq_params](const std::string& kernel) {
+    LaunchFn fn = [desc, xq_params, kernel](QuantizationOps& ops, const std::vector<void*>& in,
+                                            const std::vector<void*>& out) {
+      if (!ops.host_memory())
+        throw LaunchUnavailable{"a plan of linear_backward with a host scalar x_scale"};
+      const auto plan =
+          ops.plan({OpKind::linear_backward, desc}, PlanRequest{ops.default_device(), kernel, {}});
+      const float x_scale = xq_params.scale();
+      plan->run(std::vector<const void*>{in[0], in[1], &x_scale, in[2]}, out);
+    };
+    return std::vector<Launch>{{"plan", fn}};
+  };
   run_case(target, oc);
 }
 
