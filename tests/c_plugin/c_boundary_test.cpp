@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "qforge/error.h"
+#include "qforge/plugin/c_api.h"
 #include "qforge/registry.h"
 
 namespace qforge {
@@ -37,8 +38,8 @@ void expect_contains(const std::string& text, const std::string& needle) {
 TEST(CBoundary, TooNewVersionIsRefused) {
   const PluginFailure f = load_failure("too_new");
   EXPECT_EQ(f.kind, PluginFailureKind::abi_mismatch) << f.message;
-  expect_contains(f.message, "C plugin API version 2");
-  expect_contains(f.message, "versions 1 to 1");
+  expect_contains(f.message, "C plugin API version " + std::to_string(QFORGE_C_API_VERSION + 1));
+  expect_contains(f.message, "versions 1 to " + std::to_string(QFORGE_C_API_VERSION));
 }
 
 TEST(CBoundary, TooSmallTableIsRefused) {
@@ -51,7 +52,8 @@ TEST(CBoundary, TooSmallTableIsRefused) {
 TEST(CBoundary, NullTableIsRefused) {
   const PluginFailure f = load_failure("null_table");
   EXPECT_EQ(f.kind, PluginFailureKind::missing_entry) << f.message;
-  expect_contains(f.message, "qforge_plugin_c_entry(1) returned NULL");
+  expect_contains(f.message, "qforge_plugin_c_entry(" + std::to_string(QFORGE_C_API_VERSION) +
+                                 ") returned NULL");
 }
 
 class PlanError : public ::testing::Test {

@@ -106,6 +106,8 @@ bool offers(const QuantizationOps& ops, OpKind op, const MatmulProblem& p,
 std::int64_t rows_for(const std::string& kernel, std::int64_t m) {
   if (kernel.starts_with("q8_gemm_") && m <= 16) return m + 16;
   if (kernel.starts_with("q8_gemv_") && m > 16) return 16 - (m - 17) % 12;  // 5 to 16
+  // The AMX GEMV tile is offered from 5 rows (kernel_table.cpp: fewer would be mostly padding).
+  if (kernel == "q8_gemv_16x32c4__amx" && m < 5) return m + 4;
   return m;
 }
 

@@ -40,7 +40,8 @@ MatmulProblem random_problem(Rng& rng, std::int64_t m, std::int64_t n, std::int6
 bool offers(const QuantizationOps& ops, OpKind op, const MatmulProblem& p,
             const std::string& kernel);
 // m moved into the rows a GEMM kernel's role serves (supports() lists q8_gemm_ kernels above
-// 16 rows, q8_gemv_ kernels at 16 or fewer), keeping its offset from a tile edge.
+// 16 rows, q8_gemv_ kernels at 16 or fewer, the AMX one from 5), keeping its offset from a tile
+// edge.
 std::int64_t rows_for(const std::string& kernel, std::int64_t m);
 
 // How check_matmul runs the op: with an empty kernel, the per-call op (the backend's own

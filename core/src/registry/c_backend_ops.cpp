@@ -141,11 +141,11 @@ class CPluginOps final : public QuantizationOps {
     if (const int count = device_count(); device < 0 || device >= count)
       return Support::no(fmt::format("{}: device {}; expected 0 to {}", name(), device, count - 1));
     if (const auto* m = std::get_if<MatmulDesc>(&op.desc);
-        m && op.op == OpKind::qlinear_matmul &&
+        m && op.op == OpKind::qlinear_matmul && backend_->table->version < 2 &&
         (m->has_bias || m->activation != ConvActivation::none))
       return Support::no(name() +
-                         ": the C plugin ABI's qforge_c_matmul_desc has no int32 bias or output "
-                         "clamp for qlinear_matmul");
+                         ": the plugin was built for C API version 1, whose qforge_c_matmul_desc "
+                         "has no int32 bias or output clamp for qlinear_matmul (version 2)");
     const CDescriptor c(op);
     std::vector<std::string> kernels;
     qforge_c_status* status = nullptr;
@@ -192,6 +192,10 @@ class CPluginOps final : public QuantizationOps {
   }
   void qlinear_matmul(const MatmulDesc& d, const void* a, const void* b, void* y) override {
     call({OpKind::qlinear_matmul, d}, {a, b}, {y});
+  }
+  void qlinear_matmul_bias(const MatmulDesc& d, const void* a, const void* b,
+                           const std::int32_t* bias, void* y) override {
+    call({OpKind::qlinear_matmul, d}, with_optional({a, b}, d.has_bias, bias), {y});
   }
   void conv(OpKind op, const ConvDesc& d, const void* x, const void* w, const void* bias,
             void* y) override {

@@ -123,6 +123,9 @@ CDescriptor::CDescriptor(const OpDesc& op) {
           matmul_.out_type = u32(d.out_type);
           matmul_.requant_mode = u32(d.requant_mode);
           matmul_.y = d.y ? params(2, *d.y) : nullptr;
+          matmul_.activation = u32(d.activation);
+          matmul_.clamp_min = d.clamp_min;
+          matmul_.clamp_max = d.clamp_max;
           op_.desc = &matmul_;
         } else if constexpr (std::is_same_v<D, DynamicQuantizeDesc>) {
           begin(dynamic_);

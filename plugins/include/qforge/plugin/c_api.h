@@ -28,14 +28,18 @@
  * plan_info and plan_destroy touch one plan and may come from any thread, alongside calls on
  * the backend and on its other plans; the host destroys every plan before its backend.
  *
- * Memory: version 1 serves host memory only: every array pointer is a host pointer. */
+ * Memory: versions 1 and 2 serve host memory only: every array pointer is a host pointer.
+ *
+ * Version 2 appended qlinear_matmul's int32 bias (has_bias, which version 1 left unused for
+ * qlinear_matmul) and output clamp (activation, clamp_min, clamp_max) to qforge_c_matmul_desc.
+ * The host never asks a version-1 table for either: it refuses them for that plugin itself. */
 #ifndef QFORGE_PLUGIN_C_API_H
 #define QFORGE_PLUGIN_C_API_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define QFORGE_C_API_VERSION 1u
+#define QFORGE_C_API_VERSION 2u
 #define QFORGE_C_ENTRY_SYMBOL "qforge_plugin_c_entry"
 
 /* Whether the struct at `ptr` (of type `type`, written with ptr->struct_size) holds `field`. */
@@ -167,6 +171,9 @@ typedef struct qforge_c_matmul_desc {
   uint32_t out_type;        /* QFORGE_C_FLOAT_* */
   uint32_t requant_mode;    /* QFORGE_C_REQUANT_* */
   const qforge_c_params* y; /* qlinear_matmul's output params; NULL when none */
+  /* Version 2: qlinear_matmul's clamp on the quantized output, as qforge_c_conv_desc's. */
+  uint32_t activation; /* QFORGE_C_ACTIVATION_* */
+  float clamp_min, clamp_max;
 } qforge_c_matmul_desc;
 
 typedef struct qforge_c_dynamic_quantize_desc {

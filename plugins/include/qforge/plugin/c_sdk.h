@@ -139,6 +139,11 @@ inline OpDesc op_from(const qforge_c_op* c) {
       m.out_type = enum_value<FloatType>(d.out_type, 3, "float type");
       m.requant_mode = enum_value<RequantMode>(d.requant_mode, 2, "requantization mode");
       m.y = optional_params_from(d.y, "y params");
+      if (QFORGE_C_HAS_FIELD(&d, qforge_c_matmul_desc, clamp_max)) {
+        m.activation = enum_value<ConvActivation>(d.activation, 4, "activation");
+        m.clamp_min = d.clamp_min;
+        m.clamp_max = d.clamp_max;
+      }
       return {kind, m};
     }
     case OpKind::dynamic_quantize_linear: {
