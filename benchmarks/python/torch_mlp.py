@@ -2,7 +2,8 @@
 under torch.ao.quantization.quantize_dynamic, on the CPU, in one run: time per batch (median) and
 the output error against float32 (relative L2 norm). With --device cuda: the model on the GPU in
 float32 and bfloat16 against qforge's static int8 layers on the cuda plugin (CUDA tensors in
-place, docs/PYTHON.md), the error against the float32 model on the CPU.
+place, docs/PYTHON.md), the error against the float32 model on the CPU, and the host's time per
+batch when nothing waits for the GPU (what queuing a batch costs the CPU).
 
 The model is a transformer feed-forward block's shape (hidden -> 4*hidden -> hidden, GELU) so the
 matmuls dominate. qforge's layers run through qforge.torch.quantize_ (dynamic uint8 activations,
@@ -43,6 +44,20 @@ def seconds_per_batch(model, x, repeats):
             sync()
             times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def host_seconds_per_batch(model, x, repeats):
+    """CUDA: the host's time per forward with nothing waited for (the kernels queue behind),
+    over `repeats` forwards back to back: what launching a batch costs the CPU."""
+    with torch.no_grad():
+        model(x)
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(repeats):
+            model(x)
+        elapsed = time.perf_counter() - start
+        torch.cuda.synchronize()
+    return elapsed / repeats
 
 
 def cuda_rows(ref_model, x, calibration, plugins):
@@ -104,8 +119,10 @@ def main():
     print(f"MLP {h}->{4 * h}->{h} GELU, batch {args.batch}, torch {torch.__version__}, "
           f"{where}, qforge plugins {acc.plugins}")
     base = None
-    print(f"| model | ms per batch | vs float32 | rel. L2 error |")
-    print(f"|---|---|---|---|")
+    cuda = args.device == "cuda"
+    print("| model | ms per batch | vs float32 | rel. L2 error |" +
+          (" host ms per batch, no sync |" if cuda else ""))
+    print("|---|---|---|---|" + ("---|" if cuda else ""))
     for name, model, inp in rows:
         t = seconds_per_batch(model, inp, args.repeats)
         base = base or t
@@ -113,7 +130,9 @@ def main():
             out = model(inp).float()
         out = out.cpu()
         err = float(torch.linalg.norm(out - ref) / torch.linalg.norm(ref))
-        print(f"| {name} | {t * 1e3:.3f} | {base / t:.2f}x | {err:.2e} |")
+        host = (f" {host_seconds_per_batch(model, inp, args.repeats) * 1e3:.3f} |" if cuda
+                else "")
+        print(f"| {name} | {t * 1e3:.3f} | {base / t:.2f}x | {err:.2e} |{host}")
     for name, layer in q_static.named_modules():
         for plan in getattr(layer, "_plans", {}).values():
             print(f"static layer {name}: {plan}")

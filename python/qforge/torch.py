@@ -19,13 +19,15 @@ rule quantizes with a :class:`QuantizedLinear` or :class:`QuantizedConv2d`:
   once) and take the batch's zero point and scales out in numpy.
 
 CPU tensors are handed to qforge through numpy without a copy (contiguous float32). CUDA
-tensors run on qforge's cuda plugin without a copy either (static and explicit activations):
-the input, the quantized activations and the output stay on the tensor's device, passed to the
-plans through DLPack, and the work is ordered with the current torch stream (the plans' stream
-follows the legacy default stream, which waits for the current stream through the DLPack
-exchange; afterwards the current stream waits for the legacy default stream). Dynamic
-activations on CUDA tensors raise ValueError (their per-batch params would need the min and
-max on the host first).
+tensors run on qforge's cuda plugin without a copy either (static and explicit activations): a
+layer prepares, once per device and input shape, its quantize plan and its matmul (or conv)
+plan chained in C++ with the quantized activations' buffer between them (uint8 activations as
+the int8 codes less 128, the same results bit for bit); a call then allocates the output and
+makes one call into qforge with the tensors' device addresses. The plans queue on the legacy
+default stream, torch's default stream: on another current stream the legacy stream first
+waits for it and it waits for the legacy stream afterwards (events, no host synchronisation).
+Dynamic activations on CUDA tensors raise ValueError (their per-batch params would need the
+min and max on the host first).
 
 Importing this module needs PyTorch; ``import qforge`` never imports it.
 """
@@ -134,35 +136,23 @@ class _QuantizedLayer(nn.Module):
                              "runs CPU and CUDA tensors")
         return False
 
-    def _cuda_plans(self, key, make):
-        """The plans of `key` for CUDA tensors, made by make(accelerator) once; each must run
-        on the tensor's device."""
-        plans = self._plans.get(key)
-        if plans is None:
-            device = key[1]
+    def _cuda_run(self, key, device, params, in_shape, out_shape, make):
+        """The _CudaRun of `key` for CUDA tensors of in_shape on `device`, its quantize and
+        layer plans made by make(accelerator) once; each must run on the tensor's device."""
+        run = self._plans.get(key)
+        if run is None:
+            index = device.index or 0
             plans = make(self._cuda_accelerator())
             for plan in plans:
-                if plan.host_memory or plan.device != device:
+                if plan.host_memory or plan.device != index:
                     where = "the host" if plan.host_memory else f"cuda:{plan.device}"
-                    raise ValueError(f"qforge.torch: '{self.name}': the plan for cuda:{device} "
+                    raise ValueError(f"qforge.torch: '{self.name}': the plan for cuda:{index} "
                                      f"runs on {where} ({plan!r}); qforge's cuda plugin numbers "
                                      "devices as CUDA does, so pass an accelerator with that "
                                      "device")
-            self._plans[key] = plans
-        return plans
-
-    def _run_on_cuda(self, quantize_plan, plan, x, out_shape, params):
-        """x (contiguous float32 on a CUDA device) quantized and run through `plan` into a new
-        float32 tensor, all on the device."""
-        a = torch.empty(x.shape, dtype=_TORCH_STORAGE[params.dtype.name], device=x.device)
-        y = torch.empty(out_shape, dtype=torch.float32, device=x.device)
-        quantize_plan.run_dlpack([x], [a])
-        plan.run_dlpack([a], [y])
-        current = torch.cuda.current_stream(x.device)
-        legacy = torch.cuda.default_stream(x.device)
-        if current.cuda_stream != legacy.cuda_stream:
-            current.wait_stream(legacy)
-        return y
+            run = _CudaRun(*plans, params, in_shape, out_shape, device)
+            self._plans[key] = run
+        return run
 
     def _static_params(self):
         if self.activation_params is None:
@@ -252,11 +242,17 @@ class QuantizedLinear(_QuantizedLayer):
         return torch.from_numpy(y).reshape(*lead, n).to(x.dtype)
 
     def _forward_cuda(self, x):
+        run = self._plans.get(("cuda", x.get_device(), x.shape[0]))
+        if run is None:
+            run = self._make_cuda_run(x)
+        return run(x)
+
+    def _make_cuda_run(self, x):
         if self.layer["activations"]["mode"] == "dynamic":
             raise ValueError(f"qforge.torch: '{self.name}': dynamic activations are not "
                              "supported on CUDA tensors yet; use static activations "
                              "(calibration_loader) or run on the CPU")
-        params = self._static_params()
+        params = _as_int8_codes(self._static_params())
         m, n, k = x.shape[0], self.out_features, self.in_features
 
         def make(acc):
@@ -264,8 +260,8 @@ class QuantizedLinear(_QuantizedLayer):
                     acc.prepare_matmul(m, n, k, params, self.weight_params, b_layout="nk",
                                        b=self.weight_codes, bias=self.bias_values))
 
-        q, mm = self._cuda_plans(("cuda", x.device.index or 0, m), make)
-        return self._run_on_cuda(q, mm, x, (m, n), params)
+        return self._cuda_run(("cuda", x.get_device(), m), x.device, params, (m, k), (m, n),
+                              make)
 
     def _dynamic_plan(self, m, a_dtype):
         """The integer matmul plan of batch size m (weights packed once), or None where the
@@ -362,19 +358,23 @@ class QuantizedConv2d(_QuantizedLayer):
 
     def _forward_cuda(self, x, params):
         shape = tuple(x.shape)
-
-        def make(acc):
-            return (acc.prepare_quantize(list(shape), params),
-                    self._prepare_conv(acc, shape, params))
-
-        q, conv = self._cuda_plans(("cuda", x.device.index or 0, shape), make)
+        key = ("cuda", x.get_device(), shape)
+        run = self._plans.get(key)
+        if run is not None:
+            return run(x)
         n, _, h, w = shape
         kh, kw = self.kernel_size
         (dh, dw), (sh, sw) = self.dilation, self.stride
         top, left, bottom, right = self._pads(h, w)
         oh = (h + top + bottom - dh * (kh - 1) - 1) // sh + 1
         ow = (w + left + right - dw * (kw - 1) - 1) // sw + 1
-        return self._run_on_cuda(q, conv, x, (n, self.out_channels, oh, ow), params)
+
+        def make(acc):
+            return (acc.prepare_quantize(list(shape), params),
+                    self._prepare_conv(acc, shape, params))
+
+        return self._cuda_run(key, x.device, params, shape, (n, self.out_channels, oh, ow),
+                              make)(x)
 
     def extra_repr(self):
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
@@ -383,6 +383,72 @@ class QuantizedConv2d(_QuantizedLayer):
 
 # torch dtypes of the quantized activations' storage, by qforge dtype name.
 _TORCH_STORAGE = {"int8": torch.int8, "uint8": torch.uint8, "int16": torch.int16}
+
+
+def _as_int8_codes(params):
+    """uint8 affine per-tensor activation params as the int8 ones of the same codes less 128
+    (zero point z - 128): quantize is round(x / s) + z saturated, so every code and every
+    (a - za) the matmul sees is the same, and the cuda plugin's matmul reads int8 A as it is
+    instead of converting uint8 A on every call. Other params unchanged."""
+    if (params.dtype != _qforge.DType.uint8 or params.mapping != _qforge.Mapping.affine
+            or params.granularity != _qforge.Granularity.per_tensor or params.qmin != 0
+            or params.qmax != 255):
+        return params
+    return P.per_tensor_affine(_qforge.DType.int8, params.scales[0],
+                               int(params.zero_points[0]) - 128)
+
+
+# The current stream's id on a device: torch's private getter (a tuple, no Stream object built:
+# it runs once per layer call) where it exists, else the public one.
+if hasattr(torch._C, "_cuda_getCurrentStream"):
+    def _current_stream_id(index):
+        return torch._C._cuda_getCurrentStream(index)[0]
+else:  # pragma: no cover - depends on the PyTorch version
+    def _current_stream_id(index):
+        return torch.cuda.current_stream(index).stream_id
+
+
+class _CudaRun:
+    """One quantized layer's work on CUDA tensors of one shape on one device, prepared once:
+    the quantize plan and the matmul (or conv) plan chained in C++ (_qforge._DeviceChain), the
+    quantized activations' buffer between them, the output shape. A call is one torch.empty for
+    the output, a stream check and one call into qforge.
+
+    Ordering: the plans queue on the legacy default stream, which is torch's default stream, so
+    on that stream nothing else is needed; on another current stream the legacy stream first
+    waits for it, and afterwards it waits for the legacy stream (torch's wait_stream, an event
+    each way), without a host synchronisation."""
+
+    __slots__ = ("plans", "chain", "between", "out_shape", "device", "index", "default_id",
+                 "legacy")
+
+    def __init__(self, quantize_plan, plan, params, in_shape, out_shape, device):
+        self.plans = (quantize_plan, plan)
+        self.between = torch.empty(in_shape, dtype=_TORCH_STORAGE[params.dtype.name],
+                                   device=device)
+        self.chain = _qforge._DeviceChain(quantize_plan, plan, self.between)
+        self.out_shape = tuple(out_shape)
+        self.device = device
+        self.index = device.index if device.index is not None else torch.cuda.current_device()
+        self.legacy = torch.cuda.default_stream(self.index)
+        self.default_id = self.legacy.stream_id
+
+    def __call__(self, x):
+        y = torch.empty(self.out_shape, dtype=torch.float32, device=self.device)
+        if _current_stream_id(self.index) == self.default_id:
+            self.chain.run(x.data_ptr(), y.data_ptr())
+            return y
+        current = torch.cuda.current_stream(self.index)
+        self.legacy.wait_stream(current)
+        self.chain.run(x.data_ptr(), y.data_ptr())
+        current.wait_stream(self.legacy)
+        return y
+
+    def __iter__(self):
+        return iter(self.plans)
+
+    def __repr__(self):
+        return f"<qforge.torch cuda run: {self.plans[0]!r} then {self.plans[1]!r}>"
 
 _cuda_lock = threading.Lock()
 _cuda_default = None

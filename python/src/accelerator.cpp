@@ -15,6 +15,7 @@
 #include <array>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -173,7 +174,14 @@ class PyPlan {
   }
 
   const Plan& plan() const { return *plan_; }
+  const std::shared_ptr<const Plan>& shared_plan() const { return plan_; }
   const OperandMemory& memory() const { return memory_; }
+  std::size_t inputs_read() const { return reads_; }
+  std::size_t output_count() const { return outputs_.size(); }
+  const InputSpec& input(std::size_t i) const { return inputs_.at(i); }
+  // Output i's element type and size in bytes.
+  const py::dtype& output_dtype(std::size_t i) const { return outputs_.at(i).dtype; }
+  std::size_t output_bytes(std::size_t i) const { return outputs_.at(i).bytes; }
 
  private:
   struct Output {
@@ -215,6 +223,93 @@ class PyPlan {
   std::size_t reads_ = 0;
   std::string read_names_;
   std::vector<py::ssize_t> itemsizes_;  // per input
+};
+
+// Two device plans run back to back by one call, for qforge.torch's layers (quantize, then
+// matmul_dequant or conv_dequant): the first writes its one output into `between`, a device
+// buffer of the caller's checked once here and kept alive by the chain, which the second reads
+// as its one input. A layer then costs one Python call and one GIL release, with no DLPack
+// exchange, instead of two Plan.run_dlpack calls and four exchanges.
+//
+// run() takes the first's input and the second's output as device addresses (a torch tensor's
+// data_ptr()): the caller vouches for them (contiguous, on the plans' device, of the element
+// type and size the plans read and write), as the chain cannot see what they point to. The
+// kernels queue on the device's legacy default stream, as run_dlpack's do; ordering them with
+// the caller's stream is the caller's (qforge.torch does it once per layer).
+class DeviceChain {
+ public:
+  DeviceChain(const PyPlan& first, const PyPlan& second, const py::handle& between)
+      : first_(first.shared_plan()), second_(second.shared_plan()) {
+    const OperandMemory& m = first.memory();
+    if (m.host || second.memory().host || second.memory().device != m.device)
+      throw py::value_error("_DeviceChain: both plans must run on one CUDA device; got " +
+                            where(first.memory()) + " and " + where(second.memory()));
+    if (first.inputs_read() != 1 || first.output_count() != 1)
+      throw py::value_error(
+          "_DeviceChain: the first plan must read one input and write one "
+          "output; " +
+          describe(first.plan().desc()) + " reads " + std::to_string(first.inputs_read()) +
+          " and writes " + std::to_string(first.output_count()));
+    if (second.inputs_read() != 1 || !second.plan().reads_input(0) || second.output_count() != 1)
+      throw py::value_error(
+          "_DeviceChain: the second plan must read only its first input (the "
+          "others fixed) and write one output; " +
+          describe(second.plan().desc()) + " does not");
+    const py::dtype& mid = first.output_dtype(0);
+    between_bytes_ = first.output_bytes(0);
+    if (!mid.is(second.input(0).dtype) && !mid.equal(second.input(0).dtype))
+      throw py::type_error("_DeviceChain: the first plan writes " +
+                           mid.attr("name").cast<std::string>() + " and the second reads " +
+                           second.input(0).dtype.attr("name").cast<std::string>());
+    if (second.input(0).bytes != between_bytes_)
+      throw py::value_error("_DeviceChain: the first plan writes " +
+                            std::to_string(between_bytes_) + " bytes and the second reads " +
+                            std::to_string(second.input(0).bytes));
+    in_bytes_ = first.input(0).bytes;
+    n0_ = op_operands(first.plan().desc()).inputs.size();
+    n1_ = op_operands(second.plan().desc()).inputs.size();
+    out_bytes_ = second.output_bytes(0);
+    concurrent_ = first.plan().concurrency() == PlanConcurrency::concurrent &&
+                  second.plan().concurrency() == PlanConcurrency::concurrent;
+    between_ = dlpack_operand(between, m, mid.kind(), static_cast<int>(8 * mid.itemsize()),
+                              between_bytes_, "_DeviceChain: between");
+  }
+
+  void run(std::uintptr_t x, std::uintptr_t y) const {
+    if ((x == 0 && in_bytes_ != 0) || (y == 0 && out_bytes_ != 0))
+      throw py::value_error(
+          "_DeviceChain.run: a null device address; expected the input's and "
+          "the output's data_ptr()");
+    const void* in0[kMaxOperands] = {reinterpret_cast<const void*>(x)};
+    void* mid[1] = {between_.data};
+    const void* in1[kMaxOperands] = {between_.data};
+    void* out[1] = {reinterpret_cast<void*>(y)};
+    auto go = [&] {
+      std::lock_guard lock(mutex_);  // runs share `between`
+      first_->run(std::span<const void* const>(in0, n0_), std::span<void* const>(mid, 1));
+      second_->run(std::span<const void* const>(in1, n1_), std::span<void* const>(out, 1));
+    };
+    if (concurrent_) {
+      py::gil_scoped_release release;
+      go();
+    } else {
+      go();
+    }
+  }
+
+  std::size_t between_bytes() const { return between_bytes_; }
+
+ private:
+  static std::string where(const OperandMemory& m) {
+    return m.host ? std::string("the host") : "cuda:" + std::to_string(m.device);
+  }
+
+  std::shared_ptr<const Plan> first_, second_;
+  DlpackOperand between_;  // its capsule keeps the caller's buffer alive
+  std::size_t between_bytes_ = 0, in_bytes_ = 0, out_bytes_ = 0;
+  std::size_t n0_ = 0, n1_ = 0;  // the plans' input counts, fixed ones included
+  bool concurrent_ = false;
+  mutable std::mutex mutex_;
 };
 
 AcceleratorOptions make_options(std::optional<std::vector<std::string>> plugins,
@@ -278,6 +373,17 @@ void bind_accelerator(py::module_& m) {
         return "<qforge.Plan " + describe(p.plan().desc()) + " on " + p.plan().backend() + "[" +
                std::to_string(p.plan().device()) + "]/" + p.plan().kernel() + ">";
       });
+
+  py::class_<DeviceChain>(m, "_DeviceChain",
+                          "Two device plans run back to back by one call (qforge.torch's layers)")
+      .def(py::init<const PyPlan&, const PyPlan&, const py::handle&>(), py::arg("first"),
+           py::arg("second"), py::arg("between"),
+           "first: one input, one output, written into `between` (a DLPack producer on the "
+           "plans' device, checked here and kept alive); second: reads it as its only input")
+      .def("run", &DeviceChain::run, py::arg("x"), py::arg("y"),
+           "Runs both plans: x is the first's input, y the second's output, as device addresses "
+           "(torch's data_ptr()) the caller vouches for")
+      .def_property_readonly("between_bytes", &DeviceChain::between_bytes);
 
   py::class_<Accelerator, std::shared_ptr<Accelerator>>(
       m, "Accelerator", "Measured dispatch across the loaded plugins (accelerator.h)")

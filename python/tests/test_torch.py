@@ -327,6 +327,71 @@ class OnCuda(SeededTest):
         torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-5,
                                    msg=lambda m: f"{m}; {self.where}")
 
+    def test_layers_equal_the_two_plans_run_dlpack_bit_for_bit(self):
+        # The layer's one chained call (uint8 activations run as int8 codes less 128) against
+        # the quantize and matmul_dequant plans of the recipe's own uint8 params through
+        # Plan.run_dlpack, as the layer ran before: the same float32 output, bit for bit.
+        import torch
+        import qforge.torch as qt
+        for m in (1, 16, 300):
+            model = torch.nn.Sequential(torch.nn.Linear(96, 128)).eval()
+            qt.quantize_(model, dict(STATIC, rules=[STATIC["rules"][1]]),
+                         calibration_loader=[torch.randn(16, 96)],
+                         accelerator=scalar_accelerator())
+            layer = model.to("cuda")[0]
+            layer._accelerator = self.cuda_accelerator()
+            layer._plans = {}
+            x = torch.randn(m, 96, device="cuda") * 1.5
+            with torch.no_grad():
+                got = model(x)
+                got_again = model(x)  # the prepared run, reused
+            acc, params = layer._accelerator, layer.activation_params
+            self.assertEqual(params.dtype, qforge.DType.uint8)
+            q = acc.prepare_quantize([m, 96], params)
+            mm = acc.prepare_matmul(m, 128, 96, params, layer.weight_params, b_layout="nk",
+                                    b=layer.weight_codes, bias=layer.bias_values)
+            a = torch.empty(m, 96, dtype=torch.uint8, device="cuda")
+            want = torch.empty(m, 128, device="cuda")
+            q.run_dlpack([x], [a])
+            mm.run_dlpack([a], [want])
+            torch.cuda.synchronize()
+            self.assertTrue(torch.equal(got, want), f"m = {m}; {self.where}")
+            self.assertTrue(torch.equal(got_again, want), f"m = {m}, second call; {self.where}")
+
+    def test_device_chain_checks_its_plans_and_buffer(self):
+        import torch
+        acc = self.cuda_accelerator()
+        p = qforge.QuantizationParams.per_tensor_affine(qforge.DType.int8, 0.05, 3)
+        w = qforge.QuantizationParams.per_tensor_symmetric(qforge.DType.int8, 0.01)
+        codes = np.ones((8, 6), dtype=np.int8)
+        q = acc.prepare_quantize([4, 6], p)
+        mm = acc.prepare_matmul(4, 8, 6, p, w, b_layout="nk", b=codes)
+        between = torch.empty(4, 6, dtype=torch.int8, device="cuda")
+        chain = qforge._qforge._DeviceChain(q, mm, between)
+        self.assertEqual(chain.between_bytes, 24)
+        x = torch.randn(4, 6, device="cuda")
+        y = torch.empty(4, 8, device="cuda")
+        chain.run(x.data_ptr(), y.data_ptr())
+        a = torch.empty(4, 6, dtype=torch.int8, device="cuda")
+        want = torch.empty(4, 8, device="cuda")
+        q.run_dlpack([x], [a])
+        mm.run_dlpack([a], [want])
+        self.assertTrue(torch.equal(y, want), self.where)
+        with self.assertRaisesRegex(ValueError, "null device address"):
+            chain.run(0, y.data_ptr())
+        mm5 = acc.prepare_matmul(5, 8, 6, p, w, b_layout="nk", b=codes)
+        with self.assertRaisesRegex(ValueError, "writes 24 bytes and the second reads 30"):
+            qforge._qforge._DeviceChain(q, mm5, between)
+        with self.assertRaisesRegex(ValueError, "second plan must read only its first input"):
+            qforge._qforge._DeviceChain(q, acc.prepare_matmul(4, 8, 6, p, w), between)
+        with self.assertRaisesRegex(TypeError, "holds uint8; expected int8"):
+            qforge._qforge._DeviceChain(q, mm, between.to(torch.uint8))
+        with self.assertRaisesRegex(ValueError, "is on cpu; the plan runs on cuda"):
+            qforge._qforge._DeviceChain(q, mm, between.cpu())
+        cpu = scalar_accelerator()
+        with self.assertRaisesRegex(ValueError, "both plans must run on one CUDA device"):
+            qforge._qforge._DeviceChain(cpu.prepare_quantize([4, 6], p), mm, between)
+
     def test_plan_run_dlpack_checks_devices_and_sizes(self):
         import torch
         acc = self.cuda_accelerator()
