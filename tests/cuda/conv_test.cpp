@@ -6,11 +6,16 @@
 // as are dtypes, per-channel weights, zero points, biases and activations.
 #include "kernels/conv.h"
 
+#include <dlfcn.h>
+
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <stdexcept>
 #include <string>
 
+#include "qforge/conv_bound.h"
 #include "qforge/error.h"
 #include "qforge/reference.h"
 #include "support.h"
@@ -36,6 +41,16 @@ int uniform(std::mt19937_64& rng, int lo, int hi) {
   return ::testing::AssertionFailure()
          << bad << " of " << got.size() / element << " elements differ; first at index "
          << first / element << ": got 0x" << std::hex << g << ", expected 0x" << w;
+}
+
+// The plugin's count of convolution runs that waited for the overflow flag (plugin.cpp).
+std::uint64_t overflow_checks() {
+  using Counter = std::uint64_t (*)();
+  void* lib = dlopen(plugin_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) throw std::runtime_error("the loaded plugin " + plugin_path() + " was not found");
+  auto counter = reinterpret_cast<Counter>(dlsym(lib, "qforge_cuda_conv_overflow_checks"));
+  if (!counter) throw std::runtime_error("the plugin exports no qforge_cuda_conv_overflow_checks");
+  return counter();
 }
 
 class CudaConv : public CudaTest {
@@ -175,12 +190,75 @@ class CudaConv : public CudaTest {
     EXPECT_TRUE(dy.guards_intact());
     std::vector<const void*> in{dx.data(), dw.data()};
     if (bias_host) in.push_back(db.data());
+    // Plans with W and the bias fixed: where the bound proves acc + bias inside int32 for
+    // every X, the run waits for no overflow flag.
+    std::vector<const void*> fixed{nullptr, w.data()};
+    if (bias_host) fixed.push_back(bias_host);
+    const bool proven = d.bias == ConvBias::int32 &&
+                        reference::conv_int32_cannot_overflow(
+                            kind, d, w.data(), reinterpret_cast<const std::int32_t*>(bias.data()));
     for (const auto& kernel : s.kernels) {
       SCOPED_TRACE("kernel " + kernel);
       dy.poison(0xCD);
       EXPECT_EQ(run_plan(ops(), {kind, d}, kernel, in, {dy.data()}), kernel);
       EXPECT_TRUE(same_bytes(dy.read(), expected, element));
       EXPECT_TRUE(dy.guards_intact());
+      SCOPED_TRACE("W and bias fixed");
+      dy.poison(0xCD);
+      const std::uint64_t checks = overflow_checks();
+      EXPECT_EQ(run_plan(ops(), {kind, d}, kernel, in, {dy.data()}, fixed), kernel);
+      EXPECT_TRUE(same_bytes(dy.read(), expected, element));
+      EXPECT_TRUE(dy.guards_intact());
+      const std::uint64_t want_checks = d.bias == ConvBias::int32 && !proven ? 1 : 0;
+      EXPECT_EQ(overflow_checks() - checks, want_checks);
+    }
+  }
+
+  // An int32 bias that takes acc + bias out of int32 for these operands: the per-call op and a
+  // plan of every kernel listed, with W and the bias given on each run or fixed (which the
+  // bound cannot clear), throw the reference's overflow error, position and value included.
+  void expect_overflow_reported(OpKind kind, const ConvDesc& d, const std::vector<std::uint8_t>& x,
+                                const std::vector<std::uint8_t>& w,
+                                const std::vector<std::int32_t>& bias, std::size_t y_bytes) {
+    SCOPED_TRACE(describe({kind, d}));
+    ASSERT_FALSE(reference::conv_int32_cannot_overflow(kind, d, w.data(), bias.data()));
+    std::vector<std::uint8_t> out(y_bytes);
+    std::string want;
+    try {
+      reference::conv(kind, d, x.data(), w.data(), bias.data(), out.data());
+    } catch (const Error& e) {
+      want = e.what();
+    }
+    ASSERT_FALSE(want.empty());
+    DeviceArray dx(ops(), x.size()), dw(ops(), w.size()), db(ops(), bias.size() * 4),
+        dy(ops(), y_bytes);
+    dx.write(x);
+    dw.write(w);
+    db.write(bias);
+    auto expect_error = [&](const std::function<void()>& f, const std::string& how) {
+      SCOPED_TRACE(how);
+      try {
+        f();
+        ADD_FAILURE() << "no overflow reported";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::overflow);
+        EXPECT_EQ(std::string(e.what()), want);
+      }
+    };
+    expect_error([&] { ops().conv(kind, d, dx.data(), dw.data(), db.data(), dy.data()); },
+                 "per call");
+    const std::vector<const void*> in{dx.data(), dw.data(), db.data()};
+    for (const auto& kernel : ops().supports({kind, d}).kernels) {
+      expect_error(
+          [&] {
+            run_plan(ops(), {kind, d}, kernel, in, {dy.data()});
+          },
+          "plan of " + kernel);
+      expect_error(
+          [&] {
+            run_plan(ops(), {kind, d}, kernel, in, {dy.data()}, {nullptr, w.data(), bias.data()});
+          },
+          "plan of " + kernel + ", W and bias fixed");
     }
   }
 };
@@ -285,27 +363,10 @@ TEST_F(CudaConv, Int32BiasOverflowReportedAsTheReferenceDoes) {
   d.x_params = QuantizationParams::per_tensor_symmetric(DType::int8, 0.5f);
   d.w_params = QuantizationParams::per_tensor_symmetric(DType::int8, 0.25f);
   d.bias = ConvBias::int32;
-  std::vector<std::uint8_t> x(100, 127), w(72, 127);
+  const std::vector<std::uint8_t> x(100, 127), w(72, 127);
   const std::vector<std::int32_t> bias = {5, std::numeric_limits<std::int32_t>::max() - 10};
-  std::vector<float> out(static_cast<std::size_t>(count(d.y_shape())));
-  std::string want;
-  try {
-    reference::conv_dequant(d, x.data(), w.data(), bias.data(), out.data());
-  } catch (const Error& e) {
-    want = e.what();
-  }
-  ASSERT_FALSE(want.empty());
-  DeviceArray dx(ops(), x.size()), dw(ops(), w.size()), db(ops(), 8), dy(ops(), out.size() * 4);
-  dx.write(x);
-  dw.write(w);
-  db.write(bias);
-  try {
-    ops().conv(OpKind::conv_dequant, d, dx.data(), dw.data(), db.data(), dy.data());
-    ADD_FAILURE() << "no overflow reported";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::overflow);
-    EXPECT_EQ(std::string(e.what()), want);
-  }
+  expect_overflow_reported(OpKind::conv_dequant, d, x, w, bias,
+                           static_cast<std::size_t>(count(d.y_shape())) * 4);
 }
 
 // The same through the pipelined kernel's hoisted fixed-point loop (qlinear_conv, NHWC codes,
@@ -321,29 +382,58 @@ TEST_F(CudaConv, Int32BiasOverflowReportedByTheFixedPointEpilogue) {
   d.y_params = QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 0);
   d.requant_mode = RequantMode::fixed_point;
   d.bias = ConvBias::int32;
-  std::vector<std::uint8_t> x(static_cast<std::size_t>(count(d.x_shape())), 127);
-  std::vector<std::uint8_t> w(static_cast<std::size_t>(count(d.w_shape())), 127);
+  const std::vector<std::uint8_t> x(static_cast<std::size_t>(count(d.x_shape())), 127);
+  const std::vector<std::uint8_t> w(static_cast<std::size_t>(count(d.w_shape())), 127);
   std::vector<std::int32_t> bias(16, 3);
   bias[9] = std::numeric_limits<std::int32_t>::max() - 10;
-  std::vector<std::uint8_t> out(static_cast<std::size_t>(count(d.y_shape())));
-  std::string want;
-  try {
-    reference::conv(OpKind::qlinear_conv, d, x.data(), w.data(), bias.data(), out.data());
-  } catch (const Error& e) {
-    want = e.what();
-  }
-  ASSERT_FALSE(want.empty());
+  expect_overflow_reported(OpKind::qlinear_conv, d, x, w, bias,
+                           static_cast<std::size_t>(count(d.y_shape())));
+}
+
+// A fixed bias the bound cannot clear, with activations that keep acc + bias inside int32: the
+// plan keeps the checked path (one wait per run) and its result is the reference's.
+TEST_F(CudaConv, PlanWithAnUnprovenBiasChecksAndIsExact) {
+  ConvDesc d;
+  d.layout = ConvLayout::nhwc;
+  d.n = 2, d.c = 32, d.h = 6, d.w = 6, d.out_channels = 32;
+  d.kernel_h = d.kernel_w = 3;
+  d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = 1;
+  d.x_params = QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 100);
+  d.w_params = weight_params(DType::int8, d.out_channels);
+  d.y_params = QuantizationParams::per_tensor_affine(DType::uint8, 4.0f, 10);
+  d.requant_mode = uniform(rng_, 0, 1) ? RequantMode::fixed_point : RequantMode::float_multiplier;
+  d.bias = ConvBias::int32;
+  // X within 2 codes of its zero point: |acc| <= 2 * 255 * 288, far from the bias's margin.
+  std::vector<std::uint8_t> x(static_cast<std::size_t>(count(d.x_shape())));
+  for (auto& v : x) v = static_cast<std::uint8_t>(uniform(rng_, 98, 102));
+  const auto w = codes(count(d.w_shape()));
+  std::vector<std::int32_t> bias(static_cast<std::size_t>(d.out_channels));
+  for (auto& b : bias) b = uniform(rng_, -1000, 1000);
+  bias[static_cast<std::size_t>(uniform(rng_, 0, 31))] =
+      std::numeric_limits<std::int32_t>::max() - 200000;
+  SCOPED_TRACE(describe({OpKind::qlinear_conv, d}));
+  ASSERT_FALSE(
+      reference::conv_int32_cannot_overflow(OpKind::qlinear_conv, d, w.data(), bias.data()));
+  std::vector<std::byte> expected(static_cast<std::size_t>(count(d.y_shape())));
+  reference::conv(OpKind::qlinear_conv, d, x.data(), w.data(), bias.data(), expected.data());
   DeviceArray dx(ops(), x.size()), dw(ops(), w.size()), db(ops(), bias.size() * 4),
-      dy(ops(), out.size());
+      dy(ops(), expected.size());
   dx.write(x);
   dw.write(w);
   db.write(bias);
-  try {
-    ops().conv(OpKind::qlinear_conv, d, dx.data(), dw.data(), db.data(), dy.data());
-    ADD_FAILURE() << "no overflow reported";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::overflow);
-    EXPECT_EQ(std::string(e.what()), want);
+  for (const auto& kernel : ops().supports({OpKind::qlinear_conv, d}).kernels) {
+    SCOPED_TRACE("kernel " + kernel);
+    const auto plan =
+        ops().plan({OpKind::qlinear_conv, d},
+                   PlanRequest{ops().default_device(), kernel, {nullptr, w.data(), bias.data()}});
+    for (int r = 0; r < 2; ++r) {
+      dy.poison(0xCD);
+      const std::uint64_t checks = overflow_checks();
+      plan->run({dx.data(), nullptr, nullptr}, {dy.data()});
+      EXPECT_EQ(overflow_checks() - checks, 1u);
+      EXPECT_TRUE(same_bytes(dy.read(), expected, 1));
+      EXPECT_TRUE(dy.guards_intact());
+    }
   }
 }
 

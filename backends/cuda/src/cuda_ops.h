@@ -19,7 +19,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "device_buffer.h"
 #include "device_probe.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_blockwise.h"
@@ -41,6 +43,10 @@ class CudaPlan;
 // per-call convolution, once per plan with fixed weights. The plugin exports it as
 // qforge_cuda_conv_weight_packs() (plugin.cpp) so that tests can see a plan does not re-pack.
 inline std::atomic<std::uint64_t> conv_weight_packs{0};
+// How many convolution runs waited for the int32-bias overflow flag: every per-call one with an
+// int32 bias, and plan runs whose fixed weights and bias could not be proven safe. Exported as
+// qforge_cuda_conv_overflow_checks() so that tests can see which path a plan takes.
+inline std::atomic<std::uint64_t> conv_overflow_checks{0};
 
 // What a plan fixes in the CudaOps it runs on (cuda_plan.cpp): its device and the kernel asked
 // for (empty: the automatic choice, which for a fixed descriptor and device is fixed too).
@@ -124,16 +130,31 @@ class CudaOps final : public QuantizationOps {
  private:
   friend class CudaPlan;
 
-  // Convolution weights brought to the implicit-GEMM kernel's form (kernels/conv.h) once, by a
-  // plan: the packed [O, kp] int8 codes and, when X has a zero point, their row sums.
-  struct ConvWeights {
-    const std::int8_t* packed = nullptr;
+  // What a plan computes once for its convolution (conv_constants, cuda_ops_conv.cpp) instead
+  // of on every run: fixed weights in the implicit-GEMM kernel's form (the packed [O, kp] int8
+  // codes and, when X has a zero point, their row sums), qlinear_conv's per-channel
+  // multipliers, and whether fixed weights and a fixed int32 bias were proven never to take
+  // acc + bias out of int32 (reference::conv_int32_cannot_overflow), so that a run launches no
+  // overflow flag and does not wait for it.
+  struct ConvConstants {
+    const std::int8_t* packed = nullptr;  // null: packed per run (depthwise: W read as given)
     const std::int32_t* sums = nullptr;
+    const float* multiplier = nullptr;               // float mode
+    const std::int32_t* fixed_multiplier = nullptr;  // fixed-point mode, with fixed_shift
+    const std::int32_t* fixed_shift = nullptr;
+    bool bias_cannot_overflow = false;
+    std::string kernel;                                  // conv_kernel's choice, fixed
+    std::vector<std::unique_ptr<DeviceBuffer>> buffers;  // the device arrays above
   };
-  // conv() with the weights either as given (`fixed` null: packed into scratch on this call)
-  // or packed before (then `w` is read only to report an int32 overflow).
+  // A plan's ConvConstants on this instance's device. device_w: the plan's device copy of fixed
+  // weights (else null); host_w, host_bias: the fixed weights and int32 bias as the request
+  // gave them (null when not fixed). Waits for the packing, so that its errors surface here.
+  ConvConstants conv_constants(OpKind op, const ConvDesc& desc, const void* device_w,
+                               const void* host_w, const void* host_bias);
+  // conv() with what a plan computed before (`fixed`), or everything on this call (null). W
+  // is read when `fixed` has no packed form, and to report an int32 overflow.
   void run_conv(OpKind op, const ConvDesc& desc, const void* x, const void* w, const void* bias,
-                void* y, const ConvWeights* fixed);
+                void* y, const ConvConstants* fixed);
   // The kernel conv() runs for `desc` (the forced one if it can, else the first candidate).
   std::string conv_kernel(OpKind op, const ConvDesc& desc) const;
   // Packs W [O, C/G, kh, kw] (device codes) into `packed` ([O, kp]) and, when `sums` is not

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "check.h"
@@ -11,6 +12,7 @@
 #include "kernel_names.h"
 #include "kernels/conv.h"
 #include "kernels/gemm_prep.h"
+#include "qforge/conv_bound.h"
 #include "qforge/error.h"
 #include "qforge/reference.h"
 
@@ -33,6 +35,32 @@ std::vector<T> to_host(const void* device, std::int64_t n, cudaStream_t s) {
                           cudaMemcpyDeviceToHost, s),
           "cudaMemcpyAsync(convolution operands to host)");
   return v;
+}
+
+// qlinear_conv's per-channel multipliers (sx * sw[o]) / sy in float32, in this order (the
+// reference's), and their fixed-point forms when the descriptor asks for them.
+struct ConvMultipliers {
+  std::vector<float> multiplier;
+  std::vector<std::int32_t> fixed_multiplier, fixed_shift;
+};
+
+ConvMultipliers conv_multipliers(const ConvDesc& desc) {
+  const QuantizationParams& wp = desc.w_params;
+  const bool per_tensor = wp.scheme().granularity == Granularity::per_tensor;
+  const float sx = desc.x_params.scale(), sy = desc.y_params->scale();
+  ConvMultipliers m;
+  m.multiplier.resize(static_cast<std::size_t>(desc.out_channels));
+  for (std::size_t o = 0; o < m.multiplier.size(); ++o)
+    m.multiplier[o] = (sx * wp.scale(per_tensor ? 0 : o)) / sy;
+  if (desc.requant_mode != RequantMode::fixed_point) return m;
+  m.fixed_multiplier.resize(m.multiplier.size());
+  m.fixed_shift.resize(m.multiplier.size());
+  for (std::size_t o = 0; o < m.multiplier.size(); ++o) {
+    const auto q = reference::quantize_multiplier(static_cast<double>(m.multiplier[o]));
+    m.fixed_multiplier[o] = q.multiplier;
+    m.fixed_shift[o] = q.shift;
+  }
+  return m;
 }
 
 }  // namespace
@@ -64,16 +92,69 @@ void CudaOps::pack_conv_weights(const ConvDesc& desc, const void* w, std::int8_t
   conv_weight_packs.fetch_add(1, std::memory_order_relaxed);
 }
 
+CudaOps::ConvConstants CudaOps::conv_constants(OpKind op, const ConvDesc& desc,
+                                               const void* device_w, const void* host_w,
+                                               const void* host_bias) {
+  ConvConstants c;
+  c.kernel = conv_kernel(op, desc);
+  auto device_array = [&](const void* host, std::size_t bytes) {
+    c.buffers.push_back(std::make_unique<DeviceBuffer>(bytes, device_));
+    if (bytes > 0) copy_to_device(*c.buffers.back(), 0, host, bytes);
+    return c.buffers.back()->data();
+  };
+  if (op == OpKind::qlinear_conv && desc.out_channels > 0) {
+    const ConvMultipliers m = conv_multipliers(desc);
+    if (desc.requant_mode == RequantMode::fixed_point) {
+      c.fixed_multiplier = static_cast<const std::int32_t*>(
+          device_array(m.fixed_multiplier.data(), m.fixed_multiplier.size() * 4));
+      c.fixed_shift = static_cast<const std::int32_t*>(
+          device_array(m.fixed_shift.data(), m.fixed_shift.size() * 4));
+    } else {
+      c.multiplier =
+          static_cast<const float*>(device_array(m.multiplier.data(), m.multiplier.size() * 4));
+    }
+  }
+  // The bound needs W and the bias on the host: a bias given on each run, or weights that are
+  // not fixed, keep the per-run check.
+  if (desc.bias == ConvBias::int32 && host_w && host_bias)
+    c.bias_cannot_overflow = reference::conv_int32_cannot_overflow(
+        op, desc, host_w, static_cast<const std::int32_t*>(host_bias));
+
+  // Fixed weights in the implicit-GEMM kernel's form, with their row sums when X has a zero
+  // point. The depthwise kernels read W as given, so they keep the plan's uploaded copy.
+  if (!device_w || c.kernel == kConvDepthwiseKernel || c.kernel == kConvDepthwiseTiledKernel)
+    return c;
+  const ConvGeometry g = conv_geometry(desc);
+  if (g.o * g.kp == 0) return c;  // nothing to pack; the per-run path handles empty shapes
+  c.buffers.push_back(
+      std::make_unique<DeviceBuffer>(static_cast<std::size_t>(g.o * g.kp), device_));
+  auto* packed = static_cast<std::int8_t*>(c.buffers.back()->data());
+  std::int32_t* sums = nullptr;
+  if (desc.x_params.zero_point() != 0) {
+    c.buffers.push_back(std::make_unique<DeviceBuffer>(
+        static_cast<std::size_t>(g.o) * sizeof(std::int32_t), device_));
+    sums = static_cast<std::int32_t*>(c.buffers.back()->data());
+  }
+  cudaStream_t s = stream();
+  pack_conv_weights(desc, device_w, packed, sums, s);
+  // A packing error surfaces here, when the plan is made, not in a later run.
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  c.packed = packed;
+  c.sums = sums;
+  return c;
+}
+
 void CudaOps::conv(OpKind op, const ConvDesc& desc, const void* x, const void* w, const void* bias,
                    void* y) {
   run_conv(op, desc, x, w, bias, y, nullptr);
 }
 
 void CudaOps::run_conv(OpKind op, const ConvDesc& desc, const void* x, const void* w,
-                       const void* bias, void* y, const ConvWeights* fixed) {
-  begin(OpDesc{op, desc});
+                       const void* bias, void* y, const ConvConstants* fixed) {
+  // A plan's descriptor was checked and its kernel chosen when it was made.
+  if (!planned_) begin(OpDesc{op, desc});
   const std::string name(to_string(op));
-  const std::string kernel = conv_kernel(op, desc);
+  const std::string kernel = fixed ? fixed->kernel : conv_kernel(op, desc);
   const ConvGeometry g = conv_geometry(desc);
   const std::int64_t xs = count(desc.x_shape()), ws = count(desc.w_shape()),
                      ys = count(desc.y_shape());
@@ -94,17 +175,16 @@ void CudaOps::run_conv(OpKind op, const ConvDesc& desc, const void* x, const voi
   e.y = y;
   e.zx = desc.x_params.zero_point();
   e.k = static_cast<std::int32_t>(g.k);
-  if (desc.bias == ConvBias::int32) {
-    e.bias_i32 = static_cast<const std::int32_t*>(bias);
+  if (desc.bias == ConvBias::int32) e.bias_i32 = static_cast<const std::int32_t*>(bias);
+  // A plan that proved acc + bias stays inside int32 for every X (conv_constants) leaves the
+  // flag null: its kernels then never write it.
+  if (desc.bias == ConvBias::int32 && !(fixed && fixed->bias_cannot_overflow)) {
     e.overflow = static_cast<int*>(workspace_.get(Slot::conv_overflow, sizeof(int), device_, s));
     check(cudaMemsetAsync(e.overflow, 0, sizeof(int), s), "cudaMemsetAsync(overflow flag)");
+    conv_overflow_checks.fetch_add(1, std::memory_order_relaxed);
   }
   if (desc.bias == ConvBias::f32) e.bias_f32 = static_cast<const float*>(bias);
   const QuantizationParams& wp = desc.w_params;
-  const auto w_scale = [&](std::int64_t o) {
-    return wp.scale(
-        wp.scheme().granularity == Granularity::per_tensor ? 0 : static_cast<std::size_t>(o));
-  };
   if (op == OpKind::conv_integer) {
     e.kind = ConvOut::int32;
   } else if (op == OpKind::conv_dequant) {
@@ -119,7 +199,7 @@ void CudaOps::run_conv(OpKind op, const ConvDesc& desc, const void* x, const voi
   } else {
     e.kind = ConvOut::requantize;
     const QuantizationParams& yp = *desc.y_params;
-    const float sx = desc.x_params.scale(), sy = yp.scale();
+    const float sy = yp.scale();
     e.zy = yp.zero_point();
     e.qmin = yp.qmin();
     e.qmax = yp.qmax();
@@ -130,20 +210,18 @@ void CudaOps::run_conv(OpKind op, const ConvDesc& desc, const void* x, const voi
     if (desc.activation == ConvActivation::relu6) e.qlo = q(0.0f), e.qhi = q(6.0f);
     if (desc.activation == ConvActivation::clamp)
       e.qlo = q(desc.clamp_min), e.qhi = q(desc.clamp_max);
-    std::vector<float> multipliers(static_cast<std::size_t>(g.o));
-    for (std::int64_t o = 0; o < g.o; ++o)
-      multipliers[static_cast<std::size_t>(o)] = (sx * w_scale(o)) / sy;  // float32, this order
-    if (desc.requant_mode == RequantMode::fixed_point) {
-      std::vector<std::int32_t> fm(multipliers.size()), fs(multipliers.size());
-      for (std::size_t o = 0; o < multipliers.size(); ++o) {
-        const auto m = reference::quantize_multiplier(static_cast<double>(multipliers[o]));
-        fm[o] = m.multiplier;
-        fs[o] = m.shift;
-      }
-      e.fixed_multiplier = upload(std::span<const std::int32_t>(fm));
-      e.fixed_shift = upload(std::span<const std::int32_t>(fs));
+    if (fixed && (fixed->multiplier || fixed->fixed_multiplier)) {
+      e.multiplier = fixed->multiplier;
+      e.fixed_multiplier = fixed->fixed_multiplier;
+      e.fixed_shift = fixed->fixed_shift;
     } else {
-      e.multiplier = upload(std::span<const float>(multipliers));
+      const ConvMultipliers m = conv_multipliers(desc);
+      if (desc.requant_mode == RequantMode::fixed_point) {
+        e.fixed_multiplier = upload(std::span<const std::int32_t>(m.fixed_multiplier));
+        e.fixed_shift = upload(std::span<const std::int32_t>(m.fixed_shift));
+      } else {
+        e.multiplier = upload(std::span<const float>(m.multiplier));
+      }
     }
   }
 
@@ -174,7 +252,7 @@ void CudaOps::run_conv(OpKind op, const ConvDesc& desc, const void* x, const voi
       xh = t;
     }
     const std::int8_t* packed = nullptr;
-    if (fixed) {
+    if (fixed && fixed->packed) {
       packed = fixed->packed;
       e.wsum = fixed->sums;  // packed with sums whenever X has a zero point
     } else {

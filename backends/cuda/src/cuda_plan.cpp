@@ -63,7 +63,11 @@ class CudaPlan final : public Plan {
         if (e.code() != ErrorCode::unsupported) throw;  // no packed form: B stays as given
       }
     }
-    if (is_conv(op.op) && weights.fixed()[1]) pack_conv(op);
+    if (is_conv(op.op))
+      conv_ = ops_->conv_constants(op.op, std::get<ConvDesc>(op.desc),
+                                   device_weights_[1] ? device_weights_[1]->data() : nullptr,
+                                   weights.data(1),
+                                   weights.fixed().size() > 2 ? weights.data(2) : nullptr);
   }
 
   void run(std::span<const void* const> inputs, std::span<void* const> outputs) const override {
@@ -108,7 +112,7 @@ class CudaPlan final : public Plan {
       case OpKind::conv_dequant: {
         const auto& d = std::get<ConvDesc>(desc().desc);
         const void* bias = d.bias != ConvBias::none ? in[2] : nullptr;
-        t.run_conv(desc().op, d, in[0], in[1], bias, out, conv_packed_ ? &conv_weights_ : nullptr);
+        t.run_conv(desc().op, d, in[0], in[1], bias, out, &conv_);
         return;
       }
       // Params operands are host pointers (op_table.h, host_resident); the per-call ops return
@@ -151,37 +155,12 @@ class CudaPlan final : public Plan {
   }
 
  private:
-  // Fixed convolution weights in the implicit-GEMM kernel's form, with their row sums when X
-  // has a zero point. The depthwise kernels read W as given, so it keeps the uploaded copy.
-  void pack_conv(const OpDesc& op) {
-    const auto& d = std::get<ConvDesc>(op.desc);
-    const std::string kernel = ops_->conv_kernel(op.op, d);
-    if (kernel == kConvDepthwiseKernel || kernel == kConvDepthwiseTiledKernel) return;
-    const ConvGeometry g = conv_geometry(d);
-    if (g.o * g.kp == 0) return;  // nothing to pack; the per-call path handles empty shapes
-    conv_packed_ = std::make_unique<DeviceBuffer>(static_cast<std::size_t>(g.o * g.kp), device());
-    if (d.x_params.zero_point() != 0)
-      conv_sums_ = std::make_unique<DeviceBuffer>(
-          static_cast<std::size_t>(g.o) * sizeof(std::int32_t), device());
-    conv_weights_.packed = static_cast<const std::int8_t*>(conv_packed_->data());
-    conv_weights_.sums =
-        conv_sums_ ? static_cast<const std::int32_t*>(conv_sums_->data()) : nullptr;
-    cudaStream_t s = ops_->stream();
-    ops_->pack_conv_weights(
-        d, device_weights_[1]->data(), static_cast<std::int8_t*>(conv_packed_->data()),
-        conv_sums_ ? static_cast<std::int32_t*>(conv_sums_->data()) : nullptr, s);
-    // A packing error surfaces here, when the plan is made, not in a later run.
-    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
-  }
-
   // The plan's own CudaOps; run() is const, its scratch and parameter copies are not.
   std::unique_ptr<CudaOps> ops_;
   mutable std::mutex mutex_;                             // one run at a time on ops_
   std::vector<std::shared_ptr<Buffer>> device_weights_;  // per input: the fixed weight, or null
   std::shared_ptr<PackedWeights> packed_b_;              // a fixed matmul B, packed
-  std::unique_ptr<DeviceBuffer> conv_packed_;            // fixed conv weights, packed
-  std::unique_ptr<DeviceBuffer> conv_sums_;
-  CudaOps::ConvWeights conv_weights_;
+  CudaOps::ConvConstants conv_;                          // a convolution's, computed once
 };
 
 std::shared_ptr<const Plan> CudaOps::plan(const OpDesc& op, const PlanRequest& request) {
