@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -16,9 +17,18 @@
 
 namespace qforge::cpu_x86 {
 
+// How an idle worker waits for the next call: it polls with pause instructions for `spin`, then
+// for `yield` more polls between sched_yield calls (a core it holds goes to any other runnable
+// thread, such as the model executor's pool or OpenBLAS's threads working between two GEMMs),
+// then sleeps on a condition variable (a futex wait, and a wake-up the next call pays).
+struct PollTimes {
+  std::chrono::microseconds spin{1000};
+  std::chrono::microseconds yield{0};
+};
+
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads);
+  explicit ThreadPool(int threads, PollTimes poll = {});
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -43,6 +53,7 @@ class ThreadPool {
   // counting itself busy and then checking that the call is still open (the caller closes it
   // before waiting for busy_ == 0), so no worker can run a closed call's function. The mutex
   // and the condition variables only serve workers and callers that went to sleep.
+  PollTimes poll_;
   std::vector<std::thread> workers_;
   std::atomic<const std::function<void(std::int64_t)>*> job_{nullptr};
   std::atomic<std::int64_t> tasks_{0};
