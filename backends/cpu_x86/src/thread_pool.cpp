@@ -15,11 +15,10 @@ int default_thread_count() {
 
 namespace {
 
-// How long a thread polls before it sleeps on a condition variable. Timed rather than counted
-// in pause instructions, whose latency differs several times between CPUs. A sleep costs a
-// futex wait and a wake-up, tens of microseconds each under the GPU host's gVisor kernel, so
-// workers poll long enough to span the gap between back-to-back calls (a decode loop, the
-// activation packing and then the GEMM of one call), and the caller polls through a typical
+// How long the caller polls for the workers to finish before it sleeps on a condition
+// variable (workers: PollTimes). Timed rather than counted in pause instructions, whose latency
+// differs several times between CPUs. A sleep costs a futex wait and a wake-up, tens of
+// microseconds each under the GPU host's gVisor kernel, so the caller polls through a typical
 // call's imbalance.
 constexpr auto kCallerPoll = std::chrono::microseconds(2000);
 
