@@ -23,7 +23,7 @@ namespace qforge::cpu_x86 {
 // The default spin spans the gaps inside one call (dynamic quantization's range and quantize
 // passes, the packing of A, the GEMM) but not the float work a model runs between two calls:
 // there the model executor's pool and OpenBLAS need every core, and 15 workers polling for a
-// millisecond each made MiniLM's dynamic_int8 batch on the GPU host's 16 cores 1.3x slower
+// millisecond each made MiniLM's dynamic_int8 batch on the GPU host's 16 cores 1.4x slower
 // (docs/PERFORMANCE.md, "MiniLM dynamic_int8 on the GPU host's CPU: profile and the pool").
 struct PollTimes {
   std::chrono::microseconds spin{20};
