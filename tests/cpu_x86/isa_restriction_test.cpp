@@ -137,5 +137,29 @@ TEST(CpuX86ThreadsEnv, BadCountFailsCreationWithTheVariable) {
   }
 }
 
+TEST(CpuX86PollEnv, PollTimesFromTheEnvironmentStillRunMatmuls) {
+  ScopedEnv spin("QFORGE_CPU_X86_SPIN_US", "0");
+  ScopedEnv yield("QFORGE_CPU_X86_YIELD_US", "300");
+  auto l = load_plugin();
+  SKIP_UNLESS_USABLE(l);
+  // Large enough to run on the pool's workers, several calls so they go idle in between.
+  SCOPED_TRACE(seed_text());
+  Rng rng = test_rng();
+  for (int i = 0; i < 3; ++i) {
+    const MatmulProblem p = random_problem(rng, 300, 96, 160, {false, false, false});
+    ASSERT_EQ(check_matmul(*l.ops, OpKind::matmul_dequant, p), "");
+  }
+}
+
+TEST(CpuX86PollEnv, BadTimeFailsCreationWithTheVariable) {
+  for (const char* name : {"QFORGE_CPU_X86_SPIN_US", "QFORGE_CPU_X86_YIELD_US"})
+    for (const char* bad : {"-1", "soon", "2000000", "", "5us"}) {
+      ScopedEnv env(name, bad);
+      auto l = load_plugin();
+      EXPECT_EQ(l.ops, nullptr) << name << "=" << bad;
+      EXPECT_NE(l.why_missing.find(name), std::string::npos) << l.why_missing;
+    }
+}
+
 }  // namespace
 }  // namespace qforge::cpu_x86_test

@@ -42,6 +42,28 @@ int threads_from_environment() {
   return env ? parse_thread_count(env, "QFORGE_CPU_X86_THREADS") : default_thread_count();
 }
 
+// QFORGE_CPU_X86_SPIN_US and QFORGE_CPU_X86_YIELD_US: how long an idle worker polls, then
+// polls yielding its core, before it sleeps (thread_pool.h, PollTimes).
+std::chrono::microseconds microseconds_from_environment(const char* name,
+                                                        std::chrono::microseconds fallback) {
+  const char* env = std::getenv(name);
+  if (!env) return fallback;
+  const std::string_view value(env);
+  long us = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), us);
+  if (ec != std::errc{} || end != value.data() + value.size() || us < 0 || us > 1000000)
+    throw Error(ErrorCode::invalid_argument,
+                "cpu_x86: " + std::string(name) + " = \"" + std::string(value) +
+                    "\"; expected microseconds, an integer in [0, 1000000]");
+  return std::chrono::microseconds(us);
+}
+
+PollTimes poll_from_environment() {
+  const PollTimes defaults;
+  return {microseconds_from_environment("QFORGE_CPU_X86_SPIN_US", defaults.spin),
+          microseconds_from_environment("QFORGE_CPU_X86_YIELD_US", defaults.yield)};
+}
+
 IsaSet allowed_from_environment() {
   const char* env = std::getenv("QFORGE_CPU_X86_ISA");
   return env ? parse_isa_list(env, "QFORGE_CPU_X86_ISA") : IsaSet::all();
@@ -65,7 +87,8 @@ CpuX86Ops::CpuX86Ops()
     : compiled_(compiled_isas()),
       detected_(detected_isas()),
       allowed_(allowed_from_environment()),
-      pool_(std::make_shared<ThreadPool>(threads_from_environment())) {}
+      poll_(poll_from_environment()),
+      pool_(std::make_shared<ThreadPool>(threads_from_environment(), poll_)) {}
 
 CpuX86Ops::~CpuX86Ops() = default;
 
@@ -109,7 +132,7 @@ bool CpuX86Ops::set_option(std::string_view key, std::string_view value) {
   if (key == "threads") {
     const int want = parse_thread_count(value, "option threads");
     // A new pool rather than a resized one: plans made before keep running on theirs.
-    if (want != threads()) pool_ = std::make_shared<ThreadPool>(want);
+    if (want != threads()) pool_ = std::make_shared<ThreadPool>(want, poll_);
     return true;
   }
   if (key == "isa") {

@@ -124,6 +124,7 @@ class CpuX86Ops final : public QuantizationOps {
 
   IsaSet compiled_, detected_, allowed_;
   // Shared with the plans made from this instance: a plan keeps the pool it was made with.
+  PollTimes poll_;
   std::shared_ptr<ThreadPool> pool_;
   std::int64_t gemv_prefetch_ = kDefaultGemvPrefetch;
   GemmScratch scratch_;

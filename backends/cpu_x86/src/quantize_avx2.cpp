@@ -357,20 +357,31 @@ MinMax minmax_f32_avx2(const float* x, std::int64_t count) {
   // by replacing them with +inf for the min and -inf for the max.
   const __m256 pinf = _mm256_set1_ps(__builtin_inff());
   const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
-  __m256 lo = pinf, hi = ninf;
-  __m256 nan_seen = _mm256_setzero_ps();
-  std::int64_t i = 0;
-  for (; i + 8 <= count; i += 8) {
-    const __m256 v = _mm256_loadu_ps(x + i);
+  // Four independent accumulators: one chain of min/max latencies per vector would bound the
+  // loop well under what the loads deliver. Min and max are exact, so the order is free.
+  __m256 lo[4] = {pinf, pinf, pinf, pinf}, hi[4] = {ninf, ninf, ninf, ninf};
+  __m256 nan_seen[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                        _mm256_setzero_ps()};
+  auto step = [&](int a, const float* p) {
+    const __m256 v = _mm256_loadu_ps(p);
     const __m256 unordered = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
-    nan_seen = _mm256_or_ps(nan_seen, unordered);
-    lo = _mm256_min_ps(lo, _mm256_blendv_ps(v, pinf, unordered));
-    hi = _mm256_max_ps(hi, _mm256_blendv_ps(v, ninf, unordered));
+    nan_seen[a] = _mm256_or_ps(nan_seen[a], unordered);
+    lo[a] = _mm256_min_ps(lo[a], _mm256_blendv_ps(v, pinf, unordered));
+    hi[a] = _mm256_max_ps(hi[a], _mm256_blendv_ps(v, ninf, unordered));
+  };
+  std::int64_t i = 0;
+  for (; i + 32 <= count; i += 32)
+    for (int a = 0; a < 4; ++a) step(a, x + i + 8 * a);
+  for (; i + 8 <= count; i += 8) step(0, x + i);
+  for (int a = 1; a < 4; ++a) {
+    lo[0] = _mm256_min_ps(lo[0], lo[a]);
+    hi[0] = _mm256_max_ps(hi[0], hi[a]);
+    nan_seen[0] = _mm256_or_ps(nan_seen[0], nan_seen[a]);
   }
   alignas(32) float l[8], h[8];
-  _mm256_store_ps(l, lo);
-  _mm256_store_ps(h, hi);
-  MinMax r{l[0], h[0], _mm256_movemask_ps(nan_seen) != 0};
+  _mm256_store_ps(l, lo[0]);
+  _mm256_store_ps(h, hi[0]);
+  MinMax r{l[0], h[0], _mm256_movemask_ps(nan_seen[0]) != 0};
   for (int j = 1; j < 8; ++j) {
     r.lo = l[j] < r.lo ? l[j] : r.lo;
     r.hi = h[j] > r.hi ? h[j] : r.hi;

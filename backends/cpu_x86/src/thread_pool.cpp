@@ -15,31 +15,40 @@ int default_thread_count() {
 
 namespace {
 
-// How long a thread polls before it sleeps on a condition variable. Timed rather than counted
-// in pause instructions, whose latency differs several times between CPUs. A sleep costs a
-// futex wait and a wake-up, tens of microseconds each under the GPU host's gVisor kernel, so
-// workers poll long enough to span the gap between back-to-back calls (a decode loop, the
-// activation packing and then the GEMM of one call), and the caller polls through a typical
+// How long the caller polls for the workers to finish before it sleeps on a condition
+// variable (workers: PollTimes). Timed rather than counted in pause instructions, whose latency
+// differs several times between CPUs. A sleep costs a futex wait and a wake-up, tens of
+// microseconds each under the GPU host's gVisor kernel, so the caller polls through a typical
 // call's imbalance.
-constexpr auto kWorkerPoll = std::chrono::microseconds(1000);
 constexpr auto kCallerPoll = std::chrono::microseconds(2000);
 
-// Polls `done` with pause instructions until it holds or `limit` has passed; true if it holds.
+// Polls `done` with pause instructions until it holds or `limit` has passed, then with a
+// sched_yield between polls until `yield_limit` more has passed; true if it holds.
 template <class Done>
-bool poll_for(std::chrono::microseconds limit, Done done) {
+bool poll_for(std::chrono::microseconds limit, Done done,
+              std::chrono::microseconds yield_limit = std::chrono::microseconds(0)) {
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
     for (int i = 0; i < 64; ++i) {
       if (done()) return true;
       __builtin_ia32_pause();
     }
-    if (std::chrono::steady_clock::now() - start > limit) return done();
+    if (std::chrono::steady_clock::now() - start > limit) break;
   }
+  if (yield_limit.count() > 0) {
+    const auto yield_start = std::chrono::steady_clock::now();
+    for (;;) {
+      if (done()) return true;
+      std::this_thread::yield();
+      if (std::chrono::steady_clock::now() - yield_start > yield_limit) break;
+    }
+  }
+  return done();
 }
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads, PollTimes poll) : poll_(poll) {
   for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
@@ -69,8 +78,9 @@ void ThreadPool::run_tasks(const std::function<void(std::int64_t)>& fn, std::int
 void ThreadPool::worker_loop() {
   std::uint64_t seen = 0;
   for (;;) {
-    poll_for(kWorkerPoll,
-             [&] { return posted_.load(std::memory_order_acquire) != seen || stop_.load(); });
+    poll_for(
+        poll_.spin, [&] { return posted_.load(std::memory_order_acquire) != seen || stop_.load(); },
+        poll_.yield);
     if (posted_.load() == seen && !stop_.load()) {
       std::unique_lock lock(mutex_);
       sleepers_.fetch_add(1);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -16,9 +17,22 @@
 
 namespace qforge::cpu_x86 {
 
+// How an idle worker waits for the next call: it polls with pause instructions for `spin`, then
+// for `yield` more polls between sched_yield calls (a core it holds goes to any other runnable
+// thread), then sleeps on a condition variable (a futex wait, and a wake-up the next call pays).
+// The default spin spans the gaps inside one call (dynamic quantization's range and quantize
+// passes, the packing of A, the GEMM) but not the float work a model runs between two calls:
+// there the model executor's pool and OpenBLAS need every core, and 15 workers polling for a
+// millisecond each made MiniLM's dynamic_int8 batch on the GPU host's 16 cores 1.4x slower
+// (docs/PERFORMANCE.md, "MiniLM dynamic_int8 on the GPU host's CPU: profile and the pool").
+struct PollTimes {
+  std::chrono::microseconds spin{20};
+  std::chrono::microseconds yield{0};
+};
+
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads);
+  explicit ThreadPool(int threads, PollTimes poll = {});
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -43,6 +57,7 @@ class ThreadPool {
   // counting itself busy and then checking that the call is still open (the caller closes it
   // before waiting for busy_ == 0), so no worker can run a closed call's function. The mutex
   // and the condition variables only serve workers and callers that went to sleep.
+  PollTimes poll_;
   std::vector<std::thread> workers_;
   std::atomic<const std::function<void(std::int64_t)>*> job_{nullptr};
   std::atomic<std::int64_t> tasks_{0};
