@@ -201,7 +201,7 @@ std::unique_ptr<Accelerator> make_accelerator(const ModelOptions& o) {
   return std::make_unique<Accelerator>(a);
 }
 
-Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o) {
+Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o, StageTimes* stages) {
   require_single_input(m, "--calibration");
   Calibrated c;
   c.recipe = model::load_recipe(o.recipe);
@@ -222,10 +222,12 @@ Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o) {
   // The first batch fixes the input shape (extents the model leaves open come from the data).
   std::optional<model::Tensor> first = fit_batch(m, *reader->next(c.batch));
   c.batch_shape = first->shape();
+  if (stages) stages->mark("recipe, data, first batch");
   ModelCache cache(m, nullptr, nullptr, nullptr);
   const model::Executor& f = cache.float_model(c.batch_shape);
   const auto nodes = model::node_refs(f.graph());
   const model::RecipeResolution res = model::resolve(c.recipe, nodes);
+  if (stages) stages->mark("float executor, recipe match");
   ProgressLine progress("calibrating", c.batches * c.batch);
   std::int64_t done = 0;
   const model::BatchSource next = [&]() -> std::optional<model::TensorMap> {
@@ -242,6 +244,7 @@ Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o) {
     return batch;
   };
   c.calibration = model::calibrate(f, res, next);
+  if (stages) stages->mark("calibration batches");
   return c;
 }
 

@@ -17,6 +17,7 @@
 #include "qforge/model/graph.h"
 #include "qforge/model/quantized_model.h"
 #include "qforge/model/recipe.h"
+#include "stage_times.h"
 
 namespace qforge::cli {
 
@@ -98,7 +99,9 @@ struct Calibrated {
 // batch is left out (padding would feed the observers values that are not in the data) and
 // Calibrated::left_out says how many samples that was. A data set smaller than one batch is
 // one batch of all of it.
-Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o);
+// `stages` (optional) gets the recipe and first batch, the float executor and the batches.
+Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o,
+                           StageTimes* stages = nullptr);
 
 // "x" for a graph output or input name, made safe as a file name.
 std::string file_name_for(const std::string& tensor);
