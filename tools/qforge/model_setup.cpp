@@ -201,6 +201,10 @@ std::unique_ptr<Accelerator> make_accelerator(const ModelOptions& o) {
   return std::make_unique<Accelerator>(a);
 }
 
+std::future<std::unique_ptr<Accelerator>> start_accelerator(const ModelOptions& o) {
+  return std::async(std::launch::async, [o] { return make_accelerator(o); });
+}
+
 Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o, StageTimes* stages) {
   require_single_input(m, "--calibration");
   Calibrated c;

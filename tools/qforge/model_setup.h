@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -83,6 +84,10 @@ class ModelCache {
 // The accelerator for quantized layers: options from the environment, plugins restricted by
 // --plugins when given.
 std::unique_ptr<Accelerator> make_accelerator(const ModelOptions& o);
+// make_accelerator on another thread, started now: loading the plugins (dlopen of large
+// libraries, a Vulkan instance, a CUDA context) takes a tenth of a second or more, which the
+// import and the float calibration need not wait for. get() waits; its errors come out of get().
+std::future<std::unique_ptr<Accelerator>> start_accelerator(const ModelOptions& o);
 
 struct Calibrated {
   model::Recipe recipe;

@@ -75,6 +75,7 @@ CLI::App* QuantizeCommand::add_to(CLI::App& parent) {
 int QuantizeCommand::run() const {
   std::ostream& info = as_json ? std::cerr : std::cout;
   StageTimes stages(verbose);
+  auto pending_accelerator = start_accelerator(model);
   const LoadedModel m = load_model(model);
   stages.mark("import");
   const Calibrated c = calibrate_model(m, model, &stages);
@@ -85,8 +86,8 @@ int QuantizeCommand::run() const {
          << " samples left out: every calibration batch has the same shape)";
   info << "\n";
 
-  const auto accelerator = make_accelerator(model);
-  stages.mark("plugins");
+  const auto accelerator = pending_accelerator.get();
+  stages.mark("plugins (loaded meanwhile)");
   ModelCache cache(m, &c.recipe, &c.calibration, accelerator.get());
   const model::Executor& float_model = cache.float_model(c.batch_shape);
   const model::QuantizedModel& quantized = cache.quantized(c.batch_shape);
