@@ -64,7 +64,8 @@ Graph conv_graph(std::mt19937_64& g, const ConvCase& t) {
     last = "pooled";
   }
   b.node("Identity", {last}, {"y"});
-  std::int64_t oh = (t.h + 2 * t.pad - t.k) / t.stride + 1, ow = (t.w + 2 * t.pad - t.k) / t.stride + 1;
+  std::int64_t oh = (t.h + 2 * t.pad - t.k) / t.stride + 1,
+               ow = (t.w + 2 * t.pad - t.k) / t.stride + 1;
   if (t.pool) {
     oh /= 2;
     ow /= 2;

@@ -14,7 +14,7 @@
 namespace qforge::model::ops {
 
 struct ConvEpilogue {
-  bool relu = false;                    // y = x > 0 ? x : 0, as the Relu kernel
+  bool relu = false;                     // y = x > 0 ? x : 0, as the Relu kernel
   const WindowGeometry* pool = nullptr;  // a 2-D MaxPool of each plane, or none
   bool empty() const noexcept { return !relu && !pool; }
 };
