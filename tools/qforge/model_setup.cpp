@@ -205,7 +205,8 @@ std::future<std::unique_ptr<Accelerator>> start_accelerator(const ModelOptions& 
   return std::async(std::launch::async, [o] { return make_accelerator(o); });
 }
 
-Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o, StageTimes* stages) {
+Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o, StageTimes* stages,
+                           ModelCache* cache) {
   require_single_input(m, "--calibration");
   Calibrated c;
   c.recipe = model::load_recipe(o.recipe);
@@ -227,8 +228,8 @@ Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o, StageTim
   std::optional<model::Tensor> first = fit_batch(m, *reader->next(c.batch));
   c.batch_shape = first->shape();
   if (stages) stages->mark("recipe, data, first batch");
-  ModelCache cache(m, nullptr, nullptr, nullptr);
-  const model::Executor& f = cache.float_model(c.batch_shape);
+  ModelCache own_cache(m, nullptr, nullptr, nullptr);
+  const model::Executor& f = (cache ? *cache : own_cache).float_model(c.batch_shape);
   const auto nodes = model::node_refs(f.graph());
   const model::RecipeResolution res = model::resolve(c.recipe, nodes);
   if (stages) stages->mark("float executor, recipe match");

@@ -71,6 +71,8 @@ class ModelCache {
   // `input` is the shape of a batch as fit_batch() gives it.
   const model::Executor& float_model(const Shape& input);
   const model::QuantizedModel& quantized(const Shape& input);
+  // For a cache made before its accelerator was ready (calibration needs none).
+  void set_accelerator(Accelerator* accelerator) { accelerator_ = accelerator; }
 
  private:
   const LoadedModel& m_;
@@ -105,8 +107,10 @@ struct Calibrated {
 // Calibrated::left_out says how many samples that was. A data set smaller than one batch is
 // one batch of all of it.
 // `stages` (optional) gets the recipe and first batch, the float executor and the batches.
+// `cache` (optional) builds the float executor, so that a caller who runs the model on batches
+// of the same shape afterwards reuses it (its resolved graph and its arena, already touched).
 Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o,
-                           StageTimes* stages = nullptr);
+                           StageTimes* stages = nullptr, ModelCache* cache = nullptr);
 
 // "x" for a graph output or input name, made safe as a file name.
 std::string file_name_for(const std::string& tensor);

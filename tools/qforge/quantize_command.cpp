@@ -78,7 +78,11 @@ int QuantizeCommand::run() const {
   auto pending_accelerator = start_accelerator(model);
   const LoadedModel m = load_model(model);
   stages.mark("import");
-  const Calibrated c = calibrate_model(m, model, &stages);
+  // One cache from calibration to the report: the float executor of the calibration batches'
+  // shape is built once.
+  Calibrated c;
+  ModelCache cache(m, &c.recipe, &c.calibration, nullptr);
+  c = calibrate_model(m, model, &stages, &cache);
   info << "calibration: " << c.data_description << "\n  " << c.batches << " batch"
        << (c.batches == 1 ? "" : "es") << " of " << c.batch;
   if (c.left_out > 0)
@@ -88,7 +92,7 @@ int QuantizeCommand::run() const {
 
   const auto accelerator = pending_accelerator.get();
   stages.mark("plugins (loaded meanwhile)");
-  ModelCache cache(m, &c.recipe, &c.calibration, accelerator.get());
+  cache.set_accelerator(accelerator.get());
   const model::Executor& float_model = cache.float_model(c.batch_shape);
   const model::QuantizedModel& quantized = cache.quantized(c.batch_shape);
   stages.mark("quantized model (plans)");
