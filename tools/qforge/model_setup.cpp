@@ -1,5 +1,7 @@
 #include "model_setup.h"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <charconv>
 
@@ -202,6 +204,11 @@ std::unique_ptr<Accelerator> make_accelerator(const ModelOptions& o) {
 }
 
 std::future<std::unique_ptr<Accelerator>> start_accelerator(const ModelOptions& o) {
+  // OpenBLAS loads here, on this thread, before the plugin thread starts: its loader sets
+  // OPENBLAS_CORETYPE with setenv as it loads (blas/openblas_loader.cpp), and a setenv while
+  // another thread reads the environment (plugins and their libraries call getenv) is a data
+  // race in glibc. With the variable set, the model library's loader finds it and sets nothing.
+  openblas_get_num_threads();
   return std::async(std::launch::async, [o] { return make_accelerator(o); });
 }
 
