@@ -323,14 +323,20 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const Step& step = steps_[i];
     const bool in_fused_chain = step.chain >= 0 && fused[static_cast<std::size_t>(step.chain)];
+    const FusedChain* chain =
+        in_fused_chain ? &fusions_->chains[static_cast<std::size_t>(step.chain)] : nullptr;
+    // A conv chain's Conv goes to the hook first (fusion.h): it may replace or watch the Conv.
+    const bool ask_hook =
+        chain && hook && chain->kind == FusedChain::Kind::conv && chain->nodes.front() == i;
     // Its last node runs the whole chain.
-    if (in_fused_chain && fusions_->chains[static_cast<std::size_t>(step.chain)].nodes.back() != i)
-      continue;
+    if (chain && chain->nodes.back() != i && !ask_hook) continue;
     args.assign(step.inputs.size(), nullptr);
     for (std::size_t j = 0; j < step.inputs.size(); ++j)
       if (step.inputs[j] >= 0) args[j] = env[static_cast<std::size_t>(step.inputs[j])];
     outs.assign(step.outputs.size(), nullptr);
-    if (step.in_place_of >= 0 && !step.view) {
+    // The last node of a fused chain writes its own view: an in-place Relu's input was never
+    // computed (it is inner to the chain), though the bytes are the same.
+    if (step.in_place_of >= 0 && !step.view && !in_fused_chain) {
       // The input is a node output, so it is a view into the arena (another in-place Relu's
       // output shares its input's view): writable.
       Tensor* x = const_cast<Tensor*>(env[static_cast<std::size_t>(step.in_place_of)]);
@@ -350,6 +356,11 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
         outs[j] = &t;
         env[o] = &t;
       }
+    }
+    if (ask_hook) {
+      // Replaced: the rest of the chain runs node by node this time. Watched: fused, as planned.
+      if (hook(i, args, outs)) fused[static_cast<std::size_t>(step.chain)] = 0;
+      continue;
     }
     if (in_fused_chain) {
       const auto c = static_cast<std::size_t>(step.chain);

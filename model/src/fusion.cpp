@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ops/conv.h"
 #include "ops/parallel.h"
 
 namespace qforge::model {
@@ -210,6 +211,45 @@ bool layernorm(const Graph& g, std::size_t index, FusedChain& chain) {
   return true;
 }
 
+bool conv_chain(const Graph& g, std::size_t index, FusedChain& chain) {
+  const Node& conv = g.nodes[index];
+  Shape x, y;
+  if (conv.outputs.size() != 1 || !conv.has_input(0) || !conv.has_input(1) ||
+      !is_float(g, conv.input(0), &x) || x.size() != 4 || !is_float(g, conv.outputs[0], &y) ||
+      !is_float(g, conv.input(1)) || (conv.has_input(2) && !is_float(g, conv.input(2))))
+    return false;
+  chain.nodes = {index};
+  std::string last = conv.outputs[0];
+  const Node* next = sole_consumer(g, last);
+  if (next && next->op_type == "Relu" && next->outputs.size() == 1 && next->input(0) == last &&
+      is_float(g, next->outputs[0])) {
+    chain.relu = true;
+    chain.inner.push_back(last);
+    chain.nodes.push_back(index_of(g, next));
+    last = next->outputs[0];
+    next = sole_consumer(g, last);
+  }
+  Shape pooled;
+  if (next && next->op_type == "MaxPool" && next->input(0) == last &&
+      (next->outputs.size() == 1 || next->outputs[1].empty()) &&
+      next->attr_int_or("storage_order", 0) == 0 &&
+      next->attr_ints_or("kernel_shape", {}).size() == 2 &&
+      is_float(g, next->outputs[0], &pooled)) {
+    chain.has_pool = true;
+    chain.pool = *next;
+    chain.pool_input = y;
+    chain.inner.push_back(last);
+    chain.nodes.push_back(index_of(g, next));
+  }
+  if (chain.nodes.size() == 1) return false;
+  chain.kind = FusedChain::Kind::conv;
+  chain.conv = conv;
+  chain.operands[kX] = conv.input(0);
+  chain.operands[kOther] = conv.input(1);
+  if (conv.has_input(2)) chain.operands[kBias] = conv.input(2);
+  return true;
+}
+
 }  // namespace
 
 std::vector<FusedChain> find_fused_chains(const Graph& graph) {
@@ -220,7 +260,8 @@ std::vector<FusedChain> find_fused_chains(const Graph& graph) {
     FusedChain chain;
     const bool found = (n.op_type == "Erf" && gelu(graph, i, chain)) ||
                        (n.op_type == "Softmax" && softmax(graph, i, chain)) ||
-                       (n.op_type == "LayerNormalization" && layernorm(graph, i, chain));
+                       (n.op_type == "LayerNormalization" && layernorm(graph, i, chain)) ||
+                       (n.op_type == "Conv" && conv_chain(graph, i, chain));
     if (!found) continue;
     std::sort(chain.nodes.begin(), chain.nodes.end());
     if (std::any_of(chain.nodes.begin(), chain.nodes.end(), [&](std::size_t k) { return used[k]; }))
@@ -237,6 +278,17 @@ std::vector<FusedChain> find_fused_chains(const Graph& graph) {
 
 void run_fused_chain(const FusedChain& chain, const std::array<const Tensor*, 5>& operands,
                      Tensor& y) {
+  if (chain.kind == FusedChain::Kind::conv) {
+    ops::ConvEpilogue e;
+    e.relu = chain.relu;
+    ops::WindowGeometry pool;
+    if (chain.has_pool) {
+      pool = ops::max_pool_window(chain.pool, chain.pool_input);
+      e.pool = &pool;
+    }
+    ops::conv_fused(chain.conv, *operands[kX], *operands[kOther], operands[kBias], e, y);
+    return;
+  }
   const Tensor& x = *operands[kX];
   const Tensor* other = operands[kOther];
   const Tensor* bias = operands[kBias];
@@ -291,6 +343,7 @@ void run_fused_chain(const FusedChain& chain, const std::array<const Tensor*, 5>
       ops::masked_softmax(s, xv, yv, rows, cols);
       return;
     }
+    case FusedChain::Kind::conv: return;  // run above
     case FusedChain::Kind::layernorm: {
       ops::AddLayerNorm a;
       a.bias = bias ? bias->values<float>().data() : nullptr;

@@ -4,6 +4,8 @@
 //   gelu:      [Add(x, bias[N])] -> Div(v, c) -> Erf -> Add(., c) -> Mul(v, c) -> Mul(., .)
 //   softmax:   [Div(x, c)] -> Add(., mask) -> Softmax(last axis)
 //   layernorm: [Add(x, bias[N])] -> Add(., residual) -> LayerNormalization(last axis, one output)
+//   conv:      Conv(x, W, [B]) (2-D) -> [Relu] -> [MaxPool] (2-D, no Indices), at least one of
+//              the two: each output plane is finished in cache (ops/conv.h)
 //
 // (c: a one-element float32 initializer; bias[N]: a float32 initializer of the last axis's
 // extent.) Only the last node's output leaves the chain: every inner tensor is read by chain
@@ -23,13 +25,13 @@ namespace qforge::model {
 
 // The roles of FusedChain::operands.
 inline constexpr std::size_t kX = 0;       // the main input
-inline constexpr std::size_t kOther = 1;   // softmax: the mask; layernorm: the residual
-inline constexpr std::size_t kBias = 2;    // gelu, layernorm: the leading Add's bias [N]
+inline constexpr std::size_t kOther = 1;   // softmax: the mask; layernorm: the residual; conv: W
+inline constexpr std::size_t kBias = 2;    // gelu, layernorm: the leading Add's bias [N]; conv: B
 inline constexpr std::size_t kScale = 3;   // layernorm
 inline constexpr std::size_t kLnBias = 4;  // layernorm, optional
 
 struct FusedChain {
-  enum class Kind { gelu, softmax, layernorm };
+  enum class Kind { gelu, softmax, layernorm, conv };
   Kind kind = Kind::gelu;
   std::vector<std::size_t> nodes;  // in graph order; the last one writes the chain's output
   std::vector<std::string> inner;  // tensors the chain computes but does not write
@@ -39,6 +41,11 @@ struct FusedChain {
   bool has_divisor = false;
   float one = 1.0f, half = 0.5f;  // gelu
   float epsilon = 1e-5f;          // layernorm
+  // conv: copies of the Conv and MaxPool nodes (their attributes give the windows), the
+  // MaxPool's input shape, and whether a Relu comes between.
+  Node conv, pool;
+  bool relu = false, has_pool = false;
+  Shape pool_input;
 };
 
 // The chains of a resolved graph (every tensor typed and shaped), in graph order, disjoint.

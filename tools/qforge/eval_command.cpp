@@ -90,6 +90,8 @@ CLI::App* EvalCommand::add_to(CLI::App& parent) {
 }
 
 int EvalCommand::run() const {
+  std::future<std::unique_ptr<Accelerator>> pending_accelerator;
+  if (!model.recipe.empty()) pending_accelerator = start_accelerator(model);
   const LoadedModel m = load_model(model);
   require_single_input(m, "--data");
   std::optional<Calibrated> c;
@@ -99,7 +101,7 @@ int EvalCommand::run() const {
     if (!as_json)
       std::cout << "calibration: " << c->data_description << ", " << c->batches << " x " << c->batch
                 << "\n";
-    accelerator = make_accelerator(model);
+    accelerator = pending_accelerator.get();
   }
   ModelCache cache(m, c ? &c->recipe : nullptr, c ? &c->calibration : nullptr, accelerator.get());
 

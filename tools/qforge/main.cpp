@@ -7,6 +7,7 @@
 // `qforge bench` keeps qforge-bench's statuses: 1 when a workload could not be decided, 2 for
 // errors. `qforge hwinfo` exits 0 even when plugins fail to load, as qforge-hwinfo does.
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -21,6 +22,13 @@
 #endif
 
 int main(int argc, char** argv) {
+  // OpenBLAS's idle threads spin (sched_yield) for 2^28 cycles, about a tenth of a second, after
+  // every threaded call before they sleep: between a model's layers and batches that spinning
+  // takes the cores the executor's and the plugins' threads need (a fifth of a short `qforge
+  // quantize` on two cores). 2^20 cycles (well under a millisecond) bridges the gap between
+  // calls of one layer. OpenBLAS reads it when it loads, which is at the first sgemm
+  // (blas/openblas_loader.cpp); a value the user set is kept.
+  setenv("OPENBLAS_THREAD_TIMEOUT", "20", /*overwrite=*/0);
   CLI::App app{
       "qforge: quantize ONNX models, run and evaluate them, and report what this "
       "machine's plugins can do"};

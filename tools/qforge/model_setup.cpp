@@ -1,5 +1,7 @@
 #include "model_setup.h"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <charconv>
 
@@ -201,7 +203,17 @@ std::unique_ptr<Accelerator> make_accelerator(const ModelOptions& o) {
   return std::make_unique<Accelerator>(a);
 }
 
-Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o) {
+std::future<std::unique_ptr<Accelerator>> start_accelerator(const ModelOptions& o) {
+  // OpenBLAS loads here, on this thread, before the plugin thread starts: its loader sets
+  // OPENBLAS_CORETYPE with setenv as it loads (blas/openblas_loader.cpp), and a setenv while
+  // another thread reads the environment (plugins and their libraries call getenv) is a data
+  // race in glibc. With the variable set, the model library's loader finds it and sets nothing.
+  openblas_get_num_threads();
+  return std::async(std::launch::async, [o] { return make_accelerator(o); });
+}
+
+Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o, StageTimes* stages,
+                           ModelCache* cache) {
   require_single_input(m, "--calibration");
   Calibrated c;
   c.recipe = model::load_recipe(o.recipe);
@@ -222,10 +234,12 @@ Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o) {
   // The first batch fixes the input shape (extents the model leaves open come from the data).
   std::optional<model::Tensor> first = fit_batch(m, *reader->next(c.batch));
   c.batch_shape = first->shape();
-  ModelCache cache(m, nullptr, nullptr, nullptr);
-  const model::Executor& f = cache.float_model(c.batch_shape);
+  if (stages) stages->mark("recipe, data, first batch");
+  ModelCache own_cache(m, nullptr, nullptr, nullptr);
+  const model::Executor& f = (cache ? *cache : own_cache).float_model(c.batch_shape);
   const auto nodes = model::node_refs(f.graph());
   const model::RecipeResolution res = model::resolve(c.recipe, nodes);
+  if (stages) stages->mark("float executor, recipe match");
   ProgressLine progress("calibrating", c.batches * c.batch);
   std::int64_t done = 0;
   const model::BatchSource next = [&]() -> std::optional<model::TensorMap> {
@@ -242,6 +256,7 @@ Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o) {
     return batch;
   };
   c.calibration = model::calibrate(f, res, next);
+  if (stages) stages->mark("calibration batches");
   return c;
 }
 

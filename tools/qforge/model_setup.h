@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "qforge/model/graph.h"
 #include "qforge/model/quantized_model.h"
 #include "qforge/model/recipe.h"
+#include "stage_times.h"
 
 namespace qforge::cli {
 
@@ -69,6 +71,8 @@ class ModelCache {
   // `input` is the shape of a batch as fit_batch() gives it.
   const model::Executor& float_model(const Shape& input);
   const model::QuantizedModel& quantized(const Shape& input);
+  // For a cache made before its accelerator was ready (calibration needs none).
+  void set_accelerator(Accelerator* accelerator) { accelerator_ = accelerator; }
 
  private:
   const LoadedModel& m_;
@@ -82,6 +86,10 @@ class ModelCache {
 // The accelerator for quantized layers: options from the environment, plugins restricted by
 // --plugins when given.
 std::unique_ptr<Accelerator> make_accelerator(const ModelOptions& o);
+// make_accelerator on another thread, started now: loading the plugins (dlopen of large
+// libraries, a Vulkan instance, a CUDA context) takes a tenth of a second or more, which the
+// import and the float calibration need not wait for. get() waits; its errors come out of get().
+std::future<std::unique_ptr<Accelerator>> start_accelerator(const ModelOptions& o);
 
 struct Calibrated {
   model::Recipe recipe;
@@ -98,7 +106,11 @@ struct Calibrated {
 // batch is left out (padding would feed the observers values that are not in the data) and
 // Calibrated::left_out says how many samples that was. A data set smaller than one batch is
 // one batch of all of it.
-Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o);
+// `stages` (optional) gets the recipe and first batch, the float executor and the batches.
+// `cache` (optional) builds the float executor, so that a caller who runs the model on batches
+// of the same shape afterwards reuses it (its resolved graph and its arena, already touched).
+Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o,
+                           StageTimes* stages = nullptr, ModelCache* cache = nullptr);
 
 // "x" for a graph output or input name, made safe as a file name.
 std::string file_name_for(const std::string& tensor);

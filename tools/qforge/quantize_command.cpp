@@ -52,6 +52,9 @@ CLI::App* QuantizeCommand::add_to(CLI::App& parent) {
   app->add_option("--report", report_path, "Write the report as JSON to this file (atomically)");
   app->add_option("--chart", chart_path, "Write the SQNR of each layer as an SVG bar chart");
   app->add_flag("--json", as_json, "Print the report as JSON on stdout and nothing else");
+  app->add_flag("-v,--verbose", verbose,
+                "Print the wall time of each stage (import, calibration, plugin loading, plans, "
+                "report, export) on stderr");
   app->add_option("--report-batches", report_batches,
                   "Calibration batches the report compares float and quantized on (default 8)")
       ->check(CLI::PositiveNumber);
@@ -71,8 +74,15 @@ CLI::App* QuantizeCommand::add_to(CLI::App& parent) {
 
 int QuantizeCommand::run() const {
   std::ostream& info = as_json ? std::cerr : std::cout;
+  StageTimes stages(verbose);
+  auto pending_accelerator = start_accelerator(model);
   const LoadedModel m = load_model(model);
-  const Calibrated c = calibrate_model(m, model);
+  stages.mark("import");
+  // One cache from calibration to the report: the float executor of the calibration batches'
+  // shape is built once.
+  Calibrated c;
+  ModelCache cache(m, &c.recipe, &c.calibration, nullptr);
+  c = calibrate_model(m, model, &stages, &cache);
   info << "calibration: " << c.data_description << "\n  " << c.batches << " batch"
        << (c.batches == 1 ? "" : "es") << " of " << c.batch;
   if (c.left_out > 0)
@@ -80,10 +90,12 @@ int QuantizeCommand::run() const {
          << " samples left out: every calibration batch has the same shape)";
   info << "\n";
 
-  const auto accelerator = make_accelerator(model);
-  ModelCache cache(m, &c.recipe, &c.calibration, accelerator.get());
+  const auto accelerator = pending_accelerator.get();
+  stages.mark("plugins (loaded meanwhile)");
+  cache.set_accelerator(accelerator.get());
   const model::Executor& float_model = cache.float_model(c.batch_shape);
   const model::QuantizedModel& quantized = cache.quantized(c.batch_shape);
+  stages.mark("quantized model (plans)");
   if (!as_json) {
     const auto nodes = model::node_refs(float_model.graph());
     info << "\n" << model::format_report(c.recipe, model::resolve(c.recipe, nodes), nodes) << "\n";
@@ -98,12 +110,16 @@ int QuantizeCommand::run() const {
     batch.emplace(m.input, fit_batch(m, *reader->next(c.batch)));
     data.push_back(std::move(batch));
   }
+  stages.mark("report data");
   const model::ModelReport report =
       model::layer_report(float_model, quantized, data, {.timed_runs = timed_runs});
+  stages.mark("report (SQNR, timed runs)");
   const std::string json = model::report_to_json(report);
   if (as_json) std::cout << json << "\n";
   else std::cout << model::format_report(report);
   write_outputs(*this, quantized, report, json, info);
+  stages.mark("outputs");
+  stages.print();
   return 0;
 }
 

@@ -16,6 +16,7 @@ struct QuantizeCommand {
   std::string report_path;
   std::string chart_path;
   bool as_json = false;
+  bool verbose = false;  // the wall time of each stage, on stderr
   int report_batches = 8;
   int timed_runs = 3;
 

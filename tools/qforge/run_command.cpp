@@ -99,6 +99,8 @@ CLI::App* RunCommand::add_to(CLI::App& parent) {
 }
 
 int RunCommand::run() const {
+  std::future<std::unique_ptr<Accelerator>> pending_accelerator;
+  if (!model.recipe.empty()) pending_accelerator = start_accelerator(model);
   const LoadedModel m = load_model(model);
   const model::TensorMap in = read_inputs(m, inputs);
   model::ResolveOptions r;
@@ -110,7 +112,7 @@ int RunCommand::run() const {
     const Calibrated c = calibrate_model(m, model);
     std::cerr << "calibration: " << c.data_description << ", " << c.batches << " x " << c.batch
               << "\n";
-    const auto accelerator = make_accelerator(model);
+    const auto accelerator = pending_accelerator.get();
     const auto nodes = model::node_refs(float_model.graph());
     quantized = std::make_unique<model::QuantizedModel>(
         float_model, c.recipe, model::resolve(c.recipe, nodes), c.calibration, *accelerator);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace qforge::model::quantize {
 namespace {
@@ -14,10 +15,41 @@ namespace {
 #define QFORGE_NHWC_POOL_CLONES
 #endif
 
+// The common 2x2 stride-2 window, unpadded and inside the input, with channels in blocks of 16
+// (one 16-byte vector): the max of each row pair first (one contiguous pass over the pair),
+// then of each column pair of that, 16 channels at a time. The max of codes is exact, so the
+// order of the four taps does not change the result.
+template <typename T>
+[[gnu::always_inline]] inline void pool_2x2(const T* __restrict x, T* __restrict y, std::int64_t n,
+                                            std::int64_t h, std::int64_t w, std::int64_t c,
+                                            std::int64_t oh_n, std::int64_t ow_n) {
+  constexpr std::int64_t kBlock = 16;
+  thread_local std::vector<T> pair_row;
+  pair_row.resize(static_cast<std::size_t>(w * c));
+  T* __restrict v = pair_row.data();
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::int64_t oh = 0; oh < oh_n; ++oh) {
+      const T* r0 = x + ((b * h + 2 * oh) * w) * c;
+      const T* r1 = r0 + w * c;
+      for (std::int64_t k = 0; k < 2 * ow_n * c; ++k) v[k] = std::max(r0[k], r1[k]);
+      T* out = y + ((b * oh_n + oh) * ow_n) * c;
+      for (std::int64_t ow = 0; ow < ow_n; ++ow)
+        for (std::int64_t i0 = 0; i0 < c; i0 += kBlock)
+          for (std::int64_t i = 0; i < kBlock; ++i)
+            out[ow * c + i0 + i] = std::max(v[2 * ow * c + i0 + i], v[(2 * ow + 1) * c + i0 + i]);
+    }
+}
+
 template <typename T>
 [[gnu::always_inline]] inline void pool(const T* x, T* y, std::int64_t n, std::int64_t h,
                                         std::int64_t w, std::int64_t c, std::int64_t oh_n,
                                         std::int64_t ow_n, const PoolWindow& p) {
+  if (p.kernel_h == 2 && p.kernel_w == 2 && p.stride_h == 2 && p.stride_w == 2 &&
+      p.dilation_h == 1 && p.dilation_w == 1 && p.pad_top == 0 && p.pad_left == 0 &&
+      2 * oh_n <= h && 2 * ow_n <= w && c % 16 == 0) {
+    pool_2x2(x, y, n, h, w, c, oh_n, ow_n);
+    return;
+  }
   for (std::int64_t b = 0; b < n; ++b)
     for (std::int64_t oh = 0; oh < oh_n; ++oh)
       for (std::int64_t ow = 0; ow < ow_n; ++ow) {

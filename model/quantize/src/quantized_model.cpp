@@ -806,8 +806,28 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
     Tensor& t = result.at(k);
     if (t.type() == ElementType::float32) continue;  // named twice in `keep`
     Tensor values(ElementType::float32, t.shape());
-    reference::dequantize(QuantizeDesc{Shape{static_cast<std::int64_t>(t.size())}, codes->second},
-                          t.data(), values.values<float>().data());
+    const QuantizationParams& p = codes->second;
+    if (p.count() == 1 && (p.dtype() == DType::int8 || p.dtype() == DType::uint8) &&
+        p.scheme().mapping != Mapping::logarithmic) {
+      // The int8 path's per-tensor params: reference::dequantize's arithmetic, (code - z) * s,
+      // in one loop instead of a call per value (the report keeps every layer's output).
+      const float scale = p.scale(0);
+      const std::int32_t zero = p.zero_point(0);
+      float* out = values.values<float>().data();
+      const std::size_t n = t.size();
+      if (p.dtype() == DType::int8) {
+        const auto* q = reinterpret_cast<const std::int8_t*>(t.data());
+        for (std::size_t i = 0; i < n; ++i)
+          out[i] = static_cast<float>(static_cast<std::int32_t>(q[i]) - zero) * scale;
+      } else {
+        const auto* q = reinterpret_cast<const std::uint8_t*>(t.data());
+        for (std::size_t i = 0; i < n; ++i)
+          out[i] = static_cast<float>(static_cast<std::int32_t>(q[i]) - zero) * scale;
+      }
+    } else {
+      reference::dequantize(QuantizeDesc{Shape{static_cast<std::int64_t>(t.size())}, p}, t.data(),
+                            values.values<float>().data());
+    }
     if (const auto nhwc = nhwc_tensors_.find(k); nhwc != nhwc_tensors_.end()) {
       // [N, H, W, C] in memory: back to the graph's NCHW order.
       const Shape& d = nhwc->second;

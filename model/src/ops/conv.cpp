@@ -1,6 +1,9 @@
 // Conv (any number of spatial axes, groups, dilations, explicit or automatic pads): a direct loop
 // for 2-D convs with one input channel per group (direct_conv.h), otherwise im2col over a batch
-// chunk followed by one sgemm per group.
+// chunk followed by one sgemm per group. The executor's conv chains run it with a Relu and a
+// MaxPool finished per output plane (conv.h).
+#include "ops/conv.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -12,6 +15,7 @@
 #include "ops/direct_conv.h"
 #include "ops/kernel.h"
 #include "ops/parallel.h"
+#include "ops/parallel_blas.h"
 #include "ops/spatial.h"
 
 namespace qforge::model::ops {
@@ -131,9 +135,16 @@ float* conv_scratch(std::size_t floats) {
   return buffer.get();
 }
 
-void run_conv(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
-  const Shape& xs = in[0]->shape();
-  const Shape& ws = in[1]->shape();
+// The plane count and the values per plane of the chain's output: the pool's output plane
+// when there is a pool, else the conv's.
+std::int64_t finished_plane_size(const ConvEpilogue& e, std::int64_t out_size) {
+  return e.pool ? e.pool->out[0] * e.pool->out[1] : out_size;
+}
+
+void conv_forward(const Node& n, const Tensor& xt, const Tensor& wt, const Tensor* bt,
+                  const ConvEpilogue& e, float* y) {
+  const Shape& xs = xt.shape();
+  const Shape& ws = wt.shape();
   const WindowGeometry g = conv_geometry(n, xs, ws);
   const std::int64_t group = n.attr_int_or("group", 1);
   const std::int64_t batch = xs[0], c_in = xs[1], m = ws[0];
@@ -147,26 +158,30 @@ void run_conv(const Node& n, std::span<const Tensor* const> in, std::span<Tensor
     pointwise = pointwise && g.kernel[i] == 1 && g.strides[i] == 1 && g.pad_begin[i] == 0 &&
                 g.pad_end[i] == 0;
   }
-  const float* x = in[0]->values<float>().data();
-  const float* w = in[1]->values<float>().data();
-  const float* bias = in.size() > 2 && in[2] ? in[2]->values<float>().data() : nullptr;
-  float* y = out[0]->values<float>().data();
-  if (out[0]->size() == 0) return;
+  const float* x = xt.values<float>().data();
+  const float* w = wt.values<float>().data();
+  const float* bias = bt ? bt->values<float>().data() : nullptr;
+  if (batch * m * out_size == 0) return;
   const std::int64_t rows = cg * k_size;
+  const std::int64_t finished = finished_plane_size(e, out_size);
+  if (cg == 1 && g.in.size() == 2) {
+    direct_conv_2d(x, w, bias, y, batch, c_in, m, g, e);
+    return;
+  }
+  // The rare shapes below finish the planes after the whole conv (computed into a temporary when
+  // a pool makes y smaller, else into y and finished in place).
+  const bool later = !e.empty() && (rows == 0 || (batch == 1 && pointwise));
+  std::vector<float> whole(later && e.pool ? static_cast<std::size_t>(batch * m * out_size) : 0);
+  float* const conv_out = later && e.pool ? whole.data() : y;
   if (rows == 0) {
     for (std::int64_t plane = 0; plane < batch * m; ++plane)
-      std::fill(y + plane * out_size, y + (plane + 1) * out_size, bias ? bias[plane % m] : 0.0f);
-    return;
-  }
-  if (cg == 1 && g.in.size() == 2) {
-    direct_conv_2d(x, w, bias, y, batch, c_in, m, g);
-    return;
-  }
-  // A single image needs no gathering when the conv is pointwise: sgemm reads the input directly
-  // and writes the output directly.
-  if (batch == 1 && pointwise) {
+      std::fill(conv_out + plane * out_size, conv_out + (plane + 1) * out_size,
+                bias ? bias[plane % m] : 0.0f);
+  } else if (batch == 1 && pointwise) {
+    // A single image needs no gathering when the conv is pointwise: sgemm reads the input
+    // directly and writes the output directly.
     for (std::int64_t gi = 0; gi < group; ++gi) {
-      float* yg = y + gi * mg * out_size;
+      float* yg = conv_out + gi * mg * out_size;
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(mg),
                   static_cast<int>(out_size), static_cast<int>(rows), 1.0f, w + gi * mg * rows,
                   static_cast<int>(rows), x + gi * cg * in_size, static_cast<int>(out_size), 0.0f,
@@ -175,6 +190,41 @@ void run_conv(const Node& n, std::span<const Tensor* const> in, std::span<Tensor
         for (std::int64_t oc = 0; oc < mg; ++oc)
           for (std::int64_t p = 0; p < out_size; ++p) yg[oc * out_size + p] += bias[gi * mg + oc];
     }
+  }
+  if (later) {
+    for (std::int64_t plane = 0; plane < batch * m; ++plane)
+      finish_conv_plane(e, conv_out + plane * out_size, out_size, y + plane * finished);
+    return;
+  }
+  if (rows == 0 || (batch == 1 && pointwise)) return;
+  if (pointwise) {
+    // Each image's pointwise conv is one sgemm reading the input in place, its result finished
+    // (bias, epilogue) while it is in cache: the batch-wide column and result matrices below
+    // would cost a gather, a zero fill, the result and the scatter, each a pass over memory.
+    // Images are split across the pool, each sgemm on one thread.
+    const SingleThreadedBlas one_thread;
+    parallel_for(batch, std::max<std::int64_t>(1, kElementGrain / (m * out_size)),
+                 [&](std::int64_t begin, std::int64_t end) {
+                   std::vector<float> res(e.pool ? static_cast<std::size_t>(mg * out_size) : 0);
+                   for (std::int64_t b = begin; b < end; ++b)
+                     for (std::int64_t gi = 0; gi < group; ++gi) {
+                       const std::int64_t first = b * m + gi * mg;  // its first output plane
+                       float* dst = e.pool ? res.data() : y + first * out_size;
+                       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(mg),
+                                   static_cast<int>(out_size), static_cast<int>(rows), 1.0f,
+                                   w + gi * mg * rows, static_cast<int>(rows),
+                                   x + (b * c_in + gi * cg) * in_size, static_cast<int>(out_size),
+                                   0.0f, dst, static_cast<int>(out_size));
+                       for (std::int64_t oc = 0; oc < mg; ++oc) {
+                         float* plane = dst + oc * out_size;
+                         // + 0 without a bias, as the batched path adds: -0 becomes +0.
+                         const float bv = bias ? bias[gi * mg + oc] : 0.0f;
+                         for (std::int64_t p = 0; p < out_size; ++p) plane[p] += bv;
+                         if (!e.empty())
+                           finish_conv_plane(e, plane, out_size, y + (first + oc) * finished);
+                       }
+                     }
+                 });
     return;
   }
   // Otherwise each group of a batch chunk is ONE sgemm [mg x rows] x [rows x chunk*out_size]:
@@ -206,23 +256,45 @@ void run_conv(const Node& n, std::span<const Tensor* const> in, std::span<Tensor
                   static_cast<int>(nb * out_size), static_cast<int>(rows), 1.0f, w + gi * mg * rows,
                   static_cast<int>(rows), col, static_cast<int>(ld), 0.0f, res,
                   static_cast<int>(ld));
-      parallel_for(nb * mg, std::max<std::int64_t>(1, kElementGrain / out_size),
-                   [&](std::int64_t begin, std::int64_t end) {
-                     for (std::int64_t plane = begin; plane < end; ++plane) {
-                       const std::int64_t b = plane / mg, oc = plane % mg;
-                       const float bv = bias ? bias[gi * mg + oc] : 0.0f;
-                       const float* src = res + oc * ld + b * out_size;
-                       float* dst = y + ((b0 + b) * m + gi * mg + oc) * out_size;
-                       for (std::int64_t p = 0; p < out_size; ++p) dst[p] = src[p] + bv;
-                     }
-                   });
+      parallel_for(
+          nb * mg, std::max<std::int64_t>(1, kElementGrain / out_size),
+          [&](std::int64_t begin, std::int64_t end) {
+            // With a pool, each plane is finished from here (in cache) into y.
+            std::vector<float> plane_buffer(e.pool ? static_cast<std::size_t>(out_size) : 0);
+            for (std::int64_t plane = begin; plane < end; ++plane) {
+              const std::int64_t b = plane / mg, oc = plane % mg;
+              const float bv = bias ? bias[gi * mg + oc] : 0.0f;
+              const float* src = res + oc * ld + b * out_size;
+              const std::int64_t out_plane = (b0 + b) * m + gi * mg + oc;
+              float* dst = e.pool ? plane_buffer.data() : y + out_plane * out_size;
+              for (std::int64_t p = 0; p < out_size; ++p) dst[p] = src[p] + bv;
+              if (!e.empty()) finish_conv_plane(e, dst, out_size, y + out_plane * finished);
+            }
+          });
     }
   }
+}
+
+void run_conv(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  conv_forward(n, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, ConvEpilogue{},
+               out[0]->values<float>().data());
 }
 
 void check_conv(const Node& n) { check_window_attributes(n); }
 
 }  // namespace
+
+QFORGE_MODEL_VECTOR_CLONES void finish_conv_plane(const ConvEpilogue& e, float* plane,
+                                                  std::int64_t out_size, float* out) {
+  if (e.relu)
+    for (std::int64_t p = 0; p < out_size; ++p) plane[p] = plane[p] > 0.0f ? plane[p] : 0.0f;
+  if (e.pool) max_pool_planes(plane, out, 1, *e.pool);
+}
+
+void conv_fused(const Node& conv, const Tensor& x, const Tensor& w, const Tensor* bias,
+                const ConvEpilogue& e, Tensor& y) {
+  conv_forward(conv, x, w, bias, e, y.values<float>().data());
+}
 
 void register_conv(KernelRegistry& r) {
   r.add({"Conv",

@@ -120,14 +120,19 @@ template <bool Fixed3x3>
 [[gnu::always_inline]] inline void direct_planes(const DirectPlan& d, const float* x,
                                                  const float* w, const float* bias, float* y,
                                                  std::int64_t c_in, std::int64_t m,
-                                                 std::int64_t begin, std::int64_t end) {
+                                                 const ConvEpilogue& e, std::int64_t begin,
+                                                 std::int64_t end) {
   const std::int64_t mult = m / c_in, taps = d.kh_n * d.kw_n;
+  const std::int64_t out_size = d.oh_n * d.ow_n;
+  const std::int64_t finished = e.pool ? e.pool->out[0] * e.pool->out[1] : out_size;
   const bool flat = d.sh == 1 && d.sw == 1;
   // The padded plane, zero where no input is copied; at stride 1, the output rows at the padded
-  // plane's row stride, unless that stride is the output width.
+  // plane's row stride, unless that stride is the output width; with a pool, the conv's plane
+  // before it is pooled into y.
   std::vector<float> padded(static_cast<std::size_t>(d.hp * d.wp), 0.0f);
   const bool direct_out = !flat || d.wp == d.ow_n;
   std::vector<float> rows(direct_out ? 0 : static_cast<std::size_t>(d.oh_n * d.wp));
+  std::vector<float> conv_plane(e.pool ? static_cast<std::size_t>(out_size) : 0);
   std::int64_t padded_from = -1;  // the input plane now in `padded`
   for (std::int64_t plane = begin; plane < end; ++plane) {
     const std::int64_t b = plane / m, oc = plane % m;
@@ -137,7 +142,7 @@ template <bool Fixed3x3>
       padded_from = in_plane;
     }
     const float* wk = w + oc * taps;
-    float* yp = y + plane * d.oh_n * d.ow_n;
+    float* yp = e.pool ? conv_plane.data() : y + plane * out_size;
     const float bv = bias ? bias[oc] : 0.0f;
     if (flat) {
       float* out = direct_out ? yp : rows.data();
@@ -147,11 +152,12 @@ template <bool Fixed3x3>
         for (std::int64_t oh = 0; oh < d.oh_n; ++oh)
           std::memcpy(yp + oh * d.ow_n, out + oh * d.wp,
                       static_cast<std::size_t>(d.ow_n) * sizeof(float));
-      continue;
+    } else {
+      for (std::int64_t oh = 0; oh < d.oh_n; ++oh)
+        taps_range<Fixed3x3>(padded.data() + oh * d.sh * d.wp, d.sw, wk, bv, yp + oh * d.ow_n,
+                             d.ow_n, d.offsets.data(), taps);
     }
-    for (std::int64_t oh = 0; oh < d.oh_n; ++oh)
-      taps_range<Fixed3x3>(padded.data() + oh * d.sh * d.wp, d.sw, wk, bv, yp + oh * d.ow_n, d.ow_n,
-                           d.offsets.data(), taps);
+    if (!e.empty()) finish_conv_plane(e, yp, out_size, y + plane * finished);
   }
 }
 
@@ -159,20 +165,23 @@ template <bool Fixed3x3>
 QFORGE_MODEL_VECTOR_CLONES void direct_planes_3x3(const DirectPlan& d, const float* x,
                                                   const float* w, const float* bias, float* y,
                                                   std::int64_t c_in, std::int64_t m,
-                                                  std::int64_t begin, std::int64_t end) {
-  direct_planes<true>(d, x, w, bias, y, c_in, m, begin, end);
+                                                  const ConvEpilogue& e, std::int64_t begin,
+                                                  std::int64_t end) {
+  direct_planes<true>(d, x, w, bias, y, c_in, m, e, begin, end);
 }
 QFORGE_MODEL_VECTOR_CLONES void direct_planes_any(const DirectPlan& d, const float* x,
                                                   const float* w, const float* bias, float* y,
                                                   std::int64_t c_in, std::int64_t m,
-                                                  std::int64_t begin, std::int64_t end) {
-  direct_planes<false>(d, x, w, bias, y, c_in, m, begin, end);
+                                                  const ConvEpilogue& e, std::int64_t begin,
+                                                  std::int64_t end) {
+  direct_planes<false>(d, x, w, bias, y, c_in, m, e, begin, end);
 }
 
 }  // namespace
 
 void direct_conv_2d(const float* x, const float* w, const float* bias, float* y, std::int64_t batch,
-                    std::int64_t c_in, std::int64_t m, const WindowGeometry& g) {
+                    std::int64_t c_in, std::int64_t m, const WindowGeometry& g,
+                    const ConvEpilogue& e) {
   const DirectPlan d = plan_direct(g);
   const std::int64_t taps = d.kh_n * d.kw_n, plane = d.oh_n * d.ow_n;
   // A task of at least kElementGrain multiply-adds: far more than handing it out costs.
@@ -180,8 +189,8 @@ void direct_conv_2d(const float* x, const float* w, const float* bias, float* y,
       std::max<std::int64_t>(1, kElementGrain / std::max<std::int64_t>(plane * taps, 1));
   const bool fixed3x3 = d.kh_n == 3 && d.kw_n == 3 && d.dw == 1;
   parallel_for(batch * m, grain, [&](std::int64_t begin, std::int64_t end) {
-    if (fixed3x3) direct_planes_3x3(d, x, w, bias, y, c_in, m, begin, end);
-    else direct_planes_any(d, x, w, bias, y, c_in, m, begin, end);
+    if (fixed3x3) direct_planes_3x3(d, x, w, bias, y, c_in, m, e, begin, end);
+    else direct_planes_any(d, x, w, bias, y, c_in, m, e, begin, end);
   });
 }
 

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "ops/conv.h"
 #include "ops/kernel.h"
 #include "ops/parallel.h"
 #include "ops/spatial.h"
@@ -324,6 +325,12 @@ void run_global(const Node&, std::span<const Tensor* const> in, std::span<Tensor
 }
 
 }  // namespace
+
+WindowGeometry max_pool_window(const Node& pool, const Shape& x) { return pool_geometry(pool, x); }
+
+void max_pool_planes(const float* x, float* y, std::int64_t planes, const WindowGeometry& g) {
+  pool_2d_f32(x, y, planes, g, /*max=*/true, /*count_pad=*/false);
+}
 
 void register_pool(KernelRegistry& r) {
   r.add({"MaxPool",

@@ -62,8 +62,11 @@ struct ExecutorOptions {
   // Run chains of elementwise nodes as one kernel (model/src/fusion.h: a GELU with its bias
   // Add, attention's scale and mask with the Softmax, bias and residual Adds with the
   // LayerNormalization): one pass over memory instead of one per node, bit-identical results.
+  // Also a 2-D Conv with the Relu and 2-D MaxPool after it, finished plane by plane in cache.
   // A run runs a chain node by node when `keep` names one of its inner tensors. The hook is not
-  // called for the nodes of a chain that runs fused.
+  // called for the nodes of a chain that runs fused, except a conv chain's Conv: the hook is
+  // called for it first, and when it returns true (it computed the Conv) the rest of that chain
+  // runs node by node, each node offered to the hook as usual.
   bool fuse = true;
 };
 
