@@ -296,11 +296,13 @@ TEST_P(Plans, AParamsAtRunAreCheckedOnEveryRun) {
                "a_zero_point = 256 (A's params given at run); expected a value in the uint8 range "
                "[0, 255]");
   expect_error([&] { run(0.5f, -1); }, ErrorCode::invalid_argument, "a_zero_point = -1");
-  // Per-row A has no single pair a run could bring.
+  // Per-row A has no single pair a run could bring: supports() says no, or plan() throws.
   MatmulDesc per_row = d;
   per_row.a = QuantizationParams::per_channel(DType::uint8, Mapping::affine, 0, {1.0f, 1.0f, 1.0f},
                                               {1, 2, 3});
-  EXPECT_FALSE(ops.supports({OpKind::matmul_dequant, per_row}).supported);
+  const OpDesc refused{OpKind::matmul_dequant, per_row};
+  if (ops.supports(refused).supported)
+    expect_error([&] { ops.plan(refused, {}); }, ErrorCode::invalid_argument, "per_tensor A");
 }
 
 TEST_P(Plans, BadRequestsAndRunsAreClearErrors) {
