@@ -11,7 +11,9 @@
 //
 // The accelerator's per-call ops run plans kept per exact descriptor. "newparams/" calls it
 // with activation params that change on every call (dynamic quantization): each call then
-// makes a plan, which is what such a caller pays.
+// makes a plan, which is what such a caller pays. "newparams_dequant/" does the same with the
+// GEMM as matmul_dequant, whose per-tensor calls share one plan that takes A's params at run
+// (MatmulDesc::a_params_at_run), so that only the two values change per call.
 //
 //   qforge_bench_dispatch [--benchmark_filter=...] [--benchmark_repetitions=N]
 #include <benchmark/benchmark.h>
@@ -168,6 +170,27 @@ void new_params(benchmark::State& state, std::shared_ptr<Accelerator> acc) {
   }
 }
 
+// The same with matmul_dequant (float output, no bias): a new A scale and zero point on every
+// call, as dynamic_quantize_linear gives them.
+void new_params_dequant(benchmark::State& state, std::shared_ptr<Accelerator> acc) {
+  std::vector<MatmulDesc> descs;
+  for (int i = 0; i < 64; ++i) {
+    MatmulDesc d = tiny_gemm();
+    d.a = QuantizationParams::per_tensor_affine(DType::uint8,
+                                                0.05f + 0.001f * static_cast<float>(i), 100 + i);
+    descs.push_back(std::move(d));
+  }
+  Operands o;
+  std::vector<float> y(16);
+  acc->matmul_dequant(descs[0], o.a.data(), o.b.data(), nullptr, y.data());  // decided before
+  std::size_t i = 0;
+  for (auto _ : state) {
+    acc->matmul_dequant(descs[i], o.a.data(), o.b.data(), nullptr, y.data());
+    benchmark::DoNotOptimize(y.data());
+    i = (i + 1) % descs.size();
+  }
+}
+
 // A plan prepared once by the accelerator (the winner's own plan, or the default plan over the
 // per-call op under the instance's lock), run with the same arrays.
 void through_plan(benchmark::State& state, std::shared_ptr<Accelerator> acc) {
@@ -209,6 +232,9 @@ int main(int argc, char** argv) {
                                  acc);
     benchmark::RegisterBenchmark(("plan/" + r.winner.label()).c_str(), through_plan, acc);
     benchmark::RegisterBenchmark(("newparams/" + r.winner.label()).c_str(), new_params, acc);
+    if (p.ops->supports(OpDesc{OpKind::matmul_dequant, tiny_gemm()}).supported)
+      benchmark::RegisterBenchmark(("newparams_dequant/" + p.name).c_str(), new_params_dequant,
+                                   acc);
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

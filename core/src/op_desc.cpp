@@ -33,6 +33,7 @@ struct Describe {
       s += " y=" + params_text(*d.y) + " mode=" + std::string(to_string(d.requant_mode));
     if (op == OpKind::qlinear_matmul && d.has_bias) s += " bias=int32";
     if (d.activation != ConvActivation::none) s += " act=" + std::string(to_string(d.activation));
+    if (d.a_params_at_run) s += " a_params=at_run";
     return s;
   }
   std::string operator()(const DynamicQuantizeDesc& d) const {

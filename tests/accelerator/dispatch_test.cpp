@@ -222,6 +222,58 @@ TEST(Dispatch, EachCallRunsItsBucketsKernelOnASharedPlugin) {
   EXPECT_EQ(acc.stats().buckets_tuned, 2u);
 }
 
+// Dynamic quantization brings new activation params on every call: per-tensor matmul_dequant
+// calls that differ only in A's values run one plan with A's params given at run
+// (MatmulDesc::a_params_at_run) instead of making a plan per call.
+TEST(Dispatch, NewActivationParamsOnEveryCallReuseOnePlan) {
+  const auto seed = acc_test::test_seed();
+  SCOPED_TRACE("QFORGE_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  Accelerator acc(acc_test::plugins({"cpu_scalar"}),
+                  acc_test::options(acc_test::scratch_dir("c") / "t.json"));
+  MatmulDesc d = std::get<MatmulDesc>(acc_test::small_matmul(6, OpKind::matmul_dequant).op.desc);
+  d.has_bias = true;
+  d.b = QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 1,
+                                        std::vector<float>(static_cast<std::size_t>(d.n), 0.02f));
+  const auto b = codes(rng, DType::int8, static_cast<std::size_t>(d.k * d.n));
+  const auto bias = floats(rng, static_cast<std::size_t>(d.n));
+  const std::size_t mn = static_cast<std::size_t>(d.m * d.n);
+  for (int call = 0; call < 20; ++call) {
+    d.a = QuantizationParams::per_tensor_affine(
+        DType::uint8, std::uniform_real_distribution<float>(1e-3f, 1.0f)(rng),
+        std::uniform_int_distribution<std::int32_t>(0, 255)(rng));
+    const auto a = codes(rng, DType::uint8, static_cast<std::size_t>(d.m * d.k));
+    std::vector<float> got(mn), want(mn);
+    acc.matmul_dequant(d, a.data(), b.data(), bias.data(), got.data());
+    reference::matmul_dequant(d, a.data(), b.data(), bias.data(), want.data());
+    EXPECT_EQ(got, want) << "call " << call << ", A " << d.a.to_string();
+  }
+  EXPECT_EQ(acc.stats().dispatches, 20u);
+  EXPECT_EQ(acc.stats().plans_made, 1u);
+  // Another shape of the bucket gets a plan of its own, which its calls then reuse.
+  d.m = 5;
+  for (int call = 0; call < 3; ++call) {
+    d.a = QuantizationParams::per_tensor_affine(DType::uint8, 0.01f * (call + 1), 100 + call);
+    const auto a = codes(rng, DType::uint8, static_cast<std::size_t>(d.m * d.k));
+    std::vector<float> got(static_cast<std::size_t>(d.m * d.n)), want(got.size());
+    acc.matmul_dequant(d, a.data(), b.data(), bias.data(), got.data());
+    reference::matmul_dequant(d, a.data(), b.data(), bias.data(), want.data());
+    EXPECT_EQ(got, want) << "m = 5, call " << call;
+  }
+  EXPECT_EQ(acc.stats().plans_made, 2u);
+  // The per-call op has no place for run-time values: the flag itself is refused.
+  d.a_params_at_run = true;
+  std::vector<float> y(static_cast<std::size_t>(d.m * d.n));
+  const auto a = codes(rng, DType::uint8, static_cast<std::size_t>(d.m * d.k));
+  try {
+    acc.matmul_dequant(d, a.data(), b.data(), bias.data(), y.data());
+    ADD_FAILURE() << "the per-call matmul_dequant accepted a_params_at_run";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("a_params_at_run"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Dispatch, OpErrorsPropagateUnchanged) {
   Accelerator acc(acc_test::plugins({"cpu_scalar"}),
                   acc_test::options(acc_test::scratch_dir("c") / "t.json"));

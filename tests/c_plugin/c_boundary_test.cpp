@@ -56,6 +56,37 @@ TEST(CBoundary, NullTableIsRefused) {
                                  ") returned NULL");
 }
 
+// A table of version 2 knows qforge_c_matmul_desc up to the clamp: the host keeps a
+// matmul_dequant with A's params given at run (version 3) from it, which it would read as the
+// plain op on the descriptor's placeholder params.
+TEST(CBoundary, OlderTableIsNotAskedForAParamsAtRun) {
+  PluginRegistry registry;
+  ASSERT_TRUE(registry.load_file(fixture("version_2")))
+      << (registry.failures().empty() ? "" : registry.failures().front().message);
+  QuantizationOps* ops = registry.find("c_fixture_version_2");
+  ASSERT_NE(ops, nullptr);
+  MatmulDesc d{.m = 2,
+               .n = 3,
+               .k = 4,
+               .a = QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 3),
+               .b = QuantizationParams::per_tensor_symmetric(DType::int8, 0.25f)};
+  const Support plain = ops->supports(OpDesc{OpKind::matmul_dequant, d});
+  EXPECT_TRUE(plain.supported) << plain.reason;
+  d.a_params_at_run = true;
+  const OpDesc flagged{OpKind::matmul_dequant, d};
+  const Support s = ops->supports(flagged);
+  EXPECT_FALSE(s.supported);
+  expect_contains(s.reason, "C API version 2");
+  expect_contains(s.reason, "a_params_at_run");
+  try {
+    ops->plan(flagged, {});
+    ADD_FAILURE() << "plan() sent a_params_at_run to a version-2 table";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::unsupported);
+    expect_contains(e.what(), "a_params_at_run");
+  }
+}
+
 class PlanError : public ::testing::Test {
  protected:
   void SetUp() override {

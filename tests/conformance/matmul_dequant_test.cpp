@@ -2,7 +2,8 @@
 // shape grid; kn and nk layouts; sa per tensor or per row; sb per tensor, per column or
 // block-wise along K (nk only; blocks of 32 and 16, partial last blocks, affine and symmetric:
 // ggml's Q8_0/Q4_0/Q4_1 shapes); with and without bias; float32 output, and float16/bfloat16
-// where the plugin claims them. Float outputs meet tolerance::matmul_dequant.
+// where the plugin claims them; A's params given at run (MatmulDesc::a_params_at_run: per-tensor
+// A valid, per-row A refused). Float outputs meet tolerance::matmul_dequant.
 #include <gtest/gtest.h>
 
 #include "harness/fixture.h"
@@ -54,20 +55,25 @@ TEST_P(MatmulDequant, MatchesReference) {
         if (b.granularity == Granularity::block && layout != MatrixLayout::nk) continue;
         for (const bool bias : {false, true})
           for (const auto out : {FloatType::f32, FloatType::f16, FloatType::bf16})
-            MatmulTester()
-                .m(p.shape.m)
-                .n(p.shape.n)
-                .k(p.shape.k)
-                .a_dtype(p.dtypes.a)
-                .b_dtype(p.dtypes.b)
-                .b_layout(layout)
-                .a_per_row(a_per_row)
-                .b_granularity(b.granularity)
-                .b_mapping(b.mapping)
-                .b_block_size(b.block > 0 ? b.block : 32)
-                .bias(bias)
-                .out_type(out)
-                .test_matmul_dequant(target_, rng_);
+            for (const bool at_run : {false, true}) {
+              // A's params given at run: float32 output is enough to cover the flag.
+              if (at_run && out != FloatType::f32) continue;
+              MatmulTester()
+                  .m(p.shape.m)
+                  .n(p.shape.n)
+                  .k(p.shape.k)
+                  .a_dtype(p.dtypes.a)
+                  .b_dtype(p.dtypes.b)
+                  .b_layout(layout)
+                  .a_per_row(a_per_row)
+                  .b_granularity(b.granularity)
+                  .b_mapping(b.mapping)
+                  .b_block_size(b.block > 0 ? b.block : 32)
+                  .bias(bias)
+                  .out_type(out)
+                  .a_params_at_run(at_run)
+                  .test_matmul_dequant(target_, rng_);
+            }
       }
   expect_checked();
 }

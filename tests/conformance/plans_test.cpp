@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "harness/random_data.h"
 #include "qforge/op_table.h"
 #include "qforge/plan.h"
+#include "qforge/reference.h"
 
 namespace qforge::conformance {
 namespace {
@@ -257,6 +259,50 @@ void expect_error(F&& f, ErrorCode code, const std::string& needle) {
     EXPECT_EQ(e.code(), code) << e.what();
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
   }
+}
+
+// A plan of matmul_dequant with A's params given at run (MatmulDesc::a_params_at_run) checks
+// the values of every run: a non-finite or non-positive scale, a zero point outside A's dtype.
+TEST_P(Plans, AParamsAtRunAreCheckedOnEveryRun) {
+  QuantizationOps& ops = *target_.ops;
+  if (!ops.host_memory()) GTEST_SKIP() << target_.name << " keeps data in device memory";
+  const MatmulDesc d{.m = 3,
+                     .n = 4,
+                     .k = 5,
+                     .a = QuantizationParams::per_tensor_affine(DType::uint8, 1.0f, 128),
+                     .b = QuantizationParams::per_tensor_symmetric(DType::int8, 0.25f),
+                     .a_params_at_run = true};
+  const OpDesc op{OpKind::matmul_dequant, d};
+  const Support s = ops.supports(op);
+  if (!s.supported) GTEST_SKIP() << s.reason;
+  const std::vector<std::byte> a(15, std::byte{7}), b(20, std::byte{3});
+  std::vector<float> y(12);
+  const auto plan = ops.plan(op, {0, "", {nullptr, b.data(), nullptr, nullptr}});
+  auto run = [&](float scale, std::int32_t zero_point) {
+    plan->run({a.data(), nullptr, &scale, &zero_point}, {y.data()});
+  };
+  run(0.5f, 7);
+  std::vector<float> want(12);
+  MatmulDesc plain = d;
+  plain.a = QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 7);
+  plain.a_params_at_run = false;
+  reference::matmul_dequant(plain, a.data(), b.data(), nullptr, want.data());
+  EXPECT_EQ(y, want);
+  expect_error([&] { run(std::numeric_limits<float>::quiet_NaN(), 7); },
+               ErrorCode::invalid_argument, "a_scale = nan");
+  expect_error([&] { run(-1.0f, 7); }, ErrorCode::invalid_argument, "a_scale = -1");
+  expect_error([&] { run(0.0f, 7); }, ErrorCode::invalid_argument, "expected a finite value > 0");
+  expect_error([&] { run(0.5f, 256); }, ErrorCode::invalid_argument,
+               "a_zero_point = 256 (A's params given at run); expected a value in the uint8 range "
+               "[0, 255]");
+  expect_error([&] { run(0.5f, -1); }, ErrorCode::invalid_argument, "a_zero_point = -1");
+  // Per-row A has no single pair a run could bring: supports() says no, or plan() throws.
+  MatmulDesc per_row = d;
+  per_row.a = QuantizationParams::per_channel(DType::uint8, Mapping::affine, 0, {1.0f, 1.0f, 1.0f},
+                                              {1, 2, 3});
+  const OpDesc refused{OpKind::matmul_dequant, per_row};
+  if (ops.supports(refused).supported)
+    expect_error([&] { ops.plan(refused, {}); }, ErrorCode::invalid_argument, "per_tensor A");
 }
 
 TEST_P(Plans, BadRequestsAndRunsAreClearErrors) {

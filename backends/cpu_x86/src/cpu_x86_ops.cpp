@@ -10,6 +10,7 @@
 #include "descriptor_rules.h"
 #include "qforge/error.h"
 #include "qforge/hardware.h"
+#include "qforge/reference.h"
 
 namespace qforge::cpu_x86 {
 namespace {
@@ -159,7 +160,14 @@ Support CpuX86Ops::supports(const OpDesc& op, int device) const {
     return Support::no("cpu_x86: device " + std::to_string(device) + "; expected 0 (the host)");
   if (!detected_.has(Isa::avx2)) return Support::no("cpu_x86: " + availability().reason);
   try {
-    check_descriptor(op);
+    const auto* m = std::get_if<MatmulDesc>(&op.desc);
+    if (m && m->a_params_at_run) {
+      // The flag's own rules, then cpu_x86's for the widest zero point a run may bring.
+      reference::check_descriptor(op);
+      check_descriptor(OpDesc{op.op, reference::a_params_at_run_bound(*m)});
+    } else {
+      check_descriptor(op);
+    }
   } catch (const Error& e) {
     return Support::no(e.what());
   }

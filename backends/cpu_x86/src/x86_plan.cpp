@@ -5,6 +5,7 @@
 // plans run from any number of threads at once (docs/CPU_X86.md, "Plans").
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <optional>
 
@@ -13,6 +14,7 @@
 #include "op_runs.h"
 #include "qforge/error.h"
 #include "qforge/op_table.h"
+#include "qforge/reference.h"
 #include "weight_only.h"
 
 namespace qforge::cpu_x86 {
@@ -27,43 +29,59 @@ bool is_matmul(OpKind op) {
          op == OpKind::qlinear_matmul;
 }
 
-// GEMM scratch (the packed activations) lent to one run at a time, so that back-to-back runs
-// reuse memory instead of allocating it, and concurrent runs each get their own.
-class ScratchPool {
+// Objects lent to one run at a time, so that back-to-back runs reuse them instead of allocating
+// them, and concurrent runs each get their own: GEMM scratch (the packed activations), and the
+// descriptors that carry A's params given at run (copying a descriptor would copy B's params).
+template <class T>
+class LendingPool {
  public:
+  explicit LendingPool(std::function<std::unique_ptr<T>()> make) : make_(std::move(make)) {}
+
   class Lease {
    public:
-    Lease(ScratchPool& pool, std::unique_ptr<GemmScratch> s) : pool_(pool), s_(std::move(s)) {}
+    explicit Lease(LendingPool& pool) : pool_(pool), s_(pool.acquire()) {}
     ~Lease() { pool_.give_back(std::move(s_)); }
     Lease(const Lease&) = delete;
     Lease& operator=(const Lease&) = delete;
-    GemmScratch& get() { return *s_; }
+    T& get() { return *s_; }
 
    private:
-    ScratchPool& pool_;
-    std::unique_ptr<GemmScratch> s_;
+    LendingPool& pool_;
+    std::unique_ptr<T> s_;
   };
 
-  Lease take() {
-    std::unique_ptr<GemmScratch> s;
+  Lease take() { return Lease(*this); }
+
+ private:
+  std::unique_ptr<T> acquire() {
     {
       std::lock_guard lock(mutex_);
       if (!free_.empty()) {
-        s = std::move(free_.back());
+        std::unique_ptr<T> s = std::move(free_.back());
         free_.pop_back();
+        return s;
       }
     }
-    return Lease(*this, s ? std::move(s) : std::make_unique<GemmScratch>());
+    return make_();
   }
-
- private:
-  void give_back(std::unique_ptr<GemmScratch> s) {
+  void give_back(std::unique_ptr<T> s) {
     std::lock_guard lock(mutex_);
     free_.push_back(std::move(s));
   }
+  const std::function<std::unique_ptr<T>()> make_;
   std::mutex mutex_;
-  std::vector<std::unique_ptr<GemmScratch>> free_;  // as many as runs were ever at once
+  std::vector<std::unique_ptr<T>> free_;  // as many as runs were ever at once
 };
+
+// Descriptors for the runs of a matmul plan with A's params given at run
+// (MatmulDesc::a_params_at_run): the plan's, the flag cleared (A's params are filled per run).
+std::function<std::unique_ptr<MatmulDesc>()> run_descriptors(const OpDesc& op) {
+  const auto* d = std::get_if<MatmulDesc>(&op.desc);
+  if (!d || !d->a_params_at_run) return [] { return std::unique_ptr<MatmulDesc>(); };
+  MatmulDesc r = *d;
+  r.a_params_at_run = false;
+  return [r] { return std::make_unique<MatmulDesc>(r); };
+}
 
 struct PlanParts {
   std::shared_ptr<ThreadPool> pool;
@@ -82,7 +100,8 @@ class X86Plan final : public Plan {
   X86Plan(const OpDesc& op, PlanParts parts)
       : Plan(op, "cpu_x86", 0, std::string(runs(parts).name), PlanConcurrency::concurrent,
              parts.fixed),
-        parts_(std::move(parts)) {}
+        parts_(std::move(parts)),
+        run_descs_(run_descriptors(op)) {}
 
   void run(std::span<const void* const> inputs, std::span<void* const> outputs) const override {
     check_pointers(inputs, outputs);
@@ -156,7 +175,20 @@ class X86Plan final : public Plan {
   }
 
   void run_matmul(const void* const* in, void* y) const {
-    const auto& d = std::get<MatmulDesc>(desc().desc);
+    const auto& flagged = std::get<MatmulDesc>(desc().desc);
+    // A's params given at run (the last two inputs) go into a descriptor of this run's own: the
+    // GEMM driver packs A with them, while B's packing and column sums do not depend on them.
+    std::optional<LendingPool<MatmulDesc>::Lease> run_desc;
+    if (flagged.a_params_at_run) {
+      float sa = 0;
+      std::int32_t za = 0;
+      std::memcpy(&sa, in[flagged.has_bias ? 3 : 2], sizeof sa);
+      std::memcpy(&za, in[flagged.has_bias ? 4 : 3], sizeof za);
+      reference::check_a_params_at_run(flagged, sa, za);
+      run_desc.emplace(run_descs_);
+      run_desc->get().a = QuantizationParams(flagged.a.dtype(), flagged.a.scheme(), {sa}, {za});
+    }
+    const MatmulDesc& d = run_desc ? run_desc->get() : flagged;
     ThreadPool& pool = *parts_.pool;
     std::optional<X86PackedWeights> per_run;
     const X86PackedWeights* b = parts_.packed.get();
@@ -212,7 +244,8 @@ class X86Plan final : public Plan {
   }
 
   PlanParts parts_;
-  mutable ScratchPool scratch_;
+  mutable LendingPool<GemmScratch> scratch_{[] { return std::make_unique<GemmScratch>(); }};
+  mutable LendingPool<MatmulDesc> run_descs_;
 };
 
 }  // namespace

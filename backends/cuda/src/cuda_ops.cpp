@@ -132,6 +132,10 @@ Support CudaOps::supports(const OpDesc& op, int device) const {
                        std::to_string(it->cc % 10) + "; expected " +
                        std::to_string(kMinComputeCapability / 10) + "." +
                        std::to_string(kMinComputeCapability % 10) + " or newer");
+  if (const auto* m = std::get_if<MatmulDesc>(&op.desc); m && m->a_params_at_run)
+    return Support::no(
+        "cuda: A's params given at run (a_params_at_run); expected them in the descriptor "
+        "(cuda's plans fix the epilogue's A scale and zero point when made)");
   return support_for(op, facts(device));
 }
 

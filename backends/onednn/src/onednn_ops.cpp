@@ -79,6 +79,10 @@ bool OnednnOps::set_option(std::string_view key, std::string_view value) {
 Support OnednnOps::supports(const OpDesc& op, int device) const {
   if (device != 0)
     return Support::no("onednn: device " + std::to_string(device) + "; expected 0 (the host)");
+  if (const auto* m = std::get_if<MatmulDesc>(&op.desc); m && m->a_params_at_run)
+    return Support::no(
+        "onednn: A's params given at run (a_params_at_run); expected them in the descriptor "
+        "(onednn's primitives fix A's scale and zero point when made)");
   return check_support(op, facts_);
 }
 

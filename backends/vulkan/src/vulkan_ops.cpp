@@ -197,6 +197,10 @@ Support VulkanOps::supports(const OpDesc& op, int device) const {
   if (device < 0 || static_cast<std::size_t>(device) >= devs.size())
     return Support::no("vulkan: device " + std::to_string(device) + "; expected 0 to " +
                        std::to_string(static_cast<long long>(devs.size()) - 1));
+  if (const auto* m = std::get_if<MatmulDesc>(&op.desc); m && m->a_params_at_run)
+    return Support::no(
+        "vulkan: A's params given at run (a_params_at_run); expected them in the descriptor "
+        "(vulkan's plans upload A's scale and zero point when made)");
   const DeviceCaps& caps = devs[static_cast<std::size_t>(device)];
   if (!caps.unusable_reason.empty())
     return Support::no("vulkan: device " + std::to_string(device) + ": " + caps.unusable_reason);

@@ -228,6 +228,10 @@ struct AcceleratorStats {
   std::uint64_t cache_hits = 0;           // buckets taken from the cache file
   std::uint64_t fallbacks = 0;            // buckets sent to the default choice
   std::uint64_t unsupported_retries = 0;  // winner refused a shape of its bucket; another ran it
+  // Plans the per-call ops made (a call whose descriptor no kept plan serves). A matmul_dequant
+  // with per-tensor A whose params change on every call makes one, with A's params as run-time
+  // inputs, while its other fields repeat.
+  std::uint64_t plans_made = 0;
   double tuning_seconds = 0;
 };
 

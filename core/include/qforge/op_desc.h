@@ -105,6 +105,13 @@ struct MatmulDesc {
   // what requantize-then-clamp gives, as qlinear_conv's; the other matmul kinds take none.
   ConvActivation activation = ConvActivation::none;
   float clamp_min = 0, clamp_max = 0;  // ConvActivation::clamp, in real units
+  // matmul_dequant with per-tensor A only: A's scale and zero point are inputs of every run
+  // (op_table.h: `a_scale` float32 and `a_zero_point` int32, host-resident, after the other
+  // inputs) rather than values of the descriptor, whose `a` then gives only A's dtype and
+  // scheme. One plan then serves activations quantized anew on every call (dynamic
+  // quantization); each run checks the values (reference::a_params_at_run). The per-call ops,
+  // which have no place for the values, refuse the flag.
+  bool a_params_at_run = false;
 
   Shape a_shape() const { return {m, k}; }
   Shape b_shape() const { return b_layout == MatrixLayout::kn ? Shape{k, n} : Shape{n, k}; }

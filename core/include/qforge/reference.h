@@ -83,6 +83,20 @@ QFORGE_API void check_matmul_a(OpKind op, const MatmulDesc& desc);
 // scales decide for every pair).
 QFORGE_API void check_qlinear_output(const MatmulDesc& desc, float max_b_scale);
 
+// matmul_dequant with A's params given at run (MatmulDesc::a_params_at_run): throws
+// invalid_argument unless `scale` is finite and > 0 and `zero_point` lies in A's dtype range (and
+// is the mapping's fixed zero point for symmetric A). The one check a flagged plan's run makes.
+QFORGE_API void check_a_params_at_run(const MatmulDesc& desc, float scale, std::int32_t zero_point);
+// The flagged descriptor as the plain op: A's params built from the run's values (checked as
+// above), the flag cleared. What the reference and the wrapping backends run, so that a flagged
+// op's result is the unflagged op's bit for bit.
+QFORGE_API MatmulDesc with_a_params_at_run(const MatmulDesc& desc, float scale,
+                                           std::int32_t zero_point);
+// For capability rules that depend on A's zero point (the int32-safe K): the flagged descriptor
+// with A's zero point the one of A's dtype and mapping farthest from the codes (any zero point a
+// run may bring), the flag cleared; an unflagged descriptor as it is.
+QFORGE_API MatmulDesc a_params_at_run_bound(const MatmulDesc& desc);
+
 // The largest K for which sum_k (a - za)(b - zb) cannot leave int32 for any operand values of
 // these params' dtypes and zero points. Backends that accumulate in int32 claim only K <= this.
 QFORGE_API std::int64_t int32_safe_k(const MatmulDesc& desc);

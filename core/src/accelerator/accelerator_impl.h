@@ -9,6 +9,7 @@
 #include <optional>
 #include <random>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "accelerator/candidates.h"
@@ -42,6 +43,9 @@ struct DecisionSlot {
   std::size_t plugin = 0;                // index into Impl::plugins
   CandidateId id;
   bool host_memory = true;
+  // The winner refused a plan with A's params given at run for this bucket: its per-tensor
+  // matmul_dequant calls get plans of their exact descriptors.
+  bool refuses_a_at_run = false;
   TuneReport report;                 // how it was decided
   std::vector<CandidateId> ranking;  // verified candidates, fastest first (fallbacks)
 
@@ -53,6 +57,25 @@ struct DecisionSlot {
       const Desc* kd = std::get_if<Desc>(&k.desc.desc);
       if (kd == nullptr || k.desc.op != op || !accel::same(d, *kd)) continue;
       if (!accel::same_ids(d, *kd)) k.desc.desc = d;
+      if (i != 0) std::rotate(plans.begin(), plans.begin() + i, plans.begin() + i + 1);
+      return plans[0].plan.get();
+    }
+    return nullptr;
+  }
+  // The kept plan with A's params given at run that serves the plain matmul descriptor `d`
+  // (accel::serves_at_run), moved to the front; null when there is none.
+  const Plan* find_at_run(OpKind op, const MatmulDesc& d) {
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      KeptPlan& k = plans[i];
+      const auto* kd = std::get_if<MatmulDesc>(&k.desc.desc);
+      if (kd == nullptr || k.desc.op != op || !accel::serves_at_run(*kd, d)) continue;
+      if (!accel::same_ids(d.b, kd->b) || !accel::same_ids(d.y, kd->y)) {
+        // Later calls then match B's (and Y's) params by identity.
+        MatmulDesc renewed = d;
+        renewed.a = kd->a;
+        renewed.a_params_at_run = true;
+        k.desc.desc = std::move(renewed);
+      }
       if (i != 0) std::rotate(plans.begin(), plans.begin() + i, plans.begin() + i + 1);
       return plans[0].plan.get();
     }
@@ -104,8 +127,21 @@ struct Accelerator::Impl {
                                                  /*dispatching=*/true, /*retune=*/false);
     if (const Plan* p = s.find(op, d)) [[likely]]
       return *p;
+    ++stats.plans_made;
     return s.keep(op, d, make_plan(s, Workload{OpDesc{op, d}, Residency::host}, {}));
   }
+
+  // matmul_dequant's hot path: for per-tensor A, a plan with A's params given at run that
+  // serves every call differing only in A's values (dynamic quantization brings new ones on
+  // every call), made once by the bucket's winner; otherwise (or should the winner refuse the
+  // flag) the plan of the exact descriptor. Returns the plan and whether it takes A's values.
+  std::pair<const Plan*, bool> matmul_dequant_plan(const MatmulDesc& d);
+
+  // The winner's plan of the workload, or null when the winner refuses it as unsupported (its
+  // message appended to `refusals`).
+  std::shared_ptr<const Plan> winner_plan(DecisionSlot& s, const Workload& w,
+                                          const std::vector<const void*>& weights,
+                                          std::string& refusals);
 
   // A plan of the workload's exact descriptor from the slot's winner, with `weights` fixed;
   // should the winner refuse it (buckets group shapes; a plugin may take K <= some bound, or

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "accelerator/accelerator_impl.h"
+#include "log_format.h"
 #include "qforge/error.h"
 
 namespace qforge {
@@ -38,10 +39,56 @@ void Accelerator::matmul_integer(const MatmulDesc& d, const void* a, const void*
       std::array<void*, 1>{c});
 }
 
+std::pair<const Plan*, bool> Accelerator::Impl::matmul_dequant_plan(const MatmulDesc& d) {
+  constexpr OpKind op = OpKind::matmul_dequant;
+  if (d.a_params_at_run)
+    throw Error(ErrorCode::invalid_argument,
+                "Accelerator::matmul_dequant: a_params_at_run is set, but this call takes A's "
+                "params from the descriptor; expected a plan (Accelerator::prepare) run with "
+                "a_scale and a_zero_point, or the flag cleared");
+  if (d.a.scheme().granularity != Granularity::per_tensor) return {&plan(op, d), false};
+  ++stats.dispatches;
+  const accel::WorkloadKey key = accel::make_key(op, d, Residency::host);
+  const auto it = memo.find(key);
+  DecisionSlot& s = it != memo.end() ? *it->second
+                                     : resolve(key, Workload{OpDesc{op, d}, Residency::host},
+                                               /*dispatching=*/true, /*retune=*/false);
+  if (!s.refuses_a_at_run) {
+    if (const Plan* p = s.find_at_run(op, d)) [[likely]]
+      return {p, true};
+    MatmulDesc flagged = d;
+    flagged.a_params_at_run = true;
+    const Workload w{OpDesc{op, flagged}, Residency::host};
+    std::string refusals;
+    if (auto p = winner_plan(s, w, {}, refusals)) {
+      ++stats.plans_made;
+      return {&s.keep(op, flagged, std::move(p)), true};
+    }
+    log_format(LogLevel::debug,
+               "accelerator: {}; matmul_dequant calls of this bucket get a plan per descriptor",
+               refusals);
+    s.refuses_a_at_run = true;
+  }
+  if (const Plan* p = s.find(op, d)) return {p, false};
+  ++stats.plans_made;
+  return {&s.keep(op, d, make_plan(s, Workload{OpDesc{op, d}, Residency::host}, {})), false};
+}
+
 void Accelerator::matmul_dequant(const MatmulDesc& d, const void* a, const void* b,
                                  const float* bias, void* y) {
-  run(impl_->plan(OpKind::matmul_dequant, d), std::array<const void*, 3>{a, b, bias},
-      std::array<void*, 1>{y}, d.has_bias ? 3 : 2);
+  const auto [plan, at_run] = impl_->matmul_dequant_plan(d);
+  if (!at_run) {
+    run(*plan, std::array<const void*, 3>{a, b, bias}, std::array<void*, 1>{y}, d.has_bias ? 3 : 2);
+    return;
+  }
+  // A's values follow the other inputs (op_table.h); the plan checks them.
+  const float a_scale = d.a.scale();
+  const std::int32_t a_zero_point = d.a.zero_point();
+  if (d.has_bias)
+    run(*plan, std::array<const void*, 5>{a, b, bias, &a_scale, &a_zero_point},
+        std::array<void*, 1>{y});
+  else
+    run(*plan, std::array<const void*, 4>{a, b, &a_scale, &a_zero_point}, std::array<void*, 1>{y});
 }
 
 void Accelerator::qlinear_matmul(const MatmulDesc& d, const void* a, const void* b, void* y) {

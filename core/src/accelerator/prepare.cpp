@@ -14,22 +14,34 @@
 
 namespace qforge {
 
-std::shared_ptr<const Plan> Accelerator::Impl::make_plan(DecisionSlot& s, const Workload& w,
-                                                         const std::vector<const void*>& weights) {
-  auto fit = [&](const std::shared_ptr<QuantizationOps>& ops, bool host_memory,
-                 std::shared_ptr<const Plan> plan) {
-    if (w.residency == Residency::host && !host_memory)
-      return accel::staged_plan(ops, std::move(plan));
-    return plan;
-  };
-  std::string refusals;
+namespace {
+
+std::shared_ptr<const Plan> fit(const Workload& w, const std::shared_ptr<QuantizationOps>& ops,
+                                bool host_memory, std::shared_ptr<const Plan> plan) {
+  if (w.residency == Residency::host && !host_memory)
+    return accel::staged_plan(ops, std::move(plan));
+  return plan;
+}
+
+}  // namespace
+
+std::shared_ptr<const Plan> Accelerator::Impl::winner_plan(DecisionSlot& s, const Workload& w,
+                                                           const std::vector<const void*>& weights,
+                                                           std::string& refusals) {
   try {
-    return fit(s.ops, s.host_memory,
+    return fit(w, s.ops, s.host_memory,
                s.ops->plan(w.op, PlanRequest{s.id.device, s.id.kernel, weights}));
   } catch (const Error& err) {
     if (err.code() != ErrorCode::unsupported) throw;
-    refusals = s.id.label() + ": " + err.what();
+    refusals += s.id.label() + ": " + err.what();
+    return nullptr;
   }
+}
+
+std::shared_ptr<const Plan> Accelerator::Impl::make_plan(DecisionSlot& s, const Workload& w,
+                                                         const std::vector<const void*>& weights) {
+  std::string refusals;
+  if (auto plan = winner_plan(s, w, weights, refusals)) return plan;
   std::vector<CandidateId> order = s.ranking;
   const accel::Enumeration e = accel::enumerate_candidates(w.op, plugins, options.policy);
   for (const auto& c : e.candidates) order.push_back(c.id);
@@ -41,7 +53,7 @@ std::shared_ptr<const Plan> Accelerator::Impl::make_plan(DecisionSlot& s, const 
                                  [&](const accel::Candidate& c) { return c.id == id; });
     if (it == e.candidates.end()) continue;  // does not accept this descriptor
     try {
-      auto plan = fit(it->ops, it->host_memory,
+      auto plan = fit(w, it->ops, it->host_memory,
                       it->ops->plan(w.op, PlanRequest{id.device, id.kernel, weights}));
       log_format(LogLevel::debug, "accelerator: {} refused a plan of {}; {} made it", s.id.label(),
                  describe(w.op), id.label());

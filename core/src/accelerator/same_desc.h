@@ -42,10 +42,34 @@ inline bool same(const RequantizeDesc& x, const RequantizeDesc& y) {
   return true;
 }
 
-inline bool same(const MatmulDesc& x, const MatmulDesc& y) {
+// Every field but A's params.
+inline bool same_but_a(const MatmulDesc& x, const MatmulDesc& y) {
   return x.m == y.m && x.n == y.n && x.k == y.k && x.b_layout == y.b_layout &&
          x.has_bias == y.has_bias && x.out_type == y.out_type && x.requant_mode == y.requant_mode &&
-         same(x.a, y.a) && same(x.b, y.b) && same(x.y, y.y);
+         x.activation == y.activation && same_bits(x.clamp_min, y.clamp_min) &&
+         same_bits(x.clamp_max, y.clamp_max) && x.a_params_at_run == y.a_params_at_run &&
+         same(x.b, y.b) && same(x.y, y.y);
+}
+
+// A's dtype and scheme: all a descriptor with A's params given at run says of them.
+inline bool same_a_kind(const QuantizationParams& x, const QuantizationParams& y) {
+  return x.dtype() == y.dtype() && x.scheme() == y.scheme();
+}
+
+// With A's params given at run (MatmulDesc::a_params_at_run) their values are placeholders.
+inline bool same(const MatmulDesc& x, const MatmulDesc& y) {
+  return same_but_a(x, y) && (x.a_params_at_run ? same_a_kind(x.a, y.a) : same(x.a, y.a));
+}
+
+// Whether a plan made for `flagged` (A's params given at run) serves the plain descriptor `d`
+// when given d's A values: per-tensor A of the same dtype and scheme, every other field the same.
+inline bool serves_at_run(const MatmulDesc& flagged, const MatmulDesc& d) {
+  return flagged.a_params_at_run && !d.a_params_at_run && d.m == flagged.m && d.n == flagged.n &&
+         d.k == flagged.k && d.b_layout == flagged.b_layout && d.has_bias == flagged.has_bias &&
+         d.out_type == flagged.out_type && d.requant_mode == flagged.requant_mode &&
+         d.activation == flagged.activation && same_bits(d.clamp_min, flagged.clamp_min) &&
+         same_bits(d.clamp_max, flagged.clamp_max) && same_a_kind(d.a, flagged.a) &&
+         same(d.b, flagged.b) && same(d.y, flagged.y);
 }
 
 inline bool same(const DynamicQuantizeDesc& x, const DynamicQuantizeDesc& y) {

@@ -48,6 +48,14 @@ OperandSpec param(std::string_view name, OperandRole role, std::size_t bytes) {
   return s;
 }
 
+// A scalar the host supplies to every run (MatmulDesc::a_params_at_run): host memory on every
+// device, as the computed params above, but an array of the plan rather than a per-call argument.
+OperandSpec run_param(std::string_view name, std::size_t bytes) {
+  OperandSpec s = exact(name, OperandRole::input, bytes, 1);
+  s.host_resident = true;
+  return s;
+}
+
 double matmul_dequant_tolerance(FloatType t) {
   return t == FloatType::f32 ? 1e-12 : t == FloatType::f16 ? 1e-6 : 1e-4;
 }
@@ -89,6 +97,12 @@ OpOperands matmul_operands(const OpDesc& op) {
     l.outputs = {int32s("c", out, mn)};
   } else if (op.op == OpKind::matmul_dequant) {
     if (d.has_bias) l.inputs.push_back(floats("bias", weight, count_of(d.n, 1)));
+    // After the other inputs, so that B and the bias keep their places (packed weights, the C
+    // boundary's older plugins and every plan that fixes input 1 count on them).
+    if (d.a_params_at_run) {
+      l.inputs.push_back(run_param("a_scale", sizeof(float)));
+      l.inputs.push_back(run_param("a_zero_point", sizeof(std::int32_t)));
+    }
     l.outputs = {floats("y", out, mn, d.out_type, matmul_dequant_tolerance(d.out_type))};
   } else {
     if (d.has_bias) l.inputs.push_back(int32s("bias", weight, count_of(d.n, 1)));

@@ -3,10 +3,12 @@
 // descriptor, kernel and device are checked once, here. The per-call ops run the backend's own
 // kernel on its default device, so that is the only kernel and device such a plan can fix.
 #include <algorithm>
+#include <cstring>
 
 #include "op_table/op_hooks.h"
 #include "qforge/error.h"
 #include "qforge/ops.h"
+#include "qforge/reference.h"
 
 namespace qforge {
 
@@ -36,7 +38,10 @@ class CallPlan final : public Plan {
     if (matmul && weights_.fixed()[1]) {
       try {
         std::lock_guard lock(ops_.call_plan_mutex_);
-        packed_ = ops_.pack_weights(std::get<MatmulDesc>(op.desc), weight(1));
+        // Packing B does not depend on A's values; with A's params given at run, the packing
+        // is checked against the widest zero point a run may bring.
+        packed_ = ops_.pack_weights(reference::a_params_at_run_bound(std::get<MatmulDesc>(op.desc)),
+                                    weight(1));
       } catch (const Error& e) {
         if (e.code() != ErrorCode::unsupported) throw;  // no packed form: B stays as given
       }
@@ -58,11 +63,21 @@ class CallPlan final : public Plan {
       case OpKind::matmul_integer:
         ops_.matmul_integer_packed(d, in[0], *packed_, static_cast<std::int32_t*>(outputs[0]));
         return;
-      case OpKind::matmul_dequant:
-        ops_.matmul_dequant_packed(d, in[0], *packed_,
-                                   d.has_bias ? static_cast<const float*>(in[2]) : nullptr,
-                                   outputs[0]);
+      case OpKind::matmul_dequant: {
+        const float* bias = d.has_bias ? static_cast<const float*>(in[2]) : nullptr;
+        if (!d.a_params_at_run) {
+          ops_.matmul_dequant_packed(d, in[0], *packed_, bias, outputs[0]);
+          return;
+        }
+        // A's params given at run follow the other inputs (op_table.h).
+        float sa = 0;
+        std::int32_t za = 0;
+        std::memcpy(&sa, in[d.has_bias ? 3 : 2], sizeof sa);
+        std::memcpy(&za, in[d.has_bias ? 4 : 3], sizeof za);
+        ops_.matmul_dequant_packed(reference::with_a_params_at_run(d, sa, za), in[0], *packed_,
+                                   bias, outputs[0]);
         return;
+      }
       default: ops_.qlinear_matmul_packed(d, in[0], *packed_, outputs[0]); return;
     }
   }

@@ -15,6 +15,11 @@ namespace qforge::reference {
 void matmul_dequant(const MatmulDesc& desc, const void* a, const void* b, const float* bias,
                     void* y) {
   const std::string op = "matmul_dequant";
+  if (desc.a_params_at_run)
+    detail::fail(ErrorCode::invalid_argument, op,
+                 "a_params_at_run is set, but this call takes A's params from the descriptor; "
+                 "expected a plan (or run_reference) given a_scale and a_zero_point, or the flag "
+                 "cleared");
   detail::validate_matmul(op, desc, /*allow_block_b=*/true);
   // validate_matmul bounded every operand (checked_size.h): these products are exact.
   detail::require_data(op, "a", a, desc.m * desc.k);

@@ -81,6 +81,16 @@ void validate_matmul_a(const std::string& op, const MatmulDesc& desc) {
                    " is block-wise; expected per_tensor or per_channel(axis 0): blocks are only "
                    "defined for B");
   validate_matmul_activation(op, desc);
+  if (desc.a_params_at_run) {
+    if (op != "matmul_dequant")
+      fail(ErrorCode::invalid_argument, op,
+           "a_params_at_run is set; expected it only on matmul_dequant (A's params as run-time "
+           "inputs)");
+    if (desc.a.scheme().granularity != Granularity::per_tensor)
+      fail(ErrorCode::invalid_argument, op,
+           "a_params_at_run with A " + desc.a.to_string() +
+               "; expected per_tensor A (one scale and zero point per run)");
+  }
 }
 
 void validate_matmul_activation(const std::string& op, const MatmulDesc& desc) {
@@ -213,6 +223,8 @@ std::int64_t max_centered_magnitude(const QuantizationParams& p) {
 }  // namespace detail
 
 std::int64_t int32_safe_k(const MatmulDesc& desc) {
+  // A run may bring any zero point of A's dtype (MatmulDesc::a_params_at_run).
+  if (desc.a_params_at_run) return int32_safe_k(a_params_at_run_bound(desc));
   for (const auto* p : {&desc.a, &desc.b})
     if (p->scheme().mapping == Mapping::logarithmic)
       detail::fail(ErrorCode::invalid_argument, "int32_safe_k",

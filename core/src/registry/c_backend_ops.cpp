@@ -146,6 +146,12 @@ class CPluginOps final : public QuantizationOps {
       return Support::no(name() +
                          ": the plugin was built for C API version 1, whose qforge_c_matmul_desc "
                          "has no int32 bias or output clamp for qlinear_matmul (version 2)");
+    if (const auto* m = std::get_if<MatmulDesc>(&op.desc);
+        m && m->a_params_at_run && backend_->table->version < 3)
+      return Support::no(name() + ": the plugin was built for C API version " +
+                         std::to_string(backend_->table->version) +
+                         ", whose qforge_c_matmul_desc has no a_params_at_run (A's params as "
+                         "run-time inputs, version 3)");
     const CDescriptor c(op);
     std::vector<std::string> kernels;
     qforge_c_status* status = nullptr;

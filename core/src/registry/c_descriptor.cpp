@@ -126,6 +126,7 @@ CDescriptor::CDescriptor(const OpDesc& op) {
           matmul_.activation = u32(d.activation);
           matmul_.clamp_min = d.clamp_min;
           matmul_.clamp_max = d.clamp_max;
+          matmul_.a_params_at_run = d.a_params_at_run ? 1 : 0;
           op_.desc = &matmul_;
         } else if constexpr (std::is_same_v<D, DynamicQuantizeDesc>) {
           begin(dynamic_);
@@ -221,6 +222,7 @@ std::string descriptor_key(const OpDesc& op) {
           w.put(d.activation);
           w.put(d.clamp_min);
           w.put(d.clamp_max);
+          w.put(d.a_params_at_run);
         } else if constexpr (std::is_same_v<D, DynamicQuantizeDesc>) {
           w.put(d.shape);
         } else if constexpr (std::is_same_v<D, LinearDesc>) {

@@ -30,6 +30,7 @@ struct QuantizedModel::Layer {
   OpDesc op;                 // matmul_dequant or conv_dequant; dynamic: the activation params are
                              // replaced on each run
   std::shared_ptr<const Plan> quantize_plan;
+  std::shared_ptr<const Plan> dynamic_plan;  // dynamic matmul: dynamic_quantize_linear
   std::shared_ptr<const Plan> layer_plan;
   std::size_t layer_inputs = 0;
   mutable std::vector<std::byte> a_codes;
@@ -681,6 +682,21 @@ void QuantizedModel::prepare(Layer& layer) {
   QuantizedLayerInfo& info = info_[layer.info];
   const Node& node = executor_->graph().nodes[info.node];
   try {
+    if (layer.mode == ActivationMode::dynamic && layer.op.op == OpKind::matmul_dequant) {
+      // One plan for every batch: B and the bias fixed (packed once), the activation params
+      // that dynamic_quantize_linear computes passed to each run (MatmulDesc::a_params_at_run).
+      layer.dynamic_plan = accelerator_->prepare(
+          {OpDesc{OpKind::dynamic_quantize_linear, DynamicQuantizeDesc{layer.input_shape}}});
+      std::get<MatmulDesc>(layer.op.desc).a_params_at_run = true;
+      std::vector<const void*> weights(op_operands(layer.op).inputs.size(), nullptr);
+      weights[1] = info.b_codes.data();
+      if (!info.bias.empty()) weights[2] = info.bias.data();
+      layer.layer_plan = accelerator_->prepare({layer.op}, weights);
+      layer.layer_inputs = weights.size();
+      info.backend = layer.layer_plan->backend();
+      info.kernel = layer.layer_plan->kernel();
+      return;
+    }
     if (layer.mode == ActivationMode::dynamic && !layer.weight_only) {
       const Decision decision = accelerator_->decide({layer.op});
       info.backend = decision.id.plugin;
@@ -750,6 +766,20 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
     if (layer.weight_only) {
       std::array<const void*, kMaxOperands> args{};
       args[0] = x;
+      void* const result = y;
+      layer.layer_plan->run(std::span<const void* const>(args.data(), layer.layer_inputs),
+                            std::span<void* const>(&result, 1));
+    } else if (layer.layer_plan && layer.mode == ActivationMode::dynamic) {
+      // matmul_dequant: A's params, as dynamic_quantize_linear computed them, follow the other
+      // inputs of the layer's plan (B and the bias are fixed in it).
+      float a_scale = 0;
+      std::uint8_t zero_point = 0;
+      layer.dynamic_plan->run({x}, {layer.a_codes.data(), &a_scale, &zero_point});
+      const std::int32_t a_zero_point = zero_point;
+      std::array<const void*, kMaxOperands> args{};
+      args[0] = layer.a_codes.data();
+      args[layer.layer_inputs - 2] = &a_scale;
+      args[layer.layer_inputs - 1] = &a_zero_point;
       void* const result = y;
       layer.layer_plan->run(std::span<const void* const>(args.data(), layer.layer_inputs),
                             std::span<void* const>(&result, 1));

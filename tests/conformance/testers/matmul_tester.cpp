@@ -226,6 +226,38 @@ OpCase MatmulTester::matmul_dequant_case(const MatmulDesc& desc, std::vector<std
   return oc;
 }
 
+OpCase MatmulTester::matmul_dequant_at_run_case(const MatmulDesc& desc,
+                                                const QuantizationParams& placeholder,
+                                                std::vector<std::byte> a, std::vector<std::byte> b,
+                                                std::vector<float> bias,
+                                                const std::string& pattern) {
+  ExpectedOutput y{OutputSpec::floating("y", {desc.m, desc.n}, desc.out_type,
+                                        tolerance::matmul_dequant(desc.out_type)),
+                   {}};
+  y.bytes.resize(y.spec.bytes());
+  MatmulDesc flagged = desc;
+  flagged.a = placeholder;
+  flagged.a_params_at_run = true;
+  OpCase oc{OpDesc{OpKind::matmul_dequant, flagged}};
+  oc.label = describe(oc.op) + ", run's A " + desc.a.to_string() + ", " + pattern;
+  // The flagged op is the plain op on the run's values (reference.h), once the flag is allowed.
+  run_reference(oc, [&] {
+    reference::check_descriptor(oc.op);
+    reference::matmul_dequant(desc, a.data(), b.data(), desc.has_bias ? bias.data() : nullptr,
+                              y.bytes.data());
+  });
+  if (oc.reference == ReferenceOutcome::ok) y.magnitude = dequant_magnitudes(desc, a, b, bias);
+  oc.inputs = {{"a", std::move(a)}, {"b", std::move(b)}};
+  if (desc.has_bias) oc.inputs.push_back({"bias", to_bytes(bias)});
+  oc.inputs.push_back({"a_scale", to_bytes(std::vector<float>{desc.a.scale(0)})});
+  oc.inputs.push_back({"a_zero_point", to_bytes(std::vector<std::int32_t>{desc.a.zero_point(0)})});
+  oc.outputs = {std::move(y)};
+  oc.optional_capability = desc.out_type != FloatType::f32;
+  // No per-call launch: the per-call ops take A's params from the descriptor and refuse the
+  // flag. run_case launches plans of the op table's operands.
+  return oc;
+}
+
 OpCase MatmulTester::qlinear_matmul_case(const MatmulDesc& desc, std::vector<std::byte> a,
                                          std::vector<std::byte> b, const std::string& pattern,
                                          std::vector<std::int32_t> bias) {
@@ -274,6 +306,13 @@ void MatmulTester::test_matmul_dequant(Target& target, Rng& rng) const {
         product_rms(op.desc, op.a, op.b) * typical_scale(op.desc.a) * typical_scale(op.desc.b);
     if (!(sigma > 0)) sigma = 1.0;
     bias = normal_floats(rng, static_cast<std::size_t>(op.desc.n), sigma);
+  }
+  if (a_params_at_run_) {
+    const QuantizationParams placeholder =
+        random_params(rng, op.desc.a.dtype(), op.desc.a.scheme(), op.desc.a_shape());
+    run_case(target, matmul_dequant_at_run_case(op.desc, placeholder, std::move(op.a),
+                                                std::move(op.b), std::move(bias), op.pattern));
+    return;
   }
   run_case(target, matmul_dequant_case(op.desc, std::move(op.a), std::move(op.b), std::move(bias),
                                        op.pattern));

@@ -81,6 +81,13 @@ class MatmulTester {
     out_type_ = v;
     return *this;
   }
+  // matmul_dequant with A's params given at run (MatmulDesc::a_params_at_run): the descriptor
+  // holds other params of A's dtype and scheme, drawn apart, so that a backend reading them
+  // instead of the run's values fails. With a_per_row, a descriptor every backend must refuse.
+  MatmulTester& a_params_at_run(bool v) {
+    a_params_at_run_ = v;
+    return *this;
+  }
   // qlinear_matmul
   MatmulTester& y_dtype(DType v) {
     y_dtype_ = v;
@@ -107,6 +114,12 @@ class MatmulTester {
   static OpCase matmul_dequant_case(const MatmulDesc& desc, std::vector<std::byte> a,
                                     std::vector<std::byte> b, std::vector<float> bias,
                                     const std::string& pattern);
+  // The same op with A's params given at run: `desc` holds the run's values of A, the
+  // descriptor of the case holds `placeholder` (A's dtype and scheme) and the flag.
+  static OpCase matmul_dequant_at_run_case(const MatmulDesc& desc,
+                                           const QuantizationParams& placeholder,
+                                           std::vector<std::byte> a, std::vector<std::byte> b,
+                                           std::vector<float> bias, const std::string& pattern);
   // bias: int32 [N] when desc.has_bias, else empty.
   static OpCase qlinear_matmul_case(const MatmulDesc& desc, std::vector<std::byte> a,
                                     std::vector<std::byte> b, const std::string& pattern,
@@ -126,6 +139,7 @@ class MatmulTester {
   bool extremes_ = false;
   bool bias_ = false;
   FloatType out_type_ = FloatType::f32;
+  bool a_params_at_run_ = false;
   DType y_dtype_ = DType::uint8;
   RequantMode requant_mode_ = RequantMode::float_multiplier;
   ConvActivation activation_ = ConvActivation::none;

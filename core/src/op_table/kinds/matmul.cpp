@@ -11,6 +11,7 @@
 #include "op_table/kinds/example_params.h"
 #include "op_table/op_hooks.h"
 #include "qforge/checked_size.h"
+#include "qforge/reference.h"
 
 namespace qforge {
 namespace accel {
@@ -170,12 +171,30 @@ struct MatmulIntegerCall {
   }
 };
 
+// A's params given at run (MatmulDesc::a_params_at_run): the last two inputs.
+float run_a_scale(const MatmulDesc& d, const void* const* in) {
+  float s = 0;
+  std::memcpy(&s, in[d.has_bias ? 3 : 2], sizeof s);
+  return s;
+}
+std::int32_t run_a_zero_point(const MatmulDesc& d, const void* const* in) {
+  std::int32_t z = 0;
+  std::memcpy(&z, in[d.has_bias ? 4 : 3], sizeof z);
+  return z;
+}
+
 struct MatmulDequantCall {
   template <class Ops>
   static Returned run(Ops& t, const OpDesc& op, const void* const* in, void* const* out,
                       const Returned&) {
     const auto& d = std::get<MatmulDesc>(op.desc);
-    t.matmul_dequant(d, in[0], in[1], d.has_bias ? f32(in[2]) : nullptr, out[0]);
+    const float* bias = d.has_bias ? f32(in[2]) : nullptr;
+    // The flagged op is the plain one on A's params built from the run's values.
+    if (d.a_params_at_run)
+      t.matmul_dequant(
+          reference::with_a_params_at_run(d, run_a_scale(d, in), run_a_zero_point(d, in)), in[0],
+          in[1], bias, out[0]);
+    else t.matmul_dequant(d, in[0], in[1], bias, out[0]);
     return std::nullopt;
   }
 };
@@ -240,7 +259,10 @@ void integer_inputs(const OpDesc& op, const IoLayout& layout, Rng& rng, bool, Ho
   const bool int_bias = op.op == OpKind::qlinear_matmul && d.has_bias;
   // One more term than K for qlinear_matmul's int32 bias: |C| + |bias| stays inside int32.
   const std::int64_t w = accel::overflow_window(int_bias ? d.k + 1 : d.k);
-  h.inputs.push_back(accel::window_codes(rng, d.a, d.a_shape(), w));
+  // A's params given at run are drawn afresh for every run, and A's codes around them.
+  std::optional<QuantizationParams> run_a;
+  if (d.a_params_at_run) run_a = accel::random_params(rng, d.a.dtype(), d.a.scheme(), d.a_shape());
+  h.inputs.push_back(accel::window_codes(rng, run_a ? *run_a : d.a, d.a_shape(), w));
   h.inputs.push_back(accel::window_codes(rng, d.b, d.b_shape(), w));
   if (op.op == OpKind::matmul_dequant && d.has_bias)
     h.inputs.push_back(
@@ -250,6 +272,10 @@ void integer_inputs(const OpDesc& op, const IoLayout& layout, Rng& rng, bool, Ho
     std::vector<std::int32_t> b(static_cast<std::size_t>(d.n));
     for (auto& v : b) v = static_cast<std::int32_t>(accel::uniform(rng, -limit, limit));
     h.inputs.push_back(accel::int32_bytes(b));
+  }
+  if (run_a) {
+    h.inputs.push_back(accel::float_bytes(FloatType::f32, {run_a->scale()}));
+    h.inputs.push_back(accel::int32_bytes({run_a->zero_point()}));
   }
 }
 
@@ -277,7 +303,15 @@ std::size_t b_pair(const QuantizationParams& b, std::int64_t n, std::int64_t k,
 // |C·sa·sb| + |bias| per output, per block for block-wise B (accelerator/magnitude.cpp).
 void dequant_magnitudes(const OpDesc& op, const HostArrays& h,
                         std::vector<std::vector<double>>& out) {
-  const auto& d = std::get<MatmulDesc>(op.desc);
+  const auto& flagged = std::get<MatmulDesc>(op.desc);
+  std::optional<MatmulDesc> plain;
+  if (flagged.a_params_at_run) {
+    std::array<const void*, kMaxOperands> in{};
+    for (std::size_t i = 0; i < h.inputs.size() && i < in.size(); ++i) in[i] = h.inputs[i].data();
+    plain = reference::with_a_params_at_run(flagged, run_a_scale(flagged, in.data()),
+                                            run_a_zero_point(flagged, in.data()));
+  }
+  const MatmulDesc& d = plain ? *plain : flagged;
   const auto* a = h.inputs[0].data();
   const auto* b = h.inputs[1].data();
   const bool kn = d.b_layout == MatrixLayout::kn;

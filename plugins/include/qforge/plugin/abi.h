@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#define QFORGE_PLUGIN_ABI_VERSION 6u /* 6: MatmulDesc activation, qlinear_matmul_bias */
+#define QFORGE_PLUGIN_ABI_VERSION 7u /* 7: MatmulDesc a_params_at_run */
 #define QFORGE_PLUGIN_ENTRY_SYMBOL "qforge_plugin_entry"
 
 #ifdef __cplusplus

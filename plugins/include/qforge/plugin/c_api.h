@@ -28,18 +28,23 @@
  * plan_info and plan_destroy touch one plan and may come from any thread, alongside calls on
  * the backend and on its other plans; the host destroys every plan before its backend.
  *
- * Memory: versions 1 and 2 serve host memory only: every array pointer is a host pointer.
+ * Memory: versions 1 to 3 serve host memory only: every array pointer is a host pointer.
  *
  * Version 2 appended qlinear_matmul's int32 bias (has_bias, which version 1 left unused for
  * qlinear_matmul) and output clamp (activation, clamp_min, clamp_max) to qforge_c_matmul_desc.
- * The host never asks a version-1 table for either: it refuses them for that plugin itself. */
+ * The host never asks a version-1 table for either: it refuses them for that plugin itself.
+ *
+ * Version 3 appended a_params_at_run to qforge_c_matmul_desc: matmul_dequant with per-tensor A
+ * whose scale and zero point are inputs of every run (float32 `a_scale` and int32
+ * `a_zero_point`, host pointers, after the other inputs; docs/PLUGINS.md). The host sends such
+ * an op only to tables of version 3 or later. */
 #ifndef QFORGE_PLUGIN_C_API_H
 #define QFORGE_PLUGIN_C_API_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define QFORGE_C_API_VERSION 2u
+#define QFORGE_C_API_VERSION 3u
 #define QFORGE_C_ENTRY_SYMBOL "qforge_plugin_c_entry"
 
 /* Whether the struct at `ptr` (of type `type`, written with ptr->struct_size) holds `field`. */
@@ -174,6 +179,9 @@ typedef struct qforge_c_matmul_desc {
   /* Version 2: qlinear_matmul's clamp on the quantized output, as qforge_c_conv_desc's. */
   uint32_t activation; /* QFORGE_C_ACTIVATION_* */
   float clamp_min, clamp_max;
+  /* Version 3: matmul_dequant's A params as run-time inputs (MatmulDesc::a_params_at_run); 0 or
+   * 1. When 1, `a` gives only A's dtype and scheme (per tensor). */
+  uint32_t a_params_at_run;
 } qforge_c_matmul_desc;
 
 typedef struct qforge_c_dynamic_quantize_desc {

@@ -144,6 +144,8 @@ inline OpDesc op_from(const qforge_c_op* c) {
         m.clamp_min = d.clamp_min;
         m.clamp_max = d.clamp_max;
       }
+      if (QFORGE_C_HAS_FIELD(&d, qforge_c_matmul_desc, a_params_at_run))
+        m.a_params_at_run = d.a_params_at_run != 0;
       return {kind, m};
     }
     case OpKind::dynamic_quantize_linear: {
