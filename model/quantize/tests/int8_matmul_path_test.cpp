@@ -144,8 +144,10 @@ TEST(Int8MatmulPath, ChainEqualsTheLayersOneByOneBitForBit) {
         for (std::size_t i = 0; i < y.size(); ++i)
           EXPECT_NEAR(gy[i], y[i], 1e-5f * (1.0f + std::abs(y[i]))) << "at " << i;
       }
-      // Close to the float model.
-      EXPECT_GT(sqnr_db(p.float_model->run(batch).at("y"), got.at("y")), 10.0);
+      // Close to the float model on data in the calibrated range (the batch above saturates
+      // on purpose, and its 20 outputs are too few for a stable figure).
+      TensorMap within = batches(g, graph, 1)[0];
+      EXPECT_GT(sqnr_db(p.float_model->run(within).at("y"), q.run(within).at("y")), 10.0);
     }
   }
 }
