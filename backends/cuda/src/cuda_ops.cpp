@@ -9,6 +9,7 @@
 #include "kernel_names.h"
 #include "kernels/gemm_mma.cuh"
 #include "qforge/error.h"
+#include "qforge/reference.h"
 
 namespace qforge::cuda {
 namespace {
@@ -132,16 +133,29 @@ Support CudaOps::supports(const OpDesc& op, int device) const {
                        std::to_string(it->cc % 10) + "; expected " +
                        std::to_string(kMinComputeCapability / 10) + "." +
                        std::to_string(kMinComputeCapability % 10) + " or newer");
-  if (const auto* m = std::get_if<MatmulDesc>(&op.desc); m && m->a_params_at_run)
-    return Support::no(
-        "cuda: A's params given at run (a_params_at_run); expected them in the descriptor "
-        "(cuda's plans fix the epilogue's A scale and zero point when made)");
+  if (const auto* m = std::get_if<MatmulDesc>(&op.desc); m && m->a_params_at_run) {
+    // A's params given at run: the flag's own rules (matmul_dequant, per-tensor A), then cuda's
+    // for the zero point farthest from A's codes, since any run may bring it (the int32-safe K).
+    // Nothing a plan keeps depends on A's params: packed B holds B's codes, column sums, zero
+    // points and scales; A's scale and zero point reach the epilogue as kernel arguments.
+    try {
+      reference::check_descriptor(op);
+    } catch (const Error& e) {
+      return Support::no(std::string("cuda: ") + e.what());
+    }
+    return support_for(OpDesc{op.op, reference::a_params_at_run_bound(*m)}, facts(device));
+  }
   return support_for(op, facts(device));
 }
 
 void CudaOps::begin(OpKind kind, const MatmulDesc& desc) {
   stream();
   if (planned_) return;  // validated when the plan was made
+  if (desc.a_params_at_run)
+    throw Error(ErrorCode::invalid_argument,
+                "cuda: " + std::string(to_string(kind)) +
+                    ": A's params given at run (a_params_at_run) on a per-call op, which has no "
+                    "place for them; expected a plan (its runs take a_scale and a_zero_point)");
   if (auto r = refusal_for_matmul(kind, desc))
     throw Error(r->invalid ? ErrorCode::invalid_argument : ErrorCode::unsupported,
                 "cuda: " + std::string(to_string(kind)) + ": " + r->reason);

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "check.h"
@@ -26,6 +27,7 @@
 #include "qforge/error.h"
 #include "qforge/op_table.h"
 #include "qforge/plan.h"
+#include "qforge/reference.h"
 
 namespace qforge::cuda {
 namespace {
@@ -49,6 +51,10 @@ class CudaPlan final : public Plan {
              weights.fixed()),
         ops_(std::move(ops)),
         device_weights_(operands.inputs.size()) {
+    if (const auto* m = std::get_if<MatmulDesc>(&op.desc); m && m->a_params_at_run) {
+      run_desc_ = *m;
+      run_desc_->a_params_at_run = false;
+    }
     // Fixed weights to the plan's device (copy_to_device returns once the copy is done).
     for (std::size_t i = 0; i < operands.inputs.size(); ++i) {
       if (!weights.fixed()[i]) continue;
@@ -58,7 +64,9 @@ class CudaPlan final : public Plan {
     }
     if (is_matmul(op.op) && weights.fixed()[1]) {
       try {
-        packed_b_ = ops_->pack_weights(std::get<MatmulDesc>(op.desc), device_weights_[1]->data());
+        // B's packing depends on B alone (A's params given at run change nothing in it).
+        packed_b_ = ops_->pack_weights(reference::a_params_at_run_bound(std::get<MatmulDesc>(op.desc)),
+                                       device_weights_[1]->data());
       } catch (const Error& e) {
         if (e.code() != ErrorCode::unsupported) throw;  // no packed form: B stays as given
       }
@@ -95,8 +103,20 @@ class CudaPlan final : public Plan {
         return;
       }
       case OpKind::matmul_dequant: {
-        const auto& d = std::get<MatmulDesc>(desc().desc);
-        const auto* bias = d.has_bias ? static_cast<const float*>(in[2]) : nullptr;
+        const auto& flagged = std::get<MatmulDesc>(desc().desc);
+        const auto* bias = flagged.has_bias ? static_cast<const float*>(in[2]) : nullptr;
+        // A's params given at run: host values after the other inputs (op_table.h), checked as
+        // the reference checks them, into this run's descriptor. The kernels take a per-tensor
+        // scale and zero point as arguments, so they cost no upload and no synchronisation.
+        if (flagged.a_params_at_run) {
+          float sa = 0;
+          std::int32_t za = 0;
+          std::memcpy(&sa, inputs[flagged.has_bias ? 3 : 2], sizeof sa);
+          std::memcpy(&za, inputs[flagged.has_bias ? 4 : 3], sizeof za);
+          reference::check_a_params_at_run(flagged, sa, za);
+          run_desc_->a = QuantizationParams(flagged.a.dtype(), flagged.a.scheme(), {sa}, {za});
+        }
+        const MatmulDesc& d = flagged.a_params_at_run ? *run_desc_ : flagged;
         if (packed_b_) t.matmul_dequant_packed(d, in[0], *packed_b_, bias, out);
         else t.matmul_dequant(d, in[0], in[1], bias, out);
         return;
@@ -161,6 +181,9 @@ class CudaPlan final : public Plan {
   std::vector<std::shared_ptr<Buffer>> device_weights_;  // per input: the fixed weight, or null
   std::shared_ptr<PackedWeights> packed_b_;              // a fixed matmul B, packed
   CudaOps::ConvConstants conv_;                          // a convolution's, computed once
+  // matmul_dequant with A's params given at run: the plan's descriptor, the flag cleared; each
+  // run (under mutex_) writes its A params here.
+  mutable std::optional<MatmulDesc> run_desc_;
 };
 
 std::shared_ptr<const Plan> CudaOps::plan(const OpDesc& op, const PlanRequest& request) {

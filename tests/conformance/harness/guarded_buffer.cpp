@@ -16,8 +16,12 @@ std::byte guard_byte(bool after, std::size_t i) {
 
 }  // namespace
 
-GuardedBuffer::GuardedBuffer(QuantizationOps& ops, std::size_t payload_bytes, std::string what)
-    : ops_(ops), host_(ops.host_memory()), payload_bytes_(payload_bytes), what_(std::move(what)) {
+GuardedBuffer::GuardedBuffer(QuantizationOps& ops, std::size_t payload_bytes, std::string what,
+                             bool host_resident)
+    : ops_(ops),
+      host_(host_resident || ops.host_memory()),
+      payload_bytes_(payload_bytes),
+      what_(std::move(what)) {
   const std::size_t total = payload_bytes + 2 * kGuardBytes;
   buffer_ = host_ ? make_host_buffer(total) : ops.allocate(total);
   if (!buffer_ || buffer_->size() < total)

@@ -24,8 +24,10 @@ class GuardedBuffer {
  public:
   static constexpr std::size_t kGuardBytes = 64;
 
-  // `what` names the argument in messages ("output c").
-  GuardedBuffer(QuantizationOps& ops, std::size_t payload_bytes, std::string what);
+  // `what` names the argument in messages ("output c"). `host_resident`: an operand the op table
+  // keeps in host memory on every device (OperandSpec::host_resident), host memory here too.
+  GuardedBuffer(QuantizationOps& ops, std::size_t payload_bytes, std::string what,
+                bool host_resident = false);
 
   // The pointer to pass to the op: device memory when the plugin is not host_memory().
   void* payload() noexcept;

@@ -41,6 +41,16 @@ bool expected_matches_poison(const ExpectedOutput& out) {
   return false;
 }
 
+// The case's input `i` stays in host memory on every device (op_table.h:
+// OperandSpec::host_resident), as matmul_dequant's a_scale and a_zero_point with A's params
+// given at run. Matched by name: a case may leave out operands its launches pass themselves.
+bool host_resident_input(const OpCase& c, std::size_t i) {
+  const OpOperands operands = op_operands(c.op);
+  return std::any_of(operands.inputs.begin(), operands.inputs.end(), [&](const OperandSpec& o) {
+    return o.host_resident && o.name == c.inputs[i].name;
+  });
+}
+
 // Launches through QuantizationOps::plan with `kernel`, with every operand passed on each run
 // and with the weight operands (op_table.h) fixed when the plan is made. None for ops that
 // read or write params, whose per-call signature carries those as QuantizationParams: the
@@ -107,7 +117,8 @@ void expect_refusal(Target& target, const OpCase& c, const std::vector<std::stri
   std::vector<std::unique_ptr<GuardedBuffer>> in, out;
   std::vector<void*> in_ptrs, out_ptrs;
   for (const auto& i : c.inputs) {
-    in.push_back(std::make_unique<GuardedBuffer>(ops, i.bytes.size(), "input " + i.name));
+    in.push_back(std::make_unique<GuardedBuffer>(ops, i.bytes.size(), "input " + i.name,
+                                                 host_resident_input(c, in.size())));
     in.back()->write(i.bytes);
     in_ptrs.push_back(in.back()->payload());
   }
@@ -230,7 +241,8 @@ void run_case(Target& target, const OpCase& c) {
 
   std::vector<std::unique_ptr<GuardedBuffer>> in, out;
   for (const auto& i : c.inputs) {
-    in.push_back(std::make_unique<GuardedBuffer>(ops, i.bytes.size(), "input " + i.name));
+    in.push_back(std::make_unique<GuardedBuffer>(ops, i.bytes.size(), "input " + i.name,
+                                                 host_resident_input(c, in.size())));
     in.back()->write(i.bytes);
   }
   for (const auto& o : c.outputs)
