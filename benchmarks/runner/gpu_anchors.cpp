@@ -1,16 +1,18 @@
 #include "gpu_anchors.h"
 
-#include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <vector>
+
+#include "cublaslt_library.h"
 
 namespace qforge::bench {
 namespace {
 
 // Owns what one measurement allocates, so every early return frees it.
 struct LtResources {
+  const CublasLtLibrary* lt = nullptr;  // set before any cuBLASLt object is created
   cublasLtHandle_t handle = nullptr;
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
@@ -18,12 +20,12 @@ struct LtResources {
   void *a = nullptr, *b = nullptr, *c = nullptr, *workspace = nullptr;
   cudaEvent_t start = nullptr, stop = nullptr;
   ~LtResources() {
-    if (pref) cublasLtMatmulPreferenceDestroy(pref);
-    if (la) cublasLtMatrixLayoutDestroy(la);
-    if (lb) cublasLtMatrixLayoutDestroy(lb);
-    if (lc) cublasLtMatrixLayoutDestroy(lc);
-    if (desc) cublasLtMatmulDescDestroy(desc);
-    if (handle) cublasLtDestroy(handle);
+    if (pref) lt->preference_destroy(pref);
+    if (la) lt->layout_destroy(la);
+    if (lb) lt->layout_destroy(lb);
+    if (lc) lt->layout_destroy(lc);
+    if (desc) lt->desc_destroy(desc);
+    if (handle) lt->destroy(handle);
     for (void* p : {a, b, c, workspace})
       if (p) cudaFree(p);
     if (start) cudaEventDestroy(start);
@@ -75,7 +77,10 @@ std::optional<Anchor> cuda_copy_anchor(double bytes_moved) {
 
 std::optional<Anchor> cublaslt_anchor(std::int64_t m, std::int64_t n, std::int64_t k) {
   if (!cuda_device_present() || m <= 0 || n <= 0 || k <= 0) return std::nullopt;
+  const CublasLtLibrary* lt = cublaslt_library();
+  if (lt == nullptr) return std::nullopt;
   LtResources r;
+  r.lt = lt;
   const std::size_t ws_bytes = std::size_t{64} << 20;
   if (cudaMalloc(&r.a, static_cast<std::size_t>(m * k)) != cudaSuccess ||
       cudaMalloc(&r.b, static_cast<std::size_t>(n * k)) != cudaSuccess ||
@@ -86,28 +91,28 @@ std::optional<Anchor> cublaslt_anchor(std::int64_t m, std::int64_t n, std::int64
   cudaMemset(r.b, 1, static_cast<std::size_t>(n * k));
   // Row-major C = A B^T is column-major C^T = B A^T: cuBLASLt's "TN" int8 case, with B as the
   // first operand (k x n, transposed) and A as the second (k x m).
-  if (cublasLtCreate(&r.handle) != CUBLAS_STATUS_SUCCESS ||
-      cublasLtMatmulDescCreate(&r.desc, CUBLAS_COMPUTE_32I, CUDA_R_32I) != CUBLAS_STATUS_SUCCESS)
+  if (lt->create(&r.handle) != CUBLAS_STATUS_SUCCESS ||
+      lt->desc_create(&r.desc, CUBLAS_COMPUTE_32I, CUDA_R_32I) != CUBLAS_STATUS_SUCCESS)
     return std::nullopt;
   const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
-  cublasLtMatmulDescSetAttribute(r.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a);
-  cublasLtMatmulDescSetAttribute(r.desc, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof trans_b);
-  if (cublasLtMatrixLayoutCreate(&r.la, CUDA_R_8I, k, n, k) != CUBLAS_STATUS_SUCCESS ||
-      cublasLtMatrixLayoutCreate(&r.lb, CUDA_R_8I, k, m, k) != CUBLAS_STATUS_SUCCESS ||
-      cublasLtMatrixLayoutCreate(&r.lc, CUDA_R_32I, n, m, n) != CUBLAS_STATUS_SUCCESS ||
-      cublasLtMatmulPreferenceCreate(&r.pref) != CUBLAS_STATUS_SUCCESS)
+  lt->desc_set_attribute(r.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a);
+  lt->desc_set_attribute(r.desc, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof trans_b);
+  if (lt->layout_create(&r.la, CUDA_R_8I, k, n, k) != CUBLAS_STATUS_SUCCESS ||
+      lt->layout_create(&r.lb, CUDA_R_8I, k, m, k) != CUBLAS_STATUS_SUCCESS ||
+      lt->layout_create(&r.lc, CUDA_R_32I, n, m, n) != CUBLAS_STATUS_SUCCESS ||
+      lt->preference_create(&r.pref) != CUBLAS_STATUS_SUCCESS)
     return std::nullopt;
-  cublasLtMatmulPreferenceSetAttribute(r.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+  lt->preference_set_attribute(r.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
                                        sizeof ws_bytes);
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
-  if (cublasLtMatmulAlgoGetHeuristic(r.handle, r.desc, r.la, r.lb, r.lc, r.lc, r.pref, 1,
+  if (lt->algo_get_heuristic(r.handle, r.desc, r.la, r.lb, r.lc, r.lc, r.pref, 1,
                                      &heuristic, &found) != CUBLAS_STATUS_SUCCESS ||
       found == 0)
     return std::nullopt;
   const std::int32_t alpha = 1, beta = 0;
   auto run = [&] {
-    return cublasLtMatmul(r.handle, r.desc, &alpha, r.b, r.la, r.a, r.lb, &beta, r.c, r.lc, r.c,
+    return lt->matmul(r.handle, r.desc, &alpha, r.b, r.la, r.a, r.lb, &beta, r.c, r.lc, r.c,
                           r.lc, &heuristic.algo, r.workspace, ws_bytes, nullptr);
   };
   if (cudaEventCreate(&r.start) != cudaSuccess || cudaEventCreate(&r.stop) != cudaSuccess)

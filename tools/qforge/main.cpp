@@ -29,6 +29,14 @@ int main(int argc, char** argv) {
   // calls of one layer. OpenBLAS reads it when it loads, which is at the first sgemm
   // (blas/openblas_loader.cpp); a value the user set is kept.
   setenv("OPENBLAS_THREAD_TIMEOUT", "20", /*overwrite=*/0);
+  // The onednn plugin's OpenMP threads (libgomp) spin 300 000 rounds, a fraction of a
+  // millisecond, at the end of every parallel region. When the tuner gives one small op of a
+  // model to onednn (the int8 MLP's last Gemm, say), that spinning runs into the next layers on
+  // cpu_x86's and the executor's threads: on two cores it tripled the CPU time of the int8 MLP.
+  // 10 000 rounds (tens of microseconds) still bridge the regions of one onednn call. libgomp
+  // reads it when the plugin loads it; a wait policy or spin count the user set is kept.
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr)
+    setenv("GOMP_SPINCOUNT", "10000", /*overwrite=*/0);
   CLI::App app{
       "qforge: quantize ONNX models, run and evaluate them, and report what this "
       "machine's plugins can do"};

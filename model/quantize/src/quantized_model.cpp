@@ -177,7 +177,13 @@ bool passes_codes(const Graph& graph, const Node& node) {
 }
 
 // x op c, elementwise, as the float executor's Sub, Div, Add and Mul compute it (float32, x
-// first): `out` may be `in`.
+// first): `out` may be `in`. Cloned for AVX2 (the dynamic linker picks the clone once): the
+// Fashion-MNIST models' normalization divides every input value, and 8-wide divisions take
+// about half the time of the baseline's 4-wide ones; IEEE operations either way, so the values
+// are the same.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
 void apply_step(char op, float c, const float* in, float* out, std::size_t n) {
   switch (op) {
     case '+':
