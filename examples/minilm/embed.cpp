@@ -5,7 +5,7 @@
 //   qforge_minilm_embed --model minilm.onnx --vocab vocab.txt [--input sentences.txt]
 //                       [--output embeddings.npy] [--batch 32] [--max-length 256]
 //                       [--recipe recipe.json [--calibration-sentences calib.txt]
-//                        [--report report.txt]]
+//                        [--report report.txt]] [--profile]
 //   qforge_minilm_embed --vocab vocab.txt --ids [--input sentences.txt] [--max-length 256]
 //
 // --ids only tokenises: each sentence's token ids, [CLS] and [SEP] included, as one line.
@@ -17,7 +17,9 @@
 // calibrated on --calibration-sentences, tokenised by the same WordPiece, in batches of
 // --batch sentences padded to the longest calibration sentence (a remainder that does not fill
 // a batch is left out and counted). --report writes the per-layer SQNR table of the first batch
-// (quantized against float, both run end to end).
+// (quantized against float, both run end to end). --profile prints, at the end, the executor's
+// time per kind of step (ExecutorOptions::profile: op types, quantized layers, fused chains)
+// summed over every batch but each executor's first (its warm-up).
 // Exit status: 0 on success, 1 when a qforge::Error is raised (its message is printed), 2 for
 // bad usage.
 #include <CLI/CLI.hpp>
@@ -61,6 +63,7 @@ struct Options {
   std::string recipe, calibration_sentences, report;
   std::size_t batch = 32, max_length = 256;
   bool ids_only = false;
+  bool profile = false;
 };
 
 std::vector<std::string> read_sentences(const std::string& file) {
@@ -101,11 +104,26 @@ TensorMap make_batch(const qforge::minilm::WordPiece& wp,
   return m;
 }
 
-std::unique_ptr<Executor> make_executor(const Graph& graph, const Shape& shape) {
+std::unique_ptr<Executor> make_executor(const Graph& graph, const Shape& shape,
+                                        bool profile = false) {
   ResolveOptions ro;
   ro.input_shapes["input_ids"] = shape;
   ro.input_shapes["attention_mask"] = shape;
-  return std::make_unique<Executor>(graph, ro);
+  ExecutorOptions eo;
+  eo.profile = profile;
+  return std::make_unique<Executor>(graph, ro, eo);
+}
+
+void print_profile(const Executor& e, const Shape& shape) {
+  const std::vector<StepTime> times = e.profile();
+  double total = 0.0;
+  for (const StepTime& t : times) total += t.seconds;
+  std::fprintf(stderr, "profile of the %s executor (warm-up batch excluded): %.1f ms in steps\n",
+               qforge::to_string(shape).c_str(), total * 1e3);
+  for (const StepTime& t : times)
+    std::fprintf(stderr, "  %-24s %6lld calls %9.2f ms %5.1f%%\n", t.label.c_str(),
+                 static_cast<long long>(t.calls), t.seconds * 1e3,
+                 total > 0.0 ? 100.0 * t.seconds / total : 0.0);
 }
 
 bool has_static_layers(const Graph& graph, const Recipe& recipe) {
@@ -175,6 +193,7 @@ int print_ids(const Options& o) {
 struct ShapeModels {
   std::unique_ptr<Executor> float_model;
   std::unique_ptr<QuantizedModel> quantized;
+  bool warmed_up = false;  // its first batch has run
 };
 
 int run(const Options& o) {
@@ -206,7 +225,7 @@ int run(const Options& o) {
     const TensorMap inputs = make_batch(wp, ids, width);
     auto& models = executors[std::make_pair(shape[0], shape[1])];
     if (!models.float_model) {
-      models.float_model = make_executor(graph, shape);
+      models.float_model = make_executor(graph, shape, o.profile);
       if (recipe) {
         const RecipeResolution res = resolve(*recipe, node_refs(models.float_model->graph()));
         models.quantized = std::make_unique<QuantizedModel>(*models.float_model, *recipe, res,
@@ -225,6 +244,8 @@ int run(const Options& o) {
         models.quantized ? models.quantized->run(inputs) : models.float_model->run(inputs);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     run_seconds += s;
+    if (o.profile && !models.warmed_up) models.float_model->reset_profile();
+    models.warmed_up = true;
     const Tensor& e = out.begin()->second;
     if (e.rank() != 2 || e.shape()[0] != shape[0])
       throw Error(ErrorCode::shape_mismatch, o.model + ": the output is " +
@@ -236,6 +257,9 @@ int run(const Options& o) {
   }
   std::fprintf(stderr, "%zu sentences, %.1f ms in the executor\n", sentences.size(),
                run_seconds * 1e3);
+  if (o.profile)
+    for (const auto& [shape, models] : executors)
+      print_profile(*models.float_model, Shape{shape.first, shape.second});
   const auto n = static_cast<std::int64_t>(sentences.size());
   if (!o.output.empty()) {
     const Tensor t = Tensor::from_values<float>({n, dim}, std::span<const float>(all));
@@ -275,6 +299,8 @@ int main(int argc, char** argv) {
       ->needs(recipe);
   app.add_option("--report", o.report, "write the per-layer SQNR report of the first batch")
       ->needs(recipe);
+  app.add_flag("--profile", o.profile,
+               "print the executor's time per kind of step (warm-up batch excluded)");
   recipe->excludes(ids);
   try {
     app.parse(argc, argv);

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <set>
 #include <string_view>
 
@@ -16,7 +18,22 @@
 
 namespace qforge::model {
 
+struct Executor::Profile {
+  std::mutex mutex;
+  std::map<std::string, StepTime, std::less<>> by_label;
+};
+
 namespace {
+
+std::string_view chain_label(FusedChain::Kind kind) {
+  switch (kind) {
+    case FusedChain::Kind::gelu: return "fused gelu";
+    case FusedChain::Kind::softmax: return "fused softmax";
+    case FusedChain::Kind::layernorm: return "fused layernorm";
+    case FusedChain::Kind::conv: return "fused conv";
+  }
+  return "fused";
+}
 
 // Op types whose kernels write every element of their outputs (read in model/src/ops): their
 // reused outputs need no zero fill. Any other kernel gets zeroed outputs, as a fresh tensor
@@ -136,6 +153,25 @@ Executor::Executor(const Graph& graph, const ResolveOptions& options,
     threads = env && std::atoi(env) > 0 ? std::atoi(env) : default_thread_count();
   }
   if (threads > 1) pool_ = std::make_shared<ThreadPool>(threads);
+  if (executor_options.profile) profile_ = std::make_shared<Profile>();
+}
+
+std::vector<StepTime> Executor::profile() const {
+  std::vector<StepTime> out;
+  if (!profile_) return out;
+  {
+    const std::lock_guard lock(profile_->mutex);
+    for (const auto& [label, t] : profile_->by_label) out.push_back(t);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const StepTime& a, const StepTime& b) { return a.seconds > b.seconds; });
+  return out;
+}
+
+void Executor::reset_profile() const {
+  if (!profile_) return;
+  const std::lock_guard lock(profile_->mutex);
+  profile_->by_label.clear();
 }
 
 void Executor::plan_in_place_relus() {
@@ -316,6 +352,16 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
   }
 
   if (!arena_.base) allocate_arena();
+  // Step times of this run, merged into profile_ once at its end (runs may be concurrent).
+  std::map<std::string, StepTime, std::less<>> times;
+  auto record = [&](std::string label, std::chrono::steady_clock::time_point started) {
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    StepTime& t = times[label];
+    if (t.label.empty()) t.label = std::move(label);
+    ++t.calls;
+    t.seconds += s;
+  };
   const ops::ScopedPool pool(pool_.get());
   TensorMap result;
   std::vector<const Tensor*> args;
@@ -357,9 +403,14 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
         env[o] = &t;
       }
     }
+    const auto started = profile_ ? std::chrono::steady_clock::now()
+                                  : std::chrono::steady_clock::time_point{};
     if (ask_hook) {
       // Replaced: the rest of the chain runs node by node this time. Watched: fused, as planned.
-      if (hook(i, args, outs)) fused[static_cast<std::size_t>(step.chain)] = 0;
+      const bool replaced = hook(i, args, outs);
+      if (replaced) fused[static_cast<std::size_t>(step.chain)] = 0;
+      // A watching hook's time goes to nothing: the chain's own step follows.
+      if (profile_ && replaced) record(graph_.nodes[i].op_type + " (hook)", started);
       continue;
     }
     if (in_fused_chain) {
@@ -369,12 +420,25 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
         if (const std::ptrdiff_t v = fusions_->operands[c][r]; v >= 0)
           operands[r] = env[static_cast<std::size_t>(v)];
       run_fused_chain(fusions_->chains[c], operands, *outs[0]);
-    } else if ((!hook || !hook(i, args, outs)) && !step.view) {
+      if (profile_) record(std::string(chain_label(chain->kind)), started);
+    } else if (hook && hook(i, args, outs)) {
+      if (profile_) record(graph_.nodes[i].op_type + " (hook)", started);
+    } else if (!step.view) {
       step.kernel->run(graph_.nodes[i], args, outs);
+      if (profile_) record(graph_.nodes[i].op_type, started);
     }
     for (const auto& [v, name] : keep_after[i]) result.insert_or_assign(*name, *env[v]);
   }
 
+  if (profile_) {
+    const std::lock_guard lock(profile_->mutex);
+    for (const auto& [label, t] : times) {
+      StepTime& total = profile_->by_label[label];
+      total.label = label;
+      total.calls += t.calls;
+      total.seconds += t.seconds;
+    }
+  }
   for (const ValueInfo& v : graph_.outputs)
     result.insert_or_assign(v.name, *env[value_index_.at(v.name)]);
   // Kept graph inputs and initializers: never overwritten.

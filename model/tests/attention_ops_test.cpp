@@ -289,9 +289,10 @@ TEST(AttentionOps, ReductionsMatchPlainLoops) {
   const Shape s{pick(g, 1, 6), pick(g, 1, 30), pick(g, 1, 50)};
   const Tensor x = test::random_tensor(g, s);
   const auto xv = x.values<float>();
-  // Trailing axes (LayerNormalization's ReduceMean), a middle axis (pooling), all axes.
-  for (const std::vector<std::int64_t>& axes :
-       std::vector<std::vector<std::int64_t>>{{-1}, {1, 2}, {1}, {0, 1, 2}}) {
+  // Trailing axes (LayerNormalization's ReduceMean), a middle axis (pooling), leading blocks,
+  // two blocks apart (the scattering walk), all axes.
+  for (const std::vector<std::int64_t>& axes : std::vector<std::vector<std::int64_t>>{
+           {-1}, {1, 2}, {1}, {0}, {0, 1}, {0, 2}, {0, 1, 2}}) {
     for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}) {
       SCOPED_TRACE(std::string(op) + " over " + qforge::to_string(Shape(axes.begin(), axes.end())) +
                    " of " + qforge::to_string(s));
@@ -307,8 +308,11 @@ TEST(AttentionOps, ReductionsMatchPlainLoops) {
                                                                             : is_min ? 1e30
                                                                                      : 0.0);
       std::vector<int> count(want.size(), 0);
+      // A sum folds in input order in float: every path must give exactly these bits.
+      std::vector<float> in_order(want.size(), 0.0f);
       for (std::int64_t i = 0; i < element_count(s); ++i) {
         const auto o = static_cast<std::size_t>(broadcast_index(s, os, i));
+        in_order[o] += xv[static_cast<std::size_t>(i)];
         const double v = xv[static_cast<std::size_t>(i)];
         want[o] = is_max ? std::max(want[o], v) : is_min ? std::min(want[o], v) : want[o] + v;
         ++count[o];
@@ -318,6 +322,7 @@ TEST(AttentionOps, ReductionsMatchPlainLoops) {
         const double w = o_ == "ReduceMean" ? want[o] / count[o] : want[o];
         // Max and min are exact; sums are folded in float.
         ASSERT_NEAR(yv[o], w, is_max || is_min ? 0.0 : 1e-5 * (1.0 + std::abs(w))) << o;
+        if (o_ == "ReduceSum") ASSERT_EQ(yv[o], in_order[o]) << o << ": not in input order";
       }
     }
   }

@@ -3,13 +3,16 @@
 // kernels that rely on it), returned and kept tensors are copies that later runs leave alone, a
 // Relu runs in place where no other node reads its input (a kept input is copied before), and a
 // copied Executor runs on its own arena, Reshape-like nodes are views of a sole input, and retyped
-// outputs carry int8 codes through MaxPool. memory_plan_test.cpp checks the sharing of the arena.
+// outputs carry int8 codes through MaxPool, and the profile times every step that runs.
+// memory_plan_test.cpp checks the sharing of the arena.
 #include "qforge/model/executor.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <string>
 
 #include "onnx_builder.h"
 #include "qforge/error.h"
@@ -224,6 +227,74 @@ TEST(Executor, RetypedOutputsCarryInt8CodesThroughMaxPool) {
   const auto y = got.at("y").values<float>(), w = want.at("y").values<float>();
   ASSERT_EQ(y.size(), w.size());
   EXPECT_EQ(0, std::memcmp(y.data(), w.data(), y.size() * sizeof(float)));
+}
+
+// ExecutorOptions::profile: every step that runs is timed under its label, once per run (fused
+// chains under their kind, nodes a hook computed marked, views and a chain's inner nodes not at
+// all); profiling changes no output; reset_profile empties it; without the option it is empty.
+std::map<std::string, StepTime> profile_by_label(const Executor& e) {
+  std::map<std::string, StepTime> out;
+  const std::vector<StepTime> times = e.profile();
+  for (std::size_t i = 0; i < times.size(); ++i) {
+    EXPECT_GE(times[i].seconds, 0.0) << times[i].label;
+    if (i > 0) EXPECT_GE(times[i - 1].seconds, times[i].seconds) << "not longest first";
+    out[times[i].label] = times[i];
+  }
+  return out;
+}
+
+TEST(Executor, ProfileTimesEveryStepThatRunsUnderItsLabel) {
+  SCOPED_TRACE(test::seed_text());
+  auto g = test::rng(41);
+  const Graph graph = small_net(g);
+  const TensorMap in = {{"x", test::random_tensor(g, {2, 3, 6, 6})}};
+  ExecutorOptions on;
+  on.profile = true;
+  const Executor profiled(graph, {}, on);
+  EXPECT_TRUE(profiled.profile().empty());
+  EXPECT_TRUE(same_bytes(profiled.run(in).at("y"), Executor(graph).run(in).at("y")));
+  // The hook computes the Neg (and only it): its step is labelled as the hook's.
+  const NodeHook neg_hook = [&](std::size_t node, std::span<const Tensor* const> ins,
+                                std::span<Tensor* const> outs) {
+    if (profiled.graph().nodes[node].op_type != "Neg") return false;
+    const auto x = ins[0]->values<float>();
+    auto y = outs[0]->values<float>();
+    for (std::size_t i = 0; i < x.size(); ++i) y[i] = -x[i];
+    return true;
+  };
+  EXPECT_TRUE(same_bytes(profiled.run(in, {}, neg_hook).at("y"), Executor(graph).run(in).at("y")));
+  const auto times = profile_by_label(profiled);
+  const std::map<std::string, std::int64_t> want = {{"fused conv", 2}, {"Neg", 1},
+                                                    {"Neg (hook)", 1}, {"Concat", 2},
+                                                    {"Pad", 2},        {"Gemm", 2},
+                                                    {"Softmax", 2}};
+  EXPECT_EQ(times.size(), want.size());
+  for (const auto& [label, calls] : want) {
+    ASSERT_TRUE(times.count(label)) << label << " was not timed";
+    EXPECT_EQ(times.at(label).calls, calls) << label;
+  }
+  // Copies share the times.
+  const Executor copy = profiled;
+  copy.run(in);
+  EXPECT_EQ(profile_by_label(profiled).at("Gemm").calls, 3);
+  profiled.reset_profile();
+  EXPECT_TRUE(profiled.profile().empty());
+
+  // Unfused, the chain's nodes are timed one by one; the Flatten of a sole input is a view.
+  on.fuse = false;
+  const Executor unfused(graph, {}, on);
+  unfused.run(in);
+  const auto node_times = profile_by_label(unfused);
+  for (const char* op : {"Conv", "Relu", "MaxPool"}) {
+    ASSERT_TRUE(node_times.count(op)) << op << " was not timed";
+    EXPECT_EQ(node_times.at(op).calls, 1) << op;
+  }
+  EXPECT_FALSE(node_times.count("Flatten"));
+  EXPECT_FALSE(node_times.count("fused conv"));
+
+  const Executor plain(graph);
+  plain.run(in);
+  EXPECT_TRUE(plain.profile().empty());
 }
 
 }  // namespace

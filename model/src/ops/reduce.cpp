@@ -63,8 +63,11 @@ inline float fold(float acc, float v) {
 
 // Values are folded into the output in input order; each output element's running state lives
 // in the output buffer. Reducing a trailing block of axes (LayerNormalization's ReduceMean over
-// the last axis) folds each row on its own, split across the pool; any other set of axes walks
-// the input once, scattering into the outputs.
+// the last axis) folds each row on its own, split across the pool. One block of axes with kept
+// axes after it (mean pooling's sum over the tokens of [batch, tokens, hidden]) folds whole
+// inner rows into the output row, split across the pool by outer index: the same order per
+// output element as the walk below, in contiguous vectorisable loops. Any other set of axes
+// walks the input once, scattering into the outputs.
 // Not inlined: inlined twice into run_reduce, GCC 12 warns falsely (-Wfree-nonheap-object) about
 // the index vectors.
 template <Fold F>
@@ -84,6 +87,29 @@ template <Fold F>
                      float acc = y[static_cast<std::size_t>(r)];
                      for (std::int64_t j = 0; j < cols; ++j) acc = fold<F>(acc, xr[j]);
                      y[static_cast<std::size_t>(r)] = acc;
+                   }
+                 });
+    return;
+  }
+  // Here some axis before `first` is reduced (else the rows above ran).
+  std::int64_t block = 0;  // the first reduced axis; [block, end) is reduced
+  while (!mask[static_cast<std::size_t>(block)]) ++block;
+  std::int64_t end = block;
+  while (end < rank && mask[static_cast<std::size_t>(end)]) ++end;
+  if (std::none_of(mask.begin() + end, mask.end(), [](bool b) { return b; })) {
+    std::int64_t outer = 1, reduced = 1, inner = 1;
+    for (std::int64_t d = 0; d < block; ++d) outer *= x[static_cast<std::size_t>(d)];
+    for (std::int64_t d = block; d < end; ++d) reduced *= x[static_cast<std::size_t>(d)];
+    for (std::int64_t d = end; d < rank; ++d) inner *= x[static_cast<std::size_t>(d)];
+    const std::int64_t per_outer = std::max<std::int64_t>(reduced * inner, 1);
+    parallel_for(outer, std::max<std::int64_t>(1, kElementGrain / per_outer),
+                 [&](std::int64_t begin, std::int64_t stop) {
+                   for (std::int64_t o = begin; o < stop; ++o) {
+                     float* yr = y.data() + o * inner;
+                     for (std::int64_t r = 0; r < reduced; ++r) {
+                       const float* xr = xv + (o * reduced + r) * inner;
+                       for (std::int64_t j = 0; j < inner; ++j) yr[j] = fold<F>(yr[j], xr[j]);
+                     }
                    }
                  });
     return;

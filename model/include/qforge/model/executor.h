@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -68,6 +69,19 @@ struct ExecutorOptions {
   // called for it first, and when it returns true (it computed the Conv) the rest of that chain
   // runs node by node, each node offered to the hook as usual.
   bool fuse = true;
+  // Time every step of every run (Executor::profile): where a model's time goes on a machine
+  // without a sampling profiler. Off, a run pays one branch per step.
+  bool profile = false;
+};
+
+// Wall time of one kind of step, summed over runs (ExecutorOptions::profile). The label is the
+// node's op type; "<op> (hook)" when a hook computed the node (a quantized layer: its
+// quantization, GEMM and dequantization together); "fused <kind>" for a chain run as one kernel
+// (fusion.h: gelu, softmax, layernorm, conv).
+struct StepTime {
+  std::string label;
+  std::int64_t calls = 0;
+  double seconds = 0.0;
 };
 
 class QFORGE_MODEL_API Executor {
@@ -101,6 +115,11 @@ class QFORGE_MODEL_API Executor {
   // those of graph().nodes).
   TensorMap run(const TensorMap& inputs, const std::vector<std::string>& keep,
                 const NodeHook& hook) const;
+
+  // With ExecutorOptions::profile: the step times summed over every run since construction or
+  // the last reset_profile, longest first (copies of the Executor share them); empty otherwise.
+  std::vector<StepTime> profile() const;
+  void reset_profile() const;
 
  private:
   // One node as run() walks it: tensors by index into the value table.
@@ -158,6 +177,9 @@ class QFORGE_MODEL_API Executor {
   std::shared_ptr<ThreadPool> pool_;
   // The chains run as one kernel, with their operands' value indices; null when none.
   std::shared_ptr<const ExecutorFusions> fusions_;
+  // The step times (ExecutorOptions::profile), shared by copies; null when off.
+  struct Profile;
+  std::shared_ptr<Profile> profile_;
 };
 
 // Op types the executor runs, sorted, each with the ONNX schema versions it implements.
