@@ -146,6 +146,7 @@ py::object layer_dict(const std::optional<mdl::LayerQuantization>& q) {
     w["granularity"] = q->weights->granularity;
     w["axis"] = q->weights->axis;
     w["block_size"] = q->weights->block_size;
+    w["observer"] = std::string(calibration::to_string(q->weights->observer));
     d["weights"] = w;
   } else {
     d["weights"] = py::none();

@@ -4,6 +4,7 @@
 
 #include "qforge/dtype.h"
 #include "qforge/error.h"
+#include "qforge/model/weight_range.h"
 #include "qforge/reference.h"
 
 namespace qforge::model::quantize {
@@ -12,6 +13,13 @@ namespace {
 // Element (row r, column c) of a row-major matrix with `cols` columns.
 float at(std::span<const float> w, std::int64_t cols, std::int64_t r, std::int64_t c) {
   return w[static_cast<std::size_t>(r * cols + c)];
+}
+
+// The range of one group of weights (the tensor, a channel or a block) as the rule's observer
+// chooses it.
+WeightRange group_range(const WeightQuantization& rule, std::span<const float> group) {
+  return rule.observer == calibration::Method::mse ? mse_range(rule.dtype, rule.mapping, group)
+                                                   : minmax_range(group);
 }
 
 }  // namespace
@@ -26,9 +34,9 @@ QuantizedWeight quantize_weight(const Node& node, const WeightQuantization& rule
   scheme.granularity = rule.granularity;
   switch (rule.granularity) {
     case Granularity::per_tensor: {
-      const auto [mn, mx] = std::minmax_element(data.begin(), data.end());
-      lo = {data.empty() ? 0.0f : *mn};
-      hi = {data.empty() ? 0.0f : *mx};
+      const WeightRange r = group_range(rule, data);
+      lo = {r.lo};
+      hi = {r.hi};
       break;
     }
     case Granularity::per_channel: {
@@ -43,17 +51,14 @@ QuantizedWeight quantize_weight(const Node& node, const WeightQuantization& rule
                           " of this weight (leave the axis unset)");
       }
       scheme.axis = n_axis;
-      lo.assign(static_cast<std::size_t>(n), 0.0f);
-      hi.assign(static_cast<std::size_t>(n), 0.0f);
+      std::vector<float> channel(static_cast<std::size_t>(k));
       for (std::int64_t c = 0; c < n; ++c) {
-        float l = 0.0f, h = 0.0f;
-        for (std::int64_t r = 0; r < k; ++r) {
-          const float v = layout == MatrixLayout::kn ? at(data, n, r, c) : at(data, k, c, r);
-          l = std::min(l, v);
-          h = std::max(h, v);
-        }
-        lo[static_cast<std::size_t>(c)] = l;
-        hi[static_cast<std::size_t>(c)] = h;
+        for (std::int64_t r = 0; r < k; ++r)
+          channel[static_cast<std::size_t>(r)] =
+              layout == MatrixLayout::kn ? at(data, n, r, c) : at(data, k, c, r);
+        const WeightRange range = group_range(rule, channel);
+        lo.push_back(range.lo);
+        hi.push_back(range.hi);
       }
       break;
     }
@@ -70,14 +75,13 @@ QuantizedWeight quantize_weight(const Node& node, const WeightQuantization& rule
       const std::int64_t blocks = (k + rule.block_size - 1) / rule.block_size;
       for (std::int64_t row = 0; row < n; ++row)
         for (std::int64_t b = 0; b < blocks; ++b) {
-          float l = 0.0f, h = 0.0f;
-          for (std::int64_t i = b * rule.block_size; i < std::min(k, (b + 1) * rule.block_size);
-               ++i) {
-            l = std::min(l, at(data, k, row, i));
-            h = std::max(h, at(data, k, row, i));
-          }
-          lo.push_back(l);
-          hi.push_back(h);
+          const std::int64_t begin = row * k + b * rule.block_size;
+          const std::int64_t end = row * k + std::min(k, (b + 1) * rule.block_size);
+          const WeightRange range = group_range(
+              rule, std::span<const float>(data).subspan(static_cast<std::size_t>(begin),
+                                                         static_cast<std::size_t>(end - begin)));
+          lo.push_back(range.lo);
+          hi.push_back(range.hi);
         }
       break;
     }

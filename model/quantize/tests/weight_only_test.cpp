@@ -24,6 +24,12 @@ LayerQuantization weight_only(DType t, Granularity g, Mapping m = Mapping::affin
   return layer;
 }
 
+// The same layer with each weight group's range searched (qforge/model/weight_range.h).
+LayerQuantization with_mse_observer(LayerQuantization layer) {
+  layer.weights->observer = calibration::Method::mse;
+  return layer;
+}
+
 // NMSE of `got` against `want` (docs/NUMERICS.md's bound for matmul_weight_only is 1e-10).
 double nmse(std::span<const float> want, std::span<const float> got) {
   double num = 0, den = 0;
@@ -75,7 +81,10 @@ TEST_P(WeightOnlyOnCpuPlugin, LayersMeetTheReferenceAndStayCloseToFloat) {
       {weight_only(DType::int4, Granularity::block), 15.0},
       {weight_only(DType::int8, Granularity::block, Mapping::affine), 30.0},
       {weight_only(DType::int4, Granularity::block, Mapping::symmetric), 12.0},
-      {weight_only(DType::int8, Granularity::per_channel, Mapping::symmetric), 30.0}};
+      {weight_only(DType::int8, Granularity::per_channel, Mapping::symmetric), 30.0},
+      {with_mse_observer(weight_only(DType::int4, Granularity::block)), 15.0},
+      {with_mse_observer(weight_only(DType::int4, Granularity::block, Mapping::symmetric)), 12.0},
+      {with_mse_observer(weight_only(DType::int8, Granularity::per_channel)), 30.0}};
   for (bool gemm : {true, false}) {
     const Graph graph = gemm ? gemm_mlp(g, {}, /*trans_b=*/true) : matmul_mlp(g, {});
     for (const Case& c : cases) {

@@ -16,6 +16,8 @@ inline constexpr std::array kActivationDTypes = {DType::int8, DType::uint8, DTyp
 inline constexpr std::array kMappings = {Mapping::symmetric, Mapping::affine};
 inline constexpr std::array kGranularities = {Granularity::per_tensor, Granularity::per_channel,
                                               Granularity::block};
+inline constexpr std::array kWeightObservers = {calibration::Method::minmax,
+                                                calibration::Method::mse};
 inline constexpr std::array kActivationModes = {
     ActivationMode::static_range, ActivationMode::dynamic, ActivationMode::explicit_params};
 inline constexpr std::array kRequantModes = {RequantMode::float_multiplier,

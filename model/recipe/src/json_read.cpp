@@ -99,7 +99,7 @@ T get_enum(const json& v, const FieldPath& where, const char* what,
 
 WeightQuantization read_weights(const json& j, const FieldPath& where) {
   require_object(j, where);
-  check_fields(j, where, {"dtype", "mapping", "granularity", "axis", "block_size"});
+  check_fields(j, where, {"dtype", "mapping", "granularity", "axis", "block_size", "observer"});
   WeightQuantization w;
   if (const json* v = find(j, "dtype"))
     w.dtype = get_enum(*v, where / "dtype", "dtype", detail::kWeightDTypes, parse_dtype);
@@ -123,6 +123,13 @@ WeightQuantization read_weights(const json& j, const FieldPath& where) {
     w.block_size = get_int(*v, where / "block_size", std::numeric_limits<std::int64_t>::min(),
                            std::numeric_limits<std::int64_t>::max());
   }
+  if (const json* v = find(j, "observer"))
+    w.observer = get_enum(*v, where / "observer", "weight observer", detail::kWeightObservers,
+                          [](std::string_view s) -> std::optional<calibration::Method> {
+                            const auto m = calibration::parse_method(s);
+                            if (m && detail::contains(detail::kWeightObservers, *m)) return m;
+                            return std::nullopt;
+                          });
   return w;
 }
 

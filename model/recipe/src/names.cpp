@@ -73,6 +73,8 @@ std::string describe(const std::optional<LayerQuantization>& q) {
     if (w.granularity == Granularity::per_channel)
       out += w.axis ? "(axis " + std::to_string(*w.axis) + ")" : "(output channel)";
     if (w.granularity == Granularity::block) out += "(" + std::to_string(w.block_size) + ")";
+    if (w.observer != calibration::Method::minmax)
+      out += " " + std::string(calibration::to_string(w.observer)) + "-range";
   } else {
     out += "weights float";
   }

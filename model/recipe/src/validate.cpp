@@ -28,6 +28,10 @@ void validate_weights(const WeightQuantization& w, const FieldPath& where) {
   if (!contains(kGranularities, w.granularity))
     (where / "granularity")
         .fail("unknown granularity value; expected one of " + join_names(kGranularities));
+  if (!contains(kWeightObservers, w.observer))
+    (where / "observer")
+        .fail("weight observer " + std::string(calibration::to_string(w.observer)) +
+              " is not supported; expected one of " + join_names(kWeightObservers));
   if (w.axis && w.granularity != Granularity::per_channel)
     (where / "axis")
         .fail("an axis applies only to granularity per_channel; this one is " +

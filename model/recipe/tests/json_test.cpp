@@ -35,7 +35,8 @@ TEST(RecipeJson, ReadsEveryField) {
                                        "percentile_interpolate": false}},
        "requantization": "fixed_point"},
       {"match": {"op_types": ["MatMul"]},
-       "weights": {"dtype": "int4", "mapping": "affine", "granularity": "block", "block_size": 128}},
+       "weights": {"dtype": "int4", "mapping": "affine", "granularity": "block", "block_size": 128,
+                   "observer": "mse"}},
       {"match": {"op_types": ["Add"]},
        "activations": {"mode": "explicit", "dtype": "uint8", "scale": 0.05, "zero_point": 3}}
     ]})");
@@ -68,6 +69,8 @@ TEST(RecipeJson, ReadsEveryField) {
   EXPECT_EQ(llm.weights->dtype, DType::int4);
   EXPECT_EQ(llm.weights->mapping, Mapping::affine);
   EXPECT_EQ(llm.weights->block_size, 128);
+  EXPECT_EQ(llm.weights->observer, calibration::Method::mse);
+  EXPECT_EQ(head.quantize->weights->observer, calibration::Method::minmax);  // the default
 
   EXPECT_EQ(r.rules[3].quantize->activations,
             ActivationQuantization::explicit_affine(DType::uint8, 0.05f, 3));
@@ -129,6 +132,10 @@ TEST(RecipeJson, ErrorsNameTheRuleAndTheField) {
       with_rule(
           R"({"match": {"op_types": ["Conv"]}, "weights": {"granularity": "block", "block_size": 32.0}})"),
       {"rules[0].weights.block_size: the number 32.0; expected an integer"});
+  expect_json_error(
+      with_rule(R"({"match": {"op_types": ["Conv"]}, "weights": {"observer": "entropy"}})"),
+      {"rules[0].weights.observer: unknown weight observer 'entropy'; expected one of minmax, "
+       "mse"});
   expect_json_error(
       with_rule(R"({"match": {"op_types": ["Conv"]}, "weights": {"granularity": "row"}})"),
       {"rules[0].weights.granularity: unknown granularity 'row'; expected one of "
@@ -309,6 +316,7 @@ Recipe random_recipe(std::mt19937_64& gen) {
     if (w.granularity == Granularity::per_channel && gen() % 2)
       w.axis = static_cast<int>(gen() % 5) - 2;
     if (w.granularity == Granularity::block) w.block_size = std::int64_t{1} << (1 + gen() % 16);
+    w.observer = pick(calibration::Method::minmax, calibration::Method::mse);
     return w;
   };
   auto activations = [&] {

@@ -70,6 +70,13 @@ TEST(RecipeValidate, WeightSettings) {
                        "; expected a power of two from 2 to 65536"});
   }
   l = {};
+  l.weights->observer = calibration::Method::entropy;
+  expect_invalid(l, {"rules[0].weights.observer: weight observer entropy is not supported; "
+                     "expected one of minmax, mse"});
+  l = {};
+  l.weights->observer = calibration::Method::mse;
+  EXPECT_NO_THROW(validate(with_rule(l)));
+  l = {};
   l.weights->block_size = 64;  // per_channel
   expect_invalid(l,
                  {"rules[0].weights.block_size: a block size applies only to granularity block"});

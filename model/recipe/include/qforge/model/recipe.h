@@ -59,6 +59,11 @@ struct WeightQuantization {
   // block only: consecutive elements sharing a scale, a power of two in [2, 65536]. Blocks run
   // along the reduction (input) dimension of the weight.
   std::int64_t block_size = kDefaultBlockSize;
+  // How each group's range (the tensor, a channel or a block) is chosen: minmax, its plain
+  // min/max; or mse, the clipped range of least squared round-trip error on the group's own
+  // values (qforge/model/weight_range.h). Only these two of calibration's methods apply here:
+  // the others read a histogram of many batches, a weight group is a few exact values.
+  calibration::Method observer = calibration::Method::minmax;
 
   friend bool operator==(const WeightQuantization&, const WeightQuantization&) = default;
 };
