@@ -79,7 +79,8 @@ QuantizationParams random_params(Rng& rng, DType t, Granularity g, bool symmetri
 }
 
 bool kernel_runnable(const QuantizationOps& ops, const std::string& kernel, std::string* why) {
-  const auto& p = ops.devices().at(0).properties;
+  // devices() returns by value: keep the properties, not a reference into the temporary.
+  const auto p = ops.devices().at(0).properties;
   const std::string kernels = p.count("kernels") ? p.at("kernels") : "";
   std::size_t start = 0;
   while (start <= kernels.size()) {
