@@ -22,12 +22,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <random>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <oneapi/dnnl/dnnl.hpp>
 
 #include "timing.h"
 
@@ -66,8 +65,8 @@ Result run_variant(const dnnl::engine& engine, dnnl::stream& stream, const Layer
   const std::int64_t pad = l.k / 2;
   const dnnl::memory::dims src_dims{l.n, l.c, l.hw, l.hw}, dst_dims{l.n, l.o, l.hw, l.hw};
   const dnnl::memory::desc src_user(src_dims, dt::u8, tag::nhwc);
-  const dnnl::memory::desc src_md = v.any_layout ? dnnl::memory::desc(src_dims, dt::u8, tag::any)
-                                                 : src_user;
+  const dnnl::memory::desc src_md =
+      v.any_layout ? dnnl::memory::desc(src_dims, dt::u8, tag::any) : src_user;
   const dnnl::memory::desc dst_md(dst_dims, v.dst_type, v.any_layout ? tag::any : tag::nhwc);
   const dnnl::memory::desc w_md(weight_dims(l), dt::s8, tag::any);
   const dnnl::memory::desc bias_md({l.o}, dt::s32, tag::x);
@@ -89,19 +88,20 @@ Result run_variant(const dnnl::engine& engine, dnnl::stream& stream, const Layer
     }
   }
   const auto desc =
-      v.requant ? dnnl::convolution_forward::desc(
-                      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                      src_md, w_md, bias_md, dst_md, {1, 1}, {pad, pad}, {pad, pad})
-                : dnnl::convolution_forward::desc(
-                      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                      src_md, w_md, dst_md, {1, 1}, {pad, pad}, {pad, pad});
+      v.requant ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                  dnnl::algorithm::convolution_direct, src_md, w_md,
+                                                  bias_md, dst_md, {1, 1}, {pad, pad}, {pad, pad})
+                : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                  dnnl::algorithm::convolution_direct, src_md, w_md,
+                                                  dst_md, {1, 1}, {pad, pad}, {pad, pad});
   const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
   const dnnl::convolution_forward conv(pd);
 
   // Operands, prepared once: user data in NHWC / (g)oihw, reordered to the primitive's layouts.
   dnnl::memory src_u(src_user, engine);
   auto* xs = static_cast<std::uint8_t*>(src_u.get_data_handle());
-  for (std::size_t i = 0; i < src_user.get_size(); ++i) xs[i] = static_cast<std::uint8_t>(byte(rng));
+  for (std::size_t i = 0; i < src_user.get_size(); ++i)
+    xs[i] = static_cast<std::uint8_t>(byte(rng));
   dnnl::memory w_u({weight_dims(l), dt::s8, l.groups == 1 ? tag::oihw : tag::goihw}, engine);
   auto* ws = static_cast<std::int8_t*>(w_u.get_data_handle());
   for (std::size_t i = 0; i < w_u.get_desc().get_size(); ++i)
@@ -123,7 +123,8 @@ Result run_variant(const dnnl::engine& engine, dnnl::stream& stream, const Layer
       {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
   if (v.src_zero_point) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zx_m);
   if (v.requant) args.emplace(DNNL_ARG_BIAS, b);
-  if (v.requant && v.dst_type == dt::u8) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, zy_m);
+  if (v.requant && v.dst_type == dt::u8)
+    args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, zy_m);
 
   const auto t = measure(
       [&](int) {
@@ -157,10 +158,14 @@ int main(int argc, char** argv) {
   // The layers of qforge_bench_cpu_gemm --only conv (benchmarks/suites/suites.cpp), all NHWC
   // here, padded to keep H and W, stride 1.
   const Layer layers[] = {
-      {"quick 3x3", 1, 32, 28, 32, 3, 1},           {"quick 1x1", 1, 64, 28, 64, 1, 1},
-      {"quick depthwise 3x3", 1, 64, 28, 64, 3, 64}, {"ResNet-50 3x3", 1, 64, 56, 64, 3, 1},
-      {"ResNet-50 3x3", 32, 64, 56, 64, 3, 1},       {"ResNet-50 1x1", 1, 256, 56, 64, 1, 1},
-      {"ResNet-50 1x1", 32, 256, 56, 64, 1, 1},      {"MobileNet depthwise 3x3", 1, 144, 56, 144, 3, 144},
+      {"quick 3x3", 1, 32, 28, 32, 3, 1},
+      {"quick 1x1", 1, 64, 28, 64, 1, 1},
+      {"quick depthwise 3x3", 1, 64, 28, 64, 3, 64},
+      {"ResNet-50 3x3", 1, 64, 56, 64, 3, 1},
+      {"ResNet-50 3x3", 32, 64, 56, 64, 3, 1},
+      {"ResNet-50 1x1", 1, 256, 56, 64, 1, 1},
+      {"ResNet-50 1x1", 32, 256, 56, 64, 1, 1},
+      {"MobileNet depthwise 3x3", 1, 144, 56, 144, 3, 144},
   };
   const Variant variants[] = {{"s32 nhwc", dt::s32, false, false},
                               {"s32 any", dt::s32, true, false},
@@ -168,8 +173,8 @@ int main(int argc, char** argv) {
                               {"f32 nhwc", dt::f32, false, true},
                               {"s32 no zp", dt::s32, false, false, false}};
   const dnnl::version_t* ver = dnnl::version();
-  std::printf("oneDNN %d.%d.%d (%s), OpenMP threads %d, min time %.2f s\n", ver->major,
-              ver->minor, ver->patch, ver->hash, omp_get_max_threads(), min_time_s);
+  std::printf("oneDNN %d.%d.%d (%s), OpenMP threads %d, min time %.2f s\n", ver->major, ver->minor,
+              ver->patch, ver->hash, omp_get_max_threads(), min_time_s);
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(engine);
   std::mt19937 rng(15);

@@ -16,19 +16,19 @@ const CublasLtLibrary* open_library() {
   void* library = dlopen(QFORGE_BENCH_CUBLASLT_SONAME, RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) return nullptr;
   static CublasLtLibrary lt;
-  const bool all = resolve(library, "cublasLtCreate", lt.create) &&
-                   resolve(library, "cublasLtDestroy", lt.destroy) &&
-                   resolve(library, "cublasLtMatmul", lt.matmul) &&
-                   resolve(library, "cublasLtMatmulAlgoGetHeuristic", lt.algo_get_heuristic) &&
-                   resolve(library, "cublasLtMatmulDescCreate", lt.desc_create) &&
-                   resolve(library, "cublasLtMatmulDescDestroy", lt.desc_destroy) &&
-                   resolve(library, "cublasLtMatmulDescSetAttribute", lt.desc_set_attribute) &&
-                   resolve(library, "cublasLtMatmulPreferenceCreate", lt.preference_create) &&
-                   resolve(library, "cublasLtMatmulPreferenceDestroy", lt.preference_destroy) &&
-                   resolve(library, "cublasLtMatmulPreferenceSetAttribute",
-                           lt.preference_set_attribute) &&
-                   resolve(library, "cublasLtMatrixLayoutCreate", lt.layout_create) &&
-                   resolve(library, "cublasLtMatrixLayoutDestroy", lt.layout_destroy);
+  const bool all =
+      resolve(library, "cublasLtCreate", lt.create) &&
+      resolve(library, "cublasLtDestroy", lt.destroy) &&
+      resolve(library, "cublasLtMatmul", lt.matmul) &&
+      resolve(library, "cublasLtMatmulAlgoGetHeuristic", lt.algo_get_heuristic) &&
+      resolve(library, "cublasLtMatmulDescCreate", lt.desc_create) &&
+      resolve(library, "cublasLtMatmulDescDestroy", lt.desc_destroy) &&
+      resolve(library, "cublasLtMatmulDescSetAttribute", lt.desc_set_attribute) &&
+      resolve(library, "cublasLtMatmulPreferenceCreate", lt.preference_create) &&
+      resolve(library, "cublasLtMatmulPreferenceDestroy", lt.preference_destroy) &&
+      resolve(library, "cublasLtMatmulPreferenceSetAttribute", lt.preference_set_attribute) &&
+      resolve(library, "cublasLtMatrixLayoutCreate", lt.layout_create) &&
+      resolve(library, "cublasLtMatrixLayoutDestroy", lt.layout_destroy);
   return all ? &lt : nullptr;
 }
 

@@ -103,17 +103,17 @@ std::optional<Anchor> cublaslt_anchor(std::int64_t m, std::int64_t n, std::int64
       lt->preference_create(&r.pref) != CUBLAS_STATUS_SUCCESS)
     return std::nullopt;
   lt->preference_set_attribute(r.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
-                                       sizeof ws_bytes);
+                               sizeof ws_bytes);
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
-  if (lt->algo_get_heuristic(r.handle, r.desc, r.la, r.lb, r.lc, r.lc, r.pref, 1,
-                                     &heuristic, &found) != CUBLAS_STATUS_SUCCESS ||
+  if (lt->algo_get_heuristic(r.handle, r.desc, r.la, r.lb, r.lc, r.lc, r.pref, 1, &heuristic,
+                             &found) != CUBLAS_STATUS_SUCCESS ||
       found == 0)
     return std::nullopt;
   const std::int32_t alpha = 1, beta = 0;
   auto run = [&] {
-    return lt->matmul(r.handle, r.desc, &alpha, r.b, r.la, r.a, r.lb, &beta, r.c, r.lc, r.c,
-                          r.lc, &heuristic.algo, r.workspace, ws_bytes, nullptr);
+    return lt->matmul(r.handle, r.desc, &alpha, r.b, r.la, r.a, r.lb, &beta, r.c, r.lc, r.c, r.lc,
+                      &heuristic.algo, r.workspace, ws_bytes, nullptr);
   };
   if (cudaEventCreate(&r.start) != cudaSuccess || cudaEventCreate(&r.stop) != cudaSuccess)
     return std::nullopt;

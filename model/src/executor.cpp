@@ -403,8 +403,8 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
         env[o] = &t;
       }
     }
-    const auto started = profile_ ? std::chrono::steady_clock::now()
-                                  : std::chrono::steady_clock::time_point{};
+    const auto started =
+        profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (ask_hook) {
       // Replaced: the rest of the chain runs node by node this time. Watched: fused, as planned.
       const bool replaced = hook(i, args, outs);

@@ -291,8 +291,8 @@ TEST(AttentionOps, ReductionsMatchPlainLoops) {
   const auto xv = x.values<float>();
   // Trailing axes (LayerNormalization's ReduceMean), a middle axis (pooling), leading blocks,
   // two blocks apart (the scattering walk), all axes.
-  for (const std::vector<std::int64_t>& axes : std::vector<std::vector<std::int64_t>>{
-           {-1}, {1, 2}, {1}, {0}, {0, 1}, {0, 2}, {0, 1, 2}}) {
+  for (const std::vector<std::int64_t>& axes :
+       std::vector<std::vector<std::int64_t>>{{-1}, {1, 2}, {1}, {0}, {0, 1}, {0, 2}, {0, 1, 2}}) {
     for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}) {
       SCOPED_TRACE(std::string(op) + " over " + qforge::to_string(Shape(axes.begin(), axes.end())) +
                    " of " + qforge::to_string(s));

@@ -264,10 +264,9 @@ TEST(Executor, ProfileTimesEveryStepThatRunsUnderItsLabel) {
   };
   EXPECT_TRUE(same_bytes(profiled.run(in, {}, neg_hook).at("y"), Executor(graph).run(in).at("y")));
   const auto times = profile_by_label(profiled);
-  const std::map<std::string, std::int64_t> want = {{"fused conv", 2}, {"Neg", 1},
-                                                    {"Neg (hook)", 1}, {"Concat", 2},
-                                                    {"Pad", 2},        {"Gemm", 2},
-                                                    {"Softmax", 2}};
+  const std::map<std::string, std::int64_t> want = {
+      {"fused conv", 2}, {"Neg", 1},  {"Neg (hook)", 1}, {"Concat", 2},
+      {"Pad", 2},        {"Gemm", 2}, {"Softmax", 2}};
   EXPECT_EQ(times.size(), want.size());
   for (const auto& [label, calls] : want) {
     ASSERT_TRUE(times.count(label)) << label << " was not timed";

@@ -46,14 +46,16 @@ class CudaAParamsAtRun : public CudaTest {
   Bytes codes(DType t, std::int64_t count) {
     Bytes b(static_cast<std::size_t>(count));
     const auto& tr = traits(t);
-    for (auto& v : b) v = static_cast<std::byte>(static_cast<std::uint8_t>(uniform(tr.qmin, tr.qmax)));
+    for (auto& v : b)
+      v = static_cast<std::byte>(static_cast<std::uint8_t>(uniform(tr.qmin, tr.qmax)));
     return b;
   }
 
   QuantizationParams b_params(BKind kind, MatrixLayout layout, std::int64_t n, std::int64_t k) {
     const DType t = DType::int8;
     switch (kind) {
-      case BKind::per_tensor: return QuantizationParams::per_tensor_affine(t, scale(), uniform(-20, 20));
+      case BKind::per_tensor:
+        return QuantizationParams::per_tensor_affine(t, scale(), uniform(-20, 20));
       case BKind::per_column: {
         std::vector<float> s(static_cast<std::size_t>(n));
         std::vector<std::int32_t> z(s.size());
@@ -109,8 +111,7 @@ TEST_F(CudaAParamsAtRun, RunsMatchTheReferenceAsParamsChange) {
            {BKind::per_tensor, BKind::per_column, BKind::block_symmetric, BKind::block_affine})
         for (const bool bias_on : {false, true}) {
           const bool block = bk == BKind::block_symmetric || bk == BKind::block_affine;
-          const MatrixLayout layout =
-              block || uniform(0, 1) ? MatrixLayout::nk : MatrixLayout::kn;
+          const MatrixLayout layout = block || uniform(0, 1) ? MatrixLayout::nk : MatrixLayout::kn;
           // int8 A symmetric now and then: its zero point is fixed at 0.
           const bool a_symmetric = ta == DType::int8 && uniform(0, 2) == 0;
           MatmulDesc d{.m = sh.m,

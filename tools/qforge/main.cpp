@@ -35,8 +35,7 @@ int main(int argc, char** argv) {
   // cpu_x86's and the executor's threads: on two cores it tripled the CPU time of the int8 MLP.
   // 10 000 rounds (tens of microseconds) still bridge the regions of one onednn call. libgomp
   // reads it when the plugin loads it; a wait policy or spin count the user set is kept.
-  if (std::getenv("OMP_WAIT_POLICY") == nullptr)
-    setenv("GOMP_SPINCOUNT", "10000", /*overwrite=*/0);
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr) setenv("GOMP_SPINCOUNT", "10000", /*overwrite=*/0);
   CLI::App app{
       "qforge: quantize ONNX models, run and evaluate them, and report what this "
       "machine's plugins can do"};

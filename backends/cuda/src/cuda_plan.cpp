@@ -65,8 +65,9 @@ class CudaPlan final : public Plan {
     if (is_matmul(op.op) && weights.fixed()[1]) {
       try {
         // B's packing depends on B alone (A's params given at run change nothing in it).
-        packed_b_ = ops_->pack_weights(reference::a_params_at_run_bound(std::get<MatmulDesc>(op.desc)),
-                                       device_weights_[1]->data());
+        packed_b_ =
+            ops_->pack_weights(reference::a_params_at_run_bound(std::get<MatmulDesc>(op.desc)),
+                               device_weights_[1]->data());
       } catch (const Error& e) {
         if (e.code() != ErrorCode::unsupported) throw;  // no packed form: B stays as given
       }

@@ -21,10 +21,10 @@ struct QuantizedWeight {
 };
 
 // `weight` is [K, N] (kn) or [N, K] (nk). Each group's range is its min/max, or mse_range's
-// search when the rule's observer is mse (qforge/model/weight_range.h). Per tensor: one range. Per channel: one range per
-// output column N (the rule's axis, when set, must name that axis of the weight as stored).
-// Block: blocks of block_size along K, which matmul_dequant reads in the nk layout, so a kn
-// weight is transposed first. Params follow reference::params_from_ranges, codes
+// search when the rule's observer is mse (qforge/model/weight_range.h). Per tensor: one range. Per
+// channel: one range per output column N (the rule's axis, when set, must name that axis of the
+// weight as stored). Block: blocks of block_size along K, which matmul_dequant reads in the nk
+// layout, so a kn weight is transposed first. Params follow reference::params_from_ranges, codes
 // reference::quantize. Throws unsupported naming the node for another channel axis.
 QuantizedWeight quantize_weight(const Node& node, const WeightQuantization& rule,
                                 std::span<const float> weight, std::int64_t k, std::int64_t n,

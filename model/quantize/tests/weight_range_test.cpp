@@ -2,6 +2,8 @@
 // squared error is never above min/max's and, at 4 bits, lower overall; its range lies inside
 // min/max's; the codes of the chosen params dequantize to what range_squared_error counted;
 // and the edge cases (a constant group, all zeros, one outlier, non-finite values).
+#include "qforge/model/weight_range.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +12,6 @@
 #include <random>
 #include <vector>
 
-#include "qforge/model/weight_range.h"
 #include "qforge/reference.h"
 #include "test_support.h"
 

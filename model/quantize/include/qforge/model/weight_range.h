@@ -34,8 +34,8 @@ QFORGE_QUANTIZE_API double range_squared_error(DType dtype, Mapping mapping, Wei
 
 // The range of least range_squared_error among (a * lo, b * hi) of the min/max range, for a and
 // b on a grid over [0.5, 1] (a coarse pass in steps of 0.125, then steps of 0.025 within
-// 0.075 of the best); symmetric mappings scale by max(|lo|, |hi|) only, so they search a = b. Ties keep the
-// earlier candidate, min/max first. Non-finite values give min/max (params_from_range then
+// 0.075 of the best); symmetric mappings scale by max(|lo|, |hi|) only, so they search a = b. Ties
+// keep the earlier candidate, min/max first. Non-finite values give min/max (params_from_range then
 // reports them).
 QFORGE_QUANTIZE_API WeightRange mse_range(DType dtype, Mapping mapping,
                                           std::span<const float> values);
