@@ -24,6 +24,7 @@
 #include "bindings.h"
 #include "descs.h"
 #include "dlpack_operand.h"
+#include "py_plan.h"
 #include "qforge/op_table.h"
 #include "qforge/plan.h"
 #include "qforge/reference.h"
@@ -34,283 +35,7 @@ namespace qforge::python {
 
 namespace {
 
-// One operand of a plan as Python sees it.
-struct InputSpec {
-  std::string name;
-  py::dtype dtype;
-  std::size_t bytes = 0;
-};
-struct OutputSpec {
-  std::string name;
-  DType dtype = DType::int8;  // when !is_float and !is_int32
-  bool is_float = false;
-  bool is_int32 = false;
-  Shape shape;
-};
 
-// A plan with run() on numpy arrays. Everything run() needs that does not depend on its
-// arguments (element sizes, output dtypes, extents and strides) is computed once here: the
-// per-call cost is the argument checks, the output allocation and the plan's own run.
-class PyPlan {
- public:
-  PyPlan(std::shared_ptr<const Plan> plan, OperandMemory memory, std::vector<InputSpec> inputs,
-         const std::vector<OutputSpec>& outputs)
-      : plan_(std::move(plan)), memory_(memory), inputs_(std::move(inputs)) {
-    if (inputs_.size() > kMaxOperands || outputs.size() > kMaxOperands)
-      throw py::value_error("a plan with more operands than qforge::kMaxOperands");
-    for (std::size_t i = 0; i < inputs_.size(); ++i) {
-      itemsizes_.push_back(itemsize(inputs_[i].dtype));
-      if (!plan_->reads_input(i)) continue;
-      read_names_ += (read_names_.empty() ? "" : ", ") + inputs_[i].name;
-      ++reads_;
-    }
-    for (const auto& o : outputs) {
-      Output out;
-      out.dtype = o.is_float   ? py::dtype::of<float>()
-                  : o.is_int32 ? py::dtype::of<std::int32_t>()
-                               : storage_dtype(o.dtype);
-      const bool packed = !o.is_float && !o.is_int32 && traits(o.dtype).bits < 8;
-      const Shape shape = packed ? Shape{static_cast<std::int64_t>(storage_bytes(
-                                       o.dtype, static_cast<std::size_t>(element_count(o.shape))))}
-                                 : o.shape;
-      out.bytes = static_cast<std::size_t>(element_count(shape)) *
-                  static_cast<std::size_t>(itemsize(out.dtype));
-      out.extents.assign(shape.begin(), shape.end());
-      out.strides.resize(shape.size());
-      py::ssize_t stride = itemsize(out.dtype);
-      for (std::size_t i = shape.size(); i-- > 0;) {
-        out.strides[i] = stride;
-        stride *= std::max<py::ssize_t>(out.extents[i], 1);
-      }
-      outputs_.push_back(std::move(out));
-    }
-  }
-
-  // Inputs in operand order, leaving out those fixed when the plan was made.
-  py::object run(const py::args& args) const {
-    if (!memory_.host)
-      throw py::type_error("Plan.run takes numpy arrays, and this plan runs on cuda:" +
-                           std::to_string(memory_.device) +
-                           "; pass device tensors to Plan.run_dlpack(inputs, outputs)");
-    std::array<const void*, kMaxOperands> in{};
-    check_inputs(args, in);
-    std::array<py::array, kMaxOperands> outs;
-    std::array<void*, kMaxOperands> out_ptrs{};
-    for (std::size_t i = 0; i < outputs_.size(); ++i) {
-      outs[i] = py::array(outputs_[i].dtype, outputs_[i].extents, outputs_[i].strides);
-      out_ptrs[i] = outs[i].mutable_data();
-    }
-    const std::span<const void* const> ins(in.data(), inputs_.size());
-    const std::span<void* const> os(out_ptrs.data(), outputs_.size());
-    if (plan_->concurrency() == PlanConcurrency::concurrent) {
-      py::gil_scoped_release release;
-      plan_->run(ins, os);
-    } else {
-      plan_->run(ins, os);
-    }
-    if (outputs_.size() == 1) return std::move(outs[0]);
-    py::tuple t(outputs_.size());
-    for (std::size_t i = 0; i < outputs_.size(); ++i) t[i] = std::move(outs[i]);
-    return std::move(t);
-  }
-
-  // Seconds per run of `iterations` runs in a C++ loop on the same arrays: the plan's own cost,
-  // against which the Python call's overhead is measured (benchmarks/python).
-  double seconds_per_run_in_cpp(int iterations, const py::args& args) const {
-    if (!memory_.host) throw py::type_error("Plan._seconds_per_run_in_cpp: host plans only");
-    std::array<const void*, kMaxOperands> in{};
-    check_inputs(args, in);
-    std::vector<py::array> outs;
-    std::array<void*, kMaxOperands> out_ptrs{};
-    for (std::size_t i = 0; i < outputs_.size(); ++i) {
-      outs.emplace_back(outputs_[i].dtype, outputs_[i].extents, outputs_[i].strides);
-      out_ptrs[i] = outs.back().mutable_data();
-    }
-    const std::span<const void* const> ins(in.data(), inputs_.size());
-    const std::span<void* const> os(out_ptrs.data(), outputs_.size());
-    py::gil_scoped_release release;
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < iterations; ++i) plan_->run(ins, os);
-    const std::chrono::duration<double> d = std::chrono::steady_clock::now() - start;
-    return d.count() / std::max(iterations, 1);
-  }
-
-  // The same with DLPack producers for the inputs (those run() takes) and for the outputs,
-  // which are written in place: torch tensors on the plan's device, CUDA ones included.
-  void run_dlpack(const py::sequence& inputs, const py::sequence& outputs) const {
-    if (inputs.size() != reads_)
-      throw py::type_error("Plan.run_dlpack takes " + std::to_string(reads_) + " input(s) (" +
-                           read_names_ + "); got " + std::to_string(inputs.size()));
-    if (outputs.size() != outputs_.size())
-      throw py::type_error("Plan.run_dlpack writes " + std::to_string(outputs_.size()) +
-                           " output(s); got " + std::to_string(outputs.size()));
-    std::array<DlpackOperand, 2 * kMaxOperands> held;
-    std::array<const void*, kMaxOperands> in{};
-    std::array<void*, kMaxOperands> out{};
-    std::size_t next = 0;
-    for (std::size_t i = 0; i < inputs_.size(); ++i) {
-      if (!plan_->reads_input(i)) continue;
-      const InputSpec& spec = inputs_[i];
-      held[i] = dlpack_operand(inputs[next++], memory_, spec.dtype.kind(),
-                               static_cast<int>(8 * itemsizes_[i]), spec.bytes,
-                               "Plan.run_dlpack: " + spec.name);
-      in[i] = held[i].data;
-    }
-    for (std::size_t i = 0; i < outputs_.size(); ++i) {
-      const Output& o = outputs_[i];
-      held[kMaxOperands + i] = dlpack_operand(outputs[i], memory_, o.dtype.kind(),
-                                              static_cast<int>(8 * itemsize(o.dtype)), o.bytes,
-                                              "Plan.run_dlpack: output " + std::to_string(i));
-      out[i] = held[kMaxOperands + i].data;
-    }
-    const std::span<const void* const> ins(in.data(), inputs_.size());
-    const std::span<void* const> os(out.data(), outputs_.size());
-    if (plan_->concurrency() == PlanConcurrency::concurrent) {
-      py::gil_scoped_release release;
-      plan_->run(ins, os);
-    } else {
-      plan_->run(ins, os);
-    }
-  }
-
-  const Plan& plan() const { return *plan_; }
-  const std::shared_ptr<const Plan>& shared_plan() const { return plan_; }
-  const OperandMemory& memory() const { return memory_; }
-  std::size_t inputs_read() const { return reads_; }
-  std::size_t output_count() const { return outputs_.size(); }
-  const InputSpec& input(std::size_t i) const { return inputs_.at(i); }
-  // Output i's element type and size in bytes.
-  const py::dtype& output_dtype(std::size_t i) const { return outputs_.at(i).dtype; }
-  std::size_t output_bytes(std::size_t i) const { return outputs_.at(i).bytes; }
-
- private:
-  struct Output {
-    py::dtype dtype;
-    std::size_t bytes = 0;
-    std::vector<py::ssize_t> extents, strides;
-  };
-
-  // Checks run()'s arguments and writes the plan's input pointers (null where fixed).
-  void check_inputs(const py::args& args, std::array<const void*, kMaxOperands>& in) const {
-    if (args.size() != reads_)
-      throw py::type_error("Plan.run takes " + std::to_string(reads_) + " array(s) (" +
-                           read_names_ + "); got " + std::to_string(args.size()));
-    std::size_t next = 0;
-    for (std::size_t i = 0; i < inputs_.size(); ++i) {
-      if (!plan_->reads_input(i)) continue;
-      py::handle h = args[next++];
-      if (!py::isinstance<py::array>(h))
-        throw py::type_error("Plan.run: " + inputs_[i].name + " is a " +
-                             py::str(py::type::handle_of(h)).cast<std::string>() +
-                             "; expected a numpy array");
-      auto a = py::reinterpret_borrow<py::array>(h);
-      require_array(a, inputs_[i].dtype, inputs_[i].name);
-      // require_array checked the dtype, so its element size is the spec's.
-      const auto bytes =
-          static_cast<std::size_t>(a.size()) * static_cast<std::size_t>(itemsizes_[i]);
-      if (bytes != inputs_[i].bytes)
-        throw py::value_error("Plan.run: " + inputs_[i].name + " holds " + std::to_string(bytes) +
-                              " bytes; the plan's " + describe(plan_->desc()) + " reads " +
-                              std::to_string(inputs_[i].bytes));
-      in[i] = a.data();
-    }
-  }
-
-  std::shared_ptr<const Plan> plan_;
-  OperandMemory memory_;
-  std::vector<InputSpec> inputs_;
-  std::vector<Output> outputs_;
-  std::size_t reads_ = 0;
-  std::string read_names_;
-  std::vector<py::ssize_t> itemsizes_;  // per input
-};
-
-// Two device plans run back to back by one call, for qforge.torch's layers (quantize, then
-// matmul_dequant or conv_dequant): the first writes its one output into `between`, a device
-// buffer of the caller's checked once here and kept alive by the chain, which the second reads
-// as its one input. A layer then costs one Python call and one GIL release, with no DLPack
-// exchange, instead of two Plan.run_dlpack calls and four exchanges.
-//
-// run() takes the first's input and the second's output as device addresses (a torch tensor's
-// data_ptr()): the caller vouches for them (contiguous, on the plans' device, of the element
-// type and size the plans read and write), as the chain cannot see what they point to. The
-// kernels queue on the device's legacy default stream, as run_dlpack's do; ordering them with
-// the caller's stream is the caller's (qforge.torch does it once per layer).
-class DeviceChain {
- public:
-  DeviceChain(const PyPlan& first, const PyPlan& second, const py::handle& between)
-      : first_(first.shared_plan()), second_(second.shared_plan()) {
-    const OperandMemory& m = first.memory();
-    if (m.host || second.memory().host || second.memory().device != m.device)
-      throw py::value_error("_DeviceChain: both plans must run on one CUDA device; got " +
-                            where(first.memory()) + " and " + where(second.memory()));
-    if (first.inputs_read() != 1 || first.output_count() != 1)
-      throw py::value_error(
-          "_DeviceChain: the first plan must read one input and write one "
-          "output; " +
-          describe(first.plan().desc()) + " reads " + std::to_string(first.inputs_read()) +
-          " and writes " + std::to_string(first.output_count()));
-    if (second.inputs_read() != 1 || !second.plan().reads_input(0) || second.output_count() != 1)
-      throw py::value_error(
-          "_DeviceChain: the second plan must read only its first input (the "
-          "others fixed) and write one output; " +
-          describe(second.plan().desc()) + " does not");
-    const py::dtype& mid = first.output_dtype(0);
-    between_bytes_ = first.output_bytes(0);
-    if (!mid.is(second.input(0).dtype) && !mid.equal(second.input(0).dtype))
-      throw py::type_error("_DeviceChain: the first plan writes " +
-                           mid.attr("name").cast<std::string>() + " and the second reads " +
-                           second.input(0).dtype.attr("name").cast<std::string>());
-    if (second.input(0).bytes != between_bytes_)
-      throw py::value_error("_DeviceChain: the first plan writes " +
-                            std::to_string(between_bytes_) + " bytes and the second reads " +
-                            std::to_string(second.input(0).bytes));
-    in_bytes_ = first.input(0).bytes;
-    n0_ = op_operands(first.plan().desc()).inputs.size();
-    n1_ = op_operands(second.plan().desc()).inputs.size();
-    out_bytes_ = second.output_bytes(0);
-    concurrent_ = first.plan().concurrency() == PlanConcurrency::concurrent &&
-                  second.plan().concurrency() == PlanConcurrency::concurrent;
-    between_ = dlpack_operand(between, m, mid.kind(), static_cast<int>(8 * mid.itemsize()),
-                              between_bytes_, "_DeviceChain: between");
-  }
-
-  void run(std::uintptr_t x, std::uintptr_t y) const {
-    if ((x == 0 && in_bytes_ != 0) || (y == 0 && out_bytes_ != 0))
-      throw py::value_error(
-          "_DeviceChain.run: a null device address; expected the input's and "
-          "the output's data_ptr()");
-    const void* in0[kMaxOperands] = {reinterpret_cast<const void*>(x)};
-    void* mid[1] = {between_.data};
-    const void* in1[kMaxOperands] = {between_.data};
-    void* out[1] = {reinterpret_cast<void*>(y)};
-    auto go = [&] {
-      std::lock_guard lock(mutex_);  // runs share `between`
-      first_->run(std::span<const void* const>(in0, n0_), std::span<void* const>(mid, 1));
-      second_->run(std::span<const void* const>(in1, n1_), std::span<void* const>(out, 1));
-    };
-    if (concurrent_) {
-      py::gil_scoped_release release;
-      go();
-    } else {
-      go();
-    }
-  }
-
-  std::size_t between_bytes() const { return between_bytes_; }
-
- private:
-  static std::string where(const OperandMemory& m) {
-    return m.host ? std::string("the host") : "cuda:" + std::to_string(m.device);
-  }
-
-  std::shared_ptr<const Plan> first_, second_;
-  DlpackOperand between_;  // its capsule keeps the caller's buffer alive
-  std::size_t between_bytes_ = 0, in_bytes_ = 0, out_bytes_ = 0;
-  std::size_t n0_ = 0, n1_ = 0;  // the plans' input counts, fixed ones included
-  bool concurrent_ = false;
-  mutable std::mutex mutex_;
-};
 
 AcceleratorOptions make_options(std::optional<std::vector<std::string>> plugins,
                                 std::optional<std::string> device_kind,
@@ -351,14 +76,20 @@ py::dict candidate_dict(const CandidateId& id) {
 
 void bind_accelerator(py::module_& m) {
   py::class_<PyPlan>(m, "Plan", "An op prepared once (validated, weights packed), run many times")
-      .def("run", &PyPlan::run,
+      .def("run", &PyPlan::run, py::arg("a_params") = py::none(),
            "Runs the op on numpy arrays (the inputs not fixed at prepare time, in operand order) "
-           "and returns its output array(s)")
-      .def("__call__", &PyPlan::run)
+           "and returns its output array(s). A plan with A's params at run takes them last (a "
+           "float32 and an int32 one-element array) or as a_params= (per-tensor params of the "
+           "plan's A dtype and mapping)")
+      .def("__call__", &PyPlan::run, py::arg("a_params") = py::none())
       .def("run_dlpack", &PyPlan::run_dlpack, py::arg("inputs"), py::arg("outputs"),
+           py::kw_only(), py::arg("a_params") = py::none(),
            "Runs the op on DLPack producers (torch tensors; on the plan's device, CUDA "
-           "included): the inputs run() takes, and the outputs, written in place")
+           "included): the inputs run() takes, and the outputs, written in place. A's params at "
+           "run (host memory on any device) as run() takes them")
       .def_property_readonly("host_memory", [](const PyPlan& p) { return p.memory().host; })
+      .def_property_readonly("a_params_at_run", &PyPlan::a_params_at_run,
+                             "Whether run() takes A's scale and zero point")
       .def("_seconds_per_run_in_cpp", &PyPlan::seconds_per_run_in_cpp, py::arg("iterations"),
            "Benchmarks: seconds per run of the plan in a C++ loop on these inputs")
       .def_property_readonly("backend", [](const PyPlan& p) { return p.plan().backend(); })
@@ -373,17 +104,6 @@ void bind_accelerator(py::module_& m) {
         return "<qforge.Plan " + describe(p.plan().desc()) + " on " + p.plan().backend() + "[" +
                std::to_string(p.plan().device()) + "]/" + p.plan().kernel() + ">";
       });
-
-  py::class_<DeviceChain>(m, "_DeviceChain",
-                          "Two device plans run back to back by one call (qforge.torch's layers)")
-      .def(py::init<const PyPlan&, const PyPlan&, const py::handle&>(), py::arg("first"),
-           py::arg("second"), py::arg("between"),
-           "first: one input, one output, written into `between` (a DLPack producer on the "
-           "plans' device, checked here and kept alive); second: reads it as its only input")
-      .def("run", &DeviceChain::run, py::arg("x"), py::arg("y"),
-           "Runs both plans: x is the first's input, y the second's output, as device addresses "
-           "(torch's data_ptr()) the caller vouches for")
-      .def_property_readonly("between_bytes", &DeviceChain::between_bytes);
 
   py::class_<Accelerator, std::shared_ptr<Accelerator>>(
       m, "Accelerator", "Measured dispatch across the loaded plugins (accelerator.h)")
@@ -527,8 +247,19 @@ void bind_accelerator(py::module_& m) {
           [](Accelerator& acc, std::int64_t m, std::int64_t n, std::int64_t k,
              const QuantizationParams& a_params, const QuantizationParams& b_params,
              const std::string& b_layout, const std::optional<py::array>& b,
-             const std::optional<py::array>& bias, bool integer) {
+             const std::optional<py::array>& bias, bool integer, bool a_params_at_run) {
             MatmulDesc d{m, n, k, a_params, b_params, parse_layout(b_layout)};
+            if (a_params_at_run) {
+              if (integer)
+                throw py::value_error(
+                    "a_params_at_run with integer=True; A's params at run are for "
+                    "matmul_dequant (matmul_integer's result does not depend on A's scale)");
+              if (a_params.scheme().granularity != Granularity::per_tensor)
+                throw py::value_error("a_params_at_run with a_params " + a_params.to_string() +
+                                      "; expected per_tensor params (their dtype and mapping are "
+                                      "A's, each run brings the scale and zero point)");
+              d.a_params_at_run = true;
+            }
             if (bias) {
               if (integer) throw py::value_error("matmul_integer takes no bias");
               require_array(*bias, py::dtype::of<float>(), "bias");
@@ -550,14 +281,39 @@ void bind_accelerator(py::module_& m) {
             std::vector<InputSpec> in{{"a", storage_dtype(a_params.dtype()), ops.inputs[0].bytes},
                                       {"b", storage_dtype(b_params.dtype()), ops.inputs[1].bytes}};
             if (bias) in.push_back({"bias", py::dtype::of<float>(), ops.inputs[2].bytes});
+            if (a_params_at_run) {
+              const std::size_t i = in.size();
+              in.push_back({"a_scale", py::dtype::of<float>(), ops.inputs[i].bytes, true});
+              in.push_back(
+                  {"a_zero_point", py::dtype::of<std::int32_t>(), ops.inputs[i + 1].bytes, true});
+            }
             return PyPlan(plan, memory_of(acc, *plan), std::move(in),
                           {{integer ? "c" : "y", DType::int8, !integer, integer, Shape{m, n}}});
           },
           py::arg("m"), py::arg("n"), py::arg("k"), py::arg("a_params"), py::arg("b_params"),
           py::kw_only(), py::arg("b_layout") = "kn", py::arg("b") = py::none(),
           py::arg("bias") = py::none(), py::arg("integer") = false,
+          py::arg("a_params_at_run") = false,
           "A plan of matmul_dequant (or matmul_integer with integer=True); b and bias given "
-          "here are fixed (packed once) and left out of run()'s arguments")
+          "here are fixed (packed once) and left out of run()'s arguments. With "
+          "a_params_at_run=True, a_params (per tensor) give only A's dtype and mapping and every "
+          "run takes A's scale and zero point (plan.run(a, a_params=p))")
+      .def(
+          "prepare_dynamic_quantize",
+          [](Accelerator& acc, const Shape& shape) {
+            const OpDesc op{OpKind::dynamic_quantize_linear, DynamicQuantizeDesc{shape}};
+            const OpOperands ops = op_operands(op);
+            auto plan = acc.prepare({op});
+            return PyPlan(plan, memory_of(acc, *plan),
+                          {{"x", py::dtype::of<float>(), ops.inputs[0].bytes}},
+                          {{"y", DType::uint8, false, false, shape},
+                           {"y_scale", DType::int8, true, false, Shape{1}, true},
+                           {"y_zero_point", DType::uint8, false, false, Shape{1}, true}});
+          },
+          py::arg("shape"),
+          "A plan of ONNX's DynamicQuantizeLinear on float32 arrays of this shape: plan.run(x) "
+          "returns (uint8 codes, scale [1] float32, zero point [1] uint8), the params from the "
+          "array's range as QuantizationParams.from_range(uint8, affine, min, max) computes them")
       .def(
           "prepare_conv",
           [](Accelerator& acc, const Shape& x_shape, const QuantizationParams& x_params,

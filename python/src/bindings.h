@@ -10,6 +10,7 @@ void bind_errors(pybind11::module_& m);
 void bind_params(pybind11::module_& m);
 void bind_ops(pybind11::module_& m);
 void bind_accelerator(pybind11::module_& m);
+void bind_chains(pybind11::module_& m);
 void bind_hwinfo(pybind11::module_& m);
 void bind_calibration(pybind11::module_& m);
 void bind_model(pybind11::module_& m);

@@ -10,6 +10,7 @@ PYBIND11_MODULE(_qforge, m) {
   qforge::python::bind_params(m);
   qforge::python::bind_ops(m);
   qforge::python::bind_accelerator(m);
+  qforge::python::bind_chains(m);
   qforge::python::bind_hwinfo(m);
   qforge::python::bind_calibration(m);
   qforge::python::bind_model(m);
