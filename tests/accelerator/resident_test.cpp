@@ -276,3 +276,43 @@ TEST(HostResidentOperands, MeasuredTimingRunsTheDevicePlan) {
 }
 
 }  // namespace
+
+// matmul_dequant with A's params at run: a_scale and a_zero_point are host-resident arrays of
+// every call (not params the op returns), so the probes that verify a device plugin must pass
+// them in host memory too; a prepared plan then runs on host data with fresh params each run.
+TEST(HostResidentOperands, AParamsAtRunReachADevicePlanInHostMemory) {
+  const auto seed = acc_test::test_seed();
+  SCOPED_TRACE("QFORGE_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  Accelerator acc(acc_test::plugins({"cpu_scalar", "acc_resident"}), resident_wins());
+  const std::int64_t m = 5, n = 7, k = 24;
+  std::uniform_real_distribution<float> scale(0.01f, 0.5f);
+  std::vector<float> b_scales(static_cast<std::size_t>(n));
+  for (auto& s : b_scales) s = scale(rng);
+  MatmulDesc d{m,
+               n,
+               k,
+               QuantizationParams::per_tensor_affine(DType::uint8, 1.0f, 0),
+               QuantizationParams::per_channel(DType::int8, Mapping::symmetric, 1, b_scales),
+               MatrixLayout::kn};
+  d.a_params_at_run = true;
+  const OpDesc op{OpKind::matmul_dequant, d};
+  const auto plan = acc.prepare({op, Residency::host});
+  ASSERT_EQ(plan->backend(), "acc_resident");
+  std::uniform_int_distribution<int> code(0, 255), zero_point(0, 255);
+  for (int r = 0; r < 3; ++r) {
+    std::vector<std::uint8_t> a(static_cast<std::size_t>(m * k));
+    std::vector<std::int8_t> b(static_cast<std::size_t>(k * n));
+    for (auto& v : a) v = static_cast<std::uint8_t>(code(rng));
+    for (auto& v : b) v = static_cast<std::int8_t>(code(rng) - 128);
+    const float sa = scale(rng);
+    const std::int32_t za = zero_point(rng);
+    std::vector<float> got(static_cast<std::size_t>(m * n)), want(got.size());
+    reference::matmul_dequant(reference::with_a_params_at_run(d, sa, za), a.data(), b.data(),
+                              nullptr, want.data());
+    const void* in[] = {a.data(), b.data(), &sa, &za};
+    void* out[] = {got.data()};
+    plan->run(in, out);
+    EXPECT_EQ(got, want) << "run " << r << ", scale " << sa << ", zero point " << za;
+  }
+}

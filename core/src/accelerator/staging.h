@@ -2,8 +2,12 @@
 // (host_memory() == false): allocated through the plugin, filled with copy_to_device, read
 // back with copy_to_host. Used by probes and by timing (where the copies may be part of what is
 // timed); host-resident data for a device winner goes through a staged plan (staged_plan.h).
+// Operands the op table marks host_resident that are arrays of the call (matmul_dequant's
+// a_scale and a_zero_point under a_params_at_run) stay in host memory of this object's: the
+// device plan reads them on the host.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <vector>
 
@@ -25,7 +29,8 @@ class DeviceArrays {
   void* const* outputs() const noexcept { return out_ptr_.data(); }
 
  private:
-  std::vector<std::shared_ptr<Buffer>> in_, out_;
+  std::vector<std::shared_ptr<Buffer>> in_, out_;  // null for host-resident operands
+  std::vector<std::vector<std::byte>> host_in_, host_out_;  // those operands' host storage
   std::vector<const void*> in_ptr_;
   std::vector<void*> out_ptr_;
 };
