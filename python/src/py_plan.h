@@ -162,7 +162,8 @@ class PyPlan {
       const InputSpec& spec = inputs_[i];
       held[i] = dlpack_operand(inputs[next++], spec.host_resident ? kHost : memory_,
                                spec.dtype.kind(), static_cast<int>(8 * itemsizes_[i]), spec.bytes,
-                               "Plan.run_dlpack: " + spec.name);
+                               "Plan.run_dlpack: " + spec.name +
+                                   (spec.host_resident ? " (a host value on every device)" : ""));
       in[i] = held[i].data;
     }
     if (a_params) fill_a_params(*a_params, in, values);
@@ -171,7 +172,8 @@ class PyPlan {
       held[kMaxOperands + i] = dlpack_operand(
           outputs[i], o.host_resident ? kHost : memory_, o.dtype.kind(),
           static_cast<int>(8 * itemsize(o.dtype)), o.bytes,
-          "Plan.run_dlpack: output " + std::to_string(i));
+          "Plan.run_dlpack: output " + std::to_string(i) +
+              (o.host_resident ? " (a host value on every device)" : ""));
       out[i] = held[kMaxOperands + i].data;
     }
     run_plan(in, out);

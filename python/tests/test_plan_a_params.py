@@ -109,7 +109,8 @@ class AParamsAtRun(SeededTest):
             plan.run(a, a_params=P.per_channel(qforge.uint8, qforge.affine, 0, [0.1] * 4,
                                                [1] * 4))
         # Values are checked by the plan's run, as core's reference checks them.
-        with self.assertRaisesRegex(qforge.InvalidArgumentError, r"a_zero_point = 300 .*uint8 range"):
+        with self.assertRaisesRegex(qforge.InvalidArgumentError,
+                                    r"a_zero_point = 300 .*uint8 range"):
             plan.run(a, np.array([0.1], np.float32), np.array([300], np.int32))
         with self.assertRaisesRegex(qforge.InvalidArgumentError, "a_scale = -1"):
             plan.run(a, np.array([-1.0], np.float32), np.array([3], np.int32))

@@ -75,9 +75,64 @@ class QuantizeLinear(SeededTest):
                                       layer.weight_codes, [64, 32], layer.weight_params, "nk",
                                       layer.bias_values)
         got = layer(x).detach().numpy()
-        self.assertIsNotNone(layer._plans[("dynamic", 5)], "the integer plan was prepared")
-        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max(),
-                                   err_msg=self.where)
+        run = layer._plans[("dynamic", 5)]
+        self.assertIsInstance(run.chain, qforge._qforge._DynamicChain, "one chained call")
+        self.assertTrue(run.plans[1].a_params_at_run, "the plan takes A's params at run")
+        scale, zero_point = run.chain.last_params
+        self.assertEqual((np.float32(scale), zero_point),
+                         (np.float32(params.scales[0]), params.zero_points[0]), self.where)
+        np.testing.assert_array_equal(got, expected, err_msg=self.where)
+
+    def dynamic_reference(self, layer, x, dtype, mapping):
+        """Core's reference for a dynamic layer on x [M, K]: params from the batch's range,
+        codes, matmul_dequant with the layer's weight codes and bias."""
+        xn = x.reshape(-1, layer.in_features).numpy()
+        p = qforge.QuantizationParams.from_range(dtype, mapping, float(xn.min()),
+                                                 float(xn.max()))
+        a = qforge.reference.quantize(xn, p)
+        return qforge.reference.matmul_dequant(
+            a, list(xn.shape), p, layer.weight_codes, [layer.out_features, layer.in_features],
+            layer.weight_params, "nk", layer.bias_values)
+
+    def test_dynamic_layers_equal_the_reference_bit_for_bit(self):
+        # uint8 affine: one _DynamicChain call; int8 affine and symmetric: the range in numpy,
+        # then the plan with A's params at run. Fresh params on every call, one plan per size.
+        import torch
+        import qforge.torch as qt
+        for dtype, mapping in ((qforge.uint8, qforge.affine), (qforge.int8, qforge.affine),
+                               (qforge.int8, qforge.symmetric)):
+            rule = dict(DYNAMIC["rules"][0], activations={
+                "mode": "dynamic", "dtype": dtype.name, "mapping": mapping.name})
+            model = self.mlp().eval()
+            qt.quantize_(model, dict(DYNAMIC, rules=[rule]), accelerator=scalar_accelerator())
+            layer = model[0]
+            for shape in ((1, 32), (7, 32), (7, 32), (2, 3, 32)):
+                x = torch.randn(*shape) * float(self.rng.uniform(0.1, 6)) + \
+                    float(self.rng.uniform(-3, 3))
+                with torch.no_grad():
+                    got = layer(x)
+                want = self.dynamic_reference(layer, x, dtype, mapping)
+                self.assertEqual(tuple(got.shape), shape[:-1] + (64,))
+                np.testing.assert_array_equal(got.reshape(-1, 64).numpy(), want,
+                                              err_msg=f"{dtype.name} {mapping.name} {shape}; "
+                                                      f"{self.where}")
+            self.assertEqual(sorted(k[1] for k in layer._plans), [1, 6, 7])
+
+    def test_dynamic_on_the_host_plugins(self):
+        # Whichever host plugin wins (cpu_x86 where it loads): within matmul_dequant's float
+        # tolerance. (An accelerator whose cuda plugin may win makes device plans, which CPU
+        # tensors refuse with a ValueError.)
+        import torch
+        import qforge.torch as qt
+        host = [p for p in ("cpu_x86", "cpu_scalar") if p in qforge.Accelerator().plugins]
+        model = self.mlp().eval()
+        qt.quantize_(model, DYNAMIC, accelerator=qforge.Accelerator(plugins=host))
+        x = torch.randn(33, 32) * 2 - 0.5
+        with torch.no_grad():
+            got = model[0](x).numpy()
+        want = self.dynamic_reference(model[0], x, qforge.uint8, qforge.affine)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * np.abs(want).max(),
+                                   err_msg=f"{model[0]._plans}; {self.where}")
 
     def test_static_with_calibration_and_skip_rule(self):
         import torch
@@ -141,10 +196,12 @@ class QuantizeLinear(SeededTest):
             qt.quantize_(self.mlp(), bad)
         if torch.cuda.is_available() and "cuda" in qforge.Accelerator().plugins:
             model = self.mlp().eval()
-            qt.quantize_(model, DYNAMIC)
-            with self.assertRaisesRegex(ValueError, "dynamic activations are not supported on "
-                                                    "CUDA tensors"):
-                model(torch.randn(2, 32, device="cuda"))
+            rule = dict(DYNAMIC["rules"][0], activations={
+                "mode": "dynamic", "dtype": "int8", "mapping": "symmetric"})
+            qt.quantize_(model, dict(DYNAMIC, rules=[rule]))
+            with self.assertRaisesRegex(ValueError, "dynamic int8 symmetric activations on CUDA "
+                                                    "tensors; the cuda plugin computes"):
+                model.to("cuda")(torch.randn(2, 32, device="cuda"))
 
 
 CONV_STATIC = {"format": "qforge.recipe", "version": 1, "rules": [{
@@ -279,6 +336,85 @@ class OnCuda(SeededTest):
             got_side_host = got_side.cpu()
         torch.testing.assert_close(got_side_host, expected, rtol=1e-5, atol=1e-5,
                                    msg=lambda m: f"side stream: {m}; {self.where}")
+
+    def test_dynamic_linear_layers(self):
+        # Dynamic uint8 activations on CUDA: each batch's range, codes, scale and zero point on
+        # the device (dynamic_quantize_linear), then the matmul plan with those params at run.
+        import torch
+        import qforge.torch as qt
+        model = torch.nn.Sequential(torch.nn.Linear(96, 128), torch.nn.ReLU(),
+                                    torch.nn.Linear(128, 40)).eval()
+        qt.quantize_(model, DYNAMIC, accelerator=scalar_accelerator())
+        xs = [torch.randn(16, 96) * 2 + 0.7, torch.randn(16, 96) * 0.3 - 2, torch.randn(1, 96)]
+        with torch.no_grad():
+            expected = [model(x) for x in xs]  # the CPU path: core's reference bit for bit
+            gpu_model = model.to("cuda")
+            for layer in (gpu_model[0], gpu_model[2]):
+                layer._accelerator = self.cuda_accelerator()
+                layer._plans = {}
+            got = [gpu_model(x.to("cuda")) for x in xs]
+        for layer in (gpu_model[0], gpu_model[2]):
+            runs = list(layer._plans.values())
+            self.assertTrue(runs and all(isinstance(r.chain, qforge._qforge._DynamicChain)
+                                         and r.plans[0].backend == r.plans[1].backend == "cuda"
+                                         for r in runs), "the cuda plugin ran the layer")
+        for i, (g, e) in enumerate(zip(got, expected)):
+            self.assertEqual(g.device.type, "cuda")
+            torch.testing.assert_close(g.cpu(), e, rtol=1e-5, atol=1e-5,
+                                       msg=lambda m: f"batch {i}: {m}; {self.where}")
+        # The first layer's codes and params of the last batch: exactly the reference's.
+        run = gpu_model[0]._plans[("cuda", 0, 1)]
+        xn = xs[2].numpy()
+        p = qforge.QuantizationParams.from_range(qforge.uint8, qforge.affine, float(xn.min()),
+                                                 float(xn.max()))
+        scale, zero_point = run.chain.last_params
+        self.assertEqual((np.float32(scale), zero_point),
+                         (np.float32(p.scales[0]), p.zero_points[0]), self.where)
+        np.testing.assert_array_equal(run.between.cpu().numpy(),
+                                      qforge.reference.quantize(xn, p), err_msg=self.where)
+        # On a side stream, the input made there just before.
+        side = torch.cuda.Stream()
+        with torch.no_grad(), torch.cuda.stream(side):
+            x_side = xs[0].to("cuda", non_blocking=True) * 1.0
+            got_side = gpu_model(x_side).cpu()
+        torch.testing.assert_close(got_side, expected[0], rtol=1e-5, atol=1e-5,
+                                   msg=lambda m: f"side stream: {m}; {self.where}")
+
+    def test_dynamic_layer_equals_the_two_plans_run_dlpack_bit_for_bit(self):
+        # The chained call against dynamic_quantize_linear and the flagged matmul_dequant run
+        # one after the other through Plan.run_dlpack: scale and zero point come back to host
+        # arrays, then go in as a_params= and as the two host arrays.
+        import torch
+        import qforge.torch as qt
+        model = torch.nn.Sequential(torch.nn.Linear(96, 128)).eval()
+        qt.quantize_(model, DYNAMIC, accelerator=scalar_accelerator())
+        layer = model.to("cuda")[0]
+        layer._accelerator = acc = self.cuda_accelerator()
+        layer._plans = {}
+        for m in (1, 16, 300):
+            x = torch.randn(m, 96, device="cuda") * 1.5 + 0.25
+            with torch.no_grad():
+                got = layer(x)
+            dq = acc.prepare_dynamic_quantize([m, 96])
+            mm = acc.prepare_matmul(m, 128, 96, qforge.QuantizationParams.per_tensor_affine(
+                qforge.uint8, 1.0, 0), layer.weight_params, b_layout="nk", b=layer.weight_codes,
+                bias=layer.bias_values, a_params_at_run=True)
+            a = torch.empty(m, 96, dtype=torch.uint8, device="cuda")
+            scale, zero_point = np.zeros(1, np.float32), np.zeros(1, np.uint8)
+            dq.run_dlpack([x], [a, scale, zero_point])
+            p = qforge.QuantizationParams.per_tensor_affine(qforge.uint8, float(scale[0]),
+                                                            int(zero_point[0]))
+            want = torch.empty(m, 128, device="cuda")
+            mm.run_dlpack([a], [want], a_params=p)
+            want_arrays = torch.empty(m, 128, device="cuda")
+            mm.run_dlpack([a, scale, zero_point.astype(np.int32)], [want_arrays])
+            torch.cuda.synchronize()
+            self.assertTrue(torch.equal(got, want), f"m = {m}; {self.where}")
+            self.assertTrue(torch.equal(want_arrays, want), f"m = {m}; {self.where}")
+            with self.assertRaisesRegex(ValueError,
+                                        r"a_scale \(a host value on every device\) is on cuda:0"):
+                mm.run_dlpack([a, torch.from_numpy(scale).cuda(),
+                               zero_point.astype(np.int32)], [want])
 
     def test_cuda_tensors_leave_a_cpu_accelerator_alone(self):
         # quantize_ was given a CPU accelerator (its policy: cpu_scalar only; every plugin is
