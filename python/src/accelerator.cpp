@@ -35,8 +35,6 @@ namespace qforge::python {
 
 namespace {
 
-
-
 AcceleratorOptions make_options(std::optional<std::vector<std::string>> plugins,
                                 std::optional<std::string> device_kind,
                                 std::optional<bool> online_tuning, std::optional<bool> use_cache,
@@ -82,8 +80,8 @@ void bind_accelerator(py::module_& m) {
            "float32 and an int32 one-element array) or as a_params= (per-tensor params of the "
            "plan's A dtype and mapping)")
       .def("__call__", &PyPlan::run, py::arg("a_params") = py::none())
-      .def("run_dlpack", &PyPlan::run_dlpack, py::arg("inputs"), py::arg("outputs"),
-           py::kw_only(), py::arg("a_params") = py::none(),
+      .def("run_dlpack", &PyPlan::run_dlpack, py::arg("inputs"), py::arg("outputs"), py::kw_only(),
+           py::arg("a_params") = py::none(),
            "Runs the op on DLPack producers (torch tensors; on the plan's device, CUDA "
            "included): the inputs run() takes, and the outputs, written in place. A's params at "
            "run (host memory on any device) as run() takes them")

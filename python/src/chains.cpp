@@ -137,7 +137,8 @@ class DynamicChain {
           "reads only A and them (B and the bias fixed); got " +
           describe(second.plan().desc()));
     between_bytes_ = first.output_bytes(0);
-    if (second.input(0).bytes != between_bytes_ || !first.output_dtype(0).equal(second.input(0).dtype))
+    if (second.input(0).bytes != between_bytes_ ||
+        !first.output_dtype(0).equal(second.input(0).dtype))
       throw py::value_error("_DynamicChain: the first plan writes " +
                             std::to_string(between_bytes_) + " bytes of " +
                             first.output_dtype(0).attr("name").cast<std::string>() +

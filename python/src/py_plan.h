@@ -169,11 +169,11 @@ class PyPlan {
     if (a_params) fill_a_params(*a_params, in, values);
     for (std::size_t i = 0; i < outputs_.size(); ++i) {
       const Output& o = outputs_[i];
-      held[kMaxOperands + i] = dlpack_operand(
-          outputs[i], o.host_resident ? kHost : memory_, o.dtype.kind(),
-          static_cast<int>(8 * itemsize(o.dtype)), o.bytes,
-          "Plan.run_dlpack: output " + std::to_string(i) +
-              (o.host_resident ? " (a host value on every device)" : ""));
+      held[kMaxOperands + i] =
+          dlpack_operand(outputs[i], o.host_resident ? kHost : memory_, o.dtype.kind(),
+                         static_cast<int>(8 * itemsize(o.dtype)), o.bytes,
+                         "Plan.run_dlpack: output " + std::to_string(i) +
+                             (o.host_resident ? " (a host value on every device)" : ""));
       out[i] = held[kMaxOperands + i].data;
     }
     run_plan(in, out);
@@ -225,8 +225,7 @@ class PyPlan {
   std::size_t expected_arrays(const std::optional<QuantizationParams>& a_params) const {
     if (!a_params) return reads_;
     if (!a_params_at_run())
-      throw py::type_error("Plan.run: a_params given, but this plan's " +
-                           describe(plan_->desc()) +
+      throw py::type_error("Plan.run: a_params given, but this plan's " + describe(plan_->desc()) +
                            " fixes A's params (prepare_matmul(..., a_params_at_run=True) makes a "
                            "plan that takes them at run)");
     return reads_ - 2;
@@ -258,8 +257,7 @@ class PyPlan {
                            std::string(to_string(a_params_->scheme().mapping)) +
                            " (prepare_matmul's a_params give A's dtype and mapping)");
     values.scale = p.scale();
-    values.zero_point =
-        p.zero_points().empty() ? symmetric_zero_point(p.dtype()) : p.zero_point();
+    values.zero_point = p.zero_points().empty() ? symmetric_zero_point(p.dtype()) : p.zero_point();
     in[a_scale_index_] = &values.scale;
     in[a_scale_index_ + 1] = &values.zero_point;
   }
@@ -301,8 +299,8 @@ class PyPlan {
   std::vector<Output> outputs_;
   std::size_t reads_ = 0;
   std::string read_names_;
-  std::vector<py::ssize_t> itemsizes_;  // per input
-  std::size_t a_scale_index_ = kNone;   // a_scale's input index when A's params come at run
+  std::vector<py::ssize_t> itemsizes_;          // per input
+  std::size_t a_scale_index_ = kNone;           // a_scale's input index when A's params come at run
   std::optional<QuantizationParams> a_params_;  // A's dtype and mapping then (placeholder values)
 };
 

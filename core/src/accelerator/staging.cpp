@@ -41,10 +41,11 @@ void DeviceArrays::upload_inputs(QuantizationOps& ops, const IoLayout& layout,
                                  const void* const* host) {
   for (std::size_t i = 0; i < layout.inputs.size(); ++i) {
     if (!layout.inputs[i].bytes) continue;
-    if (layout.inputs[i].host_resident)
+    if (layout.inputs[i].host_resident) {
       std::memcpy(host_in_[i].data(), host[i], layout.inputs[i].bytes);
-    else
-      ops.copy_to_device(*in_[i], 0, host[i], layout.inputs[i].bytes);
+      continue;
+    }
+    ops.copy_to_device(*in_[i], 0, host[i], layout.inputs[i].bytes);
   }
 }
 
@@ -52,10 +53,11 @@ void DeviceArrays::upload_outputs(QuantizationOps& ops, const IoLayout& layout,
                                   const void* const* host) {
   for (std::size_t i = 0; i < layout.outputs.size(); ++i) {
     if (!layout.outputs[i].bytes) continue;
-    if (layout.outputs[i].host_resident)
+    if (layout.outputs[i].host_resident) {
       std::memcpy(host_out_[i].data(), host[i], layout.outputs[i].bytes);
-    else
-      ops.copy_to_device(*out_[i], 0, host[i], layout.outputs[i].bytes);
+      continue;
+    }
+    ops.copy_to_device(*out_[i], 0, host[i], layout.outputs[i].bytes);
   }
 }
 

@@ -29,7 +29,7 @@ class DeviceArrays {
   void* const* outputs() const noexcept { return out_ptr_.data(); }
 
  private:
-  std::vector<std::shared_ptr<Buffer>> in_, out_;  // null for host-resident operands
+  std::vector<std::shared_ptr<Buffer>> in_, out_;           // null for host-resident operands
   std::vector<std::vector<std::byte>> host_in_, host_out_;  // those operands' host storage
   std::vector<const void*> in_ptr_;
   std::vector<void*> out_ptr_;
