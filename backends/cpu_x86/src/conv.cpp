@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "conv_implicit.h"
 #include "conv_kernels.h"
 #include "gemm_driver.h"
 #include "gemm_epilogue.h"
@@ -384,6 +385,103 @@ bool run_small_k(const GemmContext& ctx, const ConvDesc& d, const Geometry& g,
   return ok;
 }
 
+// The sum of output pixel (oh, ow)'s window in the u8 domain of the implicit kernel (pads hold
+// the pad byte), over a's geometry (the flattened one for 1x1 stride-1 convolutions).
+std::uint32_t implicit_rowsum(const IconvArgs& a, const Geometry& g, std::int64_t oh,
+                              std::int64_t ow, const ConvDesc& d) {
+  std::uint32_t sum = 0;
+  for (std::int64_t kh = 0; kh < g.kh; ++kh) {
+    const std::int64_t ih = oh * a.stride_h - a.pad_top + kh * d.dilation_h;
+    for (std::int64_t kw = 0; kw < g.kw; ++kw) {
+      const std::int64_t iw = ow * a.stride_w - a.pad_left + kw * d.dilation_w;
+      if (ih < 0 || ih >= a.h || iw < 0 || iw >= a.w) {
+        sum += static_cast<std::uint32_t>(g.c) * a.pad;
+        continue;
+      }
+      const std::uint8_t* px = a.x + (ih * a.w + iw) * g.c;
+      // int8 codes v are v + 128 in the u8 domain: their stored byte with the sign bit flipped.
+      const std::uint8_t flip = a.x_flip ? 0x80 : 0;
+      for (std::int64_t c = 0; c < g.c; ++c) sum += static_cast<std::uint8_t>(px[c] ^ flip);
+    }
+  }
+  return sum;
+}
+
+// One group through the implicit-GEMM kernel (conv_implicit.h) on NHWC X: tasks of one block
+// each (up to 32 output pixels of one output row against up to 128 output channels), over the
+// batch, the output rows, the blocks of a row and the channel chunks, so that one image fills
+// the pool. Each task runs the kernel into its int32 block, adds the compensation and runs the
+// epilogue on the block while it is in cache. A 1x1 convolution with stride 1 and no pads is
+// one output row of N * H * W pixels: blocks then run across rows and images.
+bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc& d,
+                  const Geometry& g, const std::uint8_t* x, const ConvWeights& w,
+                  const Epilogue& e, std::uint8_t* y) {
+  constexpr std::int64_t kBlockRows = 32, kChunkPanels = 8;
+  const ImplicitWeights& iw = w.implicit();
+  const std::size_t es = out_bytes(e.op);
+  const bool flat = input_is_im2col(d);
+  const std::int64_t images = flat ? 1 : g.n;
+  const std::int64_t in_h = flat ? 1 : g.h, in_w = flat ? g.n * g.h * g.w : g.w;
+  const std::int64_t out_h = flat ? 1 : g.oh, out_w = flat ? g.n * g.pixels : g.ow;
+  const bool x_signed = d.x_params.dtype() == DType::int8;
+  const auto pad = static_cast<std::uint8_t>(d.x_params.zero_point() + (x_signed ? 128 : 0));
+  alignas(64) std::uint8_t pad_tile[1024];
+  std::memset(pad_tile, pad, sizeof(pad_tile));
+  const IconvArgs args{x,          g.n * g.h * g.w * g.c,
+                       x_signed,   pad,
+                       pad_tile,   reinterpret_cast<const std::int8_t*>(iw.b.data()),
+                       iw.steps,   g.c,
+                       iw.cblocks, in_h,
+                       in_w,       g.kh,
+                       g.kw,       d.stride_h,
+                       d.stride_w, d.dilation_h,
+                       d.dilation_w, d.pad_top,
+                       d.pad_left};
+  const std::int64_t row_blocks = (out_w + kBlockRows - 1) / kBlockRows;
+  const std::int64_t chunks = (iw.panels + kChunkPanels - 1) / kChunkPanels;
+  const std::int64_t image_bytes = in_h * in_w * g.c;
+  std::atomic<bool> ok{true};
+  ctx.pool.parallel_for(images * out_h * row_blocks * chunks, [&](std::int64_t t) {
+    const std::int64_t chunk = t % chunks, rb = t / chunks % row_blocks;
+    const std::int64_t oh = t / chunks / row_blocks % out_h, n = t / chunks / row_blocks / out_h;
+    const std::int64_t ow0 = rb * kBlockRows, rows = std::min(kBlockRows, out_w - ow0);
+    const std::int64_t panel0 = chunk * kChunkPanels;
+    const std::int64_t panels = std::min(kChunkPanels, iw.panels - panel0);
+    const std::int64_t o0 = panel0 * 16, cols = std::min(g.o - o0, panels * 16);
+    const std::int64_t ld = panels * 16;
+    thread_local std::vector<std::int32_t> acc;
+    thread_local AlignedBytes gather;
+    acc.resize(static_cast<std::size_t>(kBlockRows * kChunkPanels * 16 + 8));
+    gather.reset(2048, /*zero=*/false);
+    IconvArgs a = args;
+    a.x = x + n * image_bytes;
+    a.x_bytes = args.x_bytes - n * image_bytes;
+    if (kernel.begin) kernel.begin();
+    kernel.iconv(a, {oh, ow0, static_cast<int>(rows), panel0, panels, acc.data(), ld,
+                     gather.data()});
+    if (kernel.end) kernel.end();
+    // The compensation, in wrapping int32 (uint32 arithmetic).
+    std::uint32_t rowsum[kBlockRows] = {};
+    if (iw.needs_rowsum)
+      for (std::int64_t r = 0; r < rows; ++r)
+        rowsum[r] = implicit_rowsum(a, g, oh, ow0 + r, d);
+    const auto* rf = reinterpret_cast<const std::uint32_t*>(iw.rf.data()) + o0;
+    const auto* comp = reinterpret_cast<const std::uint32_t*>(iw.comp.data()) + o0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      auto* row = reinterpret_cast<std::uint32_t*>(acc.data() + r * ld);
+      if (iw.needs_rowsum)
+        for (std::int64_t c = 0; c < cols; ++c) row[c] += rf[c] * rowsum[r] + comp[c];
+      else
+        for (std::int64_t c = 0; c < cols; ++c) row[c] += comp[c];
+    }
+    const std::int64_t first = (n * out_h + oh) * out_w + ow0;  // output pixel of the batch
+    if (!e.apply(acc.data(), ld, rows, o0, cols,
+                 y + (first * g.o + o0) * static_cast<std::int64_t>(es)))
+      ok = false;
+  });
+  return ok;
+}
+
 bool run_gemm_groups(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc& d,
                      const Geometry& g, const std::uint8_t* x, const ConvWeights& w,
                      const Epilogue& e, std::uint8_t* y, ConvScratch& s) {
@@ -463,6 +561,10 @@ bool conv_small_k_preferred(const ConvDesc& d) {
   return conv_small_k_direct(d) && d.out_channels <= 64;
 }
 
+bool conv_implicit_direct(const ConvDesc& d) { return d.groups == 1 && d.c > 0; }
+
+bool conv_implicit_preferred(const ConvDesc& d) { return conv_implicit_direct(d) && d.c >= 16; }
+
 ConvWeights::ConvWeights(const ConvDesc& d, const void* w, ConvPath path, ThreadPool* pool)
     : path_(path) {
   const Geometry g(d);
@@ -482,6 +584,10 @@ ConvWeights::ConvWeights(const ConvDesc& d, const void* w, ConvPath path, Thread
         pairs_[static_cast<std::size_t>(((k / 2) * o_padded + o) * 2 + k % 2)] =
             static_cast<std::int16_t>(code(o * g.k + k) - zw);
     }
+    return;
+  }
+  if (path == ConvPath::implicit) {
+    pack_implicit(d, code);
     return;
   }
   if (path == ConvPath::depthwise) {
@@ -509,6 +615,41 @@ ConvWeights::ConvWeights(const ConvDesc& d, const void* w, ConvPath path, Thread
   }
 }
 
+template <class Code>
+void ConvWeights::pack_implicit(const ConvDesc& d, const Code& code) {
+  const Geometry g(d);
+  const std::int64_t taps = g.kh * g.kw;
+  ImplicitWeights& iw = implicit_;
+  iw.cblocks = (g.c + 63) / 64;
+  iw.steps = taps * iw.cblocks;
+  iw.panels = (g.o + 15) / 16;
+  iw.b.reset(static_cast<std::size_t>(iw.panels * iw.steps * 1024), /*zero=*/true);
+  auto* b = reinterpret_cast<std::int8_t*>(iw.b.data());
+  const std::int32_t shift = d.w_params.dtype() == DType::int8 ? 0 : 128;
+  const bool x_signed = d.x_params.dtype() == DType::int8;
+  const auto za = static_cast<std::uint32_t>(d.x_params.zero_point() + (x_signed ? 128 : 0));
+  iw.rf.assign(static_cast<std::size_t>(g.o), 0);
+  iw.comp.assign(static_cast<std::size_t>(g.o), 0);
+  for (std::int64_t o = 0; o < g.o; ++o) {
+    const std::int32_t zw = d.w_params.zero_point(w_pair(d, o));
+    std::int64_t colsum = 0;
+    std::int8_t* panel = b + (o / 16) * iw.steps * 1024 + (o % 16) * 4;
+    for (std::int64_t ci = 0; ci < g.c; ++ci)
+      for (std::int64_t t = 0; t < taps; ++t) {
+        const std::int32_t v = code((o * g.c + ci) * taps + t);
+        colsum += v;
+        const std::int64_t k = t * iw.cblocks * 64 + ci;  // [tap][C rounded up to 64]
+        panel[(k / 64) * 1024 + (k % 64 / 4) * 64 + k % 4] = static_cast<std::int8_t>(v - shift);
+      }
+    const auto i = static_cast<std::size_t>(o);
+    iw.rf[i] = shift - zw;
+    iw.comp[i] = static_cast<std::int32_t>(
+        static_cast<std::uint32_t>(g.k) * za * static_cast<std::uint32_t>(zw) -
+        za * static_cast<std::uint32_t>(colsum));
+    iw.needs_rowsum = iw.needs_rowsum || iw.rf[i] != 0;
+  }
+}
+
 bool conv_bias_cannot_overflow(const ConvDesc& d, const void* w, const std::int32_t* bias) {
   const Geometry g(d);
   const auto& xt = traits(d.x_params.dtype());
@@ -527,7 +668,8 @@ bool conv_bias_cannot_overflow(const ConvDesc& d, const void* w, const std::int3
 }
 
 std::size_t ConvWeights::bytes() const noexcept {
-  std::size_t b = taps_.size() * sizeof(std::int32_t) + pairs_.size() * sizeof(std::int16_t);
+  std::size_t b = taps_.size() * sizeof(std::int32_t) + pairs_.size() * sizeof(std::int16_t) +
+                  implicit_.b.size() + (implicit_.rf.size() + implicit_.comp.size()) * 4;
   for (const auto& g : groups_) b += g->bytes();
   return b;
 }
@@ -554,8 +696,9 @@ bool run_batch(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc&
     s.y_nhwc.reset(static_cast<std::size_t>(g.n * g.pixels * g.o) * es, /*zero=*/false);
     ys = s.y_nhwc.data();
   }
-  const bool ok = w.path() == ConvPath::depthwise
-                      ? run_depthwise(ctx, d, g, xs, w, e, ys, s)
+  const bool ok = w.path() == ConvPath::depthwise ? run_depthwise(ctx, d, g, xs, w, e, ys, s)
+                  : w.path() == ConvPath::implicit
+                      ? run_implicit(ctx, kernel, d, g, xs, w, e, ys)
                       : run_gemm_groups(ctx, kernel, d, g, xs, w, e, ys, s);
   if (!ok) return false;
   if (nchw) {
@@ -572,8 +715,8 @@ bool run_batch(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc&
 // epilogue) then runs on one thread on data that stays in its cache, with one fork-join for
 // the batch instead of several per image. A 1x1 NHWC convolution reads X as the GEMM's A for
 // the whole batch at once and gains nothing from the split.
-bool split_by_image(const ConvDesc& d, const ThreadPool& pool) {
-  if (d.n < 2) return false;
+bool split_by_image(const ConvDesc& d, const ConvWeights& w, const ThreadPool& pool) {
+  if (d.n < 2 || w.path() == ConvPath::implicit) return false;  // its tasks span the batch
   if (d.layout == ConvLayout::nhwc && input_is_im2col(d)) return false;
   return pool.threads() == 1 || d.n >= 2 * static_cast<std::int64_t>(pool.threads());
 }
@@ -588,7 +731,7 @@ bool run_conv(const GemmContext& ctx, const KernelInfo& kernel, OpKind op, const
   if (w.path() == ConvPath::small_k)
     return run_small_k(ctx, d, g, static_cast<const std::uint8_t*>(x), w, e,
                        static_cast<std::uint8_t*>(y));
-  if (!split_by_image(d, ctx.pool)) return run_batch(ctx, kernel, d, g, e, x, w, y, conv_scratch());
+  if (!split_by_image(d, w, ctx.pool)) return run_batch(ctx, kernel, d, g, e, x, w, y, conv_scratch());
   // One task per image. The pool runs a parallel_for called from inside a task on the calling
   // thread, so every step below stays on the task's thread, with that thread's scratch.
   ConvDesc one = d;
