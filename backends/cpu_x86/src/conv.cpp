@@ -139,7 +139,10 @@ struct Epilogue {
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
 
-  Epilogue(OpKind kind, const ConvDesc& d, const void* bias) : op(kind), o(d.out_channels) {
+  bool avx512 = false;  // the AVX-512 tier may run: its stores (conv_epilogue_avx512.cpp)
+
+  Epilogue(OpKind kind, const ConvDesc& d, const void* bias, bool use_avx512)
+      : op(kind), o(d.out_channels), avx512(use_avx512) {
     if (d.bias == ConvBias::int32) bias_i32 = static_cast<const std::int32_t*>(bias);
     if (d.bias == ConvBias::f32) bias_f32 = static_cast<const float*>(bias);
     sx = d.x_params.scale();
@@ -190,6 +193,9 @@ struct Epilogue {
   // int32.
   bool apply(std::int32_t* acc, std::int64_t ld, std::int64_t rows, std::int64_t o0,
              std::int64_t cols, void* out) const {
+#if QFORGE_CPU_X86_HAVE_AVX512VNNI
+    if (avx512) return apply_avx512(acc, ld, rows, o0, cols, out);
+#endif
     if (bias_i32) {
       // Wrapping int32 adds (in uint32, defined) that vectorize; a sum overflowed iff both
       // operands differ in sign from it.
@@ -234,6 +240,39 @@ struct Epilogue {
     }
     throw Error(ErrorCode::internal, "cpu_x86: conv epilogue for " + std::string(to_string(op)));
   }
+
+#if QFORGE_CPU_X86_HAVE_AVX512VNNI
+  bool apply_avx512(std::int32_t* acc, std::int64_t ld, std::int64_t rows, std::int64_t o0,
+                    std::int64_t cols, void* out) const {
+    if (bias_i32 && !conv_add_bias_avx512(acc, ld, rows, cols, bias_i32 + o0)) return false;
+    switch (op) {
+      case OpKind::conv_integer: {
+        auto* y = static_cast<std::int32_t*>(out);
+        for (std::int64_t r = 0; r < rows; ++r)
+          std::memcpy(y + r * o, acc + r * ld, static_cast<std::size_t>(cols) * 4);
+        return true;
+      }
+      case OpKind::qlinear_conv: {
+        auto* y = static_cast<std::uint8_t*>(out);
+        if (mode == RequantMode::float_multiplier)
+          store_requant_columns_avx512(acc, ld, rows, cols, multiplier.data() + o0, zy,
+                                       range.qmin, range.qmax, y, o);
+        else
+          store_requant_fixed_avx512(acc, ld, rows, cols, fixed_multiplier.data() + o0,
+                                     fixed_left.data() + o0, fixed_right.data() + o0, zy,
+                                     range.qmin, range.qmax, y, o);
+        return true;
+      }
+      case OpKind::conv_dequant:
+        store_conv_dequant_avx512(acc, ld, rows, cols, sx, sw.data() + o0,
+                                  bias_f32 ? bias_f32 + o0 : nullptr, lo, hi,
+                                  static_cast<float*>(out), o);
+        return true;
+      default: break;
+    }
+    throw Error(ErrorCode::internal, "cpu_x86: conv epilogue for " + std::string(to_string(op)));
+  }
+#endif
 };
 
 // Whether the NHWC input is already the im2col matrix of the whole batch.
@@ -430,6 +469,7 @@ bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDe
   const IconvArgs args{x,          g.n * g.h * g.w * g.c,
                        x_signed,   pad,
                        pad_tile,   reinterpret_cast<const std::int8_t*>(iw.b.data()),
+                       reinterpret_cast<const std::int32_t*>(iw.c_init.data()),
                        iw.steps,   g.c,
                        iw.cblocks, in_h,
                        in_w,       g.kh,
@@ -449,34 +489,29 @@ bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDe
     const std::int64_t panels = std::min(kChunkPanels, iw.panels - panel0);
     const std::int64_t o0 = panel0 * 16, cols = std::min(g.o - o0, panels * 16);
     const std::int64_t ld = panels * 16;
-    thread_local std::vector<std::int32_t> acc;
-    thread_local AlignedBytes gather;
-    acc.resize(static_cast<std::size_t>(kBlockRows * kChunkPanels * 16 + 8));
+    // 64-byte aligned, so that no row of a tile store or of the gathered tiles splits a line.
+    thread_local AlignedBytes acc_bytes, gather;
+    acc_bytes.reset(static_cast<std::size_t>(kBlockRows * kChunkPanels * 16 + 16) * 4, false);
     gather.reset(2048, /*zero=*/false);
+    auto* acc = reinterpret_cast<std::int32_t*>(acc_bytes.data());
     IconvArgs a = args;
     a.x = x + n * image_bytes;
     a.x_bytes = args.x_bytes - n * image_bytes;
     if (kernel.begin) kernel.begin();
-    kernel.iconv(a, {oh, ow0, static_cast<int>(rows), panel0, panels, acc.data(), ld,
-                     gather.data()});
+    kernel.iconv(a, {oh, ow0, static_cast<int>(rows), panel0, panels, acc, ld, gather.data()});
     if (kernel.end) kernel.end();
-    // The compensation, in wrapping int32 (uint32 arithmetic).
-    std::uint32_t rowsum[kBlockRows] = {};
-    if (iw.needs_rowsum)
-      for (std::int64_t r = 0; r < rows; ++r)
-        rowsum[r] = implicit_rowsum(a, g, oh, ow0 + r, d);
-    const auto* rf = reinterpret_cast<const std::uint32_t*>(iw.rf.data()) + o0;
-    const auto* comp = reinterpret_cast<const std::uint32_t*>(iw.comp.data()) + o0;
-    for (std::int64_t r = 0; r < rows; ++r) {
-      auto* row = reinterpret_cast<std::uint32_t*>(acc.data() + r * ld);
-      if (iw.needs_rowsum)
-        for (std::int64_t c = 0; c < cols; ++c) row[c] += rf[c] * rowsum[r] + comp[c];
-      else
-        for (std::int64_t c = 0; c < cols; ++c) row[c] += comp[c];
+    // The row-sum term of the compensation (the kernel added the rest), in wrapping int32
+    // (uint32 arithmetic).
+    if (iw.needs_rowsum) {
+      const auto* rf = reinterpret_cast<const std::uint32_t*>(iw.rf.data()) + o0;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const std::uint32_t rowsum = implicit_rowsum(a, g, oh, ow0 + r, d);
+        auto* row = reinterpret_cast<std::uint32_t*>(acc + r * ld);
+        for (std::int64_t c = 0; c < cols; ++c) row[c] += rf[c] * rowsum;
+      }
     }
     const std::int64_t first = (n * out_h + oh) * out_w + ow0;  // output pixel of the batch
-    if (!e.apply(acc.data(), ld, rows, o0, cols,
-                 y + (first * g.o + o0) * static_cast<std::int64_t>(es)))
+    if (!e.apply(acc, ld, rows, o0, cols, y + (first * g.o + o0) * static_cast<std::int64_t>(es)))
       ok = false;
   });
   return ok;
@@ -648,6 +683,11 @@ void ConvWeights::pack_implicit(const ConvDesc& d, const Code& code) {
         za * static_cast<std::uint32_t>(colsum));
     iw.needs_rowsum = iw.needs_rowsum || iw.rf[i] != 0;
   }
+  iw.c_init.reset(static_cast<std::size_t>(iw.panels * 1024), /*zero=*/true);
+  auto* c_init = reinterpret_cast<std::int32_t*>(iw.c_init.data());
+  for (std::int64_t o = 0; o < g.o; ++o)
+    for (std::int64_t r = 0; r < 16; ++r)
+      c_init[(o / 16) * 256 + r * 16 + o % 16] = iw.comp[static_cast<std::size_t>(o)];
 }
 
 bool conv_bias_cannot_overflow(const ConvDesc& d, const void* w, const std::int32_t* bias) {
@@ -669,7 +709,8 @@ bool conv_bias_cannot_overflow(const ConvDesc& d, const void* w, const std::int3
 
 std::size_t ConvWeights::bytes() const noexcept {
   std::size_t b = taps_.size() * sizeof(std::int32_t) + pairs_.size() * sizeof(std::int16_t) +
-                  implicit_.b.size() + (implicit_.rf.size() + implicit_.comp.size()) * 4;
+                  implicit_.b.size() + implicit_.c_init.size() +
+                  (implicit_.rf.size() + implicit_.comp.size()) * 4;
   for (const auto& g : groups_) b += g->bytes();
   return b;
 }
@@ -727,7 +768,7 @@ bool run_conv(const GemmContext& ctx, const KernelInfo& kernel, OpKind op, const
               const void* x, const ConvWeights& w, const void* bias, void* y) {
   const Geometry g(d);
   if (g.n * g.o * g.pixels == 0) return true;
-  const Epilogue e(op, d, bias);
+  const Epilogue e(op, d, bias, ctx.tuning.avx512_epilogue);
   if (w.path() == ConvPath::small_k)
     return run_small_k(ctx, d, g, static_cast<const std::uint8_t*>(x), w, e,
                        static_cast<std::uint8_t*>(y));

@@ -68,7 +68,8 @@ enum class ConvPath : std::uint8_t { gemm, depthwise, small_k, implicit };
 //   rf[o] = shift - zw[o],  comp[o] = K za' zw[o] - za' sum_k w,
 // in wrapping int32 (the true sum fits int32, so arithmetic modulo 2^32 gives it exactly).
 struct ImplicitWeights {
-  AlignedBytes b;  // [panels][steps][16][64]
+  AlignedBytes b;       // [panels][steps][16][64]
+  AlignedBytes c_init;  // [panels][16 rows][16] int32: comp of the panel's channels, 0 past O
   std::int64_t cblocks = 0, steps = 0, panels = 0;
   std::vector<std::int32_t> rf, comp;  // [O]
   bool needs_rowsum = false;           // some rf[o] != 0

@@ -18,8 +18,9 @@
 // s = tap * cblocks + cb: byte ((p * steps + s) * 16 + g) * 64 + j * 4 + t holds
 // W_s8[o = 16 p + j][k = 64 s + 4 g + t] (uint8 weights stored as w - 128).
 //
-// The kernels write raw dot products D; the driver (conv.cpp) adds the zero-point compensation
-// and runs the epilogue on the block while it is in cache.
+// The kernels write D plus the per-channel compensation constants (c_init); the driver
+// (conv.cpp) adds the row-sum term where the weights need it and runs the epilogue on the block
+// while it is in cache.
 #pragma once
 
 #include <cstdint>
@@ -33,13 +34,17 @@ struct IconvArgs {
   std::uint8_t pad;              // the padding byte in the u8 domain
   const std::uint8_t* pad_tile;  // 1 KiB of pad bytes
   const std::int8_t* b;          // packed weights (above)
+  // Per panel a 16 x 16 int32 tile whose rows all hold the panel's compensation constants: the
+  // sum tiles start from it instead of zero, so the block leaves the kernel compensated (but
+  // for the row-sum term, conv.h's ImplicitWeights).
+  const std::int32_t* c_init;
   std::int64_t steps;            // KH * KW * cblocks: 1 KiB tiles per panel
   std::int64_t c, cblocks, h, w, kh, kw;
   std::int64_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
 };
 
 // One block: output pixels (oh, ow0 .. ow0 + rows - 1), 1 <= rows <= 32, against panels
-// [panel0, panel0 + panels). Writes D to acc ([32][ld] int32: 16 rows, or 32 when rows > 16;
+// [panel0, panel0 + panels). Writes D + c_init to acc ([32][ld] int32: 16 rows, or 32 when rows > 16;
 // panel p in columns (p - panel0) * 16 ..). gather: 2 KiB of scratch.
 struct IconvBlock {
   std::int64_t oh, ow0;

@@ -17,11 +17,11 @@ namespace {
 // combination is spelled out.
 struct AmxTiles {
   template <int MT, int NT>
-  static void zero() {
-    _tile_zero(0);
-    if constexpr (NT > 1) _tile_zero(1);
-    if constexpr (MT > 1) _tile_zero(2);
-    if constexpr (MT > 1 && NT > 1) _tile_zero(3);
+  static void init(const std::int32_t* c0, const std::int32_t* c1) {
+    _tile_loadd(0, c0, 64);
+    if constexpr (NT > 1) _tile_loadd(1, c1, 64);
+    if constexpr (MT > 1) _tile_loadd(2, c0, 64);
+    if constexpr (MT > 1 && NT > 1) _tile_loadd(3, c1, 64);
   }
   template <int MT, int NT>
   static void step(const std::uint8_t* a0, std::int64_t sa0, const std::uint8_t* a1,

@@ -32,8 +32,11 @@ struct EmulatedTiles {
       }
   }
   template <int MT, int NT>
-  static void zero() {
-    for (int t = 0; t < 4; ++t) std::memset(c(t), 0, sizeof(c(t)));
+  static void init(const std::int32_t* c0, const std::int32_t* c1) {
+    std::memcpy(c(0), c0, 1024);
+    if constexpr (NT > 1) std::memcpy(c(1), c1, 1024);
+    if constexpr (MT > 1) std::memcpy(c(2), c0, 1024);
+    if constexpr (MT > 1 && NT > 1) std::memcpy(c(3), c1, 1024);
   }
   template <int MT, int NT>
   static void step(const std::uint8_t* a0, std::int64_t sa0, const std::uint8_t* a1,

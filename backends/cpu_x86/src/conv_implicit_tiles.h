@@ -6,7 +6,8 @@
 //
 // Tiles: C tiles 0-3 ([2 row tiles][2 column tiles] of 16 x 16 int32), A tiles 4-5, B tiles
 // 6-7, as in gemm_amx.cpp. The Tiles class provides, for MT row tiles and NT column tiles:
-//   zero<MT, NT>(), step<MT, NT>(a0, a0_stride, a1, a1_stride, b0, b1) (load the A tiles from
+//   init<MT, NT>(c0, c1) (load the C tiles from 1 KiB each: column tile 0 from c0, 1 from c1),
+//   step<MT, NT>(a0, a0_stride, a1, a1_stride, b0, b1) (load the A tiles from
 //   their rows, the B tiles from 1 KiB each, multiply-add), store<MT, NT>(d, ld_bytes).
 #pragma once
 
@@ -45,7 +46,7 @@ inline TileSource a_tile(const qforge::cpu_x86::IconvArgs& a, std::int64_t ih,
 template <class Tiles, int MT, int NT>
 void iconv_pair(const qforge::cpu_x86::IconvArgs& a, const qforge::cpu_x86::IconvBlock& blk,
                 std::int64_t panel) {
-  Tiles::template zero<MT, NT>();
+  Tiles::template init<MT, NT>(a.c_init + panel * 256, a.c_init + (panel + 1) * 256);
   const std::int8_t* b0 = a.b + panel * a.steps * 1024;
   const std::int8_t* b1 = b0 + a.steps * 1024;
   const int valid0 = std::min(16, blk.rows), valid1 = blk.rows - 16;
