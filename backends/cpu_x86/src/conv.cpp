@@ -317,9 +317,9 @@ ConvScratch& conv_scratch() {
 // Depthwise: output channel o reads input channel o / multiplier (multiplier = O / C). With a
 // multiplier above 1 the input is widened first to O channels, each repeated, so that the
 // kernel again multiplies contiguous channels of X by contiguous taps.
-bool run_depthwise(const GemmContext& ctx, const ConvDesc& d, const Geometry& g,
-                   const std::uint8_t* x, const ConvWeights& w, const Epilogue& e, std::uint8_t* y,
-                   ConvScratch& s) {
+bool run_depthwise(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc& d,
+                   const Geometry& g, const std::uint8_t* x, const ConvWeights& w,
+                   const Epilogue& e, std::uint8_t* y, ConvScratch& s) {
   const std::size_t es = out_bytes(e.op);
   const std::int64_t chunks = (g.pixels + kRowsPerTask - 1) / kRowsPerTask;
   const std::int64_t multiplier = g.o / g.c;
@@ -335,6 +335,11 @@ bool run_depthwise(const GemmContext& ctx, const ConvDesc& d, const Geometry& g,
     x = s.x_wide.data();
   }
   std::atomic<bool> ok{true};
+  const bool avx512 =
+      kernel.isa == Isa::avx512_vnni && g.kh * g.kw <= kDepthwiseAvx512MaxTaps;
+  // Out-of-input taps of the AVX-512 kernel read this row: zx's code, 0 once centered.
+  const std::vector<std::uint8_t> zx_row(static_cast<std::size_t>(g.o + 32),
+                                         static_cast<std::uint8_t>(d.x_params.zero_point()));
   DepthwiseArgs args{nullptr,
                      d.x_params.dtype() == DType::int8,
                      d.x_params.zero_point(),
@@ -350,7 +355,9 @@ bool run_depthwise(const GemmContext& ctx, const ConvDesc& d, const Geometry& g,
                      d.dilation_w,
                      d.pad_top,
                      d.pad_left,
-                     g.ow};
+                     g.ow,
+                     w.dw_pairs(),
+                     zx_row.data()};
   ctx.pool.parallel_for(g.n * chunks, [&](std::int64_t t) {
     const std::int64_t n = t / chunks, p0 = (t % chunks) * kRowsPerTask;
     const std::int64_t p1 = std::min(g.pixels, p0 + kRowsPerTask);
@@ -358,7 +365,12 @@ bool run_depthwise(const GemmContext& ctx, const ConvDesc& d, const Geometry& g,
     acc.resize(static_cast<std::size_t>(kRowsPerTask * g.o + 8));
     DepthwiseArgs a = args;
     a.x = x + n * g.h * g.w * g.o;
+#if QFORGE_CPU_X86_HAVE_AVX512VNNI
+    if (avx512) depthwise_rows_avx512(a, p0, p1, acc.data());
+    else depthwise_rows_avx2(a, p0, p1, acc.data());
+#else
     depthwise_rows_avx2(a, p0, p1, acc.data());
+#endif
     if (!e.apply(acc.data(), g.o, p1 - p0, 0, g.o,
                  y + ((n * g.pixels + p0) * g.o) * static_cast<std::int64_t>(es)))
       ok = false;
@@ -633,6 +645,16 @@ ConvWeights::ConvWeights(const ConvDesc& d, const void* w, ConvPath path, Thread
       for (std::int64_t t = 0; t < taps; ++t)
         taps_[static_cast<std::size_t>(t * g.o + o)] = code(o * taps + t) - zw;
     }
+    const std::int64_t pairs = (taps + 1) / 2, blocks = (g.o + 31) / 32;
+    dw_pairs_.assign(static_cast<std::size_t>(blocks * pairs * 64), 0);
+    for (std::int64_t o = 0; o < g.o; ++o) {
+      const std::int64_t b = o / 32, c = o % 32, lane = c / 8, half = c % 8 / 4, i = c % 4;
+      for (std::int64_t t = 0; t < taps; ++t) {
+        const std::int64_t at = ((b * pairs + t / 2) * 2 + half) * 32 + lane * 8 + 2 * i + t % 2;
+        dw_pairs_[static_cast<std::size_t>(at)] =
+            static_cast<std::int16_t>(taps_[static_cast<std::size_t>(t * g.o + o)]);
+      }
+    }
     return;
   }
   if (g.k == 0 || g.og == 0) return;
@@ -709,6 +731,7 @@ bool conv_bias_cannot_overflow(const ConvDesc& d, const void* w, const std::int3
 
 std::size_t ConvWeights::bytes() const noexcept {
   std::size_t b = taps_.size() * sizeof(std::int32_t) + pairs_.size() * sizeof(std::int16_t) +
+                  dw_pairs_.size() * sizeof(std::int16_t) +
                   implicit_.b.size() + implicit_.c_init.size() +
                   (implicit_.rf.size() + implicit_.comp.size()) * 4;
   for (const auto& g : groups_) b += g->bytes();
@@ -737,7 +760,8 @@ bool run_batch(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc&
     s.y_nhwc.reset(static_cast<std::size_t>(g.n * g.pixels * g.o) * es, /*zero=*/false);
     ys = s.y_nhwc.data();
   }
-  const bool ok = w.path() == ConvPath::depthwise ? run_depthwise(ctx, d, g, xs, w, e, ys, s)
+  const bool ok = w.path() == ConvPath::depthwise
+                      ? run_depthwise(ctx, kernel, d, g, xs, w, e, ys, s)
                   : w.path() == ConvPath::implicit
                       ? run_implicit(ctx, kernel, d, g, xs, w, e, ys)
                       : run_gemm_groups(ctx, kernel, d, g, xs, w, e, ys, s);

@@ -87,6 +87,11 @@ class ConvWeights {
   bool holds_min() const noexcept { return holds_min_; }
   const X86PackedWeights& group(std::int64_t g) const { return *groups_[static_cast<size_t>(g)]; }
   const std::int32_t* taps() const noexcept { return taps_.data(); }
+  // The AVX-512 depthwise kernel's centered weights: per block of 32 channels and pair of taps
+  // (2j, 2j + 1; a missing last tap 0) 64 int16 in vpunpcklwd / vpunpckhwd order:
+  // [block][pair][lo: 128-bit lane L, i < 4: (w[2j][8L + i], w[2j + 1][8L + i]);
+  //               hi: the same for channels 8L + 4 + i].
+  const std::int16_t* dw_pairs() const noexcept { return dw_pairs_.data(); }
   const std::int16_t* pairs() const noexcept { return pairs_.data(); }
   const ImplicitWeights& implicit() const noexcept { return implicit_; }
   std::size_t bytes() const noexcept;
@@ -96,6 +101,7 @@ class ConvWeights {
   bool holds_min_ = false;
   std::vector<std::unique_ptr<X86PackedWeights>> groups_;
   std::vector<std::int32_t> taps_;
+  std::vector<std::int16_t> dw_pairs_;
   std::vector<std::int16_t> pairs_;
   ImplicitWeights implicit_;
   template <class Code>

@@ -19,9 +19,17 @@ struct DepthwiseArgs {
   std::int64_t c, h, w, kh, kw;
   std::int64_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
   std::int64_t out_w;
+  // The AVX-512 kernel's weights (ConvWeights::dw_pairs) and a row of c bytes of zx's code.
+  const std::int16_t* pairs = nullptr;
+  const std::uint8_t* zx_row = nullptr;
 };
 void depthwise_rows_avx2(const DepthwiseArgs& a, std::int64_t p0, std::int64_t p1,
                          std::int32_t* acc);
+// The same in AVX-512 VNNI (conv_depthwise_avx512.cpp), for windows of at most
+// kDepthwiseAvx512MaxTaps taps: taps in pairs through vpdpwssd, 32 channels at a time.
+inline constexpr std::int64_t kDepthwiseAvx512MaxTaps = 64;
+void depthwise_rows_avx512(const DepthwiseArgs& a, std::int64_t p0, std::int64_t p1,
+                           std::int32_t* acc);
 
 // The longest reduction C * KH * KW (one group) the short-reduction kernel takes.
 inline constexpr std::int64_t kSmallKMax = 64;

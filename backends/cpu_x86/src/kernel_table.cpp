@@ -93,6 +93,7 @@ constexpr std::array kKernels = {
     KernelInfo{"q8_dequantize__avx2", KernelRole::dequantize, Isa::avx2},
     KernelInfo{"q8_requantize__avx2", KernelRole::requantize, Isa::avx2},
     KernelInfo{"qu8_dynamic_quantize__avx2", KernelRole::dynamic_quantize, Isa::avx2},
+    KernelInfo{"q8_dwconv_c32__avx512vnni", KernelRole::conv_depthwise, Isa::avx512_vnni},
     KernelInfo{"q8_dwconv_c32__avx2", KernelRole::conv_depthwise, Isa::avx2},
     KernelInfo{"q8_conv_k64__avx2_maddwd", KernelRole::conv_small_k, Isa::avx2},
     implicit_conv("q8_iconv_32x32c4__amx", Isa::amx_int8, kAmxIconv, kAmxBegin, kAmxEnd),

@@ -23,7 +23,7 @@ ConvPath CpuX86Ops::conv_path(const ConvDesc& desc, OpKind op, std::string_view 
   if (k.role == KernelRole::conv_small_k && conv_small_k_direct(desc)) return ConvPath::small_k;
   if (k.role == KernelRole::conv_implicit && conv_implicit_direct(desc)) return ConvPath::implicit;
   std::string direct;
-  if (conv_depthwise_direct(desc)) direct += ", q8_dwconv_c32__avx2";
+  if (conv_depthwise_direct(desc)) direct += ", q8_dwconv_c32__avx512vnni, q8_dwconv_c32__avx2";
   if (conv_small_k_direct(desc)) direct += ", q8_conv_k64__avx2_maddwd";
   if (conv_implicit_direct(desc)) direct += ", q8_iconv_32x32c4__amx, q8_iconv_32x32c4__scalar";
   throw Error(ErrorCode::unsupported,
