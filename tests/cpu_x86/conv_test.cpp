@@ -235,7 +235,8 @@ TEST_P(CpuX86Conv, MatchesReferenceOnBatchesSplitByImage) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, CpuX86Conv,
-                         ::testing::Values("q8_dwconv_c32__avx512vnni", "q8_dwconv_c32__avx2", "q8_conv_k64__avx2_maddwd",
+                         ::testing::Values("q8_dwconv_c32__avx512vnni", "q8_dwconv_c32__avx2",
+                                           "q8_conv_k64__avx2_maddwd",
                                            "q8_gemm_2x16c4__avx2_maddwd",
                                            "q8_gemm_4x16c4__avx2_maddubs",
                                            "q8_gemm_6x16c4__avxvnni", "q8_gemm_6x64c4__avx512vnni",

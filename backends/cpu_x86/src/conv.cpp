@@ -255,8 +255,8 @@ struct Epilogue {
       case OpKind::qlinear_conv: {
         auto* y = static_cast<std::uint8_t*>(out);
         if (mode == RequantMode::float_multiplier)
-          store_requant_columns_avx512(acc, ld, rows, cols, multiplier.data() + o0, zy,
-                                       range.qmin, range.qmax, y, o);
+          store_requant_columns_avx512(acc, ld, rows, cols, multiplier.data() + o0, zy, range.qmin,
+                                       range.qmax, y, o);
         else
           store_requant_fixed_avx512(acc, ld, rows, cols, fixed_multiplier.data() + o0,
                                      fixed_left.data() + o0, fixed_right.data() + o0, zy,
@@ -335,8 +335,7 @@ bool run_depthwise(const GemmContext& ctx, const KernelInfo& kernel, const ConvD
     x = s.x_wide.data();
   }
   std::atomic<bool> ok{true};
-  const bool avx512 =
-      kernel.isa == Isa::avx512_vnni && g.kh * g.kw <= kDepthwiseAvx512MaxTaps;
+  const bool avx512 = kernel.isa == Isa::avx512_vnni && g.kh * g.kw <= kDepthwiseAvx512MaxTaps;
   // Out-of-input taps of the AVX-512 kernel read this row: zx's code, 0 once centered.
   const std::vector<std::uint8_t> zx_row(static_cast<std::size_t>(g.o + 32),
                                          static_cast<std::uint8_t>(d.x_params.zero_point()));
@@ -357,6 +356,7 @@ bool run_depthwise(const GemmContext& ctx, const KernelInfo& kernel, const ConvD
                      d.pad_left,
                      g.ow,
                      w.dw_pairs(),
+                     w.dw_init(),
                      zx_row.data()};
   ctx.pool.parallel_for(g.n * chunks, [&](std::int64_t t) {
     const std::int64_t n = t / chunks, p0 = (t % chunks) * kRowsPerTask;
@@ -465,8 +465,8 @@ std::uint32_t implicit_rowsum(const IconvArgs& a, const Geometry& g, std::int64_
 // epilogue on the block while it is in cache. A 1x1 convolution with stride 1 and no pads is
 // one output row of N * H * W pixels: blocks then run across rows and images.
 bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc& d,
-                  const Geometry& g, const std::uint8_t* x, const ConvWeights& w,
-                  const Epilogue& e, std::uint8_t* y) {
+                  const Geometry& g, const std::uint8_t* x, const ConvWeights& w, const Epilogue& e,
+                  std::uint8_t* y) {
   constexpr std::int64_t kBlockRows = 32, kChunkPanels = 8;
   const ImplicitWeights& iw = w.implicit();
   const std::size_t es = out_bytes(e.op);
@@ -478,16 +478,25 @@ bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDe
   const auto pad = static_cast<std::uint8_t>(d.x_params.zero_point() + (x_signed ? 128 : 0));
   alignas(64) std::uint8_t pad_tile[1024];
   std::memset(pad_tile, pad, sizeof(pad_tile));
-  const IconvArgs args{x,          g.n * g.h * g.w * g.c,
-                       x_signed,   pad,
-                       pad_tile,   reinterpret_cast<const std::int8_t*>(iw.b.data()),
+  const IconvArgs args{x,
+                       g.n * g.h * g.w * g.c,
+                       x_signed,
+                       pad,
+                       pad_tile,
+                       reinterpret_cast<const std::int8_t*>(iw.b.data()),
                        reinterpret_cast<const std::int32_t*>(iw.c_init.data()),
-                       iw.steps,   g.c,
-                       iw.cblocks, in_h,
-                       in_w,       g.kh,
-                       g.kw,       d.stride_h,
-                       d.stride_w, d.dilation_h,
-                       d.dilation_w, d.pad_top,
+                       iw.steps,
+                       g.c,
+                       iw.cblocks,
+                       in_h,
+                       in_w,
+                       g.kh,
+                       g.kw,
+                       d.stride_h,
+                       d.stride_w,
+                       d.dilation_h,
+                       d.dilation_w,
+                       d.pad_top,
                        d.pad_left};
   const std::int64_t row_blocks = (out_w + kBlockRows - 1) / kBlockRows;
   const std::int64_t chunks = (iw.panels + kChunkPanels - 1) / kChunkPanels;
@@ -655,6 +664,16 @@ ConvWeights::ConvWeights(const ConvDesc& d, const void* w, ConvPath path, Thread
             static_cast<std::int16_t>(taps_[static_cast<std::size_t>(t * g.o + o)]);
       }
     }
+    dw_init_.assign(static_cast<std::size_t>(blocks * 32), 0);
+    const auto zx = static_cast<std::uint32_t>(d.x_params.zero_point());
+    for (std::int64_t o = 0; o < g.o; ++o) {
+      const std::int64_t c = o % 32, lane = c / 8, half = c % 8 / 4, i = c % 4;
+      std::uint32_t sum = 0;
+      for (std::int64_t t = 0; t < taps; ++t)
+        sum += static_cast<std::uint32_t>(taps_[static_cast<std::size_t>(t * g.o + o)]);
+      dw_init_[static_cast<std::size_t>((o / 32) * 32 + half * 16 + lane * 4 + i)] =
+          static_cast<std::int32_t>(0u - zx * sum);
+    }
     return;
   }
   if (g.k == 0 || g.og == 0) return;
@@ -700,9 +719,9 @@ void ConvWeights::pack_implicit(const ConvDesc& d, const Code& code) {
       }
     const auto i = static_cast<std::size_t>(o);
     iw.rf[i] = shift - zw;
-    iw.comp[i] = static_cast<std::int32_t>(
-        static_cast<std::uint32_t>(g.k) * za * static_cast<std::uint32_t>(zw) -
-        za * static_cast<std::uint32_t>(colsum));
+    iw.comp[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(g.k) * za *
+                                               static_cast<std::uint32_t>(zw) -
+                                           za * static_cast<std::uint32_t>(colsum));
     iw.needs_rowsum = iw.needs_rowsum || iw.rf[i] != 0;
   }
   iw.c_init.reset(static_cast<std::size_t>(iw.panels * 1024), /*zero=*/true);
@@ -731,7 +750,7 @@ bool conv_bias_cannot_overflow(const ConvDesc& d, const void* w, const std::int3
 
 std::size_t ConvWeights::bytes() const noexcept {
   std::size_t b = taps_.size() * sizeof(std::int32_t) + pairs_.size() * sizeof(std::int16_t) +
-                  dw_pairs_.size() * sizeof(std::int16_t) +
+                  dw_pairs_.size() * sizeof(std::int16_t) + dw_init_.size() * 4 +
                   implicit_.b.size() + implicit_.c_init.size() +
                   (implicit_.rf.size() + implicit_.comp.size()) * 4;
   for (const auto& g : groups_) b += g->bytes();
@@ -760,11 +779,10 @@ bool run_batch(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc&
     s.y_nhwc.reset(static_cast<std::size_t>(g.n * g.pixels * g.o) * es, /*zero=*/false);
     ys = s.y_nhwc.data();
   }
-  const bool ok = w.path() == ConvPath::depthwise
-                      ? run_depthwise(ctx, kernel, d, g, xs, w, e, ys, s)
-                  : w.path() == ConvPath::implicit
-                      ? run_implicit(ctx, kernel, d, g, xs, w, e, ys)
-                      : run_gemm_groups(ctx, kernel, d, g, xs, w, e, ys, s);
+  const bool ok =
+      w.path() == ConvPath::depthwise  ? run_depthwise(ctx, kernel, d, g, xs, w, e, ys, s)
+      : w.path() == ConvPath::implicit ? run_implicit(ctx, kernel, d, g, xs, w, e, ys)
+                                       : run_gemm_groups(ctx, kernel, d, g, xs, w, e, ys, s);
   if (!ok) return false;
   if (nchw) {
     const std::int64_t image = g.pixels * g.o * static_cast<std::int64_t>(es);
@@ -796,7 +814,8 @@ bool run_conv(const GemmContext& ctx, const KernelInfo& kernel, OpKind op, const
   if (w.path() == ConvPath::small_k)
     return run_small_k(ctx, d, g, static_cast<const std::uint8_t*>(x), w, e,
                        static_cast<std::uint8_t*>(y));
-  if (!split_by_image(d, w, ctx.pool)) return run_batch(ctx, kernel, d, g, e, x, w, y, conv_scratch());
+  if (!split_by_image(d, w, ctx.pool))
+    return run_batch(ctx, kernel, d, g, e, x, w, y, conv_scratch());
   // One task per image. The pool runs a parallel_for called from inside a task on the calling
   // thread, so every step below stays on the task's thread, with that thread's scratch.
   ConvDesc one = d;

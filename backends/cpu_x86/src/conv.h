@@ -92,6 +92,10 @@ class ConvWeights {
   // [block][pair][lo: 128-bit lane L, i < 4: (w[2j][8L + i], w[2j + 1][8L + i]);
   //               hi: the same for channels 8L + 4 + i].
   const std::int16_t* dw_pairs() const noexcept { return dw_pairs_.data(); }
+  // Per block of 32 channels the AVX-512 depthwise kernel's initial sums, in the lane order of
+  // its two accumulators (lo: lane 4L + i is channel 8L + i; hi: channel 8L + 4 + i):
+  // -zx * sum over taps of (w - zw), wrapping int32 (zx from the descriptor's X params).
+  const std::int32_t* dw_init() const noexcept { return dw_init_.data(); }
   const std::int16_t* pairs() const noexcept { return pairs_.data(); }
   const ImplicitWeights& implicit() const noexcept { return implicit_; }
   std::size_t bytes() const noexcept;
@@ -102,6 +106,7 @@ class ConvWeights {
   std::vector<std::unique_ptr<X86PackedWeights>> groups_;
   std::vector<std::int32_t> taps_;
   std::vector<std::int16_t> dw_pairs_;
+  std::vector<std::int32_t> dw_init_;
   std::vector<std::int16_t> pairs_;
   ImplicitWeights implicit_;
   template <class Code>

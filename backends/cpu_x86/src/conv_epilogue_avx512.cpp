@@ -15,7 +15,7 @@
 namespace qforge::cpu_x86 {
 namespace {
 
-// Lanes whose sign bit is set (_mm512_movepi32_mask would need AVX-512 DQ, which the tier does not ask).
+// Lanes whose sign bit is set (_mm512_movepi32_mask needs AVX-512 DQ, outside the tier's flags).
 inline __mmask16 negative_lanes(__m512i v) {
   return _mm512_cmplt_epi32_mask(v, _mm512_setzero_si512());
 }
@@ -49,8 +49,8 @@ inline __m512i fixed_point16(__m512i x, __m512i m, __m512i left, __m512i right) 
 
 }  // namespace
 
-bool conv_add_bias_avx512(std::int32_t* acc, std::int64_t ld, std::int64_t rows,
-                          std::int64_t cols, const std::int32_t* bias) {
+bool conv_add_bias_avx512(std::int32_t* acc, std::int64_t ld, std::int64_t rows, std::int64_t cols,
+                          const std::int32_t* bias) {
   __m512i overflow = _mm512_setzero_si512();
   for (std::int64_t c = 0; c < cols; c += 16) {
     const __mmask16 k = tail_mask(cols - c);
@@ -81,10 +81,9 @@ void store_requant_columns_avx512(const std::int32_t* acc, std::int64_t ld, std:
       const __m512i a = _mm512_maskz_loadu_epi32(k, acc + r * ld + c);
       __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(a), m);
       v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-      const __m512i q = _mm512_add_epi32(
-          _mm512_cvttps_epi32(
-              _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)),
-          z);
+      const __m512i q = _mm512_add_epi32(_mm512_cvttps_epi32(_mm512_roundscale_ps(
+                                             v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)),
+                                         z);
       // q is inside [qmin, qmax] already: the byte is its low 8 bits.
       _mm512_mask_cvtepi32_storeu_epi8(out + r * ldo + c, k, q);
     }

@@ -38,14 +38,14 @@ struct IconvArgs {
   // sum tiles start from it instead of zero, so the block leaves the kernel compensated (but
   // for the row-sum term, conv.h's ImplicitWeights).
   const std::int32_t* c_init;
-  std::int64_t steps;            // KH * KW * cblocks: 1 KiB tiles per panel
+  std::int64_t steps;  // KH * KW * cblocks: 1 KiB tiles per panel
   std::int64_t c, cblocks, h, w, kh, kw;
   std::int64_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
 };
 
 // One block: output pixels (oh, ow0 .. ow0 + rows - 1), 1 <= rows <= 32, against panels
-// [panel0, panel0 + panels). Writes D + c_init to acc ([32][ld] int32: 16 rows, or 32 when rows > 16;
-// panel p in columns (p - panel0) * 16 ..). gather: 2 KiB of scratch.
+// [panel0, panel0 + panels). Writes D + c_init to acc ([32][ld] int32: 16 rows, or 32 when rows >
+// 16; panel p in columns (p - panel0) * 16 ..). gather: 2 KiB of scratch.
 struct IconvBlock {
   std::int64_t oh, ow0;
   int rows;

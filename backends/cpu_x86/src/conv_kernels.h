@@ -19,8 +19,10 @@ struct DepthwiseArgs {
   std::int64_t c, h, w, kh, kw;
   std::int64_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
   std::int64_t out_w;
-  // The AVX-512 kernel's weights (ConvWeights::dw_pairs) and a row of c bytes of zx's code.
+  // The AVX-512 kernel's weights (ConvWeights::dw_pairs), the start of its sums
+  // (ConvWeights::dw_init, for this zx) and a row of c + 32 bytes of zx's code.
   const std::int16_t* pairs = nullptr;
+  const std::int32_t* dw_init = nullptr;
   const std::uint8_t* zx_row = nullptr;
 };
 void depthwise_rows_avx2(const DepthwiseArgs& a, std::int64_t p0, std::int64_t p1,
@@ -66,8 +68,8 @@ void store_conv_dequant_avx2(const std::int32_t* acc, std::int64_t ld, std::int6
 // conv_add_bias_avx512 adds bias[c] in wrapping int32 and returns false when a sum left int32;
 // the requantizing stores write sat(rne(float(acc) * multiplier) + zy) (float mode) or
 // TFLite's fixed point (multiplier, left and right shifts per channel), clamped to [qmin, qmax].
-bool conv_add_bias_avx512(std::int32_t* acc, std::int64_t ld, std::int64_t rows,
-                          std::int64_t cols, const std::int32_t* bias);
+bool conv_add_bias_avx512(std::int32_t* acc, std::int64_t ld, std::int64_t rows, std::int64_t cols,
+                          const std::int32_t* bias);
 void store_requant_columns_avx512(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,
                                   std::int64_t cols, const float* multiplier, std::int32_t zy,
                                   std::int32_t qmin, std::int32_t qmax, std::uint8_t* out,

@@ -12,10 +12,10 @@ bool CpuX86Ops::implicit_first(const ConvDesc& desc) const {
 
 ConvPath CpuX86Ops::conv_path(const ConvDesc& desc, OpKind op, std::string_view forced) const {
   if (forced.empty())
-    return implicit_first(desc)          ? ConvPath::implicit
+    return implicit_first(desc)           ? ConvPath::implicit
            : conv_small_k_preferred(desc) ? ConvPath::small_k
-           : conv_depthwise_direct(desc) ? ConvPath::depthwise
-                                         : ConvPath::gemm;
+           : conv_depthwise_direct(desc)  ? ConvPath::depthwise
+                                          : ConvPath::gemm;
   const KernelInfo& k = *find_kernel(forced);
   if (k.role == KernelRole::gemm || k.role == KernelRole::gemv) return ConvPath::gemm;
   if (k.role == KernelRole::conv_depthwise && conv_depthwise_direct(desc))
