@@ -135,6 +135,7 @@ struct Epilogue {
   // fixed-point mode, per channel then zeros up to O + 8: reference::quantize_multiplier's
   // multiplier and its shift split into a left and a right shift
   std::vector<std::int32_t> fixed_multiplier, fixed_left, fixed_right;
+  bool any_left = false;  // some channel's multiplier is 1 or more (a left shift)
   // conv_dequant
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
@@ -176,6 +177,7 @@ struct Epilogue {
           fixed_multiplier[i] = m.multiplier;
           fixed_left[i] = m.shift > 0 ? m.shift : 0;
           fixed_right[i] = m.shift > 0 ? 0 : -m.shift;
+          any_left = any_left || fixed_left[i] != 0;
         }
       }
     }
@@ -244,30 +246,24 @@ struct Epilogue {
 #if QFORGE_CPU_X86_HAVE_AVX512VNNI
   bool apply_avx512(std::int32_t* acc, std::int64_t ld, std::int64_t rows, std::int64_t o0,
                     std::int64_t cols, void* out) const {
-    if (bias_i32 && !conv_add_bias_avx512(acc, ld, rows, cols, bias_i32 + o0)) return false;
+    const std::int32_t* bias = bias_i32 ? bias_i32 + o0 : nullptr;
     switch (op) {
-      case OpKind::conv_integer: {
-        auto* y = static_cast<std::int32_t*>(out);
-        for (std::int64_t r = 0; r < rows; ++r)
-          std::memcpy(y + r * o, acc + r * ld, static_cast<std::size_t>(cols) * 4);
-        return true;
-      }
+      case OpKind::conv_integer:
+        return store_conv_int32_avx512(acc, ld, rows, cols, bias, static_cast<std::int32_t*>(out),
+                                       o);
       case OpKind::qlinear_conv: {
         auto* y = static_cast<std::uint8_t*>(out);
         if (mode == RequantMode::float_multiplier)
-          store_requant_columns_avx512(acc, ld, rows, cols, multiplier.data() + o0, zy, range.qmin,
-                                       range.qmax, y, o);
-        else
-          store_requant_fixed_avx512(acc, ld, rows, cols, fixed_multiplier.data() + o0,
-                                     fixed_left.data() + o0, fixed_right.data() + o0, zy,
-                                     range.qmin, range.qmax, y, o);
-        return true;
+          return store_requant_columns_avx512(acc, ld, rows, cols, bias, multiplier.data() + o0, zy,
+                                              range.qmin, range.qmax, y, o);
+        return store_requant_fixed_avx512(acc, ld, rows, cols, bias, fixed_multiplier.data() + o0,
+                                          fixed_left.data() + o0, fixed_right.data() + o0, any_left,
+                                          zy, range.qmin, range.qmax, y, o);
       }
       case OpKind::conv_dequant:
-        store_conv_dequant_avx512(acc, ld, rows, cols, sx, sw.data() + o0,
-                                  bias_f32 ? bias_f32 + o0 : nullptr, lo, hi,
-                                  static_cast<float*>(out), o);
-        return true;
+        return store_conv_dequant_avx512(acc, ld, rows, cols, bias, sx, sw.data() + o0,
+                                         bias_f32 ? bias_f32 + o0 : nullptr, lo, hi,
+                                         static_cast<float*>(out), o);
       default: break;
     }
     throw Error(ErrorCode::internal, "cpu_x86: conv epilogue for " + std::string(to_string(op)));
