@@ -19,7 +19,8 @@ struct Options {
   bool quick = false;                     // smaller shapes only (smoke run)
   std::string isa;                        // cpu_x86 "isa" option, empty = all
   std::vector<std::array<std::int64_t, 3>>
-      shapes;  // --shape MxNxK (repeatable); empty = the set
+      shapes;               // --shape MxNxK (repeatable); empty = the set
+  std::string conv_filter;  // --conv-filter TEXT: only the conv rows whose name contains it
 };
 
 // u8 x s8 -> f32 (matmul_dequant with prepacked weights) against onednn and OpenBLAS sgemm.

@@ -69,6 +69,17 @@ double plan_seconds(QuantizationOps& ops, const OpDesc& op, Operands& o, const O
   return measure([&](int) { plan->run(in, out); }, opt.min_time_s, min_runs).median_s;
 }
 
+std::string row_name(const OpDesc& op) {
+  const auto& d = std::get<ConvDesc>(op.desc);
+  return std::string(to_string(op.op)) + " " + to_string(d.layout).data() + " " +
+         std::to_string(d.n) + "x" + std::to_string(d.c) + "x" + std::to_string(d.h) + "x" +
+         std::to_string(d.w) + " o" + std::to_string(d.out_channels) + " k" +
+         std::to_string(d.kernel_h) + " g" + std::to_string(d.groups) +
+         (op.op == OpKind::qlinear_conv
+              ? (d.requant_mode == RequantMode::fixed_point ? " fixed" : " float")
+              : "");
+}
+
 // The per-call op (validates the descriptor and packs W on every call).
 double call_seconds(QuantizationOps& ops, const OpDesc& op, Operands& o, const Options& opt) {
   const auto& d = std::get<ConvDesc>(op.desc);
@@ -113,6 +124,8 @@ std::vector<std::string> run_conv_benchmarks(QuantizationOps& x86, QuantizationO
                   (onednn ? " | onednn" : ""));
   for (const OpDesc& op : ops) {
     const auto& d = std::get<ConvDesc>(op.desc);
+    if (!opt.conv_filter.empty() && row_name(op).find(opt.conv_filter) == std::string::npos)
+      continue;
     Operands o = random_operands(op, rng);
     std::string kernel;
     const double x = plan_seconds(x86, op, o, opt, &kernel, opt.min_runs);
@@ -130,13 +143,7 @@ std::vector<std::string> run_conv_benchmarks(QuantizationOps& x86, QuantizationO
     const auto blas = conv_sgemm_anchor(d);
     const double gops = 2.0 * static_cast<double>(d.n * d.out_channels * d.out_h() * d.out_w()) *
                         static_cast<double>(d.reduction()) / x * 1e-9;
-    std::string name = std::string(to_string(op.op)) + " " + to_string(d.layout).data() + " " +
-                       std::to_string(d.n) + "x" + std::to_string(d.c) + "x" + std::to_string(d.h) +
-                       "x" + std::to_string(d.w) + " o" + std::to_string(d.out_channels) + " k" +
-                       std::to_string(d.kernel_h) + " g" + std::to_string(d.groups) +
-                       (op.op == OpKind::qlinear_conv
-                            ? (d.requant_mode == RequantMode::fixed_point ? " fixed" : " float")
-                            : "");
+    const std::string name = row_name(op);
     table.push_back(pad(name, 92) + pad(fixed(x * 1e3, 3), 9) + pad(fixed(gops, 1), 8) +
                     pad(fixed(call * 1e3, 3), 9) + pad(dnnl > 0 ? fixed(dnnl * 1e3, 3) : "-", 9) +
                     pad(dnnl > 0 ? fixed(dnnl / x, 2) : "-", 8) +

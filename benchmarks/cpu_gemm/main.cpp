@@ -8,6 +8,7 @@
 //   seconds)
 //                         [--shape MxNxK]...   (only these GEMM shapes, no int4 rows)
 //                         [--x86-option KEY=VALUE]...   (cpu_x86 set_option, e.g. gemv_prefetch=0)
+//                         [--conv-filter TEXT]   (only the conv rows whose name contains it)
 //                         [--cpu-clock]   (process CPU time instead of wall time: with
 //                         --threads 1 and OPENBLAS_NUM_THREADS=1, on a shared machine)
 #include <cblas.h>
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
     else if (arg == "--isa") opt.isa = next();
     else if (arg == "--only") only = next();
     else if (arg == "--cpu-clock") bench::use_cpu_clock(true);
+    else if (arg == "--conv-filter") opt.conv_filter = next();
     else if (arg == "--x86-option") {
       const std::string v = next();
       const auto eq = v.find('=');
@@ -66,7 +68,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--threads N] [--min-time S] [--isa LIST] [--only "
-                   "gemm|plan|quant|weight_only|conv] [--cpu-clock] "
+                   "gemm|plan|quant|weight_only|conv] [--conv-filter TEXT] [--cpu-clock] "
                    "[--shape MxNxK]... [--x86-option KEY=VALUE]...\n",
                    argv[0]);
       return 2;

@@ -34,12 +34,14 @@ struct ConvCase {
 };
 
 // The geometries a kernel serves: depthwise (groups == C, channel multiplier 1 to 3), one group
-// with a reduction C * KH * KW of at most 64 (the short-reduction kernel), or any.
-enum class Family { any, depthwise, small_k };
+// with a reduction C * KH * KW of at most 64 (the short-reduction kernel), one group with rows
+// wider than a 32-pixel block and more than one 64-channel block (the implicit GEMM), or any.
+enum class Family { any, depthwise, small_k, implicit };
 
 Family family_of(const std::string& kernel) {
   if (kernel.find("dwconv") != std::string::npos) return Family::depthwise;
   if (kernel.find("conv_k64") != std::string::npos) return Family::small_k;
+  if (kernel.find("iconv") != std::string::npos) return Family::implicit;
   return Family::any;
 }
 
@@ -68,6 +70,19 @@ ConvDesc random_desc(Rng& rng, OpKind op, Family family, std::int64_t max_n) {
       d.groups = 1;
       d.c = pick(rng, 1, std::max<std::int64_t>(1, 64 / (d.kernel_h * d.kernel_w)));
       d.out_channels = pick(rng, 1, 72);
+    } else if (family == Family::implicit) {
+      // Up to 3 channel blocks, 5 output channel panels and 45 pixels a row (two blocks); 3x3
+      // windows at most when there are many channels, to keep the emulated kernel quick.
+      d.groups = 1;
+      d.c = rng() % 2 ? pick(rng, 1, 24) : pick(rng, 25, 150);
+      if (d.c > 24) d.kernel_h = pick(rng, 1, 3), d.kernel_w = pick(rng, 1, 3);
+      d.w = pick(rng, 1, 45);
+      d.h = pick(rng, 1, 8);
+      d.out_channels = pick(rng, 1, 80);
+      if (rng() % 4 == 0) {  // 1x1, stride 1, no pads: the batch as one row of pixels
+        d.kernel_h = d.kernel_w = d.stride_h = d.stride_w = 1;
+        d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = 0;
+      }
     } else {
       d.groups = rng() % 3 ? 1 : pick(rng, 2, 4);
       d.c = d.groups * pick(rng, 1, 24);
@@ -220,12 +235,14 @@ TEST_P(CpuX86Conv, MatchesReferenceOnBatchesSplitByImage) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, CpuX86Conv,
-                         ::testing::Values("q8_dwconv_c32__avx2", "q8_conv_k64__avx2_maddwd",
+                         ::testing::Values("q8_dwconv_c32__avx512vnni", "q8_dwconv_c32__avx2",
+                                           "q8_conv_k64__avx2_maddwd",
                                            "q8_gemm_2x16c4__avx2_maddwd",
                                            "q8_gemm_4x16c4__avx2_maddubs",
                                            "q8_gemm_6x16c4__avxvnni", "q8_gemm_6x64c4__avx512vnni",
                                            "q8_gemm_32x32c4__amx", "q8_gemv_2x16c4__avx2_maddwd",
-                                           "q8_gemv_16x16c4__avx512vnni", "q8_gemv_16x32c4__amx"),
+                                           "q8_gemv_16x16c4__avx512vnni", "q8_gemv_16x32c4__amx",
+                                           "q8_iconv_32x32c4__amx", "q8_iconv_32x32c4__scalar"),
                          [](const auto& info) { return info.param; });
 
 // Plans made with W and the bias fixed (W packed once) and with every input per run, run from

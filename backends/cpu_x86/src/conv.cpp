@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "conv_implicit.h"
 #include "conv_kernels.h"
 #include "gemm_driver.h"
 #include "gemm_epilogue.h"
@@ -134,11 +135,15 @@ struct Epilogue {
   // fixed-point mode, per channel then zeros up to O + 8: reference::quantize_multiplier's
   // multiplier and its shift split into a left and a right shift
   std::vector<std::int32_t> fixed_multiplier, fixed_left, fixed_right;
+  bool any_left = false;  // some channel's multiplier is 1 or more (a left shift)
   // conv_dequant
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
 
-  Epilogue(OpKind kind, const ConvDesc& d, const void* bias) : op(kind), o(d.out_channels) {
+  bool avx512 = false;  // the AVX-512 tier may run: its stores (conv_epilogue_avx512.cpp)
+
+  Epilogue(OpKind kind, const ConvDesc& d, const void* bias, bool use_avx512)
+      : op(kind), o(d.out_channels), avx512(use_avx512) {
     if (d.bias == ConvBias::int32) bias_i32 = static_cast<const std::int32_t*>(bias);
     if (d.bias == ConvBias::f32) bias_f32 = static_cast<const float*>(bias);
     sx = d.x_params.scale();
@@ -172,6 +177,7 @@ struct Epilogue {
           fixed_multiplier[i] = m.multiplier;
           fixed_left[i] = m.shift > 0 ? m.shift : 0;
           fixed_right[i] = m.shift > 0 ? 0 : -m.shift;
+          any_left = any_left || fixed_left[i] != 0;
         }
       }
     }
@@ -189,6 +195,9 @@ struct Epilogue {
   // int32.
   bool apply(std::int32_t* acc, std::int64_t ld, std::int64_t rows, std::int64_t o0,
              std::int64_t cols, void* out) const {
+#if QFORGE_CPU_X86_HAVE_AVX512VNNI
+    if (avx512) return apply_avx512(acc, ld, rows, o0, cols, out);
+#endif
     if (bias_i32) {
       // Wrapping int32 adds (in uint32, defined) that vectorize; a sum overflowed iff both
       // operands differ in sign from it.
@@ -233,6 +242,33 @@ struct Epilogue {
     }
     throw Error(ErrorCode::internal, "cpu_x86: conv epilogue for " + std::string(to_string(op)));
   }
+
+#if QFORGE_CPU_X86_HAVE_AVX512VNNI
+  bool apply_avx512(std::int32_t* acc, std::int64_t ld, std::int64_t rows, std::int64_t o0,
+                    std::int64_t cols, void* out) const {
+    const std::int32_t* bias = bias_i32 ? bias_i32 + o0 : nullptr;
+    switch (op) {
+      case OpKind::conv_integer:
+        return store_conv_int32_avx512(acc, ld, rows, cols, bias, static_cast<std::int32_t*>(out),
+                                       o);
+      case OpKind::qlinear_conv: {
+        auto* y = static_cast<std::uint8_t*>(out);
+        if (mode == RequantMode::float_multiplier)
+          return store_requant_columns_avx512(acc, ld, rows, cols, bias, multiplier.data() + o0, zy,
+                                              range.qmin, range.qmax, y, o);
+        return store_requant_fixed_avx512(acc, ld, rows, cols, bias, fixed_multiplier.data() + o0,
+                                          fixed_left.data() + o0, fixed_right.data() + o0, any_left,
+                                          zy, range.qmin, range.qmax, y, o);
+      }
+      case OpKind::conv_dequant:
+        return store_conv_dequant_avx512(acc, ld, rows, cols, bias, sx, sw.data() + o0,
+                                         bias_f32 ? bias_f32 + o0 : nullptr, lo, hi,
+                                         static_cast<float*>(out), o);
+      default: break;
+    }
+    throw Error(ErrorCode::internal, "cpu_x86: conv epilogue for " + std::string(to_string(op)));
+  }
+#endif
 };
 
 // Whether the NHWC input is already the im2col matrix of the whole batch.
@@ -277,9 +313,9 @@ ConvScratch& conv_scratch() {
 // Depthwise: output channel o reads input channel o / multiplier (multiplier = O / C). With a
 // multiplier above 1 the input is widened first to O channels, each repeated, so that the
 // kernel again multiplies contiguous channels of X by contiguous taps.
-bool run_depthwise(const GemmContext& ctx, const ConvDesc& d, const Geometry& g,
-                   const std::uint8_t* x, const ConvWeights& w, const Epilogue& e, std::uint8_t* y,
-                   ConvScratch& s) {
+bool run_depthwise(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc& d,
+                   const Geometry& g, const std::uint8_t* x, const ConvWeights& w,
+                   const Epilogue& e, std::uint8_t* y, ConvScratch& s) {
   const std::size_t es = out_bytes(e.op);
   const std::int64_t chunks = (g.pixels + kRowsPerTask - 1) / kRowsPerTask;
   const std::int64_t multiplier = g.o / g.c;
@@ -295,6 +331,10 @@ bool run_depthwise(const GemmContext& ctx, const ConvDesc& d, const Geometry& g,
     x = s.x_wide.data();
   }
   std::atomic<bool> ok{true};
+  const bool avx512 = kernel.isa == Isa::avx512_vnni && g.kh * g.kw <= kDepthwiseAvx512MaxTaps;
+  // Out-of-input taps of the AVX-512 kernel read this row: zx's code, 0 once centered.
+  const std::vector<std::uint8_t> zx_row(static_cast<std::size_t>(g.o + 32),
+                                         static_cast<std::uint8_t>(d.x_params.zero_point()));
   DepthwiseArgs args{nullptr,
                      d.x_params.dtype() == DType::int8,
                      d.x_params.zero_point(),
@@ -310,7 +350,10 @@ bool run_depthwise(const GemmContext& ctx, const ConvDesc& d, const Geometry& g,
                      d.dilation_w,
                      d.pad_top,
                      d.pad_left,
-                     g.ow};
+                     g.ow,
+                     w.dw_pairs(),
+                     w.dw_init(),
+                     zx_row.data()};
   ctx.pool.parallel_for(g.n * chunks, [&](std::int64_t t) {
     const std::int64_t n = t / chunks, p0 = (t % chunks) * kRowsPerTask;
     const std::int64_t p1 = std::min(g.pixels, p0 + kRowsPerTask);
@@ -318,7 +361,12 @@ bool run_depthwise(const GemmContext& ctx, const ConvDesc& d, const Geometry& g,
     acc.resize(static_cast<std::size_t>(kRowsPerTask * g.o + 8));
     DepthwiseArgs a = args;
     a.x = x + n * g.h * g.w * g.o;
+#if QFORGE_CPU_X86_HAVE_AVX512VNNI
+    if (avx512) depthwise_rows_avx512(a, p0, p1, acc.data());
+    else depthwise_rows_avx2(a, p0, p1, acc.data());
+#else
     depthwise_rows_avx2(a, p0, p1, acc.data());
+#endif
     if (!e.apply(acc.data(), g.o, p1 - p0, 0, g.o,
                  y + ((n * g.pixels + p0) * g.o) * static_cast<std::int64_t>(es)))
       ok = false;
@@ -380,6 +428,108 @@ bool run_small_k(const GemmContext& ctx, const ConvDesc& d, const Geometry& g,
     };
     if (es == 1) scatter(std::uint8_t{}, 8, transpose8x8_u8);
     else scatter(std::uint32_t{}, 4, transpose4x4_u32);
+  });
+  return ok;
+}
+
+// The sum of output pixel (oh, ow)'s window in the u8 domain of the implicit kernel (pads hold
+// the pad byte), over a's geometry (the flattened one for 1x1 stride-1 convolutions).
+std::uint32_t implicit_rowsum(const IconvArgs& a, const Geometry& g, std::int64_t oh,
+                              std::int64_t ow, const ConvDesc& d) {
+  std::uint32_t sum = 0;
+  for (std::int64_t kh = 0; kh < g.kh; ++kh) {
+    const std::int64_t ih = oh * a.stride_h - a.pad_top + kh * d.dilation_h;
+    for (std::int64_t kw = 0; kw < g.kw; ++kw) {
+      const std::int64_t iw = ow * a.stride_w - a.pad_left + kw * d.dilation_w;
+      if (ih < 0 || ih >= a.h || iw < 0 || iw >= a.w) {
+        sum += static_cast<std::uint32_t>(g.c) * a.pad;
+        continue;
+      }
+      const std::uint8_t* px = a.x + (ih * a.w + iw) * g.c;
+      // int8 codes v are v + 128 in the u8 domain: their stored byte with the sign bit flipped.
+      const std::uint8_t flip = a.x_flip ? 0x80 : 0;
+      for (std::int64_t c = 0; c < g.c; ++c) sum += static_cast<std::uint8_t>(px[c] ^ flip);
+    }
+  }
+  return sum;
+}
+
+// One group through the implicit-GEMM kernel (conv_implicit.h) on NHWC X: tasks of one block
+// each (up to 32 output pixels of one output row against up to 128 output channels), over the
+// batch, the output rows, the blocks of a row and the channel chunks, so that one image fills
+// the pool. Each task runs the kernel into its int32 block, adds the compensation and runs the
+// epilogue on the block while it is in cache. A 1x1 convolution with stride 1 and no pads is
+// one output row of N * H * W pixels: blocks then run across rows and images.
+bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc& d,
+                  const Geometry& g, const std::uint8_t* x, const ConvWeights& w, const Epilogue& e,
+                  std::uint8_t* y) {
+  constexpr std::int64_t kBlockRows = 32, kChunkPanels = 8;
+  const ImplicitWeights& iw = w.implicit();
+  const std::size_t es = out_bytes(e.op);
+  const bool flat = input_is_im2col(d);
+  const std::int64_t images = flat ? 1 : g.n;
+  const std::int64_t in_h = flat ? 1 : g.h, in_w = flat ? g.n * g.h * g.w : g.w;
+  const std::int64_t out_h = flat ? 1 : g.oh, out_w = flat ? g.n * g.pixels : g.ow;
+  const bool x_signed = d.x_params.dtype() == DType::int8;
+  const auto pad = static_cast<std::uint8_t>(d.x_params.zero_point() + (x_signed ? 128 : 0));
+  alignas(64) std::uint8_t pad_tile[1024];
+  std::memset(pad_tile, pad, sizeof(pad_tile));
+  const IconvArgs args{x,
+                       g.n * g.h * g.w * g.c,
+                       x_signed,
+                       pad,
+                       pad_tile,
+                       reinterpret_cast<const std::int8_t*>(iw.b.data()),
+                       reinterpret_cast<const std::int32_t*>(iw.c_init.data()),
+                       iw.steps,
+                       g.c,
+                       iw.cblocks,
+                       in_h,
+                       in_w,
+                       g.kh,
+                       g.kw,
+                       d.stride_h,
+                       d.stride_w,
+                       d.dilation_h,
+                       d.dilation_w,
+                       d.pad_top,
+                       d.pad_left};
+  const std::int64_t row_blocks = (out_w + kBlockRows - 1) / kBlockRows;
+  const std::int64_t chunks = (iw.panels + kChunkPanels - 1) / kChunkPanels;
+  const std::int64_t image_bytes = in_h * in_w * g.c;
+  std::atomic<bool> ok{true};
+  ctx.pool.parallel_for(images * out_h * row_blocks * chunks, [&](std::int64_t t) {
+    const std::int64_t chunk = t % chunks, rb = t / chunks % row_blocks;
+    const std::int64_t oh = t / chunks / row_blocks % out_h, n = t / chunks / row_blocks / out_h;
+    const std::int64_t ow0 = rb * kBlockRows, rows = std::min(kBlockRows, out_w - ow0);
+    const std::int64_t panel0 = chunk * kChunkPanels;
+    const std::int64_t panels = std::min(kChunkPanels, iw.panels - panel0);
+    const std::int64_t o0 = panel0 * 16, cols = std::min(g.o - o0, panels * 16);
+    const std::int64_t ld = panels * 16;
+    // 64-byte aligned, so that no row of a tile store or of the gathered tiles splits a line.
+    thread_local AlignedBytes acc_bytes, gather;
+    acc_bytes.reset(static_cast<std::size_t>(kBlockRows * kChunkPanels * 16 + 16) * 4, false);
+    gather.reset(2048, /*zero=*/false);
+    auto* acc = reinterpret_cast<std::int32_t*>(acc_bytes.data());
+    IconvArgs a = args;
+    a.x = x + n * image_bytes;
+    a.x_bytes = args.x_bytes - n * image_bytes;
+    if (kernel.begin) kernel.begin();
+    kernel.iconv(a, {oh, ow0, static_cast<int>(rows), panel0, panels, acc, ld, gather.data()});
+    if (kernel.end) kernel.end();
+    // The row-sum term of the compensation (the kernel added the rest), in wrapping int32
+    // (uint32 arithmetic).
+    if (iw.needs_rowsum) {
+      const auto* rf = reinterpret_cast<const std::uint32_t*>(iw.rf.data()) + o0;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const std::uint32_t rowsum = implicit_rowsum(a, g, oh, ow0 + r, d);
+        auto* row = reinterpret_cast<std::uint32_t*>(acc + r * ld);
+        for (std::int64_t c = 0; c < cols; ++c) row[c] += rf[c] * rowsum;
+      }
+    }
+    const std::int64_t first = (n * out_h + oh) * out_w + ow0;  // output pixel of the batch
+    if (!e.apply(acc, ld, rows, o0, cols, y + (first * g.o + o0) * static_cast<std::int64_t>(es)))
+      ok = false;
   });
   return ok;
 }
@@ -463,6 +613,10 @@ bool conv_small_k_preferred(const ConvDesc& d) {
   return conv_small_k_direct(d) && d.out_channels <= 64;
 }
 
+bool conv_implicit_direct(const ConvDesc& d) { return d.groups == 1 && d.c > 0; }
+
+bool conv_implicit_preferred(const ConvDesc& d) { return conv_implicit_direct(d) && d.c >= 16; }
+
 ConvWeights::ConvWeights(const ConvDesc& d, const void* w, ConvPath path, ThreadPool* pool)
     : path_(path) {
   const Geometry g(d);
@@ -484,6 +638,10 @@ ConvWeights::ConvWeights(const ConvDesc& d, const void* w, ConvPath path, Thread
     }
     return;
   }
+  if (path == ConvPath::implicit) {
+    pack_implicit(d, code);
+    return;
+  }
   if (path == ConvPath::depthwise) {
     // [O][1][KH][KW] -> centered [KH * KW][O]
     taps_.resize(static_cast<std::size_t>(taps * g.o));
@@ -491,6 +649,26 @@ ConvWeights::ConvWeights(const ConvDesc& d, const void* w, ConvPath path, Thread
       const std::int32_t zw = d.w_params.zero_point(w_pair(d, o));
       for (std::int64_t t = 0; t < taps; ++t)
         taps_[static_cast<std::size_t>(t * g.o + o)] = code(o * taps + t) - zw;
+    }
+    const std::int64_t pairs = (taps + 1) / 2, blocks = (g.o + 31) / 32;
+    dw_pairs_.assign(static_cast<std::size_t>(blocks * pairs * 64), 0);
+    for (std::int64_t o = 0; o < g.o; ++o) {
+      const std::int64_t b = o / 32, c = o % 32, lane = c / 8, half = c % 8 / 4, i = c % 4;
+      for (std::int64_t t = 0; t < taps; ++t) {
+        const std::int64_t at = ((b * pairs + t / 2) * 2 + half) * 32 + lane * 8 + 2 * i + t % 2;
+        dw_pairs_[static_cast<std::size_t>(at)] =
+            static_cast<std::int16_t>(taps_[static_cast<std::size_t>(t * g.o + o)]);
+      }
+    }
+    dw_init_.assign(static_cast<std::size_t>(blocks * 32), 0);
+    const auto zx = static_cast<std::uint32_t>(d.x_params.zero_point());
+    for (std::int64_t o = 0; o < g.o; ++o) {
+      const std::int64_t c = o % 32, lane = c / 8, half = c % 8 / 4, i = c % 4;
+      std::uint32_t sum = 0;
+      for (std::int64_t t = 0; t < taps; ++t)
+        sum += static_cast<std::uint32_t>(taps_[static_cast<std::size_t>(t * g.o + o)]);
+      dw_init_[static_cast<std::size_t>((o / 32) * 32 + half * 16 + lane * 4 + i)] =
+          static_cast<std::int32_t>(0u - zx * sum);
     }
     return;
   }
@@ -507,6 +685,46 @@ ConvWeights::ConvWeights(const ConvDesc& d, const void* w, ConvPath path, Thread
         conv_group_matmul(d, grp), reordered.data() + grp * g.og * g.k, pool));
     holds_min_ = holds_min_ || groups_.back()->holds_min;
   }
+}
+
+template <class Code>
+void ConvWeights::pack_implicit(const ConvDesc& d, const Code& code) {
+  const Geometry g(d);
+  const std::int64_t taps = g.kh * g.kw;
+  ImplicitWeights& iw = implicit_;
+  iw.cblocks = (g.c + 63) / 64;
+  iw.steps = taps * iw.cblocks;
+  iw.panels = (g.o + 15) / 16;
+  iw.b.reset(static_cast<std::size_t>(iw.panels * iw.steps * 1024), /*zero=*/true);
+  auto* b = reinterpret_cast<std::int8_t*>(iw.b.data());
+  const std::int32_t shift = d.w_params.dtype() == DType::int8 ? 0 : 128;
+  const bool x_signed = d.x_params.dtype() == DType::int8;
+  const auto za = static_cast<std::uint32_t>(d.x_params.zero_point() + (x_signed ? 128 : 0));
+  iw.rf.assign(static_cast<std::size_t>(g.o), 0);
+  iw.comp.assign(static_cast<std::size_t>(g.o), 0);
+  for (std::int64_t o = 0; o < g.o; ++o) {
+    const std::int32_t zw = d.w_params.zero_point(w_pair(d, o));
+    std::int64_t colsum = 0;
+    std::int8_t* panel = b + (o / 16) * iw.steps * 1024 + (o % 16) * 4;
+    for (std::int64_t ci = 0; ci < g.c; ++ci)
+      for (std::int64_t t = 0; t < taps; ++t) {
+        const std::int32_t v = code((o * g.c + ci) * taps + t);
+        colsum += v;
+        const std::int64_t k = t * iw.cblocks * 64 + ci;  // [tap][C rounded up to 64]
+        panel[(k / 64) * 1024 + (k % 64 / 4) * 64 + k % 4] = static_cast<std::int8_t>(v - shift);
+      }
+    const auto i = static_cast<std::size_t>(o);
+    iw.rf[i] = shift - zw;
+    iw.comp[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(g.k) * za *
+                                               static_cast<std::uint32_t>(zw) -
+                                           za * static_cast<std::uint32_t>(colsum));
+    iw.needs_rowsum = iw.needs_rowsum || iw.rf[i] != 0;
+  }
+  iw.c_init.reset(static_cast<std::size_t>(iw.panels * 1024), /*zero=*/true);
+  auto* c_init = reinterpret_cast<std::int32_t*>(iw.c_init.data());
+  for (std::int64_t o = 0; o < g.o; ++o)
+    for (std::int64_t r = 0; r < 16; ++r)
+      c_init[(o / 16) * 256 + r * 16 + o % 16] = iw.comp[static_cast<std::size_t>(o)];
 }
 
 bool conv_bias_cannot_overflow(const ConvDesc& d, const void* w, const std::int32_t* bias) {
@@ -527,7 +745,10 @@ bool conv_bias_cannot_overflow(const ConvDesc& d, const void* w, const std::int3
 }
 
 std::size_t ConvWeights::bytes() const noexcept {
-  std::size_t b = taps_.size() * sizeof(std::int32_t) + pairs_.size() * sizeof(std::int16_t);
+  std::size_t b = taps_.size() * sizeof(std::int32_t) + pairs_.size() * sizeof(std::int16_t) +
+                  dw_pairs_.size() * sizeof(std::int16_t) + dw_init_.size() * 4 +
+                  implicit_.b.size() + implicit_.c_init.size() +
+                  (implicit_.rf.size() + implicit_.comp.size()) * 4;
   for (const auto& g : groups_) b += g->bytes();
   return b;
 }
@@ -554,9 +775,10 @@ bool run_batch(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc&
     s.y_nhwc.reset(static_cast<std::size_t>(g.n * g.pixels * g.o) * es, /*zero=*/false);
     ys = s.y_nhwc.data();
   }
-  const bool ok = w.path() == ConvPath::depthwise
-                      ? run_depthwise(ctx, d, g, xs, w, e, ys, s)
-                      : run_gemm_groups(ctx, kernel, d, g, xs, w, e, ys, s);
+  const bool ok =
+      w.path() == ConvPath::depthwise  ? run_depthwise(ctx, kernel, d, g, xs, w, e, ys, s)
+      : w.path() == ConvPath::implicit ? run_implicit(ctx, kernel, d, g, xs, w, e, ys)
+                                       : run_gemm_groups(ctx, kernel, d, g, xs, w, e, ys, s);
   if (!ok) return false;
   if (nchw) {
     const std::int64_t image = g.pixels * g.o * static_cast<std::int64_t>(es);
@@ -572,8 +794,8 @@ bool run_batch(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc&
 // epilogue) then runs on one thread on data that stays in its cache, with one fork-join for
 // the batch instead of several per image. A 1x1 NHWC convolution reads X as the GEMM's A for
 // the whole batch at once and gains nothing from the split.
-bool split_by_image(const ConvDesc& d, const ThreadPool& pool) {
-  if (d.n < 2) return false;
+bool split_by_image(const ConvDesc& d, const ConvWeights& w, const ThreadPool& pool) {
+  if (d.n < 2 || w.path() == ConvPath::implicit) return false;  // its tasks span the batch
   if (d.layout == ConvLayout::nhwc && input_is_im2col(d)) return false;
   return pool.threads() == 1 || d.n >= 2 * static_cast<std::int64_t>(pool.threads());
 }
@@ -584,11 +806,12 @@ bool run_conv(const GemmContext& ctx, const KernelInfo& kernel, OpKind op, const
               const void* x, const ConvWeights& w, const void* bias, void* y) {
   const Geometry g(d);
   if (g.n * g.o * g.pixels == 0) return true;
-  const Epilogue e(op, d, bias);
+  const Epilogue e(op, d, bias, ctx.tuning.avx512_epilogue);
   if (w.path() == ConvPath::small_k)
     return run_small_k(ctx, d, g, static_cast<const std::uint8_t*>(x), w, e,
                        static_cast<std::uint8_t*>(y));
-  if (!split_by_image(d, ctx.pool)) return run_batch(ctx, kernel, d, g, e, x, w, y, conv_scratch());
+  if (!split_by_image(d, w, ctx.pool))
+    return run_batch(ctx, kernel, d, g, e, x, w, y, conv_scratch());
   // One task per image. The pool runs a parallel_for called from inside a task on the calling
   // thread, so every step below stays on the task's thread, with that thread's scratch.
   ConvDesc one = d;

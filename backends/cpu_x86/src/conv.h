@@ -14,7 +14,9 @@
 // the fused activation, in the reference's order of float operations (docs/NUMERICS.md).
 //
 // Depthwise convolutions (groups == C, any channel multiplier O / C) run a direct kernel instead
-// (conv_depthwise_avx2.cpp): one GEMM per channel would multiply 1-column panels. So do
+// (conv_depthwise_avx2.cpp): one GEMM per channel would multiply 1-column panels. Where AMX
+// runs, one-group convolutions take the implicit GEMM instead (conv_implicit.h): A tiles loaded
+// from the NHWC rows of each tap, the sums kept in tiles across taps, the epilogue per block. So do
 // convolutions with one group and a short reduction C * KH * KW <= kSmallKMax
 // (conv_small_k_avx2.cpp), which read X in place in either layout.
 //
@@ -50,9 +52,28 @@ bool conv_small_k_direct(const ConvDesc& d);
 // Whether the automatic choice prefers it: also few output channels (O <= 64), where packing A
 // for a GEMM costs more than the products it saves.
 bool conv_small_k_preferred(const ConvDesc& d);
+// True when the implicit-GEMM kernels (conv_implicit.h) serve d: one group.
+bool conv_implicit_direct(const ConvDesc& d);
+// Whether the automatic choice prefers them (where AMX runs): one group and at least 16 input
+// channels, so that padding each tap's channels to the tile depth of 64 wastes at most 3/4.
+bool conv_implicit_preferred(const ConvDesc& d);
 
 // How a convolution runs, which decides how its weights are prepared.
-enum class ConvPath : std::uint8_t { gemm, depthwise, small_k };
+enum class ConvPath : std::uint8_t { gemm, depthwise, small_k, implicit };
+
+// The weights of the implicit-GEMM kernels (layout in conv_implicit.h) and the per-channel terms
+// of their zero-point compensation. With a' the input in the u8 domain (int8 X + 128), za' its
+// zero point and w_s8 = w - shift (shift 128 for uint8 W, else 0), the exact sum is
+//   sum_k (a' - za')(w - zw[o]) = D + rf[o] * rowsum(a') + comp[o],
+//   rf[o] = shift - zw[o],  comp[o] = K za' zw[o] - za' sum_k w,
+// in wrapping int32 (the true sum fits int32, so arithmetic modulo 2^32 gives it exactly).
+struct ImplicitWeights {
+  AlignedBytes b;       // [panels][steps][16][64]
+  AlignedBytes c_init;  // [panels][16 rows][16] int32: comp of the panel's channels, 0 past O
+  std::int64_t cblocks = 0, steps = 0, panels = 0;
+  std::vector<std::int32_t> rf, comp;  // [O]
+  bool needs_rowsum = false;           // some rf[o] != 0
+};
 
 // The weights of one convolution prepared for its kernel: packed GEMM panels per group, the
 // centered int32 taps of the depthwise kernel ([KH * KW][O], w - zw[o]), or the centered int16
@@ -66,7 +87,17 @@ class ConvWeights {
   bool holds_min() const noexcept { return holds_min_; }
   const X86PackedWeights& group(std::int64_t g) const { return *groups_[static_cast<size_t>(g)]; }
   const std::int32_t* taps() const noexcept { return taps_.data(); }
+  // The AVX-512 depthwise kernel's centered weights: per block of 32 channels and pair of taps
+  // (2j, 2j + 1; a missing last tap 0) 64 int16 in vpunpcklwd / vpunpckhwd order:
+  // [block][pair][lo: 128-bit lane L, i < 4: (w[2j][8L + i], w[2j + 1][8L + i]);
+  //               hi: the same for channels 8L + 4 + i].
+  const std::int16_t* dw_pairs() const noexcept { return dw_pairs_.data(); }
+  // Per block of 32 channels the AVX-512 depthwise kernel's initial sums, in the lane order of
+  // its two accumulators (lo: lane 4L + i is channel 8L + i; hi: channel 8L + 4 + i):
+  // -zx * sum over taps of (w - zw), wrapping int32 (zx from the descriptor's X params).
+  const std::int32_t* dw_init() const noexcept { return dw_init_.data(); }
   const std::int16_t* pairs() const noexcept { return pairs_.data(); }
+  const ImplicitWeights& implicit() const noexcept { return implicit_; }
   std::size_t bytes() const noexcept;
 
  private:
@@ -74,7 +105,12 @@ class ConvWeights {
   bool holds_min_ = false;
   std::vector<std::unique_ptr<X86PackedWeights>> groups_;
   std::vector<std::int32_t> taps_;
+  std::vector<std::int16_t> dw_pairs_;
+  std::vector<std::int32_t> dw_init_;
   std::vector<std::int16_t> pairs_;
+  ImplicitWeights implicit_;
+  template <class Code>
+  void pack_implicit(const ConvDesc& d, const Code& code);
 };
 
 // Whether acc + bias[o] fits int32 for every input, given the weights and an int32 bias:

@@ -19,9 +19,19 @@ struct DepthwiseArgs {
   std::int64_t c, h, w, kh, kw;
   std::int64_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
   std::int64_t out_w;
+  // The AVX-512 kernel's weights (ConvWeights::dw_pairs), the start of its sums
+  // (ConvWeights::dw_init, for this zx) and a row of c + 32 bytes of zx's code.
+  const std::int16_t* pairs = nullptr;
+  const std::int32_t* dw_init = nullptr;
+  const std::uint8_t* zx_row = nullptr;
 };
 void depthwise_rows_avx2(const DepthwiseArgs& a, std::int64_t p0, std::int64_t p1,
                          std::int32_t* acc);
+// The same in AVX-512 VNNI (conv_depthwise_avx512.cpp), for windows of at most
+// kDepthwiseAvx512MaxTaps taps: taps in pairs through vpdpwssd, 32 channels at a time.
+inline constexpr std::int64_t kDepthwiseAvx512MaxTaps = 64;
+void depthwise_rows_avx512(const DepthwiseArgs& a, std::int64_t p0, std::int64_t p1,
+                           std::int32_t* acc);
 
 // The longest reduction C * KH * KW (one group) the short-reduction kernel takes.
 inline constexpr std::int64_t kSmallKMax = 64;
@@ -52,6 +62,31 @@ struct SmallKArgs {
 void store_conv_dequant_avx2(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,
                              std::int64_t cols, float sx, const float* sw, const float* bias,
                              float lo, float hi, float* out, std::int64_t ldo);
+
+// The AVX-512 epilogue (conv_epilogue_avx512.cpp, the AVX-512 VNNI tier): the AVX2 stores
+// arithmetic 16 channels at a time over acc rows `ld` apart, `cols` valid channels, out rows
+// `ldo` apart. Each first adds the int32 bias (null: none) in wrapping int32 and returns false
+// when a sum left int32 (the outputs are then to be discarded). The requantizing stores write
+// sat(rne(float(acc) * multiplier) + zy) (float mode) or TFLite's fixed point (multiplier,
+// left and right shifts per channel; any_left: some left shift is not 0), clamped to
+// [qmin, qmax]; conv_dequant's computes clamp(((float(acc) * sx) * sw[c]) + bias[c], lo, hi).
+bool store_conv_int32_avx512(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,
+                             std::int64_t cols, const std::int32_t* bias, std::int32_t* out,
+                             std::int64_t ldo);
+bool store_requant_columns_avx512(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,
+                                  std::int64_t cols, const std::int32_t* bias,
+                                  const float* multiplier, std::int32_t zy, std::int32_t qmin,
+                                  std::int32_t qmax, std::uint8_t* out, std::int64_t ldo);
+bool store_requant_fixed_avx512(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,
+                                std::int64_t cols, const std::int32_t* bias,
+                                const std::int32_t* multiplier, const std::int32_t* left,
+                                const std::int32_t* right, bool any_left, std::int32_t zy,
+                                std::int32_t qmin, std::int32_t qmax, std::uint8_t* out,
+                                std::int64_t ldo);
+bool store_conv_dequant_avx512(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,
+                               std::int64_t cols, const std::int32_t* bias_i32, float sx,
+                               const float* sw, const float* bias, float lo, float hi, float* out,
+                               std::int64_t ldo);
 
 void small_k_rows_avx2(const SmallKArgs& a, std::int64_t p0, std::int64_t p1, std::int32_t* acc);
 

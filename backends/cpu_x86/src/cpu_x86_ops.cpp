@@ -214,12 +214,20 @@ Support CpuX86Ops::supports(const OpDesc& op, int device) const {
     case OpKind::qlinear_conv:
     case OpKind::conv_dequant: {
       const auto& d = std::get<ConvDesc>(op.desc);
+      const bool implicit = implicit_first(d);
+      if (implicit) kernels.emplace_back(kAmxImplicitConv);
       if (conv_small_k_preferred(d)) add_role(KernelRole::conv_small_k);
       if (conv_depthwise_direct(d)) add_role(KernelRole::conv_depthwise);
       avoids_min = scheme_avoids_min(d.w_params);
       rows = d.out_h() * d.out_w();
       add_role(rows <= 16 ? KernelRole::gemv : KernelRole::gemm);
       if (conv_small_k_direct(d) && !conv_small_k_preferred(d)) add_role(KernelRole::conv_small_k);
+      // The AMX kernel where it was not preferred (fewer than 16 channels), then its emulation.
+      if (conv_implicit_direct(d))
+        for (const KernelInfo& k : all_kernels())
+          if (k.role == KernelRole::conv_implicit && runnable(k) &&
+              !(implicit && k.name == kAmxImplicitConv))
+            kernels.emplace_back(k.name);
       break;
     }
   }

@@ -102,9 +102,11 @@ class CpuX86Ops final : public QuantizationOps {
   // (a plan's requested kernel), else the automatic choice for b.
   const KernelInfo& gemm_kernel(const MatmulDesc& desc, const X86PackedWeights& b, OpKind op,
                                 std::string_view forced) const;
+  // Whether the automatic choice runs d on the AMX implicit-GEMM kernel.
+  bool implicit_first(const ConvDesc& desc) const;
   // How `forced` (a kernel name, or empty for the automatic choice) runs desc: im2col GEMM, the
-  // direct depthwise kernel or the short-reduction kernel; throws unsupported when a forced
-  // kernel cannot run it.
+  // direct depthwise kernel, the short-reduction kernel or the implicit GEMM; throws unsupported
+  // when a forced kernel cannot run it.
   ConvPath conv_path(const ConvDesc& desc, OpKind op, std::string_view forced) const;
   // The kernel for a convolution whose weights are prepared (conv_path decided which form): the
   // path's direct kernel, or a GEMM kernel for weights that hold -128 (`holds_min`) or not.

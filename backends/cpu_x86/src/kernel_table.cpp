@@ -16,6 +16,11 @@ constexpr TileFn kAmx = nullptr;
 constexpr void (*kAmxBegin)() = nullptr;
 constexpr void (*kAmxEnd)() = nullptr;
 #endif
+#if QFORGE_CPU_X86_HAVE_AMX
+constexpr IconvFn kAmxIconv = &iconv_block_amx;
+#else
+constexpr IconvFn kAmxIconv = nullptr;
+#endif
 #if QFORGE_CPU_X86_HAVE_AVX512VNNI
 constexpr TileFn kVnni512 = &tile_avx512vnni;
 constexpr TileFn kVnni512Gemv = &tile_avx512vnni_gemv;
@@ -30,6 +35,15 @@ constexpr TileFn kAvxVnni = &tile_avxvnni;
 #else
 constexpr TileFn kAvxVnni = nullptr;
 #endif
+
+constexpr KernelInfo implicit_conv(std::string_view name, Isa isa, IconvFn fn, void (*begin)(),
+                                   void (*end)()) {
+  KernelInfo k{name, KernelRole::conv_implicit, isa};
+  k.begin = begin;
+  k.end = end;
+  k.iconv = fn;
+  return k;
+}
 
 // Best first within each role: selection walks this order and takes the first kernel the CPU,
 // the build and the ISA restriction allow (and, for maddubs, the packed weights).
@@ -79,8 +93,12 @@ constexpr std::array kKernels = {
     KernelInfo{"q8_dequantize__avx2", KernelRole::dequantize, Isa::avx2},
     KernelInfo{"q8_requantize__avx2", KernelRole::requantize, Isa::avx2},
     KernelInfo{"qu8_dynamic_quantize__avx2", KernelRole::dynamic_quantize, Isa::avx2},
+    KernelInfo{"q8_dwconv_c32__avx512vnni", KernelRole::conv_depthwise, Isa::avx512_vnni},
     KernelInfo{"q8_dwconv_c32__avx2", KernelRole::conv_depthwise, Isa::avx2},
     KernelInfo{"q8_conv_k64__avx2_maddwd", KernelRole::conv_small_k, Isa::avx2},
+    implicit_conv("q8_iconv_32x32c4__amx", Isa::amx_int8, kAmxIconv, kAmxBegin, kAmxEnd),
+    // The AMX algorithm with emulated tiles: tests it anywhere; only a forced choice runs it.
+    implicit_conv("q8_iconv_32x32c4__scalar", Isa::avx2, &iconv_block_scalar, nullptr, nullptr),
     KernelInfo{"f32_qw_gemm_6x16__avx2_fma", KernelRole::weight_only, Isa::avx2},
     KernelInfo{kReferenceKernel, KernelRole::reference, Isa::avx2},
 };

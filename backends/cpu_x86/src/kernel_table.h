@@ -11,6 +11,7 @@
 #include <span>
 #include <string_view>
 
+#include "conv_implicit.h"
 #include "gemm_kernels.h"
 #include "isa.h"
 
@@ -26,6 +27,7 @@ enum class KernelRole : std::uint8_t {
   dynamic_quantize,
   conv_depthwise,  // direct depthwise convolution (groups == C); other convs run GEMM kernels
   conv_small_k,    // direct convolution of one group with C * KH * KW <= kSmallKMax
+  conv_implicit,   // implicit GEMM of one group from the NHWC rows (conv_implicit.h)
   weight_only,     // matmul_weight_only: float A, 4- or 8-bit B dequantized into float panels
   reference,       // qforge::reference, for whatever no vector kernel serves
 };
@@ -44,12 +46,14 @@ struct KernelInfo {
   int min_rows = 0;  // automatic selection skips it for smaller M
   // Block-wise weights, float output: a fused per-block kernel (gemm_kernels.h), if any.
   void (*block_tile)(const BlockTileArgs&) = nullptr;
+  IconvFn iconv = nullptr;  // conv_implicit: the block kernel
 };
 
 std::span<const KernelInfo> all_kernels();
 const KernelInfo* find_kernel(std::string_view name);
 
 inline constexpr std::string_view kReferenceKernel = "reference";
+inline constexpr std::string_view kAmxImplicitConv = "q8_iconv_32x32c4__amx";
 
 // The GEMM kernel that runs when `k` is chosen for weights that hold -128 (b_holds_min) or not:
 // k itself, or for a maddubs kernel, which would saturate on -128, the always-exact maddwd

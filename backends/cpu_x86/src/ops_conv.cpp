@@ -6,19 +6,26 @@
 
 namespace qforge::cpu_x86 {
 
+bool CpuX86Ops::implicit_first(const ConvDesc& desc) const {
+  return conv_implicit_preferred(desc) && runnable(*find_kernel(kAmxImplicitConv));
+}
+
 ConvPath CpuX86Ops::conv_path(const ConvDesc& desc, OpKind op, std::string_view forced) const {
   if (forced.empty())
-    return conv_small_k_preferred(desc)  ? ConvPath::small_k
-           : conv_depthwise_direct(desc) ? ConvPath::depthwise
-                                         : ConvPath::gemm;
+    return implicit_first(desc)           ? ConvPath::implicit
+           : conv_small_k_preferred(desc) ? ConvPath::small_k
+           : conv_depthwise_direct(desc)  ? ConvPath::depthwise
+                                          : ConvPath::gemm;
   const KernelInfo& k = *find_kernel(forced);
   if (k.role == KernelRole::gemm || k.role == KernelRole::gemv) return ConvPath::gemm;
   if (k.role == KernelRole::conv_depthwise && conv_depthwise_direct(desc))
     return ConvPath::depthwise;
   if (k.role == KernelRole::conv_small_k && conv_small_k_direct(desc)) return ConvPath::small_k;
+  if (k.role == KernelRole::conv_implicit && conv_implicit_direct(desc)) return ConvPath::implicit;
   std::string direct;
-  if (conv_depthwise_direct(desc)) direct += ", q8_dwconv_c32__avx2";
+  if (conv_depthwise_direct(desc)) direct += ", q8_dwconv_c32__avx512vnni, q8_dwconv_c32__avx2";
   if (conv_small_k_direct(desc)) direct += ", q8_conv_k64__avx2_maddwd";
+  if (conv_implicit_direct(desc)) direct += ", q8_iconv_32x32c4__amx, q8_iconv_32x32c4__scalar";
   throw Error(ErrorCode::unsupported,
               "cpu_x86: the forced kernel '" + std::string(forced) + "' cannot run " +
                   std::string(to_string(op)) + " for " + describe(OpDesc{op, desc}) +
@@ -30,6 +37,7 @@ const KernelInfo& CpuX86Ops::conv_kernel(const ConvDesc& desc, ConvPath path, bo
   if (!forced.empty()) return exact_for_weights(*find_kernel(forced), holds_min);
   const KernelRole role = path == ConvPath::depthwise         ? KernelRole::conv_depthwise
                           : path == ConvPath::small_k         ? KernelRole::conv_small_k
+                          : path == ConvPath::implicit        ? KernelRole::conv_implicit
                           : desc.out_h() * desc.out_w() <= 16 ? KernelRole::gemv
                                                               : KernelRole::gemm;
   for (const KernelInfo& k : all_kernels())
