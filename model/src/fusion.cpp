@@ -352,8 +352,7 @@ bool attention(const Graph& g, std::size_t index, FusedChain& chain) {
   chain.kind = FusedChain::Kind::attention;
   chain.nodes.clear();
   for (const Node* n : nodes) chain.nodes.push_back(index_of(g, n));
-  if (*std::max_element(chain.nodes.begin(), chain.nodes.end()) != index_of(g, merge))
-    return false;
+  if (*std::max_element(chain.nodes.begin(), chain.nodes.end()) != index_of(g, merge)) return false;
   chain.inner = std::move(inner);
   chain.operands[kX] = qt->input(0);
   chain.operands[kOther] = mask;
@@ -373,12 +372,11 @@ std::vector<FusedChain> find_fused_chains(const Graph& graph) {
       const Node& n = graph.nodes[i];
       FusedChain chain;
       const bool found =
-          whole_attention
-              ? n.op_type == "Softmax" && attention(graph, i, chain)
-              : (n.op_type == "Erf" && gelu(graph, i, chain)) ||
-                    (n.op_type == "Softmax" && softmax(graph, i, chain)) ||
-                    (n.op_type == "LayerNormalization" && layernorm(graph, i, chain)) ||
-                    (n.op_type == "Conv" && conv_chain(graph, i, chain));
+          whole_attention ? n.op_type == "Softmax" && attention(graph, i, chain)
+                          : (n.op_type == "Erf" && gelu(graph, i, chain)) ||
+                                (n.op_type == "Softmax" && softmax(graph, i, chain)) ||
+                                (n.op_type == "LayerNormalization" && layernorm(graph, i, chain)) ||
+                                (n.op_type == "Conv" && conv_chain(graph, i, chain));
       if (!found) continue;
       std::sort(chain.nodes.begin(), chain.nodes.end());
       if (std::any_of(chain.nodes.begin(), chain.nodes.end(),

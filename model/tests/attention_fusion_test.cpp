@@ -36,9 +36,9 @@ struct AttentionGraph {
   Mask mask = Mask::per_batch;
   bool scale = true;
   bool two_key_transposes = false;
-  bool reshapes = false;          // [B, S, H*D] inputs and output, as build_onnx.py writes them
-  bool probs_is_output = false;   // the Softmax's output also leaves the graph
-  bool multiply_scale = false;    // Mul by 1/sqrt(d) instead of Div: not the pattern
+  bool reshapes = false;             // [B, S, H*D] inputs and output, as build_onnx.py writes them
+  bool probs_is_output = false;      // the Softmax's output also leaves the graph
+  bool multiply_scale = false;       // Mul by 1/sqrt(d) instead of Div: not the pattern
   std::int64_t merge_perm_last = 3;  // 3: Transpose(0,2,1,3); 1: Transpose(0,2,3,1)
 
   Shape mask_shape() const {
@@ -126,8 +126,7 @@ struct AttentionGraph {
       std::vector<float> values =
           test::random_values(g, static_cast<std::size_t>(element_count(mask_shape())), 0, 1);
       // BERT's padding (float32's minimum), a few finite biases, zeros elsewhere.
-      for (float& v : values)
-        v = v < 0.2f ? -3.4028235e38f : v < 0.3f ? (v - 0.25f) * 40.0f : 0.0f;
+      for (float& v : values) v = v < 0.2f ? -3.4028235e38f : v < 0.3f ? (v - 0.25f) * 40.0f : 0.0f;
       in.insert_or_assign("mask", Tensor::from_values<float>(mask_shape(), values));
     }
     return in;
@@ -179,18 +178,18 @@ void check(const AttentionGraph& ag, std::mt19937_64& g, bool fused) {
   const TensorMap in = ag.inputs(g);
   const TensorMap want = Executor(graph, {}, ExecutorOptions{.threads = 1, .fuse = false}).run(in);
   for (const char* kernel : {"vector", "blas"})
-  for (const int threads : {1, 3}) {
-    SCOPED_TRACE(kernel);
-    const ProductsKernel products(kernel);
-    const Executor e(graph, {}, ExecutorOptions{.threads = threads, .profile = true});
-    const TensorMap got = e.run(in);
-    EXPECT_EQ(has_label(e, "fused attention"), fused) << threads << " threads";
-    for (const auto& [name, t] : want) {
-      if (fused || name == "p") expect_close(got.at(name), t, name);
-      // Not the attention chain: the nodes' own kernels (and the bit-identical chains).
-      else EXPECT_EQ(std::memcmp(got.at(name).data(), t.data(), t.byte_size()), 0) << name;
+    for (const int threads : {1, 3}) {
+      SCOPED_TRACE(kernel);
+      const ProductsKernel products(kernel);
+      const Executor e(graph, {}, ExecutorOptions{.threads = threads, .profile = true});
+      const TensorMap got = e.run(in);
+      EXPECT_EQ(has_label(e, "fused attention"), fused) << threads << " threads";
+      for (const auto& [name, t] : want) {
+        if (fused || name == "p") expect_close(got.at(name), t, name);
+        // Not the attention chain: the nodes' own kernels (and the bit-identical chains).
+        else EXPECT_EQ(std::memcmp(got.at(name).data(), t.data(), t.byte_size()), 0) << name;
+      }
     }
-  }
 }
 
 TEST(AttentionFusion, CloseToTheNodesOneByOne) {

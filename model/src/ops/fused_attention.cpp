@@ -72,7 +72,8 @@ QFORGE_ATTENTION_CLONES void product_rows(const float* a, std::int64_t lda, cons
   for (std::int64_t i = whole_rows; i < rows; ++i)
     for (std::int64_t j = 0; j < whole_cols; j += kLanes) {
       Lanes acc = {};
-      for (std::int64_t t = 0; t < len; ++t) acc += a[i * lda + t] * QFORGE_LANES_AT(b + t * ldb + j);
+      for (std::int64_t t = 0; t < len; ++t)
+        acc += a[i * lda + t] * QFORGE_LANES_AT(b + t * ldb + j);
       QFORGE_LANES_TO(c + i * ldc + j) = acc;
     }
   for (std::int64_t i = 0; i < rows; ++i)
@@ -118,8 +119,7 @@ void fused_attention(const FusedAttention& a) {
       float* y = a.y + b * a.q_len * v_row + h * a.v_depth;
       if (a.kv_len == 0) {
         // An empty sum: the unfused MatMul writes zeros.
-        for (std::int64_t i = 0; i < a.q_len; ++i)
-          std::fill_n(y + i * v_row, a.v_depth, 0.0f);
+        for (std::int64_t i = 0; i < a.q_len; ++i) std::fill_n(y + i * v_row, a.v_depth, 0.0f);
         continue;
       }
       if (a.depth == 0) {
@@ -140,8 +140,7 @@ void fused_attention(const FusedAttention& a) {
       if (a.blas)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, dv, n, 1.0f, s, n, v, ldv, 0.0f,
                     y, ldv);
-      else
-        product_rows(s, a.kv_len, v, v_row, y, v_row, a.q_len, a.v_depth, a.kv_len);
+      else product_rows(s, a.kv_len, v, v_row, y, v_row, a.q_len, a.v_depth, a.kv_len);
     }
   };
   const std::int64_t tasks = a.batch * a.heads;
