@@ -31,6 +31,7 @@ std::string_view chain_label(FusedChain::Kind kind) {
     case FusedChain::Kind::softmax: return "fused softmax";
     case FusedChain::Kind::layernorm: return "fused layernorm";
     case FusedChain::Kind::conv: return "fused conv";
+    case FusedChain::Kind::attention: return "fused attention";
   }
   return "fused";
 }

@@ -250,31 +250,183 @@ bool conv_chain(const Graph& g, std::size_t index, FusedChain& chain) {
   return true;
 }
 
+// A Transpose with permutation `perm` writing `t`, which only `reader` reads.
+const Node* transpose_into(const Graph& g, const std::string& t, const Node* reader,
+                           const std::vector<std::int64_t>& perm) {
+  const Node* p = g.producer_of(t);
+  if (!p || p->op_type != "Transpose" || p->inputs.size() != 1 || p->outputs.size() != 1 ||
+      sole_consumer(g, t) != reader || p->attr_ints_or("perm", {}) != perm)
+    return nullptr;
+  return p;
+}
+
+bool attention(const Graph& g, std::size_t index, FusedChain& chain) {
+  const Node& sm = g.nodes[index];
+  Shape probs;
+  if (sm.outputs.size() != 1 || !is_float(g, sm.outputs[0], &probs) || probs.size() != 4 ||
+      !last_axis(sm, 4, sm.since_version >= 13 ? -1 : 1))
+    return false;
+  // Down: the context product with the values, and the merge Transpose.
+  const Node* ctx = sole_consumer(g, sm.outputs[0]);
+  if (!ctx || ctx->op_type != "MatMul" || ctx->inputs.size() != 2 ||
+      ctx->input(0) != sm.outputs[0] || ctx->input(1) == sm.outputs[0])
+    return false;
+  const Node* merge = sole_consumer(g, ctx->outputs[0]);
+  const Node* vt = transpose_into(g, ctx->input(1), ctx, {0, 2, 1, 3});
+  if (!merge || merge->op_type != "Transpose" || merge->outputs.size() != 1 ||
+      merge->attr_ints_or("perm", {}) != std::vector<std::int64_t>{0, 2, 1, 3} || !vt)
+    return false;
+  std::vector<const Node*> nodes = {&sm, ctx, merge, vt};
+  std::vector<std::string> inner = {sm.outputs[0], ctx->outputs[0], ctx->input(1)};
+  // Up: [mask Add] <- [Div by a constant] <- the scores product.
+  const Node* reader = &sm;
+  std::string x = sm.input(0);
+  const Node* p = g.producer_of(x);
+  std::string mask;
+  if (p && p->op_type == "Add" && p->inputs.size() == 2 && sole_consumer(g, x) == reader) {
+    int main = -1;
+    for (int i = 0; i < 2 && main < 0; ++i) {
+      const Node* pp = g.producer_of(p->inputs[i]);
+      Shape s;
+      if (pp && (pp->op_type == "Div" || pp->op_type == "MatMul") &&
+          is_float(g, p->inputs[i], &s) && s == probs && sole_consumer(g, p->inputs[i]) == p)
+        main = i;
+    }
+    if (main < 0) return false;
+    mask = p->inputs[1 - main];
+    Shape m;
+    if (!is_float(g, mask, &m) || m.size() > probs.size()) return false;
+    for (std::size_t d = 0; d < m.size(); ++d) {
+      const std::int64_t e = m[m.size() - 1 - d];
+      if (e != 1 && e != probs[probs.size() - 1 - d]) return false;
+    }
+    nodes.push_back(p);
+    inner.push_back(x);
+    reader = p;
+    x = p->inputs[main];
+    p = g.producer_of(x);
+  }
+  if (p && p->op_type == "Div" && p->inputs.size() == 2 && sole_consumer(g, x) == reader &&
+      scalar_constant(g, p->input(1), chain.divisor)) {
+    chain.has_divisor = true;
+    nodes.push_back(p);
+    inner.push_back(x);
+    reader = p;
+    x = p->input(0);
+    p = g.producer_of(x);
+  }
+  Shape scores;
+  if (!p || p->op_type != "MatMul" || p->inputs.size() != 2 || sole_consumer(g, x) != reader ||
+      !is_float(g, x, &scores) || scores != probs)
+    return false;
+  nodes.push_back(p);
+  inner.push_back(x);
+  // The queries' and the keys' head splits: keys as one Transpose to [B, H, D, T], or as the
+  // queries' Transpose followed by a swap of the last two axes.
+  const Node* qt = transpose_into(g, p->input(0), p, {0, 2, 1, 3});
+  const Node* kt = transpose_into(g, p->input(1), p, {0, 2, 3, 1});
+  if (!kt) {
+    if (const Node* swap = transpose_into(g, p->input(1), p, {0, 1, 3, 2})) {
+      kt = transpose_into(g, swap->input(0), swap, {0, 2, 1, 3});
+      if (kt) {
+        nodes.push_back(swap);
+        inner.push_back(swap->input(0));
+      }
+    }
+  }
+  if (!qt || !kt || p->input(0) == p->input(1)) return false;
+  nodes.push_back(qt);
+  nodes.push_back(kt);
+  inner.push_back(p->input(0));
+  inner.push_back(p->input(1));
+  // The heads' layouts: q [B, S, H, D], k [B, T, H, D], v [B, T, H, E]; y [B, S, H, E].
+  Shape q, k, v, y;
+  if (!is_float(g, qt->input(0), &q) || !is_float(g, kt->input(0), &k) ||
+      !is_float(g, vt->input(0), &v) || !is_float(g, merge->outputs[0], &y) || q.size() != 4 ||
+      k.size() != 4 || v.size() != 4)
+    return false;
+  const std::int64_t b = probs[0], h = probs[1], s = probs[2], t = probs[3];
+  if (q != Shape{b, s, h, q[3]} || k != Shape{b, t, h, q[3]} || v != Shape{b, t, h, v[3]} ||
+      y != Shape{b, s, h, v[3]})
+    return false;
+  chain.kind = FusedChain::Kind::attention;
+  chain.nodes.clear();
+  for (const Node* n : nodes) chain.nodes.push_back(index_of(g, n));
+  if (*std::max_element(chain.nodes.begin(), chain.nodes.end()) != index_of(g, merge)) return false;
+  chain.inner = std::move(inner);
+  chain.operands[kX] = qt->input(0);
+  chain.operands[kOther] = mask;
+  chain.operands[kKey] = kt->input(0);
+  chain.operands[kValue] = vt->input(0);
+  return true;
+}
+
 }  // namespace
 
 std::vector<FusedChain> find_fused_chains(const Graph& graph) {
   std::vector<FusedChain> chains;
   std::vector<bool> used(graph.nodes.size(), false);
-  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
-    const Node& n = graph.nodes[i];
-    FusedChain chain;
-    const bool found = (n.op_type == "Erf" && gelu(graph, i, chain)) ||
-                       (n.op_type == "Softmax" && softmax(graph, i, chain)) ||
-                       (n.op_type == "LayerNormalization" && layernorm(graph, i, chain)) ||
-                       (n.op_type == "Conv" && conv_chain(graph, i, chain));
-    if (!found) continue;
-    std::sort(chain.nodes.begin(), chain.nodes.end());
-    if (std::any_of(chain.nodes.begin(), chain.nodes.end(), [&](std::size_t k) { return used[k]; }))
-      continue;
-    for (std::size_t k : chain.nodes) used[k] = true;
-    chains.push_back(std::move(chain));
-  }
+  // Attention first: its Softmax would otherwise start a softmax chain.
+  for (const bool whole_attention : {true, false})
+    for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
+      const Node& n = graph.nodes[i];
+      FusedChain chain;
+      const bool found =
+          whole_attention ? n.op_type == "Softmax" && attention(graph, i, chain)
+                          : (n.op_type == "Erf" && gelu(graph, i, chain)) ||
+                                (n.op_type == "Softmax" && softmax(graph, i, chain)) ||
+                                (n.op_type == "LayerNormalization" && layernorm(graph, i, chain)) ||
+                                (n.op_type == "Conv" && conv_chain(graph, i, chain));
+      if (!found) continue;
+      std::sort(chain.nodes.begin(), chain.nodes.end());
+      if (std::any_of(chain.nodes.begin(), chain.nodes.end(),
+                      [&](std::size_t k) { return used[k]; }))
+        continue;
+      for (std::size_t k : chain.nodes) used[k] = true;
+      chains.push_back(std::move(chain));
+    }
   // Sorted by their last node, the one whose step runs them.
   std::sort(chains.begin(), chains.end(), [](const FusedChain& a, const FusedChain& b) {
     return a.nodes.back() < b.nodes.back();
   });
   return chains;
 }
+
+namespace {
+
+void run_attention(const FusedChain& chain, const std::array<const Tensor*, 5>& operands,
+                   Tensor& y) {
+  const Shape& q = operands[kX]->shape();
+  const Shape& v = operands[kValue]->shape();
+  ops::FusedAttention a;
+  a.q = operands[kX]->values<float>().data();
+  a.k = operands[kKey]->values<float>().data();
+  a.v = operands[kValue]->values<float>().data();
+  a.y = y.values<float>().data();
+  a.batch = q[0];
+  a.q_len = q[1];
+  a.heads = q[2];
+  a.depth = q[3];
+  a.kv_len = v[1];
+  a.v_depth = v[3];
+  a.has_divisor = chain.has_divisor;
+  a.divisor = chain.divisor;
+  a.blas = ops::attention_products_blas();
+  if (const Tensor* mask = operands[kOther]) {
+    // Strides along [B, H, S, T], the mask's axes aligned to the right; 0 where it broadcasts.
+    const Shape& m = mask->shape();
+    std::int64_t step = 1;
+    for (std::size_t i = 0; i < m.size(); ++i) {
+      const std::size_t dm = m.size() - 1 - i, d = 3 - i;
+      a.mask_strides[d] = m[dm] == 1 ? 0 : step;
+      step *= m[dm];
+    }
+    a.mask = mask->values<float>().data();
+  }
+  ops::fused_attention(a);
+}
+
+}  // namespace
 
 void run_fused_chain(const FusedChain& chain, const std::array<const Tensor*, 5>& operands,
                      Tensor& y) {
@@ -287,6 +439,10 @@ void run_fused_chain(const FusedChain& chain, const std::array<const Tensor*, 5>
       e.pool = &pool;
     }
     ops::conv_fused(chain.conv, *operands[kX], *operands[kOther], operands[kBias], e, y);
+    return;
+  }
+  if (chain.kind == FusedChain::Kind::attention) {
+    run_attention(chain, operands, y);
     return;
   }
   const Tensor& x = *operands[kX];
@@ -343,7 +499,8 @@ void run_fused_chain(const FusedChain& chain, const std::array<const Tensor*, 5>
       ops::masked_softmax(s, xv, yv, rows, cols);
       return;
     }
-    case FusedChain::Kind::conv: return;  // run above
+    case FusedChain::Kind::conv:
+    case FusedChain::Kind::attention: return;  // run above
     case FusedChain::Kind::layernorm: {
       ops::AddLayerNorm a;
       a.bias = bias ? bias->values<float>().data() : nullptr;

@@ -40,6 +40,40 @@ struct MaskedSoftmax {
 void masked_softmax(const MaskedSoftmax& s, const float* x, float* y, std::int64_t rows,
                     std::int64_t len);
 
+// One row of masked_softmax: y = Softmax(x / divisor + mask[j * mask_step]), the Div only with
+// has_divisor and the Add only with a mask (null: none). y may be x.
+void masked_softmax_row(const float* x, float* y, const float* mask, std::int64_t mask_step,
+                        std::int64_t len, bool has_divisor, float divisor);
+
+// Scaled dot-product attention, one task per (batch, head), each head's scores in cache:
+//   y[b, i, h, :] = sum_j P[i, j] * v[b, j, h, :],
+//   P[i, :] = Softmax(q[b, i, h, :] . k[b, :, h, :] / divisor + mask[b, h, i, :])
+// q is [batch, q_len, heads, depth], k [batch, kv_len, heads, depth], v [batch, kv_len, heads,
+// v_depth] and y [batch, q_len, heads, v_depth], all contiguous: the layouts of the Linear
+// layers' outputs reshaped to heads, so a head is read through its row stride in place and the
+// merged-head output is written directly (no head split or merge copies). The products are
+// OpenBLAS sgemm calls on one thread each (blas) or a plain vector kernel; the Softmax is
+// masked_softmax_row's, so only the products' summation order can differ from the unfused
+// MatMuls (last bits).
+struct FusedAttention {
+  const float* q = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  float* y = nullptr;
+  std::int64_t batch = 0, heads = 0, q_len = 0, kv_len = 0, depth = 0, v_depth = 0;
+  bool has_divisor = false;
+  float divisor = 1.0f;
+  // The mask (null: none), broadcast to [batch, heads, q_len, kv_len] by these strides (0 along
+  // an axis where it has extent 1).
+  const float* mask = nullptr;
+  std::int64_t mask_strides[4] = {0, 0, 0, 0};
+  bool blas = false;
+};
+// The products' kernel of the attention chain: QFORGE_ATTENTION_PRODUCTS=blas or vector (the
+// default), read at each call so tests can run both.
+bool attention_products_blas();
+void fused_attention(const FusedAttention& a);
+
 // LayerNormalization over rows of `cols` of (x + bias) + residual (a Linear layer's bias Add,
 // then the residual Add), or x + residual when bias is null; scale and ln_bias have cols values.
 struct AddLayerNorm {

@@ -114,18 +114,23 @@ void masked_softmax(const MaskedSoftmax& s, const float* x, float* y, std::int64
         offset += rest % s.outer_shape[d] * s.mask_strides[d];
         rest /= s.outer_shape[d];
       }
-      const float* xr = x + row * len;
-      float* yr = y + row * len;
-      const float* m = s.mask + offset;
-      // The Div and the Add as their kernels compute them, into the output row, then the
-      // Softmax of that row in place (softmax_rows reads each element before writing it).
-      if (s.has_divisor)
-        for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] / s.divisor + m[j * s.mask_step];
-      else
-        for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] + m[j * s.mask_step];
-      softmax_rows(y, y, row, row + 1, len, false);
+      masked_softmax_row(x + row * len, y + row * len, s.mask + offset, s.mask_step, len,
+                         s.has_divisor, s.divisor);
     }
   });
+}
+
+void masked_softmax_row(const float* x, float* y, const float* mask, std::int64_t mask_step,
+                        std::int64_t len, bool has_divisor, float divisor) {
+  // The Div and the Add as their kernels compute them, into the output row, then the Softmax of
+  // that row in place (softmax_rows reads each element before writing it).
+  if (has_divisor && mask)
+    for (std::int64_t j = 0; j < len; ++j) y[j] = x[j] / divisor + mask[j * mask_step];
+  else if (has_divisor)
+    for (std::int64_t j = 0; j < len; ++j) y[j] = x[j] / divisor;
+  else if (mask)
+    for (std::int64_t j = 0; j < len; ++j) y[j] = x[j] + mask[j * mask_step];
+  softmax_rows(has_divisor || mask ? y : x, y, 0, 1, len, false);
 }
 
 void register_softmax(KernelRegistry& r) {

@@ -63,7 +63,9 @@ struct ExecutorOptions {
   // Run chains of elementwise nodes as one kernel (model/src/fusion.h: a GELU with its bias
   // Add, attention's scale and mask with the Softmax, bias and residual Adds with the
   // LayerNormalization): one pass over memory instead of one per node, bit-identical results.
-  // Also a 2-D Conv with the Relu and 2-D MaxPool after it, finished plane by plane in cache.
+  // Also a 2-D Conv with the Relu and 2-D MaxPool after it, finished plane by plane in cache,
+  // and BERT's self-attention from the head-split Transposes to the merge Transpose, one task
+  // per (batch, head) (its products may differ from the unfused MatMuls' in the last bits).
   // A run runs a chain node by node when `keep` names one of its inner tensors. The hook is not
   // called for the nodes of a chain that runs fused, except a conv chain's Conv: the hook is
   // called for it first, and when it returns true (it computed the Conv) the rest of that chain
@@ -77,7 +79,7 @@ struct ExecutorOptions {
 // Wall time of one kind of step, summed over runs (ExecutorOptions::profile). The label is the
 // node's op type; "<op> (hook)" when a hook computed the node (a quantized layer: its
 // quantization, GEMM and dequantization together); "fused <kind>" for a chain run as one kernel
-// (fusion.h: gelu, softmax, layernorm, conv).
+// (fusion.h: gelu, softmax, layernorm, conv, attention).
 struct StepTime {
   std::string label;
   std::int64_t calls = 0;
