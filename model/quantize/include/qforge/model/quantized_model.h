@@ -170,8 +170,13 @@ class QFORGE_QUANTIZE_API QuantizedModel {
   // quantize, which the layer then computes in one pass before quantizing (a model's input
   // normalization).
   void plan_input_preludes();
-  // The layer's plans (static, explicit, weight-only) or its accelerator decision (dynamic).
-  void prepare(Layer& layer);
+  struct PlanSlot;
+  // The plans a layer needs (static, explicit, weight-only, dynamic matmul) as slots to fill,
+  // or, for the other dynamic layers, its accelerator decision.
+  void collect_plans(Layer& layer, std::vector<PlanSlot>& slots);
+  // Decides which candidate runs each plan, keeping neighbouring plans on one thread pool
+  // (docs/MODEL.md, "Thread pools"), and makes the plans.
+  void make_plans(std::vector<PlanSlot>& slots);
 
   std::unique_ptr<Accelerator> owned_;
   Accelerator* accelerator_;
