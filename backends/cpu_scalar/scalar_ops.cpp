@@ -38,6 +38,7 @@ std::vector<DeviceInfo> ScalarOps::devices() const {
   if (cpu.logical_processors > 0)
     host.properties["logical_processors"] = std::to_string(cpu.logical_processors);
   host.properties["threads_used"] = "1";
+  host.properties["thread_pool"] = "caller";  // docs/PLUGINS.md, "Device properties"
   host.properties["kernels"] = kKernelName;
   return {host};
 }

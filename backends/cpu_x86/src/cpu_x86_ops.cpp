@@ -117,6 +117,9 @@ std::vector<DeviceInfo> CpuX86Ops::devices() const {
   host.properties["vendor"] = cpu.vendor;
   if (cpu.cores > 0) host.properties["cores"] = std::to_string(cpu.cores);
   host.properties["threads_used"] = std::to_string(threads());
+  // The threads a plan's run occupies (docs/PLUGINS.md, "Device properties"): the model layer
+  // keeps neighbouring layers on one pool (docs/MODEL.md, "Thread pools").
+  host.properties["thread_pool"] = threads() > 1 ? "cpu_x86" : "caller";
   host.properties["isa_compiled"] = compiled_.to_string();
   host.properties["isa_detected"] = detected_.to_string();
   host.properties["isa_allowed"] = allowed_.to_string();

@@ -46,7 +46,14 @@ std::vector<DeviceInfo> OnednnOps::devices() const {
       std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
   host.properties["onednn_cpu_runtime"] = v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other";
   host.properties["isa_used"] = effective_isa_name();
-  host.properties["threads_used"] = std::to_string(threads_ > 0 ? threads_ : default_threads());
+  const int threads = threads_ > 0 ? threads_ : default_threads();
+  host.properties["threads_used"] = std::to_string(threads);
+  // The threads a plan's run occupies (docs/PLUGINS.md, "Device properties"): OpenMP's team
+  // is shared with every other OpenMP user of the process; the model layer keeps neighbouring
+  // layers on one pool (docs/MODEL.md, "Thread pools").
+  host.properties["thread_pool"] = threads <= 1                         ? "caller"
+                                   : v->cpu_runtime == DNNL_RUNTIME_OMP ? "openmp"
+                                                                        : "onednn";
   host.properties["int8_matmul"] =
       facts_.int8_exact ? "exact (VNNI/AMX)" : "refused: " + facts_.int8_refusal;
   host.properties["int8_conv"] =

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 
+#include "accelerator_pools.h"
 #include "conv_spec.h"
 #include "matmul_spec.h"
 #include "nhwc_pool.h"
@@ -15,6 +16,7 @@
 #include "qforge/error.h"
 #include "qforge/op_table.h"
 #include "qforge/reference.h"
+#include "thread_pool_choice.h"
 #include "weights.h"
 
 namespace qforge::model {
@@ -454,7 +456,9 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
   link_int8_layers();
   plan_nhwc();
   plan_input_preludes();
-  for (const std::unique_ptr<Layer>& layer : layers_) prepare(*layer);
+  std::vector<PlanSlot> slots;
+  for (const std::unique_ptr<Layer>& layer : layers_) collect_plans(*layer, slots);
+  make_plans(slots);
 }
 
 void QuantizedModel::plan_nhwc() {
@@ -684,45 +688,97 @@ void QuantizedModel::link_int8_layers() {
   if (!retyped.empty()) executor_->retype_outputs(retyped);
 }
 
-void QuantizedModel::prepare(Layer& layer) {
+// A plan the model runs: what it computes, its fixed weights, and where it goes.
+struct QuantizedModel::PlanSlot {
+  Workload workload;
+  std::vector<const void*> weights;
+  std::shared_ptr<const Plan>* target = nullptr;
+  QuantizedLayerInfo* info = nullptr;  // the layer's own plan: its backend and kernel go here
+  const Node* node = nullptr;          // for error messages
+};
+
+void QuantizedModel::collect_plans(Layer& layer, std::vector<PlanSlot>& slots) {
   QuantizedLayerInfo& info = info_[layer.info];
   const Node& node = executor_->graph().nodes[info.node];
-  try {
-    if (layer.mode == ActivationMode::dynamic && layer.op.op == OpKind::matmul_dequant) {
-      // One plan for every batch: B and the bias fixed (packed once), the activation params
-      // that dynamic_quantize_linear computes passed to each run (MatmulDesc::a_params_at_run).
-      layer.dynamic_plan = accelerator_->prepare(
-          {OpDesc{OpKind::dynamic_quantize_linear, DynamicQuantizeDesc{layer.input_shape}}});
-      std::get<MatmulDesc>(layer.op.desc).a_params_at_run = true;
-      std::vector<const void*> weights(op_operands(layer.op).inputs.size(), nullptr);
-      weights[1] = info.b_codes.data();
-      if (!info.bias.empty()) weights[2] = info.bias.data();
-      layer.layer_plan = accelerator_->prepare({layer.op}, weights);
-      layer.layer_inputs = weights.size();
-      info.backend = layer.layer_plan->backend();
-      info.kernel = layer.layer_plan->kernel();
-      return;
-    }
-    if (layer.mode == ActivationMode::dynamic && !layer.weight_only) {
+  auto add = [&](OpDesc op, std::vector<const void*> weights, std::shared_ptr<const Plan>* target,
+                 QuantizedLayerInfo* layer_info) {
+    slots.push_back({{std::move(op)}, std::move(weights), target, layer_info, &node});
+  };
+  if (layer.mode == ActivationMode::dynamic && layer.op.op == OpKind::matmul_dequant) {
+    // One plan for every batch: B and the bias fixed (packed once), the activation params
+    // that dynamic_quantize_linear computes passed to each run (MatmulDesc::a_params_at_run).
+    add(OpDesc{OpKind::dynamic_quantize_linear, DynamicQuantizeDesc{layer.input_shape}}, {},
+        &layer.dynamic_plan, nullptr);
+    std::get<MatmulDesc>(layer.op.desc).a_params_at_run = true;
+    std::vector<const void*> weights(op_operands(layer.op).inputs.size(), nullptr);
+    weights[1] = info.b_codes.data();
+    if (!info.bias.empty()) weights[2] = info.bias.data();
+    layer.layer_inputs = weights.size();
+    add(layer.op, std::move(weights), &layer.layer_plan, &info);
+    return;
+  }
+  if (layer.mode == ActivationMode::dynamic && !layer.weight_only) {
+    try {
       const Decision decision = accelerator_->decide({layer.op});
       info.backend = decision.id.plugin;
       info.kernel = decision.id.kernel;
-      return;
+    } catch (const Error& e) {
+      throw Error(e.code(), "QuantizedModel: " + node.describe() + ": " + e.what());
     }
-    if (!layer.weight_only && !layer.int8_input)
-      layer.quantize_plan = accelerator_->prepare(
-          {OpDesc{OpKind::quantize, QuantizeDesc{layer.input_shape, *info.a_params}}});
-    // One plan, the weight and the bias fixed (packed once by the winning plugin).
-    std::vector<const void*> weights(op_operands(layer.op).inputs.size(), nullptr);
-    weights[1] = layer.run_codes.empty() ? info.b_codes.data() : layer.run_codes.data();
-    if (!info.bias_i32.empty()) weights[2] = info.bias_i32.data();
-    else if (!info.bias.empty()) weights[2] = info.bias.data();
-    layer.layer_plan = accelerator_->prepare({layer.op}, weights);
-    layer.layer_inputs = weights.size();
-    info.backend = layer.layer_plan->backend();
-    info.kernel = layer.layer_plan->kernel();
-  } catch (const Error& e) {
-    throw Error(e.code(), "QuantizedModel: " + node.describe() + ": " + e.what());
+    return;
+  }
+  if (!layer.weight_only && !layer.int8_input)
+    add(OpDesc{OpKind::quantize, QuantizeDesc{layer.input_shape, *info.a_params}}, {},
+        &layer.quantize_plan, nullptr);
+  // One plan, the weight and the bias fixed (packed once by the winning plugin).
+  std::vector<const void*> weights(op_operands(layer.op).inputs.size(), nullptr);
+  weights[1] = layer.run_codes.empty() ? info.b_codes.data() : layer.run_codes.data();
+  if (!info.bias_i32.empty()) weights[2] = info.bias_i32.data();
+  else if (!info.bias.empty()) weights[2] = info.bias.data();
+  layer.layer_inputs = weights.size();
+  add(layer.op, std::move(weights), &layer.layer_plan, &info);
+}
+
+void QuantizedModel::make_plans(std::vector<PlanSlot>& slots) {
+  const double hand_over = quantize::hand_over_from_environment();
+  std::vector<quantize::PlanCandidates> candidates;
+  candidates.reserve(slots.size());
+  quantize::PoolLookup pools(*accelerator_);
+  for (const PlanSlot& slot : slots) {
+    try {
+      candidates.push_back(quantize::plan_candidates(*accelerator_, slot.workload, pools));
+    } catch (const Error& e) {
+      throw Error(e.code(), "QuantizedModel: " + slot.node->describe() + ": " + e.what());
+    }
+  }
+  const std::vector<CandidateId> chosen = quantize::choose_thread_pools(candidates, hand_over);
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    const PlanSlot& slot = slots[i];
+    try {
+      std::shared_ptr<const Plan> plan;
+      if (!(chosen[i] == candidates[i].winner.id)) {
+        // Another candidate of the same bucket, verified by the accelerator; should it refuse
+        // this exact descriptor, the accelerator's own choice runs it.
+        for (const LoadedPlugin& p : accelerator_->plugins()) {
+          if (p.name != chosen[i].plugin || !p.ops) continue;
+          try {
+            plan = Decision{p.ops, chosen[i], DecisionSource::memory}.plan(slot.workload.op,
+                                                                           slot.weights);
+          } catch (const Error& e) {
+            if (e.code() != ErrorCode::unsupported) throw;
+          }
+          break;
+        }
+      }
+      if (!plan) plan = accelerator_->prepare(slot.workload, slot.weights);
+      *slot.target = std::move(plan);
+      if (slot.info) {
+        slot.info->backend = (*slot.target)->backend();
+        slot.info->kernel = (*slot.target)->kernel();
+      }
+    } catch (const Error& e) {
+      throw Error(e.code(), "QuantizedModel: " + slot.node->describe() + ": " + e.what());
+    }
   }
 }
 

@@ -38,6 +38,12 @@
 // int8/uint8. A node decided by an optional rule or by the recipe's default is not refused: it
 // stays float and skipped() says why, since such rules are broad by design.
 //
+// Each plan is made by the accelerator's choice for its bucket, unless that choice runs on
+// another thread pool than the plans around it and was measured faster than the best candidate
+// on their pool (or the calling thread) by less than a hand-over: then by that candidate
+// (docs/MODEL.md, "Thread pools"; QFORGE_MODEL_HAND_OVER sets the hand-over in seconds, 0 keeps
+// every choice of the accelerator). QuantizedLayerInfo::backend and kernel name what runs.
+//
 // run() is not safe to call concurrently (the accelerator is used from one thread at a time).
 #pragma once
 
@@ -170,8 +176,13 @@ class QFORGE_QUANTIZE_API QuantizedModel {
   // quantize, which the layer then computes in one pass before quantizing (a model's input
   // normalization).
   void plan_input_preludes();
-  // The layer's plans (static, explicit, weight-only) or its accelerator decision (dynamic).
-  void prepare(Layer& layer);
+  struct PlanSlot;
+  // The plans a layer needs (static, explicit, weight-only, dynamic matmul) as slots to fill,
+  // or, for the other dynamic layers, its accelerator decision.
+  void collect_plans(Layer& layer, std::vector<PlanSlot>& slots);
+  // Decides which candidate runs each plan, keeping neighbouring plans on one thread pool
+  // (docs/MODEL.md, "Thread pools"), and makes the plans.
+  void make_plans(std::vector<PlanSlot>& slots);
 
   std::unique_ptr<Accelerator> owned_;
   Accelerator* accelerator_;
