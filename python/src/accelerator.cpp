@@ -100,9 +100,10 @@ void bind_accelerator(py::module_& m) {
            "Runs the op on DLPack producers (torch tensors; on the plan's device, CUDA "
            "included): the inputs run() takes, and the outputs, written in place. A's params at "
            "run (host memory on any device) as run() takes them")
-      .def_property_readonly("host_memory", [](const PyPlan& p) { return p.memory().host; },
-                             "Whether run() takes host arrays (a CPU plugin's plan, or any plan "
-                             "prepared with residency='host')")
+      .def_property_readonly(
+          "host_memory", [](const PyPlan& p) { return p.memory().host; },
+          "Whether run() takes host arrays (a CPU plugin's plan, or any plan "
+          "prepared with residency='host')")
       .def_property_readonly(
           "staged", [](const PyPlan& p) { return p.memory().staged; },
           "Whether each run copies host arrays to the plan's device and back and synchronises "
@@ -395,8 +396,7 @@ void bind_accelerator(py::module_& m) {
           py::arg("w_params"), py::kw_only(), py::arg("stride") = std::array<std::int64_t, 2>{1, 1},
           py::arg("pads") = std::array<std::int64_t, 4>{0, 0, 0, 0},
           py::arg("dilation") = std::array<std::int64_t, 2>{1, 1}, py::arg("groups") = 1,
-          py::arg("bias") = py::none(), py::arg("integer") = false,
-          py::arg("residency") = "host",
+          py::arg("bias") = py::none(), py::arg("integer") = false, py::arg("residency") = "host",
           "A plan of conv_dequant (float32 out, NCHW; conv_integer with integer=True, int32 "
           "out) with the weights w [O, C / groups, KH, KW] and the float32 bias fixed (packed "
           "once): plan.run(x) takes the activations' codes. pads are (top, left, bottom, right)");
