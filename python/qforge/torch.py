@@ -24,8 +24,9 @@ layer prepares, once per device and input shape, its quantize plan and its matmu
 plan chained in C++ with the quantized activations' buffer between them (uint8 activations as
 the int8 codes less 128, the same results bit for bit); a call then allocates the output and
 makes one call into qforge with the tensors' device addresses. The plans are prepared with
-residency='device' (no staging copies, no synchronisation) and queue on the legacy default stream, torch's default stream: on another current stream the legacy stream first
-waits for it and it waits for the legacy stream afterwards (events, no host synchronisation).
+residency='device' (no staging copies, no synchronisation) and queue on the legacy default
+stream, torch's default stream: on another current stream the legacy stream first waits for it
+and it waits for the legacy stream afterwards (events, no host synchronisation).
 Dynamic uint8 activations (ONNX's DynamicQuantizeLinear) chain a dynamic_quantize_linear plan
 (the batch's range, codes, scale and zero point) and that matmul plan in C++ the same way, on
 CPU and CUDA tensors; the scale and zero point are host values the matmul plan reads when it
