@@ -23,9 +23,10 @@ tensors run on qforge's cuda plugin without a copy either (static and explicit a
 layer prepares, once per device and input shape, its quantize plan and its matmul (or conv)
 plan chained in C++ with the quantized activations' buffer between them (uint8 activations as
 the int8 codes less 128, the same results bit for bit); a call then allocates the output and
-makes one call into qforge with the tensors' device addresses. The plans queue on the legacy
-default stream, torch's default stream: on another current stream the legacy stream first
-waits for it and it waits for the legacy stream afterwards (events, no host synchronisation).
+makes one call into qforge with the tensors' device addresses. The plans are prepared with
+residency='device' (no staging copies, no synchronisation) and queue on the legacy default
+stream, torch's default stream: on another current stream the legacy stream first waits for it
+and it waits for the legacy stream afterwards (events, no host synchronisation).
 Dynamic uint8 activations (ONNX's DynamicQuantizeLinear) chain a dynamic_quantize_linear plan
 (the batch's range, codes, scale and zero point) and that matmul plan in C++ the same way, on
 CPU and CUDA tensors; the scale and zero point are host values the matmul plan reads when it
@@ -103,8 +104,8 @@ class _QuantizedLayer(nn.Module):
 
     def _cuda_accelerator(self):
         """The accelerator for CUDA tensors: the one given to quantize_ if only the cuda plugin
-        may win there (a CPU plugin winning a plan of host-resident data would be handed device
-        pointers), else a process-wide one over the cuda plugin alone."""
+        may win there (a CPU plugin winning a plan prepared with residency='device' would take
+        host memory), else a process-wide one over the cuda plugin alone."""
         if self._accelerator is not None and self._accelerator.policy["plugins"] == ["cuda"]:
             return self._accelerator
         return _default_cuda_accelerator()
@@ -267,21 +268,22 @@ class QuantizedLinear(_QuantizedLayer):
                     "DynamicQuantizeLinear): use those, or run on the CPU")
 
             def make_dynamic(acc):
-                return (acc.prepare_dynamic_quantize([m, k]),
+                return (acc.prepare_dynamic_quantize([m, k], residency="device"),
                         acc.prepare_matmul(m, n, k, P.per_tensor_affine(_qforge.DType.uint8,
                                                                         1.0, 0),
                                            self.weight_params, b_layout="nk",
                                            b=self.weight_codes, bias=self.bias_values,
-                                           a_params_at_run=True))
+                                           a_params_at_run=True, residency="device"))
 
             return self._cuda_run(("cuda", x.get_device(), m), x.device, _qforge.DType.uint8,
                                   (m, k), (m, n), make_dynamic, _qforge._DynamicChain)
         params = _as_int8_codes(self._static_params())
 
         def make(acc):
-            return (acc.prepare_quantize([m, k], params),
+            return (acc.prepare_quantize([m, k], params, residency="device"),
                     acc.prepare_matmul(m, n, k, params, self.weight_params, b_layout="nk",
-                                       b=self.weight_codes, bias=self.bias_values))
+                                       b=self.weight_codes, bias=self.bias_values,
+                                       residency="device"))
 
         return self._cuda_run(("cuda", x.get_device(), m), x.device, params.dtype, (m, k), (m, n),
                               make)
@@ -357,11 +359,12 @@ class QuantizedConv2d(_QuantizedLayer):
         y = plan.run(self.accelerator.quantize(xn, params))
         return torch.from_numpy(y).to(x.dtype)
 
-    def _prepare_conv(self, acc, shape, params):
+    def _prepare_conv(self, acc, shape, params, residency="host"):
         return acc.prepare_conv(
             list(shape), params, self.weight_codes, list(self.weight.shape), self.weight_params,
             stride=list(self.stride), pads=list(self._pads(*shape[2:])),
-            dilation=list(self.dilation), groups=self.groups, bias=self.bias_values)
+            dilation=list(self.dilation), groups=self.groups, bias=self.bias_values,
+            residency=residency)
 
     def _forward_cuda(self, x, params):
         shape = tuple(x.shape)
@@ -377,8 +380,8 @@ class QuantizedConv2d(_QuantizedLayer):
         ow = (w + left + right - dw * (kw - 1) - 1) // sw + 1
 
         def make(acc):
-            return (acc.prepare_quantize(list(shape), params),
-                    self._prepare_conv(acc, shape, params))
+            return (acc.prepare_quantize(list(shape), params, residency="device"),
+                    self._prepare_conv(acc, shape, params, residency="device"))
 
         return self._cuda_run(key, x.device, params.dtype, shape,
                               (n, self.out_channels, oh, ow), make)(x)

@@ -54,11 +54,26 @@ AcceleratorOptions make_options(std::optional<std::vector<std::string>> plugins,
   return o;
 }
 
-// Where the plan's operands live: host memory, or the device of a plugin that has its own.
-OperandMemory memory_of(const Accelerator& acc, const Plan& plan) {
+// prepare_*'s residency: where the caller's arrays live (core's Residency, accelerator.h).
+Residency parse_residency(const std::string& r) {
+  if (r == "host") return Residency::host;
+  if (r == "device") return Residency::device;
+  throw py::value_error("residency = '" + r +
+                        "'; expected 'host' (numpy arrays and CPU tensors, copied to a device "
+                        "plugin's memory and back on every run) or 'device' (the memory of the "
+                        "plugin that wins: CUDA tensors for the cuda plugin, host memory for a "
+                        "CPU plugin)");
+}
+
+// Where the plan's operands live. Residency::host: host memory, whatever the winner (a device
+// winner's plan comes back staged: it copies and synchronises). Residency::device: the winner's
+// memory, host for CPU plugins and the plan's CUDA device for cuda.
+OperandMemory memory_of(const Accelerator& acc, const Plan& plan, Residency residency) {
+  bool plugin_host = true;
   for (const auto& p : acc.plugins())
-    if (p.name == plan.backend()) return {p.ops->host_memory(), plan.device()};
-  return {true, plan.device()};
+    if (p.name == plan.backend()) plugin_host = p.ops->host_memory();
+  if (residency == Residency::host) return {true, plan.device(), !plugin_host};
+  return {plugin_host, plan.device(), false};
 }
 
 py::dict candidate_dict(const CandidateId& id) {
@@ -85,7 +100,14 @@ void bind_accelerator(py::module_& m) {
            "Runs the op on DLPack producers (torch tensors; on the plan's device, CUDA "
            "included): the inputs run() takes, and the outputs, written in place. A's params at "
            "run (host memory on any device) as run() takes them")
-      .def_property_readonly("host_memory", [](const PyPlan& p) { return p.memory().host; })
+      .def_property_readonly(
+          "host_memory", [](const PyPlan& p) { return p.memory().host; },
+          "Whether run() takes host arrays (a CPU plugin's plan, or any plan "
+          "prepared with residency='host')")
+      .def_property_readonly(
+          "staged", [](const PyPlan& p) { return p.memory().staged; },
+          "Whether each run copies host arrays to the plan's device and back and synchronises "
+          "(a device plugin's plan prepared with residency='host')")
       .def_property_readonly("a_params_at_run", &PyPlan::a_params_at_run,
                              "Whether run() takes A's scale and zero point")
       .def("_seconds_per_run_in_cpp", &PyPlan::seconds_per_run_in_cpp, py::arg("iterations"),
@@ -211,7 +233,8 @@ void bind_accelerator(py::module_& m) {
       .def(
           "prepare_quantize",
           [](Accelerator& acc, const Shape& shape, const QuantizationParams& params,
-             const std::string& float_type) {
+             const std::string& float_type, const std::string& residency) {
+            const Residency r = parse_residency(residency);
             FloatType ft = FloatType::f32;
             py::dtype in = py::dtype::of<float>();
             if (float_type == "float16") {
@@ -223,29 +246,34 @@ void bind_accelerator(py::module_& m) {
             }
             const OpDesc op{OpKind::quantize, QuantizeDesc{shape, params, ft}};
             const OpOperands ops = op_operands(op);
-            auto plan = acc.prepare({op});
-            return PyPlan(plan, memory_of(acc, *plan), {{"x", in, ops.inputs[0].bytes}},
+            auto plan = acc.prepare({op, r});
+            return PyPlan(plan, memory_of(acc, *plan, r), {{"x", in, ops.inputs[0].bytes}},
                           {{"q", params.dtype(), false, false, shape}});
           },
-          py::arg("shape"), py::arg("params"), py::arg("float_type") = "float32",
+          py::arg("shape"), py::arg("params"), py::arg("float_type") = "float32", py::kw_only(),
+          py::arg("residency") = "host",
           "A plan quantizing float arrays of this shape; plan.run(x) returns the storage")
       .def(
           "prepare_dequantize",
-          [](Accelerator& acc, const Shape& shape, const QuantizationParams& params) {
+          [](Accelerator& acc, const Shape& shape, const QuantizationParams& params,
+             const std::string& residency) {
+            const Residency r = parse_residency(residency);
             const OpDesc op{OpKind::dequantize, QuantizeDesc{shape, params}};
             const OpOperands ops = op_operands(op);
-            auto plan = acc.prepare({op});
-            return PyPlan(plan, memory_of(acc, *plan),
+            auto plan = acc.prepare({op, r});
+            return PyPlan(plan, memory_of(acc, *plan, r),
                           {{"q", storage_dtype(params.dtype()), ops.inputs[0].bytes}},
                           {{"x", params.dtype(), true, false, shape}});
           },
-          py::arg("shape"), py::arg("params"))
+          py::arg("shape"), py::arg("params"), py::kw_only(), py::arg("residency") = "host")
       .def(
           "prepare_matmul",
           [](Accelerator& acc, std::int64_t m, std::int64_t n, std::int64_t k,
              const QuantizationParams& a_params, const QuantizationParams& b_params,
              const std::string& b_layout, const std::optional<py::array>& b,
-             const std::optional<py::array>& bias, bool integer, bool a_params_at_run) {
+             const std::optional<py::array>& bias, bool integer, bool a_params_at_run,
+             const std::string& residency) {
+            const Residency r = parse_residency(residency);
             MatmulDesc d{m, n, k, a_params, b_params, parse_layout(b_layout)};
             if (a_params_at_run) {
               if (integer)
@@ -275,7 +303,7 @@ void bind_accelerator(py::module_& m) {
               if (b) weights[1] = b->data();
               if (bias) weights[2] = bias->data();
             }
-            auto plan = acc.prepare({op}, weights);
+            auto plan = acc.prepare({op, r}, weights);
             std::vector<InputSpec> in{{"a", storage_dtype(a_params.dtype()), ops.inputs[0].bytes},
                                       {"b", storage_dtype(b_params.dtype()), ops.inputs[1].bytes}};
             if (bias) in.push_back({"bias", py::dtype::of<float>(), ops.inputs[2].bytes});
@@ -285,30 +313,31 @@ void bind_accelerator(py::module_& m) {
               in.push_back(
                   {"a_zero_point", py::dtype::of<std::int32_t>(), ops.inputs[i + 1].bytes, true});
             }
-            return PyPlan(plan, memory_of(acc, *plan), std::move(in),
+            return PyPlan(plan, memory_of(acc, *plan, r), std::move(in),
                           {{integer ? "c" : "y", DType::int8, !integer, integer, Shape{m, n}}});
           },
           py::arg("m"), py::arg("n"), py::arg("k"), py::arg("a_params"), py::arg("b_params"),
           py::kw_only(), py::arg("b_layout") = "kn", py::arg("b") = py::none(),
           py::arg("bias") = py::none(), py::arg("integer") = false,
-          py::arg("a_params_at_run") = false,
+          py::arg("a_params_at_run") = false, py::arg("residency") = "host",
           "A plan of matmul_dequant (or matmul_integer with integer=True); b and bias given "
           "here are fixed (packed once) and left out of run()'s arguments. With "
           "a_params_at_run=True, a_params (per tensor) give only A's dtype and mapping and every "
           "run takes A's scale and zero point (plan.run(a, a_params=p))")
       .def(
           "prepare_dynamic_quantize",
-          [](Accelerator& acc, const Shape& shape) {
+          [](Accelerator& acc, const Shape& shape, const std::string& residency) {
+            const Residency r = parse_residency(residency);
             const OpDesc op{OpKind::dynamic_quantize_linear, DynamicQuantizeDesc{shape}};
             const OpOperands ops = op_operands(op);
-            auto plan = acc.prepare({op});
-            return PyPlan(plan, memory_of(acc, *plan),
+            auto plan = acc.prepare({op, r});
+            return PyPlan(plan, memory_of(acc, *plan, r),
                           {{"x", py::dtype::of<float>(), ops.inputs[0].bytes}},
                           {{"y", DType::uint8, false, false, shape},
                            {"y_scale", DType::int8, true, false, Shape{1}, true},
                            {"y_zero_point", DType::uint8, false, false, Shape{1}, true}});
           },
-          py::arg("shape"),
+          py::arg("shape"), py::kw_only(), py::arg("residency") = "host",
           "A plan of ONNX's DynamicQuantizeLinear on float32 arrays of this shape: plan.run(x) "
           "returns (uint8 codes, scale [1] float32, zero point [1] uint8), the params from the "
           "array's range as QuantizationParams.from_range(uint8, affine, min, max) computes them")
@@ -318,7 +347,8 @@ void bind_accelerator(py::module_& m) {
              const py::array& w, const Shape& w_shape, const QuantizationParams& w_params,
              const std::array<std::int64_t, 2>& stride, const std::array<std::int64_t, 4>& pads,
              const std::array<std::int64_t, 2>& dilation, std::int64_t groups,
-             const std::optional<py::array>& bias, bool integer) {
+             const std::optional<py::array>& bias, bool integer, const std::string& residency) {
+            const Residency r = parse_residency(residency);
             if (x_shape.size() != 4)
               throw py::value_error("x_shape " + to_string(x_shape) + "; expected [N, C, H, W]");
             if (w_shape.size() != 4)
@@ -355,18 +385,18 @@ void bind_accelerator(py::module_& m) {
             std::vector<const void*> weights(ops.inputs.size(), nullptr);
             weights[1] = w.data();
             if (bias) weights[2] = bias->data();
-            auto plan = acc.prepare({op}, weights);
+            auto plan = acc.prepare({op, r}, weights);
             std::vector<InputSpec> in{{"x", storage_dtype(x_params.dtype()), ops.inputs[0].bytes},
                                       {"w", storage_dtype(w_params.dtype()), ops.inputs[1].bytes}};
             if (bias) in.push_back({"bias", py::dtype::of<float>(), ops.inputs[2].bytes});
-            return PyPlan(plan, memory_of(acc, *plan), std::move(in),
+            return PyPlan(plan, memory_of(acc, *plan, r), std::move(in),
                           {{integer ? "c" : "y", DType::int8, !integer, integer, d.y_shape()}});
           },
           py::arg("x_shape"), py::arg("x_params"), py::arg("w"), py::arg("w_shape"),
           py::arg("w_params"), py::kw_only(), py::arg("stride") = std::array<std::int64_t, 2>{1, 1},
           py::arg("pads") = std::array<std::int64_t, 4>{0, 0, 0, 0},
           py::arg("dilation") = std::array<std::int64_t, 2>{1, 1}, py::arg("groups") = 1,
-          py::arg("bias") = py::none(), py::arg("integer") = false,
+          py::arg("bias") = py::none(), py::arg("integer") = false, py::arg("residency") = "host",
           "A plan of conv_dequant (float32 out, NCHW; conv_integer with integer=True, int32 "
           "out) with the weights w [O, C / groups, KH, KW] and the float32 bias fixed (packed "
           "once): plan.run(x) takes the activations' codes. pads are (top, left, bottom, right)");

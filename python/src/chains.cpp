@@ -27,6 +27,9 @@ namespace qforge::python {
 namespace {
 
 std::string where(const OperandMemory& m) {
+  if (m.staged)
+    return "the host (a plan of cuda:" + std::to_string(m.device) +
+           " prepared with residency='host'; prepare it with residency='device')";
   return m.host ? std::string("the host") : "cuda:" + std::to_string(m.device);
 }
 

@@ -38,6 +38,18 @@ std::string dtype_name(char kind, int bits) {
   return std::string(base) + std::to_string(bits);
 }
 
+// Why the plan takes that memory, and how to get a plan for the other: prepare_*'s residency.
+std::string residency_hint(const OperandMemory& m) {
+  const std::string cuda = "cuda:" + std::to_string(m.device);
+  if (m.staged)
+    return " memory (prepared with residency='host', it copies host arrays to " + cuda +
+           " and back); prepare it with residency='device' to pass " + cuda + " tensors in place";
+  if (!m.host)
+    return " (prepared with residency='device'); prepare it with residency='host' to pass host "
+           "arrays";
+  return "";
+}
+
 }  // namespace
 
 DlpackOperand dlpack_operand(py::handle obj, const OperandMemory& memory, char kind, int bits,
@@ -51,7 +63,7 @@ DlpackOperand dlpack_operand(py::handle obj, const OperandMemory& memory, char k
   const bool host_ok = type == kDLCPU || type == kDLCUDAHost;
   if (memory.host ? !host_ok : (type != kDLCUDA || id != memory.device))
     throw py::value_error(what + " is on " + device_name(type, id) + "; the plan runs on " +
-                          expected_device(memory));
+                          expected_device(memory) + residency_hint(memory));
   // CPU producers take no stream; CUDA ones order their current stream before the legacy
   // default stream (1), which the cuda plugin's blocking stream follows.
   DlpackOperand out;

@@ -20,9 +20,13 @@ namespace qforge::python {
 namespace py = pybind11;
 
 // Where a plan's operands live.
+// A plan prepared with residency 'host' for a device plugin takes host memory: the accelerator
+// wraps it in a staged plan that copies every array to the device and back and synchronises
+// (`staged`). With residency 'device' the plan takes the plugin's memory, CUDA memory for cuda.
 struct OperandMemory {
-  bool host = true;  // host memory (CPU plugins); else CUDA device `device`
+  bool host = true;  // host memory (CPU plugins, or staged); else CUDA device `device`
   int device = 0;
+  bool staged = false;  // host memory served by a plan of cuda:`device` that copies it
 };
 
 // One operand's memory, valid while `capsule` lives (its deleter runs when it goes).

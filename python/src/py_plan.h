@@ -99,7 +99,9 @@ class PyPlan {
     if (!memory_.host)
       throw py::type_error("Plan.run takes numpy arrays, and this plan runs on cuda:" +
                            std::to_string(memory_.device) +
-                           "; pass device tensors to Plan.run_dlpack(inputs, outputs)");
+                           " memory (prepared with residency='device'); pass device tensors to "
+                           "Plan.run_dlpack(inputs, outputs), or prepare it with "
+                           "residency='host' to pass numpy arrays");
     std::array<const void*, kMaxOperands> in{};
     RunValues values;
     check_inputs(args, in, a_params, values);
@@ -119,7 +121,8 @@ class PyPlan {
   // Seconds per run of `iterations` runs in a C++ loop on the same arrays: the plan's own cost,
   // against which the Python call's overhead is measured (benchmarks/python).
   double seconds_per_run_in_cpp(int iterations, const py::args& args) const {
-    if (!memory_.host) throw py::type_error("Plan._seconds_per_run_in_cpp: host plans only");
+    if (!memory_.host)
+      throw py::type_error("Plan._seconds_per_run_in_cpp: plans of host memory only");
     std::array<const void*, kMaxOperands> in{};
     RunValues values;
     check_inputs(args, in, std::nullopt, values);

@@ -114,6 +114,31 @@ class Plans(SeededTest):
         q = qforge.reference.quantize(x, p)
         np.testing.assert_array_equal(deq.run(q), qforge.reference.dequantize(q, [3, 8], p))
 
+    def test_residency_of_a_cpu_plugin_is_host_memory_either_way(self):
+        # residency='device' means the winner's memory, host memory for a CPU plugin: the plan
+        # takes numpy arrays like the default one and gives the same bytes; neither is staged.
+        acc = scalar_accelerator()
+        p = P.per_tensor_affine(qforge.uint8, 0.05, 128)
+        x = random_floats(self.rng, (3, 8))
+        for residency in ("host", "device"):
+            plan = acc.prepare_quantize([3, 8], p, residency=residency)
+            self.assertEqual((plan.host_memory, plan.staged), (True, False), residency)
+            np.testing.assert_array_equal(plan.run(x), qforge.reference.quantize(x, p),
+                                          err_msg=f"residency={residency}; {self.where}")
+        pb = P.per_tensor_symmetric(qforge.int8, 0.02)
+        b = qforge.reference.quantize(random_floats(self.rng, (8, 4)), pb)
+        a = qforge.reference.quantize(x, p)
+        np.testing.assert_array_equal(
+            acc.prepare_matmul(3, 4, 8, p, pb, b=b, residency="device").run(a),
+            acc.prepare_matmul(3, 4, 8, p, pb, b=b).run(a), err_msg=self.where)
+        for prepare in (lambda r: acc.prepare_quantize([3, 8], p, residency=r),
+                        lambda r: acc.prepare_dequantize([3, 8], p, residency=r),
+                        lambda r: acc.prepare_matmul(3, 4, 8, p, pb, residency=r),
+                        lambda r: acc.prepare_dynamic_quantize([3, 8], residency=r)):
+            with self.assertRaisesRegex(ValueError, r"residency = 'gpu'; expected 'host' .* or "
+                                        r"'device'"):
+                prepare("gpu")
+
     def test_run_dlpack_writes_outputs_in_place(self):
         acc = scalar_accelerator()
         m, k, n = 5, 12, 3

@@ -326,6 +326,8 @@ class OnCuda(SeededTest):
             plans = [p for p in layer._plans.values()]
             self.assertTrue(plans and all(p.backend == "cuda" for pair in plans for p in pair),
                             "the cuda plugin ran the layer")
+        self.assertFalse(any(p.host_memory or p.staged for pair in plans for p in pair),
+                         "the layer's plans take device memory (residency='device')")
         torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-5,
                                    msg=lambda m: f"{m}; {self.where}")
         # The same on a side stream, the input made on that stream just before.
@@ -395,10 +397,10 @@ class OnCuda(SeededTest):
             x = torch.randn(m, 96, device="cuda") * 1.5 + 0.25
             with torch.no_grad():
                 got = layer(x)
-            dq = acc.prepare_dynamic_quantize([m, 96])
+            dq = acc.prepare_dynamic_quantize([m, 96], residency="device")
             mm = acc.prepare_matmul(m, 128, 96, qforge.QuantizationParams.per_tensor_affine(
                 qforge.uint8, 1.0, 0), layer.weight_params, b_layout="nk", b=layer.weight_codes,
-                bias=layer.bias_values, a_params_at_run=True)
+                bias=layer.bias_values, a_params_at_run=True, residency="device")
             a = torch.empty(m, 96, dtype=torch.uint8, device="cuda")
             scale, zero_point = np.zeros(1, np.float32), np.zeros(1, np.uint8)
             dq.run_dlpack([x], [a, scale, zero_point])
@@ -483,9 +485,10 @@ class OnCuda(SeededTest):
                 got_again = model(x)  # the prepared run, reused
             acc, params = layer._accelerator, layer.activation_params
             self.assertEqual(params.dtype, qforge.DType.uint8)
-            q = acc.prepare_quantize([m, 96], params)
+            q = acc.prepare_quantize([m, 96], params, residency="device")
             mm = acc.prepare_matmul(m, 128, 96, params, layer.weight_params, b_layout="nk",
-                                    b=layer.weight_codes, bias=layer.bias_values)
+                                    b=layer.weight_codes, bias=layer.bias_values,
+                                    residency="device")
             a = torch.empty(m, 96, dtype=torch.uint8, device="cuda")
             want = torch.empty(m, 128, device="cuda")
             q.run_dlpack([x], [a])
@@ -500,8 +503,8 @@ class OnCuda(SeededTest):
         p = qforge.QuantizationParams.per_tensor_affine(qforge.DType.int8, 0.05, 3)
         w = qforge.QuantizationParams.per_tensor_symmetric(qforge.DType.int8, 0.01)
         codes = np.ones((8, 6), dtype=np.int8)
-        q = acc.prepare_quantize([4, 6], p)
-        mm = acc.prepare_matmul(4, 8, 6, p, w, b_layout="nk", b=codes)
+        q = acc.prepare_quantize([4, 6], p, residency="device")
+        mm = acc.prepare_matmul(4, 8, 6, p, w, b_layout="nk", b=codes, residency="device")
         between = torch.empty(4, 6, dtype=torch.int8, device="cuda")
         chain = qforge._qforge._DeviceChain(q, mm, between)
         self.assertEqual(chain.between_bytes, 24)
@@ -515,11 +518,12 @@ class OnCuda(SeededTest):
         self.assertTrue(torch.equal(y, want), self.where)
         with self.assertRaisesRegex(ValueError, "null device address"):
             chain.run(0, y.data_ptr())
-        mm5 = acc.prepare_matmul(5, 8, 6, p, w, b_layout="nk", b=codes)
+        mm5 = acc.prepare_matmul(5, 8, 6, p, w, b_layout="nk", b=codes, residency="device")
         with self.assertRaisesRegex(ValueError, "writes 24 bytes and the second reads 30"):
             qforge._qforge._DeviceChain(q, mm5, between)
         with self.assertRaisesRegex(ValueError, "second plan must read only its first input"):
-            qforge._qforge._DeviceChain(q, acc.prepare_matmul(4, 8, 6, p, w), between)
+            qforge._qforge._DeviceChain(
+                q, acc.prepare_matmul(4, 8, 6, p, w, residency="device"), between)
         with self.assertRaisesRegex(TypeError, "holds uint8; expected int8"):
             qforge._qforge._DeviceChain(q, mm, between.to(torch.uint8))
         with self.assertRaisesRegex(ValueError, "is on cpu; the plan runs on cuda"):
@@ -527,21 +531,28 @@ class OnCuda(SeededTest):
         cpu = scalar_accelerator()
         with self.assertRaisesRegex(ValueError, "both plans must run on one CUDA device"):
             qforge._qforge._DeviceChain(cpu.prepare_quantize([4, 6], p), mm, between)
+        with self.assertRaisesRegex(ValueError, r"cuda:0 prepared with residency='host'; prepare "
+                                    r"it with residency='device'"):
+            qforge._qforge._DeviceChain(acc.prepare_quantize([4, 6], p), mm, between)
 
     def test_plan_run_dlpack_checks_devices_and_sizes(self):
         import torch
         acc = self.cuda_accelerator()
         p = qforge.QuantizationParams.per_tensor_affine(qforge.DType.int8, 0.05, 3)
-        plan = acc.prepare_quantize([4, 6], p)
+        plan = acc.prepare_quantize([4, 6], p, residency="device")
         self.assertFalse(plan.host_memory)
+        self.assertFalse(plan.staged)
         x = torch.randn(4, 6, device="cuda")
         q = torch.empty(4, 6, dtype=torch.int8, device="cuda")
         plan.run_dlpack([x], [q])
         expected = qforge.reference.quantize(x.cpu().numpy(), p)
         np.testing.assert_array_equal(q.cpu().numpy(), expected, err_msg=self.where)
-        with self.assertRaisesRegex(TypeError, "numpy arrays, and this plan runs on cuda"):
+        with self.assertRaisesRegex(TypeError, r"numpy arrays, and this plan runs on cuda:0 "
+                                    r"memory \(prepared with residency='device'\)"):
             plan.run(x.cpu().numpy())
-        with self.assertRaisesRegex(ValueError, "is on cpu; the plan runs on cuda:0"):
+        with self.assertRaisesRegex(ValueError, r"is on cpu; the plan runs on cuda:0 \(prepared "
+                                    r"with residency='device'\); prepare it with "
+                                    r"residency='host'"):
             plan.run_dlpack([x.cpu()], [q])
         with self.assertRaisesRegex(ValueError, "not C-contiguous"):
             plan.run_dlpack([torch.randn(6, 4, device="cuda").t()], [q])
@@ -549,6 +560,34 @@ class OnCuda(SeededTest):
             plan.run_dlpack([x], [torch.empty(20, dtype=torch.int8, device="cuda")])
         with self.assertRaisesRegex(TypeError, "holds float64; expected float32"):
             plan.run_dlpack([x.double()], [q])
+
+    def test_residency_host_plans_of_the_cuda_plugin_take_host_arrays(self):
+        # residency='host' (the default): the cuda plugin's plan comes back staged, takes numpy
+        # arrays and CPU tensors and gives the device plan's results bit for bit; CUDA tensors
+        # are refused with the way to the other residency.
+        import torch
+        acc = self.cuda_accelerator()
+        p = qforge.QuantizationParams.per_tensor_affine(qforge.DType.int8, 0.05, 3)
+        w = qforge.QuantizationParams.per_channel(qforge.DType.int8, qforge.Mapping.symmetric, 0,
+                                                  [float(v) for v in np.linspace(0.01, 0.02, 8)])
+        codes = self.rng.integers(-127, 128, (8, 6), dtype=np.int8)
+        bias = self.rng.standard_normal(8).astype(np.float32)
+        staged = acc.prepare_matmul(5, 8, 6, p, w, b_layout="nk", b=codes, bias=bias)
+        device = acc.prepare_matmul(5, 8, 6, p, w, b_layout="nk", b=codes, bias=bias,
+                                    residency="device")
+        self.assertEqual((staged.host_memory, staged.staged), (True, True))
+        self.assertEqual((device.host_memory, device.staged), (False, False))
+        a = self.rng.integers(-128, 128, (5, 6), dtype=np.int8)
+        got = staged.run(a)
+        got_dlpack = torch.empty(5, 8)
+        staged.run_dlpack([torch.from_numpy(a)], [got_dlpack])
+        want = torch.empty(5, 8, device="cuda")
+        device.run_dlpack([torch.from_numpy(a).cuda()], [want])
+        np.testing.assert_array_equal(got, want.cpu().numpy(), err_msg=self.where)
+        np.testing.assert_array_equal(got_dlpack.numpy(), got, err_msg=self.where)
+        with self.assertRaisesRegex(ValueError, r"a is on cuda:0; the plan runs on cpu memory "
+                                    r"\(prepared with residency='host'.*residency='device'"):
+            staged.run_dlpack([torch.from_numpy(a).cuda()], [got_dlpack])
 
 
 if __name__ == "__main__":
