@@ -16,10 +16,11 @@
 // With --recipe the MatMuls it names run quantized (QuantizedModel). Static activations (and
 // the Hessians of GPTQ-rounded layers) are calibrated on --calibration-sentences, tokenised
 // by the same WordPiece, in batches of --batch sentences padded to the longest calibration
-// sentence (a remainder that does not fill a batch is left out and counted). --report writes the per-layer SQNR table of the first batch
-// (quantized against float, both run end to end). --profile prints, at the end, the executor's
-// time per kind of step (ExecutorOptions::profile: op types, quantized layers, fused chains)
-// summed over every batch but each executor's first (its warm-up).
+// sentence (a remainder that does not fill a batch is left out and counted). --report writes
+// the per-layer SQNR table of the first batch (quantized against float, both run end to end).
+// --profile prints, at the end, the executor's time per kind of step (ExecutorOptions::profile:
+// op types, quantized layers, fused chains) summed over every batch but each executor's first
+// (its warm-up).
 // Exit status: 0 on success, 1 when a qforge::Error is raised (its message is printed), 2 for
 // bad usage.
 #include <CLI/CLI.hpp>
