@@ -9,6 +9,12 @@
 // library with dlopen after setting OPENBLAS_CORETYPE from the CPU's features, unless the user
 // set it. Hidden visibility keeps these definitions inside the qforge binary that links them, so
 // other libraries of the process still reach their own BLAS.
+//
+// Besides sgemm the model layer uses OpenBLAS's ssyrk and dgemm, and two LAPACK routines that
+// Debian's libopenblas.so.0 carries (dpotrf, Cholesky factorisation; dpotri, the inverse from
+// it) for GPTQ's inverse Hessians (model/quantize/src/gptq.cpp). They are declared in
+// blas/lapack_cholesky.h: LAPACKE, the C interface, lives in another library (liblapacke), whose
+// liblapack.so.3 would bring a second OpenBLAS in before main().
 #include <cblas.h>
 #include <dlfcn.h>
 
@@ -16,16 +22,29 @@
 #include <stdexcept>
 #include <string>
 
+#include "lapack_cholesky.h"
+
 namespace {
 
 using Sgemm = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, blasint, blasint,
                        float, const float*, blasint, const float*, blasint, float, float*, blasint);
+using Ssyrk = void (*)(CBLAS_ORDER, CBLAS_UPLO, CBLAS_TRANSPOSE, blasint, blasint, float,
+                       const float*, blasint, float, float*, blasint);
+using Dgemm = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, blasint, blasint,
+                       double, const double*, blasint, const double*, blasint, double, double*,
+                       blasint);
+// LAPACK's Fortran interface; the trailing argument is the hidden length of `uplo`.
+using Potr = void (*)(const char*, const int*, double*, const int*, int*, std::size_t);
 using SetThreads = void (*)(int);
 using GetThreads = int (*)();
 using CoreName = char* (*)();
 
 struct OpenBlas {
   Sgemm sgemm = nullptr;
+  Ssyrk ssyrk = nullptr;
+  Dgemm dgemm = nullptr;
+  Potr dpotrf = nullptr;
+  Potr dpotri = nullptr;
   SetThreads set_num_threads = nullptr;
   GetThreads get_num_threads = nullptr;
   CoreName get_corename = nullptr;
@@ -66,6 +85,10 @@ OpenBlas load() {
         errors);
   // Never closed: OpenBLAS's threads live as long as the process.
   return OpenBlas{symbol<Sgemm>(library, "cblas_sgemm"),
+                  symbol<Ssyrk>(library, "cblas_ssyrk"),
+                  symbol<Dgemm>(library, "cblas_dgemm"),
+                  symbol<Potr>(library, "dpotrf_"),
+                  symbol<Potr>(library, "dpotri_"),
                   symbol<SetThreads>(library, "openblas_set_num_threads"),
                   symbol<GetThreads>(library, "openblas_get_num_threads"),
                   symbol<CoreName>(library, "openblas_get_corename")};
@@ -87,6 +110,31 @@ void cblas_sgemm(OPENBLAS_CONST CBLAS_ORDER order, OPENBLAS_CONST CBLAS_TRANSPOS
                  OPENBLAS_CONST blasint ldb, OPENBLAS_CONST float beta, float* c,
                  OPENBLAS_CONST blasint ldc) {
   openblas().sgemm(order, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void cblas_ssyrk(OPENBLAS_CONST CBLAS_ORDER order, OPENBLAS_CONST CBLAS_UPLO uplo,
+                 OPENBLAS_CONST CBLAS_TRANSPOSE trans, OPENBLAS_CONST blasint n,
+                 OPENBLAS_CONST blasint k, OPENBLAS_CONST float alpha, OPENBLAS_CONST float* a,
+                 OPENBLAS_CONST blasint lda, OPENBLAS_CONST float beta, float* c,
+                 OPENBLAS_CONST blasint ldc) {
+  openblas().ssyrk(order, uplo, trans, n, k, alpha, a, lda, beta, c, ldc);
+}
+
+void cblas_dgemm(OPENBLAS_CONST CBLAS_ORDER order, OPENBLAS_CONST CBLAS_TRANSPOSE trans_a,
+                 OPENBLAS_CONST CBLAS_TRANSPOSE trans_b, OPENBLAS_CONST blasint m,
+                 OPENBLAS_CONST blasint n, OPENBLAS_CONST blasint k, OPENBLAS_CONST double alpha,
+                 OPENBLAS_CONST double* a, OPENBLAS_CONST blasint lda, OPENBLAS_CONST double* b,
+                 OPENBLAS_CONST blasint ldb, OPENBLAS_CONST double beta, double* c,
+                 OPENBLAS_CONST blasint ldc) {
+  openblas().dgemm(order, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void qforge_dpotrf(char uplo, int n, double* a, int lda, int* info) {
+  openblas().dpotrf(&uplo, &n, a, &lda, info, 1);
+}
+
+void qforge_dpotri(char uplo, int n, double* a, int lda, int* info) {
+  openblas().dpotri(&uplo, &n, a, &lda, info, 1);
 }
 
 void openblas_set_num_threads(int num_threads) { openblas().set_num_threads(num_threads); }

@@ -29,6 +29,9 @@ if(NOT qforge_openblas_include)
 endif()
 add_library(qforge_openblas_loader STATIC ${CMAKE_CURRENT_LIST_DIR}/../blas/openblas_loader.cpp)
 target_include_directories(qforge_openblas_loader SYSTEM PUBLIC ${qforge_openblas_include})
+# lapack_cholesky.h: the LAPACK routines the loader defines (build tree only; never installed).
+target_include_directories(qforge_openblas_loader
+  PUBLIC $<BUILD_INTERFACE:${CMAKE_CURRENT_LIST_DIR}/../blas>)
 target_link_libraries(qforge_openblas_loader PUBLIC ${CMAKE_DL_LIBS})
 set_target_properties(qforge_openblas_loader PROPERTIES
   POSITION_INDEPENDENT_CODE ON CXX_VISIBILITY_PRESET hidden)

@@ -11,6 +11,7 @@ Exits non-zero when a recipe's mean or minimum cosine is below its floor: int8 r
 here, or weight-only) mean 0.93, min 0.85.
 """
 import argparse
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -52,6 +53,17 @@ def main():
             mean_floor, min_floor = floors(recipe.stem)
             if cos.mean() < mean_floor or cos.min() < min_floor:
                 failed.append(f"{recipe.stem} (floors: mean {mean_floor}, min {min_floor})")
+        # A recipe that needs calibration data (GPTQ's Hessians) without any is refused.
+        recipe = HERE / "recipes" / "int4_block32_weight_only_gptq.json"
+        done = subprocess.run([str(args.embed), "--model", str(args.model), "--vocab",
+                               str(directory / "vocab.txt"), "--input", str(text), "--output",
+                               str(Path(tmp) / "e.npy"), "--recipe", str(recipe)],
+                              capture_output=True, text=True)
+        if done.returncode == 0 or "rounds weights with gptq" not in done.stderr:
+            failed.append(f"{recipe.stem} without --calibration-sentences was not refused "
+                          f"(exit {done.returncode}): {done.stderr.strip()}")
+        else:
+            print(f"{recipe.stem} without calibration: refused ({done.stderr.strip()})")
     if failed:
         sys.exit(f"FAILED: below the floors: {', '.join(failed)}")
 

@@ -13,13 +13,14 @@
 // printed as one line of 384 numbers. Batches are padded to their longest sentence (pad id 0,
 // attention mask 0); one executor per batch shape is kept. The time of each batch's run
 // (excluding tokenisation and executor set-up) goes to standard error.
-// With --recipe the MatMuls it names run quantized (QuantizedModel). Static activations are
-// calibrated on --calibration-sentences, tokenised by the same WordPiece, in batches of
-// --batch sentences padded to the longest calibration sentence (a remainder that does not fill
-// a batch is left out and counted). --report writes the per-layer SQNR table of the first batch
-// (quantized against float, both run end to end). --profile prints, at the end, the executor's
-// time per kind of step (ExecutorOptions::profile: op types, quantized layers, fused chains)
-// summed over every batch but each executor's first (its warm-up).
+// With --recipe the MatMuls it names run quantized (QuantizedModel). Static activations (and
+// the Hessians of GPTQ-rounded layers) are calibrated on --calibration-sentences, tokenised
+// by the same WordPiece, in batches of --batch sentences padded to the longest calibration
+// sentence (a remainder that does not fill a batch is left out and counted). --report writes
+// the per-layer SQNR table of the first batch (quantized against float, both run end to end).
+// --profile prints, at the end, the executor's time per kind of step (ExecutorOptions::profile:
+// op types, quantized layers, fused chains) summed over every batch but each executor's first
+// (its warm-up).
 // Exit status: 0 on success, 1 when a qforge::Error is raised (its message is printed), 2 for
 // bad usage.
 #include <CLI/CLI.hpp>
@@ -126,23 +127,27 @@ void print_profile(const Executor& e, const Shape& shape) {
                  total > 0.0 ? 100.0 * t.seconds / total : 0.0);
 }
 
-bool has_static_layers(const Graph& graph, const Recipe& recipe) {
-  for (const auto& node : resolve(recipe, node_refs(graph)).nodes)
-    if (node.quantize && node.quantize->activations &&
-        node.quantize->activations->mode == ActivationMode::static_range)
-      return true;
+// Whether a layer of the recipe needs calibration data: static activations, or weights rounded
+// with GPTQ (which needs the Hessian of the layer's input).
+bool needs_calibration(const Graph& graph, const Recipe& recipe) {
+  for (const auto& node : resolve(recipe, node_refs(graph)).nodes) {
+    if (!node.quantize) continue;
+    const auto& q = *node.quantize;
+    if (q.activations && q.activations->mode == ActivationMode::static_range) return true;
+    if (q.weights && q.weights->rounding != WeightRounding::nearest) return true;
+  }
   return false;
 }
 
-// Calibrates the recipe's static activations on the --calibration-sentences; empty when the
-// recipe has none (dynamic and explicit activations need no calibration).
+// Calibrates the recipe's static activations and GPTQ Hessians on the --calibration-sentences;
+// empty when the recipe needs neither (dynamic and explicit activations need no calibration).
 CalibrationResult calibrate_sentences(const Graph& graph, const Recipe& recipe,
                                       const qforge::minilm::WordPiece& wp, const Options& o) {
   if (o.calibration_sentences.empty()) {
-    if (has_static_layers(graph, recipe))
+    if (needs_calibration(graph, recipe))
       throw Error(ErrorCode::invalid_argument,
-                  o.recipe + ": the recipe quantizes activations statically; give " +
-                      "--calibration-sentences to calibrate them on");
+                  o.recipe + ": the recipe quantizes activations statically or rounds weights " +
+                      "with gptq; give --calibration-sentences to calibrate on");
     return {};
   }
   const auto lines = read_sentences(o.calibration_sentences);
@@ -294,7 +299,8 @@ int main(int argc, char** argv) {
   auto* recipe = app.add_option("--recipe", o.recipe, "quantization recipe (JSON): run quantized")
                      ->check(CLI::ExistingFile);
   app.add_option("--calibration-sentences", o.calibration_sentences,
-                 "sentences, one per line, to calibrate the recipe's static activations on")
+                 "sentences, one per line, to calibrate the recipe's static activations and GPTQ "
+                 "Hessians on")
       ->check(CLI::ExistingFile)
       ->needs(recipe);
   app.add_option("--report", o.report, "write the per-layer SQNR report of the first batch")

@@ -60,6 +60,10 @@ def _weight_params(weight, spec):
     """Params of the [N, K] float weight as a rule's weights section says."""
     w = weight.detach().to("cpu", torch.float32).contiguous().numpy()
     g = spec["granularity"]
+    if spec.get("rounding", "nearest") != "nearest":
+        raise ValueError(f"qforge.torch: weight rounding '{spec['rounding']}' is not supported; "
+                         "GPTQ rounding runs in the model layer (qforge.quantize_model); use "
+                         "nearest here")
     if g == _qforge.Granularity.block:
         raise ValueError("qforge.torch: block-wise weights are not supported yet; use "
                          "per_channel or per_tensor")

@@ -147,6 +147,7 @@ py::object layer_dict(const std::optional<mdl::LayerQuantization>& q) {
     w["axis"] = q->weights->axis;
     w["block_size"] = q->weights->block_size;
     w["observer"] = std::string(calibration::to_string(q->weights->observer));
+    w["rounding"] = std::string(mdl::to_string(q->weights->rounding));
     d["weights"] = w;
   } else {
     d["weights"] = py::none();

@@ -23,7 +23,8 @@ LowerOptions lower_options_from_recipe(const Recipe& recipe, const Graph& graph)
                             ")";
     const bool weights_ok = !q->weights || (q->weights->dtype == DType::int8 &&
                                             q->weights->mapping == Mapping::symmetric &&
-                                            q->weights->granularity != Granularity::block);
+                                            q->weights->granularity != Granularity::block &&
+                                            q->weights->rounding == WeightRounding::nearest);
     const auto& a = q->activations;
     const bool acts_ok = a && a->mode == ActivationMode::static_range &&
                          ((a->dtype == DType::int8 && a->mapping == Mapping::affine) ||
@@ -31,8 +32,9 @@ LowerOptions lower_options_from_recipe(const Recipe& recipe, const Graph& graph)
     if (!weights_ok || !acts_ok)
       throw Error(ErrorCode::unsupported,
                   "export-c: " + who + " asks for " + describe(q) +
-                      "; the C export writes int8 symmetric weights per channel with static "
-                      "int8 affine or int16 symmetric (16x8) activations only");
+                      "; the C export writes int8 symmetric weights per channel, rounded to "
+                      "nearest, with static int8 affine or int16 symmetric (16x8) activations "
+                      "only");
     if (dtype && *dtype != a->dtype)
       throw Error(ErrorCode::unsupported,
                   "export-c: " + who + " asks for " + std::string(name(a->dtype)) +

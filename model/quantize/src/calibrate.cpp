@@ -1,5 +1,6 @@
 #include "qforge/model/calibrate.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "conv_spec.h"
@@ -15,6 +16,13 @@ struct Watched {
   ActivationQuantization settings;
   std::vector<std::string> consumers;
   std::unique_ptr<calibration::HistogramObserver> observer;
+};
+
+// A MatMul or Gemm input whose Hessian GPTQ needs, summed when its first gptq consumer runs.
+struct Hessian {
+  std::string tensor;
+  std::string first_consumer;
+  HessianAccumulator sum;
 };
 
 // The settings that decide a tensor's params; two consumers must agree on them.
@@ -34,6 +42,16 @@ std::vector<NodeRef> node_refs(const Graph& graph) {
   refs.reserve(graph.nodes.size());
   for (const Node& n : graph.nodes) refs.push_back({n.name, n.op_type});
   return refs;
+}
+
+const GptqFactor& CalibrationResult::gptq_at(std::string_view tensor) const {
+  auto it = gptq.find(tensor);
+  if (it == gptq.end() || !it->second)
+    throw Error(ErrorCode::invalid_argument,
+                "calibration: no GPTQ Hessian for tensor '" + std::string(tensor) +
+                    "'; a recipe that rounds weights with gptq needs calibrate() with that recipe "
+                    "(calibration read from JSON carries none)");
+  return *it->second;
 }
 
 const TensorCalibration& CalibrationResult::at(std::string_view tensor) const {
@@ -113,11 +131,38 @@ CalibrationResult calibrate_batches(const Executor& float_model, const RecipeRes
     w->consumers.push_back(node.name);
   }
 
+  // GPTQ's Hessians: input A of each MatMul and Gemm whose weights are gptq-rounded.
+  std::vector<std::unique_ptr<Hessian>> hessians;
+  std::vector<Hessian*> hessian_at(graph.nodes.size(), nullptr);  // the first consumer sums
+  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& node = graph.nodes[i];
+    const auto& q = resolution.nodes[i].quantize;
+    if (!q || !q->weights || q->weights->rounding != WeightRounding::gptq ||
+        !quantize::is_quantizable_matmul(node.op_type))
+      continue;  // QuantizedModel says why a gptq Conv or another op cannot run
+    std::optional<quantize::MatmulSpec> mm;
+    try {
+      mm = quantize::matmul_spec(graph, node);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::unsupported) throw;
+      continue;  // QuantizedModel refuses it (or leaves it float) with the reason
+    }
+    const ValueInfo* a = graph.find_value_info(mm->input);
+    if (!a || a->type != ElementType::float32) continue;
+    const bool seen = std::any_of(hessians.begin(), hessians.end(),
+                                  [&](const auto& h) { return h->tensor == mm->input; });
+    if (seen) continue;
+    hessians.push_back(
+        std::make_unique<Hessian>(Hessian{mm->input, node.name, HessianAccumulator(mm->k)}));
+    hessian_at[i] = hessians.back().get();
+  }
+
   CalibrationResult result;
-  if (watched.empty()) return result;
+  if (watched.empty() && hessians.empty()) return result;
   const NodeHook hook = [&](std::size_t node, std::span<const Tensor* const> in,
                             std::span<Tensor* const>) {
     if (Watched* w = watch_at[node]) w->observer->observe(in[0]->values<float>(), in[0]->shape());
+    if (Hessian* h = hessian_at[node]) h->sum.add(in[0]->values<float>());
     return false;
   };
   std::size_t batches = 0;
@@ -137,6 +182,16 @@ CalibrationResult calibrate_batches(const Executor& float_model, const RecipeRes
     result.tensors.emplace(w->tensor,
                            TensorCalibration{w->tensor, w->consumers, w->settings,
                                              w->observer->params(target), w->observer->stats()});
+  }
+  for (auto& h : hessians) {
+    try {
+      result.gptq.emplace(h->tensor,
+                          std::make_shared<const GptqFactor>(gptq_factor(h->sum, options.gptq)));
+    } catch (const Error& e) {
+      throw Error(e.code(), "calibrate: tensor '" + h->tensor + "' (input of '" +
+                                h->first_consumer + "', weights rounded with gptq): " + e.what());
+    }
+    h.reset();  // its K x K sum is no longer needed
   }
   return result;
 }

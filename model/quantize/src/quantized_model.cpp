@@ -93,6 +93,10 @@ std::string unsupported_reason(const Node& node, const LayerQuantization& q) {
   if (!q.weights)
     return "activation-only quantization of " + node.op_type +
            " is not supported; Conv, MatMul and Gemm need weights and activations quantized";
+  if (conv && q.weights->rounding != WeightRounding::nearest)
+    return "weight rounding " + std::string(to_string(q.weights->rounding)) +
+           " is for MatMul and Gemm (calibration sums the Hessian of their input only); Conv "
+           "weights round to nearest";
   if (!q.activations) {
     // Weight-only: float activations, core's matmul_weight_only (ONNX Runtime's MatMulNBits).
     if (conv)
@@ -343,8 +347,16 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
                                         cv->desc.out_channels, MatrixLayout::nk);
         } else {
           mm = quantize::matmul_spec(graph, node);
+          const GptqFactor* gptq = nullptr;
+          if (d.quantize->weights->rounding == WeightRounding::gptq) {
+            try {
+              gptq = &calibration.gptq_at(mm->input);
+            } catch (const Error& e) {
+              throw Error(e.code(), "QuantizedModel: " + node.describe() + ": " + e.what());
+            }
+          }
           w = quantize::quantize_weight(node, *d.quantize->weights, mm->weight, mm->k, mm->n,
-                                        mm->layout);
+                                        mm->layout, gptq);
         }
       } catch (const Error& e) {
         if (e.code() != ErrorCode::unsupported) throw;

@@ -123,6 +123,74 @@ TEST(Calibrate, MemoryDoesNotGrowWithTheNumberOfBatches) {
   EXPECT_LT(many, few + batch_bytes) << "2 batches: " << few << " B, 60 batches: " << many << " B";
 }
 
+// GPTQ's Hessians: one K x K per gptq-rounded MatMul input, summed batch by batch.
+TEST(Calibrate, GptqMemoryDoesNotGrowWithTheNumberOfBatches) {
+  SCOPED_TRACE(test::seed_text());
+  auto g = test::rng(25);
+  const Graph graph = matmul_mlp(g, {});
+  const Executor float_model(graph);
+  LayerQuantization layer;
+  layer.activations.reset();
+  layer.weights = WeightQuantization{.dtype = DType::int4,
+                                     .mapping = Mapping::affine,
+                                     .granularity = Granularity::block,
+                                     .block_size = 16,
+                                     .rounding = WeightRounding::gptq};
+  const Recipe recipe = matmul_recipe(layer);
+  const RecipeResolution res = resolve(recipe, node_refs(float_model.graph()));
+  auto peak_for = [&](std::size_t count) {
+    std::size_t made = 0;
+    auto rng = test::rng(26);
+    const BatchSource next = [&]() -> std::optional<TensorMap> {
+      if (made == count) return std::nullopt;
+      ++made;
+      return batches(rng, graph, 1)[0];
+    };
+    const std::int64_t before = g_live.load();
+    g_peak = before;
+    const CalibrationResult r = calibrate(float_model, res, next);
+    EXPECT_TRUE(r.tensors.empty());  // weight-only: no activation to calibrate
+    EXPECT_EQ(r.gptq.size(), 2u);
+    EXPECT_EQ(r.gptq_at("x").rows, static_cast<std::int64_t>(count * 8 * 3));
+    EXPECT_EQ(r.gptq_at("x").k, 32);
+    EXPECT_EQ(r.gptq_at("r").k, 48);
+    return g_peak.load() - before;
+  };
+  const std::int64_t few = peak_for(2), many = peak_for(60);
+  const std::int64_t batch_bytes = 8 * 3 * 32 * 4;
+  EXPECT_LT(many, few + batch_bytes) << "2 batches: " << few << " B, 60 batches: " << many << " B";
+}
+
+TEST(Calibrate, GptqSumsATensorOnceForAllItsConsumers) {
+  SCOPED_TRACE(test::seed_text());
+  auto g = test::rng(27);
+  OnnxBuilder b(17);
+  b.input("x", F, {4, 8}).output("y1", F, {4, 2}).output("y2", F, {4, 2});
+  b.initializer("W1", {8, 2}, weights(g, 8, 16));
+  b.initializer("W2", {8, 2}, weights(g, 8, 16));
+  b.node("MatMul", {"x", "W1"}, {"y1"}, "left");
+  b.node("MatMul", {"x", "W2"}, {"y2"}, "right");
+  const Executor float_model(import_onnx_bytes(b.bytes(), "shared"));
+  LayerQuantization layer;
+  layer.weights->rounding = WeightRounding::gptq;  // with static activations
+  const Recipe recipe = matmul_recipe(layer);
+  const RecipeResolution res = resolve(recipe, node_refs(float_model.graph()));
+  const auto data = batches(g, float_model.graph(), 3);
+  const CalibrationResult r = calibrate(float_model, res, data);
+  ASSERT_EQ(r.gptq.size(), 1u);
+  EXPECT_EQ(r.gptq_at("x").rows, 12);  // 3 batches of 4 rows, not twice that
+  EXPECT_EQ(r.at("x").consumers.size(), 2u);
+  try {
+    r.gptq_at("y1");
+    ADD_FAILURE() << "found a Hessian for y1";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no GPTQ Hessian for tensor 'y1'"), std::string::npos)
+        << e.what();
+  }
+  // The JSON form carries no Hessian.
+  EXPECT_TRUE(CalibrationResult::from_json(r.to_json()).gptq.empty());
+}
+
 TEST(Calibrate, ConsumersOfOneTensorMustAgree) {
   SCOPED_TRACE(test::seed_text());
   auto g = test::rng(24);

@@ -18,6 +18,7 @@ inline constexpr std::array kGranularities = {Granularity::per_tensor, Granulari
                                               Granularity::block};
 inline constexpr std::array kWeightObservers = {calibration::Method::minmax,
                                                 calibration::Method::mse};
+inline constexpr std::array kWeightRoundings = {WeightRounding::nearest, WeightRounding::gptq};
 inline constexpr std::array kActivationModes = {
     ActivationMode::static_range, ActivationMode::dynamic, ActivationMode::explicit_params};
 inline constexpr std::array kRequantModes = {RequantMode::float_multiplier,
@@ -38,6 +39,7 @@ inline std::string_view text_of(DType t) { return name(t); }
 inline std::string_view text_of(Mapping m) { return to_string(m); }
 inline std::string_view text_of(Granularity g) { return to_string(g); }
 inline std::string_view text_of(ActivationMode m) { return to_string(m); }
+inline std::string_view text_of(WeightRounding r) { return to_string(r); }
 inline std::string_view text_of(RequantMode m) { return to_string(m); }
 inline std::string_view text_of(calibration::Method m) { return calibration::to_string(m); }
 

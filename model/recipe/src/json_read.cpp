@@ -99,7 +99,8 @@ T get_enum(const json& v, const FieldPath& where, const char* what,
 
 WeightQuantization read_weights(const json& j, const FieldPath& where) {
   require_object(j, where);
-  check_fields(j, where, {"dtype", "mapping", "granularity", "axis", "block_size", "observer"});
+  check_fields(j, where,
+               {"dtype", "mapping", "granularity", "axis", "block_size", "observer", "rounding"});
   WeightQuantization w;
   if (const json* v = find(j, "dtype"))
     w.dtype = get_enum(*v, where / "dtype", "dtype", detail::kWeightDTypes, parse_dtype);
@@ -130,6 +131,9 @@ WeightQuantization read_weights(const json& j, const FieldPath& where) {
                             if (m && detail::contains(detail::kWeightObservers, *m)) return m;
                             return std::nullopt;
                           });
+  if (const json* v = find(j, "rounding"))
+    w.rounding = get_enum(*v, where / "rounding", "weight rounding", detail::kWeightRoundings,
+                          parse_weight_rounding);
   return w;
 }
 

@@ -32,6 +32,7 @@ ojson weights_json(const WeightQuantization& w) {
   if (w.granularity == Granularity::block) j["block_size"] = w.block_size;
   // Written only when not the default, so recipes that predate the field read back unchanged.
   if (w.observer != calibration::Method::minmax) j["observer"] = calibration::to_string(w.observer);
+  if (w.rounding != WeightRounding::nearest) j["rounding"] = to_string(w.rounding);
   return j;
 }
 

@@ -20,6 +20,20 @@ std::optional<ActivationMode> parse_activation_mode(std::string_view text) noexc
   return std::nullopt;
 }
 
+std::string_view to_string(WeightRounding r) noexcept {
+  switch (r) {
+    case WeightRounding::nearest: return "nearest";
+    case WeightRounding::gptq: return "gptq";
+  }
+  return "unknown";
+}
+
+std::optional<WeightRounding> parse_weight_rounding(std::string_view text) noexcept {
+  for (WeightRounding r : detail::kWeightRoundings)
+    if (to_string(r) == text) return r;
+  return std::nullopt;
+}
+
 ActivationQuantization ActivationQuantization::static_calibrated(DType dtype,
                                                                  calibration::Method method) {
   ActivationQuantization a;
@@ -75,6 +89,8 @@ std::string describe(const std::optional<LayerQuantization>& q) {
     if (w.granularity == Granularity::block) out += "(" + std::to_string(w.block_size) + ")";
     if (w.observer != calibration::Method::minmax)
       out += " " + std::string(calibration::to_string(w.observer)) + "-range";
+    if (w.rounding != WeightRounding::nearest)
+      out += " " + std::string(to_string(w.rounding)) + "-rounded";
   } else {
     out += "weights float";
   }

@@ -32,6 +32,9 @@ void validate_weights(const WeightQuantization& w, const FieldPath& where) {
     (where / "observer")
         .fail("weight observer " + std::string(calibration::to_string(w.observer)) +
               " is not supported; expected one of " + join_names(kWeightObservers));
+  if (!contains(kWeightRoundings, w.rounding))
+    (where / "rounding")
+        .fail("unknown weight rounding value; expected one of " + join_names(kWeightRoundings));
   if (w.axis && w.granularity != Granularity::per_channel)
     (where / "axis")
         .fail("an axis applies only to granularity per_channel; this one is " +

@@ -36,7 +36,7 @@ TEST(RecipeJson, ReadsEveryField) {
        "requantization": "fixed_point"},
       {"match": {"op_types": ["MatMul"]},
        "weights": {"dtype": "int4", "mapping": "affine", "granularity": "block", "block_size": 128,
-                   "observer": "mse"}},
+                   "observer": "mse", "rounding": "gptq"}},
       {"match": {"op_types": ["Add"]},
        "activations": {"mode": "explicit", "dtype": "uint8", "scale": 0.05, "zero_point": 3}}
     ]})");
@@ -71,6 +71,8 @@ TEST(RecipeJson, ReadsEveryField) {
   EXPECT_EQ(llm.weights->block_size, 128);
   EXPECT_EQ(llm.weights->observer, calibration::Method::mse);
   EXPECT_EQ(head.quantize->weights->observer, calibration::Method::minmax);  // the default
+  EXPECT_EQ(llm.weights->rounding, WeightRounding::gptq);
+  EXPECT_EQ(head.quantize->weights->rounding, WeightRounding::nearest);  // the default
 
   EXPECT_EQ(r.rules[3].quantize->activations,
             ActivationQuantization::explicit_affine(DType::uint8, 0.05f, 3));
@@ -136,6 +138,12 @@ TEST(RecipeJson, ErrorsNameTheRuleAndTheField) {
       with_rule(R"({"match": {"op_types": ["Conv"]}, "weights": {"observer": "entropy"}})"),
       {"rules[0].weights.observer: unknown weight observer 'entropy'; expected one of minmax, "
        "mse"});
+  expect_json_error(
+      with_rule(R"({"match": {"op_types": ["MatMul"]}, "weights": {"rounding": "awq"}})"),
+      {"rules[0].weights.rounding: unknown weight rounding 'awq'; expected one of nearest, gptq"});
+  expect_json_error(
+      with_rule(R"({"match": {"op_types": ["MatMul"]}, "weights": {"rounding": true}})"),
+      {"rules[0].weights.rounding"});
   expect_json_error(
       with_rule(R"({"match": {"op_types": ["Conv"]}, "weights": {"granularity": "row"}})"),
       {"rules[0].weights.granularity: unknown granularity 'row'; expected one of "
@@ -317,6 +325,7 @@ Recipe random_recipe(std::mt19937_64& gen) {
       w.axis = static_cast<int>(gen() % 5) - 2;
     if (w.granularity == Granularity::block) w.block_size = std::int64_t{1} << (1 + gen() % 16);
     w.observer = pick(calibration::Method::minmax, calibration::Method::mse);
+    w.rounding = pick(WeightRounding::nearest, WeightRounding::gptq);
     return w;
   };
   auto activations = [&] {

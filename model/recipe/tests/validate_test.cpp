@@ -76,6 +76,12 @@ TEST(RecipeValidate, WeightSettings) {
   l = {};
   l.weights->observer = calibration::Method::mse;
   EXPECT_NO_THROW(validate(with_rule(l)));
+  l.weights->rounding = WeightRounding::gptq;
+  EXPECT_NO_THROW(validate(with_rule(l)));
+  l = {};
+  l.weights->rounding = static_cast<WeightRounding>(7);
+  expect_invalid(l, {"rules[0].weights.rounding: unknown weight rounding value; expected one of "
+                     "nearest, gptq"});
   l = {};
   l.weights->block_size = 64;  // per_channel
   expect_invalid(l,

@@ -4,9 +4,11 @@
 // A QuantizedModel is built once from the float executor, the recipe and its resolution, and
 // the calibration result. For every Conv, MatMul or Gemm node the recipe quantizes:
 //   - the weight (an initializer) is quantized once as the rule says (dtype, mapping,
-//     per tensor / per output channel / block-wise along K), Gemm's alpha folded into B and
-//     beta * C into a float bias first; Conv's weight (OIHW, Conv + BatchNormalization already
-//     folded by the executor) per tensor or per output channel O, int8 or uint8;
+//     per tensor / per output channel / block-wise along K; rounded to nearest or, for MatMul
+//     and Gemm, by GPTQ with the calibration's Hessian of the layer's input, gptq.h), Gemm's alpha
+//     folded into B and beta * C into a float bias first; Conv's weight (OIHW, Conv +
+//     BatchNormalization already folded by the executor) per tensor or per output channel O, int8
+//     or uint8;
 //   - static and explicit activations: the layer is two accelerator plans prepared once,
 //     quantize (the input with its calibrated or written params) and matmul_dequant or
 //     conv_dequant with the weight and the float bias fixed in the plan (packed by the winning
@@ -31,12 +33,14 @@
 //     Runtime's MatMulNBits), B and bias fixed in it.
 // Refused (qforge::Error naming the node and what is supported): quantizing any op other than
 // Conv, MatMul and Gemm, a weight that is not an initializer, activation-only rules, weight-only
-// Conv, weight-only weights other than 4- and 8-bit, Gemm with transA = 1 or a C that
-// is not a per-column initializer, dynamic activations other than uint8 affine, per-channel
-// weights on another axis than the output channel; for Conv also anything but 2-D (X of rank
-// 4), weights other than int8/uint8 per tensor or per channel, activations other than
-// int8/uint8. A node decided by an optional rule or by the recipe's default is not refused: it
-// stays float and skipped() says why, since such rules are broad by design.
+// Conv, gptq weight rounding of Conv, gptq rounding without the calibration's Hessian of the
+// layer's input (invalid_argument, whatever rule decided the node), weight-only weights other than
+// 4- and 8-bit, Gemm with transA = 1 or a C that is not a per-column initializer, dynamic
+// activations other than uint8 affine, per-channel weights on another axis than the output channel;
+// for Conv also anything but 2-D (X of rank 4), weights other than int8/uint8 per tensor or per
+// channel, activations other than int8/uint8. A node decided by an optional rule or by the recipe's
+// default is not refused: it stays float and skipped() says why, since such rules are broad by
+// design.
 //
 // Each plan is made by the accelerator's choice for its bucket, unless that choice runs on
 // another thread pool than the plans around it and was measured faster than the best candidate

@@ -47,6 +47,19 @@ namespace qforge::model {
 
 // ---- what a rule does ----
 
+// How a weight's values become codes once each group's range is chosen.
+enum class WeightRounding : std::uint8_t {
+  nearest,  // "nearest": each value to its nearest code (reference::quantize)
+  // "gptq": GPTQ (Frantar et al. 2022): the input dimension K in order, each rounding error spread
+  // over the values not yet rounded through the inverse Hessian of the layer's calibration
+  // inputs, so the layer's output on those inputs moves least. Needs calibration data; MatMul
+  // and Gemm only (qforge/model/gptq.h).
+  gptq,
+};
+QFORGE_RECIPE_API std::string_view to_string(WeightRounding r) noexcept;  // "nearest", "gptq"
+QFORGE_RECIPE_API std::optional<WeightRounding> parse_weight_rounding(
+    std::string_view text) noexcept;
+
 // Weight quantization. Defaults: int8, symmetric, per output channel (TFLite's int8 spec).
 struct WeightQuantization {
   DType dtype = DType::int8;             // int8, uint8, int16 or int4
@@ -64,6 +77,10 @@ struct WeightQuantization {
   // values (qforge/model/weight_range.h). Only these two of calibration's methods apply here:
   // the others read a histogram of many batches, a weight group is a few exact values.
   calibration::Method observer = calibration::Method::minmax;
+  // How values become codes within those ranges. gptq with block granularity chooses each
+  // block's range (by the observer) when its turn comes, on the values as earlier errors left
+  // them; per tensor and per channel ranges come first, from the float weight.
+  WeightRounding rounding = WeightRounding::nearest;
 
   friend bool operator==(const WeightQuantization&, const WeightQuantization&) = default;
 };
