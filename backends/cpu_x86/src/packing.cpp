@@ -203,10 +203,14 @@ void pack_activations(const MatmulDesc& desc, const void* a, std::int64_t depth,
       }
     }
   });
+  if (!per_row) {  // one pair for every row: no lookup per row (M is a whole batch's tokens)
+    std::fill(out.za.begin(), out.za.end(), p.zero_point(0) + shift);
+    std::fill(out.sa.begin(), out.sa.end(), p.scale(0));
+    return;
+  }
   for (std::int64_t m = 0; m < M; ++m) {
-    const std::size_t pi = per_row ? static_cast<std::size_t>(m) : 0;
-    out.za[static_cast<std::size_t>(m)] = p.zero_point(pi) + shift;
-    out.sa[static_cast<std::size_t>(m)] = p.scale(pi);
+    out.za[static_cast<std::size_t>(m)] = p.zero_point(static_cast<std::size_t>(m)) + shift;
+    out.sa[static_cast<std::size_t>(m)] = p.scale(static_cast<std::size_t>(m));
   }
 }
 

@@ -36,6 +36,12 @@ struct QuantizedModel::Layer {
   std::shared_ptr<const Plan> layer_plan;
   std::size_t layer_inputs = 0;
   mutable std::vector<std::byte> a_codes;
+  // Dynamic matmuls whose A is one tensor (a transformer's Q, K and V projections) quantize it
+  // once per run: the codes and params live in layers_[codes_owner] (the group's first layer;
+  // its own index when it shares with none), whichever of them runs first computes them.
+  std::size_t codes_owner = 0;
+  mutable float a_scale = 0;
+  mutable std::int32_t a_zero_point = 0;
   std::string node_output;  // the node's own output (the fused Relu's input)
   // The int8 path (QuantizedLayerInfo::int8_input): codes arrive from the layer before, no
   // quantize plan.
@@ -468,9 +474,25 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
   link_int8_layers();
   plan_nhwc();
   plan_input_preludes();
+  share_dynamic_codes();
   std::vector<PlanSlot> slots;
   for (const std::unique_ptr<Layer>& layer : layers_) collect_plans(*layer, slots);
   make_plans(slots);
+}
+
+void QuantizedModel::share_dynamic_codes() {
+  // Same tensor, same codes: dynamic_quantize_linear depends on the values alone, and a tensor
+  // is written once per run (before any of its readers run).
+  std::map<std::string, std::size_t> owner_of_input;
+  for (std::size_t li = 0; li < layers_.size(); ++li) {
+    Layer& layer = *layers_[li];
+    layer.codes_owner = li;
+    if (layer.mode != ActivationMode::dynamic || layer.op.op != OpKind::matmul_dequant) continue;
+    const auto [it, first] = owner_of_input.emplace(info_[layer.info].input, li);
+    if (first || layers_[it->second]->input_shape != layer.input_shape) continue;
+    layer.codes_owner = it->second;
+    layer.a_codes = {};  // the owner's buffer serves it
+  }
 }
 
 void QuantizedModel::plan_nhwc() {
@@ -813,6 +835,8 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
     });
     if (!kept) prelude_source[li] = source->second.values<float>().data();
   }
+  // Per layer: its a_codes hold this run's codes of its input (share_dynamic_codes).
+  std::vector<char> codes_ready(layers_.size(), 0);
   const NodeHook hook = [&](std::size_t node, std::span<const Tensor* const> in,
                             std::span<Tensor* const> out) {
     if (const std::ptrdiff_t p = prelude_layer_[node];
@@ -846,14 +870,17 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
     } else if (layer.layer_plan && layer.mode == ActivationMode::dynamic) {
       // matmul_dequant: A's params, as dynamic_quantize_linear computed them, follow the other
       // inputs of the layer's plan (B and the bias are fixed in it).
-      float a_scale = 0;
-      std::uint8_t zero_point = 0;
-      layer.dynamic_plan->run({x}, {layer.a_codes.data(), &a_scale, &zero_point});
-      const std::int32_t a_zero_point = zero_point;
+      const Layer& owner = *layers_[layer.codes_owner];
+      if (!codes_ready[layer.codes_owner]) {
+        std::uint8_t zero_point = 0;
+        layer.dynamic_plan->run({x}, {owner.a_codes.data(), &owner.a_scale, &zero_point});
+        owner.a_zero_point = zero_point;
+        codes_ready[layer.codes_owner] = 1;
+      }
       std::array<const void*, kMaxOperands> args{};
-      args[0] = layer.a_codes.data();
-      args[layer.layer_inputs - 2] = &a_scale;
-      args[layer.layer_inputs - 1] = &a_zero_point;
+      args[0] = owner.a_codes.data();
+      args[layer.layer_inputs - 2] = &owner.a_scale;
+      args[layer.layer_inputs - 1] = &owner.a_zero_point;
       void* const result = y;
       layer.layer_plan->run(std::span<const void* const>(args.data(), layer.layer_inputs),
                             std::span<void* const>(&result, 1));

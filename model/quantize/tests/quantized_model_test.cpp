@@ -148,6 +148,41 @@ TEST_P(OnCpuPlugin, DynamicLayersEqualTheReference) {
   }
 }
 
+// Three dynamic MatMuls reading one tensor (a transformer's Q, K and V projections) quantize it
+// once per run and share the codes: each must still equal the reference on its own input, and a
+// later batch with another range must not reuse the earlier batch's codes.
+Graph shared_input_graph(std::mt19937_64& g) {
+  constexpr std::int64_t batch = 2, tokens = 5, in = 24, hidden = 16, out = 8;
+  OnnxBuilder b(17);
+  b.input("x", F, {batch, tokens, in}).output("y", F, {batch, tokens, out});
+  for (const char* w : {"WQ", "WK", "WV"})
+    b.initializer(w, {in, hidden}, weights(g, in, in * hidden));
+  b.initializer("W2", {hidden, out}, weights(g, hidden, hidden * out));
+  b.node("MatMul", {"x", "WQ"}, {"q"}, "mm_q");
+  b.node("MatMul", {"x", "WK"}, {"k"}, "mm_k");
+  b.node("MatMul", {"x", "WV"}, {"v"}, "mm_v");
+  b.node("Add", {"q", "k"}, {"qk"}, "add_qk");
+  b.node("Add", {"qk", "v"}, {"t"}, "add_v");
+  b.node("MatMul", {"t", "W2"}, {"y"}, "mm_out");
+  return import_onnx_bytes(b.bytes(), "shared_input");
+}
+
+TEST_P(OnCpuPlugin, DynamicLayersSharingAnInputEqualTheReference) {
+  SCOPED_TRACE(test::seed_text());
+  auto acc = accelerator(GetParam());
+  if (!acc) GTEST_SKIP() << GetParam() << " did not load on this machine";
+  auto g = test::rng(6);
+  const Graph graph = shared_input_graph(g);
+  Prepared p = prepare(graph, matmul_recipe(dynamic_layer()), {});
+  QuantizedModel q(*p.float_model, p.recipe, p.resolution, p.calibration, *acc);
+  ASSERT_EQ(q.layers().size(), 4u);
+  for (float scale : {1.0f, 8.0f, 0.25f}) {
+    TensorMap batch = batches(g, graph, 1)[0];
+    for (float& v : batch.at("x").values<float>()) v *= scale;
+    expect_layers_match_reference(q, batch);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Plugins, OnCpuPlugin, ::testing::Values("cpu_scalar", "cpu_x86"));
 
 TEST(QuantizedModel, DynamicAndStaticBothStayCloseToFloat) {

@@ -180,6 +180,8 @@ class QFORGE_QUANTIZE_API QuantizedModel {
   // quantize, which the layer then computes in one pass before quantizing (a model's input
   // normalization).
   void plan_input_preludes();
+  // Dynamic matmuls reading one tensor quantize it once per run (Layer::codes_owner).
+  void share_dynamic_codes();
   struct PlanSlot;
   // The plans a layer needs (static, explicit, weight-only, dynamic matmul) as slots to fill,
   // or, for the other dynamic layers, its accelerator decision.
