@@ -212,6 +212,50 @@ void Executor::plan_in_place_relus() {
         step.in_place_of = step.inputs[0];
     }
   }
+  for (const auto& [node, input] : in_place_by_hook_) {
+    Step& step = steps_[node];
+    const auto xi = static_cast<std::size_t>(step.inputs[input]);
+    // retype_outputs may have changed one side since run_in_place checked them.
+    if (output_types_[xi] == output_types_[static_cast<std::size_t>(step.outputs[0])])
+      step.in_place_of = step.inputs[input];
+  }
+}
+
+bool Executor::in_fused_chain(std::size_t node) const {
+  if (node >= steps_.size())
+    throw Error(ErrorCode::invalid_argument, "in_fused_chain: node " + std::to_string(node) +
+                                                 " is out of range; the graph has " +
+                                                 std::to_string(steps_.size()) + " nodes");
+  return steps_[node].chain >= 0;
+}
+
+void Executor::run_in_place(std::size_t node, std::size_t input) {
+  if (node >= steps_.size())
+    throw Error(ErrorCode::invalid_argument, "run_in_place: node " + std::to_string(node) +
+                                                 " is out of range; the graph has " +
+                                                 std::to_string(steps_.size()) + " nodes");
+  const Step& step = steps_[node];
+  const Node& n = graph_.nodes[node];
+  const auto refuse = [&](const std::string& why) {
+    throw Error(ErrorCode::invalid_argument, "run_in_place: " + n.describe() + ": " + why);
+  };
+  if (input >= step.inputs.size() || step.inputs[input] < 0)
+    refuse("no input " + std::to_string(input));
+  if (step.outputs.empty() || step.outputs[0] < 0) refuse("no first output");
+  if (step.chain >= 0) refuse("the node is in a fused chain");
+  const std::string& x = n.inputs[input];
+  const auto xi = static_cast<std::size_t>(step.inputs[input]);
+  if (producer_[xi] < 0 || graph_.consumers_of(x).size() != 1 || graph_.is_graph_output(x) ||
+      std::count(n.inputs.begin(), n.inputs.end(), x) != 1)
+    refuse("input '" + x + "' is not a node output that only this node reads once");
+  if (!(output_types_[xi] == output_types_[static_cast<std::size_t>(step.outputs[0])]))
+    refuse("input '" + x + "' differs from the output in type or shape");
+  in_place_by_hook_.emplace_back(node, input);
+  plan_in_place_relus();
+  ExecutorOptions options;
+  options.reuse_memory = reuse_memory_;
+  plan_memory(options);
+  arena_ = Arena();
 }
 
 void Executor::retype_outputs(const std::map<std::string, ElementType, std::less<>>& types) {

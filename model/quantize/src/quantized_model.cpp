@@ -174,6 +174,39 @@ std::optional<FusedActivation> fusable_activation(const Graph& graph, const std:
   return FusedActivation{readers[0], ConvActivation::clamp, lo, hi};
 }
 
+// The Add that alone reads a MatMul's output `tensor` (no graph output), its other input a
+// float32 initializer broadcasting as [n] over the last axis ([n] or [1, .., 1, n], of no higher
+// rank than `tensor`, so the Add's output has `tensor`'s shape): the bias matmul_dequant adds in
+// its epilogue, in the same float32 addition per element. nullopt for anything else.
+struct BiasAdd {
+  std::size_t node = 0;
+  std::size_t x_input = 0;  // which of the Add's inputs is `tensor`
+  std::vector<float> bias;
+};
+std::optional<BiasAdd> foldable_bias_add(const Graph& graph, const std::string& tensor,
+                                         std::int64_t n) {
+  const std::vector<std::size_t> readers = graph.consumers_of(tensor);
+  if (readers.size() != 1 || graph.is_graph_output(tensor)) return std::nullopt;
+  const Node& add = graph.nodes[readers[0]];
+  if (add.op_type != "Add" || add.inputs.size() != 2 || add.outputs.size() != 1 ||
+      add.outputs[0].empty() || add.input(0) == add.input(1))
+    return std::nullopt;
+  const std::size_t x_input = add.input(0) == tensor ? 0 : 1;
+  const Tensor* b = graph.initializer(add.input(1 - x_input));
+  const ValueInfo* x = graph.find_value_info(tensor);
+  const ValueInfo* y = graph.find_value_info(add.outputs[0]);
+  if (!b || b->type() != ElementType::float32 || !x || !y || !x->fully_known() ||
+      !y->fully_known() || y->type != ElementType::float32 || x->shape() != y->shape())
+    return std::nullopt;
+  const Shape& bs = b->shape();
+  if (bs.empty() || bs.size() > x->shape().size()) return std::nullopt;
+  for (std::size_t d = 0; d + 1 < bs.size(); ++d)
+    if (bs[d] != 1) return std::nullopt;
+  if (bs.back() != n) return std::nullopt;
+  const auto v = b->values<float>();
+  return BiasAdd{readers[0], x_input, std::vector<float>(v.begin(), v.end())};
+}
+
 // Nodes that pass a quantized layer's codes on unchanged in meaning: MaxPool (2-D, no Indices;
 // max commutes with quantize at one scale and zero point) and the ops that only reshape.
 bool passes_codes(const Graph& graph, const Node& node) {
@@ -331,6 +364,7 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
                     "; resolve the recipe against node_refs(executor.graph())");
   layer_of_node_.assign(graph.nodes.size(), -1);
   fused_relu_.assign(graph.nodes.size(), false);
+  folded_add_.assign(graph.nodes.size(), -1);
   for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& node = graph.nodes[i];
     const NodeDecision& d = resolution.nodes[i];
@@ -454,6 +488,22 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
                             .requant_mode = RequantMode::float_multiplier}});
       layer->input_shape = Shape{mm->m, mm->k};
       layer->node_output = mm->output;
+      // A dynamic MatMul's float output: the bias Add after it goes into the epilogue, the Add
+      // runs in place on the layer's output and computes nothing. Not in a fused chain (that
+      // adds the bias in its own pass already), nor for static layers, whose output may join
+      // the int8 path.
+      if (node.op_type == "MatMul" && !weight_only && act.mode == ActivationMode::dynamic &&
+          info.bias.empty()) {
+        if (auto add = foldable_bias_add(graph, mm->output, mm->n);
+            add && !executor_->in_fused_chain(add->node)) {
+          executor_->run_in_place(add->node, add->x_input);
+          info.bias = std::move(add->bias);
+          info.bias_add = static_cast<std::ptrdiff_t>(add->node);
+          info.output = graph.nodes[add->node].outputs[0];
+          folded_add_[add->node] = static_cast<std::ptrdiff_t>(add->x_input);
+          std::get<MatmulDesc>(layer->op.desc).has_bias = true;
+        }
+      }
       if (!weight_only && act.mode != ActivationMode::dynamic)
         info.matmul = std::get<MatmulDesc>(layer->op.desc);
     }
@@ -842,6 +892,12 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
     if (const std::ptrdiff_t p = prelude_layer_[node];
         p >= 0 && prelude_source[static_cast<std::size_t>(p)])
       return true;  // the layer computes it while quantizing
+    if (const std::ptrdiff_t x = folded_add_[node]; x >= 0) {
+      // The layer before it already added the bias, normally in place.
+      const Tensor* from = in[static_cast<std::size_t>(x)];
+      if (out[0] != from) std::memcpy(out[0]->data(), from->data(), from->byte_size());
+      return true;
+    }
     if (fused_relu_[node]) {
       // The layer before it already clamped; in place there is nothing left to do.
       if (out[0] != in[0]) std::memcpy(out[0]->data(), in[0]->data(), in[0]->byte_size());

@@ -19,6 +19,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "qforge/model/export.h"
@@ -104,6 +105,18 @@ class QFORGE_MODEL_API Executor {
   // tensor must accept its type. Throws invalid_argument for a name that is not a node output.
   void retype_outputs(const std::map<std::string, ElementType, std::less<>>& types);
 
+  // Plans `node`'s first output on the bytes of its input `input`, and memory again: for a hook
+  // whose layer already computed that node's result into the input (a quantized MatMul that
+  // added the following Add's bias in its epilogue), so the node has nothing left to do. Run
+  // without such a hook, the node's float kernel runs in place. Throws invalid_argument unless
+  // that input is a node output that only this node reads, no graph output, of the output's
+  // type and shape, and the node is in no fused chain.
+  void run_in_place(std::size_t node, std::size_t input);
+
+  // Whether `node` belongs to a chain the executor runs as one kernel (ExecutorOptions::fuse),
+  // where the hook is not offered it.
+  bool in_fused_chain(std::size_t node) const;
+
   // Runs the graph; returns every graph output by name. Throws qforge::Error when an input is
   // missing, unknown, or of another type or shape than the executor was built for.
   TensorMap run(const TensorMap& inputs) const;
@@ -171,6 +184,8 @@ class QFORGE_MODEL_API Executor {
   std::vector<std::ptrdiff_t> producer_;  // by value index: the step writing it, -1 if none
   std::vector<std::size_t> offset_;       // by value index; node outputs only
   std::vector<Step> steps_;
+  // run_in_place's (node, input) pairs, applied again whenever the in-place steps are planned.
+  std::vector<std::pair<std::size_t, std::size_t>> in_place_by_hook_;
   MemoryPlan plan_;
   bool reuse_memory_ = true;
   mutable Arena arena_;

@@ -95,6 +95,10 @@ struct QuantizedLayerInfo {
   QuantizationParams b_params = QuantizationParams::per_tensor_symmetric(DType::int8, 1.0f);
   std::vector<std::byte> b_codes;
   std::vector<float> bias;
+  // A dynamic MatMul's bias taken from the Add that alone read its output (graph().nodes index;
+  // -1 when none): matmul_dequant adds it in its epilogue, `output` is the Add's output and the
+  // Add node computes nothing (the graph, and so the QDQ export, keeps MatMul and Add).
+  std::ptrdiff_t bias_add = -1;
   // Static and explicit: A's params. Dynamic: nullopt (computed per batch).
   std::optional<QuantizationParams> a_params;
   // Conv layers: the convolution as conv_dequant, NCHW (dynamic: x_params is a placeholder,
@@ -198,6 +202,8 @@ class QFORGE_QUANTIZE_API QuantizedModel {
   std::vector<SkippedNode> skipped_;
   std::vector<std::ptrdiff_t> layer_of_node_;  // -1 for float nodes
   std::vector<bool> fused_relu_;               // Relu and Clip nodes a layer's clamp computes
+  std::vector<std::ptrdiff_t> folded_add_;     // by node: a bias Add's input holding the layer's
+                                               // result (QuantizedLayerInfo::bias_add), else -1
   std::vector<std::ptrdiff_t> prelude_layer_;  // by node: the layer computing it, else -1
   // Tensors of the int8 path, by name: they hold codes at these params.
   std::map<std::string, QuantizationParams, std::less<>> int8_tensors_;
