@@ -473,20 +473,22 @@ struct KernelSession {
 // One group through the implicit-GEMM kernel (conv_implicit.h) on NHWC X. The output pixels of
 // the whole batch, in (image, row, column) order, are cut into blocks of 32 (a block may run
 // across output rows and images, so no tile row idles at the end of a row), and the output
-// channels into chunks of up to 128. A task is a run of consecutive blocks against one chunk:
-// one block per task while that leaves every thread several tasks (one 56 x 56 image gives 98
-// blocks), up to kMaxBlocksPerTask when the batch gives many more, which saves the fork-join
-// hand-outs and the tile configuration per block. Each block runs the kernel into its int32
-// sums, adds the rest of the compensation and runs the epilogue while the block is in cache. A
-// 1x1 convolution with stride 1 and no pads is one output row of N * H * W pixels, so its tiles
-// are contiguous runs of X.
+// channels into chunks of up to 128: a work item is one block against one chunk, items of one
+// block adjacent. Each pool thread configures its tiles once (kernel.begin) and then takes runs
+// of items from a shared counter until none is left: the tile configuration and release, and
+// the pool's hand-out, are paid once per thread and call instead of once per item, while the
+// counter still evens out the threads' load. A run is one item while that leaves every thread
+// many runs (one 56 x 56 image gives 98 blocks), longer when the batch gives many more, so that
+// the threads do not queue on the counter's cache line. Each item runs the kernel into its
+// int32 sums, adds the rest of the compensation and runs the epilogue while the block is in
+// cache. A 1x1 convolution with stride 1 and no pads is one output row of N * H * W pixels, so
+// its tiles are contiguous runs of X.
 bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc& d,
                   const Geometry& g, const std::uint8_t* x, const ConvWeights& w, const Epilogue& e,
                   std::uint8_t* y) {
   constexpr std::int64_t kBlockRows = 32, kChunkPanels = 8;
-  // Tasks per thread that the grouping of blocks keeps at least (so that the dynamic hand-out
-  // still evens out the threads' load), and the longest run of blocks in one task.
-  constexpr std::int64_t kTasksPerThread = 8, kMaxBlocksPerTask = 8;
+  // Runs per thread that the counter hands out at least, and the longest run.
+  constexpr std::int64_t kRunsPerThread = 16, kMaxRun = 16;
   const ImplicitWeights& iw = w.implicit();
   const std::size_t es = out_bytes(e.op);
   const bool flat = input_is_im2col(d);
@@ -521,40 +523,44 @@ bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDe
   const std::int64_t total = g.n * g.pixels;  // output pixels of the batch
   const std::int64_t blocks = (total + kBlockRows - 1) / kBlockRows;
   const std::int64_t chunks = (iw.panels + kChunkPanels - 1) / kChunkPanels;
-  const std::int64_t threads = ctx.pool.threads();
-  const std::int64_t per_task = std::clamp<std::int64_t>(
-      blocks * chunks / (threads * kTasksPerThread), 1, kMaxBlocksPerTask);
-  const std::int64_t runs = (blocks + per_task - 1) / per_task;
+  const std::int64_t items = blocks * chunks;
+  const std::int64_t threads = std::min<std::int64_t>(ctx.pool.threads(), items);
+  const std::int64_t run = std::clamp<std::int64_t>(items / (threads * kRunsPerThread), 1, kMaxRun);
   const auto scratch_bytes = static_cast<std::size_t>(iconv_scratch_bytes(a));
   std::atomic<bool> ok{true};
-  ctx.pool.parallel_for(runs * chunks, [&](std::int64_t t) {
-    const std::int64_t chunk = t % chunks, b0 = t / chunks * per_task;
-    const std::int64_t b1 = std::min(blocks, b0 + per_task);
-    const std::int64_t panel0 = chunk * kChunkPanels;
-    const std::int64_t panels = std::min(kChunkPanels, iw.panels - panel0);
-    const std::int64_t o0 = panel0 * 16, cols = std::min(g.o - o0, panels * 16);
-    const std::int64_t ld = panels * 16;
+  std::atomic<std::int64_t> next{0};
+  ctx.pool.parallel_for(threads, [&](std::int64_t) {
     // 64-byte aligned, so that no row of a tile store or of the gathered tiles splits a line.
     thread_local AlignedBytes acc_bytes, scratch;
     acc_bytes.reset(static_cast<std::size_t>(kBlockRows * kChunkPanels * 16 + 16) * 4, false);
     scratch.reset(scratch_bytes, /*zero=*/false);
     auto* acc = reinterpret_cast<std::int32_t*>(acc_bytes.data());
     const KernelSession session(kernel);
-    for (std::int64_t b = b0; b < b1; ++b) {
-      const std::int64_t p0 = b * kBlockRows, rows = std::min(kBlockRows, total - p0);
-      kernel.iconv(a, {p0, static_cast<int>(rows), panel0, panels, acc, ld, scratch.data()});
-      // The row-sum term of the compensation (the kernel added the rest), in wrapping int32
-      // (uint32 arithmetic).
-      if (iw.needs_rowsum) {
-        const auto* rf = reinterpret_cast<const std::uint32_t*>(iw.rf.data()) + o0;
-        for (std::int64_t r = 0; r < rows; ++r) {
-          const std::uint32_t rowsum = implicit_rowsum(a, g, p0 + r, d);
-          auto* row = reinterpret_cast<std::uint32_t*>(acc + r * ld);
-          for (std::int64_t c = 0; c < cols; ++c) row[c] += rf[c] * rowsum;
+    for (;;) {
+      const std::int64_t i0 = next.fetch_add(run, std::memory_order_relaxed);
+      if (i0 >= items) break;
+      for (std::int64_t i = i0; i < std::min(items, i0 + run); ++i) {
+        const std::int64_t chunk = i % chunks, b = i / chunks;
+        const std::int64_t panel0 = chunk * kChunkPanels;
+        const std::int64_t panels = std::min(kChunkPanels, iw.panels - panel0);
+        const std::int64_t o0 = panel0 * 16, cols = std::min(g.o - o0, panels * 16);
+        const std::int64_t ld = panels * 16;
+        const std::int64_t p0 = b * kBlockRows, rows = std::min(kBlockRows, total - p0);
+        kernel.iconv(a, {p0, static_cast<int>(rows), panel0, panels, acc, ld, scratch.data()});
+        // The row-sum term of the compensation (the kernel added the rest), in wrapping int32
+        // (uint32 arithmetic).
+        if (iw.needs_rowsum) {
+          const auto* rf = reinterpret_cast<const std::uint32_t*>(iw.rf.data()) + o0;
+          for (std::int64_t r = 0; r < rows; ++r) {
+            const std::uint32_t rowsum = implicit_rowsum(a, g, p0 + r, d);
+            auto* row = reinterpret_cast<std::uint32_t*>(acc + r * ld);
+            for (std::int64_t c = 0; c < cols; ++c) row[c] += rf[c] * rowsum;
+          }
         }
+        if (!e.apply(acc, ld, rows, o0, cols,
+                     y + (p0 * g.o + o0) * static_cast<std::int64_t>(es)))
+          ok = false;
       }
-      if (!e.apply(acc, ld, rows, o0, cols, y + (p0 * g.o + o0) * static_cast<std::int64_t>(es)))
-        ok = false;
     }
   });
   return ok;
