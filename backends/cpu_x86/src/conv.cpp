@@ -528,8 +528,13 @@ bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDe
   const std::int64_t run = std::clamp<std::int64_t>(items / (threads * kRunsPerThread), 1, kMaxRun);
   const auto scratch_bytes = static_cast<std::size_t>(iconv_scratch_bytes(a));
   std::atomic<bool> ok{true};
-  std::atomic<std::int64_t> next{0};
-  ctx.pool.parallel_for(threads, [&](std::int64_t) {
+  // The counter on a cache line of its own: every fetch_add would otherwise evict the line
+  // from the other threads, and with it whatever of a (or of the caller's other locals) shares it.
+  struct alignas(64) Counter {
+    std::atomic<std::int64_t> next{0};
+  } counter;
+  ctx.pool.parallel_for(threads, [&, &shared_args = a](std::int64_t) {
+    const IconvArgs a = shared_args;  // read on every tile step: a copy in this thread's cache
     // 64-byte aligned, so that no row of a tile store or of the gathered tiles splits a line.
     thread_local AlignedBytes acc_bytes, scratch;
     acc_bytes.reset(static_cast<std::size_t>(kBlockRows * kChunkPanels * 16 + 16) * 4, false);
@@ -537,7 +542,7 @@ bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDe
     auto* acc = reinterpret_cast<std::int32_t*>(acc_bytes.data());
     const KernelSession session(kernel);
     for (;;) {
-      const std::int64_t i0 = next.fetch_add(run, std::memory_order_relaxed);
+      const std::int64_t i0 = counter.next.fetch_add(run, std::memory_order_relaxed);
       if (i0 >= items) break;
       for (std::int64_t i = i0; i < std::min(items, i0 + run); ++i) {
         const std::int64_t chunk = i % chunks, b = i / chunks;
