@@ -432,10 +432,13 @@ bool run_small_k(const GemmContext& ctx, const ConvDesc& d, const Geometry& g,
   return ok;
 }
 
-// The sum of output pixel (oh, ow)'s window in the u8 domain of the implicit kernel (pads hold
-// the pad byte), over a's geometry (the flattened one for 1x1 stride-1 convolutions).
-std::uint32_t implicit_rowsum(const IconvArgs& a, const Geometry& g, std::int64_t oh,
-                              std::int64_t ow, const ConvDesc& d) {
+// The sum of output pixel p's window (p = (n * out_h + oh) * out_w + ow over the batch) in the
+// u8 domain of the implicit kernel (pads hold the pad byte), over a's geometry (the flattened
+// one for 1x1 stride-1 convolutions).
+std::uint32_t implicit_rowsum(const IconvArgs& a, const Geometry& g, std::int64_t p,
+                              const ConvDesc& d) {
+  const std::int64_t n = p / (a.out_h * a.out_w), oh = p / a.out_w % a.out_h, ow = p % a.out_w;
+  const std::uint8_t* image = a.x + n * a.h * a.w * g.c;
   std::uint32_t sum = 0;
   for (std::int64_t kh = 0; kh < g.kh; ++kh) {
     const std::int64_t ih = oh * a.stride_h - a.pad_top + kh * d.dilation_h;
@@ -445,7 +448,7 @@ std::uint32_t implicit_rowsum(const IconvArgs& a, const Geometry& g, std::int64_
         sum += static_cast<std::uint32_t>(g.c) * a.pad;
         continue;
       }
-      const std::uint8_t* px = a.x + (ih * a.w + iw) * g.c;
+      const std::uint8_t* px = image + (ih * a.w + iw) * g.c;
       // int8 codes v are v + 128 in the u8 domain: their stored byte with the sign bit flipped.
       const std::uint8_t flip = a.x_flip ? 0x80 : 0;
       for (std::int64_t c = 0; c < g.c; ++c) sum += static_cast<std::uint8_t>(px[c] ^ flip);
@@ -454,82 +457,116 @@ std::uint32_t implicit_rowsum(const IconvArgs& a, const Geometry& g, std::int64_
   return sum;
 }
 
-// One group through the implicit-GEMM kernel (conv_implicit.h) on NHWC X: tasks of one block
-// each (up to 32 output pixels of one output row against up to 128 output channels), over the
-// batch, the output rows, the blocks of a row and the channel chunks, so that one image fills
-// the pool. Each task runs the kernel into its int32 block, adds the compensation and runs the
-// epilogue on the block while it is in cache. A 1x1 convolution with stride 1 and no pads is
-// one output row of N * H * W pixels: blocks then run across rows and images.
+// Releases the thread's tile configuration (kernel.end) when a task leaves, also by an exception.
+struct KernelSession {
+  const KernelInfo& kernel;
+  explicit KernelSession(const KernelInfo& k) : kernel(k) {
+    if (kernel.begin) kernel.begin();
+  }
+  ~KernelSession() {
+    if (kernel.end) kernel.end();
+  }
+  KernelSession(const KernelSession&) = delete;
+  KernelSession& operator=(const KernelSession&) = delete;
+};
+
+// One group through the implicit-GEMM kernel (conv_implicit.h) on NHWC X. The output pixels of
+// the whole batch, in (image, row, column) order, are cut into blocks of 32 (a block may run
+// across output rows and images, so no tile row idles at the end of a row), and the output
+// channels into chunks of up to 128: a work item is one block against one chunk, items of one
+// block adjacent. Each pool thread configures its tiles once (kernel.begin) and then takes runs
+// of items from a shared counter until none is left: the tile configuration and release, and
+// the pool's hand-out, are paid once per thread and call instead of once per item, while the
+// counter still evens out the threads' load. A run is one item while that leaves every thread
+// many runs (one 56 x 56 image gives 98 blocks), longer when the batch gives many more, so that
+// the threads do not queue on the counter's cache line. Each item runs the kernel into its
+// int32 sums, adds the rest of the compensation and runs the epilogue while the block is in
+// cache. A 1x1 convolution with stride 1 and no pads is one output row of N * H * W pixels, so
+// its tiles are contiguous runs of X.
 bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc& d,
                   const Geometry& g, const std::uint8_t* x, const ConvWeights& w, const Epilogue& e,
                   std::uint8_t* y) {
   constexpr std::int64_t kBlockRows = 32, kChunkPanels = 8;
+  // Runs per thread that the counter hands out at least, and the longest run.
+  constexpr std::int64_t kRunsPerThread = 16, kMaxRun = 16;
   const ImplicitWeights& iw = w.implicit();
   const std::size_t es = out_bytes(e.op);
   const bool flat = input_is_im2col(d);
-  const std::int64_t images = flat ? 1 : g.n;
   const std::int64_t in_h = flat ? 1 : g.h, in_w = flat ? g.n * g.h * g.w : g.w;
   const std::int64_t out_h = flat ? 1 : g.oh, out_w = flat ? g.n * g.pixels : g.ow;
   const bool x_signed = d.x_params.dtype() == DType::int8;
   const auto pad = static_cast<std::uint8_t>(d.x_params.zero_point() + (x_signed ? 128 : 0));
   alignas(64) std::uint8_t pad_tile[1024];
   std::memset(pad_tile, pad, sizeof(pad_tile));
-  const IconvArgs args{x,
-                       g.n * g.h * g.w * g.c,
-                       x_signed,
-                       pad,
-                       pad_tile,
-                       reinterpret_cast<const std::int8_t*>(iw.b.data()),
-                       reinterpret_cast<const std::int32_t*>(iw.c_init.data()),
-                       iw.steps,
-                       g.c,
-                       iw.cblocks,
-                       in_h,
-                       in_w,
-                       g.kh,
-                       g.kw,
-                       d.stride_h,
-                       d.stride_w,
-                       d.dilation_h,
-                       d.dilation_w,
-                       d.pad_top,
-                       d.pad_left};
-  const std::int64_t row_blocks = (out_w + kBlockRows - 1) / kBlockRows;
+  const IconvArgs a{x,
+                    g.n * g.h * g.w * g.c,
+                    x_signed,
+                    pad,
+                    pad_tile,
+                    reinterpret_cast<const std::int8_t*>(iw.b.data()),
+                    reinterpret_cast<const std::int32_t*>(iw.c_init.data()),
+                    iw.steps,
+                    g.c,
+                    iw.cblocks,
+                    in_h,
+                    in_w,
+                    g.kh,
+                    g.kw,
+                    out_h,
+                    out_w,
+                    d.stride_h,
+                    d.stride_w,
+                    d.dilation_h,
+                    d.dilation_w,
+                    d.pad_top,
+                    d.pad_left};
+  const std::int64_t total = g.n * g.pixels;  // output pixels of the batch
+  const std::int64_t blocks = (total + kBlockRows - 1) / kBlockRows;
   const std::int64_t chunks = (iw.panels + kChunkPanels - 1) / kChunkPanels;
-  const std::int64_t image_bytes = in_h * in_w * g.c;
+  const std::int64_t items = blocks * chunks;
+  const std::int64_t threads = std::min<std::int64_t>(ctx.pool.threads(), items);
+  const std::int64_t run = std::clamp<std::int64_t>(items / (threads * kRunsPerThread), 1, kMaxRun);
+  const auto scratch_bytes = static_cast<std::size_t>(iconv_scratch_bytes(a));
   std::atomic<bool> ok{true};
-  ctx.pool.parallel_for(images * out_h * row_blocks * chunks, [&](std::int64_t t) {
-    const std::int64_t chunk = t % chunks, rb = t / chunks % row_blocks;
-    const std::int64_t oh = t / chunks / row_blocks % out_h, n = t / chunks / row_blocks / out_h;
-    const std::int64_t ow0 = rb * kBlockRows, rows = std::min(kBlockRows, out_w - ow0);
-    const std::int64_t panel0 = chunk * kChunkPanels;
-    const std::int64_t panels = std::min(kChunkPanels, iw.panels - panel0);
-    const std::int64_t o0 = panel0 * 16, cols = std::min(g.o - o0, panels * 16);
-    const std::int64_t ld = panels * 16;
+  // The counter on a cache line of its own: every fetch_add would otherwise evict the line
+  // from the other threads, and with it whatever of a (or of the caller's other locals) shares it.
+  struct alignas(64) Counter {
+    std::atomic<std::int64_t> next{0};
+  } counter;
+  ctx.pool.parallel_for(threads, [&, &shared_args = a](std::int64_t) {
+    const IconvArgs a = shared_args;  // read on every tile step: a copy in this thread's cache
     // 64-byte aligned, so that no row of a tile store or of the gathered tiles splits a line.
-    thread_local AlignedBytes acc_bytes, gather;
+    thread_local AlignedBytes acc_bytes, scratch;
     acc_bytes.reset(static_cast<std::size_t>(kBlockRows * kChunkPanels * 16 + 16) * 4, false);
-    gather.reset(2048, /*zero=*/false);
+    scratch.reset(scratch_bytes, /*zero=*/false);
     auto* acc = reinterpret_cast<std::int32_t*>(acc_bytes.data());
-    IconvArgs a = args;
-    a.x = x + n * image_bytes;
-    a.x_bytes = args.x_bytes - n * image_bytes;
-    if (kernel.begin) kernel.begin();
-    kernel.iconv(a, {oh, ow0, static_cast<int>(rows), panel0, panels, acc, ld, gather.data()});
-    if (kernel.end) kernel.end();
-    // The row-sum term of the compensation (the kernel added the rest), in wrapping int32
-    // (uint32 arithmetic).
-    if (iw.needs_rowsum) {
-      const auto* rf = reinterpret_cast<const std::uint32_t*>(iw.rf.data()) + o0;
-      for (std::int64_t r = 0; r < rows; ++r) {
-        const std::uint32_t rowsum = implicit_rowsum(a, g, oh, ow0 + r, d);
-        auto* row = reinterpret_cast<std::uint32_t*>(acc + r * ld);
-        for (std::int64_t c = 0; c < cols; ++c) row[c] += rf[c] * rowsum;
+    const KernelSession session(kernel);
+    for (;;) {
+      const std::int64_t i0 = counter.next.fetch_add(run, std::memory_order_relaxed);
+      if (i0 >= items) break;
+      for (std::int64_t i = i0; i < std::min(items, i0 + run); ++i) {
+        const std::int64_t chunk = i % chunks, b = i / chunks;
+        const std::int64_t panel0 = chunk * kChunkPanels;
+        const std::int64_t panels = std::min(kChunkPanels, iw.panels - panel0);
+        const std::int64_t o0 = panel0 * 16, cols = std::min(g.o - o0, panels * 16);
+        const std::int64_t ld = panels * 16;
+        const std::int64_t p0 = b * kBlockRows, rows = std::min(kBlockRows, total - p0);
+        kernel.iconv(a, {p0, static_cast<int>(rows), panel0, panels, acc, ld, scratch.data()});
+        // The row-sum term of the compensation (the kernel added the rest), in wrapping int32
+        // (uint32 arithmetic).
+        if (iw.needs_rowsum) {
+          const auto* rf = reinterpret_cast<const std::uint32_t*>(iw.rf.data()) + o0;
+          for (std::int64_t r = 0; r < rows; ++r) {
+            const std::uint32_t rowsum = implicit_rowsum(a, g, p0 + r, d);
+            auto* row = reinterpret_cast<std::uint32_t*>(acc + r * ld);
+            for (std::int64_t c = 0; c < cols; ++c) row[c] += rf[c] * rowsum;
+          }
+        }
+        if (!e.apply(acc, ld, rows, o0, cols,
+                     y + (p0 * g.o + o0) * static_cast<std::int64_t>(es)))
+          ok = false;
       }
     }
-    const std::int64_t first = (n * out_h + oh) * out_w + ow0;  // output pixel of the batch
-    if (!e.apply(acc, ld, rows, o0, cols, y + (first * g.o + o0) * static_cast<std::int64_t>(es)))
-      ok = false;
   });
   return ok;
 }

@@ -3,15 +3,19 @@
 // pass, and the int32 sums of a block of output pixels stay in tile registers across every tap
 // and channel block (docs/CPU_X86.md, "Convolution").
 //
-// Geometry: a block is up to 32 output pixels of one output row (two A tiles of 16 pixels,
-// ow0 .. ow0 + 31) against up to `panels` panels of 16 output channels, two at a time. For tap
-// (kh, kw) and channel block cb the 16 rows of an A tile are the input pixels
-// (ih, iw0 + r * stride_w), bytes [64 cb, 64 cb + 64) of each: when every pixel of the tile is
-// inside the input, that is one tile load from X with a row stride of stride_w * C bytes
-// (overlapping rows when C < 64; the bytes past C meet zero weights). A tile with a pixel
-// outside the input is gathered into a 1 KiB buffer first, the pad byte (zx) in its place; a tap
-// whose input row is outside the input reads a tile of pad bytes. int8 X is always gathered,
-// with its sign bit flipped into the u8 domain that tdpbusd multiplies.
+// Geometry: a block is up to 32 consecutive output pixels of the batch in (image, output row,
+// column) order, so a block may run across output rows and images and every tile row is used
+// whatever the output width (two A tiles of 16 pixels), against up to `panels` panels of 16
+// output channels, two at a time. For tap (kh, kw) and channel block cb, row r of an A tile is
+// the input pixel under output pixel r of the tile, bytes [64 cb, 64 cb + 64) of it: when the
+// tile's pixels lie in one output row and every one of them is inside the input, that is one
+// tile load from X with a row stride of stride_w * C bytes (overlapping rows when C < 64; the
+// bytes past C meet zero weights). Any other tile (a pixel in the padding, or pixels of two
+// output rows) is gathered row by row into a 1 KiB buffer, the pad byte (zx) in place of a pixel
+// outside the input; a one-row tile whose input row is outside the input reads a tile of pad
+// bytes. int8 X is always gathered, with its sign bit flipped into the u8 domain that tdpbusd
+// multiplies. Each block decides and gathers its A tiles once, into a table of every step's two
+// tiles, and every pair of panels then reads that table.
 //
 // Weights (ConvWeights, conv.cpp): OIHW reordered to [O][KH][KW][C rounded up to 64], the
 // padding zero, then packed as panels of 16 channels of 1 KiB tiles in the VNNI layout, step
@@ -27,8 +31,14 @@
 
 namespace qforge::cpu_x86 {
 
+// Where the 16 rows of an A tile come from: rows `stride` bytes apart from p.
+struct IconvTile {
+  const std::uint8_t* p;
+  std::int64_t stride;
+};
+
 struct IconvArgs {
-  const std::uint8_t* x;         // the image's (or flattened batch's) first pixel, NHWC
+  const std::uint8_t* x;         // the batch's first pixel, NHWC
   std::int64_t x_bytes;          // bytes readable from x (a direct tile load must stay inside)
   bool x_flip;                   // int8 X: gather with the sign bit flipped (u8 domain)
   std::uint8_t pad;              // the padding byte in the u8 domain
@@ -40,20 +50,26 @@ struct IconvArgs {
   const std::int32_t* c_init;
   std::int64_t steps;  // KH * KW * cblocks: 1 KiB tiles per panel
   std::int64_t c, cblocks, h, w, kh, kw;
+  std::int64_t out_h, out_w;  // output rows and columns of one image
   std::int64_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
 };
 
-// One block: output pixels (oh, ow0 .. ow0 + rows - 1), 1 <= rows <= 32, against panels
-// [panel0, panel0 + panels). Writes D + c_init to acc ([32][ld] int32: 16 rows, or 32 when rows >
-// 16; panel p in columns (p - panel0) * 16 ..). gather: 2 KiB of scratch.
+// One block: output pixels p0 .. p0 + rows - 1 of the batch (p = (n * out_h + oh) * out_w + ow),
+// 1 <= rows <= 32, against panels [panel0, panel0 + panels). Writes D + c_init to acc ([32][ld]
+// int32: 16 rows, or 32 when rows > 16; panel p in columns (p - panel0) * 16 ..). scratch:
+// iconv_scratch_bytes(a) bytes, 64-byte aligned (the gathered tiles, then the tile table).
 struct IconvBlock {
-  std::int64_t oh, ow0;
+  std::int64_t p0;
   int rows;
   std::int64_t panel0, panels;
   std::int32_t* acc;
   std::int64_t ld;
-  std::uint8_t* gather;
+  std::uint8_t* scratch;
 };
+
+inline std::int64_t iconv_scratch_bytes(const IconvArgs& a) {
+  return a.steps * (2 * 1024 + 2 * static_cast<std::int64_t>(sizeof(IconvTile)));
+}
 
 using IconvFn = void (*)(const IconvArgs&, const IconvBlock&);
 
