@@ -562,8 +562,7 @@ bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDe
             for (std::int64_t c = 0; c < cols; ++c) row[c] += rf[c] * rowsum;
           }
         }
-        if (!e.apply(acc, ld, rows, o0, cols,
-                     y + (p0 * g.o + o0) * static_cast<std::int64_t>(es)))
+        if (!e.apply(acc, ld, rows, o0, cols, y + (p0 * g.o + o0) * static_cast<std::int64_t>(es)))
           ok = false;
       }
     }

@@ -50,8 +50,8 @@ struct FixedChannels {
     const __m512i base = _mm512_set1_epi64(std::int64_t{1} << 30);
     const __mmask8 positive = _mm512_cmpgt_epi64_mask(e, _mm512_setzero_si512());
     add[0] = _mm512_add_epi64(base, _mm512_maskz_sllv_epi64(positive, base, e));
-    add[1] = _mm512_mask_sub_epi64(add[0], positive, add[0],
-                                   _mm512_set1_epi64(std::int64_t{1} << 31));
+    add[1] =
+        _mm512_mask_sub_epi64(add[0], positive, add[0], _mm512_set1_epi64(std::int64_t{1} << 31));
     shift = _mm512_add_epi64(e, _mm512_set1_epi64(31));
   }
 };
