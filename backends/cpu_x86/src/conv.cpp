@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "conv_implicit.h"
 #include "conv_kernels.h"
@@ -346,6 +348,32 @@ bool run_depthwise(const GemmContext& ctx, const KernelInfo& kernel, const ConvD
   const std::vector<std::uint8_t> zx_row(
       static_cast<std::size_t>(std::max<std::int64_t>(1, g.ow) * g.o + 64),
       static_cast<std::uint8_t>(d.x_params.zero_point()));
+  // An int32 bias that no sum can carry out of int32 (|sum| <= taps * 255 * 255) starts the
+  // AVX-512 kernel's sums instead of taking the epilogue's add and overflow check.
+  std::vector<std::int32_t> init_with_bias;
+  const Epilogue* epilogue = &e;
+  std::optional<Epilogue> without_bias;
+  if (avx512 && e.bias_i32) {
+    const std::int64_t bound = g.kh * g.kw * 255 * 255;
+    bool fits = true;
+    for (std::int64_t o = 0; o < g.o && fits; ++o)
+      fits = std::abs(static_cast<std::int64_t>(e.bias_i32[o])) <=
+             std::numeric_limits<std::int32_t>::max() - bound;
+    if (fits) {
+      init_with_bias.assign(w.dw_init(), w.dw_init() + w.dw_channels());
+      for (std::int64_t v = 0; v < w.dw_channels(); ++v) {
+        // The init's lane order (ConvWeights::dw_init): lane half * 16 + L * 4 + i holds table
+        // channel 8L + 4 * half + i of its block.
+        const std::int64_t c = v % 32, at = v / 32 * 32 + (c % 8 / 4) * 16 + (c / 8) * 4 + c % 4;
+        auto& slot = init_with_bias[static_cast<std::size_t>(at)];
+        slot = static_cast<std::int32_t>(static_cast<std::uint32_t>(slot) +
+                                         static_cast<std::uint32_t>(e.bias_i32[v % g.o]));
+      }
+      without_bias.emplace(e);
+      without_bias->bias_i32 = nullptr;
+      epilogue = &*without_bias;
+    }
+  }
   DepthwiseArgs args{nullptr,
                      d.x_params.dtype() == DType::int8,
                      d.x_params.zero_point(),
@@ -363,7 +391,7 @@ bool run_depthwise(const GemmContext& ctx, const KernelInfo& kernel, const ConvD
                      d.pad_left,
                      g.ow,
                      w.dw_pairs(),
-                     w.dw_init(),
+                     init_with_bias.empty() ? w.dw_init() : init_with_bias.data(),
                      w.dw_channels(),
                      zx_row.data()};
   ctx.pool.parallel_for(g.n * chunks, [&](std::int64_t t) {
@@ -379,8 +407,8 @@ bool run_depthwise(const GemmContext& ctx, const KernelInfo& kernel, const ConvD
 #else
     depthwise_rows_avx2(a, p0, p1, acc.data());
 #endif
-    if (!e.apply(acc.data(), g.o, p1 - p0, 0, g.o,
-                 y + ((n * g.pixels + p0) * g.o) * static_cast<std::int64_t>(es)))
+    if (!epilogue->apply(acc.data(), g.o, p1 - p0, 0, g.o,
+                         y + ((n * g.pixels + p0) * g.o) * static_cast<std::int64_t>(es)))
       ok = false;
   });
   return ok;

@@ -16,10 +16,13 @@
 // whatever the channel count (16 channels: two pixels a block), with the weight tables covering
 // lcm(C, 32) channels so that element e of the run finds channel e % C's weights
 // (ConvWeights::dw_channels). The other pixels (the row's edges, strides above 1, channel counts
-// whose period is too long) go one pixel at a time in blocks of 32 channels.
+// whose period is too long) go one pixel at a time in blocks of 32 channels; under 32 channels
+// the input rows are copied between columns of zx codes instead, so that whole rows run.
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "conv_kernels.h"
 
@@ -75,6 +78,15 @@ void rows(const DepthwiseArgs& a, std::int64_t p0, std::int64_t p1, std::int32_t
   const std::int64_t in_lo = std::min(a.out_w, (a.pad_left + a.stride_w - 1) / a.stride_w);
   const std::int64_t in_hi =
       std::max(in_lo, std::min(a.out_w, last_left < 0 ? 0 : last_left / a.stride_w + 1));
+  // Under 32 channels a pixel taken alone fills part of a block, so when a row has edge pixels
+  // its input rows are copied between columns of zx codes and the whole row runs.
+  const bool pad_rows = runs && C < 32 && (in_lo > 0 || in_hi < a.out_w);
+  const std::int64_t padded_w = std::max(a.w + a.pad_left, a.out_w + (a.kw - 1) * a.dilation_w) + 1;
+  thread_local std::vector<std::uint8_t> padded;
+  if (pad_rows) {
+    padded.resize(static_cast<std::size_t>(a.kh * padded_w * C + 64));
+    std::memset(padded.data(), a.zx_row[0], padded.size());
+  }
   const std::uint8_t* row[kDepthwiseAvx512MaxTaps];  // input row of each tap's kh, or null
   const std::uint8_t* x_tap[kDepthwiseAvx512MaxTaps + 1];
   x_tap[taps] = a.zx_row;  // an odd last tap's partner (weight 0)
@@ -87,8 +99,8 @@ void rows(const DepthwiseArgs& a, std::int64_t p0, std::int64_t p1, std::int32_t
         x_tap[kh * a.kw + kw] = row[kh] && inside ? row[kh] + iw * C : a.zx_row;
     }
     for (std::int64_t ch = 0; ch < C; ch += 32)
-      block32<Signed, Pairs>(x_tap, ch, pairs, a.pairs + (ch / 32) * pairs * 64, a.dw_init + ch, C - ch,
-                      out + ch);
+      block32<Signed, Pairs>(x_tap, ch, pairs, a.pairs + (ch / 32) * pairs * 64, a.dw_init + ch,
+                             C - ch, out + ch);
   };
   for (std::int64_t p = p0; p < p1;) {
     const std::int64_t oh = p / a.out_w, ow0 = p % a.out_w;
@@ -96,10 +108,16 @@ void rows(const DepthwiseArgs& a, std::int64_t p0, std::int64_t p1, std::int32_t
     for (std::int64_t kh = 0; kh < a.kh; ++kh) {
       const std::int64_t ih = oh * a.stride_h - a.pad_top + kh * a.dilation_h;
       row[kh] = ih >= 0 && ih < a.h ? a.x + ih * a.w * C : nullptr;
+      if (pad_rows && row[kh]) {
+        // Columns [-pad_left, 0) and [w, ...) keep the zx codes written above.
+        std::uint8_t* copy = padded.data() + kh * padded_w * C + a.pad_left * C;
+        std::memcpy(copy, row[kh], static_cast<std::size_t>(a.w * C));
+        row[kh] = copy;
+      }
     }
     std::int32_t* out = acc + (p - p0) * C;
-    const std::int64_t lo = runs ? std::clamp(in_lo, ow0, ow1) : ow1;
-    const std::int64_t hi = runs ? std::clamp(in_hi, lo, ow1) : ow1;
+    const std::int64_t lo = pad_rows ? ow0 : runs ? std::clamp(in_lo, ow0, ow1) : ow1;
+    const std::int64_t hi = pad_rows ? ow1 : runs ? std::clamp(in_hi, lo, ow1) : ow1;
     for (std::int64_t ow = ow0; ow < lo; ++ow) pixel(ow, out + (ow - ow0) * C);
     if (hi > lo) {
       // The run [lo, hi): tap t reads from its input pixel at lo on (a missing row: zx codes).
@@ -111,8 +129,8 @@ void rows(const DepthwiseArgs& a, std::int64_t p0, std::int64_t p1, std::int32_t
       std::int32_t* run_out = out + (lo - ow0) * C;
       std::int64_t b = 0;
       for (std::int64_t e = 0; e < elements; e += 32) {
-        block32<Signed, Pairs>(x_tap, e, pairs, a.pairs + b * pairs * 64, a.dw_init + b * 32, elements - e,
-                        run_out + e);
+        block32<Signed, Pairs>(x_tap, e, pairs, a.pairs + b * pairs * 64, a.dw_init + b * 32,
+                               elements - e, run_out + e);
         if (++b == table_blocks) b = 0;
       }
     }
