@@ -74,7 +74,8 @@ std::string row_name(const OpDesc& op) {
   return std::string(to_string(op.op)) + " " + to_string(d.layout).data() + " " +
          std::to_string(d.n) + "x" + std::to_string(d.c) + "x" + std::to_string(d.h) + "x" +
          std::to_string(d.w) + " o" + std::to_string(d.out_channels) + " k" +
-         std::to_string(d.kernel_h) + " g" + std::to_string(d.groups) +
+         std::to_string(d.kernel_h) + (d.stride_h > 1 ? " s" + std::to_string(d.stride_h) : "") +
+         " g" + std::to_string(d.groups) +
          (op.op == OpKind::qlinear_conv
               ? (d.requant_mode == RequantMode::fixed_point ? " fixed" : " float")
               : "");
@@ -92,6 +93,26 @@ double call_seconds(QuantizationOps& ops, const OpDesc& op, Operands& o, const O
       .median_s;
 }
 
+// Depthwise layers outside the suites: the Fashion-MNIST CNN's /5/Conv at batch 256 (issue 16:
+// 16 channels, so one pixel fills less than a vector) and a stride-2 MobileNet layer.
+OpDesc depthwise_layer(std::int64_t n, std::int64_t c, std::int64_t hw, std::int64_t stride) {
+  ConvDesc d;
+  d.layout = ConvLayout::nhwc;
+  d.n = n;
+  d.c = d.out_channels = d.groups = c;
+  d.h = d.w = hw;
+  d.kernel_h = d.kernel_w = 3;
+  d.stride_h = d.stride_w = stride;
+  apply_auto_pad(d, AutoPad::same_upper);
+  d.x_params = workload_params(DType::uint8, Scheme::per_tensor_affine(), d.x_shape());
+  d.w_params = workload_params(DType::int8, Scheme::per_channel_symmetric(0), d.w_shape());
+  d.bias = ConvBias::int32;
+  d.y_params = workload_params(DType::uint8, Scheme::per_tensor_affine(), d.y_shape());
+  d.requant_mode = RequantMode::fixed_point;
+  d.activation = ConvActivation::relu;
+  return {OpKind::qlinear_conv, d};
+}
+
 }  // namespace
 
 std::vector<std::string> run_conv_benchmarks(QuantizationOps& x86, QuantizationOps* onednn,
@@ -99,6 +120,8 @@ std::vector<std::string> run_conv_benchmarks(QuantizationOps& x86, QuantizationO
   std::vector<OpDesc> ops;
   std::vector<NamedWorkload> suite = quick_suite();
   for (auto& w : full_suite()) suite.push_back(std::move(w));
+  suite.push_back({"qconv_cnn_dw3x3_nhwc_256x16x14x14", {depthwise_layer(256, 16, 14, 1)}});
+  suite.push_back({"qconv_mobilenet_dw3x3_s2_nhwc_1x144x56x56", {depthwise_layer(1, 144, 56, 2)}});
   for (const auto& w : suite) {
     if (w.workload.op.op != OpKind::qlinear_conv && w.workload.op.op != OpKind::conv_integer &&
         w.workload.op.op != OpKind::conv_dequant)

@@ -19,6 +19,7 @@
 //   qforge_bench_onednn_conv [--threads N] [--min-time S]
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -40,6 +41,7 @@ using qforge::bench::measure;
 struct Layer {
   const char* name;
   std::int64_t n, c, hw, o, k, groups;
+  std::int64_t stride = 1;
 };
 
 struct Variant {
@@ -62,8 +64,12 @@ dnnl::memory::dims weight_dims(const Layer& l) {
 
 Result run_variant(const dnnl::engine& engine, dnnl::stream& stream, const Layer& l,
                    const Variant& v, double min_time_s, std::mt19937& rng) {
-  const std::int64_t pad = l.k / 2;
-  const dnnl::memory::dims src_dims{l.n, l.c, l.hw, l.hw}, dst_dims{l.n, l.o, l.hw, l.hw};
+  // Padding as ONNX's SAME_UPPER (the suites' layers): out = ceil(hw / stride), the extra pad at
+  // the bottom and right.
+  const std::int64_t out_hw = (l.hw + l.stride - 1) / l.stride;
+  const std::int64_t pad_total = std::max<std::int64_t>(0, (out_hw - 1) * l.stride + l.k - l.hw);
+  const std::int64_t pad = pad_total / 2, pad_end = pad_total - pad;
+  const dnnl::memory::dims src_dims{l.n, l.c, l.hw, l.hw}, dst_dims{l.n, l.o, out_hw, out_hw};
   const dnnl::memory::desc src_user(src_dims, dt::u8, tag::nhwc);
   const dnnl::memory::desc src_md =
       v.any_layout ? dnnl::memory::desc(src_dims, dt::u8, tag::any) : src_user;
@@ -88,12 +94,13 @@ Result run_variant(const dnnl::engine& engine, dnnl::stream& stream, const Layer
     }
   }
   const auto desc =
-      v.requant ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                  dnnl::algorithm::convolution_direct, src_md, w_md,
-                                                  bias_md, dst_md, {1, 1}, {pad, pad}, {pad, pad})
-                : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                  dnnl::algorithm::convolution_direct, src_md, w_md,
-                                                  dst_md, {1, 1}, {pad, pad}, {pad, pad});
+      v.requant
+          ? dnnl::convolution_forward::desc(
+                dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md,
+                w_md, bias_md, dst_md, {l.stride, l.stride}, {pad, pad}, {pad_end, pad_end})
+          : dnnl::convolution_forward::desc(
+                dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md,
+                w_md, dst_md, {l.stride, l.stride}, {pad, pad}, {pad_end, pad_end});
   const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
   const dnnl::convolution_forward conv(pd);
 
@@ -156,7 +163,7 @@ int main(int argc, char** argv) {
     }
   }
   // The layers of qforge_bench_cpu_gemm --only conv (benchmarks/suites/suites.cpp), all NHWC
-  // here, padded to keep H and W, stride 1.
+  // here, padded as SAME_UPPER (H and W kept at stride 1).
   const Layer layers[] = {
       {"quick 3x3", 1, 32, 28, 32, 3, 1},
       {"quick 1x1", 1, 64, 28, 64, 1, 1},
@@ -166,6 +173,9 @@ int main(int argc, char** argv) {
       {"ResNet-50 1x1", 1, 256, 56, 64, 1, 1},
       {"ResNet-50 1x1", 32, 256, 56, 64, 1, 1},
       {"MobileNet depthwise 3x3", 1, 144, 56, 144, 3, 144},
+      {"MobileNet depthwise 3x3 s2", 1, 144, 56, 144, 3, 144, 2},
+      // The Fashion-MNIST CNN's depthwise /5/Conv at batch 256 (issue 16).
+      {"CNN depthwise 3x3", 256, 16, 14, 16, 3, 16},
   };
   const Variant variants[] = {{"s32 nhwc", dt::s32, false, false},
                               {"s32 any", dt::s32, true, false},

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <numeric>
+#include <optional>
 
 #include "conv_implicit.h"
 #include "conv_kernels.h"
@@ -317,7 +320,15 @@ bool run_depthwise(const GemmContext& ctx, const KernelInfo& kernel, const ConvD
                    const Geometry& g, const std::uint8_t* x, const ConvWeights& w,
                    const Epilogue& e, std::uint8_t* y, ConvScratch& s) {
   const std::size_t es = out_bytes(e.op);
-  const std::int64_t chunks = (g.pixels + kRowsPerTask - 1) / kRowsPerTask;
+  // Tasks of whole output rows (the kernel steps along a row), about kRowsPerTask pixels, fewer
+  // rows when that leaves the pool's threads short of tasks (one image).
+  std::int64_t rows_per_task =
+      std::max<std::int64_t>(1, kRowsPerTask / std::max<std::int64_t>(1, g.ow));
+  const std::int64_t want_tasks = 4 * ctx.pool.threads();
+  while (rows_per_task > 1 && g.n * ((g.oh + rows_per_task - 1) / rows_per_task) < want_tasks)
+    rows_per_task /= 2;
+  const std::int64_t task_pixels = rows_per_task * g.ow;
+  const std::int64_t chunks = g.pixels == 0 ? 0 : (g.pixels + task_pixels - 1) / task_pixels;
   const std::int64_t multiplier = g.o / g.c;
   const std::int64_t in_pixels = g.n * g.h * g.w;
   if (multiplier > 1 && in_pixels > 0) {
@@ -332,9 +343,37 @@ bool run_depthwise(const GemmContext& ctx, const KernelInfo& kernel, const ConvD
   }
   std::atomic<bool> ok{true};
   const bool avx512 = kernel.isa == Isa::avx512_vnni && g.kh * g.kw <= kDepthwiseAvx512MaxTaps;
-  // Out-of-input taps of the AVX-512 kernel read this row: zx's code, 0 once centered.
-  const std::vector<std::uint8_t> zx_row(static_cast<std::size_t>(g.o + 32),
-                                         static_cast<std::uint8_t>(d.x_params.zero_point()));
+  // Out-of-input taps of the AVX-512 kernel read this row: zx's code, 0 once centered (a run of
+  // pixels reads up to a whole output row of them).
+  const std::vector<std::uint8_t> zx_row(
+      static_cast<std::size_t>(std::max<std::int64_t>(1, g.ow) * g.o + 64),
+      static_cast<std::uint8_t>(d.x_params.zero_point()));
+  // An int32 bias that no sum can carry out of int32 (|sum| <= taps * 255 * 255) starts the
+  // AVX-512 kernel's sums instead of taking the epilogue's add and overflow check.
+  std::vector<std::int32_t> init_with_bias;
+  const Epilogue* epilogue = &e;
+  std::optional<Epilogue> without_bias;
+  if (avx512 && e.bias_i32) {
+    const std::int64_t bound = g.kh * g.kw * 255 * 255;
+    bool fits = true;
+    for (std::int64_t o = 0; o < g.o && fits; ++o)
+      fits = std::abs(static_cast<std::int64_t>(e.bias_i32[o])) <=
+             std::numeric_limits<std::int32_t>::max() - bound;
+    if (fits) {
+      init_with_bias.assign(w.dw_init(), w.dw_init() + w.dw_channels());
+      for (std::int64_t v = 0; v < w.dw_channels(); ++v) {
+        // The init's lane order (ConvWeights::dw_init): lane half * 16 + L * 4 + i holds table
+        // channel 8L + 4 * half + i of its block.
+        const std::int64_t c = v % 32, at = v / 32 * 32 + (c % 8 / 4) * 16 + (c / 8) * 4 + c % 4;
+        auto& slot = init_with_bias[static_cast<std::size_t>(at)];
+        slot = static_cast<std::int32_t>(static_cast<std::uint32_t>(slot) +
+                                         static_cast<std::uint32_t>(e.bias_i32[v % g.o]));
+      }
+      without_bias.emplace(e);
+      without_bias->bias_i32 = nullptr;
+      epilogue = &*without_bias;
+    }
+  }
   DepthwiseArgs args{nullptr,
                      d.x_params.dtype() == DType::int8,
                      d.x_params.zero_point(),
@@ -352,13 +391,14 @@ bool run_depthwise(const GemmContext& ctx, const KernelInfo& kernel, const ConvD
                      d.pad_left,
                      g.ow,
                      w.dw_pairs(),
-                     w.dw_init(),
+                     init_with_bias.empty() ? w.dw_init() : init_with_bias.data(),
+                     w.dw_channels(),
                      zx_row.data()};
   ctx.pool.parallel_for(g.n * chunks, [&](std::int64_t t) {
-    const std::int64_t n = t / chunks, p0 = (t % chunks) * kRowsPerTask;
-    const std::int64_t p1 = std::min(g.pixels, p0 + kRowsPerTask);
+    const std::int64_t n = t / chunks, p0 = (t % chunks) * task_pixels;
+    const std::int64_t p1 = std::min(g.pixels, p0 + task_pixels);
     thread_local std::vector<std::int32_t> acc;
-    acc.resize(static_cast<std::size_t>(kRowsPerTask * g.o + 8));
+    acc.resize(static_cast<std::size_t>(task_pixels * g.o + 8));
     DepthwiseArgs a = args;
     a.x = x + n * g.h * g.w * g.o;
 #if QFORGE_CPU_X86_HAVE_AVX512VNNI
@@ -367,8 +407,8 @@ bool run_depthwise(const GemmContext& ctx, const KernelInfo& kernel, const ConvD
 #else
     depthwise_rows_avx2(a, p0, p1, acc.data());
 #endif
-    if (!e.apply(acc.data(), g.o, p1 - p0, 0, g.o,
-                 y + ((n * g.pixels + p0) * g.o) * static_cast<std::int64_t>(es)))
+    if (!epilogue->apply(acc.data(), g.o, p1 - p0, 0, g.o,
+                         y + ((n * g.pixels + p0) * g.o) * static_cast<std::int64_t>(es)))
       ok = false;
   });
   return ok;
@@ -641,6 +681,11 @@ MatmulDesc conv_group_matmul(const ConvDesc& d, std::int64_t g) {
 
 bool conv_depthwise_direct(const ConvDesc& d) { return d.c > 0 && d.groups == d.c; }
 
+std::int64_t depthwise_table_channels(std::int64_t c) {
+  const std::int64_t period = std::lcm(c, std::int64_t{32});
+  return period <= kDepthwiseMaxPeriod ? period : (c + 31) / 32 * 32;
+}
+
 bool conv_small_k_direct(const ConvDesc& d) {
   return d.groups == 1 && d.c * d.kernel_h * d.kernel_w <= kSmallKMax;
 }
@@ -686,24 +731,25 @@ ConvWeights::ConvWeights(const ConvDesc& d, const void* w, ConvPath path, Thread
       for (std::int64_t t = 0; t < taps; ++t)
         taps_[static_cast<std::size_t>(t * g.o + o)] = code(o * taps + t) - zw;
     }
-    const std::int64_t pairs = (taps + 1) / 2, blocks = (g.o + 31) / 32;
+    const std::int64_t pairs = (taps + 1) / 2;
+    dw_channels_ = depthwise_table_channels(g.o);
+    const std::int64_t blocks = dw_channels_ / 32;
     dw_pairs_.assign(static_cast<std::size_t>(blocks * pairs * 64), 0);
-    for (std::int64_t o = 0; o < g.o; ++o) {
-      const std::int64_t b = o / 32, c = o % 32, lane = c / 8, half = c % 8 / 4, i = c % 4;
-      for (std::int64_t t = 0; t < taps; ++t) {
-        const std::int64_t at = ((b * pairs + t / 2) * 2 + half) * 32 + lane * 8 + 2 * i + t % 2;
-        dw_pairs_[static_cast<std::size_t>(at)] =
-            static_cast<std::int16_t>(taps_[static_cast<std::size_t>(t * g.o + o)]);
-      }
-    }
     dw_init_.assign(static_cast<std::size_t>(blocks * 32), 0);
     const auto zx = static_cast<std::uint32_t>(d.x_params.zero_point());
-    for (std::int64_t o = 0; o < g.o; ++o) {
-      const std::int64_t c = o % 32, lane = c / 8, half = c % 8 / 4, i = c % 4;
+    // Table channel v holds output channel v % O: past O the table repeats the channels, which
+    // the kernel's runs of pixels read as the next pixel's (masked off elsewhere).
+    for (std::int64_t v = 0; v < dw_channels_; ++v) {
+      const std::int64_t o = v % g.o;
+      const std::int64_t b = v / 32, c = v % 32, lane = c / 8, half = c % 8 / 4, i = c % 4;
       std::uint32_t sum = 0;
-      for (std::int64_t t = 0; t < taps; ++t)
-        sum += static_cast<std::uint32_t>(taps_[static_cast<std::size_t>(t * g.o + o)]);
-      dw_init_[static_cast<std::size_t>((o / 32) * 32 + half * 16 + lane * 4 + i)] =
+      for (std::int64_t t = 0; t < taps; ++t) {
+        const std::int32_t tap = taps_[static_cast<std::size_t>(t * g.o + o)];
+        const std::int64_t at = ((b * pairs + t / 2) * 2 + half) * 32 + lane * 8 + 2 * i + t % 2;
+        dw_pairs_[static_cast<std::size_t>(at)] = static_cast<std::int16_t>(tap);
+        sum += static_cast<std::uint32_t>(tap);
+      }
+      dw_init_[static_cast<std::size_t>(b * 32 + half * 16 + lane * 4 + i)] =
           static_cast<std::int32_t>(0u - zx * sum);
     }
     return;

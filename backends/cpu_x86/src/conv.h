@@ -87,7 +87,10 @@ class ConvWeights {
   bool holds_min() const noexcept { return holds_min_; }
   const X86PackedWeights& group(std::int64_t g) const { return *groups_[static_cast<size_t>(g)]; }
   const std::int32_t* taps() const noexcept { return taps_.data(); }
-  // The AVX-512 depthwise kernel's centered weights: per block of 32 channels and pair of taps
+  // Channels in the AVX-512 depthwise tables (depthwise_table_channels): a multiple of 32.
+  std::int64_t dw_channels() const noexcept { return dw_channels_; }
+  // The AVX-512 depthwise kernel's centered weights: per block of 32 table channels (channel v
+  // of the table is output channel v % O) and pair of taps
   // (2j, 2j + 1; a missing last tap 0) 64 int16 in vpunpcklwd / vpunpckhwd order:
   // [block][pair][lo: 128-bit lane L, i < 4: (w[2j][8L + i], w[2j + 1][8L + i]);
   //               hi: the same for channels 8L + 4 + i].
@@ -106,6 +109,7 @@ class ConvWeights {
   std::vector<std::unique_ptr<X86PackedWeights>> groups_;
   std::vector<std::int32_t> taps_;
   std::vector<std::int16_t> dw_pairs_;
+  std::int64_t dw_channels_ = 0;
   std::vector<std::int32_t> dw_init_;
   std::vector<std::int16_t> pairs_;
   ImplicitWeights implicit_;

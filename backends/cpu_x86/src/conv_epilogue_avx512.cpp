@@ -145,9 +145,10 @@ bool store_requant_columns_avx512(const std::int32_t* acc, std::int64_t ld, std:
               _mm512_maskz_loadu_epi32(k, acc + r * ld + c), b, overflow);
           __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(a), m);
           v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-          const __m512i q = _mm512_add_epi32(_mm512_cvttps_epi32(_mm512_roundscale_ps(
-                                                 v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)),
-                                             z);
+          // Rounding to nearest even in the conversion itself (embedded rounding, whatever
+          // MXCSR holds): the value roundscale then truncation give, in one instruction.
+          const __m512i q = _mm512_add_epi32(
+              _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
           // q is inside [qmin, qmax] already: the byte is its low 8 bits.
           _mm512_mask_cvtepi32_storeu_epi8(out + r * ldo + c, k, q);
         }

@@ -20,15 +20,23 @@ struct DepthwiseArgs {
   std::int64_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
   std::int64_t out_w;
   // The AVX-512 kernel's weights (ConvWeights::dw_pairs), the start of its sums
-  // (ConvWeights::dw_init, for this zx) and a row of c + 32 bytes of zx's code.
+  // (ConvWeights::dw_init, for this zx), their channels (ConvWeights::dw_channels) and a row of
+  // max(c, out_w * c) + 32 bytes of zx's code.
   const std::int16_t* pairs = nullptr;
   const std::int32_t* dw_init = nullptr;
+  std::int64_t table_c = 0;
   const std::uint8_t* zx_row = nullptr;
 };
+// The AVX-512 depthwise tables cover lcm(c, 32) channels when that is at most
+// kDepthwiseMaxPeriod (a whole number of pixels: runs of pixels then read as one vector of
+// channels), else c rounded up to 32.
+inline constexpr std::int64_t kDepthwiseMaxPeriod = 1024;
+std::int64_t depthwise_table_channels(std::int64_t c);
 void depthwise_rows_avx2(const DepthwiseArgs& a, std::int64_t p0, std::int64_t p1,
                          std::int32_t* acc);
 // The same in AVX-512 VNNI (conv_depthwise_avx512.cpp), for windows of at most
-// kDepthwiseAvx512MaxTaps taps: taps in pairs through vpdpwssd, 32 channels at a time.
+// kDepthwiseAvx512MaxTaps taps: taps in pairs through vpdpwssd, 32 channels at a time; at stride
+// 1 the pixels whose window lies inside the input are taken as one vector of pixels x channels.
 inline constexpr std::int64_t kDepthwiseAvx512MaxTaps = 64;
 void depthwise_rows_avx512(const DepthwiseArgs& a, std::int64_t p0, std::int64_t p1,
                            std::int32_t* acc);
