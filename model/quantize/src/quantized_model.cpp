@@ -887,8 +887,9 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
   }
   // Per layer: its a_codes hold this run's codes of its input (share_dynamic_codes).
   std::vector<char> codes_ready(layers_.size(), 0);
-  const NodeHook hook = [&](std::size_t node, std::span<const Tensor* const> in,
-                            std::span<Tensor* const> out) {
+  const RangedNodeHook hook = [&](std::size_t node, std::span<const Tensor* const> in,
+                                  std::span<const ValueRange> in_ranges,
+                                  std::span<Tensor* const> out) {
     if (const std::ptrdiff_t p = prelude_layer_[node];
         p >= 0 && prelude_source[static_cast<std::size_t>(p)])
       return true;  // the layer computes it while quantizing
@@ -928,9 +929,21 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
       // inputs of the layer's plan (B and the bias are fixed in it).
       const Layer& owner = *layers_[layer.codes_owner];
       if (!codes_ready[layer.codes_owner]) {
-        std::uint8_t zero_point = 0;
-        layer.dynamic_plan->run({x}, {owner.a_codes.data(), &owner.a_scale, &zero_point});
-        owner.a_zero_point = zero_point;
+        const ValueRange& r = in_ranges[0];
+        if (r.known && std::isfinite(r.lo) && std::isfinite(r.hi)) {
+          // The producing step found the range (the one dynamic_quantize_linear's own pass
+          // would find), so its params follow by the same expressions and one quantize pass
+          // writes the same codes: no second read of A for its min and max.
+          const QuantizationParams p =
+              reference::params_from_range(DType::uint8, Mapping::affine, r.lo, r.hi);
+          accelerator_->quantize(QuantizeDesc{layer.input_shape, p}, x, owner.a_codes.data());
+          owner.a_scale = p.scale();
+          owner.a_zero_point = p.zero_point();
+        } else {
+          std::uint8_t zero_point = 0;
+          layer.dynamic_plan->run({x}, {owner.a_codes.data(), &owner.a_scale, &zero_point});
+          owner.a_zero_point = zero_point;
+        }
         codes_ready[layer.codes_owner] = 1;
       }
       std::array<const void*, kMaxOperands> args{};
@@ -985,7 +998,7 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return true;
   };
-  TensorMap result = executor_->run(inputs, keep, hook);
+  TensorMap result = executor_->run_with_ranges(inputs, keep, hook);
   // Kept tensors of the int8 path come back as the float values they stand for.
   for (const std::string& k : keep) {
     const auto codes = int8_tensors_.find(k);
