@@ -5,33 +5,37 @@
 
 namespace qforge::model::ops {
 
-// Sixteen independent lanes, each updated with a compare and select (v < l ? v : l is exactly
-// minps(v, l), NaN v keeping l), so the loop vectorises without -ffast-math; the lanes are
-// folded at the end. Signed zeros cannot enter: the range starts at +0.0 and -0.0 compares
-// equal to it.
+// Two vectors of eight lanes, each lane updated with a compare and select (v < l ? v : l, NaN v
+// keeping l), spelled with GCC's vector types: GCC leaves the same loop over plain arrays
+// scalar without -ffast-math. Lanes are folded at the end; min and max are exact, so the
+// order does not matter. Signed zeros cannot enter: the range starts at +0.0 and -0.0
+// compares equal to it.
+typedef float Lanes __attribute__((vector_size(32)));
+typedef float UnalignedLanes __attribute__((vector_size(32), aligned(4), may_alias));
+constexpr std::int64_t kLanes = 8;
+
 QFORGE_MODEL_VECTOR_CLONES void widen_range(const float* y, std::int64_t n, float& lo,
                                             float& hi) {
-  constexpr std::int64_t L = 16;
-  float l[L], h[L];
-  for (std::int64_t k = 0; k < L; ++k) {
-    l[k] = lo;
-    h[k] = hi;
+  Lanes l0 = Lanes{} + lo, l1 = l0, h0 = Lanes{} + hi, h1 = h0;
+  const std::int64_t whole = n / (2 * kLanes) * (2 * kLanes);
+  for (std::int64_t i = 0; i < whole; i += 2 * kLanes) {
+    const Lanes v0 = *reinterpret_cast<const UnalignedLanes*>(y + i);
+    const Lanes v1 = *reinterpret_cast<const UnalignedLanes*>(y + i + kLanes);
+    l0 = v0 < l0 ? v0 : l0;
+    l1 = v1 < l1 ? v1 : l1;
+    h0 = v0 > h0 ? v0 : h0;
+    h1 = v1 > h1 ? v1 : h1;
   }
-  const std::int64_t whole = n / L * L;
-  for (std::int64_t i = 0; i < whole; i += L)
-    for (std::int64_t k = 0; k < L; ++k) {
-      const float v = y[i + k];
-      l[k] = v < l[k] ? v : l[k];
-      h[k] = v > h[k] ? v : h[k];
-    }
   for (std::int64_t i = whole; i < n; ++i) {
     const float v = y[i];
     lo = v < lo ? v : lo;
     hi = v > hi ? v : hi;
   }
-  for (std::int64_t k = 0; k < L; ++k) {
-    lo = l[k] < lo ? l[k] : lo;
-    hi = h[k] > hi ? h[k] : hi;
+  for (std::int64_t k = 0; k < kLanes; ++k) {
+    lo = l0[k] < lo ? l0[k] : lo;
+    lo = l1[k] < lo ? l1[k] : lo;
+    hi = h0[k] > hi ? h0[k] : hi;
+    hi = h1[k] > hi ? h1[k] : hi;
   }
 }
 
