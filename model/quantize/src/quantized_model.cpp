@@ -33,6 +33,11 @@ struct QuantizedModel::Layer {
                              // replaced on each run
   std::shared_ptr<const Plan> quantize_plan;
   std::shared_ptr<const Plan> dynamic_plan;  // dynamic matmul: dynamic_quantize_linear
+  // Dynamic matmul: a quantize plan of A's shape, made at construction only so that the
+  // accelerator decides the quantize bucket there (tuning cache, tuning) rather than in the
+  // first batch. Never run: a batch whose producer gave A's range dispatches Accelerator::
+  // quantize with that batch's params.
+  std::shared_ptr<const Plan> range_quantize_plan;
   std::shared_ptr<const Plan> layer_plan;
   std::size_t layer_inputs = 0;
   mutable std::vector<std::byte> a_codes;
@@ -793,6 +798,10 @@ void QuantizedModel::collect_plans(Layer& layer, std::vector<PlanSlot>& slots) {
     // that dynamic_quantize_linear computes passed to each run (MatmulDesc::a_params_at_run).
     add(OpDesc{OpKind::dynamic_quantize_linear, DynamicQuantizeDesc{layer.input_shape}}, {},
         &layer.dynamic_plan, nullptr);
+    add(OpDesc{OpKind::quantize,
+               QuantizeDesc{layer.input_shape,
+                            QuantizationParams::per_tensor_affine(DType::uint8, 1.0f, 0)}},
+        {}, &layer.range_quantize_plan, nullptr);
     std::get<MatmulDesc>(layer.op.desc).a_params_at_run = true;
     std::vector<const void*> weights(op_operands(layer.op).inputs.size(), nullptr);
     weights[1] = info.b_codes.data();
