@@ -428,10 +428,19 @@ void run_attention(const FusedChain& chain, const std::array<const Tensor*, 5>& 
   ops::fused_attention(a);
 }
 
-// A task's share of the range pass, on the values it has just written.
-void widen_task(ops::RangeSink& sink, const float* y, std::int64_t n) {
+// A task's GELU in blocks of about kRangeBlock values, each block's range widened while the
+// block is still in L1 (a task may span megabytes), merged once per task. Blocks hold whole
+// rows when there is a bias, so each block starts at the bias's first element.
+constexpr std::int64_t kRangeBlock = 4096;
+void gelu_with_range(const ops::GeluErf& g, const float* x, float* y, std::int64_t n,
+                     std::int64_t row, ops::RangeSink& sink) {
+  const std::int64_t block = std::max<std::int64_t>(1, kRangeBlock / row) * row;
   float lo = 0.0f, hi = 0.0f;
-  ops::widen_range(y, n, lo, hi);
+  for (std::int64_t i = 0; i < n; i += block) {
+    const std::int64_t len = std::min(block, n - i);
+    ops::gelu_erf(g, x + i, y + i, len);
+    ops::widen_range(y + i, len, lo, hi);
+  }
   sink.merge(lo, hi);
 }
 
@@ -474,14 +483,16 @@ void run_chain_kernel(const FusedChain& chain, const std::array<const Tensor*, 5
         // Whole rows per task, so each range starts at the bias's first element.
         ops::parallel_for(rows, std::max<std::int64_t>(1, ops::kLibmGrain / cols),
                           [&](std::int64_t begin, std::int64_t end) {
-                            ops::gelu_erf(g, xv + begin * cols, yv + begin * cols,
-                                          (end - begin) * cols);
-                            if (range) widen_task(*range, yv + begin * cols, (end - begin) * cols);
+                            const float* from = xv + begin * cols;
+                            float* to = yv + begin * cols;
+                            const std::int64_t len = (end - begin) * cols;
+                            if (range) gelu_with_range(g, from, to, len, cols, *range);
+                            else ops::gelu_erf(g, from, to, len);
                           });
       } else {
         ops::parallel_for(n, ops::kLibmGrain, [&](std::int64_t begin, std::int64_t end) {
-          ops::gelu_erf(g, xv + begin, yv + begin, end - begin);
-          if (range) widen_task(*range, yv + begin, end - begin);
+          if (range) gelu_with_range(g, xv + begin, yv + begin, end - begin, 1, *range);
+          else ops::gelu_erf(g, xv + begin, yv + begin, end - begin);
         });
       }
       return;

@@ -3,9 +3,11 @@
 // exactly dynamic quantization's range of the tensor (min(0, min), max(0, max) over the non-NaN
 // values), on 1 and 3 threads, over random shapes; a Reshape view passes its input's range on,
 // and a tensor written by anything else (a chain run node by node, a plain kernel) has none.
+// Computing the range changes none of the chains' values.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -110,11 +112,19 @@ TEST(ValueRanges, GeluAndLayerNormChainsGiveTheExactRange) {
     Tensor x = test::random_tensor(g, {b, s, h}, -5 + shift, 5 + shift);
     if (round == 1) x.values<float>()[static_cast<std::size_t>(pick(g, 0, x.size() - 1))] = NAN;
     const TensorMap in = {{"x", x}, {"r", test::random_tensor(g, {b, s, h}, -2, 2)}};
+    const TensorMap want =
+        Executor(graph, {}, ExecutorOptions{.threads = 1, .fuse = false}).run(in);
     for (const int threads : {1, 3}) {
       SCOPED_TRACE(std::to_string(threads) + " threads");
       const Seen seen = run_seeing(Executor(graph, {}, ExecutorOptions{.threads = threads}), in);
       expect_range(seen, "neg_gelu", seen.out.at("gelu"));
       expect_range(seen, "neg_y", seen.out.at("y"));
+      // Computing the range changes no value: the nodes' own bits.
+      for (const char* t : {"gelu", "y"}) {
+        const Tensor &got = seen.out.at(t), &expected = want.at(t);
+        ASSERT_EQ(got.byte_size(), expected.byte_size()) << t;
+        EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.byte_size()), 0) << t << " differs";
+      }
       EXPECT_FALSE(seen.ranges.at("neg_x").known) << "a graph input has no range";
     }
     // Unfused (or run node by node because an inner tensor is kept): no range.
@@ -182,6 +192,9 @@ TEST(ValueRanges, AttentionChainGivesTheExactRangeThroughTheMergeReshape) {
       const Executor e(graph, {}, ExecutorOptions{.threads = threads});
       const Seen seen = run_seeing(e, in, {"y"});
       expect_range(seen, "neg_y", seen.out.at("y"));
+      // The same values as the fused chain without a range (bit for bit).
+      const Tensor plain = e.run(in, {"y"}).at("y");
+      EXPECT_EQ(std::memcmp(plain.data(), seen.out.at("y").data(), plain.byte_size()), 0);
     }
   }
 }

@@ -143,8 +143,7 @@ void fused_attention(const FusedAttention& a) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, dv, n, 1.0f, s, n, v, ldv, 0.0f,
                     y, ldv);
       else product_rows(s, a.kv_len, v, v_row, y, v_row, a.q_len, a.v_depth, a.kv_len);
-      if (a.range)  // the head's rows, just written
-        for (std::int64_t i = 0; i < a.q_len; ++i) widen_range(y + i * v_row, a.v_depth, lo, hi);
+      if (a.range) widen_range_rows(y, a.q_len, a.v_depth, v_row, lo, hi);  // just written
     }
     if (a.range) a.range->merge(lo, hi);
   };

@@ -186,8 +186,7 @@ void add_layernorm(const AddLayerNorm& a, const float* x, float* y, std::int64_t
                      for (std::int64_t j = 0; j < cols; ++j) yr[j] = xr[j] + rr[j];
                    layernorm_rows(y, y, a.scale, a.ln_bias, nullptr, nullptr, r, r + 1, cols,
                                   a.epsilon);
-                   // The row is still in L1.
-                   if (a.range) widen_range(yr, cols, lo, hi);
+                   if (a.range) widen_range(yr, cols, lo, hi);  // the row is still in L1
                  }
                  if (a.range) a.range->merge(lo, hi);
                });

@@ -14,22 +14,26 @@ typedef float Lanes __attribute__((vector_size(32)));
 typedef float UnalignedLanes __attribute__((vector_size(32), aligned(4), may_alias));
 constexpr std::int64_t kLanes = 8;
 
-QFORGE_MODEL_VECTOR_CLONES void widen_range(const float* y, std::int64_t n, float& lo,
-                                            float& hi) {
+QFORGE_MODEL_VECTOR_CLONES void widen_range_rows(const float* y, std::int64_t rows,
+                                                 std::int64_t cols, std::int64_t stride,
+                                                 float& lo, float& hi) {
   Lanes l0 = Lanes{} + lo, l1 = l0, h0 = Lanes{} + hi, h1 = h0;
-  const std::int64_t whole = n / (2 * kLanes) * (2 * kLanes);
-  for (std::int64_t i = 0; i < whole; i += 2 * kLanes) {
-    const Lanes v0 = *reinterpret_cast<const UnalignedLanes*>(y + i);
-    const Lanes v1 = *reinterpret_cast<const UnalignedLanes*>(y + i + kLanes);
-    l0 = v0 < l0 ? v0 : l0;
-    l1 = v1 < l1 ? v1 : l1;
-    h0 = v0 > h0 ? v0 : h0;
-    h1 = v1 > h1 ? v1 : h1;
-  }
-  for (std::int64_t i = whole; i < n; ++i) {
-    const float v = y[i];
-    lo = v < lo ? v : lo;
-    hi = v > hi ? v : hi;
+  const std::int64_t whole = cols / (2 * kLanes) * (2 * kLanes);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* row = y + r * stride;
+    for (std::int64_t i = 0; i < whole; i += 2 * kLanes) {
+      const Lanes v0 = *reinterpret_cast<const UnalignedLanes*>(row + i);
+      const Lanes v1 = *reinterpret_cast<const UnalignedLanes*>(row + i + kLanes);
+      l0 = v0 < l0 ? v0 : l0;
+      l1 = v1 < l1 ? v1 : l1;
+      h0 = v0 > h0 ? v0 : h0;
+      h1 = v1 > h1 ? v1 : h1;
+    }
+    for (std::int64_t i = whole; i < cols; ++i) {
+      const float v = row[i];
+      lo = v < lo ? v : lo;
+      hi = v > hi ? v : hi;
+    }
   }
   for (std::int64_t k = 0; k < kLanes; ++k) {
     lo = l0[k] < lo ? l0[k] : lo;
@@ -37,6 +41,10 @@ QFORGE_MODEL_VECTOR_CLONES void widen_range(const float* y, std::int64_t n, floa
     hi = h0[k] > hi ? h0[k] : hi;
     hi = h1[k] > hi ? h1[k] : hi;
   }
+}
+
+void widen_range(const float* y, std::int64_t n, float& lo, float& hi) {
+  widen_range_rows(y, 1, n, n, lo, hi);
 }
 
 void RangeSink::merge(float lo, float hi) noexcept {

@@ -17,6 +17,10 @@ namespace qforge::model::ops {
 
 // [lo, hi] widened by y[0..n): NaN fails both comparisons and is left out.
 void widen_range(const float* y, std::int64_t n, float& lo, float& hi);
+// The same over `rows` rows of `cols` values, row r at y + r * stride: one fold of the vector
+// lanes for all of them (a head's slice of attention's merged output is rows of 32 values).
+void widen_range_rows(const float* y, std::int64_t rows, std::int64_t cols, std::int64_t stride,
+                      float& lo, float& hi);
 
 // Shared by one step's tasks: each widens a local range over what it wrote, then merges it
 // here once.
