@@ -352,6 +352,16 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
 
 TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>& keep,
                         const NodeHook& hook) const {
+  if (!hook) return run_with_ranges(inputs, keep, RangedNodeHook{});
+  return run_with_ranges(inputs, keep,
+                         [&hook](std::size_t node, std::span<const Tensor* const> in,
+                                 std::span<const ValueRange>, std::span<Tensor* const> out) {
+                           return hook(node, in, out);
+                         });
+}
+
+TensorMap Executor::run_with_ranges(const TensorMap& inputs, const std::vector<std::string>& keep,
+                                    const RangedNodeHook& hook) const {
   std::vector<const Tensor*> env(value_index_.size(), nullptr);
   for (const auto& [name, t] : graph_.initializers) env[value_index_.at(name)] = &t;
   for (const ValueInfo& v : graph_.inputs) {
@@ -411,6 +421,10 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
   TensorMap result;
   std::vector<const Tensor*> args;
   std::vector<Tensor*> outs;
+  // By value index: the ranges this run's steps computed (ValueRange); a value is written once
+  // per run, by its own step, which sets or clears its range.
+  std::vector<ValueRange> ranges(value_index_.size());
+  std::vector<ValueRange> arg_ranges;
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const Step& step = steps_[i];
     const bool in_fused_chain = step.chain >= 0 && fused[static_cast<std::size_t>(step.chain)];
@@ -448,11 +462,18 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
         env[o] = &t;
       }
     }
+    for (const std::ptrdiff_t o : step.outputs)
+      if (o >= 0) ranges[static_cast<std::size_t>(o)] = ValueRange{};
+    if (hook) {
+      arg_ranges.assign(step.inputs.size(), ValueRange{});
+      for (std::size_t j = 0; j < step.inputs.size(); ++j)
+        if (step.inputs[j] >= 0) arg_ranges[j] = ranges[static_cast<std::size_t>(step.inputs[j])];
+    }
     const auto started =
         profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (ask_hook) {
       // Replaced: the rest of the chain runs node by node this time. Watched: fused, as planned.
-      const bool replaced = hook(i, args, outs);
+      const bool replaced = hook(i, args, arg_ranges, outs);
       if (replaced) fused[static_cast<std::size_t>(step.chain)] = 0;
       // A watching hook's time goes to nothing: the chain's own step follows.
       if (profile_ && replaced) record(graph_.nodes[i].op_type + " (hook)", started);
@@ -464,13 +485,18 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
       for (std::size_t r = 0; r < operands.size(); ++r)
         if (const std::ptrdiff_t v = fusions_->operands[c][r]; v >= 0)
           operands[r] = env[static_cast<std::size_t>(v)];
-      run_fused_chain(fusions_->chains[c], operands, *outs[0]);
+      run_fused_chain(fusions_->chains[c], operands, *outs[0],
+                      &ranges[static_cast<std::size_t>(step.outputs[0])]);
       if (profile_) record(std::string(chain_label(chain->kind)), started);
-    } else if (hook && hook(i, args, outs)) {
+    } else if (hook && hook(i, args, arg_ranges, outs)) {
       if (profile_) record(graph_.nodes[i].op_type + " (hook)", started);
     } else if (!step.view) {
       step.kernel->run(graph_.nodes[i], args, outs);
       if (profile_) record(graph_.nodes[i].op_type, started);
+    } else if (step.outputs[0] >= 0 && step.inputs[0] >= 0) {
+      // A Reshape-like view has its input's values.
+      ranges[static_cast<std::size_t>(step.outputs[0])] =
+          ranges[static_cast<std::size_t>(step.inputs[0])];
     }
     for (const auto& [v, name] : keep_after[i]) result.insert_or_assign(*name, *env[v]);
   }

@@ -4,6 +4,7 @@
 
 #include "ops/conv.h"
 #include "ops/parallel.h"
+#include "ops/value_range.h"
 
 namespace qforge::model {
 namespace {
@@ -395,7 +396,7 @@ std::vector<FusedChain> find_fused_chains(const Graph& graph) {
 namespace {
 
 void run_attention(const FusedChain& chain, const std::array<const Tensor*, 5>& operands,
-                   Tensor& y) {
+                   Tensor& y, ops::RangeSink* range) {
   const Shape& q = operands[kX]->shape();
   const Shape& v = operands[kValue]->shape();
   ops::FusedAttention a;
@@ -412,6 +413,7 @@ void run_attention(const FusedChain& chain, const std::array<const Tensor*, 5>& 
   a.has_divisor = chain.has_divisor;
   a.divisor = chain.divisor;
   a.blas = ops::attention_products_blas();
+  a.range = range;
   if (const Tensor* mask = operands[kOther]) {
     // Strides along [B, H, S, T], the mask's axes aligned to the right; 0 where it broadcasts.
     const Shape& m = mask->shape();
@@ -426,10 +428,24 @@ void run_attention(const FusedChain& chain, const std::array<const Tensor*, 5>& 
   ops::fused_attention(a);
 }
 
-}  // namespace
+// A task's GELU in blocks of about kRangeBlock values, each block's range widened while the
+// block is still in L1 (a task may span megabytes), merged once per task. Blocks hold whole
+// rows when there is a bias, so each block starts at the bias's first element.
+constexpr std::int64_t kRangeBlock = 4096;
+void gelu_with_range(const ops::GeluErf& g, const float* x, float* y, std::int64_t n,
+                     std::int64_t row, ops::RangeSink& sink) {
+  const std::int64_t block = std::max<std::int64_t>(1, kRangeBlock / row) * row;
+  float lo = 0.0f, hi = 0.0f;
+  for (std::int64_t i = 0; i < n; i += block) {
+    const std::int64_t len = std::min(block, n - i);
+    ops::gelu_erf(g, x + i, y + i, len);
+    ops::widen_range(y + i, len, lo, hi);
+  }
+  sink.merge(lo, hi);
+}
 
-void run_fused_chain(const FusedChain& chain, const std::array<const Tensor*, 5>& operands,
-                     Tensor& y) {
+void run_chain_kernel(const FusedChain& chain, const std::array<const Tensor*, 5>& operands,
+                      Tensor& y, ops::RangeSink* range) {
   if (chain.kind == FusedChain::Kind::conv) {
     ops::ConvEpilogue e;
     e.relu = chain.relu;
@@ -442,7 +458,7 @@ void run_fused_chain(const FusedChain& chain, const std::array<const Tensor*, 5>
     return;
   }
   if (chain.kind == FusedChain::Kind::attention) {
-    run_attention(chain, operands, y);
+    run_attention(chain, operands, y, range);
     return;
   }
   const Tensor& x = *operands[kX];
@@ -467,12 +483,16 @@ void run_fused_chain(const FusedChain& chain, const std::array<const Tensor*, 5>
         // Whole rows per task, so each range starts at the bias's first element.
         ops::parallel_for(rows, std::max<std::int64_t>(1, ops::kLibmGrain / cols),
                           [&](std::int64_t begin, std::int64_t end) {
-                            ops::gelu_erf(g, xv + begin * cols, yv + begin * cols,
-                                          (end - begin) * cols);
+                            const float* from = xv + begin * cols;
+                            float* to = yv + begin * cols;
+                            const std::int64_t len = (end - begin) * cols;
+                            if (range) gelu_with_range(g, from, to, len, cols, *range);
+                            else ops::gelu_erf(g, from, to, len);
                           });
       } else {
         ops::parallel_for(n, ops::kLibmGrain, [&](std::int64_t begin, std::int64_t end) {
-          ops::gelu_erf(g, xv + begin, yv + begin, end - begin);
+          if (range) gelu_with_range(g, xv + begin, yv + begin, end - begin, 1, *range);
+          else ops::gelu_erf(g, xv + begin, yv + begin, end - begin);
         });
       }
       return;
@@ -508,10 +528,24 @@ void run_fused_chain(const FusedChain& chain, const std::array<const Tensor*, 5>
       a.scale = operands[kScale]->values<float>().data();
       a.ln_bias = operands[kLnBias] ? operands[kLnBias]->values<float>().data() : nullptr;
       a.epsilon = chain.epsilon;
+      a.range = range;
       ops::add_layernorm(a, xv, yv, rows, cols);
       return;
     }
   }
+}
+
+}  // namespace
+
+void run_fused_chain(const FusedChain& chain, const std::array<const Tensor*, 5>& operands,
+                     Tensor& y, ValueRange* range) {
+  const bool ranged = chain.kind == FusedChain::Kind::gelu ||
+                      chain.kind == FusedChain::Kind::layernorm ||
+                      chain.kind == FusedChain::Kind::attention;
+  ops::RangeSink sink;
+  ops::RangeSink* const into = range && ranged ? &sink : nullptr;
+  run_chain_kernel(chain, operands, y, into);
+  if (into) *range = sink.range();
 }
 
 }  // namespace qforge::model

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "ops/fused.h"
+#include "qforge/model/executor.h"
 #include "qforge/model/graph.h"
 
 namespace qforge::model {
@@ -65,8 +66,9 @@ struct FusedChain {
 std::vector<FusedChain> find_fused_chains(const Graph& graph);
 
 // Runs a chain: `operands` holds the tensors of chain.operands (null where absent), y is its
-// last node's output.
+// last node's output. The gelu, layernorm and attention chains also set *range to y's
+// (ValueRange) when range is not null; the others leave it.
 void run_fused_chain(const FusedChain& chain, const std::array<const Tensor*, 5>& operands,
-                     Tensor& y);
+                     Tensor& y, ValueRange* range = nullptr);
 
 }  // namespace qforge::model

@@ -33,6 +33,11 @@ struct QuantizedModel::Layer {
                              // replaced on each run
   std::shared_ptr<const Plan> quantize_plan;
   std::shared_ptr<const Plan> dynamic_plan;  // dynamic matmul: dynamic_quantize_linear
+  // Dynamic matmul: a quantize plan of A's shape, made at construction only so that the
+  // accelerator decides the quantize bucket there (tuning cache, tuning) rather than in the
+  // first batch. Never run: a batch whose producer gave A's range dispatches Accelerator::
+  // quantize with that batch's params.
+  std::shared_ptr<const Plan> range_quantize_plan;
   std::shared_ptr<const Plan> layer_plan;
   std::size_t layer_inputs = 0;
   mutable std::vector<std::byte> a_codes;
@@ -793,6 +798,10 @@ void QuantizedModel::collect_plans(Layer& layer, std::vector<PlanSlot>& slots) {
     // that dynamic_quantize_linear computes passed to each run (MatmulDesc::a_params_at_run).
     add(OpDesc{OpKind::dynamic_quantize_linear, DynamicQuantizeDesc{layer.input_shape}}, {},
         &layer.dynamic_plan, nullptr);
+    add(OpDesc{OpKind::quantize,
+               QuantizeDesc{layer.input_shape,
+                            QuantizationParams::per_tensor_affine(DType::uint8, 1.0f, 0)}},
+        {}, &layer.range_quantize_plan, nullptr);
     std::get<MatmulDesc>(layer.op.desc).a_params_at_run = true;
     std::vector<const void*> weights(op_operands(layer.op).inputs.size(), nullptr);
     weights[1] = info.b_codes.data();
@@ -887,8 +896,9 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
   }
   // Per layer: its a_codes hold this run's codes of its input (share_dynamic_codes).
   std::vector<char> codes_ready(layers_.size(), 0);
-  const NodeHook hook = [&](std::size_t node, std::span<const Tensor* const> in,
-                            std::span<Tensor* const> out) {
+  const RangedNodeHook hook = [&](std::size_t node, std::span<const Tensor* const> in,
+                                  std::span<const ValueRange> in_ranges,
+                                  std::span<Tensor* const> out) {
     if (const std::ptrdiff_t p = prelude_layer_[node];
         p >= 0 && prelude_source[static_cast<std::size_t>(p)])
       return true;  // the layer computes it while quantizing
@@ -928,9 +938,21 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
       // inputs of the layer's plan (B and the bias are fixed in it).
       const Layer& owner = *layers_[layer.codes_owner];
       if (!codes_ready[layer.codes_owner]) {
-        std::uint8_t zero_point = 0;
-        layer.dynamic_plan->run({x}, {owner.a_codes.data(), &owner.a_scale, &zero_point});
-        owner.a_zero_point = zero_point;
+        const ValueRange& r = in_ranges[0];
+        if (r.known && std::isfinite(r.lo) && std::isfinite(r.hi)) {
+          // The producing step found the range (the one dynamic_quantize_linear's own pass
+          // would find), so its params follow by the same expressions and one quantize pass
+          // writes the same codes: no second read of A for its min and max.
+          const QuantizationParams p =
+              reference::params_from_range(DType::uint8, Mapping::affine, r.lo, r.hi);
+          accelerator_->quantize(QuantizeDesc{layer.input_shape, p}, x, owner.a_codes.data());
+          owner.a_scale = p.scale();
+          owner.a_zero_point = p.zero_point();
+        } else {
+          std::uint8_t zero_point = 0;
+          layer.dynamic_plan->run({x}, {owner.a_codes.data(), &owner.a_scale, &zero_point});
+          owner.a_zero_point = zero_point;
+        }
         codes_ready[layer.codes_owner] = 1;
       }
       std::array<const void*, kMaxOperands> args{};
@@ -985,7 +1007,7 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return true;
   };
-  TensorMap result = executor_->run(inputs, keep, hook);
+  TensorMap result = executor_->run_with_ranges(inputs, keep, hook);
   // Kept tensors of the int8 path come back as the float values they stand for.
   for (const std::string& k : keep) {
     const auto codes = int8_tensors_.find(k);

@@ -9,6 +9,8 @@
 
 namespace qforge::model::ops {
 
+class RangeSink;  // ops/value_range.h
+
 // erf of n values (the Erf kernel): eight lanes at a time where the CPU has AVX2, with exactly
 // the arithmetic of fast_erf (ops/fast_erf.h), so lanes and scalar calls agree bit for bit.
 void erf_values(const float* x, float* y, std::int64_t n);
@@ -68,6 +70,7 @@ struct FusedAttention {
   const float* mask = nullptr;
   std::int64_t mask_strides[4] = {0, 0, 0, 0};
   bool blas = false;
+  RangeSink* range = nullptr;  // when set, given y's range (ops/value_range.h)
 };
 // The products' kernel of the attention chain: QFORGE_ATTENTION_PRODUCTS=blas or vector (the
 // default), read at each call so tests can run both.
@@ -82,6 +85,7 @@ struct AddLayerNorm {
   const float* scale = nullptr;
   const float* ln_bias = nullptr;  // or null
   float epsilon = 1e-5f;
+  RangeSink* range = nullptr;  // when set, given y's range (ops/value_range.h)
 };
 void add_layernorm(const AddLayerNorm& a, const float* x, float* y, std::int64_t rows,
                    std::int64_t cols);

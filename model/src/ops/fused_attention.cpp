@@ -17,6 +17,7 @@
 #include "ops/fused.h"
 #include "ops/parallel.h"
 #include "ops/parallel_blas.h"
+#include "ops/value_range.h"
 #include "qforge/error.h"
 
 namespace qforge::model::ops {
@@ -111,6 +112,7 @@ void fused_attention(const FusedAttention& a) {
     scratch.resize(static_cast<std::size_t>(a.q_len * a.kv_len + a.depth * a.kv_len));
     float* s = scratch.data();
     float* kt = s + a.q_len * a.kv_len;  // the vector kernel's transposed keys
+    float lo = 0.0f, hi = 0.0f;  // of the heads this task wrote (a.range)
     for (std::int64_t t = begin; t < end; ++t) {
       const std::int64_t b = t / a.heads, h = t % a.heads;
       const float* q = a.q + b * a.q_len * q_row + h * a.depth;
@@ -141,7 +143,9 @@ void fused_attention(const FusedAttention& a) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, dv, n, 1.0f, s, n, v, ldv, 0.0f,
                     y, ldv);
       else product_rows(s, a.kv_len, v, v_row, y, v_row, a.q_len, a.v_depth, a.kv_len);
+      if (a.range) widen_range_rows(y, a.q_len, a.v_depth, v_row, lo, hi);  // just written
     }
+    if (a.range) a.range->merge(lo, hi);
   };
   const std::int64_t tasks = a.batch * a.heads;
   // One OpenBLAS thread per call (ops/parallel_blas.h); a few heads per task when they are tiny.

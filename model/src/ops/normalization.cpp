@@ -7,6 +7,7 @@
 #include "ops/kernel.h"
 #include "ops/parallel.h"
 #include "ops/spatial.h"
+#include "ops/value_range.h"
 
 namespace qforge::model::ops {
 namespace {
@@ -172,6 +173,7 @@ void add_layernorm(const AddLayerNorm& a, const float* x, float* y, std::int64_t
                    std::int64_t cols) {
   parallel_for(rows, std::max<std::int64_t>(1, kLibmGrain / std::max<std::int64_t>(cols, 1)),
                [&](std::int64_t begin, std::int64_t end) {
+                 float lo = 0.0f, hi = 0.0f;
                  for (std::int64_t r = begin; r < end; ++r) {
                    const float* xr = x + r * cols;
                    const float* rr = a.residual + r * cols;
@@ -184,7 +186,9 @@ void add_layernorm(const AddLayerNorm& a, const float* x, float* y, std::int64_t
                      for (std::int64_t j = 0; j < cols; ++j) yr[j] = xr[j] + rr[j];
                    layernorm_rows(y, y, a.scale, a.ln_bias, nullptr, nullptr, r, r + 1, cols,
                                   a.epsilon);
+                   if (a.range) widen_range(yr, cols, lo, hi);  // the row is still in L1
                  }
+                 if (a.range) a.range->merge(lo, hi);
                });
 }
 

@@ -51,6 +51,21 @@ using TensorMap = std::map<std::string, Tensor, std::less<>>;
 using NodeHook = std::function<bool(std::size_t node, std::span<const Tensor* const> inputs,
                                     std::span<Tensor* const> outputs)>;
 
+// The range of a float tensor that dynamic quantization needs (ONNX DynamicQuantizeLinear's
+// min(0, min x) and max(0, max x) over the non-NaN values; an infinite value is kept), as the
+// step that wrote the tensor computed it while writing: the fused GELU, LayerNormalization and
+// attention chains do (docs/MODEL.md, "Ranges from the producing step"). `known` is false for
+// every other tensor; a hook then finds the range itself.
+struct ValueRange {
+  float lo = 0.0f, hi = 0.0f;
+  bool known = false;
+};
+
+// NodeHook with the ranges of the node's inputs (one per input, in order).
+using RangedNodeHook =
+    std::function<bool(std::size_t node, std::span<const Tensor* const> inputs,
+                       std::span<const ValueRange> input_ranges, std::span<Tensor* const> outputs)>;
+
 struct ExecutorOptions {
   // Share arena bytes between tensors whose lifetimes do not overlap; off, every node output has
   // bytes of its own (the sum of the intermediates; for comparisons and debugging).
@@ -130,6 +145,10 @@ class QFORGE_MODEL_API Executor {
   // those of graph().nodes).
   TensorMap run(const TensorMap& inputs, const std::vector<std::string>& keep,
                 const NodeHook& hook) const;
+
+  // The same with the ranges its producing steps computed (ValueRange) given to the hook.
+  TensorMap run_with_ranges(const TensorMap& inputs, const std::vector<std::string>& keep,
+                            const RangedNodeHook& hook) const;
 
   // With ExecutorOptions::profile: the step times summed over every run since construction or
   // the last reset_profile, longest first (copies of the Executor share them); empty otherwise.
