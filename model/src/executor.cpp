@@ -353,11 +353,10 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
 TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>& keep,
                         const NodeHook& hook) const {
   if (!hook) return run_with_ranges(inputs, keep, RangedNodeHook{});
-  return run_with_ranges(inputs, keep,
-                         [&hook](std::size_t node, std::span<const Tensor* const> in,
-                                 std::span<const ValueRange>, std::span<Tensor* const> out) {
-                           return hook(node, in, out);
-                         });
+  return run_with_ranges(
+      inputs, keep,
+      [&hook](std::size_t node, std::span<const Tensor* const> in, std::span<const ValueRange>,
+              std::span<Tensor* const> out) { return hook(node, in, out); });
 }
 
 TensorMap Executor::run_with_ranges(const TensorMap& inputs, const std::vector<std::string>& keep,

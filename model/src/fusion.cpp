@@ -395,8 +395,8 @@ std::vector<FusedChain> find_fused_chains(const Graph& graph) {
 
 namespace {
 
-void run_attention(const FusedChain& chain, const std::array<const Tensor*, 5>& operands,
-                   Tensor& y, ops::RangeSink* range) {
+void run_attention(const FusedChain& chain, const std::array<const Tensor*, 5>& operands, Tensor& y,
+                   ops::RangeSink* range) {
   const Shape& q = operands[kX]->shape();
   const Shape& v = operands[kValue]->shape();
   ops::FusedAttention a;

@@ -174,10 +174,9 @@ TEST(ValueRanges, AttentionChainGivesTheExactRangeThroughTheMergeReshape) {
   SCOPED_TRACE(test::seed_text());
   auto g = test::rng(1902);
   for (int round = 0; round < 4; ++round) {
-    const std::int64_t b = pick(g, 1, 3), s = pick(g, 1, 40), h = pick(g, 1, 4),
-                       d = pick(g, 1, 20);
-    SCOPED_TRACE("b " + std::to_string(b) + " s " + std::to_string(s) + " h " +
-                 std::to_string(h) + " d " + std::to_string(d));
+    const std::int64_t b = pick(g, 1, 3), s = pick(g, 1, 40), h = pick(g, 1, 4), d = pick(g, 1, 20);
+    SCOPED_TRACE("b " + std::to_string(b) + " s " + std::to_string(s) + " h " + std::to_string(h) +
+                 " d " + std::to_string(d));
     const Graph graph = attention_graph(b, s, h, d);
     std::vector<float> mask = test::random_values(g, static_cast<std::size_t>(b * s), 0, 1);
     for (float& v : mask) v = v < 0.2f ? -3.4028235e38f : 0.0f;

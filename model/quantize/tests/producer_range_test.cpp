@@ -76,8 +76,8 @@ TEST_P(ProducerRange, DynamicMatMulAfterAFusedChainEqualsTheReference) {
   for (int round = 0; round < 4; ++round) {
     const std::int64_t b = pick(g, 1, 3), t = pick(g, 1, 40), k = pick(g, 1, 70),
                        n = pick(g, 1, 33);
-    SCOPED_TRACE("b " + std::to_string(b) + " t " + std::to_string(t) + " k " +
-                 std::to_string(k) + " n " + std::to_string(n));
+    SCOPED_TRACE("b " + std::to_string(b) + " t " + std::to_string(t) + " k " + std::to_string(k) +
+                 " n " + std::to_string(n));
     const Graph graph = gelu_matmul(g, b, t, k, n);
     Prepared p = prepare(graph, matmul_recipe(dynamic_layer()), {});
     QuantizedModel q(*p.float_model, p.recipe, p.resolution, p.calibration, *acc);

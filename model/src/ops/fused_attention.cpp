@@ -112,7 +112,7 @@ void fused_attention(const FusedAttention& a) {
     scratch.resize(static_cast<std::size_t>(a.q_len * a.kv_len + a.depth * a.kv_len));
     float* s = scratch.data();
     float* kt = s + a.q_len * a.kv_len;  // the vector kernel's transposed keys
-    float lo = 0.0f, hi = 0.0f;  // of the heads this task wrote (a.range)
+    float lo = 0.0f, hi = 0.0f;          // of the heads this task wrote (a.range)
     for (std::int64_t t = begin; t < end; ++t) {
       const std::int64_t b = t / a.heads, h = t % a.heads;
       const float* q = a.q + b * a.q_len * q_row + h * a.depth;

@@ -15,8 +15,8 @@ typedef float UnalignedLanes __attribute__((vector_size(32), aligned(4), may_ali
 constexpr std::int64_t kLanes = 8;
 
 QFORGE_MODEL_VECTOR_CLONES void widen_range_rows(const float* y, std::int64_t rows,
-                                                 std::int64_t cols, std::int64_t stride,
-                                                 float& lo, float& hi) {
+                                                 std::int64_t cols, std::int64_t stride, float& lo,
+                                                 float& hi) {
   Lanes l0 = Lanes{} + lo, l1 = l0, h0 = Lanes{} + hi, h1 = h0;
   const std::int64_t whole = cols / (2 * kLanes) * (2 * kLanes);
   for (std::int64_t r = 0; r < rows; ++r) {
