@@ -211,11 +211,19 @@ bool run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
         return;
       }
       if (!column_multiplier.empty()) {  // per-tensor A: one pass over the tile
-        if (!store_requant_columns_compensated_avx2(
-                ref, comp, za_colsum.empty() ? nullptr : za_colsum.data() + n0, zb_zero,
-                bias_i32.empty() ? nullptr : bias_i32.data() + n0, column_multiplier.data() + n0,
-                out.zy, out.range, static_cast<std::uint8_t*>(out.out) + m0 * N + n0, N))
-          overflowed.store(true, std::memory_order_relaxed);
+        const auto* zc = za_colsum.empty() ? nullptr : za_colsum.data() + n0;
+        const auto* bc = bias_i32.empty() ? nullptr : bias_i32.data() + n0;
+        auto* y = static_cast<std::uint8_t*>(out.out) + m0 * N + n0;
+        bool fits;
+#if QFORGE_CPU_X86_HAVE_AVX512VNNI
+        if (tuning.avx512_epilogue)
+          fits = store_requant_columns_compensated_avx512(
+              ref, comp, zc, zb_zero, bc, column_multiplier.data() + n0, out.zy, out.range, y, N);
+        else
+#endif
+          fits = store_requant_columns_compensated_avx2(
+              ref, comp, zc, zb_zero, bc, column_multiplier.data() + n0, out.zy, out.range, y, N);
+        if (!fits) overflowed.store(true, std::memory_order_relaxed);
         return;
       }
       compensate_avx2(ref, comp);

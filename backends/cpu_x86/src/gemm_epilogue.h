@@ -78,6 +78,13 @@ bool store_requant_columns_compensated_avx2(const TileRef& t, const Compensation
                                             const std::int32_t* bias, const float* multiplier,
                                             std::int32_t zy, QuantRange range, void* out,
                                             std::int64_t ldo);
+// The same with AVX-512 (epilogue_avx512.cpp, with store_dequant_compensated_avx512); it reads
+// whole 16-column groups of the padded tile columns (multipliers and bias padded to them).
+bool store_requant_columns_compensated_avx512(const TileRef& t, const Compensation& comp,
+                                              const std::int32_t* za_colsum, bool zb_zero,
+                                              const std::int32_t* bias, const float* multiplier,
+                                              std::int32_t zy, QuantRange range, void* out,
+                                              std::int64_t ldo);
 // C + bias per column over the tile's padded columns, in wrapping int32; false when some sum
 // left int32.
 bool add_bias_i32_avx2(const TileRef& t, const std::int32_t* bias);
