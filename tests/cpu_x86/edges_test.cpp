@@ -55,6 +55,43 @@ TEST_F(CpuX86Edges, KBeyondTheInt32BoundIsRefused) {
   EXPECT_THROW(loaded_.ops->pack_weights(d, b.data()), Error);
 }
 
+// qlinear_matmul's C + int32 bias leaving int32 in one column: the reference's overflow error,
+// for the GEMV and GEMM row counts and both requantization modes (the float mode with a
+// per-tensor A takes the fused compensate-bias-requantize epilogue, AVX2 or AVX-512).
+TEST_F(CpuX86Edges, QlinearBiasSumLeavingInt32IsReportedAsTheReferenceDoes) {
+  for (const char* isa : {"avx2", "all"})
+    for (const std::int64_t m : {3, 40})
+      for (const RequantMode mode : {RequantMode::float_multiplier, RequantMode::fixed_point}) {
+        loaded_.ops->set_option("isa", isa);
+        MatmulDesc d = desc(m, 20, 16);
+        d.a = QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 0);
+        d.b = QuantizationParams::per_tensor_symmetric(DType::int8, 0.25f);
+        d.has_bias = true;
+        d.y = QuantizationParams::per_tensor_affine(DType::uint8, 1.0f, 0);
+        d.requant_mode = mode;
+        const std::vector<std::uint8_t> a(static_cast<std::size_t>(m * 16), 255),
+            b(static_cast<std::size_t>(16 * 20), 127);
+        std::vector<std::int32_t> bias(20, 0);
+        bias[17] = 2147483647 - 100;  // 16 * 255 * 127 more leaves int32
+        std::vector<std::uint8_t> y(static_cast<std::size_t>(m * 20));
+        std::string want;
+        try {
+          reference::qlinear_matmul(d, a.data(), b.data(), bias.data(), y.data());
+        } catch (const Error& e) {
+          ASSERT_EQ(e.code(), ErrorCode::overflow);
+          want = e.what();
+        }
+        ASSERT_FALSE(want.empty());
+        try {
+          loaded_.ops->qlinear_matmul_bias(d, a.data(), b.data(), bias.data(), y.data());
+          ADD_FAILURE() << "no overflow reported, isa " << isa << ", m " << m;
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), ErrorCode::overflow);
+          EXPECT_EQ(std::string(e.what()), want);
+        }
+      }
+}
+
 TEST_F(CpuX86Edges, RefusesWhatTheKernelsDoNotTake) {
   MatmulDesc d = desc(4, 4, 8);
   d.a = QuantizationParams::per_tensor_affine(DType::int16, 0.1f, 0);

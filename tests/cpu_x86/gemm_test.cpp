@@ -1,7 +1,7 @@
 // Every GEMM kernel of cpu_x86, run through plans of it (skipped with the reason when this CPU,
 // the build or the restriction rules it out), against the reference on random problems whose
 // shapes walk the tile edges: M and N of 1..8, powers of two +-1, primes; K not a multiple of
-// any tile depth.
+// any tile depth, and K past one or several of the AVX-512 GEMM tile's K blocks (256 k each).
 #include <gtest/gtest.h>
 
 #include "gemm_cases.h"
@@ -13,7 +13,7 @@ namespace {
 
 const std::vector<std::int64_t> kM = {1, 2, 3, 5, 7, 8, 15, 16, 17, 31, 33, 37, 65};
 const std::vector<std::int64_t> kN = {1, 3, 8, 15, 16, 17, 31, 33, 63, 65, 100};
-const std::vector<std::int64_t> kK = {1, 3, 4, 5, 31, 64, 65, 127, 131, 200};
+const std::vector<std::int64_t> kK = {1, 3, 4, 5, 31, 64, 65, 127, 131, 200, 259, 777};
 
 class CpuX86Gemm : public ::testing::TestWithParam<std::string> {
  protected:

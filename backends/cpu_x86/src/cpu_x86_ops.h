@@ -26,7 +26,7 @@ namespace qforge::cpu_x86 {
 
 // The version keys the accelerator's tuning cache (docs/ACCELERATOR.md): it changes whenever
 // the kernels do, so that cached decisions are measured again.
-inline constexpr const char* kPluginVersion = "0.4.0";
+inline constexpr const char* kPluginVersion = "0.4.1";
 
 // Measured on the GPU host's 16-core CPU and on the development machine (docs/CPU_X86.md).
 inline constexpr std::int64_t kDefaultGemvPrefetch = 4096;

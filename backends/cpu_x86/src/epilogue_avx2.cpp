@@ -174,6 +174,65 @@ void store_requant_columns_avx2(const TileRef& t, const float* multiplier, std::
 
 namespace {
 
+// C + bias in wrapping int32, and the lanes whose true sum left int32 (both operands then
+// differ in sign from the wrapped sum) in the sign bits of `overflow`.
+inline __m256i add_bias8(__m256i c, __m256i bias, __m256i& overflow) {
+  const __m256i sum = _mm256_add_epi32(c, bias);
+  overflow = _mm256_or_si256(
+      overflow, _mm256_and_si256(_mm256_xor_si256(c, sum), _mm256_xor_si256(bias, sum)));
+  return sum;
+}
+
+inline bool no_overflow(__m256i overflow) {
+  return _mm256_movemask_ps(_mm256_castsi256_ps(overflow)) == 0;
+}
+
+}  // namespace
+
+bool add_bias_i32_avx2(const TileRef& t, const std::int32_t* bias) {
+  __m256i overflow = _mm256_setzero_si256();
+  for (int r = 0; r < t.rows; ++r) {
+    std::int32_t* row = t.d + r * t.ldd;
+    for (int c = 0; c < t.padded_cols; c += 8)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + c),
+                          add_bias8(load8(row + c), load8(bias + c), overflow));
+  }
+  return no_overflow(overflow);
+}
+
+bool store_requant_columns_compensated_avx2(const TileRef& t, const Compensation& comp,
+                                            const std::int32_t* za_colsum, bool zb_zero,
+                                            const std::int32_t* bias, const float* multiplier,
+                                            std::int32_t zy, QuantRange range, void* out,
+                                            std::int64_t ldo) {
+  const __m256 lo = _mm256_set1_ps(static_cast<float>(range.qmin - zy));
+  const __m256 hi = _mm256_set1_ps(static_cast<float>(range.qmax - zy));
+  const __m256i z = _mm256_set1_epi32(zy);
+  auto* bytes = static_cast<std::uint8_t*>(out);
+  __m256i overflow = _mm256_setzero_si256();
+  for (int r = 0; r < t.rows; ++r) {
+    const __m256i za = _mm256_set1_epi32(comp.za[r]);
+    // zb * (k*za - rowsum), the row's factor of the B zero-point term
+    const auto zterm_u =
+        static_cast<std::uint32_t>(comp.k) * static_cast<std::uint32_t>(comp.za[r]) -
+        static_cast<std::uint32_t>(comp.rowsum[r * comp.rowsum_stride]);
+    const __m256i zterm = _mm256_set1_epi32(static_cast<std::int32_t>(zterm_u));
+    const std::int32_t* row = t.d + r * t.ldd;
+    for (int c = 0; c < t.cols; c += 8) {
+      __m256i v = load8(row + c);
+      v = _mm256_sub_epi32(
+          v, za_colsum ? load8(za_colsum + c) : _mm256_mullo_epi32(za, load8(comp.colsum + c)));
+      if (!zb_zero) v = _mm256_add_epi32(v, _mm256_mullo_epi32(load8(comp.zb + c), zterm));
+      if (bias) v = add_bias8(v, load8(bias + c), overflow);
+      requant8_store(v, _mm256_loadu_ps(multiplier + c), lo, hi, z, range.is_signed,
+                     bytes + r * ldo + c, t.cols - c);
+    }
+  }
+  return no_overflow(overflow);
+}
+
+namespace {
+
 // reference::multiply_by_quantized_multiplier for 8 lanes, each with its own multiplier (in
 // [0, 2^31), as quantize_multiplier makes them), left shift (0..32) and right shift (0..31):
 //   a = saturate_int32(x * 2^left)

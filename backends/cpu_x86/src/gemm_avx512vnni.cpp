@@ -11,6 +11,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "gemm_kernels.h"
@@ -47,7 +48,85 @@ void tile(const TileArgs& t) {
     for (int p = 0; p < P; ++p) _mm512_storeu_si512(t.d + r * t.ldd + p * 16, acc[r][p]);
 }
 
+// The GEMM micro-tile's accumulators as named members, one level per row: GCC keeps a local
+// __m512i acc[R][P] indexed by the row loop in memory and stores most of it on every k group
+// (perf annotate of tile<6, 4>: about 20 zmm stores and 20 moves per 24 vpdpbusd); members
+// reached through constant recursion stay in registers (the AVX2 tiles do the same).
+template <int R, int P>
+struct Acc {
+  __m512i c[P];
+  Acc<R - 1, P> next;
+};
+template <int P>
+struct Acc<0, P> {};
+
+template <bool LOAD, int R, int P>
+[[gnu::always_inline]] inline void init_rows(Acc<R, P>& acc, const std::int32_t* d,
+                                             std::int64_t ldd) {
+  if constexpr (R > 0) {
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p)
+      acc.c[p] = LOAD ? _mm512_loadu_si512(d + p * 16) : _mm512_setzero_si512();
+    init_rows<LOAD>(acc.next, d + ldd, ldd);
+  }
+}
+
+template <int R, int P>
+[[gnu::always_inline]] inline void dot_rows(Acc<R, P>& acc, const std::uint8_t* a, std::int64_t lda,
+                                            const __m512i (&bv)[P]) {
+  if constexpr (R > 0) {
+    const __m512i av = broadcast_a(a);
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) acc.c[p] = _mm512_dpbusd_epi32(acc.c[p], av, bv[p]);
+    dot_rows(acc.next, a + lda, lda, bv);
+  }
+}
+
+template <int R, int P>
+[[gnu::always_inline]] inline void store_rows(const Acc<R, P>& acc, std::int32_t* d,
+                                              std::int64_t ldd) {
+  if constexpr (R > 0) {
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) _mm512_storeu_si512(d + p * 16, acc.c[p]);
+    store_rows(acc.next, d + ldd, ldd);
+  }
+}
+
+// The GEMM micro-tile: R rows x P panels over t.groups groups, without prefetch; when ACC it
+// adds to the int32 sums already in d (a later K block of the same output rows).
+template <int R, int P, bool ACC>
+void gemm_tile(const TileArgs& t) {
+  Acc<R, P> acc;
+  init_rows<ACC>(acc, t.d, t.ldd);
+  const std::uint8_t* a = t.a;
+  const std::int8_t* b = t.b;
+  const std::int64_t ps = t.panel_stride;
+  for (std::int64_t g = 0; g < t.groups; ++g) {
+    __m512i bv[P];
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) bv[p] = _mm512_loadu_si512(b + p * ps);
+    dot_rows(acc, a, t.lda, bv);
+    a += kGroup;
+    b += kGroup * kPanel;
+  }
+  store_rows(acc, t.d, t.ldd);
+}
+
 using Fn = void (*)(const TileArgs&);
+#define QF_GROW(R, ACC) \
+  { &gemm_tile<R, 1, ACC>, &gemm_tile<R, 2, ACC>, &gemm_tile<R, 3, ACC>, &gemm_tile<R, 4, ACC> }
+// [first K block, later K block] x rows 1-6 x panels 1-4
+constexpr Fn kGemmTable[2][6][4] = {{QF_GROW(1, false), QF_GROW(2, false), QF_GROW(3, false),
+                                     QF_GROW(4, false), QF_GROW(5, false), QF_GROW(6, false)},
+                                    {QF_GROW(1, true), QF_GROW(2, true), QF_GROW(3, true),
+                                     QF_GROW(4, true), QF_GROW(5, true), QF_GROW(6, true)}};
+#undef QF_GROW
+
+// K groups per block of the GEMM tile: the block of B it reads (4 panels x 64 groups x 64 bytes
+// = 16 KiB), the rows' A bytes (32 x 256) and the int32 sums (32 x 64 x 4) fit in L1 together,
+// so each B line comes from L2 once per call instead of once per 6-row sub-tile.
+constexpr std::int64_t kKBlockGroups = 64;
+
 #define QF_ROW(R) \
   { &tile<R, 1>, &tile<R, 2>, &tile<R, 3>, &tile<R, 4> }
 // rows x panels; entries with more than 24 accumulators are never chosen by the drivers.
@@ -134,7 +213,31 @@ void block_tile_avx512vnni(const BlockTileArgs& t) {
   kBlockTable[t.nibbles ? 1 : 0][t.mr - 1][t.panels == 4 ? 2 : t.panels - 1](t);
 }
 
-void tile_avx512vnni(const TileArgs& t) { kTable[t.mr - 1][t.panels - 1](t); }
+// Up to call_rows rows: per K block, sub-tiles of at most 6 rows (the rows spread evenly: 32 rows
+// are 6+6+5+5+5+5, not 6x5+2) over the same panels.
+void tile_avx512vnni(const TileArgs& t) {
+  const int subtiles = (t.mr + kAvx512VnniShape.max_rows - 1) / kAvx512VnniShape.max_rows;
+  const std::int64_t kblocks = (t.groups + kKBlockGroups - 1) / kKBlockGroups;
+  const std::int64_t block =
+      std::max<std::int64_t>(1, (t.groups + kblocks - 1) / std::max<std::int64_t>(1, kblocks));
+  TileArgs s = t;
+  std::int64_t g0 = 0;
+  do {  // at least once: K = 0 still stores zero sums
+    s.groups = std::min(block, t.groups - g0);
+    const int later = g0 > 0 ? 1 : 0;
+    int r0 = 0;
+    for (int i = 0; i < subtiles; ++i) {
+      const int rows = (t.mr - r0 + (subtiles - i) - 1) / (subtiles - i);
+      s.a = t.a + r0 * t.lda + g0 * kGroup;
+      s.b = t.b + g0 * kGroup * kPanel;
+      s.d = t.d + r0 * t.ldd;
+      s.mr = rows;
+      kGemmTable[later][rows - 1][t.panels - 1](s);
+      r0 += rows;
+    }
+    g0 += block;
+  } while (g0 < t.groups);
+}
 
 // The GEMV shapes: rows 1-4 take 4 panels, 5-8 take 2, 9-16 take 1 (at most 16 accumulators,
 // so a weight panel is loaded once and used by every row). At the right edge of N a call can

@@ -53,23 +53,6 @@ class FixedPointTable {
 // worker has gone to sleep or shares its core (a small model's last layers: 256 x 10 x 128).
 constexpr double kSerialMultiplyAdds = 1 << 20;
 
-// C + bias per column over the tile's padded columns, in wrapping int32 (uint32 adds, defined,
-// and they vectorize); false when some valid sum left int32 (both operands then differ in sign
-// from it).
-bool add_bias(const TileRef& t, const std::int32_t* bias) {
-  std::uint32_t overflow = 0;
-  const auto* b = reinterpret_cast<const std::uint32_t*>(bias);
-  for (int r = 0; r < t.rows; ++r) {
-    auto* a = reinterpret_cast<std::uint32_t*>(t.d + r * t.ldd);
-    for (int c = 0; c < t.cols; ++c) {
-      const std::uint32_t sum = a[c] + b[c];
-      overflow |= (a[c] ^ sum) & (b[c] ^ sum);
-      a[c] = sum;
-    }
-  }
-  return (overflow >> 31) == 0;
-}
-
 // A pool without workers: its parallel_for runs every task inline.
 ThreadPool& calling_thread_only() {
   static ThreadPool pool(1);
@@ -159,11 +142,12 @@ bool run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
           (pa.sa[0] * b.sb[static_cast<std::size_t>(n)]) / out.sy;
   }
 
-  // Column terms of the fused dequantizing epilogue (not block-wise): za * colsum when za is
-  // the same for every row, and whether every zb is 0.
+  // Column terms of the fused dequantizing and column-requantizing epilogues (not block-wise):
+  // za * colsum when za is the same for every row, and whether every zb is 0.
   std::vector<std::int32_t> za_colsum;
   bool zb_zero = true;
-  if (out.kind == GemmOutput::Kind::dequant_f32 && !b.blocks.blocked) {
+  if ((out.kind == GemmOutput::Kind::dequant_f32 || !column_multiplier.empty()) &&
+      !b.blocks.blocked) {
     zb_zero = std::all_of(b.zb.begin(), b.zb.end(), [](std::int32_t z) { return z == 0; });
     if (std::all_of(pa.za.begin(), pa.za.begin() + M,
                     [&](std::int32_t z) { return z == pa.za[0]; })) {
@@ -226,8 +210,24 @@ bool run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
                                        bc, y, N);
         return;
       }
+      if (!column_multiplier.empty()) {  // per-tensor A: one pass over the tile
+        const auto* zc = za_colsum.empty() ? nullptr : za_colsum.data() + n0;
+        const auto* bc = bias_i32.empty() ? nullptr : bias_i32.data() + n0;
+        auto* y = static_cast<std::uint8_t*>(out.out) + m0 * N + n0;
+        bool fits;
+#if QFORGE_CPU_X86_HAVE_AVX512VNNI
+        if (tuning.avx512_epilogue)
+          fits = store_requant_columns_compensated_avx512(
+              ref, comp, zc, zb_zero, bc, column_multiplier.data() + n0, out.zy, out.range, y, N);
+        else
+#endif
+          fits = store_requant_columns_compensated_avx2(
+              ref, comp, zc, zb_zero, bc, column_multiplier.data() + n0, out.zy, out.range, y, N);
+        if (!fits) overflowed.store(true, std::memory_order_relaxed);
+        return;
+      }
       compensate_avx2(ref, comp);
-      if (!bias_i32.empty() && !add_bias(ref, bias_i32.data() + n0)) {
+      if (!bias_i32.empty() && !add_bias_i32_avx2(ref, bias_i32.data() + n0)) {
         overflowed.store(true, std::memory_order_relaxed);
         return;
       }
@@ -238,10 +238,7 @@ bool run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
         case GemmOutput::Kind::dequant_f32:  // handled above
           break;
         case GemmOutput::Kind::requant:
-          if (!column_multiplier.empty()) {
-            store_requant_columns_avx2(ref, column_multiplier.data() + n0, out.zy, out.range,
-                                       static_cast<std::uint8_t*>(out.out) + m0 * N + n0, N);
-          } else if (!fixed) {
+          if (!fixed) {
             store_requant_float_avx2(ref, pa.sa.data() + m0, b.sb.data() + n0, out.sy, out.zy,
                                      out.range, static_cast<std::uint8_t*>(out.out) + m0 * N + n0,
                                      N);

@@ -70,6 +70,24 @@ void store_requant_float_avx2(const TileRef& t, const float* sa, const float* sb
 // multiply and a divide per 8 outputs.
 void store_requant_columns_avx2(const TileRef& t, const float* multiplier, std::int32_t zy,
                                 QuantRange range, void* out, std::int64_t ldo);
+// compensate_avx2, the int32 bias (null: none) and store_requant_columns_avx2 in one pass over
+// the tile. False when some C + bias left int32 (its codes are then wrong: the caller reruns
+// the reference, which reports the position); the bias is padded like the multipliers.
+bool store_requant_columns_compensated_avx2(const TileRef& t, const Compensation& comp,
+                                            const std::int32_t* za_colsum, bool zb_zero,
+                                            const std::int32_t* bias, const float* multiplier,
+                                            std::int32_t zy, QuantRange range, void* out,
+                                            std::int64_t ldo);
+// The same with AVX-512 (epilogue_avx512.cpp, with store_dequant_compensated_avx512); it reads
+// whole 16-column groups of the padded tile columns (multipliers and bias padded to them).
+bool store_requant_columns_compensated_avx512(const TileRef& t, const Compensation& comp,
+                                              const std::int32_t* za_colsum, bool zb_zero,
+                                              const std::int32_t* bias, const float* multiplier,
+                                              std::int32_t zy, QuantRange range, void* out,
+                                              std::int64_t ldo);
+// C + bias per column over the tile's padded columns, in wrapping int32; false when some sum
+// left int32.
+bool add_bias_i32_avx2(const TileRef& t, const std::int32_t* bias);
 // Fixed-point requantization (reference::multiply_by_quantized_multiplier) with per-column
 // multipliers in [0, 2^31), left shifts in [0, 32] and right shifts in [0, 31] (padded to a
 // multiple of 8), then + zy and clamped to [range.qmin, range.qmax].

@@ -68,10 +68,11 @@ inline constexpr TileShape kAvx2MaddubsShape{4, 1, 16};
 // AVX-VNNI: vpdpbusd on ymm (A in u8 domain).
 void tile_avxvnni(const TileArgs& t);
 inline constexpr TileShape kAvxVnniShape{6, 1};
-// AVX-512 VNNI: vpdpbusd on zmm (A in u8 domain). The GEMM tile is 6 rows x 4 panels; the
-// GEMV tiles (M <= 16) trade panels for rows: up to 16 rows x 1 panel.
+// AVX-512 VNNI: vpdpbusd on zmm (A in u8 domain). The GEMM tile is 6 rows x 4 panels, walked
+// over up to 32 rows per call in K blocks that keep B's block in L1; the GEMV tiles (M <= 16)
+// trade panels for rows: up to 16 rows x 1 panel.
 void tile_avx512vnni(const TileArgs& t);
-inline constexpr TileShape kAvx512VnniShape{6, 4};
+inline constexpr TileShape kAvx512VnniShape{6, 4, kMaxCallRows};
 void tile_avx512vnni_gemv(const TileArgs& t);
 inline constexpr TileShape kAvx512VnniGemvShape{16, 4};
 // The GEMV tiles: rows 1-4 take 4 panels, 5-8 take 2, 9-16 take 1 (at most 16 accumulators).
