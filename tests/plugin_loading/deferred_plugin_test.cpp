@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -72,6 +73,18 @@ TEST(DeferredPlugin, LoadsWithoutCreatingAndCreatesOnceOnFirstQuestion) {
   EXPECT_EQ(p->ops->devices().size(), 1u);
   EXPECT_FALSE(p->ops->supports(quantize_workload().op).supported);
   EXPECT_EQ(creates(), before + 1) << "created once, whatever is asked afterwards";
+}
+
+TEST(DeferredPlugin, AnIdentityChangedBeforeCreationIsWarnedAbout) {
+  ScopedEnv fails("QFORGE_TEST_DEFERRED_CREATE_FAILS", std::nullopt);
+  std::optional<ScopedEnv> identity(std::in_place, "QFORGE_TEST_DEFERRED_IDENTITY", "driver A");
+  PluginRegistry registry;
+  ASSERT_TRUE(registry.load_file(deferred_file()));
+  identity.reset();
+  ScopedEnv changed("QFORGE_TEST_DEFERRED_IDENTITY", "driver B");
+  test::LogCapture log;
+  EXPECT_TRUE(find(registry, "deferred")->ops->availability().usable);
+  EXPECT_EQ(log.count("changed since it was loaded"), 1) << log.text();
 }
 
 TEST(DeferredPlugin, FingerprintUsesTheIdentityAndCreatesNothing) {

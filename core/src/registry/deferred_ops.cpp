@@ -19,11 +19,12 @@ std::optional<std::string> deferred_identity(const OpenedPlugin& plugin) {
   }
 }
 
-DeferredOps::DeferredOps(OpenedPlugin plugin, std::filesystem::path file)
+DeferredOps::DeferredOps(OpenedPlugin plugin, std::filesystem::path file, std::string identity)
     : plugin_(std::move(plugin)),
       file_(std::move(file)),
       name_(plugin_.name()),
-      version_(plugin_.version()) {}
+      version_(plugin_.version()),
+      identity_(std::move(identity)) {}
 
 DeferredOps::~DeferredOps() = default;
 
@@ -36,6 +37,15 @@ QuantizationOps* DeferredOps::created() const {
       return;
     }
     real_ = std::move(std::get<std::shared_ptr<QuantizationOps>>(made));
+    // The plugin reads its environment now; the fingerprint named what was there at load. A
+    // program that changed it (or a driver replaced) in between is told so.
+    if (const auto now = deferred_identity(plugin_); now && *now != identity_)
+      log_format(LogLevel::warn,
+                 "plugin '{}' was created on first use, and its identity (the devices, drivers "
+                 "and variables it reads) changed since it was loaded from {}; tuning-cache "
+                 "decisions are keyed by the identity at load: keep the environment fixed "
+                 "between loading plugins and using them",
+                 name_, file_.string());
     log_format(LogLevel::debug, "created deferred plugin '{}' {} on first use", name_, version_);
   });
   return real_.get();

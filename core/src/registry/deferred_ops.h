@@ -23,7 +23,8 @@ std::optional<std::string> deferred_identity(const OpenedPlugin& plugin);
 
 class DeferredOps final : public QuantizationOps {
  public:
-  DeferredOps(OpenedPlugin plugin, std::filesystem::path file);
+  // `identity`: what deferred_identity() said when the plugin was loaded.
+  DeferredOps(OpenedPlugin plugin, std::filesystem::path file, std::string identity);
   ~DeferredOps() override;
 
   std::string name() const override { return name_; }
@@ -81,6 +82,7 @@ class DeferredOps final : public QuantizationOps {
   std::filesystem::path file_;
   std::string name_;
   std::string version_;
+  std::string identity_;
   mutable std::once_flag once_;
   mutable std::shared_ptr<QuantizationOps> real_;
   mutable std::string failure_;

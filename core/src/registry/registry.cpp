@@ -142,7 +142,7 @@ bool PluginRegistry::load_file(const std::filesystem::path& given) {
 
   // A deferred plugin is created on first use (deferred_ops.h).
   if (auto identity = detail::deferred_identity(plugin)) {
-    auto ops = std::make_shared<detail::DeferredOps>(plugin, file);
+    auto ops = std::make_shared<detail::DeferredOps>(plugin, file, *identity);
     impl_->plugins.push_back(
         LoadedPlugin{file, name, version, std::move(ops), std::move(*identity)});
     log_format(LogLevel::info, "loaded plugin '{}' {} from {} (created on first use)", name,
