@@ -114,14 +114,19 @@ TEST_F(EnvironmentSelection, PicksTheIndexGiven) {
   auto reg = load_with("0");
   QuantizationOps* ops2 = reg->find("vulkan");
   ASSERT_NE(ops2, nullptr);
+  setenv("QFORGE_VULKAN_DEVICE", "0", 1);  // read when the deferred plugin is first asked
   EXPECT_EQ(ops2->default_device(), 0);
+  unsetenv("QFORGE_VULKAN_DEVICE");
 }
 
 TEST_F(EnvironmentSelection, ABadIndexLeavesThePluginLoadedAndSaysWhy) {
   auto reg = load_with("999");
   QuantizationOps* ops2 = reg->find("vulkan");
   ASSERT_NE(ops2, nullptr) << "a bad QFORGE_VULKAN_DEVICE must not stop the plugin loading";
+  // The plugin is deferred (docs/PLUGINS.md): it reads the variable when first asked.
+  setenv("QFORGE_VULKAN_DEVICE", "999", 1);
   const Availability a = ops2->availability();
+  unsetenv("QFORGE_VULKAN_DEVICE");
   EXPECT_FALSE(a.usable);
   EXPECT_NE(a.reason.find("QFORGE_VULKAN_DEVICE"), std::string::npos) << a.reason;
   EXPECT_NE(a.reason.find("999"), std::string::npos) << a.reason;

@@ -9,6 +9,7 @@
 #include "qforge/error.h"
 #include "qforge/model/onnx_import.h"
 #include "qforge/model/resolve.h"
+#include "qforge/registry.h"
 
 namespace qforge::cli {
 namespace {
@@ -200,7 +201,18 @@ const model::QuantizedModel& ModelCache::quantized(const Shape& input) {
 std::unique_ptr<Accelerator> make_accelerator(const ModelOptions& o) {
   AcceleratorOptions a = AcceleratorOptions::from_environment();
   a.policy.plugins = split(o.plugins, ',');
-  return std::make_unique<Accelerator>(a);
+  if (a.policy.plugins.empty()) return std::make_unique<Accelerator>(a);
+  // Only the plugins asked for are loaded (the others' libraries are opened for their names
+  // only). Never destroyed, like PluginRegistry::global(): plans and buffers of its plugins
+  // may outlive the accelerator. A name no plugin has is reported by the accelerator, with
+  // what each loaded plugin said, when no candidate is left.
+  static PluginRegistry* const registry = [&] {
+    auto* r = new PluginRegistry();
+    r->restrict_to(a.policy.plugins);
+    r->load_default();
+    return r;
+  }();
+  return std::make_unique<Accelerator>(*registry, a);
 }
 
 std::future<std::unique_ptr<Accelerator>> start_accelerator(const ModelOptions& o) {

@@ -1,8 +1,12 @@
-// The plugin's entry point (qforge/plugin/sdk.h), and counters its tests read.
+// The plugin's entry point (qforge/plugin/sdk.h), its deferred identity (the CUDA context is
+// created when the plugin is first asked something: docs/PLUGINS.md, "Deferred plugins"), and
+// counters its tests read.
 #include "cuda_ops.h"
 #include "qforge/plugin/sdk.h"
+#include "runtime_identity.h"
 
 QFORGE_DEFINE_PLUGIN(qforge::cuda::CudaOps, "cuda", qforge::cuda::kPluginVersion)
+QFORGE_DEFINE_DEFERRED_IDENTITY(qforge::cuda::runtime_identity)
 
 // Read by tests/cuda/plan_test.cpp and conv_test.cpp through dlsym (the counters are
 // cuda_ops.h's).

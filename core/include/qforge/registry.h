@@ -15,8 +15,10 @@
 // another architecture, a missing dependency library (named), a missing entry symbol, an ABI
 // version or struct size mismatch (both named), a create() that fails or throws, a symbolic
 // link loop, a search directory that cannot be read — is logged once and kept as a
-// PluginFailure; the other plugins keep working. Libraries are never
-// unloaded while the registry lives (buffers and ops objects may point into them).
+// PluginFailure; the other plugins keep working. A deferred plugin (one that exports
+// qforge_plugin_deferred_identity) is created on first use instead: a create() that fails then
+// makes it unusable, with the same message in availability() and every call's error. Libraries are
+// never unloaded while the registry lives (buffers and ops objects may point into them).
 #pragma once
 
 #include <cstddef>
@@ -55,6 +57,12 @@ struct LoadedPlugin {
   std::string name;
   std::string version;
   std::shared_ptr<QuantizationOps> ops;  // keeps the library loaded
+  // Non-empty for a deferred plugin (qforge/plugin/abi.h): `ops` calls the plugin's create()
+  // on first use of anything but name() and version(), so a program that never asks this
+  // plugin anything never starts its device runtime. The text is the plugin's cheap identity of
+  // that runtime's devices and drivers, which the tuning cache's fingerprint uses in place of
+  // devices().
+  std::string deferred_identity;
 };
 
 // The check the registry runs on a candidate file before dlopen(), on an image in memory (the
@@ -79,6 +87,11 @@ class QFORGE_API PluginRegistry {
   void load_default();
   // Loads one file; returns false and records a PluginFailure when it fails.
   bool load_file(const std::filesystem::path& file);
+
+  // Plugins loaded from now on whose name is not in `names` are skipped: opened to read their
+  // name, never created, neither listed nor reported as failures (a debug log says so). An
+  // empty list lifts the restriction. For programs told which plugins to use (`--plugins`).
+  void restrict_to(std::vector<std::string> names);
 
   const std::vector<LoadedPlugin>& plugins() const noexcept;
   const std::vector<PluginFailure>& failures() const noexcept;

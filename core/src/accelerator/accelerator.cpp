@@ -17,9 +17,10 @@ namespace {
 
 using accel::Clock;
 
-accel::PluginState state_of(const LoadedPlugin& p) {
-  accel::PluginState s;
-  s.plugin = p;
+void read_state(accel::PluginState& s) {
+  if (s.read) return;
+  s.read = true;
+  const LoadedPlugin& p = s.plugin;
   try {
     s.availability = p.ops->availability();
     s.devices = p.ops->devices();
@@ -27,7 +28,6 @@ accel::PluginState state_of(const LoadedPlugin& p) {
   } catch (const std::exception& e) {
     s.availability = {false, 0, std::string("availability()/devices() threw: ") + e.what()};
   }
-  return s;
 }
 
 CandidateStatus status_from(const std::string& text) {
@@ -59,8 +59,13 @@ CacheEntry to_entry(const TuneReport& r) {
 Accelerator::Impl::Impl(std::vector<LoadedPlugin> given, AcceleratorOptions o)
     : options(std::move(o)), loaded(std::move(given)) {
   policy_tag = options.policy.tag();
-  for (const auto& p : loaded)
-    if (p.ops) plugins.push_back(state_of(p));
+  for (const auto& p : loaded) {
+    if (!p.ops) continue;
+    accel::PluginState s;
+    s.plugin = p;
+    if (p.deferred_identity.empty()) read_state(s);  // a deferred one when first needed
+    plugins.push_back(std::move(s));
+  }
   fingerprint = hardware_fingerprint(loaded);
   if (options.use_cache) {
     try {
@@ -71,6 +76,16 @@ Accelerator::Impl::Impl(std::vector<LoadedPlugin> given, AcceleratorOptions o)
       log_format(LogLevel::warn, "accelerator: working without a tuning cache: {}", e.what());
     }
   }
+}
+
+void Accelerator::Impl::read_allowed_plugins() {
+  for (auto& p : plugins)
+    if (accel::policy_allows(options.policy, p.plugin.name)) read_state(p);
+}
+
+accel::Enumeration Accelerator::Impl::enumerate(const OpDesc& op) {
+  read_allowed_plugins();
+  return accel::enumerate_candidates(op, plugins, options.policy);
 }
 
 std::optional<std::size_t> Accelerator::Impl::plugin_index(const std::string& name) const {
@@ -110,6 +125,8 @@ std::unique_ptr<DecisionSlot> Accelerator::Impl::from_cache(const Workload& w,
   const auto pi = plugin_index(e->winner.plugin);
   // The fingerprint names the same plugins, but one may have hung in this process since.
   if (!pi || !plugins[*pi].quarantine.empty()) return nullptr;
+  // The winner runs this bucket: a deferred winner is created now, and only it.
+  read_state(plugins[*pi]);
   if (e->winner.device < 0 ||
       e->winner.device >= std::max<int>(1, static_cast<int>(plugins[*pi].devices.size())))
     return nullptr;
@@ -136,7 +153,7 @@ std::unique_ptr<DecisionSlot> Accelerator::Impl::from_cache(const Workload& w,
 
 std::unique_ptr<DecisionSlot> Accelerator::Impl::by_default(const Workload& w,
                                                             const std::string& why) {
-  const accel::Enumeration e = accel::enumerate_candidates(w.op, plugins, options.policy);
+  const accel::Enumeration e = enumerate(w.op);
   if (e.candidates.empty()) accel::throw_no_candidate(w.op, e);
   TuneReport r;
   r.description = describe(w.op);
@@ -158,7 +175,7 @@ std::unique_ptr<DecisionSlot> Accelerator::Impl::by_default(const Workload& w,
 std::unique_ptr<DecisionSlot> Accelerator::Impl::by_tuning(const Workload& w) {
   const double left = options.budget.total_s - stats.tuning_seconds;
   if (left <= 0) return by_default(w, "the total tuning budget is spent");
-  const accel::Enumeration e = accel::enumerate_candidates(w.op, plugins, options.policy);
+  const accel::Enumeration e = enumerate(w.op);
   if (e.candidates.empty()) accel::throw_no_candidate(w.op, e);
   const auto start = Clock::now();
   accel::TuneOutcome out;

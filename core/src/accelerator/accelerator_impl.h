@@ -153,6 +153,11 @@ struct Accelerator::Impl {
   DecisionSlot& resolve(const accel::WorkloadKey& key, const Workload& w, bool dispatching,
                         bool retune);
 
+  // The candidates of `op`, after reading every plugin the policy allows (a deferred plugin is
+  // created here: choosing among plugins asks each of them).
+  accel::Enumeration enumerate(const OpDesc& op);
+  void read_allowed_plugins();
+
  private:
   std::unique_ptr<DecisionSlot> make_slot(const CandidateId& id, TuneReport report,
                                           std::vector<CandidateId> ranking);

@@ -5,14 +5,10 @@
 #include "qforge/error.h"
 
 namespace qforge::accel {
-namespace {
-
-bool allowed_plugin(const Policy& policy, const std::string& name) {
+bool policy_allows(const Policy& policy, const std::string& name) {
   return policy.plugins.empty() ||
          std::find(policy.plugins.begin(), policy.plugins.end(), name) != policy.plugins.end();
 }
-
-}  // namespace
 
 Enumeration enumerate_candidates(const OpDesc& op, const std::vector<PluginState>& plugins,
                                  const Policy& policy) {
@@ -25,7 +21,7 @@ Enumeration enumerate_candidates(const OpDesc& op, const std::vector<PluginState
   for (std::size_t pi = 0; pi < plugins.size(); ++pi) {
     const PluginState& p = plugins[pi];
     const std::string& name = p.plugin.name;
-    if (!allowed_plugin(policy, name)) {
+    if (!policy_allows(policy, name)) {
       e.notes.push_back(name + ": left out by the policy (" + policy.tag() + ")");
       continue;
     }
@@ -33,6 +29,8 @@ Enumeration enumerate_candidates(const OpDesc& op, const std::vector<PluginState
       e.refusals.push_back(name + ": not used any more: " + p.quarantine);
       continue;
     }
+    if (!p.read)
+      throw Error(ErrorCode::internal, "accelerator: plugin " + name + " enumerated unread");
     if (!p.availability.usable) {
       e.refusals.push_back(name + ": cannot run here: " + p.availability.reason);
       continue;

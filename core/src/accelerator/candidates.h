@@ -10,9 +10,12 @@
 
 namespace qforge::accel {
 
-// The accelerator's view of one loaded plugin, read once when the accelerator is built.
+// The accelerator's view of one loaded plugin, read once: when the accelerator is built, or for
+// a deferred plugin (registry.h) when a decision first needs it (its cache entry names it, or
+// candidates are enumerated under a policy that allows it), since reading it creates it.
 struct PluginState {
   LoadedPlugin plugin;
+  bool read = false;  // availability, devices and host_memory hold the plugin's answers
   Availability availability;
   std::vector<DeviceInfo> devices;
   bool host_memory = true;
@@ -33,6 +36,10 @@ struct Enumeration {
   std::vector<std::string> notes;     // exclusions by policy, quarantined plugins
 };
 
+// Whether the policy lets `plugin` run anything.
+bool policy_allows(const Policy& policy, const std::string& plugin);
+
+// `plugins` must have been read (PluginState::read) where the policy allows them.
 Enumeration enumerate_candidates(const OpDesc& op, const std::vector<PluginState>& plugins,
                                  const Policy& policy);
 

@@ -1,7 +1,8 @@
 // The hardware fingerprint the tuning cache is keyed by. It names everything whose change can
 // change which candidate is fastest: the CPU (model and usable features), each plugin's name
 // and version, each device's name, and the facts plugins report about drivers, runtimes and
-// the ISA or thread settings they run with.
+// the ISA or thread settings they run with. A deferred plugin (registry.h) is named by its
+// cheap identity instead of its devices, so that computing the fingerprint starts no runtime.
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -53,7 +54,18 @@ HardwareFingerprint hardware_fingerprint(const std::vector<LoadedPlugin>& loaded
     HardwareFingerprint::Plugin p;
     p.name = lp.ops ? lp.ops->name() : lp.name;
     p.version = lp.ops ? lp.ops->version() : lp.version;
-    if (lp.ops) {
+    if (!lp.deferred_identity.empty()) {
+      // A deferred plugin's devices() would start its runtime; its identity names what that
+      // runtime would find (drivers, GPUs, the variables that select them) and changes with it.
+      std::size_t begin = 0;
+      while (begin < lp.deferred_identity.size()) {
+        std::size_t end = lp.deferred_identity.find('\n', begin);
+        if (end == std::string::npos) end = lp.deferred_identity.size();
+        if (end > begin)
+          p.devices.push_back("identity: " + lp.deferred_identity.substr(begin, end - begin));
+        begin = end + 1;
+      }
+    } else if (lp.ops) {
       std::vector<DeviceInfo> devices;
       try {
         devices = lp.ops->devices();

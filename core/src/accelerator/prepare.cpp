@@ -43,7 +43,7 @@ std::shared_ptr<const Plan> Accelerator::Impl::make_plan(DecisionSlot& s, const 
   std::string refusals;
   if (auto plan = winner_plan(s, w, weights, refusals)) return plan;
   std::vector<CandidateId> order = s.ranking;
-  const accel::Enumeration e = accel::enumerate_candidates(w.op, plugins, options.policy);
+  const accel::Enumeration e = enumerate(w.op);
   for (const auto& c : e.candidates) order.push_back(c.id);
   for (std::size_t i = 0; i < order.size(); ++i) {
     const CandidateId& id = order[i];

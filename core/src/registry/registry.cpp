@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <set>
@@ -13,6 +14,7 @@
 
 #include "log_format.h"
 #include "qforge/input_file.h"
+#include "registry/deferred_ops.h"
 #include "registry/elf_check.h"
 #include "registry/plugin_library.h"
 #include "registry/search_path.h"
@@ -83,6 +85,7 @@ struct PluginRegistry::Impl {
   // the registry's lifetime: code that ran in them (static constructors, a half-done create())
   // may have left pointers into them behind.
   std::vector<std::shared_ptr<boost::dll::shared_library>> kept_libraries;
+  std::vector<std::string> only;  // restrict_to(): empty, every plugin
 
   bool fail(PluginFailure f) {
     log_format(LogLevel::warn, "plugin {}: {}", to_string(f.kind), f.message);
@@ -117,6 +120,15 @@ bool PluginRegistry::load_file(const std::filesystem::path& given) {
   const std::string name = plugin.name();
   const std::string version = plugin.version();
 
+  if (!impl_->only.empty() &&
+      std::find(impl_->only.begin(), impl_->only.end(), name) == impl_->only.end()) {
+    impl_->kept_libraries.push_back(plugin.library);
+    impl_->tried.erase(identity);  // lifting the restriction later loads it
+    log_format(LogLevel::debug, "plugin '{}' in {} skipped: not among the plugins asked for", name,
+               file.string());
+    return false;
+  }
+
   // Checked before create(), so a shadowed copy never touches its device.
   for (const auto& p : impl_->plugins) {
     if (p.name != name) continue;
@@ -128,13 +140,23 @@ bool PluginRegistry::load_file(const std::filesystem::path& given) {
                      name, file.string(), p.name, p.version, p.path.string())});
   }
 
+  // A deferred plugin is created on first use (deferred_ops.h).
+  if (auto identity = detail::deferred_identity(plugin)) {
+    auto ops = std::make_shared<detail::DeferredOps>(plugin, file, *identity);
+    impl_->plugins.push_back(
+        LoadedPlugin{file, name, version, std::move(ops), std::move(*identity)});
+    log_format(LogLevel::info, "loaded plugin '{}' {} from {} (created on first use)", name,
+               version, file.string());
+    return true;
+  }
+
   auto created = detail::create_plugin_ops(plugin, file);
   if (auto* f = std::get_if<PluginFailure>(&created)) {
     impl_->kept_libraries.push_back(plugin.library);
     return impl_->fail(std::move(*f));
   }
   impl_->plugins.push_back(LoadedPlugin{
-      file, name, version, std::move(std::get<std::shared_ptr<QuantizationOps>>(created))});
+      file, name, version, std::move(std::get<std::shared_ptr<QuantizationOps>>(created)), {}});
   log_format(LogLevel::info, "loaded plugin '{}' {} from {}", name, version, file.string());
   return true;
 }
@@ -184,6 +206,8 @@ void PluginRegistry::load_default() {
   }
   load_from(default_search_path());
 }
+
+void PluginRegistry::restrict_to(std::vector<std::string> names) { impl_->only = std::move(names); }
 
 const std::vector<LoadedPlugin>& PluginRegistry::plugins() const noexcept { return impl_->plugins; }
 

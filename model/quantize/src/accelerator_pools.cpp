@@ -28,6 +28,12 @@ const PoolLookup::Facts& PoolLookup::facts(const CandidateId& id) {
   return facts_.emplace(key, std::move(f)).first->second;
 }
 
+bool PoolLookup::deferred(const CandidateId& id) const {
+  for (const LoadedPlugin& p : accelerator_->plugins())
+    if (p.name == id.plugin) return !p.deferred_identity.empty();
+  return false;
+}
+
 PlanCandidates plan_candidates(Accelerator& accelerator, const Workload& workload,
                                PoolLookup& pools) {
   // decide() first: it honours online tuning off (the default, unmeasured) where tune() would
@@ -48,7 +54,7 @@ PlanCandidates plan_candidates(Accelerator& accelerator, const Workload& workloa
       out.winner.seconds = c.seconds;
       continue;
     }
-    if (usable(c.id) && pools.host_memory(c.id))
+    if (usable(c.id) && !pools.deferred(c.id) && pools.host_memory(c.id))
       out.others.push_back({c.id, pools.pool(c.id), c.seconds});
   }
   return out;

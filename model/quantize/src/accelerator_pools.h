@@ -22,6 +22,10 @@ class PoolLookup {
   // Whether the plugin's plans take host pointers (a plan of one that does not would need the
   // accelerator's staging, so only the accelerator's own choice may run there).
   bool host_memory(const CandidateId& id) { return facts(id).host_memory; }
+  // Whether the plugin is deferred (registry.h): asking it anything creates it, which is
+  // worth it for the decision's winner only. Deferred plugins start a device runtime, whose
+  // plans are staged, so they are never another thread pool's candidate.
+  bool deferred(const CandidateId& id) const;
 
  private:
   struct Facts {

@@ -16,6 +16,17 @@
 
 #define QFORGE_PLUGIN_ABI_VERSION 7u /* 7: MatmulDesc a_params_at_run */
 #define QFORGE_PLUGIN_ENTRY_SYMBOL "qforge_plugin_entry"
+/* Optional, beside the entry: a plugin whose create() starts a device runtime (a Vulkan
+ * instance and its drivers, a CUDA context) exports
+ *   const char* qforge_plugin_deferred_identity(void);
+ * which returns, without starting that runtime, a text that changes whenever the devices or
+ * drivers the runtime would find change (driver files, GPUs on the bus, the variables that
+ * select them), or NULL. When it returns a text, the registry calls create() only when the
+ * plugin is first asked anything but its name and version, and the tuning cache's fingerprint
+ * uses the text instead of the plugin's devices (docs/PLUGINS.md, "Deferred plugins"). The
+ * pointer must stay valid until the next call on the same thread. Adding or leaving out this
+ * symbol changes no layout: it is not part of QFORGE_PLUGIN_ABI_VERSION. */
+#define QFORGE_PLUGIN_DEFERRED_IDENTITY_SYMBOL "qforge_plugin_deferred_identity"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,6 +46,7 @@ typedef struct qforge_plugin_descriptor {
 } qforge_plugin_descriptor;
 
 typedef const qforge_plugin_descriptor* (*qforge_plugin_entry_fn)(void);
+typedef const char* (*qforge_plugin_deferred_identity_fn)(void);
 
 #ifdef __cplusplus
 }

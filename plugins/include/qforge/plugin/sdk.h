@@ -51,3 +51,18 @@ struct Factory {
         &::qforge::plugin::Factory<OPS_CLASS>::last_error};                         \
     return &descriptor;                                                             \
   }
+
+// Makes the plugin deferred (abi.h, QFORGE_PLUGIN_DEFERRED_IDENTITY_SYMBOL): FUNCTION is a
+// `std::string FUNCTION()` that computes the runtime's cheap identity without starting it. An
+// exception from it means "not deferred": the registry then creates the plugin as it loads.
+#define QFORGE_DEFINE_DEFERRED_IDENTITY(FUNCTION)                                                \
+  extern "C" __attribute__((visibility("default"))) const char* qforge_plugin_deferred_identity( \
+      void) {                                                                                    \
+    static thread_local std::string text;                                                        \
+    try {                                                                                        \
+      text = FUNCTION();                                                                         \
+      return text.c_str();                                                                       \
+    } catch (...) {                                                                              \
+      return nullptr;                                                                            \
+    }                                                                                            \
+  }
