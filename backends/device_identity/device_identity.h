@@ -7,7 +7,6 @@
 // named with their values.
 #pragma once
 
-#include <cstdint>
 #include <filesystem>
 #include <initializer_list>
 #include <string>
@@ -41,7 +40,5 @@ std::string library(std::string_view soname);
 // The files of `dir` (not recursive) whose extension is `ext` (".json"; "" for every one), sorted;
 // none when the directory does not exist.
 std::vector<std::filesystem::path> files_in(const std::filesystem::path& dir, std::string_view ext);
-
-std::uint64_t fnv1a(std::string_view text);
 
 }  // namespace qforge::device_identity

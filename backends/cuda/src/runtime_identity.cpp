@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "device_identity.h"
+#include "qforge/fnv1a.h"
 
 namespace qforge::cuda {
 
@@ -16,11 +17,11 @@ std::string runtime_identity() {
   out += id::library("libcuda.so.1");
   const std::string version = id::text_of("/proc/driver/nvidia/version");
   out += version.empty() ? "nvidia no kernel module version\n"
-                         : "nvidia " + std::to_string(id::fnv1a(version)) + "\n";
+                         : "nvidia " + std::to_string(qforge::fnv1a(version)) + "\n";
   // Each GPU the driver knows (model, bus location, board), then the bus itself.
   for (const auto& gpu : id::files_in("/proc/driver/nvidia/gpus", "")) {
     const std::string info = id::text_of(gpu / "information");
-    out += "gpu " + gpu.filename().string() + " " + std::to_string(id::fnv1a(info)) + "\n";
+    out += "gpu " + gpu.filename().string() + " " + std::to_string(qforge::fnv1a(info)) + "\n";
   }
   out += id::pci_display_devices();
   return out;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "device_identity.h"
+#include "qforge/fnv1a.h"
 
 namespace qforge::vulkan {
 namespace {
@@ -61,7 +62,7 @@ std::string library_path_of(const std::string& manifest) {
 
 std::string manifest(const fs::path& file) {
   const std::string text = id::text_of(file);
-  std::string out = id::file(file) + " fnv=" + std::to_string(id::fnv1a(text)) + "\n";
+  std::string out = id::file(file) + " fnv=" + std::to_string(qforge::fnv1a(text)) + "\n";
   const std::string lib = library_path_of(text);
   if (lib.empty()) return out;
   if (lib.find('/') == std::string::npos) return out + id::library(lib);
@@ -94,7 +95,7 @@ std::string runtime_identity() {
   // The NVIDIA driver's version, when its kernel module is loaded (its Vulkan driver's library
   // is named in a manifest as well).
   if (const std::string v = id::text_of("/proc/driver/nvidia/version"); !v.empty())
-    out += "nvidia " + std::to_string(id::fnv1a(v)) + "\n";
+    out += "nvidia " + std::to_string(qforge::fnv1a(v)) + "\n";
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <string_view>
 
+#include "qforge/fnv1a.h"
 #include "qforge/hardware.h"
 #include "qforge/tuning_cache.h"
 
@@ -19,15 +20,6 @@ namespace {
 constexpr std::array<std::string_view, 7> kFingerprintProperties = {
     "driver",      "driver_version", "runtime", "api_version", "compute_capability",
     "isa_allowed", "threads_used"};
-
-std::uint64_t fnv1a(std::string_view text) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 }  // namespace
 
