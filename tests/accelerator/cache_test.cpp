@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "qforge/fnv1a.h"
 #include "support.h"
 
 namespace {
@@ -135,6 +136,14 @@ TEST(TuningCache, FingerprintNamesCpuPluginsAndDevices) {
   HardwareFingerprint other = fp;
   other.plugins[0].devices[0] += " driver=2";
   EXPECT_NE(other.id(), fp.id());
+}
+
+// The fingerprint's hash must not change between builds, or every cache file in use would be
+// tuned again: FNV-1a's published 64-bit test vectors.
+TEST(TuningCache, FingerprintHashIsFnv1a) {
+  static_assert(qforge::fnv1a("") == 0xcbf29ce484222325ull);
+  EXPECT_EQ(qforge::fnv1a("a"), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(qforge::fnv1a("foobar"), 0x85944171f73967e8ull);
 }
 
 class CorruptCache : public ::testing::TestWithParam<std::pair<const char*, std::string>> {};
