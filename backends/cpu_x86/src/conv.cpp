@@ -139,6 +139,8 @@ struct Epilogue {
   // multiplier and its shift split into a left and a right shift
   std::vector<std::int32_t> fixed_multiplier, fixed_left, fixed_right;
   bool any_left = false;  // some channel's multiplier is 1 or more (a left shift)
+  // The AVX-512 fixed-point store's constants for channels [0, O) (fixed_table_avx512).
+  std::vector<std::int64_t> fixed_table;
   // conv_dequant
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
@@ -182,6 +184,12 @@ struct Epilogue {
           fixed_right[i] = m.shift > 0 ? 0 : -m.shift;
           any_left = any_left || fixed_left[i] != 0;
         }
+#if QFORGE_CPU_X86_HAVE_AVX512VNNI
+        if (avx512) {
+          fixed_table.resize(static_cast<std::size_t>((o + 15) / 16 * kFixedTableWords));
+          fixed_table_avx512(fixed_multiplier.data(), fixed_right.data(), o, fixed_table.data());
+        }
+#endif
       }
     }
     if (op == OpKind::conv_dequant) {
@@ -259,9 +267,16 @@ struct Epilogue {
         if (mode == RequantMode::float_multiplier)
           return store_requant_columns_avx512(acc, ld, rows, cols, bias, multiplier.data() + o0, zy,
                                               range.qmin, range.qmax, y, o);
-        return store_requant_fixed_avx512(acc, ld, rows, cols, bias, fixed_multiplier.data() + o0,
-                                          fixed_left.data() + o0, fixed_right.data() + o0, any_left,
-                                          zy, range.qmin, range.qmax, y, o);
+        const std::int64_t* table = fixed_table.data() + o0 / 16 * kFixedTableWords;
+        if (o0 % 16 != 0) {  // a group starting inside a block of the table: one of its own
+          thread_local std::vector<std::int64_t> own;
+          own.resize(static_cast<std::size_t>((cols + 15) / 16 * kFixedTableWords));
+          fixed_table_avx512(fixed_multiplier.data() + o0, fixed_right.data() + o0, cols,
+                             own.data());
+          table = own.data();
+        }
+        return store_requant_fixed_avx512(acc, ld, rows, cols, bias, table, fixed_left.data() + o0,
+                                          any_left, zy, range.qmin, range.qmax, y, o);
       }
       case OpKind::conv_dequant:
         return store_conv_dequant_avx512(acc, ld, rows, cols, bias, sx, sw.data() + o0,
@@ -536,6 +551,32 @@ bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDe
   const std::int64_t out_h = flat ? 1 : g.oh, out_w = flat ? g.n * g.pixels : g.ow;
   const bool x_signed = d.x_params.dtype() == DType::int8;
   const auto pad = static_cast<std::uint8_t>(d.x_params.zero_point() + (x_signed ? 128 : 0));
+  // An int32 bias that no sum can carry out of int32 (|sum| <= K * 255 * 255) joins the
+  // compensation the tiles start from, so the epilogue takes no add and no overflow check: in
+  // wrapping int32 the result is the true sum plus the bias, which fits.
+  const std::int32_t* c_init = reinterpret_cast<const std::int32_t*>(iw.c_init.data());
+  const Epilogue* epilogue = &e;
+  std::optional<Epilogue> without_bias;
+  if (e.bias_i32) {
+    const std::int64_t bound = g.k * 255 * 255;
+    bool fits = bound <= std::numeric_limits<std::int32_t>::max();
+    for (std::int64_t o = 0; o < g.o && fits; ++o)
+      fits = std::abs(static_cast<std::int64_t>(e.bias_i32[o])) <=
+             std::numeric_limits<std::int32_t>::max() - bound;
+    if (fits) {
+      thread_local AlignedBytes with_bias;
+      with_bias.reset(iw.c_init.size(), /*zero=*/false);
+      auto* init = reinterpret_cast<std::uint32_t*>(with_bias.data());
+      std::memcpy(init, c_init, iw.c_init.size());
+      for (std::int64_t o = 0; o < g.o; ++o)
+        for (std::int64_t r = 0; r < 16; ++r)
+          init[(o / 16) * 256 + r * 16 + o % 16] += static_cast<std::uint32_t>(e.bias_i32[o]);
+      c_init = reinterpret_cast<const std::int32_t*>(with_bias.data());
+      without_bias.emplace(e);
+      without_bias->bias_i32 = nullptr;
+      epilogue = &*without_bias;
+    }
+  }
   alignas(64) std::uint8_t pad_tile[1024];
   std::memset(pad_tile, pad, sizeof(pad_tile));
   const IconvArgs a{x,
@@ -544,7 +585,7 @@ bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDe
                     pad,
                     pad_tile,
                     reinterpret_cast<const std::int8_t*>(iw.b.data()),
-                    reinterpret_cast<const std::int32_t*>(iw.c_init.data()),
+                    c_init,
                     iw.steps,
                     g.c,
                     iw.cblocks,
@@ -602,7 +643,8 @@ bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDe
             for (std::int64_t c = 0; c < cols; ++c) row[c] += rf[c] * rowsum;
           }
         }
-        if (!e.apply(acc, ld, rows, o0, cols, y + (p0 * g.o + o0) * static_cast<std::int64_t>(es)))
+        if (!epilogue->apply(acc, ld, rows, o0, cols,
+                             y + (p0 * g.o + o0) * static_cast<std::int64_t>(es)))
           ok = false;
       }
     }
