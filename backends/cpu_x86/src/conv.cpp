@@ -525,6 +525,34 @@ struct KernelSession {
   KernelSession& operator=(const KernelSession&) = delete;
 };
 
+// An int32 bias that no sum can carry out of int32 (|sum| <= K * 255 * 255) joins the
+// compensation the implicit kernel's tiles start from, so the epilogue takes no add and no
+// overflow check: in wrapping int32 the result is the true sum plus the bias, which fits. Writes
+// the starting tiles with the bias into `init` and returns true when it fits.
+bool fold_bias(const Geometry& g, const ImplicitWeights& iw, const Epilogue& e,
+               AlignedBytes& init) {
+  if (!e.bias_i32) return false;
+  const std::int64_t bound = g.k * 255 * 255;
+  bool fits = bound <= std::numeric_limits<std::int32_t>::max();
+  for (std::int64_t o = 0; o < g.o && fits; ++o)
+    fits = std::abs(static_cast<std::int64_t>(e.bias_i32[o])) <=
+           std::numeric_limits<std::int32_t>::max() - bound;
+  if (!fits) return false;
+  init.reset(iw.c_init.size(), /*zero=*/false);
+  auto* t = reinterpret_cast<std::uint32_t*>(init.data());
+  std::memcpy(t, iw.c_init.data(), iw.c_init.size());
+  for (std::int64_t o = 0; o < g.o; ++o)
+    for (std::int64_t r = 0; r < 16; ++r)
+      t[(o / 16) * 256 + r * 16 + o % 16] += static_cast<std::uint32_t>(e.bias_i32[o]);
+  return true;
+}
+
+// The implicit kernel's starting tiles with the bias folded in, and the epilogue without it.
+struct FoldedBias {
+  const std::int32_t* init;
+  const Epilogue* epilogue;
+};
+
 // One group through the implicit-GEMM kernel (conv_implicit.h) on NHWC X. The output pixels of
 // the whole batch, in (image, row, column) order, are cut into blocks of 32 (a block may run
 // across output rows and images, so no tile row idles at the end of a row), and the output
@@ -540,7 +568,7 @@ struct KernelSession {
 // its tiles are contiguous runs of X.
 bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc& d,
                   const Geometry& g, const std::uint8_t* x, const ConvWeights& w, const Epilogue& e,
-                  std::uint8_t* y) {
+                  std::uint8_t* y, const FoldedBias* folded) {
   constexpr std::int64_t kBlockRows = 32, kChunkPanels = 8;
   // Runs per thread that the counter hands out at least, and the longest run.
   constexpr std::int64_t kRunsPerThread = 16, kMaxRun = 16;
@@ -551,26 +579,15 @@ bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDe
   const std::int64_t out_h = flat ? 1 : g.oh, out_w = flat ? g.n * g.pixels : g.ow;
   const bool x_signed = d.x_params.dtype() == DType::int8;
   const auto pad = static_cast<std::uint8_t>(d.x_params.zero_point() + (x_signed ? 128 : 0));
-  // An int32 bias that no sum can carry out of int32 (|sum| <= K * 255 * 255) joins the
-  // compensation the tiles start from, so the epilogue takes no add and no overflow check: in
-  // wrapping int32 the result is the true sum plus the bias, which fits.
   const std::int32_t* c_init = reinterpret_cast<const std::int32_t*>(iw.c_init.data());
   const Epilogue* epilogue = &e;
   std::optional<Epilogue> without_bias;
-  if (e.bias_i32) {
-    const std::int64_t bound = g.k * 255 * 255;
-    bool fits = bound <= std::numeric_limits<std::int32_t>::max();
-    for (std::int64_t o = 0; o < g.o && fits; ++o)
-      fits = std::abs(static_cast<std::int64_t>(e.bias_i32[o])) <=
-             std::numeric_limits<std::int32_t>::max() - bound;
-    if (fits) {
-      thread_local AlignedBytes with_bias;
-      with_bias.reset(iw.c_init.size(), /*zero=*/false);
-      auto* init = reinterpret_cast<std::uint32_t*>(with_bias.data());
-      std::memcpy(init, c_init, iw.c_init.size());
-      for (std::int64_t o = 0; o < g.o; ++o)
-        for (std::int64_t r = 0; r < 16; ++r)
-          init[(o / 16) * 256 + r * 16 + o % 16] += static_cast<std::uint32_t>(e.bias_i32[o]);
+  if (folded) {  // prepared once by the plan
+    c_init = folded->init;
+    epilogue = folded->epilogue;
+  } else {
+    thread_local AlignedBytes with_bias;
+    if (fold_bias(g, iw, e, with_bias)) {
       c_init = reinterpret_cast<const std::int32_t*>(with_bias.data());
       without_bias.emplace(e);
       without_bias->bias_i32 = nullptr;
@@ -883,7 +900,7 @@ namespace {
 // the pool (the path for batches too small to give every thread its own images).
 bool run_batch(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc& d,
                const Geometry& g, const Epilogue& e, const void* x, const ConvWeights& w, void* y,
-               ConvScratch& s) {
+               ConvScratch& s, const FoldedBias* folded) {
   const std::size_t es = out_bytes(e.op);
   const bool nchw = d.layout == ConvLayout::nchw;
   const auto* xs = static_cast<const std::uint8_t*>(x);
@@ -901,7 +918,7 @@ bool run_batch(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc&
   }
   const bool ok =
       w.path() == ConvPath::depthwise  ? run_depthwise(ctx, kernel, d, g, xs, w, e, ys, s)
-      : w.path() == ConvPath::implicit ? run_implicit(ctx, kernel, d, g, xs, w, e, ys)
+      : w.path() == ConvPath::implicit ? run_implicit(ctx, kernel, d, g, xs, w, e, ys, folded)
                                        : run_gemm_groups(ctx, kernel, d, g, xs, w, e, ys, s);
   if (!ok) return false;
   if (nchw) {
@@ -926,16 +943,47 @@ bool split_by_image(const ConvDesc& d, const ConvWeights& w, const ThreadPool& p
 
 }  // namespace
 
+struct ConvRunConstants {
+  std::vector<std::uint8_t> bias;  // the plan's fixed bias, its own copy (empty: none)
+  std::optional<Epilogue> epilogue;
+  AlignedBytes init;  // the implicit kernel's starting tiles with the int32 bias folded in
+  std::optional<Epilogue> without_bias;  // set when init holds the bias
+};
+
+std::shared_ptr<const ConvRunConstants> prepare_conv_run(const GemmTuning& tuning, OpKind op,
+                                                         const ConvDesc& d, const ConvWeights& w,
+                                                         const void* bias) {
+  auto c = std::make_shared<ConvRunConstants>();
+  if (d.bias != ConvBias::none && bias) {
+    const auto* b = static_cast<const std::uint8_t*>(bias);
+    c->bias.assign(b, b + d.out_channels * 4);  // int32 or float32 per output channel
+  }
+  c->epilogue.emplace(op, d, c->bias.empty() ? nullptr : c->bias.data(), tuning.avx512_epilogue);
+  if (w.path() == ConvPath::implicit &&
+      fold_bias(Geometry(d), w.implicit(), *c->epilogue, c->init)) {
+    c->without_bias.emplace(*c->epilogue);
+    c->without_bias->bias_i32 = nullptr;
+  }
+  return c;
+}
+
 bool run_conv(const GemmContext& ctx, const KernelInfo& kernel, OpKind op, const ConvDesc& d,
-              const void* x, const ConvWeights& w, const void* bias, void* y) {
+              const void* x, const ConvWeights& w, const void* bias, void* y,
+              const ConvRunConstants* prepared) {
   const Geometry g(d);
   if (g.n * g.o * g.pixels == 0) return true;
-  const Epilogue e(op, d, bias, ctx.tuning.avx512_epilogue);
+  std::optional<Epilogue> per_call;
+  const Epilogue& e =
+      prepared ? *prepared->epilogue : per_call.emplace(op, d, bias, ctx.tuning.avx512_epilogue);
+  std::optional<FoldedBias> folded;
+  if (prepared && prepared->without_bias)
+    folded = FoldedBias{reinterpret_cast<const std::int32_t*>(prepared->init.data()),
+                        &*prepared->without_bias};
   if (w.path() == ConvPath::small_k)
     return run_small_k(ctx, d, g, static_cast<const std::uint8_t*>(x), w, e,
                        static_cast<std::uint8_t*>(y));
   if (!split_by_image(d, w, ctx.pool))
-    return run_batch(ctx, kernel, d, g, e, x, w, y, conv_scratch());
+    return run_batch(ctx, kernel, d, g, e, x, w, y, conv_scratch(), folded ? &*folded : nullptr);
   // One task per image. The pool runs a parallel_for called from inside a task on the calling
   // thread, so every step below stays on the task's thread, with that thread's scratch.
   ConvDesc one = d;
@@ -948,7 +996,7 @@ bool run_conv(const GemmContext& ctx, const KernelInfo& kernel, OpKind op, const
     thread_local GemmScratch gemm_scratch;
     const GemmContext own{ctx.pool, gemm_scratch, ctx.tuning};
     if (!run_batch(own, kernel, one, g1, e, static_cast<const std::uint8_t*>(x) + n * x_image, w,
-                   static_cast<std::uint8_t*>(y) + n * y_image, conv_scratch()))
+                   static_cast<std::uint8_t*>(y) + n * y_image, conv_scratch(), nullptr))
       ok = false;
   });
   return ok;
