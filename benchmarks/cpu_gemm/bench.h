@@ -20,7 +20,9 @@ struct Options {
   std::string isa;                        // cpu_x86 "isa" option, empty = all
   std::vector<std::array<std::int64_t, 3>>
       shapes;               // --shape MxNxK (repeatable); empty = the set
-  std::string conv_filter;  // --conv-filter TEXT: only the conv rows whose name contains it
+  // --conv-filter TEXT: only the conv rows whose name contains it, or one of its '|'-separated
+  // texts
+  std::string conv_filter;
 };
 
 // u8 x s8 -> f32 (matmul_dequant with prepacked weights) against onednn and OpenBLAS sgemm.

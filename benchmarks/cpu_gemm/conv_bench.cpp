@@ -81,6 +81,20 @@ std::string row_name(const OpDesc& op) {
               : "");
 }
 
+// Whether a row's name contains one of the '|'-separated texts of --conv-filter (all rows when
+// it is empty).
+bool matches_filter(const std::string& name, const std::string& filter) {
+  if (filter.empty()) return true;
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t bar = filter.find('|', from);
+    const std::string text = filter.substr(from, bar == std::string::npos ? bar : bar - from);
+    if (!text.empty() && name.find(text) != std::string::npos) return true;
+    if (bar == std::string::npos) return false;
+    from = bar + 1;
+  }
+}
+
 // The per-call op (validates the descriptor and packs W on every call).
 double call_seconds(QuantizationOps& ops, const OpDesc& op, Operands& o, const Options& opt) {
   const auto& d = std::get<ConvDesc>(op.desc);
@@ -147,8 +161,7 @@ std::vector<std::string> run_conv_benchmarks(QuantizationOps& x86, QuantizationO
                   (onednn ? " | onednn" : ""));
   for (const OpDesc& op : ops) {
     const auto& d = std::get<ConvDesc>(op.desc);
-    if (!opt.conv_filter.empty() && row_name(op).find(opt.conv_filter) == std::string::npos)
-      continue;
+    if (!matches_filter(row_name(op), opt.conv_filter)) continue;
     Operands o = random_operands(op, rng);
     std::string kernel;
     const double x = plan_seconds(x86, op, o, opt, &kernel, opt.min_runs);

@@ -8,7 +8,8 @@
 //   seconds)
 //                         [--shape MxNxK]...   (only these GEMM shapes, no int4 rows)
 //                         [--x86-option KEY=VALUE]...   (cpu_x86 set_option, e.g. gemv_prefetch=0)
-//                         [--conv-filter TEXT]   (only the conv rows whose name contains it)
+//                         [--conv-filter TEXT]   (only the conv rows whose name contains it, or one
+//                                                of its '|'-separated texts)
 //                         [--cpu-clock]   (process CPU time instead of wall time: with
 //                         --threads 1 and OPENBLAS_NUM_THREADS=1, on a shared machine)
 #include <cblas.h>

@@ -139,6 +139,8 @@ struct Epilogue {
   // multiplier and its shift split into a left and a right shift
   std::vector<std::int32_t> fixed_multiplier, fixed_left, fixed_right;
   bool any_left = false;  // some channel's multiplier is 1 or more (a left shift)
+  // The AVX-512 fixed-point store's constants for channels [0, O) (fixed_table_avx512).
+  std::vector<std::int64_t> fixed_table;
   // conv_dequant
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
@@ -182,6 +184,12 @@ struct Epilogue {
           fixed_right[i] = m.shift > 0 ? 0 : -m.shift;
           any_left = any_left || fixed_left[i] != 0;
         }
+#if QFORGE_CPU_X86_HAVE_AVX512VNNI
+        if (avx512) {
+          fixed_table.resize(static_cast<std::size_t>((o + 15) / 16 * kFixedTableWords));
+          fixed_table_avx512(fixed_multiplier.data(), fixed_right.data(), o, fixed_table.data());
+        }
+#endif
       }
     }
     if (op == OpKind::conv_dequant) {
@@ -259,9 +267,16 @@ struct Epilogue {
         if (mode == RequantMode::float_multiplier)
           return store_requant_columns_avx512(acc, ld, rows, cols, bias, multiplier.data() + o0, zy,
                                               range.qmin, range.qmax, y, o);
-        return store_requant_fixed_avx512(acc, ld, rows, cols, bias, fixed_multiplier.data() + o0,
-                                          fixed_left.data() + o0, fixed_right.data() + o0, any_left,
-                                          zy, range.qmin, range.qmax, y, o);
+        const std::int64_t* table = fixed_table.data() + o0 / 16 * kFixedTableWords;
+        if (o0 % 16 != 0) {  // a group starting inside a block of the table: one of its own
+          thread_local std::vector<std::int64_t> own;
+          own.resize(static_cast<std::size_t>((cols + 15) / 16 * kFixedTableWords));
+          fixed_table_avx512(fixed_multiplier.data() + o0, fixed_right.data() + o0, cols,
+                             own.data());
+          table = own.data();
+        }
+        return store_requant_fixed_avx512(acc, ld, rows, cols, bias, table, fixed_left.data() + o0,
+                                          any_left, zy, range.qmin, range.qmax, y, o);
       }
       case OpKind::conv_dequant:
         return store_conv_dequant_avx512(acc, ld, rows, cols, bias, sx, sw.data() + o0,
@@ -510,6 +525,34 @@ struct KernelSession {
   KernelSession& operator=(const KernelSession&) = delete;
 };
 
+// An int32 bias that no sum can carry out of int32 (|sum| <= K * 255 * 255) joins the
+// compensation the implicit kernel's tiles start from, so the epilogue takes no add and no
+// overflow check: in wrapping int32 the result is the true sum plus the bias, which fits. Writes
+// the starting tiles with the bias into `init` and returns true when it fits.
+bool fold_bias(const Geometry& g, const ImplicitWeights& iw, const Epilogue& e,
+               AlignedBytes& init) {
+  if (!e.bias_i32) return false;
+  const std::int64_t bound = g.k * 255 * 255;
+  bool fits = bound <= std::numeric_limits<std::int32_t>::max();
+  for (std::int64_t o = 0; o < g.o && fits; ++o)
+    fits = std::abs(static_cast<std::int64_t>(e.bias_i32[o])) <=
+           std::numeric_limits<std::int32_t>::max() - bound;
+  if (!fits) return false;
+  init.reset(iw.c_init.size(), /*zero=*/false);
+  auto* t = reinterpret_cast<std::uint32_t*>(init.data());
+  std::memcpy(t, iw.c_init.data(), iw.c_init.size());
+  for (std::int64_t o = 0; o < g.o; ++o)
+    for (std::int64_t r = 0; r < 16; ++r)
+      t[(o / 16) * 256 + r * 16 + o % 16] += static_cast<std::uint32_t>(e.bias_i32[o]);
+  return true;
+}
+
+// The implicit kernel's starting tiles with the bias folded in, and the epilogue without it.
+struct FoldedBias {
+  const std::int32_t* init;
+  const Epilogue* epilogue;
+};
+
 // One group through the implicit-GEMM kernel (conv_implicit.h) on NHWC X. The output pixels of
 // the whole batch, in (image, row, column) order, are cut into blocks of 32 (a block may run
 // across output rows and images, so no tile row idles at the end of a row), and the output
@@ -525,7 +568,7 @@ struct KernelSession {
 // its tiles are contiguous runs of X.
 bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc& d,
                   const Geometry& g, const std::uint8_t* x, const ConvWeights& w, const Epilogue& e,
-                  std::uint8_t* y) {
+                  std::uint8_t* y, const FoldedBias* folded) {
   constexpr std::int64_t kBlockRows = 32, kChunkPanels = 8;
   // Runs per thread that the counter hands out at least, and the longest run.
   constexpr std::int64_t kRunsPerThread = 16, kMaxRun = 16;
@@ -536,6 +579,21 @@ bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDe
   const std::int64_t out_h = flat ? 1 : g.oh, out_w = flat ? g.n * g.pixels : g.ow;
   const bool x_signed = d.x_params.dtype() == DType::int8;
   const auto pad = static_cast<std::uint8_t>(d.x_params.zero_point() + (x_signed ? 128 : 0));
+  const std::int32_t* c_init = reinterpret_cast<const std::int32_t*>(iw.c_init.data());
+  const Epilogue* epilogue = &e;
+  std::optional<Epilogue> without_bias;
+  if (folded) {  // prepared once by the plan
+    c_init = folded->init;
+    epilogue = folded->epilogue;
+  } else {
+    thread_local AlignedBytes with_bias;
+    if (fold_bias(g, iw, e, with_bias)) {
+      c_init = reinterpret_cast<const std::int32_t*>(with_bias.data());
+      without_bias.emplace(e);
+      without_bias->bias_i32 = nullptr;
+      epilogue = &*without_bias;
+    }
+  }
   alignas(64) std::uint8_t pad_tile[1024];
   std::memset(pad_tile, pad, sizeof(pad_tile));
   const IconvArgs a{x,
@@ -544,7 +602,7 @@ bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDe
                     pad,
                     pad_tile,
                     reinterpret_cast<const std::int8_t*>(iw.b.data()),
-                    reinterpret_cast<const std::int32_t*>(iw.c_init.data()),
+                    c_init,
                     iw.steps,
                     g.c,
                     iw.cblocks,
@@ -602,7 +660,8 @@ bool run_implicit(const GemmContext& ctx, const KernelInfo& kernel, const ConvDe
             for (std::int64_t c = 0; c < cols; ++c) row[c] += rf[c] * rowsum;
           }
         }
-        if (!e.apply(acc, ld, rows, o0, cols, y + (p0 * g.o + o0) * static_cast<std::int64_t>(es)))
+        if (!epilogue->apply(acc, ld, rows, o0, cols,
+                             y + (p0 * g.o + o0) * static_cast<std::int64_t>(es)))
           ok = false;
       }
     }
@@ -841,7 +900,7 @@ namespace {
 // the pool (the path for batches too small to give every thread its own images).
 bool run_batch(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc& d,
                const Geometry& g, const Epilogue& e, const void* x, const ConvWeights& w, void* y,
-               ConvScratch& s) {
+               ConvScratch& s, const FoldedBias* folded) {
   const std::size_t es = out_bytes(e.op);
   const bool nchw = d.layout == ConvLayout::nchw;
   const auto* xs = static_cast<const std::uint8_t*>(x);
@@ -859,7 +918,7 @@ bool run_batch(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc&
   }
   const bool ok =
       w.path() == ConvPath::depthwise  ? run_depthwise(ctx, kernel, d, g, xs, w, e, ys, s)
-      : w.path() == ConvPath::implicit ? run_implicit(ctx, kernel, d, g, xs, w, e, ys)
+      : w.path() == ConvPath::implicit ? run_implicit(ctx, kernel, d, g, xs, w, e, ys, folded)
                                        : run_gemm_groups(ctx, kernel, d, g, xs, w, e, ys, s);
   if (!ok) return false;
   if (nchw) {
@@ -884,16 +943,47 @@ bool split_by_image(const ConvDesc& d, const ConvWeights& w, const ThreadPool& p
 
 }  // namespace
 
+struct ConvRunConstants {
+  std::vector<std::uint8_t> bias;  // the plan's fixed bias, its own copy (empty: none)
+  std::optional<Epilogue> epilogue;
+  AlignedBytes init;  // the implicit kernel's starting tiles with the int32 bias folded in
+  std::optional<Epilogue> without_bias;  // set when init holds the bias
+};
+
+std::shared_ptr<const ConvRunConstants> prepare_conv_run(const GemmTuning& tuning, OpKind op,
+                                                         const ConvDesc& d, const ConvWeights& w,
+                                                         const void* bias) {
+  auto c = std::make_shared<ConvRunConstants>();
+  if (d.bias != ConvBias::none && bias) {
+    const auto* b = static_cast<const std::uint8_t*>(bias);
+    c->bias.assign(b, b + d.out_channels * 4);  // int32 or float32 per output channel
+  }
+  c->epilogue.emplace(op, d, c->bias.empty() ? nullptr : c->bias.data(), tuning.avx512_epilogue);
+  if (w.path() == ConvPath::implicit &&
+      fold_bias(Geometry(d), w.implicit(), *c->epilogue, c->init)) {
+    c->without_bias.emplace(*c->epilogue);
+    c->without_bias->bias_i32 = nullptr;
+  }
+  return c;
+}
+
 bool run_conv(const GemmContext& ctx, const KernelInfo& kernel, OpKind op, const ConvDesc& d,
-              const void* x, const ConvWeights& w, const void* bias, void* y) {
+              const void* x, const ConvWeights& w, const void* bias, void* y,
+              const ConvRunConstants* prepared) {
   const Geometry g(d);
   if (g.n * g.o * g.pixels == 0) return true;
-  const Epilogue e(op, d, bias, ctx.tuning.avx512_epilogue);
+  std::optional<Epilogue> per_call;
+  const Epilogue& e =
+      prepared ? *prepared->epilogue : per_call.emplace(op, d, bias, ctx.tuning.avx512_epilogue);
+  std::optional<FoldedBias> folded;
+  if (prepared && prepared->without_bias)
+    folded = FoldedBias{reinterpret_cast<const std::int32_t*>(prepared->init.data()),
+                        &*prepared->without_bias};
   if (w.path() == ConvPath::small_k)
     return run_small_k(ctx, d, g, static_cast<const std::uint8_t*>(x), w, e,
                        static_cast<std::uint8_t*>(y));
   if (!split_by_image(d, w, ctx.pool))
-    return run_batch(ctx, kernel, d, g, e, x, w, y, conv_scratch());
+    return run_batch(ctx, kernel, d, g, e, x, w, y, conv_scratch(), folded ? &*folded : nullptr);
   // One task per image. The pool runs a parallel_for called from inside a task on the calling
   // thread, so every step below stays on the task's thread, with that thread's scratch.
   ConvDesc one = d;
@@ -906,7 +996,7 @@ bool run_conv(const GemmContext& ctx, const KernelInfo& kernel, OpKind op, const
     thread_local GemmScratch gemm_scratch;
     const GemmContext own{ctx.pool, gemm_scratch, ctx.tuning};
     if (!run_batch(own, kernel, one, g1, e, static_cast<const std::uint8_t*>(x) + n * x_image, w,
-                   static_cast<std::uint8_t*>(y) + n * y_image, conv_scratch()))
+                   static_cast<std::uint8_t*>(y) + n * y_image, conv_scratch(), nullptr))
       ok = false;
   });
   return ok;

@@ -122,10 +122,22 @@ class ConvWeights {
 // plan need not keep W to let the reference report an overflow.
 bool conv_bias_cannot_overflow(const ConvDesc& d, const void* w, const std::int32_t* bias);
 
+// What run_conv otherwise derives on every call from the descriptor and the bias: the epilogue's
+// per-channel factors (the fixed-point multipliers and their AVX-512 table, the float
+// multipliers) and the implicit kernel's starting tiles with an int32 bias folded in. A plan
+// whose weights (and bias, if any) are fixed computes them once; `bias` is copied (null: none).
+struct ConvRunConstants;
+std::shared_ptr<const ConvRunConstants> prepare_conv_run(const GemmTuning& tuning, OpKind op,
+                                                         const ConvDesc& d, const ConvWeights& w,
+                                                         const void* bias);
+
 // Runs the convolution with `kernel` (a GEMM kernel, or the direct kernel of the path the weights
-// were prepared for). bias follows d.bias (null when none). Returns false when an output plus
-// the int32 bias leaves int32: the caller then runs the reference, which reports the position.
+// were prepared for). bias follows d.bias (null when none); `prepared`, when given, is
+// prepare_conv_run's for these weights and this bias, and stands in for it. Returns false when
+// an output plus the int32 bias leaves int32: the caller then runs the reference, which reports
+// the position.
 bool run_conv(const GemmContext& ctx, const KernelInfo& kernel, OpKind op, const ConvDesc& d,
-              const void* x, const ConvWeights& w, const void* bias, void* y);
+              const void* x, const ConvWeights& w, const void* bias, void* y,
+              const ConvRunConstants* prepared = nullptr);
 
 }  // namespace qforge::cpu_x86

@@ -27,42 +27,48 @@ inline __mmask16 tail_mask(std::int64_t valid) {
   return valid >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << valid) - 1);
 }
 
-// The per-channel constants of fixed_point16 for 16 channels, in the two halves that
-// _mm512_mul_epi32 multiplies (even: channels 0, 2, ..; odd: 1, 3, ..; one 64-bit lane each).
-struct FixedChannels {
-  __m512i m_even, m_odd;            // the multipliers
-  __m512i add_even[2], add_odd[2];  // the rounding addend, [0] when h >= 0, [1] when h < 0
-  __m512i shift_even, shift_odd;    // 31 + the right shift
-
-  FixedChannels(__m512i m, __m512i right) {
-    m_even = m;
-    m_odd = _mm512_srli_epi64(m, 32);
-    const __m512i e_even = _mm512_and_si512(right, _mm512_set1_epi64(0xffffffff));
-    const __m512i e_odd = _mm512_srli_epi64(right, 32);
-    halves(e_even, add_even, shift_even);
-    halves(e_odd, add_odd, shift_odd);
-  }
-
- private:
-  // For a right shift e: 2^30 + k * 2^31 with k = 2^(e-1) (h >= 0) or 2^(e-1) - 1 (h < 0), k = 0
-  // when e = 0 (see fixed_point16).
-  static void halves(__m512i e, __m512i (&add)[2], __m512i& shift) {
-    const __m512i base = _mm512_set1_epi64(std::int64_t{1} << 30);
-    const __mmask8 positive = _mm512_cmpgt_epi64_mask(e, _mm512_setzero_si512());
-    add[0] = _mm512_add_epi64(base, _mm512_maskz_sllv_epi64(positive, base, e));
-    add[1] =
-        _mm512_mask_sub_epi64(add[0], positive, add[0], _mm512_set1_epi64(std::int64_t{1} << 31));
-    shift = _mm512_add_epi64(e, _mm512_set1_epi64(31));
-  }
+// The per-channel constants of fixed_point16 for 16 channels (FixedBlock: kFixedTableWords
+// int64), in the two halves that _mm512_mul_epi32 multiplies (even: channels 0, 2, ..; odd: 1,
+// 3, ..; one 64-bit lane each). Vector i of a block is words [8 i, 8 i + 8).
+enum FixedVector : int {
+  kMulEven,   // the multipliers
+  kMulOdd,
+  kAddEven0,  // the rounding addend when h >= 0
+  kAddEven1,  // ... when h < 0
+  kAddOdd0,
+  kAddOdd1,
+  kShiftEven,  // 31 + the right shift
+  kShiftOdd,
 };
+static_assert(kShiftOdd * 8 + 8 == kFixedTableWords);
+
+inline __m512i fixed_vector(const std::int64_t* block, FixedVector i) {
+  return _mm512_loadu_si512(block + 8 * i);
+}
+
+// For a right shift e: 2^30 + k * 2^31 with k = 2^(e-1) (h >= 0) or 2^(e-1) - 1 (h < 0), k = 0
+// when e = 0 (see fixed_point16).
+void fixed_halves(__m512i e, std::int64_t* block, FixedVector add0, FixedVector add1,
+                  FixedVector shift) {
+  const __m512i base = _mm512_set1_epi64(std::int64_t{1} << 30);
+  const __mmask8 positive = _mm512_cmpgt_epi64_mask(e, _mm512_setzero_si512());
+  const __m512i a0 = _mm512_add_epi64(base, _mm512_maskz_sllv_epi64(positive, base, e));
+  const __m512i a1 =
+      _mm512_mask_sub_epi64(a0, positive, a0, _mm512_set1_epi64(std::int64_t{1} << 31));
+  _mm512_storeu_si512(block + 8 * add0, a0);
+  _mm512_storeu_si512(block + 8 * add1, a1);
+  _mm512_storeu_si512(block + 8 * shift, _mm512_add_epi64(e, _mm512_set1_epi64(31)));
+}
 
 // One half of fixed_point16: the 64-bit products a * m of its lanes, both roundings in one
 // arithmetic shift; the result in the low 32 bits of each lane.
-inline __m512i fixed_half(__m512i a, __m512i m, const __m512i (&add)[2], __m512i shift) {
-  const __m512i p = _mm512_mul_epi32(a, m);
+inline __m512i fixed_half(__m512i a, const std::int64_t* block, FixedVector m, FixedVector add0,
+                          FixedVector add1, FixedVector shift) {
+  const __m512i p = _mm512_mul_epi32(a, fixed_vector(block, m));
   const __mmask8 negative = _mm512_cmplt_epi64_mask(p, _mm512_set1_epi64(-(std::int64_t{1} << 30)));
-  return _mm512_srav_epi64(_mm512_add_epi64(p, _mm512_mask_blend_epi64(negative, add[0], add[1])),
-                           shift);
+  const __m512i add =
+      _mm512_mask_blend_epi64(negative, fixed_vector(block, add0), fixed_vector(block, add1));
+  return _mm512_srav_epi64(_mm512_add_epi64(p, add), fixed_vector(block, shift));
 }
 
 // reference::multiply_by_quantized_multiplier for 16 lanes: the saturating left shift, then
@@ -75,9 +81,9 @@ inline __m512i fixed_half(__m512i a, __m512i m, const __m512i (&add)[2], __m512i
 // / 2^(31+e)) for x = p + 2^30. h < 0 exactly when x < 0. |p| < 2^62 and k 2^31 <= 2^61, so the
 // sum fits int64; the result fits int32. kLeft: some channel has a left shift (a multiplier of
 // 1 or more); without one, x << 0 is x and the saturation never applies, so that step is
-// skipped.
+// skipped. The odd half's results move into the odd lanes by one masked shuffle.
 template <bool kLeft>
-inline __m512i fixed_point16(__m512i x, const FixedChannels& f, __m512i left) {
+inline __m512i fixed_point16(__m512i x, const std::int64_t* block, __m512i left) {
   __m512i a = x;
   if constexpr (kLeft) {
     const __m512i shifted = _mm512_sllv_epi32(x, left);
@@ -86,9 +92,10 @@ inline __m512i fixed_point16(__m512i x, const FixedChannels& f, __m512i left) {
                                                 _mm512_set1_epi32(static_cast<int>(0x80000000u)));
     a = _mm512_mask_blend_epi32(exact, sat, shifted);
   }
-  const __m512i even = fixed_half(a, f.m_even, f.add_even, f.shift_even);
-  const __m512i odd = fixed_half(_mm512_srli_epi64(a, 32), f.m_odd, f.add_odd, f.shift_odd);
-  return _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
+  const __m512i even = fixed_half(a, block, kMulEven, kAddEven0, kAddEven1, kShiftEven);
+  const __m512i odd =
+      fixed_half(_mm512_srli_epi64(a, 32), block, kMulOdd, kAddOdd0, kAddOdd1, kShiftOdd);
+  return _mm512_mask_shuffle_epi32(even, 0xAAAA, odd, _MM_PERM_CDAB);
 }
 
 // acc + bias in wrapping int32, or acc without a bias; overflow collects the sign bit of every
@@ -115,6 +122,78 @@ bool by_channel_blocks(std::int64_t cols, const std::int32_t* bias, const Body& 
   return negative_lanes(overflow) == 0;
 }
 
+// The requantized outputs of one row: h (int32, per 16 channels) becomes the byte
+// clamp(h + zy, qmin, qmax). Whole groups of 64 channels narrow four vectors at once with the
+// saturating packs, one 64-byte store: int16 saturation keeps every h outside [-32768, 32767] on
+// its side of the range (|zy| <= 255 and the range lies within the byte's), the add of zy
+// saturates likewise, and the byte pack saturates to the output type's bounds, inside which the
+// clamp to [qmin, qmax] is exact. The packs work within 128-bit lanes, so one permutation puts
+// the dwords back in channel order. A last partial group goes 16 channels at a time, clamped in
+// int32 (h + zy may leave int32: clamp(h, qmin - zy, qmax - zy) + zy instead).
+struct ByteOut {
+  bool is_signed;  // int8 output (qmin < 0); uint8 otherwise (its range then lies in [0, 127]
+                   // or in [0, 255]: the unsigned pack serves both)
+  __m512i z16, lo8, hi8;   // zy as int16, qmin and qmax as bytes
+  __m512i z32, lo, hi;     // zy, qmin - zy and qmax - zy as int32
+  __m512i order;           // the permutation of dwords after the packs
+
+  ByteOut(std::int32_t zy, std::int32_t qmin, std::int32_t qmax)
+      : is_signed(qmin < 0),
+        z16(_mm512_set1_epi16(static_cast<short>(zy))),
+        lo8(_mm512_set1_epi8(static_cast<char>(qmin))),
+        hi8(_mm512_set1_epi8(static_cast<char>(qmax))),
+        z32(_mm512_set1_epi32(zy)),
+        lo(_mm512_set1_epi32(qmin - zy)),
+        hi(_mm512_set1_epi32(qmax - zy)),
+        // dword j of the result (channels 4 j .. 4 j + 3) is dword 4 (j % 4) + j / 4 of the packs
+        order(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)) {}
+
+  void store64(__m512i h0, __m512i h1, __m512i h2, __m512i h3, std::uint8_t* out) const {
+    const __m512i s01 = _mm512_adds_epi16(_mm512_packs_epi32(h0, h1), z16);
+    const __m512i s23 = _mm512_adds_epi16(_mm512_packs_epi32(h2, h3), z16);
+    __m512i b;
+    if (is_signed) {
+      b = _mm512_permutexvar_epi32(order, _mm512_packs_epi16(s01, s23));
+      b = _mm512_min_epi8(_mm512_max_epi8(b, lo8), hi8);
+    } else {
+      b = _mm512_permutexvar_epi32(order, _mm512_packus_epi16(s01, s23));
+      b = _mm512_min_epu8(_mm512_max_epu8(b, lo8), hi8);
+    }
+    _mm512_storeu_si512(out, b);
+  }
+
+  void store16(__m512i h, __mmask16 k, std::uint8_t* out) const {
+    const __m512i q = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(h, lo), hi), z32);
+    _mm512_mask_cvtepi32_storeu_epi8(out, k, q);  // q is inside [qmin, qmax]: its low 8 bits
+  }
+};
+
+// The requantizing stores' loop: per row, the sums (+ bias) of 16 channels through
+// requant(c, k, a) -> h, written by ByteOut. Returns false when a sum + bias left int32.
+template <bool kBias, class Requant>
+bool requant_rows(const std::int32_t* acc, std::int64_t ld, std::int64_t rows, std::int64_t cols,
+                  const std::int32_t* bias, const ByteOut& w, std::uint8_t* out, std::int64_t ldo,
+                  const Requant& requant) {
+  __m512i overflow = _mm512_setzero_si512();
+  const std::int64_t whole = cols / 64 * 64;
+  auto h = [&](const std::int32_t* row, std::int64_t c, __mmask16 k) {
+    const __m512i b = kBias ? _mm512_maskz_loadu_epi32(k, bias + c) : _mm512_setzero_si512();
+    return requant(c, k, with_bias<kBias>(_mm512_maskz_loadu_epi32(k, row + c), b, overflow));
+  };
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int32_t* row = acc + r * ld;
+    std::uint8_t* o = out + r * ldo;
+    for (std::int64_t c = 0; c < whole; c += 64)
+      w.store64(h(row, c, 0xFFFF), h(row, c + 16, 0xFFFF), h(row, c + 32, 0xFFFF),
+                h(row, c + 48, 0xFFFF), o + c);
+    for (std::int64_t c = whole; c < cols; c += 16) {
+      const __mmask16 k = tail_mask(cols - c);
+      w.store16(h(row, c, k), k, o + c);
+    }
+  }
+  return negative_lanes(overflow) == 0;
+}
+
 }  // namespace
 
 bool store_conv_int32_avx512(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,
@@ -130,57 +209,56 @@ bool store_conv_int32_avx512(const std::int32_t* acc, std::int64_t ld, std::int6
       });
 }
 
+void fixed_table_avx512(const std::int32_t* multiplier, const std::int32_t* right,
+                        std::int64_t cols, std::int64_t* table) {
+  for (std::int64_t c = 0; c < cols; c += 16) {
+    const __mmask16 k = tail_mask(cols - c);
+    std::int64_t* block = table + c / 16 * kFixedTableWords;
+    const __m512i m = _mm512_maskz_loadu_epi32(k, multiplier + c);
+    const __m512i e = _mm512_maskz_loadu_epi32(k, right + c);
+    _mm512_storeu_si512(block + 8 * kMulEven, m);
+    _mm512_storeu_si512(block + 8 * kMulOdd, _mm512_srli_epi64(m, 32));
+    fixed_halves(_mm512_and_si512(e, _mm512_set1_epi64(0xffffffff)), block, kAddEven0, kAddEven1,
+                 kShiftEven);
+    fixed_halves(_mm512_srli_epi64(e, 32), block, kAddOdd0, kAddOdd1, kShiftOdd);
+  }
+}
+
 bool store_requant_columns_avx512(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,
                                   std::int64_t cols, const std::int32_t* bias,
                                   const float* multiplier, std::int32_t zy, std::int32_t qmin,
                                   std::int32_t qmax, std::uint8_t* out, std::int64_t ldo) {
   const __m512 lo = _mm512_set1_ps(static_cast<float>(qmin - zy));
   const __m512 hi = _mm512_set1_ps(static_cast<float>(qmax - zy));
-  const __m512i z = _mm512_set1_epi32(zy);
-  return by_channel_blocks(
-      cols, bias, [&](auto has_bias, std::int64_t c, __mmask16 k, __m512i b, __m512i& overflow) {
-        const __m512 m = _mm512_maskz_loadu_ps(k, multiplier + c);
-        for (std::int64_t r = 0; r < rows; ++r) {
-          const __m512i a = with_bias<decltype(has_bias)::value>(
-              _mm512_maskz_loadu_epi32(k, acc + r * ld + c), b, overflow);
-          __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(a), m);
-          v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-          // Rounding to nearest even in the conversion itself (embedded rounding, whatever
-          // MXCSR holds): the value roundscale then truncation give, in one instruction.
-          const __m512i q = _mm512_add_epi32(
-              _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
-          // q is inside [qmin, qmax] already: the byte is its low 8 bits.
-          _mm512_mask_cvtepi32_storeu_epi8(out + r * ldo + c, k, q);
-        }
-      });
+  const ByteOut w(zy, qmin, qmax);
+  auto requant = [&](std::int64_t c, __mmask16 k, __m512i a) {
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(a), _mm512_maskz_loadu_ps(k, multiplier + c));
+    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+    // Rounding to nearest even in the conversion itself (embedded rounding, whatever MXCSR
+    // holds): the value roundscale then truncation give, in one instruction. It lies in
+    // [qmin - zy, qmax - zy] already.
+    return _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  };
+  return bias ? requant_rows<true>(acc, ld, rows, cols, bias, w, out, ldo, requant)
+              : requant_rows<false>(acc, ld, rows, cols, bias, w, out, ldo, requant);
 }
 
 bool store_requant_fixed_avx512(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,
                                 std::int64_t cols, const std::int32_t* bias,
-                                const std::int32_t* multiplier, const std::int32_t* left,
-                                const std::int32_t* right, bool any_left, std::int32_t zy,
-                                std::int32_t qmin, std::int32_t qmax, std::uint8_t* out,
-                                std::int64_t ldo) {
-  // clamp(h + zy, qmin, qmax) as clamp(h, qmin - zy, qmax - zy) + zy: h + zy may leave int32.
-  const __m512i z = _mm512_set1_epi32(zy);
-  const __m512i lo = _mm512_set1_epi32(qmin - zy), hi = _mm512_set1_epi32(qmax - zy);
-  return by_channel_blocks(
-      cols, bias, [&](auto has_bias, std::int64_t c, __mmask16 k, __m512i b, __m512i& overflow) {
-        const FixedChannels f(_mm512_maskz_loadu_epi32(k, multiplier + c),
-                              _mm512_maskz_loadu_epi32(k, right + c));
-        const __m512i l = _mm512_maskz_loadu_epi32(k, left + c);
-        auto rows_with = [&](auto shifts) {
-          for (std::int64_t r = 0; r < rows; ++r) {
-            const __m512i a = with_bias<decltype(has_bias)::value>(
-                _mm512_maskz_loadu_epi32(k, acc + r * ld + c), b, overflow);
-            __m512i q = fixed_point16<decltype(shifts)::value>(a, f, l);
-            q = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi), z);
-            _mm512_mask_cvtepi32_storeu_epi8(out + r * ldo + c, k, q);
-          }
-        };
-        if (any_left) rows_with(std::true_type{});
-        else rows_with(std::false_type{});
-      });
+                                const std::int64_t* table, const std::int32_t* left,
+                                bool any_left, std::int32_t zy, std::int32_t qmin,
+                                std::int32_t qmax, std::uint8_t* out, std::int64_t ldo) {
+  const ByteOut w(zy, qmin, qmax);
+  auto run = [&](auto shifts) {
+    constexpr bool kLeft = decltype(shifts)::value;
+    auto requant = [&](std::int64_t c, __mmask16 k, __m512i a) {
+      const __m512i l = kLeft ? _mm512_maskz_loadu_epi32(k, left + c) : _mm512_setzero_si512();
+      return fixed_point16<kLeft>(a, table + c / 16 * kFixedTableWords, l);
+    };
+    return bias ? requant_rows<true>(acc, ld, rows, cols, bias, w, out, ldo, requant)
+                : requant_rows<false>(acc, ld, rows, cols, bias, w, out, ldo, requant);
+  };
+  return any_left ? run(std::true_type{}) : run(std::false_type{});
 }
 
 bool store_conv_dequant_avx512(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,

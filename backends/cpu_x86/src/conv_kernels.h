@@ -77,7 +77,8 @@ void store_conv_dequant_avx2(const std::int32_t* acc, std::int64_t ld, std::int6
 // when a sum left int32 (the outputs are then to be discarded). The requantizing stores write
 // sat(rne(float(acc) * multiplier) + zy) (float mode) or TFLite's fixed point (multiplier,
 // left and right shifts per channel; any_left: some left shift is not 0), clamped to
-// [qmin, qmax]; conv_dequant's computes clamp(((float(acc) * sx) * sw[c]) + bias[c], lo, hi).
+// [qmin, qmax] (whole groups of 64 channels narrowed with saturating packs and written as one
+// 64-byte store per row); conv_dequant's computes clamp(((float(acc) * sx) * sw[c]) + bias[c], lo, hi).
 bool store_conv_int32_avx512(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,
                              std::int64_t cols, const std::int32_t* bias, std::int32_t* out,
                              std::int64_t ldo);
@@ -85,12 +86,18 @@ bool store_requant_columns_avx512(const std::int32_t* acc, std::int64_t ld, std:
                                   std::int64_t cols, const std::int32_t* bias,
                                   const float* multiplier, std::int32_t zy, std::int32_t qmin,
                                   std::int32_t qmax, std::uint8_t* out, std::int64_t ldo);
+// The fixed-point store's per-channel constants, computed once per convolution rather than per
+// block: kFixedTableWords int64 per 16 channels (multipliers and rounding terms in the halves
+// that the 64-bit multiplies take), for channels [0, cols) of multiplier and right.
+inline constexpr std::int64_t kFixedTableWords = 64;
+void fixed_table_avx512(const std::int32_t* multiplier, const std::int32_t* right,
+                        std::int64_t cols, std::int64_t* table);
+// table: fixed_table_avx512's for channels from the first of acc's columns.
 bool store_requant_fixed_avx512(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,
                                 std::int64_t cols, const std::int32_t* bias,
-                                const std::int32_t* multiplier, const std::int32_t* left,
-                                const std::int32_t* right, bool any_left, std::int32_t zy,
-                                std::int32_t qmin, std::int32_t qmax, std::uint8_t* out,
-                                std::int64_t ldo);
+                                const std::int64_t* table, const std::int32_t* left,
+                                bool any_left, std::int32_t zy, std::int32_t qmin,
+                                std::int32_t qmax, std::uint8_t* out, std::int64_t ldo);
 bool store_conv_dequant_avx512(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,
                                std::int64_t cols, const std::int32_t* bias_i32, float sx,
                                const float* sw, const float* bias, float lo, float hi, float* out,

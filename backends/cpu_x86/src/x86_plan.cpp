@@ -93,6 +93,8 @@ struct PlanParts {
   std::shared_ptr<const ConvWeights> conv;               // input 1 (conv W), when fixed
   std::shared_ptr<const WeightOnlyWeights> weight_only;  // input 1 (matmul_weight_only B)
   ConvPath conv_path = ConvPath::gemm;                   // conv: how it runs
+  // conv with W (and the bias, if any) fixed: what run_conv would derive on every call
+  std::shared_ptr<const ConvRunConstants> conv_run;
 };
 
 class X86Plan final : public Plan {
@@ -167,7 +169,8 @@ class X86Plan final : public Plan {
       auto scratch = scratch_.take();
       ok = cpu_x86::run_conv({pool, scratch.get(), parts_.tuning},
                              exact_for_weights(*parts_.kernel, w->holds_min()), desc().op, d, in[0],
-                             *w, d.bias == ConvBias::none ? nullptr : in[2], out[0]);
+                             *w, d.bias == ConvBias::none ? nullptr : in[2], out[0],
+                             parts_.conv_run.get());
     }
     // The reference reports the sum that leaves int32 (W is in `in`: plan() kept a copy of it
     // whenever an int32 bias could overflow).
@@ -309,7 +312,8 @@ std::shared_ptr<const Plan> CpuX86Ops::plan(const OpDesc& op, const PlanRequest&
                   .packed = nullptr,
                   .conv = nullptr,
                   .weight_only = nullptr,
-                  .conv_path = ConvPath::gemm};
+                  .conv_path = ConvPath::gemm,
+                  .conv_run = nullptr};
   parts.fixed = parts.weights.fixed();
   if (conv) {
     const auto& d = std::get<ConvDesc>(op.desc);
@@ -320,6 +324,12 @@ std::shared_ptr<const Plan> CpuX86Ops::plan(const OpDesc& op, const PlanRequest&
           std::make_shared<const ConvWeights>(d, request.weights[1], parts.conv_path, pool_.get());
       // With W's values known, the choice the per-call op makes for them.
       parts.kernel = &conv_kernel(d, parts.conv_path, parts.conv->holds_min(), request.kernel);
+      const bool bias_fixed = d.bias == ConvBias::none ||
+                              (request.weights.size() > 2 && request.weights[2] != nullptr);
+      if (bias_fixed)
+        parts.conv_run = prepare_conv_run(
+            parts.tuning, op.op, d, *parts.conv,
+            d.bias == ConvBias::none ? nullptr : request.weights[2]);
     }
   }
   if (pack_weight_only) {
