@@ -19,7 +19,7 @@ struct Options {
   bool quick = false;                     // smaller shapes only (smoke run)
   std::string isa;                        // cpu_x86 "isa" option, empty = all
   std::vector<std::array<std::int64_t, 3>>
-      shapes;               // --shape MxNxK (repeatable); empty = the set
+      shapes;  // --shape MxNxK (repeatable); empty = the set
   // --conv-filter TEXT: only the conv rows whose name contains it, or one of its '|'-separated
   // texts
   std::string conv_filter;

@@ -31,7 +31,7 @@ inline __mmask16 tail_mask(std::int64_t valid) {
 // int64), in the two halves that _mm512_mul_epi32 multiplies (even: channels 0, 2, ..; odd: 1,
 // 3, ..; one 64-bit lane each). Vector i of a block is words [8 i, 8 i + 8).
 enum FixedVector : int {
-  kMulEven,   // the multipliers
+  kMulEven,  // the multipliers
   kMulOdd,
   kAddEven0,  // the rounding addend when h >= 0
   kAddEven1,  // ... when h < 0
@@ -133,9 +133,9 @@ bool by_channel_blocks(std::int64_t cols, const std::int32_t* bias, const Body& 
 struct ByteOut {
   bool is_signed;  // int8 output (qmin < 0); uint8 otherwise (its range then lies in [0, 127]
                    // or in [0, 255]: the unsigned pack serves both)
-  __m512i z16, lo8, hi8;   // zy as int16, qmin and qmax as bytes
-  __m512i z32, lo, hi;     // zy, qmin - zy and qmax - zy as int32
-  __m512i order;           // the permutation of dwords after the packs
+  __m512i z16, lo8, hi8;  // zy as int16, qmin and qmax as bytes
+  __m512i z32, lo, hi;    // zy, qmin - zy and qmax - zy as int32
+  __m512i order;          // the permutation of dwords after the packs
 
   ByteOut(std::int32_t zy, std::int32_t qmin, std::int32_t qmax)
       : is_signed(qmin < 0),
@@ -245,9 +245,9 @@ bool store_requant_columns_avx512(const std::int32_t* acc, std::int64_t ld, std:
 
 bool store_requant_fixed_avx512(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,
                                 std::int64_t cols, const std::int32_t* bias,
-                                const std::int64_t* table, const std::int32_t* left,
-                                bool any_left, std::int32_t zy, std::int32_t qmin,
-                                std::int32_t qmax, std::uint8_t* out, std::int64_t ldo) {
+                                const std::int64_t* table, const std::int32_t* left, bool any_left,
+                                std::int32_t zy, std::int32_t qmin, std::int32_t qmax,
+                                std::uint8_t* out, std::int64_t ldo) {
   const ByteOut w(zy, qmin, qmax);
   auto run = [&](auto shifts) {
     constexpr bool kLeft = decltype(shifts)::value;

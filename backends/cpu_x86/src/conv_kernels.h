@@ -78,7 +78,8 @@ void store_conv_dequant_avx2(const std::int32_t* acc, std::int64_t ld, std::int6
 // sat(rne(float(acc) * multiplier) + zy) (float mode) or TFLite's fixed point (multiplier,
 // left and right shifts per channel; any_left: some left shift is not 0), clamped to
 // [qmin, qmax] (whole groups of 64 channels narrowed with saturating packs and written as one
-// 64-byte store per row); conv_dequant's computes clamp(((float(acc) * sx) * sw[c]) + bias[c], lo, hi).
+// 64-byte store per row); conv_dequant's computes clamp(((float(acc) * sx) * sw[c]) + bias[c], lo,
+// hi).
 bool store_conv_int32_avx512(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,
                              std::int64_t cols, const std::int32_t* bias, std::int32_t* out,
                              std::int64_t ldo);
@@ -95,9 +96,9 @@ void fixed_table_avx512(const std::int32_t* multiplier, const std::int32_t* righ
 // table: fixed_table_avx512's for channels from the first of acc's columns.
 bool store_requant_fixed_avx512(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,
                                 std::int64_t cols, const std::int32_t* bias,
-                                const std::int64_t* table, const std::int32_t* left,
-                                bool any_left, std::int32_t zy, std::int32_t qmin,
-                                std::int32_t qmax, std::uint8_t* out, std::int64_t ldo);
+                                const std::int64_t* table, const std::int32_t* left, bool any_left,
+                                std::int32_t zy, std::int32_t qmin, std::int32_t qmax,
+                                std::uint8_t* out, std::int64_t ldo);
 bool store_conv_dequant_avx512(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,
                                std::int64_t cols, const std::int32_t* bias_i32, float sx,
                                const float* sw, const float* bias, float lo, float hi, float* out,

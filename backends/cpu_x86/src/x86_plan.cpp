@@ -324,12 +324,11 @@ std::shared_ptr<const Plan> CpuX86Ops::plan(const OpDesc& op, const PlanRequest&
           std::make_shared<const ConvWeights>(d, request.weights[1], parts.conv_path, pool_.get());
       // With W's values known, the choice the per-call op makes for them.
       parts.kernel = &conv_kernel(d, parts.conv_path, parts.conv->holds_min(), request.kernel);
-      const bool bias_fixed = d.bias == ConvBias::none ||
-                              (request.weights.size() > 2 && request.weights[2] != nullptr);
+      const bool bias_fixed =
+          d.bias == ConvBias::none || (request.weights.size() > 2 && request.weights[2] != nullptr);
       if (bias_fixed)
-        parts.conv_run = prepare_conv_run(
-            parts.tuning, op.op, d, *parts.conv,
-            d.bias == ConvBias::none ? nullptr : request.weights[2]);
+        parts.conv_run = prepare_conv_run(parts.tuning, op.op, d, *parts.conv,
+                                          d.bias == ConvBias::none ? nullptr : request.weights[2]);
     }
   }
   if (pack_weight_only) {
