@@ -4,6 +4,7 @@
 #include "qforge/output_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "qforge/error.h"
 
@@ -95,6 +97,51 @@ TEST(OutputFile, StaleTemporariesOfTheTargetAreRemovedFreshOnesKept) {
   EXPECT_TRUE(fs::exists(fresh)) << "a live writer's temporary file must stay";
   EXPECT_TRUE(fs::exists(other)) << "another target's temporary file is not ours to remove";
   EXPECT_EQ(slurp(file), "complete");
+}
+
+TEST(OutputFile, ASymbolicLinkStaysAndItsFileIsReplaced) {
+  ScratchDir dir;
+  const fs::path file = dir.path / "real.json", link = dir.path / "link.json";
+  std::ofstream(file) << "old";
+  fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  fs::create_symlink(file, link);
+  qforge::write_file_atomically(link, "new");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link)));
+  EXPECT_EQ(slurp(file), "new");
+  EXPECT_EQ(fs::status(file).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read)
+      << "the replacement keeps the permissions of the file it replaces";
+  EXPECT_EQ(temporaries(dir.path), 0);
+}
+
+// A FIFO stands for /dev/null, /dev/stdout and pipes: renaming over it would replace the node
+// (as root, `--output /dev/null` would leave /dev/null a regular file).
+TEST(OutputFile, AFifoIsWrittenInPlaceNotReplaced) {
+  ScratchDir dir;
+  const fs::path fifo = dir.path / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string received;
+  std::thread reader([&] { received = slurp(fifo); });
+  qforge::write_file_atomically(fifo, "streamed contents");
+  reader.join();
+  EXPECT_EQ(received, "streamed contents");
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo)));
+  EXPECT_EQ(temporaries(dir.path), 0);
+}
+
+TEST(OutputFile, AnEmptyDirectoryIsAnErrorNamingIt) {
+  ScratchDir dir;
+  const fs::path target = dir.path / "empty";
+  fs::create_directories(target);
+  try {
+    qforge::write_file_atomically(target, "data", "report");
+    FAIL() << "writing over a directory succeeded";
+  } catch (const qforge::Error& e) {
+    EXPECT_EQ(e.code(), qforge::ErrorCode::io);
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(target.string()), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::is_directory(target));
 }
 
 }  // namespace

@@ -8,6 +8,10 @@
 // as it was, and qforge::Error (io) names the file's role, the path and the system's reason.
 // Temporary files of the same target older than a minute, left by a writer that was killed
 // between create and rename, are removed first (a live writer's is seconds old at most).
+// The replacement keeps the replaced file's permissions. A symbolic link is followed: the link
+// stays and the file it names is replaced. A character device, FIFO or socket (/dev/null,
+// /dev/stdout, a pipe) is written in place, as a stream, never renamed over; a directory is an
+// error.
 #pragma once
 
 #include <filesystem>

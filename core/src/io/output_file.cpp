@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -69,11 +70,45 @@ int remove_stale_temporary_files(const std::filesystem::path& path, double min_a
   return removed;
 }
 
-void write_file_atomically(const std::filesystem::path& path, std::string_view contents,
+namespace {
+
+// A symbolic link is followed, so that the link stays and the file it names is replaced.
+std::filesystem::path resolve_links(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec)) || ec) return path;
+  std::filesystem::path target = std::filesystem::weakly_canonical(path, ec);
+  return ec ? path : target;
+}
+
+// Character devices, FIFOs and sockets (/dev/null, /dev/stdout, a pipe) take the contents as a
+// stream: renaming over one would replace the device node itself with a regular file.
+void write_in_place(const std::filesystem::path& path, std::string_view contents,
+                    std::string_view what) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) io_error(what, "open", path, errno);
+  try {
+    write_all(fd, contents, what, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (::close(fd) != 0) io_error(what, "close", path, errno);
+}
+
+}  // namespace
+
+void write_file_atomically(const std::filesystem::path& requested, std::string_view contents,
                            std::string_view what) {
-  if (path.filename().empty())
-    throw Error(ErrorCode::invalid_argument, std::string(what) + ": '" + path.string() +
+  if (requested.filename().empty())
+    throw Error(ErrorCode::invalid_argument, std::string(what) + ": '" + requested.string() +
                                                  "' has no file name; expected a path to a file");
+  const std::filesystem::path path = resolve_links(requested);
+  struct stat existing {};
+  const bool exists = ::stat(path.c_str(), &existing) == 0;
+  if (exists && S_ISDIR(existing.st_mode))
+    throw Error(ErrorCode::io, std::string(what) + ": " + requested.string() +
+                                   " is a directory; expected a path to a file");
+  if (exists && !S_ISREG(existing.st_mode)) return write_in_place(path, contents, what);
   remove_stale_temporary_files(path);
   const std::filesystem::path dir = directory_of(path);
   std::random_device rd;
@@ -83,6 +118,9 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) io_error(what, "create the temporary file", tmp, errno);
   try {
+    // The replacement keeps the permissions of the file it replaces.
+    if (exists && ::fchmod(fd, existing.st_mode & 07777) != 0)
+      io_error(what, "set the permissions of", tmp, errno);
     write_all(fd, contents, what, tmp);
     if (::fsync(fd) != 0) io_error(what, "fsync", tmp, errno);
   } catch (...) {
