@@ -368,45 +368,57 @@ TEST(CpuX86ConvOverflow, Int32BiasSumIsReportedAsTheReferenceDoes) {
   auto l = load_plugin();
   SKIP_UNLESS_USABLE(l);
   QuantizationOps& ops = *l.ops;
-  for (const OpKind op : {OpKind::qlinear_conv, OpKind::conv_dequant}) {
-    ConvDesc d;
-    d.layout = ConvLayout::nhwc;
-    d.n = 1, d.c = 4, d.h = 3, d.w = 3, d.out_channels = 2;
-    d.kernel_h = d.kernel_w = 3;
-    d.x_params = QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 0);
-    d.w_params = QuantizationParams::per_tensor_symmetric(DType::int8, 0.25f);
-    d.bias = ConvBias::int32;
-    if (op == OpKind::qlinear_conv)
-      d.y_params = QuantizationParams::per_tensor_affine(DType::uint8, 1.0f, 0);
-    const Bytes x(36, 255), w(72, 127);
-    const std::int32_t bias[2] = {0, 2147483647 - 100};  // 36 * 255 * 127 more leaves int32
-    Bytes y(op == OpKind::qlinear_conv ? 2 : 8);
-    std::string want;
-    try {
-      reference::conv(op, d, x.data(), w.data(), bias, y.data());
-    } catch (const Error& e) {
-      ASSERT_EQ(e.code(), ErrorCode::overflow);
-      want = e.what();
+  // One group (4 channels in, 2 out) and depthwise over 16 channels (the AVX-512 kernel's
+  // four-tap path, whose sums then go through the epilogue's bias add and overflow check).
+  for (const bool depthwise : {false, true})
+    for (const OpKind op : {OpKind::qlinear_conv, OpKind::conv_dequant}) {
+      ConvDesc d;
+      d.layout = ConvLayout::nhwc;
+      d.n = 1, d.c = 4, d.h = 3, d.w = 3, d.out_channels = 2;
+      if (depthwise) d.c = d.out_channels = d.groups = 16;
+      d.kernel_h = d.kernel_w = 3;
+      d.x_params = QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 0);
+      d.w_params = QuantizationParams::per_tensor_symmetric(DType::int8, 0.25f);
+      d.bias = ConvBias::int32;
+      if (op == OpKind::qlinear_conv)
+        d.y_params = QuantizationParams::per_tensor_affine(DType::uint8, 1.0f, 0);
+      const Bytes x(static_cast<std::size_t>(9 * d.c), 255),
+          w(static_cast<std::size_t>(9 * d.c / d.groups * d.out_channels), 127);
+      // 9 * 255 * 127 more (one group: 36 * ...) leaves int32 in the last channel.
+      std::vector<std::int32_t> bias(static_cast<std::size_t>(d.out_channels), 0);
+      bias.back() = 2147483647 - 100;
+      Bytes y(static_cast<std::size_t>(d.out_channels * (op == OpKind::qlinear_conv ? 1 : 4)));
+      std::string want;
+      try {
+        reference::conv(op, d, x.data(), w.data(), bias.data(), y.data());
+      } catch (const Error& e) {
+        ASSERT_EQ(e.code(), ErrorCode::overflow);
+        want = e.what();
+      }
+      ASSERT_FALSE(want.empty());
+      try {
+        ops.conv(op, d, x.data(), w.data(), bias.data(), y.data());
+        ADD_FAILURE() << "no overflow reported for " << to_string(op);
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::overflow);
+        EXPECT_EQ(std::string(e.what()), want);
+      }
+      const std::string kernel = depthwise && kernel_runnable(ops, "q8_dwconv_c32__avx512vnni")
+                                     ? "q8_dwconv_c32__avx512vnni"
+                                     : "";
+      const auto plan =
+          ops.plan(OpDesc{op, d}, PlanRequest{0, kernel, {nullptr, w.data(), bias.data()}});
+      std::vector<const void*> in = {x.data(), nullptr, nullptr};
+      std::vector<void*> out = {y.data()};
+      try {
+        plan->run(in, out);
+        ADD_FAILURE() << "no overflow reported by the plan for " << to_string(op) << " (kernel "
+                      << plan->kernel() << ")";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::overflow);
+        EXPECT_EQ(std::string(e.what()), want);
+      }
     }
-    ASSERT_FALSE(want.empty());
-    try {
-      ops.conv(op, d, x.data(), w.data(), bias, y.data());
-      ADD_FAILURE() << "no overflow reported for " << to_string(op);
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::overflow);
-      EXPECT_EQ(std::string(e.what()), want);
-    }
-    const auto plan = ops.plan(OpDesc{op, d}, PlanRequest{0, "", {nullptr, w.data(), bias}});
-    std::vector<const void*> in = {x.data(), nullptr, nullptr};
-    std::vector<void*> out = {y.data()};
-    try {
-      plan->run(in, out);
-      ADD_FAILURE() << "no overflow reported by the plan for " << to_string(op);
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::overflow);
-      EXPECT_EQ(std::string(e.what()), want);
-    }
-  }
 }
 
 // The kernels sum in int32: a reduction above reference::int32_safe_reduction is refused with
