@@ -316,8 +316,9 @@ ConvScratch& conv_scratch() {
 #if QFORGE_CPU_X86_HAVE_AVX512VNNI
 // The four-tap depthwise kernel (depthwise_dot4_block_avx512) over tasks of whole output rows of
 // one image, each taken by blocks of 16 channels with the epilogue after each block, so that its
-// sums stay in the L1 cache. Tasks are larger than the pair kernel's (about 2 per thread, at most
-// kDot4TaskPixels pixels) because a task rebuilds the input lines it shares with its neighbours.
+// sums stay in the L1 cache. Tasks are larger than the pair kernel's (about 2 per thread; at most
+// kDot4TaskPixels pixels when the sums go through a buffer) because a task rebuilds the input
+// lines it shares with its neighbours.
 bool run_depthwise_dot4(const GemmContext& ctx, const ConvDesc& d, const Geometry& g,
                         const std::uint8_t* x, const ConvWeights& w, const Epilogue& e,
                         std::uint8_t* y) {
@@ -348,10 +349,16 @@ bool run_depthwise_dot4(const GemmContext& ctx, const ConvDesc& d, const Geometr
     without_bias->bias_i32 = nullptr;
     epilogue = &*without_bias;
   }
+  // qlinear_conv with no int32 bias left to add: the kernel requantizes in registers.
+  const bool in_kernel = e.op == OpKind::qlinear_conv && e.avx512 && !epilogue->bias_i32;
+  // About 2 tasks per thread; requantizing in the kernel needs no buffer of sums, so no pixel
+  // cap (which left a 56-row image 7 tasks of 8 rows, 4 against 3 on two threads).
   const std::int64_t want_tasks = 2 * ctx.pool.threads();
-  const std::int64_t rows_per_task =
-      std::min({g.oh, std::max<std::int64_t>(1, kDot4TaskPixels / std::max<std::int64_t>(1, g.ow)),
-                std::max<std::int64_t>(1, (g.n * g.oh + want_tasks - 1) / want_tasks)});
+  const std::int64_t pixel_cap =
+      in_kernel ? g.oh
+                : std::max<std::int64_t>(1, kDot4TaskPixels / std::max<std::int64_t>(1, g.ow));
+  const std::int64_t rows_per_task = std::min(
+      {g.oh, pixel_cap, std::max<std::int64_t>(1, (g.n * g.oh + want_tasks - 1) / want_tasks)});
   const std::int64_t chunks = (g.oh + rows_per_task - 1) / rows_per_task;
   const DepthwiseDot4Args args{nullptr,      x_signed,     static_cast<std::uint8_t>(zx_code),
                                w.dw_quads(), init.data(),  g.o,
@@ -359,8 +366,6 @@ bool run_depthwise_dot4(const GemmContext& ctx, const ConvDesc& d, const Geometr
                                g.kw,         d.stride_h,   d.stride_w,
                                d.dilation_h, d.dilation_w, d.pad_top,
                                d.pad_left,   g.ow,         ++calls};
-  // qlinear_conv with no int32 bias left to add: the kernel requantizes in registers.
-  const bool in_kernel = e.op == OpKind::qlinear_conv && e.avx512 && !epilogue->bias_i32;
   const DepthwiseRequant requant{e.mode == RequantMode::fixed_point,
                                  e.any_left,
                                  e.multiplier.data(),
