@@ -133,8 +133,9 @@ ConvDesc random_desc(Rng& rng, OpKind op, Family family, std::int64_t max_n) {
   }
 }
 
-ConvCase random_case(Rng& rng, OpKind op, Family family, std::int64_t max_n = 2) {
-  ConvCase c{op, random_desc(rng, op, family, max_n), {}, {}, {}};
+// Random X, W and bias codes for a descriptor.
+ConvCase case_with_data(Rng& rng, OpKind op, const ConvDesc& desc) {
+  ConvCase c{op, desc, {}, {}, {}};
   const ConvDesc& d = c.d;
   auto count = [](const Shape& s) {
     std::int64_t n = 1;
@@ -157,6 +158,10 @@ ConvCase random_case(Rng& rng, OpKind op, Family family, std::int64_t max_n = 2)
     std::memcpy(c.bias.data(), b.data(), c.bias.size());
   }
   return c;
+}
+
+ConvCase random_case(Rng& rng, OpKind op, Family family, std::int64_t max_n = 2) {
+  return case_with_data(rng, op, random_desc(rng, op, family, max_n));
 }
 
 std::size_t y_bytes(const ConvCase& c) {
@@ -245,6 +250,64 @@ INSTANTIATE_TEST_SUITE_P(Kernels, CpuX86Conv,
                                            "q8_iconv_32x32c4__amx", "q8_iconv_32x32c4__scalar"),
                          [](const auto& info) { return info.param; });
 
+// The AVX-512 depthwise kernel's four-tap path (conv_depthwise_dot4_avx512.cpp), which it takes
+// when O is a multiple of 16 and every centered weight fits int8: odd widths, pads, strides,
+// dilations, windows 1 to 9 wide (up to 3 groups of 4 taps), channel multipliers, int8 and uint8
+// X, batches split by image or not, on one and two threads.
+TEST(CpuX86DepthwiseFourTaps, MatchesReferenceWhereCentredWeightsFitInt8) {
+  auto l = load_plugin();
+  SKIP_UNLESS_USABLE(l);
+  const std::string kernel = "q8_dwconv_c32__avx512vnni";
+  std::string why;
+  if (!kernel_runnable(*l.ops, kernel, &why)) GTEST_SKIP() << why;
+  SCOPED_TRACE(seed_text());
+  Rng rng = test_rng();
+  QuantizationOps& ops = *l.ops;
+  for (int i = 0; i < 48; ++i) {
+    ops.set_option("threads", i % 2 ? "2" : "1");
+    const OpKind op = i % 3 == 0   ? OpKind::conv_integer
+                      : i % 3 == 1 ? OpKind::qlinear_conv
+                                   : OpKind::conv_dequant;
+    ConvDesc d = random_desc(rng, op, Family::depthwise, i % 4 == 0 ? 6 : 2);
+    const std::int64_t multiplier = rng() % 3 ? 1 : pick(rng, 2, 4);
+    d.c = d.groups = 16 / multiplier * pick(rng, 1, 4);
+    if (16 % multiplier) d.c = d.groups = 16 * pick(rng, 1, 3);
+    d.out_channels = d.c * multiplier;
+    d.w = pick(rng, 1, 41);
+    d.kernel_w = pick(rng, 1, 9);
+    d.pad_left = pick(rng, 0, 4);
+    d.pad_right = pick(rng, 0, 4);
+    if (i % 4 == 1) {  // the common window: 3x3, stride 1 or 2, pads 0 or 1
+      d.kernel_h = d.kernel_w = 3;
+      d.dilation_h = d.dilation_w = 1;
+      d.stride_h = d.stride_w = pick(rng, 1, 2);
+      d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = pick(rng, 0, 1);
+    }
+    // Centered weights inside int8: int8 codes with zero point 0, or uint8 codes around 128.
+    const bool w_signed = rng() % 2;
+    std::vector<float> scales(static_cast<std::size_t>(d.out_channels));
+    for (auto& v : scales) v = 0.001f * static_cast<float>(pick(rng, 1, 100));
+    std::vector<std::int32_t> zps(scales.size(), w_signed ? 0 : 128);
+    d.w_params = QuantizationParams(
+        w_signed ? DType::int8 : DType::uint8,
+        Scheme{w_signed ? Mapping::symmetric : Mapping::affine, Granularity::per_channel, 0},
+        scales, w_signed ? std::vector<std::int32_t>{} : zps);
+    try {
+      reference::check_descriptor(op, d);
+    } catch (const Error&) {
+      continue;  // a window larger than the padded input
+    }
+    const ConvCase c = case_with_data(rng, op, d);
+    const Bytes want = reference_output(c);
+    Bytes got(want.size(), 0xCD);
+    const auto plan = ops.plan(OpDesc{op, c.d}, PlanRequest{0, kernel, {}});
+    std::vector<const void*> in{c.x.data(), c.w.data()};
+    if (c.d.bias != ConvBias::none) in.push_back(c.bias.data());
+    plan->run(in, std::vector<void*>{got.data()});
+    ASSERT_TRUE(got == want) << "case " << i << ": " << describe(OpDesc{op, c.d});
+  }
+}
+
 // Plans made with W and the bias fixed (W packed once) and with every input per run, run from
 // two threads at once, each output equal to the reference's.
 TEST(CpuX86ConvPlans, PrepackedAndPerRunWeightsMatchReferenceFromSeveralThreads) {
@@ -305,45 +368,57 @@ TEST(CpuX86ConvOverflow, Int32BiasSumIsReportedAsTheReferenceDoes) {
   auto l = load_plugin();
   SKIP_UNLESS_USABLE(l);
   QuantizationOps& ops = *l.ops;
-  for (const OpKind op : {OpKind::qlinear_conv, OpKind::conv_dequant}) {
-    ConvDesc d;
-    d.layout = ConvLayout::nhwc;
-    d.n = 1, d.c = 4, d.h = 3, d.w = 3, d.out_channels = 2;
-    d.kernel_h = d.kernel_w = 3;
-    d.x_params = QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 0);
-    d.w_params = QuantizationParams::per_tensor_symmetric(DType::int8, 0.25f);
-    d.bias = ConvBias::int32;
-    if (op == OpKind::qlinear_conv)
-      d.y_params = QuantizationParams::per_tensor_affine(DType::uint8, 1.0f, 0);
-    const Bytes x(36, 255), w(72, 127);
-    const std::int32_t bias[2] = {0, 2147483647 - 100};  // 36 * 255 * 127 more leaves int32
-    Bytes y(op == OpKind::qlinear_conv ? 2 : 8);
-    std::string want;
-    try {
-      reference::conv(op, d, x.data(), w.data(), bias, y.data());
-    } catch (const Error& e) {
-      ASSERT_EQ(e.code(), ErrorCode::overflow);
-      want = e.what();
+  // One group (4 channels in, 2 out) and depthwise over 16 channels (the AVX-512 kernel's
+  // four-tap path, whose sums then go through the epilogue's bias add and overflow check).
+  for (const bool depthwise : {false, true})
+    for (const OpKind op : {OpKind::qlinear_conv, OpKind::conv_dequant}) {
+      ConvDesc d;
+      d.layout = ConvLayout::nhwc;
+      d.n = 1, d.c = 4, d.h = 3, d.w = 3, d.out_channels = 2;
+      if (depthwise) d.c = d.out_channels = d.groups = 16;
+      d.kernel_h = d.kernel_w = 3;
+      d.x_params = QuantizationParams::per_tensor_affine(DType::uint8, 0.5f, 0);
+      d.w_params = QuantizationParams::per_tensor_symmetric(DType::int8, 0.25f);
+      d.bias = ConvBias::int32;
+      if (op == OpKind::qlinear_conv)
+        d.y_params = QuantizationParams::per_tensor_affine(DType::uint8, 1.0f, 0);
+      const Bytes x(static_cast<std::size_t>(9 * d.c), 255),
+          w(static_cast<std::size_t>(9 * d.c / d.groups * d.out_channels), 127);
+      // 9 * 255 * 127 more (one group: 36 * ...) leaves int32 in the last channel.
+      std::vector<std::int32_t> bias(static_cast<std::size_t>(d.out_channels), 0);
+      bias.back() = 2147483647 - 100;
+      Bytes y(static_cast<std::size_t>(d.out_channels * (op == OpKind::qlinear_conv ? 1 : 4)));
+      std::string want;
+      try {
+        reference::conv(op, d, x.data(), w.data(), bias.data(), y.data());
+      } catch (const Error& e) {
+        ASSERT_EQ(e.code(), ErrorCode::overflow);
+        want = e.what();
+      }
+      ASSERT_FALSE(want.empty());
+      try {
+        ops.conv(op, d, x.data(), w.data(), bias.data(), y.data());
+        ADD_FAILURE() << "no overflow reported for " << to_string(op);
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::overflow);
+        EXPECT_EQ(std::string(e.what()), want);
+      }
+      const std::string kernel = depthwise && kernel_runnable(ops, "q8_dwconv_c32__avx512vnni")
+                                     ? "q8_dwconv_c32__avx512vnni"
+                                     : "";
+      const auto plan =
+          ops.plan(OpDesc{op, d}, PlanRequest{0, kernel, {nullptr, w.data(), bias.data()}});
+      std::vector<const void*> in = {x.data(), nullptr, nullptr};
+      std::vector<void*> out = {y.data()};
+      try {
+        plan->run(in, out);
+        ADD_FAILURE() << "no overflow reported by the plan for " << to_string(op) << " (kernel "
+                      << plan->kernel() << ")";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::overflow);
+        EXPECT_EQ(std::string(e.what()), want);
+      }
     }
-    ASSERT_FALSE(want.empty());
-    try {
-      ops.conv(op, d, x.data(), w.data(), bias, y.data());
-      ADD_FAILURE() << "no overflow reported for " << to_string(op);
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::overflow);
-      EXPECT_EQ(std::string(e.what()), want);
-    }
-    const auto plan = ops.plan(OpDesc{op, d}, PlanRequest{0, "", {nullptr, w.data(), bias}});
-    std::vector<const void*> in = {x.data(), nullptr, nullptr};
-    std::vector<void*> out = {y.data()};
-    try {
-      plan->run(in, out);
-      ADD_FAILURE() << "no overflow reported by the plan for " << to_string(op);
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::overflow);
-      EXPECT_EQ(std::string(e.what()), want);
-    }
-  }
 }
 
 // The kernels sum in int32: a reduction above reference::int32_safe_reduction is refused with

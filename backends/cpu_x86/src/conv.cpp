@@ -328,6 +328,95 @@ ConvScratch& conv_scratch() {
   return s;
 }
 
+#if QFORGE_CPU_X86_HAVE_AVX512VNNI
+// The four-tap depthwise kernel (depthwise_dot4_block_avx512) over tasks of whole output rows of
+// one image, each taken by blocks of 16 channels with the epilogue after each block, so that its
+// sums stay in the L1 cache. Tasks are larger than the pair kernel's (about 2 per thread; at most
+// kDot4TaskPixels pixels when the sums go through a buffer) because a task rebuilds the input
+// lines it shares with its neighbours.
+bool run_depthwise_dot4(const GemmContext& ctx, const ConvDesc& d, const Geometry& g,
+                        const std::uint8_t* x, const ConvWeights& w, const Epilogue& e,
+                        std::uint8_t* y) {
+  constexpr std::int64_t kDot4TaskPixels = 512;
+  static std::atomic<std::uint64_t> calls{0};
+  const std::size_t es = out_bytes(e.op);
+  const bool x_signed = d.x_params.dtype() == DType::int8;
+  const auto zx_code = static_cast<std::uint32_t>(d.x_params.zero_point() + (x_signed ? 128 : 0));
+  const std::int64_t taps = g.kh * g.kw;
+  // An int32 bias that no sum can carry out of int32 (|sum| <= taps * 255 * 255) starts the sums
+  // instead of taking the epilogue's add and overflow check.
+  bool fold = e.bias_i32 != nullptr;
+  for (std::int64_t o = 0; o < g.o && fold; ++o)
+    fold = std::abs(static_cast<std::int64_t>(e.bias_i32[o])) <=
+           std::numeric_limits<std::int32_t>::max() - taps * 255 * 255;
+  std::vector<std::int32_t> init(static_cast<std::size_t>(g.o));
+  for (std::int64_t o = 0; o < g.o; ++o) {
+    std::uint32_t sum = 0;
+    for (std::int64_t t = 0; t < taps; ++t)
+      sum += static_cast<std::uint32_t>(w.taps()[t * g.o + o]);
+    const std::uint32_t bias = fold ? static_cast<std::uint32_t>(e.bias_i32[o]) : 0u;
+    init[static_cast<std::size_t>(o)] = static_cast<std::int32_t>(bias - zx_code * sum);
+  }
+  const Epilogue* epilogue = &e;
+  std::optional<Epilogue> without_bias;
+  if (fold) {
+    without_bias.emplace(e);
+    without_bias->bias_i32 = nullptr;
+    epilogue = &*without_bias;
+  }
+  // qlinear_conv with no int32 bias left to add: the kernel requantizes in registers.
+  const bool in_kernel = e.op == OpKind::qlinear_conv && e.avx512 && !epilogue->bias_i32;
+  // About 2 tasks per thread; requantizing in the kernel needs no buffer of sums, so no pixel
+  // cap (which left a 56-row image 7 tasks of 8 rows, 4 against 3 on two threads).
+  const std::int64_t want_tasks = 2 * ctx.pool.threads();
+  const std::int64_t pixel_cap =
+      in_kernel ? g.oh
+                : std::max<std::int64_t>(1, kDot4TaskPixels / std::max<std::int64_t>(1, g.ow));
+  const std::int64_t rows_per_task = std::min(
+      {g.oh, pixel_cap, std::max<std::int64_t>(1, (g.n * g.oh + want_tasks - 1) / want_tasks)});
+  const std::int64_t chunks = (g.oh + rows_per_task - 1) / rows_per_task;
+  const DepthwiseDot4Args args{nullptr,      x_signed,     static_cast<std::uint8_t>(zx_code),
+                               w.dw_quads(), init.data(),  g.o,
+                               g.h,          g.w,          g.kh,
+                               g.kw,         d.stride_h,   d.stride_w,
+                               d.dilation_h, d.dilation_w, d.pad_top,
+                               d.pad_left,   g.ow,         ++calls};
+  const DepthwiseRequant requant{e.mode == RequantMode::fixed_point,
+                                 e.any_left,
+                                 e.multiplier.data(),
+                                 e.fixed_multiplier.data(),
+                                 e.fixed_left.data(),
+                                 e.fixed_right.data(),
+                                 e.zy,
+                                 e.range.qmin,
+                                 e.range.qmax};
+  std::atomic<bool> ok{true};
+  ctx.pool.parallel_for(g.n * chunks, [&](std::int64_t t) {
+    const std::int64_t n = t / chunks, oh0 = (t % chunks) * rows_per_task;
+    const std::int64_t oh1 = std::min(g.oh, oh0 + rows_per_task), pixels = (oh1 - oh0) * g.ow;
+    DepthwiseDot4Args a = args;
+    a.x = x + n * g.h * g.w * g.o;
+    if (in_kernel) {
+      a.requant = &requant;
+      a.y = y + n * g.pixels * g.o;
+      for (std::int64_t c0 = 0; c0 < g.o; c0 += 16)
+        depthwise_dot4_block_avx512(a, oh0, oh1, c0, nullptr);
+      return;
+    }
+    thread_local std::vector<std::int32_t> acc;
+    acc.resize(static_cast<std::size_t>(pixels * 16 + 8));
+    for (std::int64_t c0 = 0; c0 < g.o; c0 += 16) {
+      depthwise_dot4_block_avx512(a, oh0, oh1, c0, acc.data());
+      if (!epilogue->apply(
+              acc.data(), 16, pixels, c0, 16,
+              y + ((n * g.pixels + oh0 * g.ow) * g.o + c0) * static_cast<std::int64_t>(es)))
+        ok = false;
+    }
+  });
+  return ok;
+}
+#endif
+
 // Depthwise: output channel o reads input channel o / multiplier (multiplier = O / C). With a
 // multiplier above 1 the input is widened first to O channels, each repeated, so that the
 // kernel again multiplies contiguous channels of X by contiguous taps.
@@ -356,8 +445,12 @@ bool run_depthwise(const GemmContext& ctx, const KernelInfo& kernel, const ConvD
     });
     x = s.x_wide.data();
   }
-  std::atomic<bool> ok{true};
   const bool avx512 = kernel.isa == Isa::avx512_vnni && g.kh * g.kw <= kDepthwiseAvx512MaxTaps;
+#if QFORGE_CPU_X86_HAVE_AVX512VNNI
+  if (kernel.isa == Isa::avx512_vnni && w.dw_quads())
+    return run_depthwise_dot4(ctx, d, g, x, w, e, y);
+#endif
+  std::atomic<bool> ok{true};
   // Out-of-input taps of the AVX-512 kernel read this row: zx's code, 0 once centered (a run of
   // pixels reads up to a whole output row of them).
   const std::vector<std::uint8_t> zx_row(
@@ -811,6 +904,18 @@ ConvWeights::ConvWeights(const ConvDesc& d, const void* w, ConvPath path, Thread
       dw_init_[static_cast<std::size_t>(b * 32 + half * 16 + lane * 4 + i)] =
           static_cast<std::int32_t>(0u - zx * sum);
     }
+    const std::int64_t groups = (g.kw + 3) / 4;
+    const bool fits_int8 = std::all_of(taps_.begin(), taps_.end(),
+                                       [](std::int32_t t) { return t >= -128 && t <= 127; });
+    if (g.o % 16 == 0 && fits_int8 && g.kh * groups <= kDepthwiseDot4MaxSteps) {
+      dw_quads_.assign(static_cast<std::size_t>(g.kh * groups * g.o * 4), 0);
+      for (std::int64_t kh = 0; kh < g.kh; ++kh)
+        for (std::int64_t kw = 0; kw < g.kw; ++kw)
+          for (std::int64_t o = 0; o < g.o; ++o)
+            dw_quads_[static_cast<std::size_t>(((kh * groups + kw / 4) * g.o + o) * 4 + kw % 4)] =
+                static_cast<std::int8_t>(
+                    taps_[static_cast<std::size_t>((kh * g.kw + kw) * g.o + o)]);
+    }
     return;
   }
   if (g.k == 0 || g.og == 0) return;
@@ -887,7 +992,7 @@ bool conv_bias_cannot_overflow(const ConvDesc& d, const void* w, const std::int3
 
 std::size_t ConvWeights::bytes() const noexcept {
   std::size_t b = taps_.size() * sizeof(std::int32_t) + pairs_.size() * sizeof(std::int16_t) +
-                  dw_pairs_.size() * sizeof(std::int16_t) + dw_init_.size() * 4 +
+                  dw_pairs_.size() * sizeof(std::int16_t) + dw_init_.size() * 4 + dw_quads_.size() +
                   implicit_.b.size() + implicit_.c_init.size() +
                   (implicit_.rf.size() + implicit_.comp.size()) * 4;
   for (const auto& g : groups_) b += g->bytes();

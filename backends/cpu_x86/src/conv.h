@@ -99,6 +99,12 @@ class ConvWeights {
   // its two accumulators (lo: lane 4L + i is channel 8L + i; hi: channel 8L + 4 + i):
   // -zx * sum over taps of (w - zw), wrapping int32 (zx from the descriptor's X params).
   const std::int32_t* dw_init() const noexcept { return dw_init_.data(); }
+  // The four-tap kernel's centered weights (DepthwiseDot4Args::quads), or null when O is not a
+  // multiple of 16, a centered weight leaves int8 or the window has more than
+  // kDepthwiseDot4MaxSteps kernel rows x groups of 4 taps.
+  const std::int8_t* dw_quads() const noexcept {
+    return dw_quads_.empty() ? nullptr : dw_quads_.data();
+  }
   const std::int16_t* pairs() const noexcept { return pairs_.data(); }
   const ImplicitWeights& implicit() const noexcept { return implicit_; }
   std::size_t bytes() const noexcept;
@@ -111,6 +117,7 @@ class ConvWeights {
   std::vector<std::int16_t> dw_pairs_;
   std::int64_t dw_channels_ = 0;
   std::vector<std::int32_t> dw_init_;
+  std::vector<std::int8_t> dw_quads_;
   std::vector<std::int16_t> pairs_;
   ImplicitWeights implicit_;
   template <class Code>

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "conv_kernels.h"
+#include "conv_requant_avx512.h"
 
 // GCC 12 reports the unmasked AVX-512 intrinsics' internal _mm512_undefined_* operands as "may be
 // used uninitialized" once inlined (a false positive: those operands are fully overwritten).
@@ -18,84 +19,8 @@
 namespace qforge::cpu_x86 {
 namespace {
 
-// Lanes whose sign bit is set (_mm512_movepi32_mask needs AVX-512 DQ, outside the tier's flags).
-inline __mmask16 negative_lanes(__m512i v) {
-  return _mm512_cmplt_epi32_mask(v, _mm512_setzero_si512());
-}
-
 inline __mmask16 tail_mask(std::int64_t valid) {
   return valid >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << valid) - 1);
-}
-
-// The per-channel constants of fixed_point16 for 16 channels (FixedBlock: kFixedTableWords
-// int64), in the two halves that _mm512_mul_epi32 multiplies (even: channels 0, 2, ..; odd: 1,
-// 3, ..; one 64-bit lane each). Vector i of a block is words [8 i, 8 i + 8).
-enum FixedVector : int {
-  kMulEven,  // the multipliers
-  kMulOdd,
-  kAddEven0,  // the rounding addend when h >= 0
-  kAddEven1,  // ... when h < 0
-  kAddOdd0,
-  kAddOdd1,
-  kShiftEven,  // 31 + the right shift
-  kShiftOdd,
-};
-static_assert(kShiftOdd * 8 + 8 == kFixedTableWords);
-
-inline __m512i fixed_vector(const std::int64_t* block, FixedVector i) {
-  return _mm512_loadu_si512(block + 8 * i);
-}
-
-// For a right shift e: 2^30 + k * 2^31 with k = 2^(e-1) (h >= 0) or 2^(e-1) - 1 (h < 0), k = 0
-// when e = 0 (see fixed_point16).
-void fixed_halves(__m512i e, std::int64_t* block, FixedVector add0, FixedVector add1,
-                  FixedVector shift) {
-  const __m512i base = _mm512_set1_epi64(std::int64_t{1} << 30);
-  const __mmask8 positive = _mm512_cmpgt_epi64_mask(e, _mm512_setzero_si512());
-  const __m512i a0 = _mm512_add_epi64(base, _mm512_maskz_sllv_epi64(positive, base, e));
-  const __m512i a1 =
-      _mm512_mask_sub_epi64(a0, positive, a0, _mm512_set1_epi64(std::int64_t{1} << 31));
-  _mm512_storeu_si512(block + 8 * add0, a0);
-  _mm512_storeu_si512(block + 8 * add1, a1);
-  _mm512_storeu_si512(block + 8 * shift, _mm512_add_epi64(e, _mm512_set1_epi64(31)));
-}
-
-// One half of fixed_point16: the 64-bit products a * m of its lanes, both roundings in one
-// arithmetic shift; the result in the low 32 bits of each lane.
-inline __m512i fixed_half(__m512i a, const std::int64_t* block, FixedVector m, FixedVector add0,
-                          FixedVector add1, FixedVector shift) {
-  const __m512i p = _mm512_mul_epi32(a, fixed_vector(block, m));
-  const __mmask8 negative = _mm512_cmplt_epi64_mask(p, _mm512_set1_epi64(-(std::int64_t{1} << 30)));
-  const __m512i add =
-      _mm512_mask_blend_epi64(negative, fixed_vector(block, add0), fixed_vector(block, add1));
-  return _mm512_srav_epi64(_mm512_add_epi64(p, add), fixed_vector(block, shift));
-}
-
-// reference::multiply_by_quantized_multiplier for 16 lanes: the saturating left shift, then
-// rounding_divide_by_pot(saturating_rounding_doubling_high_mul(a, m), e), both roundings in
-// one 64-bit arithmetic shift. The high multiply is h = floor((p + 2^30) / 2^31) for p = a * m
-// (the reference's sign-dependent nudge with truncation gives the same; m >= 0, so a = m =
-// INT32_MIN never occurs). rounding_divide_by_pot adds 1 to floor(h / 2^e) when h's remainder
-// exceeds 2^(e-1) - 1 + (h < 0), which is floor((h + k) / 2^e) with k = 2^(e-1) - (h < 0)
-// (0 <= k < 2^e; k = 0 when e = 0), and floor(floor(x / 2^31 + k) / 2^e) = floor((x + k 2^31)
-// / 2^(31+e)) for x = p + 2^30. h < 0 exactly when x < 0. |p| < 2^62 and k 2^31 <= 2^61, so the
-// sum fits int64; the result fits int32. kLeft: some channel has a left shift (a multiplier of
-// 1 or more); without one, x << 0 is x and the saturation never applies, so that step is
-// skipped. The odd half's results move into the odd lanes by one masked shuffle.
-template <bool kLeft>
-inline __m512i fixed_point16(__m512i x, const std::int64_t* block, __m512i left) {
-  __m512i a = x;
-  if constexpr (kLeft) {
-    const __m512i shifted = _mm512_sllv_epi32(x, left);
-    const __mmask16 exact = _mm512_cmpeq_epi32_mask(_mm512_srav_epi32(shifted, left), x);
-    const __m512i sat = _mm512_mask_blend_epi32(negative_lanes(x), _mm512_set1_epi32(0x7fffffff),
-                                                _mm512_set1_epi32(static_cast<int>(0x80000000u)));
-    a = _mm512_mask_blend_epi32(exact, sat, shifted);
-  }
-  const __m512i even = fixed_half(a, block, kMulEven, kAddEven0, kAddEven1, kShiftEven);
-  const __m512i odd =
-      fixed_half(_mm512_srli_epi64(a, 32), block, kMulOdd, kAddOdd0, kAddOdd1, kShiftOdd);
-  return _mm512_mask_shuffle_epi32(even, 0xAAAA, odd, _MM_PERM_CDAB);
 }
 
 // acc + bias in wrapping int32, or acc without a bias; overflow collects the sign bit of every
@@ -213,14 +138,9 @@ void fixed_table_avx512(const std::int32_t* multiplier, const std::int32_t* righ
                         std::int64_t cols, std::int64_t* table) {
   for (std::int64_t c = 0; c < cols; c += 16) {
     const __mmask16 k = tail_mask(cols - c);
-    std::int64_t* block = table + c / 16 * kFixedTableWords;
-    const __m512i m = _mm512_maskz_loadu_epi32(k, multiplier + c);
-    const __m512i e = _mm512_maskz_loadu_epi32(k, right + c);
-    _mm512_storeu_si512(block + 8 * kMulEven, m);
-    _mm512_storeu_si512(block + 8 * kMulOdd, _mm512_srli_epi64(m, 32));
-    fixed_halves(_mm512_and_si512(e, _mm512_set1_epi64(0xffffffff)), block, kAddEven0, kAddEven1,
-                 kShiftEven);
-    fixed_halves(_mm512_srli_epi64(e, 32), block, kAddOdd0, kAddOdd1, kShiftOdd);
+    FixedChannels(_mm512_maskz_loadu_epi32(k, multiplier + c),
+                  _mm512_maskz_loadu_epi32(k, right + c))
+        .store(table + c / 16 * kFixedTableWords);
   }
 }
 
@@ -253,7 +173,7 @@ bool store_requant_fixed_avx512(const std::int32_t* acc, std::int64_t ld, std::i
     constexpr bool kLeft = decltype(shifts)::value;
     auto requant = [&](std::int64_t c, __mmask16 k, __m512i a) {
       const __m512i l = kLeft ? _mm512_maskz_loadu_epi32(k, left + c) : _mm512_setzero_si512();
-      return fixed_point16<kLeft>(a, table + c / 16 * kFixedTableWords, l);
+      return fixed_point16<kLeft>(a, FixedChannels::load(table + c / 16 * kFixedTableWords), l);
     };
     return bias ? requant_rows<true>(acc, ld, rows, cols, bias, w, out, ldo, requant)
                 : requant_rows<false>(acc, ld, rows, cols, bias, w, out, ldo, requant);

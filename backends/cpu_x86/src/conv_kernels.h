@@ -41,6 +41,44 @@ inline constexpr std::int64_t kDepthwiseAvx512MaxTaps = 64;
 void depthwise_rows_avx512(const DepthwiseArgs& a, std::int64_t p0, std::int64_t p1,
                            std::int32_t* acc);
 
+// The four-tap depthwise kernel in AVX-512 VNNI (conv_depthwise_dot4_avx512.cpp): vpdpbusd on
+// the input bytes of 4 horizontal taps per channel lane, for c a multiple of 16 and centered
+// weights that fit int8. For output rows [oh0, oh1) of one image and channels [c0, c0 + 16):
+// acc[((oh - oh0) * out_w + ow) * 16 + lane] = init[c0 + lane] + sum over taps of
+// x' * (w - zw), x' the input code (int8: + 128) or, outside the input, zx_code; with init =
+// -zx_code * sum of taps (+ a bias) that is sum (x - zx)(w - zw) (+ bias), wrapping int32.
+struct DepthwiseDot4Args {
+  const std::uint8_t* x;  // one image, [h][w][c] codes
+  bool x_signed;          // int8 codes: read with the sign bit flipped
+  std::uint8_t zx_code;   // zx, + 128 for int8
+  // Centered weights by kernel row k, group of 4 taps g, channel, tap j (4g + j < kw, else 0):
+  // [k][g][c][4] (ConvWeights::dw_quads).
+  const std::int8_t* quads;
+  const std::int32_t* init;  // [c]
+  std::int64_t c, h, w, kh, kw;
+  std::int64_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
+  std::int64_t out_w;
+  // Lines are kept per thread across calls with the same `call` (one per convolution run, the
+  // same X throughout), x and c0, so that a thread's successive tasks reuse the rows they share.
+  std::uint64_t call;
+  // qlinear_conv's requantization in registers (DepthwiseRequant) into y, this image's
+  // [out_h][out_w][c] outputs, instead of the sums into acc; null: the sums.
+  const struct DepthwiseRequant* requant = nullptr;
+  std::uint8_t* y = nullptr;
+};
+// The AVX-512 epilogue's requantization (store_requant_columns_avx512 with float multipliers,
+// else store_requant_fixed_avx512) per channel, [c] each.
+struct DepthwiseRequant {
+  bool fixed, any_left;
+  const float* multiplier;
+  const std::int32_t *fixed_multiplier, *left, *right;
+  std::int32_t zy, qmin, qmax;
+};
+// The most kernel rows x groups of 4 taps (kh * ceil(kw / 4)) the four-tap kernel takes.
+inline constexpr std::int64_t kDepthwiseDot4MaxSteps = 64;
+void depthwise_dot4_block_avx512(const DepthwiseDot4Args& a, std::int64_t oh0, std::int64_t oh1,
+                                 std::int64_t c0, std::int32_t* acc);
+
 // The longest reduction C * KH * KW (one group) the short-reduction kernel takes.
 inline constexpr std::int64_t kSmallKMax = 64;
 
