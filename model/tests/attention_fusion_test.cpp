@@ -202,8 +202,7 @@ void check(const AttentionGraph& ag, std::mt19937_64& g, bool fused) {
         // Not the attention chain: the nodes' own kernels (and the bit-identical chains).
         else EXPECT_EQ(std::memcmp(got.at(name).data(), t.data(), t.byte_size()), 0) << name;
         if (one_thread) {
-          EXPECT_EQ(std::memcmp(got.at(name).data(), one_thread->at(name).data(), t.byte_size()),
-                    0)
+          EXPECT_EQ(std::memcmp(got.at(name).data(), one_thread->at(name).data(), t.byte_size()), 0)
               << name << ": 3 threads differ from 1";
         }
       }

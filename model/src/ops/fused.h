@@ -64,8 +64,8 @@ enum class AttentionProducts { vector, vector_avx2, vector_baseline, blas };
 // v_depth] and y [batch, q_len, heads, v_depth], all contiguous: the layouts of the Linear
 // layers' outputs reshaped to heads, so a head is read through its row stride in place and the
 // merged-head output is written directly (no head split or merge copies). The products are
-// OpenBLAS sgemm calls on one thread each (blas) or a register-blocked vector kernel; the Softmax is
-// masked_softmax_row's, so only the products' summation order can differ from the unfused
+// OpenBLAS sgemm calls on one thread each (blas) or a register-blocked vector kernel; the Softmax
+// is masked_softmax_row's, so only the products' summation order can differ from the unfused
 // MatMuls (last bits).
 struct FusedAttention {
   const float* q = nullptr;

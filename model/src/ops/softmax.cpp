@@ -24,7 +24,7 @@ std::vector<TensorType> infer_softmax(const Node& n, std::span<const InferInput>
 
 // The row kernels are compiled three times (AVX-512, AVX2, baseline x86-64), picked once at
 // load time through an ifunc. This file is compiled with -ffp-contract=off (model/CMakeLists.txt):
-// the AVX-512 clone may not fuse fast_exp's multiply-adds into FMAs, so every clone computes the
+// the AVX-512 clone may not fuse the exp's multiply-adds into FMAs, so every clone computes the
 // same operations in the same order and gives the same bits.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define QFORGE_SOFTMAX_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -37,6 +37,8 @@ std::vector<TensorType> infer_softmax(const Node& n, std::span<const InferInput>
 // order-free, so the lane count does not change the result.
 typedef float Lanes16 __attribute__((vector_size(64)));
 typedef float UnalignedLanes16 __attribute__((vector_size(64), aligned(4), may_alias));
+typedef float Lanes8 __attribute__((vector_size(32)));
+typedef float UnalignedLanes8 __attribute__((vector_size(32), aligned(4), may_alias));
 
 [[gnu::always_inline]] inline float row_max(const float* xr, std::int64_t len) {
   constexpr std::int64_t V = 16;
@@ -66,10 +68,12 @@ typedef float UnalignedLanes16 __attribute__((vector_size(64), aligned(4), may_a
   constexpr std::int64_t L = 8;
   const std::int64_t whole = len / L * L;
   const float mx = row_max(xr, len);
-  for (std::int64_t j = 0; j < len; ++j) yr[j] = fast_exp(xr[j] - mx);
-  float s[L] = {};
+  for (std::int64_t j = 0; j < len; ++j) yr[j] = fast_exp_nonpositive(xr[j] - mx);
+  // Lane l sums yr[l], yr[l + 8], ... in order; as an explicit vector, since GCC turns the
+  // scalar form of this loop into a chain of single-lane adds.
+  Lanes8 s = {};
   for (std::int64_t j = 0; j < whole; j += L)
-    for (std::int64_t l = 0; l < L; ++l) s[l] += yr[j + l];
+    s += *reinterpret_cast<const UnalignedLanes8*>(yr + j);
   float sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
   for (std::int64_t j = whole; j < len; ++j) sum += yr[j];
   if (log) {
@@ -119,7 +123,7 @@ void run_softmax(const Node& n, std::span<const Tensor* const> in, std::span<Ten
       for (std::int64_t j = 0; j < len; ++j) mx = xp[j * inner] > mx ? xp[j * inner] : mx;
       float sum = 0.0f;
       for (std::int64_t j = 0; j < len; ++j) {
-        const float e = fast_exp(xp[j * inner] - mx);
+        const float e = fast_exp_nonpositive(xp[j * inner] - mx);
         yp[j * inner] = e;
         sum += e;
       }
