@@ -40,12 +40,28 @@ constexpr std::int64_t kLanes = 16;
 #define QFORGE_LANES_AT(p) (*reinterpret_cast<const UnalignedLanes*>(p))
 #define QFORGE_LANES_TO(p) (*reinterpret_cast<UnalignedLanes*>(p))
 
+// The range of what a product wrote (ops/value_range.h's rule: v < lo ? v : lo, so NaN is left
+// out and -0.0 never enters), widened from the registers as the blocks are stored: the context
+// product's output needs no pass of its own. Lane-wise, then folded: min and max are exact.
+struct RangeLanes {
+  Lanes lo = {}, hi = {};
+  float lo_tail = 0.0f, hi_tail = 0.0f;  // the single columns'
+  void widen(float& l, float& h) const {
+    for (std::int64_t k = 0; k < kLanes; ++k) {
+      l = lo[k] < l ? lo[k] : l;
+      h = hi[k] > h ? hi[k] : h;
+    }
+    l = lo_tail < l ? lo_tail : l;
+    h = hi_tail > h ? hi_tail : h;
+  }
+};
+
 // c[r, j] for r < R, j < C * kLanes: one block, accumulators in registers (the loops over r
-// and cc have constant trip counts and are unrolled).
-template <int R, int C>
+// and cc have constant trip counts and are unrolled); with Range, its values widen *range.
+template <int R, int C, bool Range>
 [[gnu::always_inline]] inline void product_block(const float* a, std::int64_t lda, const float* b,
                                                  std::int64_t ldb, float* c, std::int64_t ldc,
-                                                 std::int64_t len) {
+                                                 std::int64_t len, RangeLanes* range) {
   Lanes acc[R][C] = {};
   for (std::int64_t t = 0; t < len; ++t) {
     Lanes bt[C];
@@ -57,35 +73,61 @@ template <int R, int C>
   }
   for (int r = 0; r < R; ++r)
     for (int cc = 0; cc < C; ++cc) QFORGE_LANES_TO(c + r * ldc + cc * kLanes) = acc[r][cc];
+  if constexpr (Range) {
+    Lanes lo = range->lo, hi = range->hi;
+    for (int r = 0; r < R; ++r)
+      for (int cc = 0; cc < C; ++cc) {
+        lo = acc[r][cc] < lo ? acc[r][cc] : lo;
+        hi = acc[r][cc] > hi ? acc[r][cc] : hi;
+      }
+    range->lo = lo;
+    range->hi = hi;
+  }
 }
 
 // c[i, j] = sum_t a[i * lda + t] * b[t * ldb + j] for i < rows, j < cols, t < len: both
 // products (scores: a = q's rows, b = the transposed keys; context: a = the probabilities,
 // b = v's rows). Blocks of R x C vectors, then of R x 1 vector for the columns left, then single
-// rows, then single columns.
-template <int R, int C>
+// rows, then single columns. With Range, what it writes widens *range.
+template <int R, int C, bool Range>
 [[gnu::always_inline]] inline void product_rows_blocked(const float* a, std::int64_t lda,
                                                         const float* b, std::int64_t ldb, float* c,
                                                         std::int64_t ldc, std::int64_t rows,
-                                                        std::int64_t cols, std::int64_t len) {
+                                                        std::int64_t cols, std::int64_t len,
+                                                        RangeLanes* range) {
   constexpr std::int64_t wide = C * kLanes;
   const std::int64_t wide_cols = cols / wide * wide, whole_cols = cols / kLanes * kLanes;
   const std::int64_t whole_rows = rows / R * R;
   for (std::int64_t i = 0; i < whole_rows; i += R) {
     for (std::int64_t j = 0; j < wide_cols; j += wide)
-      product_block<R, C>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, len);
+      product_block<R, C, Range>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, len, range);
     for (std::int64_t j = wide_cols; j < whole_cols; j += kLanes)
-      product_block<R, 1>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, len);
+      product_block<R, 1, Range>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, len, range);
   }
   for (std::int64_t i = whole_rows; i < rows; ++i)
     for (std::int64_t j = 0; j < whole_cols; j += kLanes)
-      product_block<1, 1>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, len);
+      product_block<1, 1, Range>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, len, range);
   for (std::int64_t i = 0; i < rows; ++i)
     for (std::int64_t j = whole_cols; j < cols; ++j) {
       float acc = 0.0f;
       for (std::int64_t t = 0; t < len; ++t) acc += a[i * lda + t] * b[t * ldb + j];
       c[i * ldc + j] = acc;
+      if constexpr (Range) {
+        range->lo_tail = acc < range->lo_tail ? acc : range->lo_tail;
+        range->hi_tail = acc > range->hi_tail ? acc : range->hi_tail;
+      }
     }
+}
+
+// Both instantiations behind one run-time choice: the range only for the context product.
+template <int R, int C>
+[[gnu::always_inline]] inline void product_rows_any(const float* a, std::int64_t lda,
+                                                    const float* b, std::int64_t ldb, float* c,
+                                                    std::int64_t ldc, std::int64_t rows,
+                                                    std::int64_t cols, std::int64_t len,
+                                                    RangeLanes* range) {
+  if (range) product_rows_blocked<R, C, true>(a, lda, b, ldb, c, ldc, rows, cols, len, range);
+  else product_rows_blocked<R, C, false>(a, lda, b, ldb, c, ldc, rows, cols, len, nullptr);
 }
 
 // The instruction sets as functions of their own, so that each can be asked for by name.
@@ -94,24 +136,25 @@ template <int R, int C>
 [[gnu::target("avx512f")]] void product_rows_avx512(const float* a, std::int64_t lda,
                                                     const float* b, std::int64_t ldb, float* c,
                                                     std::int64_t ldc, std::int64_t rows,
-                                                    std::int64_t cols, std::int64_t len) {
-  product_rows_blocked<8, 2>(a, lda, b, ldb, c, ldc, rows, cols, len);
+                                                    std::int64_t cols, std::int64_t len,
+                                                    RangeLanes* range) {
+  product_rows_any<8, 2>(a, lda, b, ldb, c, ldc, rows, cols, len, range);
 }
 [[gnu::target("avx2")]] void product_rows_avx2(const float* a, std::int64_t lda, const float* b,
                                                std::int64_t ldb, float* c, std::int64_t ldc,
                                                std::int64_t rows, std::int64_t cols,
-                                               std::int64_t len) {
-  product_rows_blocked<4, 1>(a, lda, b, ldb, c, ldc, rows, cols, len);
+                                               std::int64_t len, RangeLanes* range) {
+  product_rows_any<4, 1>(a, lda, b, ldb, c, ldc, rows, cols, len, range);
 }
 #endif
 void product_rows_baseline(const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
                            float* c, std::int64_t ldc, std::int64_t rows, std::int64_t cols,
-                           std::int64_t len) {
-  product_rows_blocked<4, 1>(a, lda, b, ldb, c, ldc, rows, cols, len);
+                           std::int64_t len, RangeLanes* range) {
+  product_rows_any<4, 1>(a, lda, b, ldb, c, ldc, rows, cols, len, range);
 }
 
 using ProductRows = void (*)(const float*, std::int64_t, const float*, std::int64_t, float*,
-                             std::int64_t, std::int64_t, std::int64_t, std::int64_t);
+                             std::int64_t, std::int64_t, std::int64_t, std::int64_t, RangeLanes*);
 
 ProductRows product_rows_for(AttentionProducts kind) {
 #ifdef QFORGE_ATTENTION_X86
@@ -163,6 +206,7 @@ void fused_attention(const FusedAttention& a) {
     float* s = scratch.data();
     float* kt = s + a.q_len * a.kv_len;  // the vector kernel's transposed keys
     float lo = 0.0f, hi = 0.0f;          // of the heads this task wrote (a.range)
+    RangeLanes written;                  // the same from the vector kernel's registers
     for (std::int64_t t = begin; t < end; ++t) {
       const std::int64_t b = t / a.heads, h = t % a.heads;
       const float* q = a.q + b * a.q_len * q_row + h * a.depth;
@@ -182,18 +226,24 @@ void fused_attention(const FusedAttention& a) {
       } else {
         for (std::int64_t j = 0; j < a.kv_len; ++j)
           for (std::int64_t d = 0; d < a.depth; ++d) kt[d * a.kv_len + j] = kh[j * q_row + d];
-        product_rows(q, q_row, kt, a.kv_len, s, a.kv_len, a.q_len, a.kv_len, a.depth);
+        product_rows(q, q_row, kt, a.kv_len, s, a.kv_len, a.q_len, a.kv_len, a.depth, nullptr);
       }
       const float* mask = a.mask ? a.mask + b * a.mask_strides[0] + h * a.mask_strides[1] : nullptr;
       masked_softmax_rows(s, s, a.q_len, a.kv_len, mask, a.mask_strides[2], a.mask_strides[3],
                           a.has_divisor, a.divisor);
-      if (blas)
+      if (blas) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, dv, n, 1.0f, s, n, v, ldv, 0.0f,
                     y, ldv);
-      else product_rows(s, a.kv_len, v, v_row, y, v_row, a.q_len, a.v_depth, a.kv_len);
-      if (a.range) widen_range_rows(y, a.q_len, a.v_depth, v_row, lo, hi);  // just written
+        if (a.range) widen_range_rows(y, a.q_len, a.v_depth, v_row, lo, hi);  // just written
+      } else {
+        product_rows(s, a.kv_len, v, v_row, y, v_row, a.q_len, a.v_depth, a.kv_len,
+                     a.range ? &written : nullptr);
+      }
     }
-    if (a.range) a.range->merge(lo, hi);
+    if (a.range) {
+      written.widen(lo, hi);
+      a.range->merge(lo, hi);
+    }
   };
   const std::int64_t tasks = a.batch * a.heads;
   // One OpenBLAS thread per call (ops/parallel_blas.h); a few heads per task when they are tiny.
