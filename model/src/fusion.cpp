@@ -412,7 +412,7 @@ void run_attention(const FusedChain& chain, const std::array<const Tensor*, 5>& 
   a.v_depth = v[3];
   a.has_divisor = chain.has_divisor;
   a.divisor = chain.divisor;
-  a.blas = ops::attention_products_blas();
+  a.products = ops::attention_products();
   a.range = range;
   if (const Tensor* mask = operands[kOther]) {
     // Strides along [B, H, S, T], the mask's axes aligned to the right; 0 where it broadcasts.

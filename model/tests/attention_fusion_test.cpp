@@ -10,8 +10,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "onnx_builder.h"
 #include "qforge/error.h"
@@ -170,14 +172,25 @@ class ProductsKernel {
   std::string old_;
 };
 
-// Runs g fused (both product kernels, 1 and 3 threads) and unfused; `fused` says whether the
-// attention chain must run.
+// The product kernels this CPU can run: the default vector kernel (AVX-512 where the CPU has
+// it), the AVX2 and baseline ones by name, and sgemm.
+std::vector<const char*> product_kernels() {
+  std::vector<const char*> kernels = {"vector", "vector-baseline", "blas"};
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (__builtin_cpu_supports("avx2")) kernels.push_back("vector-avx2");
+#endif
+  return kernels;
+}
+
+// Runs g fused (every product kernel, 1 and 3 threads) and unfused; `fused` says whether the
+// attention chain must run. Each kernel gives the same bits on 1 and 3 threads.
 void check(const AttentionGraph& ag, std::mt19937_64& g, bool fused) {
   SCOPED_TRACE(ag.describe());
   const Graph graph = ag.build();
   const TensorMap in = ag.inputs(g);
   const TensorMap want = Executor(graph, {}, ExecutorOptions{.threads = 1, .fuse = false}).run(in);
-  for (const char* kernel : {"vector", "blas"})
+  for (const char* kernel : product_kernels()) {
+    std::optional<TensorMap> one_thread;
     for (const int threads : {1, 3}) {
       SCOPED_TRACE(kernel);
       const ProductsKernel products(kernel);
@@ -188,8 +201,14 @@ void check(const AttentionGraph& ag, std::mt19937_64& g, bool fused) {
         if (fused || name == "p") expect_close(got.at(name), t, name);
         // Not the attention chain: the nodes' own kernels (and the bit-identical chains).
         else EXPECT_EQ(std::memcmp(got.at(name).data(), t.data(), t.byte_size()), 0) << name;
+        if (one_thread) {
+          EXPECT_EQ(std::memcmp(got.at(name).data(), one_thread->at(name).data(), t.byte_size()), 0)
+              << name << ": 3 threads differ from 1";
+        }
       }
+      if (!one_thread) one_thread = got;
     }
+  }
 }
 
 TEST(AttentionFusion, CloseToTheNodesOneByOne) {
@@ -265,7 +284,9 @@ TEST(AttentionFusion, UnknownProductsKernelIsAnError) {
     e.run(in);
     FAIL() << "no error for QFORGE_ATTENTION_PRODUCTS=fast";
   } catch (const qforge::Error& err) {
-    EXPECT_NE(std::string(err.what()).find("expected 'blas' or 'vector'"), std::string::npos)
+    EXPECT_NE(std::string(err.what())
+                  .find("expected 'vector', 'vector-avx2', 'vector-baseline' or 'blas'"),
+              std::string::npos)
         << err.what();
   }
 }

@@ -51,4 +51,34 @@ inline float fast_exp(float x) {
   return std::bit_cast<float>((0x7f800000u & mo) | (std::bit_cast<std::uint32_t>(e) & ~(mu | mo)));
 }
 
+// fast_exp(x) bit for bit where x <= 0, -inf or NaN (Softmax's x - max), in fewer operations:
+// no result can overflow, so the clamp to ln(FLT_MAX) goes, and 2^n is one float: with
+// x >= ln(FLT_MIN), n >= -126 and 2^n is normal, so p * 2^n is rounded once, as
+// p * 2^half * 2^(n - half) is (p * 2^half is exact). Checked against fast_exp for every such
+// float (docs/PERFORMANCE.md, branch attn2).
+inline float fast_exp_nonpositive(float x) {
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+  constexpr float kLow = -87.3365448f;
+  constexpr float kRound = 12582912.0f;
+  const std::uint32_t ux = std::bit_cast<std::uint32_t>(x);
+  const bool under = (ux > std::bit_cast<std::uint32_t>(kLow)) & (ux <= 0xff800000u);  // -inf too
+  const std::uint32_t mu = 0u - under;
+  // Clamped so that the masked-off lanes' arithmetic stays in range.
+  const float c = std::bit_cast<float>((std::bit_cast<std::uint32_t>(kLow) & mu) | (ux & ~mu));
+  const float t = c * kLog2e + kRound;
+  const float n = t - kRound;
+  const std::int32_t ni = std::bit_cast<std::int32_t>(t) - std::bit_cast<std::int32_t>(kRound);
+  const float r = (c - n * kLn2Hi) - n * kLn2Lo;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const float e = p * std::bit_cast<float>(static_cast<std::uint32_t>(ni + 127) << 23);
+  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(e) & ~mu);
+}
+
 }  // namespace qforge::model::ops

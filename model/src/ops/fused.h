@@ -46,6 +46,16 @@ void masked_softmax(const MaskedSoftmax& s, const float* x, float* y, std::int64
 // has_divisor and the Add only with a mask (null: none). y may be x.
 void masked_softmax_row(const float* x, float* y, const float* mask, std::int64_t mask_step,
                         std::int64_t len, bool has_divisor, float divisor);
+// `rows` rows of masked_softmax_row at once (row r at x + r * len, its mask at
+// mask + r * mask_row_step): one dispatch to the vector clone for all of them.
+void masked_softmax_rows(const float* x, float* y, std::int64_t rows, std::int64_t len,
+                         const float* mask, std::int64_t mask_row_step, std::int64_t mask_step,
+                         bool has_divisor, float divisor);
+
+// The attention chain's two products: the vector kernel of the widest instruction set this CPU
+// has (AVX-512, AVX2 or baseline x86-64), the AVX2 or the baseline one by name (so that tests
+// check each on one machine), or OpenBLAS sgemm.
+enum class AttentionProducts { vector, vector_avx2, vector_baseline, blas };
 
 // Scaled dot-product attention, one task per (batch, head), each head's scores in cache:
 //   y[b, i, h, :] = sum_j P[i, j] * v[b, j, h, :],
@@ -54,8 +64,8 @@ void masked_softmax_row(const float* x, float* y, const float* mask, std::int64_
 // v_depth] and y [batch, q_len, heads, v_depth], all contiguous: the layouts of the Linear
 // layers' outputs reshaped to heads, so a head is read through its row stride in place and the
 // merged-head output is written directly (no head split or merge copies). The products are
-// OpenBLAS sgemm calls on one thread each (blas) or a plain vector kernel; the Softmax is
-// masked_softmax_row's, so only the products' summation order can differ from the unfused
+// OpenBLAS sgemm calls on one thread each (blas) or a register-blocked vector kernel; the Softmax
+// is masked_softmax_row's, so only the products' summation order can differ from the unfused
 // MatMuls (last bits).
 struct FusedAttention {
   const float* q = nullptr;
@@ -69,12 +79,13 @@ struct FusedAttention {
   // an axis where it has extent 1).
   const float* mask = nullptr;
   std::int64_t mask_strides[4] = {0, 0, 0, 0};
-  bool blas = false;
+  AttentionProducts products = AttentionProducts::vector;
   RangeSink* range = nullptr;  // when set, given y's range (ops/value_range.h)
 };
-// The products' kernel of the attention chain: QFORGE_ATTENTION_PRODUCTS=blas or vector (the
-// default), read at each call so tests can run both.
-bool attention_products_blas();
+// The products' kernel of the attention chain from QFORGE_ATTENTION_PRODUCTS: `vector` (the
+// default), `vector-avx2`, `vector-baseline` or `blas`, read at each call so tests can run each.
+// Asking for vector-avx2 on a CPU without AVX2 is an error.
+AttentionProducts attention_products();
 void fused_attention(const FusedAttention& a);
 
 // LayerNormalization over rows of `cols` of (x + bias) + residual (a Linear layer's bias Add,

@@ -23,66 +23,148 @@
 namespace qforge::model::ops {
 namespace {
 
-// The products without BLAS: blocks of 4 output rows x 16 columns whose accumulators are
-// vector values (registers: one zmm each with AVX-512, two ymm with AVX2) over the whole sum,
-// each loaded operand used by the 4 rows; a head's keys are transposed once into the scratch
-// so the scores read them as rows. Every output is summed in index order, multiply then add
-// (no FMA contraction in ISO C++ builds), so every clone and every blocking gives the same bits.
+// The products without BLAS: blocks of R output rows x C vectors of 16 columns whose
+// accumulators are vector values (registers) over the whole sum, each loaded operand used by
+// the R rows. The block is as large as the registers allow, so that the block's independent
+// accumulator chains hide the multiply-add's latency: 8 x 32 with AVX-512 (16 of its 32 zmm
+// registers), 4 x 16 with AVX2 (8 of its 16 ymm). A head's keys are transposed once into the
+// scratch so the scores read them as rows. Every output is summed in index order, so every
+// blocking and thread count gives the same bits; the multiply-add is a * b + c as written,
+// which GCC contracts into one FMA (rounded once) where the target has FMA (the AVX-512
+// version; C++ builds allow contraction) and computes as a multiply then an add in the AVX2
+// and baseline versions (docs/MODEL.md states the tolerance this gives).
 typedef float Lanes __attribute__((vector_size(64)));
 // The same lanes at any float's address (unaligned loads and stores).
 typedef float UnalignedLanes __attribute__((vector_size(64), aligned(4), may_alias));
 constexpr std::int64_t kLanes = 16;
-constexpr std::int64_t kRows = 4;
 #define QFORGE_LANES_AT(p) (*reinterpret_cast<const UnalignedLanes*>(p))
 #define QFORGE_LANES_TO(p) (*reinterpret_cast<UnalignedLanes*>(p))
 
-// AVX-512 too: the Xeons this runs on have it.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define QFORGE_ATTENTION_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define QFORGE_ATTENTION_CLONES
-#endif
+// The range of what a product wrote (ops/value_range.h's rule: v < lo ? v : lo, so NaN is left
+// out and -0.0 never enters), widened from the registers as the blocks are stored: the context
+// product's output needs no pass of its own. Lane-wise, then folded: min and max are exact.
+struct RangeLanes {
+  Lanes lo = {}, hi = {};
+  float lo_tail = 0.0f, hi_tail = 0.0f;  // the single columns'
+  void widen(float& l, float& h) const {
+    for (std::int64_t k = 0; k < kLanes; ++k) {
+      l = lo[k] < l ? lo[k] : l;
+      h = hi[k] > h ? hi[k] : h;
+    }
+    l = lo_tail < l ? lo_tail : l;
+    h = hi_tail > h ? hi_tail : h;
+  }
+};
 
-// c[i, j] = sum_t a[i * lda + t * a_step] * b[t * ldb + j] for i < rows, j < cols, t < len:
-// both products (scores: a = q's rows, b = the transposed keys; context: a = the
-// probabilities, b = v's rows).
-QFORGE_ATTENTION_CLONES void product_rows(const float* a, std::int64_t lda, const float* b,
-                                          std::int64_t ldb, float* c, std::int64_t ldc,
-                                          std::int64_t rows, std::int64_t cols, std::int64_t len) {
-  const std::int64_t whole_cols = cols / kLanes * kLanes, whole_rows = rows / kRows * kRows;
-  for (std::int64_t i = 0; i < whole_rows; i += kRows) {
-    const float* a0 = a + i * lda;
-    const float* a1 = a0 + lda;
-    const float* a2 = a1 + lda;
-    const float* a3 = a2 + lda;
-    for (std::int64_t j = 0; j < whole_cols; j += kLanes) {
-      Lanes c0 = {}, c1 = {}, c2 = {}, c3 = {};
-      for (std::int64_t t = 0; t < len; ++t) {
-        const Lanes bt = QFORGE_LANES_AT(b + t * ldb + j);
-        c0 += a0[t] * bt;
-        c1 += a1[t] * bt;
-        c2 += a2[t] * bt;
-        c3 += a3[t] * bt;
-      }
-      QFORGE_LANES_TO(c + i * ldc + j) = c0;
-      QFORGE_LANES_TO(c + (i + 1) * ldc + j) = c1;
-      QFORGE_LANES_TO(c + (i + 2) * ldc + j) = c2;
-      QFORGE_LANES_TO(c + (i + 3) * ldc + j) = c3;
+// c[r, j] for r < R, j < C * kLanes: one block, accumulators in registers (the loops over r
+// and cc have constant trip counts and are unrolled); with Range, its values widen *range.
+template <int R, int C, bool Range>
+[[gnu::always_inline]] inline void product_block(const float* a, std::int64_t lda, const float* b,
+                                                 std::int64_t ldb, float* c, std::int64_t ldc,
+                                                 std::int64_t len, RangeLanes* range) {
+  Lanes acc[R][C] = {};
+  for (std::int64_t t = 0; t < len; ++t) {
+    Lanes bt[C];
+    for (int cc = 0; cc < C; ++cc) bt[cc] = QFORGE_LANES_AT(b + t * ldb + cc * kLanes);
+    for (int r = 0; r < R; ++r) {
+      const float ar = a[r * lda + t];
+      for (int cc = 0; cc < C; ++cc) acc[r][cc] += ar * bt[cc];
     }
   }
+  for (int r = 0; r < R; ++r)
+    for (int cc = 0; cc < C; ++cc) QFORGE_LANES_TO(c + r * ldc + cc * kLanes) = acc[r][cc];
+  if constexpr (Range) {
+    Lanes lo = range->lo, hi = range->hi;
+    for (int r = 0; r < R; ++r)
+      for (int cc = 0; cc < C; ++cc) {
+        lo = acc[r][cc] < lo ? acc[r][cc] : lo;
+        hi = acc[r][cc] > hi ? acc[r][cc] : hi;
+      }
+    range->lo = lo;
+    range->hi = hi;
+  }
+}
+
+// c[i, j] = sum_t a[i * lda + t] * b[t * ldb + j] for i < rows, j < cols, t < len: both
+// products (scores: a = q's rows, b = the transposed keys; context: a = the probabilities,
+// b = v's rows). Blocks of R x C vectors, then of R x 1 vector for the columns left, then single
+// rows, then single columns. With Range, what it writes widens *range.
+template <int R, int C, bool Range>
+[[gnu::always_inline]] inline void product_rows_blocked(const float* a, std::int64_t lda,
+                                                        const float* b, std::int64_t ldb, float* c,
+                                                        std::int64_t ldc, std::int64_t rows,
+                                                        std::int64_t cols, std::int64_t len,
+                                                        RangeLanes* range) {
+  constexpr std::int64_t wide = C * kLanes;
+  const std::int64_t wide_cols = cols / wide * wide, whole_cols = cols / kLanes * kLanes;
+  const std::int64_t whole_rows = rows / R * R;
+  for (std::int64_t i = 0; i < whole_rows; i += R) {
+    for (std::int64_t j = 0; j < wide_cols; j += wide)
+      product_block<R, C, Range>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, len, range);
+    for (std::int64_t j = wide_cols; j < whole_cols; j += kLanes)
+      product_block<R, 1, Range>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, len, range);
+  }
   for (std::int64_t i = whole_rows; i < rows; ++i)
-    for (std::int64_t j = 0; j < whole_cols; j += kLanes) {
-      Lanes acc = {};
-      for (std::int64_t t = 0; t < len; ++t)
-        acc += a[i * lda + t] * QFORGE_LANES_AT(b + t * ldb + j);
-      QFORGE_LANES_TO(c + i * ldc + j) = acc;
-    }
+    for (std::int64_t j = 0; j < whole_cols; j += kLanes)
+      product_block<1, 1, Range>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, len, range);
   for (std::int64_t i = 0; i < rows; ++i)
     for (std::int64_t j = whole_cols; j < cols; ++j) {
       float acc = 0.0f;
       for (std::int64_t t = 0; t < len; ++t) acc += a[i * lda + t] * b[t * ldb + j];
       c[i * ldc + j] = acc;
+      if constexpr (Range) {
+        range->lo_tail = acc < range->lo_tail ? acc : range->lo_tail;
+        range->hi_tail = acc > range->hi_tail ? acc : range->hi_tail;
+      }
     }
+}
+
+// Both instantiations behind one run-time choice: the range only for the context product.
+template <int R, int C>
+[[gnu::always_inline]] inline void product_rows_any(const float* a, std::int64_t lda,
+                                                    const float* b, std::int64_t ldb, float* c,
+                                                    std::int64_t ldc, std::int64_t rows,
+                                                    std::int64_t cols, std::int64_t len,
+                                                    RangeLanes* range) {
+  if (range) product_rows_blocked<R, C, true>(a, lda, b, ldb, c, ldc, rows, cols, len, range);
+  else product_rows_blocked<R, C, false>(a, lda, b, ldb, c, ldc, rows, cols, len, nullptr);
+}
+
+// The instruction sets as functions of their own, so that each can be asked for by name.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define QFORGE_ATTENTION_X86 1
+[[gnu::target("avx512f")]] void product_rows_avx512(const float* a, std::int64_t lda,
+                                                    const float* b, std::int64_t ldb, float* c,
+                                                    std::int64_t ldc, std::int64_t rows,
+                                                    std::int64_t cols, std::int64_t len,
+                                                    RangeLanes* range) {
+  product_rows_any<8, 2>(a, lda, b, ldb, c, ldc, rows, cols, len, range);
+}
+[[gnu::target("avx2")]] void product_rows_avx2(const float* a, std::int64_t lda, const float* b,
+                                               std::int64_t ldb, float* c, std::int64_t ldc,
+                                               std::int64_t rows, std::int64_t cols,
+                                               std::int64_t len, RangeLanes* range) {
+  product_rows_any<4, 1>(a, lda, b, ldb, c, ldc, rows, cols, len, range);
+}
+#endif
+void product_rows_baseline(const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+                           float* c, std::int64_t ldc, std::int64_t rows, std::int64_t cols,
+                           std::int64_t len, RangeLanes* range) {
+  product_rows_any<4, 1>(a, lda, b, ldb, c, ldc, rows, cols, len, range);
+}
+
+using ProductRows = void (*)(const float*, std::int64_t, const float*, std::int64_t, float*,
+                             std::int64_t, std::int64_t, std::int64_t, std::int64_t, RangeLanes*);
+
+ProductRows product_rows_for(AttentionProducts kind) {
+#ifdef QFORGE_ATTENTION_X86
+  if (kind == AttentionProducts::vector && __builtin_cpu_supports("avx512f"))
+    return product_rows_avx512;
+  if (kind == AttentionProducts::vector_avx2 ||
+      (kind == AttentionProducts::vector && __builtin_cpu_supports("avx2")))
+    return product_rows_avx2;
+#endif
+  return product_rows_baseline;
 }
 
 int blas_extent(std::int64_t v) {
@@ -94,12 +176,21 @@ int blas_extent(std::int64_t v) {
 
 }  // namespace
 
-bool attention_products_blas() {
+AttentionProducts attention_products() {
   const char* env = std::getenv("QFORGE_ATTENTION_PRODUCTS");
-  if (!env || std::string_view(env) == "vector") return false;
-  if (std::string_view(env) == "blas") return true;
-  throw Error(ErrorCode::invalid_argument, "QFORGE_ATTENTION_PRODUCTS is '" + std::string(env) +
-                                               "'; expected 'blas' or 'vector'");
+  if (!env || std::string_view(env) == "vector") return AttentionProducts::vector;
+  if (std::string_view(env) == "blas") return AttentionProducts::blas;
+  if (std::string_view(env) == "vector-baseline") return AttentionProducts::vector_baseline;
+  if (std::string_view(env) == "vector-avx2") {
+#ifdef QFORGE_ATTENTION_X86
+    if (__builtin_cpu_supports("avx2")) return AttentionProducts::vector_avx2;
+#endif
+    throw Error(ErrorCode::unsupported,
+                "QFORGE_ATTENTION_PRODUCTS is 'vector-avx2' but this CPU (or build) has no AVX2");
+  }
+  throw Error(ErrorCode::invalid_argument,
+              "QFORGE_ATTENTION_PRODUCTS is '" + std::string(env) +
+                  "'; expected 'vector', 'vector-avx2', 'vector-baseline' or 'blas'");
 }
 
 void fused_attention(const FusedAttention& a) {
@@ -107,12 +198,15 @@ void fused_attention(const FusedAttention& a) {
   const std::int64_t q_row = a.heads * a.depth, v_row = a.heads * a.v_depth;
   const int m = blas_extent(a.q_len), n = blas_extent(a.kv_len), k = blas_extent(a.depth),
             dv = blas_extent(a.v_depth), ldq = blas_extent(q_row), ldv = blas_extent(v_row);
+  const bool blas = a.products == AttentionProducts::blas;
+  const ProductRows product_rows = product_rows_for(a.products);
   auto heads = [&](std::int64_t begin, std::int64_t end) {
     thread_local std::vector<float> scratch;
     scratch.resize(static_cast<std::size_t>(a.q_len * a.kv_len + a.depth * a.kv_len));
     float* s = scratch.data();
     float* kt = s + a.q_len * a.kv_len;  // the vector kernel's transposed keys
     float lo = 0.0f, hi = 0.0f;          // of the heads this task wrote (a.range)
+    RangeLanes written;                  // the same from the vector kernel's registers
     for (std::int64_t t = begin; t < end; ++t) {
       const std::int64_t b = t / a.heads, h = t % a.heads;
       const float* q = a.q + b * a.q_len * q_row + h * a.depth;
@@ -126,31 +220,35 @@ void fused_attention(const FusedAttention& a) {
       }
       if (a.depth == 0) {
         std::fill_n(s, a.q_len * a.kv_len, 0.0f);
-      } else if (a.blas) {
+      } else if (blas) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, q, ldq, kh, ldq, 0.0f,
                     s, n);
       } else {
         for (std::int64_t j = 0; j < a.kv_len; ++j)
           for (std::int64_t d = 0; d < a.depth; ++d) kt[d * a.kv_len + j] = kh[j * q_row + d];
-        product_rows(q, q_row, kt, a.kv_len, s, a.kv_len, a.q_len, a.kv_len, a.depth);
+        product_rows(q, q_row, kt, a.kv_len, s, a.kv_len, a.q_len, a.kv_len, a.depth, nullptr);
       }
       const float* mask = a.mask ? a.mask + b * a.mask_strides[0] + h * a.mask_strides[1] : nullptr;
-      for (std::int64_t i = 0; i < a.q_len; ++i)
-        masked_softmax_row(s + i * a.kv_len, s + i * a.kv_len,
-                           mask ? mask + i * a.mask_strides[2] : nullptr, a.mask_strides[3],
-                           a.kv_len, a.has_divisor, a.divisor);
-      if (a.blas)
+      masked_softmax_rows(s, s, a.q_len, a.kv_len, mask, a.mask_strides[2], a.mask_strides[3],
+                          a.has_divisor, a.divisor);
+      if (blas) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, dv, n, 1.0f, s, n, v, ldv, 0.0f,
                     y, ldv);
-      else product_rows(s, a.kv_len, v, v_row, y, v_row, a.q_len, a.v_depth, a.kv_len);
-      if (a.range) widen_range_rows(y, a.q_len, a.v_depth, v_row, lo, hi);  // just written
+        if (a.range) widen_range_rows(y, a.q_len, a.v_depth, v_row, lo, hi);  // just written
+      } else {
+        product_rows(s, a.kv_len, v, v_row, y, v_row, a.q_len, a.v_depth, a.kv_len,
+                     a.range ? &written : nullptr);
+      }
     }
-    if (a.range) a.range->merge(lo, hi);
+    if (a.range) {
+      written.widen(lo, hi);
+      a.range->merge(lo, hi);
+    }
   };
   const std::int64_t tasks = a.batch * a.heads;
   // One OpenBLAS thread per call (ops/parallel_blas.h); a few heads per task when they are tiny.
   std::optional<SingleThreadedBlas> one_blas_thread;
-  if (a.blas) one_blas_thread.emplace();
+  if (blas) one_blas_thread.emplace();
   const std::int64_t work =
       std::max<std::int64_t>(1, a.q_len * a.kv_len * (a.depth + a.v_depth + 8));
   parallel_for(tasks, std::max<std::int64_t>(1, std::int64_t{65536} / work), heads);

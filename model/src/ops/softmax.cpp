@@ -22,37 +22,73 @@ std::vector<TensorType> infer_softmax(const Node& n, std::span<const InferInput>
   return {*in[0].type};
 }
 
-// Softmax of each contiguous row of `len` (the axis is the last one, as in attention): the max
-// and the sum over eight lanes in a fixed order, so the loops vectorise and every row's result
-// is the same whichever thread computes it.
-QFORGE_MODEL_VECTOR_CLONES void softmax_rows(const float* x, float* y, std::int64_t begin,
-                                             std::int64_t end, std::int64_t len, bool log) {
+// The row kernels are compiled three times (AVX-512, AVX2, baseline x86-64), picked once at
+// load time through an ifunc. This file is compiled with -ffp-contract=off (model/CMakeLists.txt):
+// the AVX-512 clone may not fuse the exp's multiply-adds into FMAs, so every clone computes the
+// same operations in the same order and gives the same bits.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define QFORGE_SOFTMAX_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define QFORGE_SOFTMAX_CLONES
+#endif
+
+// 16 floats at any float's address; the maximum is taken lane-wise over them (a select, which
+// the compiler does not make of the scalar loop), then across the lanes: max is exact and
+// order-free, so the lane count does not change the result.
+typedef float Lanes16 __attribute__((vector_size(64)));
+typedef float UnalignedLanes16 __attribute__((vector_size(64), aligned(4), may_alias));
+typedef float Lanes8 __attribute__((vector_size(32)));
+typedef float UnalignedLanes8 __attribute__((vector_size(32), aligned(4), may_alias));
+
+[[gnu::always_inline]] inline float row_max(const float* xr, std::int64_t len) {
+  constexpr std::int64_t V = 16;
+  const std::int64_t whole = len / V * V;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  Lanes16 m = {ninf, ninf, ninf, ninf, ninf, ninf, ninf, ninf,
+               ninf, ninf, ninf, ninf, ninf, ninf, ninf, ninf};
+  for (std::int64_t j = 0; j < whole; j += V) {
+    const Lanes16 v = *reinterpret_cast<const UnalignedLanes16*>(xr + j);
+    m = v > m ? v : m;
+  }
+  // Across the lanes as a tree (halves, quarters, ...): independent maxima, not a chain of 16.
+  float h[V];
+  for (std::int64_t l = 0; l < V; ++l) h[l] = m[l];
+  for (std::int64_t w = V / 2; w > 0; w /= 2)
+    for (std::int64_t l = 0; l < w; ++l) h[l] = h[l + w] > h[l] ? h[l + w] : h[l];
+  float mx = h[0];
+  for (std::int64_t j = whole; j < len; ++j) mx = xr[j] > mx ? xr[j] : mx;
+  return mx;
+}
+
+// Softmax of one contiguous row of `len` (the axis is the last one, as in attention): the sum
+// over eight lanes in a fixed order, so the loops vectorise and every row's result is the same
+// whichever thread or clone computes it.
+[[gnu::always_inline]] inline void softmax_row(const float* xr, float* yr, std::int64_t len,
+                                               bool log) {
   constexpr std::int64_t L = 8;
   const std::int64_t whole = len / L * L;
-  for (std::int64_t row = begin; row < end; ++row) {
-    const float* xr = x + row * len;
-    float* yr = y + row * len;
-    float m[L];
-    for (std::int64_t l = 0; l < L; ++l) m[l] = -std::numeric_limits<float>::infinity();
-    for (std::int64_t j = 0; j < whole; j += L)
-      for (std::int64_t l = 0; l < L; ++l) m[l] = xr[j + l] > m[l] ? xr[j + l] : m[l];
-    float mx = m[0];
-    for (std::int64_t l = 1; l < L; ++l) mx = m[l] > mx ? m[l] : mx;
-    for (std::int64_t j = whole; j < len; ++j) mx = xr[j] > mx ? xr[j] : mx;
-    for (std::int64_t j = 0; j < len; ++j) yr[j] = fast_exp(xr[j] - mx);
-    float s[L] = {};
-    for (std::int64_t j = 0; j < whole; j += L)
-      for (std::int64_t l = 0; l < L; ++l) s[l] += yr[j + l];
-    float sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-    for (std::int64_t j = whole; j < len; ++j) sum += yr[j];
-    if (log) {
-      const float ls = std::log(sum);
-      for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] - mx - ls;
-    } else {
-      const float inv = 1.0f / sum;
-      for (std::int64_t j = 0; j < len; ++j) yr[j] *= inv;
-    }
+  const float mx = row_max(xr, len);
+  for (std::int64_t j = 0; j < len; ++j) yr[j] = fast_exp_nonpositive(xr[j] - mx);
+  // Lane l sums yr[l], yr[l + 8], ... in order; as an explicit vector, since GCC turns the
+  // scalar form of this loop into a chain of single-lane adds.
+  Lanes8 s = {};
+  for (std::int64_t j = 0; j < whole; j += L)
+    s += *reinterpret_cast<const UnalignedLanes8*>(yr + j);
+  float sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+  for (std::int64_t j = whole; j < len; ++j) sum += yr[j];
+  if (log) {
+    const float ls = std::log(sum);
+    for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] - mx - ls;
+  } else {
+    const float inv = 1.0f / sum;
+    for (std::int64_t j = 0; j < len; ++j) yr[j] *= inv;
   }
+}
+
+QFORGE_SOFTMAX_CLONES void softmax_rows(const float* x, float* y, std::int64_t begin,
+                                        std::int64_t end, std::int64_t len, bool log) {
+  for (std::int64_t row = begin; row < end; ++row)
+    softmax_row(x + row * len, y + row * len, len, log);
 }
 
 void run_softmax(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
@@ -87,7 +123,7 @@ void run_softmax(const Node& n, std::span<const Tensor* const> in, std::span<Ten
       for (std::int64_t j = 0; j < len; ++j) mx = xp[j * inner] > mx ? xp[j * inner] : mx;
       float sum = 0.0f;
       for (std::int64_t j = 0; j < len; ++j) {
-        const float e = fast_exp(xp[j * inner] - mx);
+        const float e = fast_exp_nonpositive(xp[j * inner] - mx);
         yp[j * inner] = e;
         sum += e;
       }
@@ -120,17 +156,34 @@ void masked_softmax(const MaskedSoftmax& s, const float* x, float* y, std::int64
   });
 }
 
+QFORGE_SOFTMAX_CLONES void masked_softmax_rows(const float* x, float* y, std::int64_t rows,
+                                               std::int64_t len, const float* mask,
+                                               std::int64_t mask_row_step, std::int64_t mask_step,
+                                               bool has_divisor, float divisor) {
+  // The Div and the Add as their kernels compute them, into the output row, then the Softmax of
+  // that row in place (softmax_row reads each element before writing it). A contiguous mask
+  // (step 1) and one broadcast along the row (step 0) get loops of their own, which vectorise.
+  for (std::int64_t row = 0; row < rows; ++row) {
+    const float* xr = x + row * len;
+    float* yr = y + row * len;
+    const float* mr = mask ? mask + row * mask_row_step : nullptr;
+    if (has_divisor && mr && mask_step == 1)
+      for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] / divisor + mr[j];
+    else if (has_divisor && mr)
+      for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] / divisor + mr[j * mask_step];
+    else if (has_divisor)
+      for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] / divisor;
+    else if (mr && mask_step == 1)
+      for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] + mr[j];
+    else if (mr)
+      for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] + mr[j * mask_step];
+    softmax_row(has_divisor || mr ? yr : xr, yr, len, false);
+  }
+}
+
 void masked_softmax_row(const float* x, float* y, const float* mask, std::int64_t mask_step,
                         std::int64_t len, bool has_divisor, float divisor) {
-  // The Div and the Add as their kernels compute them, into the output row, then the Softmax of
-  // that row in place (softmax_rows reads each element before writing it).
-  if (has_divisor && mask)
-    for (std::int64_t j = 0; j < len; ++j) y[j] = x[j] / divisor + mask[j * mask_step];
-  else if (has_divisor)
-    for (std::int64_t j = 0; j < len; ++j) y[j] = x[j] / divisor;
-  else if (mask)
-    for (std::int64_t j = 0; j < len; ++j) y[j] = x[j] + mask[j * mask_step];
-  softmax_rows(has_divisor || mask ? y : x, y, 0, 1, len, false);
+  masked_softmax_rows(x, y, 1, len, mask, 0, mask_step, has_divisor, divisor);
 }
 
 void register_softmax(KernelRegistry& r) {
