@@ -11,8 +11,9 @@ namespace qforge::model::ops {
 
 class RangeSink;  // ops/value_range.h
 
-// erf of n values (the Erf kernel): eight lanes at a time where the CPU has AVX2, with exactly
-// the arithmetic of fast_erf (ops/fast_erf.h), so lanes and scalar calls agree bit for bit.
+// erf of n values (the Erf kernel): sixteen lanes at a time where the CPU has AVX-512F, eight
+// where it has AVX2, with exactly the arithmetic of fast_erf (ops/fast_erf.h), so lanes and
+// scalar calls agree bit for bit.
 void erf_values(const float* x, float* y, std::int64_t n);
 
 // BERT's exact GELU, as exporters write it: y = (v * half) * (erf(v / divisor) + one), with

@@ -1,10 +1,13 @@
 // erf over spans and the fused GELU (ops/fused.h). GCC does not vectorise fast_erf's loop
 // (its per-lane choice of coefficients compiles to branches: measured at a tenth of a MiniLM
-// batch), so the AVX2 path spells it with intrinsics: both intervals' coefficients blended per
+// batch), so the vector paths spell it with intrinsics: both intervals' coefficients blended per
 // lane, and separate multiplies and adds like the scalar code (no FMA), which keeps every lane
-// equal to fast_erf bit for bit. A tail shorter than eight lanes goes through the same vector
-// code on a padded copy, so an element's result does not depend on where a task's range ends.
+// equal to fast_erf bit for bit. With AVX-512 four vectors go through each step together: one
+// erf is a chain of 17 dependent multiplies and adds, so a single chain leaves the units idle
+// most of the time. A tail goes through the same vector code on masked or padded lanes, so an
+// element's result does not depend on where a task's range ends.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "ops/fast_erf.h"
@@ -119,6 +122,151 @@ void gelu_avx2(const GeluErf& g, const float* x, float* y, std::int64_t n) {
 
 #pragma GCC pop_options
 
+// The same arithmetic on sixteen lanes, N vectors per step (Horner's steps interleaved).
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+// AVX-512F brings FMA, and GCC contracts a * b + c in C++ whatever the -std: keep the multiply
+// and the add apart, as fast_erf (compiled for plain x86-64) has them.
+#pragma GCC optimize("fp-contract=off")
+
+// Forced inline with every loop unrolled: the vectors must stay in registers (a call or a
+// rolled loop keeps them in stack arrays, and the chains then wait on memory).
+#define QFORGE_ERF_INLINE __attribute__((always_inline)) inline
+#define QFORGE_ERF_LAMBDA __attribute__((always_inline))
+
+template <int N>
+QFORGE_ERF_INLINE void erf16(__m512 (&x)[N]) {
+  static constexpr float kSmall[6] = {-0.0006144085782580078f, 0.0050232866778969765f,
+                                      -0.026787400245666504f,  0.11282408982515335f,
+                                      -0.3761255443096161f,    1.1283791065216064f};
+  static constexpr float kMiddle[11] = {
+      2.766270199572318e-07f,  6.836703050794313e-06f, -2.6404291929793544e-05f,
+      -5.440372842713259e-05f, 0.0005759043851867318f, -0.0010520863579586148f,
+      -0.0036728852428495884f, 0.024498935788869858f,  -0.06045667827129364f,
+      0.07580774277448654f,    0.959695041179657f};
+  static constexpr float kLarge[11] = {
+      1.733851786411833e-05f,  -1.511374648544006e-05f, -0.00010334001126466319f,
+      0.0003454822872299701f,  -0.00066648970823735f,   0.0009761981200426817f,
+      -0.0010758958524093032f, 0.0008626913768239319f,  -0.00048211286775767803f,
+      0.00016960092762019485f, 0.9999716281890869f};
+  // Sign-bit masks through GCC's vector operators (the _si512 intrinsics' undefined pass-through
+  // operand draws -Wmaybe-uninitialized from GCC 12's headers).
+  typedef std::int32_t Bits __attribute__((vector_size(64)));
+  const Bits sign = (Bits)_mm512_set1_ps(-0.0f);
+  __m512 a[N], x2[N], ps[N], t[N], p[N];
+  __mmask16 middle[N];
+  #pragma GCC unroll 16
+  for (int k = 0; k < N; ++k) {
+    a[k] = (__m512)(~sign & (Bits)x[k]);
+    x2[k] = _mm512_mul_ps(x[k], x[k]);
+    ps[k] = _mm512_set1_ps(kSmall[0]);
+    middle[k] = _mm512_cmp_ps_mask(a[k], _mm512_set1_ps(2.0f), _CMP_LT_OQ);
+    const __m512 tm =
+        _mm512_mul_ps(_mm512_sub_ps(a[k], _mm512_set1_ps(1.45f)), _mm512_set1_ps(1.0f / 0.55f));
+    const __m512 tl =
+        _mm512_mul_ps(_mm512_sub_ps(a[k], _mm512_set1_ps(2.96f)), _mm512_set1_ps(1.0f / 0.96f));
+    t[k] = _mm512_mask_blend_ps(middle[k], tl, tm);
+    p[k] = _mm512_mask_blend_ps(middle[k], _mm512_set1_ps(kLarge[0]), _mm512_set1_ps(kMiddle[0]));
+  }
+  #pragma GCC unroll 16
+  for (int i = 1; i < 6; ++i)
+    #pragma GCC unroll 16
+    for (int k = 0; k < N; ++k)
+      ps[k] = _mm512_add_ps(_mm512_mul_ps(ps[k], x2[k]), _mm512_set1_ps(kSmall[i]));
+  #pragma GCC unroll 16
+  for (int i = 1; i < 11; ++i)
+    #pragma GCC unroll 16
+    for (int k = 0; k < N; ++k)
+      p[k] = _mm512_add_ps(_mm512_mul_ps(p[k], t[k]),
+                           _mm512_mask_blend_ps(middle[k], _mm512_set1_ps(kLarge[i]),
+                                                _mm512_set1_ps(kMiddle[i])));
+  #pragma GCC unroll 16
+  for (int k = 0; k < N; ++k) {
+    const __m512 small = _mm512_mul_ps(x[k], ps[k]);
+    // copysign(a < 3.92 ? p : 1, x)
+    const __mmask16 inside = _mm512_cmp_ps_mask(a[k], _mm512_set1_ps(3.92f), _CMP_LT_OQ);
+    const Bits mag = ~sign & (Bits)_mm512_mask_blend_ps(inside, _mm512_set1_ps(1.0f), p[k]);
+    const __m512 far = (__m512)(mag | (sign & (Bits)x[k]));
+    // !(a >= 0.9) takes `small`: NaN fails the comparison and stays NaN there.
+    const __mmask16 big = _mm512_cmp_ps_mask(a[k], _mm512_set1_ps(0.9f), _CMP_GE_OQ);
+    x[k] = _mm512_mask_blend_ps(big, small, far);
+  }
+}
+
+// (v * half) * (erf(v / divisor) + one) of N vectors, in place.
+template <int N>
+QFORGE_ERF_INLINE void gelu16(const GeluErf& g, __m512 (&v)[N]) {
+  __m512 e[N];
+  #pragma GCC unroll 16
+  for (int k = 0; k < N; ++k) e[k] = _mm512_div_ps(v[k], _mm512_set1_ps(g.divisor));
+  erf16(e);
+  #pragma GCC unroll 16
+  for (int k = 0; k < N; ++k)
+    v[k] = _mm512_mul_ps(_mm512_mul_ps(v[k], _mm512_set1_ps(g.half)),
+                         _mm512_add_ps(e[k], _mm512_set1_ps(g.one)));
+}
+
+constexpr std::int64_t kWide = 4;  // vectors per step
+
+// Loads x in blocks of kWide vectors, then single vectors (the last one masked, its lanes past n
+// zero), calls op(v, i) on each block in place (v an array of one or kWide vectors, i its first
+// index), and stores the block's lanes below n to y.
+template <class Op>
+QFORGE_ERF_INLINE void by_sixteen(const float* x, float* y, std::int64_t n, Op op) {
+  std::int64_t i = 0;
+  for (; i + 16 * kWide <= n; i += 16 * kWide) {
+    __m512 v[kWide];
+    #pragma GCC unroll 16
+    for (int k = 0; k < kWide; ++k) v[k] = _mm512_loadu_ps(x + i + 16 * k);
+    op(v, i);
+    #pragma GCC unroll 16
+    for (int k = 0; k < kWide; ++k) _mm512_storeu_ps(y + i + 16 * k, v[k]);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m =
+        n - i >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (n - i)) - 1);
+    __m512 v[1] = {_mm512_maskz_loadu_ps(m, x + i)};
+    op(v, i);
+    _mm512_mask_storeu_ps(y + i, m, v[0]);
+  }
+}
+
+void erf_avx512(const float* x, float* y, std::int64_t n) {
+  by_sixteen(x, y, n, [](auto& v, std::int64_t) QFORGE_ERF_LAMBDA { erf16(v); });
+}
+
+void gelu_avx512(const GeluErf& g, const float* x, float* y, std::int64_t n) {
+  if (!g.bias) {
+    by_sixteen(x, y, n, [&g](auto& v, std::int64_t) QFORGE_ERF_LAMBDA { gelu16(g, v); });
+    return;
+  }
+  // Row by row of the bias's length, so the bias is read as contiguous vectors (a row's masked
+  // tail reads zeros past the bias's end, in lanes that are not stored).
+  for (std::int64_t r = 0; r < n; r += g.bias_n) {
+    const std::int64_t len = std::min(g.bias_n, n - r);
+    by_sixteen(x + r, y + r, len, [&g](auto& v, std::int64_t j) QFORGE_ERF_LAMBDA {
+      constexpr int N = sizeof(v) / sizeof(v[0]);
+      const std::int64_t left = g.bias_n - j;
+      #pragma GCC unroll 16
+      for (int k = 0; k < N; ++k) {
+        const std::int64_t lanes = left - 16 * k;
+        const __mmask16 m =
+            lanes >= 16 ? __mmask16(0xffff)
+                        : static_cast<__mmask16>(lanes <= 0 ? 0u : (1u << lanes) - 1);
+        v[k] = _mm512_add_ps(v[k], _mm512_maskz_loadu_ps(m, g.bias + j + 16 * k));
+      }
+      gelu16(g, v);
+    });
+  }
+}
+
+#pragma GCC pop_options
+
+bool has_avx512() {
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+}
+
 bool has_avx2() {
   static const bool yes = __builtin_cpu_supports("avx2");
   return yes;
@@ -130,6 +278,7 @@ bool has_avx2() {
 
 void erf_values(const float* x, float* y, std::int64_t n) {
 #ifdef QFORGE_ERF_AVX2
+  if (has_avx512()) return erf_avx512(x, y, n);
   if (has_avx2()) return erf_avx2(x, y, n);
 #endif
   for (std::int64_t i = 0; i < n; ++i) y[i] = fast_erf(x[i]);
@@ -137,6 +286,7 @@ void erf_values(const float* x, float* y, std::int64_t n) {
 
 void gelu_erf(const GeluErf& g, const float* x, float* y, std::int64_t n) {
 #ifdef QFORGE_ERF_AVX2
+  if (has_avx512()) return gelu_avx512(g, x, y, n);
   if (has_avx2()) return gelu_avx2(g, x, y, n);
 #endif
   if (!g.bias) {
