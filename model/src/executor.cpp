@@ -13,6 +13,7 @@
 #include "fusion.h"
 #include "ops/kernel.h"
 #include "ops/parallel.h"
+#include "ops/parallel_then_sleep.h"
 #include "qforge/error.h"
 #include "thread_pool.h"
 
@@ -357,6 +358,11 @@ TensorMap Executor::run(const TensorMap& inputs, const std::vector<std::string>&
       inputs, keep,
       [&hook](std::size_t node, std::span<const Tensor* const> in, std::span<const ValueRange>,
               std::span<Tensor* const> out) { return hook(node, in, out); });
+}
+
+void Executor::parallel_for(std::int64_t n, std::int64_t grain,
+                            const std::function<void(std::int64_t, std::int64_t)>& f) {
+  ops::parallel_for_then_sleep(n, grain, f);
 }
 
 TensorMap Executor::run_with_ranges(const TensorMap& inputs, const std::vector<std::string>& keep,

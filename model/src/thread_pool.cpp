@@ -70,8 +70,9 @@ void ThreadPool::run_tasks(const std::function<void(std::int64_t)>& fn, std::int
 
 void ThreadPool::worker_loop() {
   std::uint64_t seen = 0;
+  bool poll = true;  // false after serving a call that asked its workers to sleep
   for (;;) {
-    poll_for(kWorkerPoll,
+    poll_for(poll ? kWorkerPoll : std::chrono::microseconds(0),
              [&] { return posted_.load(std::memory_order_acquire) != seen || stop_.load(); });
     if (posted_.load() == seen && !stop_.load()) {
       std::unique_lock lock(mutex_);
@@ -88,10 +89,12 @@ void ThreadPool::worker_loop() {
     if (g != 0 && g != seen) {
       const auto* fn = job_.load();
       const std::int64_t tasks = tasks_.load();
+      poll = !sleep_after_.load();
       seen = g;
       run_tasks(*fn, tasks);
     } else {
       seen = latest;  // that call has closed already; wait for the next one
+      poll = true;
     }
     if (busy_.fetch_sub(1) == 1 && sleepers_.load() != 0) {
       std::lock_guard lock(mutex_);  // the caller may sleep on done_
@@ -101,6 +104,16 @@ void ThreadPool::worker_loop() {
 }
 
 void ThreadPool::parallel_for(std::int64_t tasks, const std::function<void(std::int64_t)>& fn) {
+  serve(tasks, fn, false);
+}
+
+void ThreadPool::parallel_for_then_sleep(std::int64_t tasks,
+                                         const std::function<void(std::int64_t)>& fn) {
+  serve(tasks, fn, true);
+}
+
+void ThreadPool::serve(std::int64_t tasks, const std::function<void(std::int64_t)>& fn,
+                       bool then_sleep) {
   if (tasks <= 0) return;
   // Inline when there is nothing to share, or when another call holds the workers: waiting
   // for it would only add the latency of its tasks to ours.
@@ -117,6 +130,7 @@ void ThreadPool::parallel_for(std::int64_t tasks, const std::function<void(std::
   tasks_.store(tasks);
   next_.store(0);
   failed_.store(false);
+  sleep_after_.store(then_sleep);
   open_.store(g);
   posted_.store(g);
   if (sleepers_.load() != 0) {

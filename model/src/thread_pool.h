@@ -33,9 +33,15 @@ class ThreadPool {
   // from the caller's threads, each of which then does its own work).
   void parallel_for(std::int64_t tasks, const std::function<void(std::int64_t)>& fn);
 
+  // The same, the workers then sleeping at once instead of polling for the next call: for
+  // work that the calling thread follows with work on another pool (a quantized layer's
+  // plugin), whose threads need the cores these workers would poll on.
+  void parallel_for_then_sleep(std::int64_t tasks, const std::function<void(std::int64_t)>& fn);
+
  private:
   void worker_loop();
   void run_tasks(const std::function<void(std::int64_t)>& fn, std::int64_t tasks);
+  void serve(std::int64_t tasks, const std::function<void(std::int64_t)>& fn, bool then_sleep);
 
   // No lock and no system call on the hot path while the workers poll: on the GPU host, whose
   // kernel runs in user space (gVisor), every futex call costs tens of microseconds, and 15
@@ -55,6 +61,7 @@ class ThreadPool {
   std::atomic<int> sleepers_{0};          // threads asleep, or about to sleep, on a condition
   std::atomic<bool> failed_{false};       // a task threw: stop handing out tasks
   std::atomic<bool> stop_{false};
+  std::atomic<bool> sleep_after_{false};  // the open call's workers sleep when it ends
   // Held by the thread whose call the workers serve; a call that cannot take it runs inline.
   std::atomic<bool> claimed_{false};
   std::uint64_t generation_ = 0;  // count of calls, written only by the claiming thread

@@ -2,7 +2,10 @@
 // split op on tensors large enough to be split, with shapes that split by rows and within rows.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "onnx_builder.h"
 #include "qforge/error.h"
@@ -84,6 +87,48 @@ TEST(Threads, SplitKernelsAreBitIdenticalToOneThread) {
         EXPECT_EQ(std::memcmp(t.data(), u.data(), t.byte_size()), 0) << name;
       }
     }
+  }
+}
+
+// Executor::parallel_for from a hook: every index once per call, split across the run's pool
+// (whose workers then sleep), call after call and run after run; outside a run, on the
+// calling thread alone.
+TEST(Threads, ParallelForInAHookCoversEveryIndexOnce) {
+  OnnxBuilder m(17);
+  m.input("x", F, {4}).output("y", F, {4});
+  m.node("Relu", {"x"}, {"y"}, "relu");
+  const Graph graph = import_onnx_bytes(m.bytes(), "relu");
+  constexpr std::int64_t kN = 100003;
+  std::vector<std::atomic<int>> seen(kN);
+  auto count = [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) seen[static_cast<std::size_t>(i)].fetch_add(1);
+  };
+  const std::thread::id caller = std::this_thread::get_id();
+  Executor::parallel_for(kN, 1000, [&](std::int64_t begin, std::int64_t end) {
+    EXPECT_EQ(std::this_thread::get_id(), caller);  // no run: inline
+    count(begin, end);
+  });
+  const Executor many(graph, {}, ExecutorOptions{.threads = 3});
+  TensorMap in = {{"x", Tensor(ElementType::float32, Shape{4})}};
+  in.at("x").values<float>()[1] = -2.0f;
+  in.at("x").values<float>()[2] = 5.0f;
+  int runs = 0;
+  for (int round = 0; round < 4; ++round) {
+    const TensorMap out = many.run(in, {}, [&](std::size_t, std::span<const Tensor* const>,
+                                               std::span<Tensor* const>) {
+      for (int call = 0; call < 3; ++call) {
+        Executor::parallel_for(kN, 1000, count);
+        ++runs;
+      }
+      return false;  // the Relu still runs as a float kernel
+    });
+    const auto y = out.at("y").values<float>();
+    EXPECT_EQ(y[1], 0.0f);
+    EXPECT_EQ(y[2], 5.0f);
+  }
+  ASSERT_EQ(runs, 12);
+  for (std::int64_t i = 0; i < kN; ++i) {
+    ASSERT_EQ(seen[static_cast<std::size_t>(i)].load(), 13) << "index " << i;
   }
 }
 

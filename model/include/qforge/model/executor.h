@@ -150,6 +150,13 @@ class QFORGE_MODEL_API Executor {
   TensorMap run_with_ranges(const TensorMap& inputs, const std::vector<std::string>& keep,
                             const RangedNodeHook& hook) const;
 
+  // Calls f(begin, end) over disjoint ranges covering [0, n), split across the thread pool of
+  // the run this thread is inside (a hook of run / run_with_ranges doing a loop of its own; at
+  // least `grain` items a range), else over the whole range on the calling thread. The pool's
+  // workers then sleep rather than poll: the hook's next work runs on a plugin's threads.
+  static void parallel_for(std::int64_t n, std::int64_t grain,
+                           const std::function<void(std::int64_t, std::int64_t)>& f);
+
   // With ExecutorOptions::profile: the step times summed over every run since construction or
   // the last reset_profile, longest first (copies of the Executor share them); empty otherwise.
   std::vector<StepTime> profile() const;
