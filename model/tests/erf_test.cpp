@@ -10,9 +10,8 @@
 #include <limits>
 #include <random>
 
-#include "ops/fast_erf.h"
-
 #include "onnx_builder.h"
+#include "ops/fast_erf.h"
 #include "qforge/model/executor.h"
 #include "qforge/model/onnx_import.h"
 #include "test_support.h"

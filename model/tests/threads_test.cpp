@@ -114,14 +114,14 @@ TEST(Threads, ParallelForInAHookCoversEveryIndexOnce) {
   in.at("x").values<float>()[2] = 5.0f;
   int runs = 0;
   for (int round = 0; round < 4; ++round) {
-    const TensorMap out = many.run(in, {}, [&](std::size_t, std::span<const Tensor* const>,
-                                               std::span<Tensor* const>) {
-      for (int call = 0; call < 3; ++call) {
-        Executor::parallel_for(kN, 1000, count);
-        ++runs;
-      }
-      return false;  // the Relu still runs as a float kernel
-    });
+    const TensorMap out = many.run(
+        in, {}, [&](std::size_t, std::span<const Tensor* const>, std::span<Tensor* const>) {
+          for (int call = 0; call < 3; ++call) {
+            Executor::parallel_for(kN, 1000, count);
+            ++runs;
+          }
+          return false;  // the Relu still runs as a float kernel
+        });
     const auto y = out.at("y").values<float>();
     EXPECT_EQ(y[1], 0.0f);
     EXPECT_EQ(y[2], 5.0f);

@@ -1030,23 +1030,23 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
         const std::int32_t zero_point = a.zero_point(0), qmin = a.qmin(), qmax = a.qmax();
         const bool is_signed = a.dtype() == DType::int8;
         std::byte* codes = layer.a_codes.data();
-        Executor::parallel_for(
-            static_cast<std::int64_t>(layer.prelude_values.size()), kPreludeGrain,
-            [&](std::int64_t begin, std::int64_t end) {
-              constexpr std::size_t kBlock = 2048;
-              alignas(64) std::array<float, kBlock> block;
-              for (auto i = static_cast<std::size_t>(begin); i < static_cast<std::size_t>(end);
-                   i += kBlock) {
-                const std::size_t n = std::min(kBlock, static_cast<std::size_t>(end) - i);
-                const float* from = source + i;
-                for (const Layer::Step& step : layer.prelude_steps) {
-                  apply_step(step.op, step.value, from, block.data(), n);
-                  from = block.data();
-                }
-                quantize_values(block.data(), n, scale, zero_point, qmin, qmax, is_signed,
-                                codes + i);
-              }
-            });
+        Executor::parallel_for(static_cast<std::int64_t>(layer.prelude_values.size()),
+                               kPreludeGrain, [&](std::int64_t begin, std::int64_t end) {
+                                 constexpr std::size_t kBlock = 2048;
+                                 alignas(64) std::array<float, kBlock> block;
+                                 for (auto i = static_cast<std::size_t>(begin);
+                                      i < static_cast<std::size_t>(end); i += kBlock) {
+                                   const std::size_t n =
+                                       std::min(kBlock, static_cast<std::size_t>(end) - i);
+                                   const float* from = source + i;
+                                   for (const Layer::Step& step : layer.prelude_steps) {
+                                     apply_step(step.op, step.value, from, block.data(), n);
+                                     from = block.data();
+                                   }
+                                   quantize_values(block.data(), n, scale, zero_point, qmin, qmax,
+                                                   is_signed, codes + i);
+                                 }
+                               });
         x = nullptr;
       } else if (source) {
         // The input normalization, the same float32 operations as the nodes it replaces (so

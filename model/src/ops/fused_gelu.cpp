@@ -155,7 +155,7 @@ QFORGE_ERF_INLINE void erf16(__m512 (&x)[N]) {
   const Bits sign = (Bits)_mm512_set1_ps(-0.0f);
   __m512 a[N], x2[N], ps[N], t[N], p[N];
   __mmask16 middle[N];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int k = 0; k < N; ++k) {
     a[k] = (__m512)(~sign & (Bits)x[k]);
     x2[k] = _mm512_mul_ps(x[k], x[k]);
@@ -168,19 +168,19 @@ QFORGE_ERF_INLINE void erf16(__m512 (&x)[N]) {
     t[k] = _mm512_mask_blend_ps(middle[k], tl, tm);
     p[k] = _mm512_mask_blend_ps(middle[k], _mm512_set1_ps(kLarge[0]), _mm512_set1_ps(kMiddle[0]));
   }
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 1; i < 6; ++i)
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int k = 0; k < N; ++k)
       ps[k] = _mm512_add_ps(_mm512_mul_ps(ps[k], x2[k]), _mm512_set1_ps(kSmall[i]));
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 1; i < 11; ++i)
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int k = 0; k < N; ++k)
-      p[k] = _mm512_add_ps(_mm512_mul_ps(p[k], t[k]),
-                           _mm512_mask_blend_ps(middle[k], _mm512_set1_ps(kLarge[i]),
-                                                _mm512_set1_ps(kMiddle[i])));
-  #pragma GCC unroll 16
+      p[k] = _mm512_add_ps(
+          _mm512_mul_ps(p[k], t[k]),
+          _mm512_mask_blend_ps(middle[k], _mm512_set1_ps(kLarge[i]), _mm512_set1_ps(kMiddle[i])));
+#pragma GCC unroll 16
   for (int k = 0; k < N; ++k) {
     const __m512 small = _mm512_mul_ps(x[k], ps[k]);
     // copysign(a < 3.92 ? p : 1, x)
@@ -197,10 +197,10 @@ QFORGE_ERF_INLINE void erf16(__m512 (&x)[N]) {
 template <int N>
 QFORGE_ERF_INLINE void gelu16(const GeluErf& g, __m512 (&v)[N]) {
   __m512 e[N];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int k = 0; k < N; ++k) e[k] = _mm512_div_ps(v[k], _mm512_set1_ps(g.divisor));
   erf16(e);
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int k = 0; k < N; ++k)
     v[k] = _mm512_mul_ps(_mm512_mul_ps(v[k], _mm512_set1_ps(g.half)),
                          _mm512_add_ps(e[k], _mm512_set1_ps(g.one)));
@@ -216,10 +216,10 @@ QFORGE_ERF_INLINE void by_sixteen(const float* x, float* y, std::int64_t n, Op o
   std::int64_t i = 0;
   for (; i + 16 * kWide <= n; i += 16 * kWide) {
     __m512 v[kWide];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int k = 0; k < kWide; ++k) v[k] = _mm512_loadu_ps(x + i + 16 * k);
     op(v, i);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int k = 0; k < kWide; ++k) _mm512_storeu_ps(y + i + 16 * k, v[k]);
   }
   for (; i < n; i += 16) {
@@ -247,12 +247,12 @@ void gelu_avx512(const GeluErf& g, const float* x, float* y, std::int64_t n) {
     by_sixteen(x + r, y + r, len, [&g](auto& v, std::int64_t j) QFORGE_ERF_LAMBDA {
       constexpr int N = sizeof(v) / sizeof(v[0]);
       const std::int64_t left = g.bias_n - j;
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int k = 0; k < N; ++k) {
         const std::int64_t lanes = left - 16 * k;
-        const __mmask16 m =
-            lanes >= 16 ? __mmask16(0xffff)
-                        : static_cast<__mmask16>(lanes <= 0 ? 0u : (1u << lanes) - 1);
+        const __mmask16 m = lanes >= 16
+                                ? __mmask16(0xffff)
+                                : static_cast<__mmask16>(lanes <= 0 ? 0u : (1u << lanes) - 1);
         v[k] = _mm512_add_ps(v[k], _mm512_maskz_loadu_ps(m, g.bias + j + 16 * k));
       }
       gelu16(g, v);

@@ -1,8 +1,8 @@
 #include "ops/parallel.h"
-#include "ops/parallel_then_sleep.h"
 
 #include <algorithm>
 
+#include "ops/parallel_then_sleep.h"
 #include "thread_pool.h"
 
 namespace qforge::model::ops {
