@@ -32,24 +32,12 @@ inline float gelu_scalar(const GeluErf& g, float v) {
 #pragma GCC target("avx2")
 
 inline __m256 erf8(__m256 x) {
-  static constexpr float kSmall[6] = {-0.0006144085782580078f, 0.0050232866778969765f,
-                                      -0.026787400245666504f,  0.11282408982515335f,
-                                      -0.3761255443096161f,    1.1283791065216064f};
-  static constexpr float kMiddle[11] = {
-      2.766270199572318e-07f,  6.836703050794313e-06f, -2.6404291929793544e-05f,
-      -5.440372842713259e-05f, 0.0005759043851867318f, -0.0010520863579586148f,
-      -0.0036728852428495884f, 0.024498935788869858f,  -0.06045667827129364f,
-      0.07580774277448654f,    0.959695041179657f};
-  static constexpr float kLarge[11] = {
-      1.733851786411833e-05f,  -1.511374648544006e-05f, -0.00010334001126466319f,
-      0.0003454822872299701f,  -0.00066648970823735f,   0.0009761981200426817f,
-      -0.0010758958524093032f, 0.0008626913768239319f,  -0.00048211286775767803f,
-      0.00016960092762019485f, 0.9999716281890869f};
   const __m256 sign = _mm256_set1_ps(-0.0f);
   const __m256 a = _mm256_andnot_ps(sign, x);
   const __m256 x2 = _mm256_mul_ps(x, x);
-  __m256 ps = _mm256_set1_ps(kSmall[0]);
-  for (int i = 1; i < 6; ++i) ps = _mm256_add_ps(_mm256_mul_ps(ps, x2), _mm256_set1_ps(kSmall[i]));
+  __m256 ps = _mm256_set1_ps(kErfSmall[0]);
+  for (int i = 1; i < 6; ++i)
+    ps = _mm256_add_ps(_mm256_mul_ps(ps, x2), _mm256_set1_ps(kErfSmall[i]));
   const __m256 small = _mm256_mul_ps(x, ps);
   const __m256 middle = _mm256_cmp_ps(a, _mm256_set1_ps(2.0f), _CMP_LT_OQ);
   const __m256 tm =
@@ -57,10 +45,10 @@ inline __m256 erf8(__m256 x) {
   const __m256 tl =
       _mm256_mul_ps(_mm256_sub_ps(a, _mm256_set1_ps(2.96f)), _mm256_set1_ps(1.0f / 0.96f));
   const __m256 t = _mm256_blendv_ps(tl, tm, middle);
-  __m256 p = _mm256_blendv_ps(_mm256_set1_ps(kLarge[0]), _mm256_set1_ps(kMiddle[0]), middle);
+  __m256 p = _mm256_blendv_ps(_mm256_set1_ps(kErfLarge[0]), _mm256_set1_ps(kErfMiddle[0]), middle);
   for (int i = 1; i < 11; ++i)
-    p = _mm256_add_ps(_mm256_mul_ps(p, t), _mm256_blendv_ps(_mm256_set1_ps(kLarge[i]),
-                                                            _mm256_set1_ps(kMiddle[i]), middle));
+    p = _mm256_add_ps(_mm256_mul_ps(p, t), _mm256_blendv_ps(_mm256_set1_ps(kErfLarge[i]),
+                                                            _mm256_set1_ps(kErfMiddle[i]), middle));
   // copysign(a < 3.92 ? p : 1, x)
   const __m256 inside = _mm256_cmp_ps(a, _mm256_set1_ps(3.92f), _CMP_LT_OQ);
   const __m256 mag = _mm256_andnot_ps(sign, _mm256_blendv_ps(_mm256_set1_ps(1.0f), p, inside));
@@ -136,19 +124,6 @@ void gelu_avx2(const GeluErf& g, const float* x, float* y, std::int64_t n) {
 
 template <int N>
 QFORGE_ERF_INLINE void erf16(__m512 (&x)[N]) {
-  static constexpr float kSmall[6] = {-0.0006144085782580078f, 0.0050232866778969765f,
-                                      -0.026787400245666504f,  0.11282408982515335f,
-                                      -0.3761255443096161f,    1.1283791065216064f};
-  static constexpr float kMiddle[11] = {
-      2.766270199572318e-07f,  6.836703050794313e-06f, -2.6404291929793544e-05f,
-      -5.440372842713259e-05f, 0.0005759043851867318f, -0.0010520863579586148f,
-      -0.0036728852428495884f, 0.024498935788869858f,  -0.06045667827129364f,
-      0.07580774277448654f,    0.959695041179657f};
-  static constexpr float kLarge[11] = {
-      1.733851786411833e-05f,  -1.511374648544006e-05f, -0.00010334001126466319f,
-      0.0003454822872299701f,  -0.00066648970823735f,   0.0009761981200426817f,
-      -0.0010758958524093032f, 0.0008626913768239319f,  -0.00048211286775767803f,
-      0.00016960092762019485f, 0.9999716281890869f};
   // Sign-bit masks through GCC's vector operators (the _si512 intrinsics' undefined pass-through
   // operand draws -Wmaybe-uninitialized from GCC 12's headers).
   typedef std::int32_t Bits __attribute__((vector_size(64)));
@@ -159,27 +134,28 @@ QFORGE_ERF_INLINE void erf16(__m512 (&x)[N]) {
   for (int k = 0; k < N; ++k) {
     a[k] = (__m512)(~sign & (Bits)x[k]);
     x2[k] = _mm512_mul_ps(x[k], x[k]);
-    ps[k] = _mm512_set1_ps(kSmall[0]);
+    ps[k] = _mm512_set1_ps(kErfSmall[0]);
     middle[k] = _mm512_cmp_ps_mask(a[k], _mm512_set1_ps(2.0f), _CMP_LT_OQ);
     const __m512 tm =
         _mm512_mul_ps(_mm512_sub_ps(a[k], _mm512_set1_ps(1.45f)), _mm512_set1_ps(1.0f / 0.55f));
     const __m512 tl =
         _mm512_mul_ps(_mm512_sub_ps(a[k], _mm512_set1_ps(2.96f)), _mm512_set1_ps(1.0f / 0.96f));
     t[k] = _mm512_mask_blend_ps(middle[k], tl, tm);
-    p[k] = _mm512_mask_blend_ps(middle[k], _mm512_set1_ps(kLarge[0]), _mm512_set1_ps(kMiddle[0]));
+    p[k] = _mm512_mask_blend_ps(middle[k], _mm512_set1_ps(kErfLarge[0]),
+                                _mm512_set1_ps(kErfMiddle[0]));
   }
 #pragma GCC unroll 16
   for (int i = 1; i < 6; ++i)
 #pragma GCC unroll 16
     for (int k = 0; k < N; ++k)
-      ps[k] = _mm512_add_ps(_mm512_mul_ps(ps[k], x2[k]), _mm512_set1_ps(kSmall[i]));
+      ps[k] = _mm512_add_ps(_mm512_mul_ps(ps[k], x2[k]), _mm512_set1_ps(kErfSmall[i]));
 #pragma GCC unroll 16
   for (int i = 1; i < 11; ++i)
 #pragma GCC unroll 16
     for (int k = 0; k < N; ++k)
-      p[k] = _mm512_add_ps(
-          _mm512_mul_ps(p[k], t[k]),
-          _mm512_mask_blend_ps(middle[k], _mm512_set1_ps(kLarge[i]), _mm512_set1_ps(kMiddle[i])));
+      p[k] = _mm512_add_ps(_mm512_mul_ps(p[k], t[k]),
+                           _mm512_mask_blend_ps(middle[k], _mm512_set1_ps(kErfLarge[i]),
+                                                _mm512_set1_ps(kErfMiddle[i])));
 #pragma GCC unroll 16
   for (int k = 0; k < N; ++k) {
     const __m512 small = _mm512_mul_ps(x[k], ps[k]);
