@@ -2,6 +2,8 @@
 // the range where the result is a normal float, fresh random points, the range's edges and the
 // special values; and fast_exp_nonpositive against fast_exp, bit for bit, where it stands in
 // for it (x <= 0, -inf, NaN).
+#include "ops/fast_exp.h"
+
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -10,7 +12,6 @@
 #include <limits>
 #include <random>
 
-#include "ops/fast_exp.h"
 #include "test_support.h"
 
 namespace qforge::model {
@@ -51,8 +52,8 @@ TEST(FastExp, WithinTwoUnitsOfDoublePrecisionOverTheNormalRange) {
   std::uniform_real_distribution<float> x(kLow, kHigh);
   for (int i = 0; i < 200000; ++i)
     if (!within_two_ulps(x(g))) return;
-  for (float edge : {kLow, std::nextafter(kLow, 0.0f), kHigh, std::nextafter(kHigh, 0.0f),
-                     0.0f, -0.0f, 1e-30f, -1e-30f})
+  for (float edge : {kLow, std::nextafter(kLow, 0.0f), kHigh, std::nextafter(kHigh, 0.0f), 0.0f,
+                     -0.0f, 1e-30f, -1e-30f})
     within_two_ulps(edge);
 }
 
@@ -74,8 +75,7 @@ TEST(FastExp, NonpositiveFormGivesTheSameBits) {
     if (std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b) ||
         (std::isnan(a) && std::isnan(b)))
       return true;
-    ADD_FAILURE() << "x bits " << std::bit_cast<std::uint32_t>(x) << ": " << a << " against "
-                  << b;
+    ADD_FAILURE() << "x bits " << std::bit_cast<std::uint32_t>(x) << ": " << a << " against " << b;
     return false;
   };
   // Every 53rd float with the sign bit set (-0 to -NaN), then random ones.
