@@ -239,6 +239,55 @@ TEST_P(CpuX86Conv, MatchesReferenceOnBatchesSplitByImage) {
     }
 }
 
+// 'Same' convolutions at stride 1 with whole 64-channel blocks, where the implicit kernel loads
+// tiles of two output rows straight from X when none of their pixels is in the padding and
+// copies the others row by row: widths below and above 16 (tiles of up to 6 output rows, and
+// across images), pads of 1 (3x3) and 2 (3x3 dilated by 2), channels 64 to 200, int8 and uint8
+// X, both requantization modes. Kernels that do not take a case are skipped for it.
+TEST_P(CpuX86Conv, MatchesReferenceOnSameStrideOneLayers) {
+  SCOPED_TRACE(seed_text());
+  Rng rng = test_rng();
+  int ran_cases = 0;
+  for (int i = 0; i < 10; ++i)
+    for (const OpKind op : {OpKind::conv_integer, OpKind::qlinear_conv}) {
+      ConvDesc d;
+      d.layout = ConvLayout::nhwc;
+      d.n = pick(rng, 1, 3);
+      const std::int64_t channels[] = {64, 128, 96, 200};
+      d.c = channels[rng() % 4];
+      d.h = pick(rng, 1, 5);
+      const std::int64_t widths[] = {3, 7, 13, 17, 29};
+      d.w = widths[rng() % 5];
+      d.out_channels = pick(rng, 1, 40);
+      d.kernel_h = d.kernel_w = 3;
+      d.dilation_h = d.dilation_w = i % 3 == 2 ? 2 : 1;
+      d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = d.dilation_h;
+      d.groups = 1;
+      const DType xt = i % 2 ? DType::uint8 : DType::int8;
+      d.x_params = random_params(rng, xt, Granularity::per_tensor, false, 1);
+      d.w_params =
+          random_params(rng, DType::int8, Granularity::per_channel, true, d.out_channels, 0);
+      if (op == OpKind::qlinear_conv) {
+        d.bias = rng() % 2 ? ConvBias::int32 : ConvBias::none;
+        const float sy = d.x_params.scale() * d.w_params.scale() *
+                         static_cast<float>(d.reduction()) * 64.0f / 255.0f;
+        d.y_params = QuantizationParams::per_tensor_affine(
+            DType::uint8, sy, static_cast<std::int32_t>(pick(rng, 0, 255)));
+        d.requant_mode = rng() % 2 ? RequantMode::fixed_point : RequantMode::float_multiplier;
+      }
+      const Support s = loaded_.ops->supports(OpDesc{op, d});
+      if (std::find(s.kernels.begin(), s.kernels.end(), GetParam()) == s.kernels.end()) continue;
+      const ConvCase c = case_with_data(rng, op, d);
+      const Bytes want = reference_output(c);
+      Bytes got(want.size(), 0xCD);
+      const std::string ran = run(c, got);
+      ASSERT_TRUE(got == want) << "case " << i << ": " << describe(OpDesc{op, c.d}) << " (kernel "
+                               << ran << ")";
+      ++ran_cases;
+    }
+  if (ran_cases == 0) GTEST_SKIP() << GetParam() << " took none of these layers";
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, CpuX86Conv,
                          ::testing::Values("q8_dwconv_c32__avx512vnni", "q8_dwconv_c32__avx2",
                                            "q8_conv_k64__avx2_maddwd",

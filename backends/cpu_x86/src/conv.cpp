@@ -187,7 +187,8 @@ struct Epilogue {
 #if QFORGE_CPU_X86_HAVE_AVX512VNNI
         if (avx512) {
           fixed_table.resize(static_cast<std::size_t>((o + 15) / 16 * kFixedTableWords));
-          fixed_table_avx512(fixed_multiplier.data(), fixed_right.data(), o, fixed_table.data());
+          fixed_table_avx512(fixed_multiplier.data(), fixed_left.data(), fixed_right.data(), o,
+                             fixed_table.data());
         }
 #endif
       }
@@ -271,8 +272,8 @@ struct Epilogue {
         if (o0 % 16 != 0) {  // a group starting inside a block of the table: one of its own
           thread_local std::vector<std::int64_t> own;
           own.resize(static_cast<std::size_t>((cols + 15) / 16 * kFixedTableWords));
-          fixed_table_avx512(fixed_multiplier.data() + o0, fixed_right.data() + o0, cols,
-                             own.data());
+          fixed_table_avx512(fixed_multiplier.data() + o0, fixed_left.data() + o0,
+                             fixed_right.data() + o0, cols, own.data());
           table = own.data();
         }
         return store_requant_fixed_avx512(acc, ld, rows, cols, bias, table, fixed_left.data() + o0,

@@ -19,6 +19,10 @@
 namespace qforge::cpu_x86 {
 namespace {
 
+// Where each form of a block of the fixed-point table (kFixedTableWords int64) lies.
+constexpr std::int64_t kFixedRightWord = 64, kFixedFormWord = 64 + 8 * FixedChannelsRight::kVectors;
+static_assert(8 * 8 <= kFixedRightWord && kFixedFormWord < kFixedTableWords);
+
 inline __mmask16 tail_mask(std::int64_t valid) {
   return valid >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << valid) - 1);
 }
@@ -119,6 +123,49 @@ bool requant_rows(const std::int32_t* acc, std::int64_t ld, std::int64_t rows, s
   return negative_lanes(overflow) == 0;
 }
 
+// requant_rows for a table whose blocks are all FixedChannelsRight's: by groups of 64 channels
+// (then of 16), the rows inside, so that a group's constants (5 vectors per 16 channels) stay in
+// registers for all the rows instead of coming from the table again for each row (the uint8
+// stores may alias the table, so the compiler cannot hoist those loads itself).
+template <bool kBias>
+bool requant_rows_right(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,
+                        std::int64_t cols, const std::int32_t* bias, const ByteOut& w,
+                        std::uint8_t* out, std::int64_t ldo, const std::int64_t* table) {
+  __m512i overflow = _mm512_setzero_si512();
+  const __m512i order = high_dwords();
+  const std::int64_t whole = cols / 64 * 64;
+  auto constants = [&](std::int64_t c) {
+    return FixedChannelsRight::load(table + c / 16 * kFixedTableWords + kFixedRightWord);
+  };
+  auto h = [&](const std::int32_t* row, std::int64_t c, __mmask16 k, __m512i b,
+               const FixedChannelsRight& f) {
+    return fixed_point16_right(with_bias<kBias>(_mm512_maskz_loadu_epi32(k, row + c), b, overflow),
+                               f, order);
+  };
+  auto bias16 = [&](std::int64_t c, __mmask16 k) {
+    return kBias ? _mm512_maskz_loadu_epi32(k, bias + c) : _mm512_setzero_si512();
+  };
+  for (std::int64_t c = 0; c < whole; c += 64) {
+    const FixedChannelsRight f0 = constants(c), f1 = constants(c + 16), f2 = constants(c + 32),
+                             f3 = constants(c + 48);
+    const __m512i b0 = bias16(c, 0xFFFF), b1 = bias16(c + 16, 0xFFFF), b2 = bias16(c + 32, 0xFFFF),
+                  b3 = bias16(c + 48, 0xFFFF);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int32_t* row = acc + r * ld;
+      w.store64(h(row, c, 0xFFFF, b0, f0), h(row, c + 16, 0xFFFF, b1, f1),
+                h(row, c + 32, 0xFFFF, b2, f2), h(row, c + 48, 0xFFFF, b3, f3), out + r * ldo + c);
+    }
+  }
+  for (std::int64_t c = whole; c < cols; c += 16) {
+    const __mmask16 k = tail_mask(cols - c);
+    const FixedChannelsRight f = constants(c);
+    const __m512i b = bias16(c, k);
+    for (std::int64_t r = 0; r < rows; ++r)
+      w.store16(h(acc + r * ld, c, k, b, f), k, out + r * ldo + c);
+  }
+  return negative_lanes(overflow) == 0;
+}
+
 }  // namespace
 
 bool store_conv_int32_avx512(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,
@@ -134,13 +181,24 @@ bool store_conv_int32_avx512(const std::int32_t* acc, std::int64_t ld, std::int6
       });
 }
 
-void fixed_table_avx512(const std::int32_t* multiplier, const std::int32_t* right,
-                        std::int64_t cols, std::int64_t* table) {
+void fixed_table_avx512(const std::int32_t* multiplier, const std::int32_t* left,
+                        const std::int32_t* right, std::int64_t cols, std::int64_t* table) {
   for (std::int64_t c = 0; c < cols; c += 16) {
     const __mmask16 k = tail_mask(cols - c);
-    FixedChannels(_mm512_maskz_loadu_epi32(k, multiplier + c),
-                  _mm512_maskz_loadu_epi32(k, right + c))
-        .store(table + c / 16 * kFixedTableWords);
+    std::int64_t* block = table + c / 16 * kFixedTableWords;
+    const __m512i m = _mm512_maskz_loadu_epi32(k, multiplier + c);
+    const __m512i l = _mm512_maskz_loadu_epi32(k, left + c);
+    const __m512i e = _mm512_maskz_loadu_epi32(k, right + c);
+    FixedChannels(m, e).store(block);
+    // The channels past cols are never stored: any valid shift serves them.
+    const __m512i one = _mm512_set1_epi32(1);
+    const __mmask16 right_only = _mm512_mask_cmpeq_epi32_mask(k, l, _mm512_setzero_si512()) &
+                                 _mm512_mask_cmpge_epi32_mask(k, e, one) &
+                                 _mm512_mask_cmple_epi32_mask(k, e, _mm512_set1_epi32(31)) &
+                                 _mm512_mask_cmpge_epi32_mask(k, m, _mm512_setzero_si512());
+    const bool shorter = right_only == k;
+    FixedChannelsRight(m, _mm512_mask_blend_epi32(k, one, e)).store(block + kFixedRightWord);
+    block[kFixedFormWord] = shorter ? 1 : 0;
   }
 }
 
@@ -169,11 +227,21 @@ bool store_requant_fixed_avx512(const std::int32_t* acc, std::int64_t ld, std::i
                                 std::int32_t zy, std::int32_t qmin, std::int32_t qmax,
                                 std::uint8_t* out, std::int64_t ldo) {
   const ByteOut w(zy, qmin, qmax);
+  bool all_right = true;
+  for (std::int64_t c = 0; c < cols; c += 16)
+    all_right = all_right && table[c / 16 * kFixedTableWords + kFixedFormWord] != 0;
+  if (all_right)
+    return bias ? requant_rows_right<true>(acc, ld, rows, cols, bias, w, out, ldo, table)
+                : requant_rows_right<false>(acc, ld, rows, cols, bias, w, out, ldo, table);
+  const __m512i order = high_dwords();
   auto run = [&](auto shifts) {
     constexpr bool kLeft = decltype(shifts)::value;
     auto requant = [&](std::int64_t c, __mmask16 k, __m512i a) {
+      const std::int64_t* block = table + c / 16 * kFixedTableWords;
+      if (block[kFixedFormWord])  // the same branch for every row: predicted
+        return fixed_point16_right(a, FixedChannelsRight::load(block + kFixedRightWord), order);
       const __m512i l = kLeft ? _mm512_maskz_loadu_epi32(k, left + c) : _mm512_setzero_si512();
-      return fixed_point16<kLeft>(a, FixedChannels::load(table + c / 16 * kFixedTableWords), l);
+      return fixed_point16<kLeft>(a, FixedChannels::load(block), l);
     };
     return bias ? requant_rows<true>(acc, ld, rows, cols, bias, w, out, ldo, requant)
                 : requant_rows<false>(acc, ld, rows, cols, bias, w, out, ldo, requant);

@@ -10,12 +10,14 @@
 // the input pixel under output pixel r of the tile, bytes [64 cb, 64 cb + 64) of it: when the
 // tile's pixels lie in one output row and every one of them is inside the input, that is one
 // tile load from X with a row stride of stride_w * C bytes (overlapping rows when C < 64; the
-// bytes past C meet zero weights). Any other tile (a pixel in the padding, or pixels of two
-// output rows) is gathered row by row into a 1 KiB buffer, the pad byte (zx) in place of a pixel
-// outside the input; a one-row tile whose input row is outside the input reads a tile of pad
-// bytes. int8 X is always gathered, with its sign bit flipped into the u8 domain that tdpbusd
-// multiplies. Each block decides and gathers its A tiles once, into a table of every step's two
-// tiles, and every pair of panels then reads that table.
+// bytes past C meet zero weights). In a stride-1 convolution whose output is as large as its
+// input, consecutive pixels stay C bytes apart across output rows and images, so a tile of two
+// output rows with no pixel in the padding is one such load too. Any other tile is gathered row
+// by row into a 1 KiB buffer, the pad byte (zx) in place of a pixel outside the input; a one-row
+// tile whose input row is outside the input reads a tile of pad bytes. int8 X is always gathered,
+// with its sign bit flipped into the u8 domain that tdpbusd multiplies. Each block decides and
+// gathers its A tiles once, into a table of every step's two tiles, and every pair of panels then
+// reads that table.
 //
 // Weights (ConvWeights, conv.cpp): OIHW reordered to [O][KH][KW][C rounded up to 64], the
 // padding zero, then packed as panels of 16 channels of 1 KiB tiles in the VNNI layout, step

@@ -63,8 +63,9 @@ inline void gather_row(const qforge::cpu_x86::IconvArgs& a, std::int64_t image, 
 }
 
 // A tile t of the block for tap (kh, kw) and channel block cb: straight from X when its pixels
-// lie in one output row, inside the input and inside X's bytes; a tile of pad bytes when they
-// lie in one output row whose input row is outside the input; else gathered into buf.
+// lie in one output row (or, in a stride-1 'same' convolution, in any rows), inside the input and
+// inside X's bytes; a tile of pad bytes when they lie in one output row whose input row is
+// outside the input; else gathered into buf.
 inline qforge::cpu_x86::IconvTile a_tile(const qforge::cpu_x86::IconvArgs& a, const BlockRows& br,
                                          int t, std::int64_t kh, std::int64_t kw, std::int64_t cb,
                                          std::uint8_t* buf) {
@@ -79,6 +80,40 @@ inline qforge::cpu_x86::IconvTile a_tile(const qforge::cpu_x86::IconvArgs& a, co
     const std::int64_t off = br.image[r0] + (ih * a.w + iw_first) * a.c + cb * 64;
     if (!a.x_flip && iw_first >= 0 && iw_last < a.w && off + 15 * row_stride + 64 <= a.x_bytes)
       return {a.x + off, row_stride};
+  }
+  if (a.c - cb * 64 >= 64) {
+    // Stride 1 with the output as large as the input (a 'same' convolution): pixel p of the
+    // batch lies at byte p * C of X, so consecutive pixels stay C bytes apart across output
+    // rows and images, and a tile of two output rows is still one strided load when none of
+    // its pixels is in the padding (every tap but those of the first and last column).
+    if (br.one_row[t] == false && valid == 16 && !a.x_flip && a.stride_h == 1 && a.stride_w == 1 &&
+        a.h == a.out_h && a.w == a.out_w) {
+      bool inside = true;
+      for (int r = 0; r < 16; ++r)
+        inside = inside &&
+                 static_cast<std::uint64_t>(br.ih[r0 + r] + dh) < static_cast<std::uint64_t>(a.h) &&
+                 static_cast<std::uint64_t>(br.iw[r0 + r] + dw) < static_cast<std::uint64_t>(a.w);
+      const std::int64_t off =
+          br.image[r0] + ((br.ih[r0] + dh) * a.w + br.iw[r0] + dw) * a.c + cb * 64;
+      if (inside && off + 15 * a.c + 64 <= a.x_bytes) return {a.x + off, a.c};
+    }
+    // A whole channel block: each row is 64 bytes of X or of the pad tile, chosen without a
+    // branch (which rows lie in the padding changes from tap to tap) and copied at a fixed size.
+    for (int r = 0; r < 16; ++r) {
+      const std::uint8_t* src = a.pad_tile;
+      if (r < valid) {
+        const auto ih = static_cast<std::uint64_t>(br.ih[r0 + r] + dh);
+        const auto iw = static_cast<std::uint64_t>(br.iw[r0 + r] + dw);
+        if (ih < static_cast<std::uint64_t>(a.h) && iw < static_cast<std::uint64_t>(a.w))
+          src = a.x + br.image[r0 + r] +
+                (static_cast<std::int64_t>(ih) * a.w + static_cast<std::int64_t>(iw)) * a.c +
+                cb * 64;
+      }
+      if (a.x_flip && src != a.pad_tile)
+        for (int i = 0; i < 64; ++i) buf[r * 64 + i] = static_cast<std::uint8_t>(src[i] ^ 0x80);
+      else std::memcpy(buf + r * 64, src, 64);
+    }
+    return {buf, 64};
   }
   for (int r = 0; r < 16; ++r) {
     if (r >= valid) std::memset(buf + r * 64, a.pad, 64);

@@ -126,11 +126,14 @@ bool store_requant_columns_avx512(const std::int32_t* acc, std::int64_t ld, std:
                                   const float* multiplier, std::int32_t zy, std::int32_t qmin,
                                   std::int32_t qmax, std::uint8_t* out, std::int64_t ldo);
 // The fixed-point store's per-channel constants, computed once per convolution rather than per
-// block: kFixedTableWords int64 per 16 channels (multipliers and rounding terms in the halves
-// that the 64-bit multiplies take), for channels [0, cols) of multiplier and right.
-inline constexpr std::int64_t kFixedTableWords = 64;
-void fixed_table_avx512(const std::int32_t* multiplier, const std::int32_t* right,
-                        std::int64_t cols, std::int64_t* table);
+// block: kFixedTableWords int64 per 16 channels, for channels [0, cols) of multiplier, left and
+// right. Each block of 16 holds the general form (FixedChannels, conv_requant_avx512.h: any
+// shift), the shorter form for right shifts of 1 or more (FixedChannelsRight) and which of the
+// two its store takes: the shorter one when every channel of the block has no left shift and a
+// right shift of at least 1, so a block is never worse off than before and most are better.
+inline constexpr std::int64_t kFixedTableWords = 128;
+void fixed_table_avx512(const std::int32_t* multiplier, const std::int32_t* left,
+                        const std::int32_t* right, std::int64_t cols, std::int64_t* table);
 // table: fixed_table_avx512's for channels from the first of acc's columns.
 bool store_requant_fixed_avx512(const std::int32_t* acc, std::int64_t ld, std::int64_t rows,
                                 std::int64_t cols, const std::int32_t* bias,

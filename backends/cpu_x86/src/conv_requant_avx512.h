@@ -96,4 +96,69 @@ inline __m512i fixed_point16(__m512i x, const FixedChannels& f, __m512i left) {
   return _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
 }
 
+// fixed_point16 for channels whose multiplier m >= 0 has no left shift and a right shift e in
+// [1, 31] (a real multiplier below 0.5: every convolution layer of the usual kind), in fewer
+// instructions. Both roundings stay one floor, r = floor(x / 2^(31+e)) for x = p + 2^30 +
+// 2^(30+e) - [p < -2^30] 2^31 (fixed_point16's x; |x| < 2^63), but since 31 + e >= 32 that is
+// floor(hi(x) / 2^(e-1)) with hi(x) the high dword of x: one permutation gathers the high dwords
+// of both halves into channel order and one 32-bit arithmetic shift finishes all 16 lanes,
+// where fixed_point16 shifts each half in 64 bits and blends. The odd channels come to the low
+// dwords by a dword shuffle (port 5) rather than a 64-bit shift (port 0, which the multiplies
+// and shifts already load), and the rounding choice is a masked subtract of 2^31 after the
+// addend. 11 vector instructions per 16 lanes against fixed_point16's 13, 3 of them on port 0
+// only against 6.
+struct FixedChannelsRight {
+  __m512i m;                  // the multipliers, channel order (the even ones in the low dwords)
+  __m512i m_odd;              // the odd channels' multipliers in the low dwords
+  __m512i add_even, add_odd;  // 2^30 + 2^(30+e) per 64-bit lane
+  __m512i shift;              // e - 1 per channel (dwords)
+
+  static constexpr int kVectors = 5;
+  static FixedChannelsRight load(const std::int64_t* block) {
+    FixedChannelsRight f;
+    __m512i* const v[] = {&f.m, &f.m_odd, &f.add_even, &f.add_odd, &f.shift};
+    for (int i = 0; i < kVectors; ++i) *v[i] = _mm512_loadu_si512(block + 8 * i);
+    return f;
+  }
+  void store(std::int64_t* block) const {
+    const __m512i v[] = {m, m_odd, add_even, add_odd, shift};
+    for (int i = 0; i < kVectors; ++i) _mm512_storeu_si512(block + 8 * i, v[i]);
+  }
+
+  // right: e per channel, each in [1, 31] (the caller checks; lanes it does not use may hold 1).
+  FixedChannelsRight(__m512i multiplier, __m512i right) {
+    m = multiplier;
+    m_odd = _mm512_shuffle_epi32(multiplier, _MM_PERM_DDBB);
+    const __m512i base = _mm512_set1_epi64(std::int64_t{1} << 30);
+    const __m512i e_even = _mm512_and_si512(right, _mm512_set1_epi64(0xffffffff));
+    const __m512i e_odd = _mm512_srli_epi64(right, 32);
+    add_even = _mm512_add_epi64(base, _mm512_sllv_epi64(base, e_even));
+    add_odd = _mm512_add_epi64(base, _mm512_sllv_epi64(base, e_odd));
+    shift = _mm512_sub_epi32(right, _mm512_set1_epi32(1));
+  }
+
+ private:
+  FixedChannelsRight() = default;
+};
+
+// Dword j of the result: the high dword of the even half's lane j / 2 (j even) or of the odd
+// half's (j odd), for _mm512_permutex2var_epi32(even, high_dwords(), odd).
+inline __m512i high_dwords() {
+  return _mm512_setr_epi32(1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+}
+
+// reference::multiply_by_quantized_multiplier for 16 lanes whose channels FixedChannelsRight
+// holds (see there); `order` is high_dwords(). h < 0 exactly when p < -2^30 (fixed_point16).
+inline __m512i fixed_point16_right(__m512i a, const FixedChannelsRight& f, __m512i order) {
+  const __m512i limit = _mm512_set1_epi64(-(std::int64_t{1} << 30));
+  const __m512i unit = _mm512_set1_epi64(std::int64_t{1} << 31);
+  const __m512i pe = _mm512_mul_epi32(a, f.m);
+  const __m512i po = _mm512_mul_epi32(_mm512_shuffle_epi32(a, _MM_PERM_DDBB), f.m_odd);
+  __m512i xe = _mm512_add_epi64(pe, f.add_even);
+  __m512i xo = _mm512_add_epi64(po, f.add_odd);
+  xe = _mm512_mask_sub_epi64(xe, _mm512_cmplt_epi64_mask(pe, limit), xe, unit);
+  xo = _mm512_mask_sub_epi64(xo, _mm512_cmplt_epi64_mask(po, limit), xo, unit);
+  return _mm512_srav_epi32(_mm512_permutex2var_epi32(xe, order, xo), f.shift);
+}
+
 }  // namespace qforge::cpu_x86
