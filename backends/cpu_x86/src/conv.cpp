@@ -329,15 +329,19 @@ ConvScratch& conv_scratch() {
 }
 
 #if QFORGE_CPU_X86_HAVE_AVX512VNNI
-// The four-tap depthwise kernel (depthwise_dot4_block_avx512) over tasks of whole output rows of
-// one image, each taken by blocks of 16 channels with the epilogue after each block, so that its
-// sums stay in the L1 cache. Tasks are larger than the pair kernel's (about 2 per thread; at most
-// kDot4TaskPixels pixels when the sums go through a buffer) because a task rebuilds the input
-// lines it shares with its neighbours.
+// The four-tap depthwise kernel (depthwise_dot4_block_avx512) over the whole batch, each task a
+// contiguous range of output rows (below), taken by blocks of 16 channels with the epilogue after
+// each block (at most kDot4TaskPixels pixels at a time when the sums go through a buffer), so
+// that its sums stay in the L1 cache. Tasks are larger than the pair kernel's because a task
+// rebuilds the input lines it shares with its neighbours.
 bool run_depthwise_dot4(const GemmContext& ctx, const ConvDesc& d, const Geometry& g,
                         const std::uint8_t* x, const ConvWeights& w, const Epilogue& e,
                         std::uint8_t* y) {
   constexpr std::int64_t kDot4TaskPixels = 512;
+  // Two tasks per thread: one per thread left the 16-thread time at the mercy of the slowest
+  // worker to start, two measured faster (docs/PERFORMANCE.md, "Depthwise convolution at 16
+  // threads").
+  constexpr std::int64_t kDot4TasksPerThread = 2;
   static std::atomic<std::uint64_t> calls{0};
   const std::size_t es = out_bytes(e.op);
   const bool x_signed = d.x_params.dtype() == DType::int8;
@@ -366,15 +370,18 @@ bool run_depthwise_dot4(const GemmContext& ctx, const ConvDesc& d, const Geometr
   }
   // qlinear_conv with no int32 bias left to add: the kernel requantizes in registers.
   const bool in_kernel = e.op == OpKind::qlinear_conv && e.avx512 && !epilogue->bias_i32;
-  // About 2 tasks per thread; requantizing in the kernel needs no buffer of sums, so no pixel
-  // cap (which left a 56-row image 7 tasks of 8 rows, 4 against 3 on two threads).
-  const std::int64_t want_tasks = 2 * ctx.pool.threads();
+  // Units of work: one output row of one image and block of 16 channels, ordered by image, then
+  // row, then block; each task takes a contiguous range of them (kDot4TasksPerThread per
+  // thread), so that the tasks' work differs by at most one unit and a task writes whole output
+  // pixels except at its two ends (tasks that split the blocks of a row write parts of the same
+  // cache lines, which ping-pong between cores when they do so at once). A task runs its range
+  // block by block, each over the rows it holds of that block, so that the block's line ring
+  // carries over from row to row.
+  const std::int64_t blocks = g.o / 16, image_units = g.oh * blocks, units = g.n * image_units;
+  const std::int64_t tasks = std::min(units, kDot4TasksPerThread * ctx.pool.threads());
   const std::int64_t pixel_cap =
       in_kernel ? g.oh
                 : std::max<std::int64_t>(1, kDot4TaskPixels / std::max<std::int64_t>(1, g.ow));
-  const std::int64_t rows_per_task = std::min(
-      {g.oh, pixel_cap, std::max<std::int64_t>(1, (g.n * g.oh + want_tasks - 1) / want_tasks)});
-  const std::int64_t chunks = (g.oh + rows_per_task - 1) / rows_per_task;
   const DepthwiseDot4Args args{nullptr,      x_signed,     static_cast<std::uint8_t>(zx_code),
                                w.dw_quads(), init.data(),  g.o,
                                g.h,          g.w,          g.kh,
@@ -391,26 +398,38 @@ bool run_depthwise_dot4(const GemmContext& ctx, const ConvDesc& d, const Geometr
                                  e.range.qmin,
                                  e.range.qmax};
   std::atomic<bool> ok{true};
-  ctx.pool.parallel_for(g.n * chunks, [&](std::int64_t t) {
-    const std::int64_t n = t / chunks, oh0 = (t % chunks) * rows_per_task;
-    const std::int64_t oh1 = std::min(g.oh, oh0 + rows_per_task), pixels = (oh1 - oh0) * g.ow;
-    DepthwiseDot4Args a = args;
-    a.x = x + n * g.h * g.w * g.o;
-    if (in_kernel) {
-      a.requant = &requant;
-      a.y = y + n * g.pixels * g.o;
-      for (std::int64_t c0 = 0; c0 < g.o; c0 += 16)
-        depthwise_dot4_block_avx512(a, oh0, oh1, c0, nullptr);
-      return;
-    }
-    thread_local std::vector<std::int32_t> acc;
-    acc.resize(static_cast<std::size_t>(pixels * 16 + 8));
-    for (std::int64_t c0 = 0; c0 < g.o; c0 += 16) {
-      depthwise_dot4_block_avx512(a, oh0, oh1, c0, acc.data());
-      if (!epilogue->apply(
-              acc.data(), 16, pixels, c0, 16,
-              y + ((n * g.pixels + oh0 * g.ow) * g.o + c0) * static_cast<std::int64_t>(es)))
-        ok = false;
+  ctx.pool.parallel_for(tasks, [&](std::int64_t t) {
+    const std::int64_t u0 = units * t / tasks, u1 = units * (t + 1) / tasks;
+    for (std::int64_t n = u0 / image_units; n * image_units < u1; ++n) {
+      // This image's units [lo, hi) of the task: row r, block b is unit r * blocks + b.
+      const std::int64_t lo = std::max<std::int64_t>(0, u0 - n * image_units);
+      const std::int64_t hi = std::min(image_units, u1 - n * image_units);
+      DepthwiseDot4Args a = args;
+      a.x = x + n * g.h * g.w * g.o;
+      if (in_kernel) {
+        a.requant = &requant;
+        a.y = y + n * g.pixels * g.o;
+      }
+      for (std::int64_t b = 0; b < blocks; ++b) {
+        // Rows r with lo <= r * blocks + b < hi.
+        const std::int64_t oh0 = std::max<std::int64_t>(0, (lo - b + blocks - 1) / blocks);
+        const std::int64_t oh1 = (hi - b + blocks - 1) / blocks;
+        if (oh0 >= oh1) continue;
+        if (in_kernel) {
+          depthwise_dot4_block_avx512(a, oh0, oh1, b * 16, nullptr);
+          continue;
+        }
+        thread_local std::vector<std::int32_t> acc;
+        acc.resize(static_cast<std::size_t>(pixel_cap * g.ow * 16 + 8));
+        for (std::int64_t r0 = oh0; r0 < oh1; r0 += pixel_cap) {
+          const std::int64_t r1 = std::min(oh1, r0 + pixel_cap), pixels = (r1 - r0) * g.ow;
+          depthwise_dot4_block_avx512(a, r0, r1, b * 16, acc.data());
+          if (!epilogue->apply(
+                  acc.data(), 16, pixels, b * 16, 16,
+                  y + ((n * g.pixels + r0 * g.ow) * g.o + b * 16) * static_cast<std::int64_t>(es)))
+            ok = false;
+        }
+      }
     }
   });
   return ok;
@@ -1043,6 +1062,10 @@ bool run_batch(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc&
 bool split_by_image(const ConvDesc& d, const ConvWeights& w, const ThreadPool& pool) {
   if (d.n < 2 || w.path() == ConvPath::implicit) return false;  // its tasks span the batch
   if (d.layout == ConvLayout::nhwc && input_is_im2col(d)) return false;
+  // The four-tap depthwise kernel splits the whole batch into contiguous ranges of rows itself,
+  // one task per thread, and needs no per-image scratch.
+  if (d.layout == ConvLayout::nhwc && w.path() == ConvPath::depthwise && w.dw_quads())
+    return false;
   return pool.threads() == 1 || d.n >= 2 * static_cast<std::int64_t>(pool.threads());
 }
 
