@@ -85,9 +85,9 @@ Result run(qforge::cpu_x86::ThreadPool& pool, std::int64_t tasks, double work_ns
     for (auto& c : count) top = std::max(top, c.second);
     started.push_back(latest);
     most.push_back(top);
-    idle.push_back(static_cast<double>(
-        std::max<std::int64_t>(0, std::min<std::int64_t>(pool.threads(), tasks) -
-                                      static_cast<std::int64_t>(first.size()))));
+    idle.push_back(static_cast<double>(std::max<std::int64_t>(
+        0,
+        std::min<std::int64_t>(pool.threads(), tasks) - static_cast<std::int64_t>(first.size()))));
   }
   return {median(trip), median(started), median(most), median(idle)};
 }
@@ -101,8 +101,8 @@ int main(int argc, char** argv) {
     if (arg == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (arg == "--calls" && i + 1 < argc) calls = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s [--threads T] [--calls N] (unknown argument '%s')\n",
-                   argv[0], arg.c_str());
+      std::fprintf(stderr, "usage: %s [--threads T] [--calls N] (unknown argument '%s')\n", argv[0],
+                   arg.c_str());
       return 2;
     }
   }
@@ -112,8 +112,8 @@ int main(int argc, char** argv) {
   }
   qforge::cpu_x86::ThreadPool pool(threads);
   std::printf("cpu_x86 pool, %d threads, %d calls per row (medians)\n", threads, calls);
-  std::printf("%-7s %-9s %-8s %-12s %-14s %-10s %s\n", "tasks", "work us", "gap us",
-              "round us", "all started us", "max tasks", "idle threads");
+  std::printf("%-7s %-9s %-8s %-12s %-14s %-10s %s\n", "tasks", "work us", "gap us", "round us",
+              "all started us", "max tasks", "idle threads");
   const std::int64_t t = threads;
   for (double gap : {0.0, 100.0, 2000.0})
     for (std::int64_t tasks : {t, 2 * t})

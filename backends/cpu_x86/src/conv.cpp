@@ -338,9 +338,8 @@ bool run_depthwise_dot4(const GemmContext& ctx, const ConvDesc& d, const Geometr
                         const std::uint8_t* x, const ConvWeights& w, const Epilogue& e,
                         std::uint8_t* y) {
   constexpr std::int64_t kDot4TaskPixels = 512;
-  // Two tasks per thread: one per thread left the 16-thread time at the mercy of the slowest
-  // worker to start, two measured faster (docs/PERFORMANCE.md, "Depthwise convolution at 16
-  // threads").
+  // About two tasks per thread: with one, the 16-thread time waits on the slowest worker to
+  // start (docs/PERFORMANCE.md, "Depthwise convolution at 16 threads").
   constexpr std::int64_t kDot4TasksPerThread = 2;
   static std::atomic<std::uint64_t> calls{0};
   const std::size_t es = out_bytes(e.op);
@@ -370,15 +369,16 @@ bool run_depthwise_dot4(const GemmContext& ctx, const ConvDesc& d, const Geometr
   }
   // qlinear_conv with no int32 bias left to add: the kernel requantizes in registers.
   const bool in_kernel = e.op == OpKind::qlinear_conv && e.avx512 && !epilogue->bias_i32;
-  // Units of work: one output row of one image and block of 16 channels, ordered by image, then
-  // row, then block; each task takes a contiguous range of them (kDot4TasksPerThread per
-  // thread), so that the tasks' work differs by at most one unit and a task writes whole output
-  // pixels except at its two ends (tasks that split the blocks of a row write parts of the same
-  // cache lines, which ping-pong between cores when they do so at once). A task runs its range
-  // block by block, each over the rows it holds of that block, so that the block's line ring
+  // Tasks of rows_per_task whole output rows of the batch (image after image), each row with
+  // every block of 16 channels, about kDot4TasksPerThread per thread. A task writes whole output
+  // pixels: tasks that split a row's blocks between them write parts of the same cache lines,
+  // which then move between cores. It runs its rows block by block, so that a block's line ring
   // carries over from row to row.
-  const std::int64_t blocks = g.o / 16, image_units = g.oh * blocks, units = g.n * image_units;
-  const std::int64_t tasks = std::min(units, kDot4TasksPerThread * ctx.pool.threads());
+  const std::int64_t blocks = g.o / 16, rows = g.n * g.oh;
+  const std::int64_t want_tasks = kDot4TasksPerThread * ctx.pool.threads();
+  const std::int64_t rows_per_task =
+      std::max<std::int64_t>(1, (rows + want_tasks - 1) / want_tasks);
+  const std::int64_t tasks = (rows + rows_per_task - 1) / rows_per_task;
   const std::int64_t pixel_cap =
       in_kernel ? g.oh
                 : std::max<std::int64_t>(1, kDot4TaskPixels / std::max<std::int64_t>(1, g.ow));
@@ -399,11 +399,10 @@ bool run_depthwise_dot4(const GemmContext& ctx, const ConvDesc& d, const Geometr
                                  e.range.qmax};
   std::atomic<bool> ok{true};
   ctx.pool.parallel_for(tasks, [&](std::int64_t t) {
-    const std::int64_t u0 = units * t / tasks, u1 = units * (t + 1) / tasks;
-    for (std::int64_t n = u0 / image_units; n * image_units < u1; ++n) {
-      // This image's units [lo, hi) of the task: row r, block b is unit r * blocks + b.
-      const std::int64_t lo = std::max<std::int64_t>(0, u0 - n * image_units);
-      const std::int64_t hi = std::min(image_units, u1 - n * image_units);
+    const std::int64_t r_begin = t * rows_per_task, r_end = std::min(rows, r_begin + rows_per_task);
+    for (std::int64_t n = r_begin / g.oh; n * g.oh < r_end; ++n) {
+      const std::int64_t oh0 = std::max<std::int64_t>(0, r_begin - n * g.oh);
+      const std::int64_t oh1 = std::min(g.oh, r_end - n * g.oh);
       DepthwiseDot4Args a = args;
       a.x = x + n * g.h * g.w * g.o;
       if (in_kernel) {
@@ -411,10 +410,6 @@ bool run_depthwise_dot4(const GemmContext& ctx, const ConvDesc& d, const Geometr
         a.y = y + n * g.pixels * g.o;
       }
       for (std::int64_t b = 0; b < blocks; ++b) {
-        // Rows r with lo <= r * blocks + b < hi.
-        const std::int64_t oh0 = std::max<std::int64_t>(0, (lo - b + blocks - 1) / blocks);
-        const std::int64_t oh1 = (hi - b + blocks - 1) / blocks;
-        if (oh0 >= oh1) continue;
         if (in_kernel) {
           depthwise_dot4_block_avx512(a, oh0, oh1, b * 16, nullptr);
           continue;
@@ -1064,8 +1059,7 @@ bool split_by_image(const ConvDesc& d, const ConvWeights& w, const ThreadPool& p
   if (d.layout == ConvLayout::nhwc && input_is_im2col(d)) return false;
   // The four-tap depthwise kernel splits the whole batch into contiguous ranges of rows itself,
   // one task per thread, and needs no per-image scratch.
-  if (d.layout == ConvLayout::nhwc && w.path() == ConvPath::depthwise && w.dw_quads())
-    return false;
+  if (d.layout == ConvLayout::nhwc && w.path() == ConvPath::depthwise && w.dw_quads()) return false;
   return pool.threads() == 1 || d.n >= 2 * static_cast<std::int64_t>(pool.threads());
 }
 

@@ -72,8 +72,8 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
   alignas(64) std::atomic<std::int64_t> next_{0};  // next task index of the open call
   std::atomic<bool> failed_{false};                // a task threw: stop handing out tasks
-  alignas(64) std::atomic<int> busy_{0};  // workers inside (or about to enter) run_tasks
-  std::atomic<int> sleepers_{0};          // threads asleep, or about to sleep, on a condition
+  alignas(64) std::atomic<int> busy_{0};           // workers inside (or about to enter) run_tasks
+  std::atomic<int> sleepers_{0};  // threads asleep, or about to sleep, on a condition
   // Held by the thread whose call the workers serve; a call that cannot take it runs inline.
   alignas(64) std::atomic<bool> claimed_{false};
   std::uint64_t generation_ = 0;  // count of calls, written only by the claiming thread
