@@ -328,6 +328,17 @@ ConvScratch& conv_scratch() {
   return s;
 }
 
+// Whether a depthwise convolution runs the four-tap kernel (run_depthwise_dot4).
+bool runs_depthwise_dot4(const KernelInfo& kernel, const ConvWeights& w) {
+#if QFORGE_CPU_X86_HAVE_AVX512VNNI
+  return kernel.isa == Isa::avx512_vnni && w.dw_quads() != nullptr;
+#else
+  (void)kernel;
+  (void)w;
+  return false;
+#endif
+}
+
 #if QFORGE_CPU_X86_HAVE_AVX512VNNI
 // The four-tap depthwise kernel (depthwise_dot4_block_avx512) over the whole batch, each task a
 // contiguous range of output rows (below), taken by blocks of 16 channels with the epilogue after
@@ -461,8 +472,7 @@ bool run_depthwise(const GemmContext& ctx, const KernelInfo& kernel, const ConvD
   }
   const bool avx512 = kernel.isa == Isa::avx512_vnni && g.kh * g.kw <= kDepthwiseAvx512MaxTaps;
 #if QFORGE_CPU_X86_HAVE_AVX512VNNI
-  if (kernel.isa == Isa::avx512_vnni && w.dw_quads())
-    return run_depthwise_dot4(ctx, d, g, x, w, e, y);
+  if (runs_depthwise_dot4(kernel, w)) return run_depthwise_dot4(ctx, d, g, x, w, e, y);
 #endif
   std::atomic<bool> ok{true};
   // Out-of-input taps of the AVX-512 kernel read this row: zx's code, 0 once centered (a run of
@@ -1054,12 +1064,15 @@ bool run_batch(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc&
 // epilogue) then runs on one thread on data that stays in its cache, with one fork-join for
 // the batch instead of several per image. A 1x1 NHWC convolution reads X as the GEMM's A for
 // the whole batch at once and gains nothing from the split.
-bool split_by_image(const ConvDesc& d, const ConvWeights& w, const ThreadPool& pool) {
+bool split_by_image(const ConvDesc& d, const KernelInfo& kernel, const ConvWeights& w,
+                    const ThreadPool& pool) {
   if (d.n < 2 || w.path() == ConvPath::implicit) return false;  // its tasks span the batch
   if (d.layout == ConvLayout::nhwc && input_is_im2col(d)) return false;
-  // The four-tap depthwise kernel splits the whole batch into contiguous ranges of rows itself,
-  // one task per thread, and needs no per-image scratch.
-  if (d.layout == ConvLayout::nhwc && w.path() == ConvPath::depthwise && w.dw_quads()) return false;
+  // The four-tap depthwise kernel splits the whole batch into ranges of whole rows itself, about
+  // two tasks per thread, and an NHWC image needs no per-image scratch.
+  if (d.layout == ConvLayout::nhwc && w.path() == ConvPath::depthwise &&
+      runs_depthwise_dot4(kernel, w))
+    return false;
   return pool.threads() == 1 || d.n >= 2 * static_cast<std::int64_t>(pool.threads());
 }
 
@@ -1104,7 +1117,7 @@ bool run_conv(const GemmContext& ctx, const KernelInfo& kernel, OpKind op, const
   if (w.path() == ConvPath::small_k)
     return run_small_k(ctx, d, g, static_cast<const std::uint8_t*>(x), w, e,
                        static_cast<std::uint8_t*>(y));
-  if (!split_by_image(d, w, ctx.pool))
+  if (!split_by_image(d, kernel, w, ctx.pool))
     return run_batch(ctx, kernel, d, g, e, x, w, y, conv_scratch(), folded ? &*folded : nullptr);
   // One task per image. The pool runs a parallel_for called from inside a task on the calling
   // thread, so every step below stays on the task's thread, with that thread's scratch.
