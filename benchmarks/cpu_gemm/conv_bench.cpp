@@ -8,9 +8,11 @@
 // GOPS count 2 * outputs * reduction. "call ms" is cpu_x86's per-call op on the same operands
 // (descriptor checked and W packed on every call). "x/dnnl" > 1 means cpu_x86 is faster; the
 // last column is oneDNN's implementation as the plugin's per-call op reports it.
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "anchors.h"
 #include "bench.h"
@@ -159,35 +161,51 @@ std::vector<std::string> run_conv_benchmarks(QuantizationOps& x86, QuantizationO
                   pad("dnnl ms", 9) + pad("x/dnnl", 8) + pad("scalar ms", 11) +
                   pad("x/scalar", 10) + pad("blas ms", 9) + pad("x/blas", 8) + "x86 kernel" +
                   (onednn ? " | onednn" : ""));
+  // Every row's plugin measurements first, the OpenBLAS anchors after, and those only once
+  // OpenBLAS's threads sleep: they poll with sched_yield for 2^28 cycles (about 0.1 s) after the
+  // library starts them at load time and after each threaded call, and at the full thread count
+  // they take cores from cpu_x86's and onednn's pools, so that a layer of a few tens of
+  // microseconds measures the contention, not a model's steady state (docs/PERFORMANCE.md,
+  // "Depthwise convolution at 16 threads").
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  struct Row {
+    OpDesc op;
+    std::string name, kernel, dnnl_kernel;
+    double x = 0, call = 0, s = 0, dnnl = 0;
+    bool run_scalar = false;
+  };
+  std::vector<Row> rows;
   for (const OpDesc& op : ops) {
     const auto& d = std::get<ConvDesc>(op.desc);
     if (!matches_filter(row_name(op), opt.conv_filter)) continue;
+    Row r{op, row_name(op), {}, {}};
     Operands o = random_operands(op, rng);
-    std::string kernel;
-    const double x = plan_seconds(x86, op, o, opt, &kernel, opt.min_runs);
-    const double call = call_seconds(x86, op, o, opt);
+    r.x = plan_seconds(x86, op, o, opt, &r.kernel, opt.min_runs);
+    r.call = call_seconds(x86, op, o, opt);
     // cpu_scalar's reference takes tens of seconds at batch 32.
-    const bool run_scalar = scalar && d.n == 1;
-    const double s = run_scalar ? plan_seconds(*scalar, op, o, opt, nullptr, 1) : 0;
-    double dnnl = 0;
-    std::string dnnl_kernel;
+    r.run_scalar = scalar && d.n == 1;
+    if (r.run_scalar) r.s = plan_seconds(*scalar, op, o, opt, nullptr, 1);
     if (onednn && onednn->supports(op).supported) {
-      dnnl = plan_seconds(*onednn, op, o, opt, &dnnl_kernel, opt.min_runs);
+      r.dnnl = plan_seconds(*onednn, op, o, opt, &r.dnnl_kernel, opt.min_runs);
     } else if (onednn) {
-      dnnl_kernel = "refused";
+      r.dnnl_kernel = "refused";
     }
+    rows.push_back(std::move(r));
+  }
+  for (const Row& r : rows) {
+    const auto& d = std::get<ConvDesc>(r.op.desc);
     const auto blas = conv_sgemm_anchor(d);
     const double gops = 2.0 * static_cast<double>(d.n * d.out_channels * d.out_h() * d.out_w()) *
-                        static_cast<double>(d.reduction()) / x * 1e-9;
-    const std::string name = row_name(op);
-    table.push_back(pad(name, 92) + pad(fixed(x * 1e3, 3), 9) + pad(fixed(gops, 1), 8) +
-                    pad(fixed(call * 1e3, 3), 9) + pad(dnnl > 0 ? fixed(dnnl * 1e3, 3) : "-", 9) +
-                    pad(dnnl > 0 ? fixed(dnnl / x, 2) : "-", 8) +
-                    pad(run_scalar ? fixed(s * 1e3, 1) : "-", 11) +
-                    pad(run_scalar ? fixed(s / x, 1) : "-", 10) +
+                        static_cast<double>(d.reduction()) / r.x * 1e-9;
+    table.push_back(pad(r.name, 92) + pad(fixed(r.x * 1e3, 3), 9) + pad(fixed(gops, 1), 8) +
+                    pad(fixed(r.call * 1e3, 3), 9) +
+                    pad(r.dnnl > 0 ? fixed(r.dnnl * 1e3, 3) : "-", 9) +
+                    pad(r.dnnl > 0 ? fixed(r.dnnl / r.x, 2) : "-", 8) +
+                    pad(r.run_scalar ? fixed(r.s * 1e3, 1) : "-", 11) +
+                    pad(r.run_scalar ? fixed(r.s / r.x, 1) : "-", 10) +
                     pad(blas ? fixed(blas->seconds * 1e3, 3) : "-", 9) +
-                    pad(blas ? fixed(blas->seconds / x, 2) : "-", 8) + kernel +
-                    (onednn ? " | " + dnnl_kernel : ""));
+                    pad(blas ? fixed(blas->seconds / r.x, 2) : "-", 8) + r.kernel +
+                    (onednn ? " | " + r.dnnl_kernel : ""));
     std::printf("%s\n", table.back().c_str());
     std::fflush(stdout);
   }

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -302,7 +303,8 @@ INSTANTIATE_TEST_SUITE_P(Kernels, CpuX86Conv,
 // The AVX-512 depthwise kernel's four-tap path (conv_depthwise_dot4_avx512.cpp), which it takes
 // when O is a multiple of 16 and every centered weight fits int8: odd widths, pads, strides,
 // dilations, windows 1 to 9 wide (up to 3 groups of 4 taps), channel multipliers, int8 and uint8
-// X, batches split by image or not, on one and two threads.
+// X, batches split by image or not, on 1, 2, 3 and 7 threads (tasks that start and end inside
+// an image's block of 16 channels).
 TEST(CpuX86DepthwiseFourTaps, MatchesReferenceWhereCentredWeightsFitInt8) {
   auto l = load_plugin();
   SKIP_UNLESS_USABLE(l);
@@ -313,7 +315,7 @@ TEST(CpuX86DepthwiseFourTaps, MatchesReferenceWhereCentredWeightsFitInt8) {
   Rng rng = test_rng();
   QuantizationOps& ops = *l.ops;
   for (int i = 0; i < 48; ++i) {
-    ops.set_option("threads", i % 2 ? "2" : "1");
+    ops.set_option("threads", std::array{"1", "2", "3", "7"}[static_cast<std::size_t>(i / 3 % 4)]);
     const OpKind op = i % 3 == 0   ? OpKind::conv_integer
                       : i % 3 == 1 ? OpKind::qlinear_conv
                                    : OpKind::conv_dequant;

@@ -329,16 +329,30 @@ ConvScratch& conv_scratch() {
   return s;
 }
 
+// Whether a depthwise convolution runs the four-tap kernel (run_depthwise_dot4).
+bool runs_depthwise_dot4(const KernelInfo& kernel, const ConvWeights& w) {
 #if QFORGE_CPU_X86_HAVE_AVX512VNNI
-// The four-tap depthwise kernel (depthwise_dot4_block_avx512) over tasks of whole output rows of
-// one image, each taken by blocks of 16 channels with the epilogue after each block, so that its
-// sums stay in the L1 cache. Tasks are larger than the pair kernel's (about 2 per thread; at most
-// kDot4TaskPixels pixels when the sums go through a buffer) because a task rebuilds the input
-// lines it shares with its neighbours.
+  return kernel.isa == Isa::avx512_vnni && w.dw_quads() != nullptr;
+#else
+  (void)kernel;
+  (void)w;
+  return false;
+#endif
+}
+
+#if QFORGE_CPU_X86_HAVE_AVX512VNNI
+// The four-tap depthwise kernel (depthwise_dot4_block_avx512) over the whole batch, each task a
+// contiguous range of output rows (below), taken by blocks of 16 channels with the epilogue after
+// each block (at most kDot4TaskPixels pixels at a time when the sums go through a buffer), so
+// that its sums stay in the L1 cache. Tasks are larger than the pair kernel's because a task
+// rebuilds the input lines it shares with its neighbours.
 bool run_depthwise_dot4(const GemmContext& ctx, const ConvDesc& d, const Geometry& g,
                         const std::uint8_t* x, const ConvWeights& w, const Epilogue& e,
                         std::uint8_t* y) {
   constexpr std::int64_t kDot4TaskPixels = 512;
+  // About two tasks per thread: with one, the 16-thread time waits on the slowest worker to
+  // start (docs/PERFORMANCE.md, "Depthwise convolution at 16 threads").
+  constexpr std::int64_t kDot4TasksPerThread = 2;
   static std::atomic<std::uint64_t> calls{0};
   const std::size_t es = out_bytes(e.op);
   const bool x_signed = d.x_params.dtype() == DType::int8;
@@ -367,15 +381,19 @@ bool run_depthwise_dot4(const GemmContext& ctx, const ConvDesc& d, const Geometr
   }
   // qlinear_conv with no int32 bias left to add: the kernel requantizes in registers.
   const bool in_kernel = e.op == OpKind::qlinear_conv && e.avx512 && !epilogue->bias_i32;
-  // About 2 tasks per thread; requantizing in the kernel needs no buffer of sums, so no pixel
-  // cap (which left a 56-row image 7 tasks of 8 rows, 4 against 3 on two threads).
-  const std::int64_t want_tasks = 2 * ctx.pool.threads();
+  // Tasks of rows_per_task whole output rows of the batch (image after image), each row with
+  // every block of 16 channels, about kDot4TasksPerThread per thread. A task writes whole output
+  // pixels: tasks that split a row's blocks between them write parts of the same cache lines,
+  // which then move between cores. It runs its rows block by block, so that a block's line ring
+  // carries over from row to row.
+  const std::int64_t blocks = g.o / 16, rows = g.n * g.oh;
+  const std::int64_t want_tasks = kDot4TasksPerThread * ctx.pool.threads();
+  const std::int64_t rows_per_task =
+      std::max<std::int64_t>(1, (rows + want_tasks - 1) / want_tasks);
+  const std::int64_t tasks = (rows + rows_per_task - 1) / rows_per_task;
   const std::int64_t pixel_cap =
       in_kernel ? g.oh
                 : std::max<std::int64_t>(1, kDot4TaskPixels / std::max<std::int64_t>(1, g.ow));
-  const std::int64_t rows_per_task = std::min(
-      {g.oh, pixel_cap, std::max<std::int64_t>(1, (g.n * g.oh + want_tasks - 1) / want_tasks)});
-  const std::int64_t chunks = (g.oh + rows_per_task - 1) / rows_per_task;
   const DepthwiseDot4Args args{nullptr,      x_signed,     static_cast<std::uint8_t>(zx_code),
                                w.dw_quads(), init.data(),  g.o,
                                g.h,          g.w,          g.kh,
@@ -392,26 +410,33 @@ bool run_depthwise_dot4(const GemmContext& ctx, const ConvDesc& d, const Geometr
                                  e.range.qmin,
                                  e.range.qmax};
   std::atomic<bool> ok{true};
-  ctx.pool.parallel_for(g.n * chunks, [&](std::int64_t t) {
-    const std::int64_t n = t / chunks, oh0 = (t % chunks) * rows_per_task;
-    const std::int64_t oh1 = std::min(g.oh, oh0 + rows_per_task), pixels = (oh1 - oh0) * g.ow;
-    DepthwiseDot4Args a = args;
-    a.x = x + n * g.h * g.w * g.o;
-    if (in_kernel) {
-      a.requant = &requant;
-      a.y = y + n * g.pixels * g.o;
-      for (std::int64_t c0 = 0; c0 < g.o; c0 += 16)
-        depthwise_dot4_block_avx512(a, oh0, oh1, c0, nullptr);
-      return;
-    }
-    thread_local std::vector<std::int32_t> acc;
-    acc.resize(static_cast<std::size_t>(pixels * 16 + 8));
-    for (std::int64_t c0 = 0; c0 < g.o; c0 += 16) {
-      depthwise_dot4_block_avx512(a, oh0, oh1, c0, acc.data());
-      if (!epilogue->apply(
-              acc.data(), 16, pixels, c0, 16,
-              y + ((n * g.pixels + oh0 * g.ow) * g.o + c0) * static_cast<std::int64_t>(es)))
-        ok = false;
+  ctx.pool.parallel_for(tasks, [&](std::int64_t t) {
+    const std::int64_t r_begin = t * rows_per_task, r_end = std::min(rows, r_begin + rows_per_task);
+    for (std::int64_t n = r_begin / g.oh; n * g.oh < r_end; ++n) {
+      const std::int64_t oh0 = std::max<std::int64_t>(0, r_begin - n * g.oh);
+      const std::int64_t oh1 = std::min(g.oh, r_end - n * g.oh);
+      DepthwiseDot4Args a = args;
+      a.x = x + n * g.h * g.w * g.o;
+      if (in_kernel) {
+        a.requant = &requant;
+        a.y = y + n * g.pixels * g.o;
+      }
+      for (std::int64_t b = 0; b < blocks; ++b) {
+        if (in_kernel) {
+          depthwise_dot4_block_avx512(a, oh0, oh1, b * 16, nullptr);
+          continue;
+        }
+        thread_local std::vector<std::int32_t> acc;
+        acc.resize(static_cast<std::size_t>(pixel_cap * g.ow * 16 + 8));
+        for (std::int64_t r0 = oh0; r0 < oh1; r0 += pixel_cap) {
+          const std::int64_t r1 = std::min(oh1, r0 + pixel_cap), pixels = (r1 - r0) * g.ow;
+          depthwise_dot4_block_avx512(a, r0, r1, b * 16, acc.data());
+          if (!epilogue->apply(
+                  acc.data(), 16, pixels, b * 16, 16,
+                  y + ((n * g.pixels + r0 * g.ow) * g.o + b * 16) * static_cast<std::int64_t>(es)))
+            ok = false;
+        }
+      }
     }
   });
   return ok;
@@ -448,8 +473,7 @@ bool run_depthwise(const GemmContext& ctx, const KernelInfo& kernel, const ConvD
   }
   const bool avx512 = kernel.isa == Isa::avx512_vnni && g.kh * g.kw <= kDepthwiseAvx512MaxTaps;
 #if QFORGE_CPU_X86_HAVE_AVX512VNNI
-  if (kernel.isa == Isa::avx512_vnni && w.dw_quads())
-    return run_depthwise_dot4(ctx, d, g, x, w, e, y);
+  if (runs_depthwise_dot4(kernel, w)) return run_depthwise_dot4(ctx, d, g, x, w, e, y);
 #endif
   std::atomic<bool> ok{true};
   // Out-of-input taps of the AVX-512 kernel read this row: zx's code, 0 once centered (a run of
@@ -1041,9 +1065,15 @@ bool run_batch(const GemmContext& ctx, const KernelInfo& kernel, const ConvDesc&
 // epilogue) then runs on one thread on data that stays in its cache, with one fork-join for
 // the batch instead of several per image. A 1x1 NHWC convolution reads X as the GEMM's A for
 // the whole batch at once and gains nothing from the split.
-bool split_by_image(const ConvDesc& d, const ConvWeights& w, const ThreadPool& pool) {
+bool split_by_image(const ConvDesc& d, const KernelInfo& kernel, const ConvWeights& w,
+                    const ThreadPool& pool) {
   if (d.n < 2 || w.path() == ConvPath::implicit) return false;  // its tasks span the batch
   if (d.layout == ConvLayout::nhwc && input_is_im2col(d)) return false;
+  // The four-tap depthwise kernel splits the whole batch into ranges of whole rows itself, about
+  // two tasks per thread, and an NHWC image needs no per-image scratch.
+  if (d.layout == ConvLayout::nhwc && w.path() == ConvPath::depthwise &&
+      runs_depthwise_dot4(kernel, w))
+    return false;
   return pool.threads() == 1 || d.n >= 2 * static_cast<std::int64_t>(pool.threads());
 }
 
@@ -1088,7 +1118,7 @@ bool run_conv(const GemmContext& ctx, const KernelInfo& kernel, OpKind op, const
   if (w.path() == ConvPath::small_k)
     return run_small_k(ctx, d, g, static_cast<const std::uint8_t*>(x), w, e,
                        static_cast<std::uint8_t*>(y));
-  if (!split_by_image(d, w, ctx.pool))
+  if (!split_by_image(d, kernel, w, ctx.pool))
     return run_batch(ctx, kernel, d, g, e, x, w, y, conv_scratch(), folded ? &*folded : nullptr);
   // One task per image. The pool runs a parallel_for called from inside a task on the calling
   // thread, so every step below stays on the task's thread, with that thread's scratch.

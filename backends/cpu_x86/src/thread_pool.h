@@ -57,19 +57,25 @@ class ThreadPool {
   // counting itself busy and then checking that the call is still open (the caller closes it
   // before waiting for busy_ == 0), so no worker can run a closed call's function. The mutex
   // and the condition variables only serve workers and callers that went to sleep.
+  //
+  // The call's description (written once per call, then only read), the task counter and the
+  // count of busy workers each have a cache line of their own: 15 workers polling posted_ on
+  // the line where the others fetch_add next_ and busy_ made every one of those atomic
+  // additions wait for the line to come back from all the pollers (docs/PERFORMANCE.md,
+  // "Depthwise convolution at 16 threads").
   PollTimes poll_;
   std::vector<std::thread> workers_;
-  std::atomic<const std::function<void(std::int64_t)>*> job_{nullptr};
+  alignas(64) std::atomic<const std::function<void(std::int64_t)>*> job_{nullptr};
   std::atomic<std::int64_t> tasks_{0};
-  std::atomic<std::int64_t> next_{0};     // next task index of the open call
   std::atomic<std::uint64_t> open_{0};    // generation of the open call, 0 when none is open
   std::atomic<std::uint64_t> posted_{0};  // generation of the latest call (workers poll it)
-  std::atomic<int> busy_{0};              // workers inside (or about to enter) run_tasks
-  std::atomic<int> sleepers_{0};          // threads asleep, or about to sleep, on a condition
-  std::atomic<bool> failed_{false};       // a task threw: stop handing out tasks
   std::atomic<bool> stop_{false};
+  alignas(64) std::atomic<std::int64_t> next_{0};  // next task index of the open call
+  std::atomic<bool> failed_{false};                // a task threw: stop handing out tasks
+  alignas(64) std::atomic<int> busy_{0};           // workers inside (or about to enter) run_tasks
+  std::atomic<int> sleepers_{0};  // threads asleep, or about to sleep, on a condition
   // Held by the thread whose call the workers serve; a call that cannot take it runs inline.
-  std::atomic<bool> claimed_{false};
+  alignas(64) std::atomic<bool> claimed_{false};
   std::uint64_t generation_ = 0;  // count of calls, written only by the claiming thread
   std::mutex mutex_;
   std::condition_variable wake_, done_;
