@@ -202,9 +202,15 @@ void fused_attention(const FusedAttention& a) {
   const ProductRows product_rows = product_rows_for(a.products);
   auto heads = [&](std::int64_t begin, std::int64_t end) {
     thread_local std::vector<float> scratch;
-    scratch.resize(static_cast<std::size_t>(a.q_len * a.kv_len + a.depth * a.kv_len));
+    scratch.resize(static_cast<std::size_t>(a.q_len * a.kv_len + a.depth * a.kv_len +
+                                            a.kv_len * a.v_depth));
     float* s = scratch.data();
     float* kt = s + a.q_len * a.kv_len;  // the vector kernel's transposed keys
+    // The vector kernel's copy of the head's values, rows contiguous: in place they lie a whole
+    // [heads * v_depth] row apart (1536 bytes for MiniLM), an address stride that maps the
+    // head's 256 cache lines onto a sixth of L1's sets, so every block of output rows, which
+    // walks all of them, found them evicted and read them from L2 again.
+    float* vc = kt + a.depth * a.kv_len;
     float lo = 0.0f, hi = 0.0f;          // of the heads this task wrote (a.range)
     RangeLanes written;                  // the same from the vector kernel's registers
     for (std::int64_t t = begin; t < end; ++t) {
@@ -236,7 +242,9 @@ void fused_attention(const FusedAttention& a) {
                     y, ldv);
         if (a.range) widen_range_rows(y, a.q_len, a.v_depth, v_row, lo, hi);  // just written
       } else {
-        product_rows(s, a.kv_len, v, v_row, y, v_row, a.q_len, a.v_depth, a.kv_len,
+        for (std::int64_t j = 0; j < a.kv_len; ++j)
+          std::copy_n(v + j * v_row, a.v_depth, vc + j * a.v_depth);
+        product_rows(s, a.kv_len, vc, a.v_depth, y, v_row, a.q_len, a.v_depth, a.kv_len,
                      a.range ? &written : nullptr);
       }
     }
