@@ -248,8 +248,9 @@ void fused_attention(const FusedAttention& a) {
     float* kt = s + a.q_len * a.kv_len;  // the vector kernel's transposed keys
     // The vector kernel's copy of the head's values, rows contiguous: in place they lie a whole
     // [heads * v_depth] row apart (1536 bytes for MiniLM), an address stride that maps the
-    // head's 256 cache lines onto a sixth of L1's sets, so every block of output rows, which
-    // walks all of them, found them evicted and read them from L2 again.
+    // head's 256 cache lines onto 16 of L1's 64 sets (16 lines a set, more than its ways), so
+    // every block of output rows, which walks all of them, found them evicted and read them from
+    // L2 again.
     float* vc = kt + a.depth * a.kv_len;
     float lo = 0.0f, hi = 0.0f;          // of the heads this task wrote (a.range)
     RangeLanes written;                  // the same from the vector kernel's registers
