@@ -242,8 +242,8 @@ void fused_attention(const FusedAttention& a) {
   const ProductRows product_rows = product_rows_for(a.products);
   auto heads = [&](std::int64_t begin, std::int64_t end) {
     thread_local std::vector<float> scratch;
-    scratch.resize(static_cast<std::size_t>(a.q_len * a.kv_len + a.depth * a.kv_len +
-                                            a.kv_len * a.v_depth));
+    scratch.resize(
+        static_cast<std::size_t>(a.q_len * a.kv_len + a.depth * a.kv_len + a.kv_len * a.v_depth));
     float* s = scratch.data();
     float* kt = s + a.q_len * a.kv_len;  // the vector kernel's transposed keys
     // The vector kernel's copy of the head's values, rows contiguous: in place they lie a whole
@@ -252,8 +252,8 @@ void fused_attention(const FusedAttention& a) {
     // every block of output rows, which walks all of them, found them evicted and read them from
     // L2 again.
     float* vc = kt + a.depth * a.kv_len;
-    float lo = 0.0f, hi = 0.0f;          // of the heads this task wrote (a.range)
-    RangeLanes written;                  // the same from the vector kernel's registers
+    float lo = 0.0f, hi = 0.0f;  // of the heads this task wrote (a.range)
+    RangeLanes written;          // the same from the vector kernel's registers
     for (std::int64_t t = begin; t < end; ++t) {
       const std::int64_t b = t / a.heads, h = t % a.heads;
       const float* q = a.q + b * a.q_len * q_row + h * a.depth;

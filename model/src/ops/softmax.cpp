@@ -125,8 +125,8 @@ template <int R>
   for (std::int64_t j = 0; j < whole8; j += L)
     for (int k = 0; k < R; ++k) s[k] += *reinterpret_cast<const UnalignedLanes8*>(yr[k] + j);
   for (int k = 0; k < R; ++k) {
-    float sum = ((s[k][0] + s[k][1]) + (s[k][2] + s[k][3])) +
-                ((s[k][4] + s[k][5]) + (s[k][6] + s[k][7]));
+    float sum =
+        ((s[k][0] + s[k][1]) + (s[k][2] + s[k][3])) + ((s[k][4] + s[k][5]) + (s[k][6] + s[k][7]));
     for (std::int64_t j = whole8; j < len; ++j) sum += yr[k][j];
     const float inv = 1.0f / sum;
     float* yk = yr[k];
