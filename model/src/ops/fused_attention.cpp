@@ -153,6 +153,46 @@ void product_rows_baseline(const float* a, std::int64_t lda, const float* b, std
   product_rows_any<4, 1>(a, lda, b, ldb, c, ldc, rows, cols, len, range);
 }
 
+// The head's keys, [kv_len] rows of `depth` a `row` apart, into kt [depth][kv_len]: a copy, so
+// any order gives the same values. Sixteen-by-sixteen tiles in registers with AVX-512 (four
+// rounds of two-source shuffles, each swapping one bit of the row and column indices), the
+// edges and other targets element by element.
+void transpose_keys_scalar(const float* k, std::int64_t row, float* kt, std::int64_t kv_len,
+                           std::int64_t depth, std::int64_t j0, std::int64_t d0) {
+  for (std::int64_t j = 0; j < kv_len; ++j)
+    for (std::int64_t d = j < j0 ? d0 : 0; d < depth; ++d) kt[d * kv_len + j] = k[j * row + d];
+}
+#ifdef QFORGE_ATTENTION_X86
+typedef int LaneIndex __attribute__((vector_size(64)));
+[[gnu::target("avx512f")]] void transpose_keys_avx512(const float* k, std::int64_t row, float* kt,
+                                                      std::int64_t kv_len, std::int64_t depth) {
+  const std::int64_t j0 = kv_len / kLanes * kLanes, d0 = depth / kLanes * kLanes;
+  for (std::int64_t j = 0; j < j0; j += kLanes)
+    for (std::int64_t d = 0; d < d0; d += kLanes) {
+      Lanes t[kLanes];
+      for (int r = 0; r < kLanes; ++r) t[r] = QFORGE_LANES_AT(k + (j + r) * row + d);
+      for (int w = 8; w > 0; w /= 2) {
+        // out[r] takes t[r + w][e - w] where bit w of e is set; out[r + w] t[r][e + w] where it
+        // is clear (indices from 16 name the second operand's lanes).
+        LaneIndex lo, hi;
+        for (int e = 0; e < kLanes; ++e) {
+          lo[e] = e & w ? kLanes + e - w : e;
+          hi[e] = e & w ? kLanes + e : e + w;
+        }
+        for (int r = 0; r < kLanes; ++r)
+          if (!(r & w)) {
+            const Lanes a = t[r], b = t[r + w];
+            t[r] = __builtin_shuffle(a, b, lo);
+            t[r + w] = __builtin_shuffle(a, b, hi);
+          }
+      }
+      for (int r = 0; r < kLanes; ++r) QFORGE_LANES_TO(kt + (d + r) * kv_len + j) = t[r];
+    }
+  // The keys past the last whole tile, and the depth past it for the tiled keys.
+  transpose_keys_scalar(k, row, kt, kv_len, depth, j0, d0);
+}
+#endif
+
 using ProductRows = void (*)(const float*, std::int64_t, const float*, std::int64_t, float*,
                              std::int64_t, std::int64_t, std::int64_t, std::int64_t, RangeLanes*);
 
@@ -202,11 +242,18 @@ void fused_attention(const FusedAttention& a) {
   const ProductRows product_rows = product_rows_for(a.products);
   auto heads = [&](std::int64_t begin, std::int64_t end) {
     thread_local std::vector<float> scratch;
-    scratch.resize(static_cast<std::size_t>(a.q_len * a.kv_len + a.depth * a.kv_len));
+    scratch.resize(
+        static_cast<std::size_t>(a.q_len * a.kv_len + a.depth * a.kv_len + a.kv_len * a.v_depth));
     float* s = scratch.data();
     float* kt = s + a.q_len * a.kv_len;  // the vector kernel's transposed keys
-    float lo = 0.0f, hi = 0.0f;          // of the heads this task wrote (a.range)
-    RangeLanes written;                  // the same from the vector kernel's registers
+    // The vector kernel's copy of the head's values, rows contiguous: in place they lie a whole
+    // [heads * v_depth] row apart (1536 bytes for MiniLM), an address stride that maps the
+    // head's 256 cache lines onto 16 of L1's 64 sets (16 lines a set, more than its ways), so
+    // every block of output rows, which walks all of them, found them evicted and read them from
+    // L2 again.
+    float* vc = kt + a.depth * a.kv_len;
+    float lo = 0.0f, hi = 0.0f;  // of the heads this task wrote (a.range)
+    RangeLanes written;          // the same from the vector kernel's registers
     for (std::int64_t t = begin; t < end; ++t) {
       const std::int64_t b = t / a.heads, h = t % a.heads;
       const float* q = a.q + b * a.q_len * q_row + h * a.depth;
@@ -224,8 +271,12 @@ void fused_attention(const FusedAttention& a) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, q, ldq, kh, ldq, 0.0f,
                     s, n);
       } else {
-        for (std::int64_t j = 0; j < a.kv_len; ++j)
-          for (std::int64_t d = 0; d < a.depth; ++d) kt[d * a.kv_len + j] = kh[j * q_row + d];
+#ifdef QFORGE_ATTENTION_X86
+        if (product_rows == product_rows_avx512)
+          transpose_keys_avx512(kh, q_row, kt, a.kv_len, a.depth);
+        else
+#endif
+          transpose_keys_scalar(kh, q_row, kt, a.kv_len, a.depth, 0, 0);
         product_rows(q, q_row, kt, a.kv_len, s, a.kv_len, a.q_len, a.kv_len, a.depth, nullptr);
       }
       const float* mask = a.mask ? a.mask + b * a.mask_strides[0] + h * a.mask_strides[1] : nullptr;
@@ -236,7 +287,9 @@ void fused_attention(const FusedAttention& a) {
                     y, ldv);
         if (a.range) widen_range_rows(y, a.q_len, a.v_depth, v_row, lo, hi);  // just written
       } else {
-        product_rows(s, a.kv_len, v, v_row, y, v_row, a.q_len, a.v_depth, a.kv_len,
+        for (std::int64_t j = 0; j < a.kv_len; ++j)
+          for (std::int64_t d = 0; d < a.v_depth; ++d) vc[j * a.v_depth + d] = v[j * v_row + d];
+        product_rows(s, a.kv_len, vc, a.v_depth, y, v_row, a.q_len, a.v_depth, a.kv_len,
                      a.range ? &written : nullptr);
       }
     }

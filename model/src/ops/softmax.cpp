@@ -85,6 +85,55 @@ typedef float UnalignedLanes8 __attribute__((vector_size(32), aligned(4), may_al
   }
 }
 
+// softmax_row (not log) for R rows at once, phase by phase: the maximum of every row, then
+// every row's exp, then the sums, then the normalisation. Within a row each phase waits for the
+// one before (the exp for the maximum, the scale for the sum), a chain longer than the row's
+// arithmetic at attention's 128 columns; R rows side by side give the core R independent chains.
+// Each row's operations are softmax_row's, in its order.
+template <int R>
+[[gnu::always_inline]] inline void softmax_row_block(const float* const* xr, float* const* yr,
+                                                     std::int64_t len) {
+  constexpr std::int64_t V = 16, L = 8;
+  const std::int64_t whole = len / V * V, whole8 = len / L * L;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  Lanes16 m[R];
+  for (int k = 0; k < R; ++k)
+    m[k] = Lanes16{ninf, ninf, ninf, ninf, ninf, ninf, ninf, ninf,
+                   ninf, ninf, ninf, ninf, ninf, ninf, ninf, ninf};
+  for (std::int64_t j = 0; j < whole; j += V)
+    for (int k = 0; k < R; ++k) {
+      const Lanes16 v = *reinterpret_cast<const UnalignedLanes16*>(xr[k] + j);
+      m[k] = v > m[k] ? v : m[k];
+    }
+  float mx[R];
+  for (int k = 0; k < R; ++k) {
+    // row_max's fold of the lanes, then its tail.
+    float h[V];
+    for (std::int64_t l = 0; l < V; ++l) h[l] = m[k][l];
+    for (std::int64_t w = V / 2; w > 0; w /= 2)
+      for (std::int64_t l = 0; l < w; ++l) h[l] = h[l + w] > h[l] ? h[l + w] : h[l];
+    mx[k] = h[0];
+    for (std::int64_t j = whole; j < len; ++j) mx[k] = xr[k][j] > mx[k] ? xr[k][j] : mx[k];
+  }
+  for (int k = 0; k < R; ++k) {
+    const float* xk = xr[k];
+    float* yk = yr[k];
+    const float mk = mx[k];
+    for (std::int64_t j = 0; j < len; ++j) yk[j] = fast_exp_nonpositive(xk[j] - mk);
+  }
+  Lanes8 s[R] = {};
+  for (std::int64_t j = 0; j < whole8; j += L)
+    for (int k = 0; k < R; ++k) s[k] += *reinterpret_cast<const UnalignedLanes8*>(yr[k] + j);
+  for (int k = 0; k < R; ++k) {
+    float sum =
+        ((s[k][0] + s[k][1]) + (s[k][2] + s[k][3])) + ((s[k][4] + s[k][5]) + (s[k][6] + s[k][7]));
+    for (std::int64_t j = whole8; j < len; ++j) sum += yr[k][j];
+    const float inv = 1.0f / sum;
+    float* yk = yr[k];
+    for (std::int64_t j = 0; j < len; ++j) yk[j] *= inv;
+  }
+}
+
 QFORGE_SOFTMAX_CLONES void softmax_rows(const float* x, float* y, std::int64_t begin,
                                         std::int64_t end, std::int64_t len, bool log) {
   for (std::int64_t row = begin; row < end; ++row)
@@ -163,21 +212,39 @@ QFORGE_SOFTMAX_CLONES void masked_softmax_rows(const float* x, float* y, std::in
   // The Div and the Add as their kernels compute them, into the output row, then the Softmax of
   // that row in place (softmax_row reads each element before writing it). A contiguous mask
   // (step 1) and one broadcast along the row (step 0) get loops of their own, which vectorise.
-  for (std::int64_t row = 0; row < rows; ++row) {
-    const float* xr = x + row * len;
-    float* yr = y + row * len;
-    const float* mr = mask ? mask + row * mask_row_step : nullptr;
-    if (has_divisor && mr && mask_step == 1)
-      for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] / divisor + mr[j];
-    else if (has_divisor && mr)
-      for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] / divisor + mr[j * mask_step];
-    else if (has_divisor)
-      for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] / divisor;
-    else if (mr && mask_step == 1)
-      for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] + mr[j];
-    else if (mr)
-      for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] + mr[j * mask_step];
-    softmax_row(has_divisor || mr ? yr : xr, yr, len, false);
+  // Four rows at a time through softmax_row_block, the rest one by one.
+  constexpr int R = 4;
+  const bool pre = has_divisor || mask;
+  for (std::int64_t row0 = 0; row0 < rows; row0 += R) {
+    const std::int64_t n = std::min<std::int64_t>(R, rows - row0);
+    for (std::int64_t row = row0; row < row0 + n; ++row) {
+      const float* xr = x + row * len;
+      float* yr = y + row * len;
+      const float* mr = mask ? mask + row * mask_row_step : nullptr;
+      if (has_divisor && mr && mask_step == 1)
+        for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] / divisor + mr[j];
+      else if (has_divisor && mr)
+        for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] / divisor + mr[j * mask_step];
+      else if (has_divisor)
+        for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] / divisor;
+      else if (mr && mask_step == 1)
+        for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] + mr[j];
+      else if (mr)
+        for (std::int64_t j = 0; j < len; ++j) yr[j] = xr[j] + mr[j * mask_step];
+    }
+    const float* src = pre ? y : x;
+    if (n == R) {
+      const float* xs[R];
+      float* ys[R];
+      for (std::int64_t k = 0; k < R; ++k) {
+        xs[k] = src + (row0 + k) * len;
+        ys[k] = y + (row0 + k) * len;
+      }
+      softmax_row_block<R>(xs, ys, len);
+    } else {
+      for (std::int64_t row = row0; row < row0 + n; ++row)
+        softmax_row(src + row * len, y + row * len, len, false);
+    }
   }
 }
 
