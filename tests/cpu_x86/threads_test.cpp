@@ -55,33 +55,6 @@ TEST_P(CpuX86Threads, SameBytesForOneTwoThreeThreads) {
   expect_same_bytes("threads", {"1", "2", "3"}, {{200, 300, 100}, {5, 1000, 64}, {70, 33, 517}});
 }
 
-// A batch of tokens (M in the hundreds and more) runs in tasks that each pack their own rows of
-// A; with more threads than the rows give tasks for, the driver packs A first and splits the
-// output into rectangles. 1 and 3 threads take the first path here, 64 the second (on 517 rows
-// for every kernel; on 1000 for all but the 6-row tiles): both equal
-// the reference, on M not a multiple of 16 (the AMX layout's last block is part padding).
-TEST_P(CpuX86Threads, TasksPackingTheirOwnRowsEqualTheReference) {
-  SCOPED_TRACE(seed_text());
-  Rng rng = test_rng();
-  QuantizationOps& ops = *loaded_.ops;
-  const bool qbw = GetParam().find("_qbw_") != std::string::npos;
-  const bool maddubs = GetParam().find("maddubs") != std::string::npos;
-  for (auto [m, n, k] : {std::tuple{1000, 70, 130}, std::tuple{517, 200, 64}}) {
-    const MatmulProblem p =
-        random_problem(rng, rows_for(GetParam(), m), n, k, {qbw, maddubs, !qbw});
-    for (const char* threads : {"1", "3", "64"}) {
-      ops.set_option("threads", threads);
-      for (OpKind op : {OpKind::matmul_integer, OpKind::matmul_dequant, OpKind::qlinear_matmul}) {
-        if (op == OpKind::qlinear_matmul && qbw) continue;
-        ASSERT_TRUE(offers(ops, op, p, GetParam())) << p.text();
-        EXPECT_EQ(check_matmul(ops, op, p, {GetParam()}), "")
-            << threads << " threads, " << to_string(op) << " " << p.text();
-      }
-    }
-  }
-  ops.set_option("threads", "default");
-}
-
 // The GEMV kernels' weight prefetch is a hint: no distance may change a byte. M <= 16 picks
 // the GEMV role; prefetches past the end of the packed weights are harmless hints too.
 TEST_P(CpuX86Threads, SameBytesForEveryGemvPrefetchDistance) {

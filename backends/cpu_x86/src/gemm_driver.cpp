@@ -100,33 +100,6 @@ Plan make_plan(const KernelInfo& kernel, std::int64_t m, const X86PackedWeights&
   return p;
 }
 
-// Tasks that own whole rows of the output: each packs its rows of A and then runs them against
-// every column tile, so A is packed on the core that multiplies it (in its L2, not written by
-// other cores and read back across the chip) and the packing needs no fork/join of its own.
-// Taken when the rows alone give every thread a few tasks (a batch of tokens: M in the
-// thousands); block-wise B keeps the separate packing (its tiles are not split this way).
-struct RowTasks {
-  bool own = false;
-  Plan plan{};
-};
-
-RowTasks row_tasks(const KernelInfo& kernel, std::int64_t m, const X86PackedWeights& b, int threads,
-                   bool block_fused) {
-  RowTasks r;
-  if (b.blocks.blocked) return r;
-  Plan p = make_plan(kernel, m, b, threads, block_fused);
-  // About 128 rows a task (the A rows stay in L2 while the task walks B), fewer while the
-  // threads would have fewer than 4 tasks each.
-  p.m_chunk = std::min(p.m_tiles, std::max<std::int64_t>(1, 128 / p.tile_rows));
-  auto m_tasks = [&] { return (p.m_tiles + p.m_chunk - 1) / p.m_chunk; };
-  while (m_tasks() < 4 * threads && p.m_chunk > 1) p.m_chunk = (p.m_chunk + 1) / 2;
-  if (m_tasks() < 2 * threads) return r;
-  p.n_chunk = p.n_tiles;
-  r.own = true;
-  r.plan = p;
-  return r;
-}
-
 }  // namespace
 
 bool run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
@@ -139,10 +112,7 @@ bool run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
           ? calling_thread_only()
           : workers;
   PackedA& pa = scratch.a;
-  const bool block_fused = b.blocks.blocked && out.kind == GemmOutput::Kind::dequant_f32;
-  const RowTasks rows = row_tasks(kernel, M, b, pool.threads(), block_fused);
-  if (rows.own) prepare_activations(desc, b.depth, b.blocks, kernel.s8_domain, kernel.amx, pa);
-  else pack_activations(desc, a, b.depth, b.blocks, kernel.s8_domain, kernel.amx, pa, pool);
+  pack_activations(desc, a, b.depth, b.blocks, kernel.s8_domain, kernel.amx, pa, pool);
 
   const std::int64_t pn = b.padded_n();
   std::vector<float> bias;
@@ -189,7 +159,8 @@ bool run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
     }
   }
 
-  const Plan plan = rows.own ? rows.plan : make_plan(kernel, M, b, pool.threads(), block_fused);
+  const bool block_fused = b.blocks.blocked && out.kind == GemmOutput::Kind::dequant_f32;
+  const Plan plan = make_plan(kernel, M, b, pool.threads(), block_fused);
   const std::int64_t groups_all = kernel.amx ? b.depth / kGroup : (K + kGroup - 1) / kGroup;
   const std::int64_t m_tasks = (plan.m_tiles + plan.m_chunk - 1) / plan.m_chunk;
   const std::int64_t n_tasks = (plan.n_tiles + plan.n_chunk - 1) / plan.n_chunk;
@@ -364,9 +335,6 @@ bool run_gemm(const KernelInfo& kernel, const MatmulDesc& desc, const void* a,
     const std::int64_t tm = task % m_tasks, tn = task / m_tasks;
     const std::int64_t mt1 = std::min(plan.m_tiles, (tm + 1) * plan.m_chunk);
     const std::int64_t nt1 = std::min(plan.n_tiles, (tn + 1) * plan.n_chunk);
-    if (rows.own)  // this task's rows of A, packed where its tiles will read them
-      pack_activation_rows(desc, a, b.blocks, tm * plan.m_chunk * plan.tile_rows,
-                           std::min(M, mt1 * plan.tile_rows), pa);
     if (kernel.begin) kernel.begin();
     struct End {  // undo the setup even when a tile throws (fixed-point conversion can)
       void (*end)();

@@ -154,9 +154,10 @@ std::size_t X86PackedWeights::bytes() const noexcept {
          sb.size() * sizeof(float);
 }
 
-void prepare_activations(const MatmulDesc& desc, std::int64_t depth, const KBlocks& blocks,
-                         bool s8_domain, bool amx_tiles, PackedA& out) {
-  const std::int64_t M = desc.m;
+void pack_activations(const MatmulDesc& desc, const void* a, std::int64_t depth,
+                      const KBlocks& blocks, bool s8_domain, bool amx_tiles, PackedA& out,
+                      ThreadPool& pool) {
+  const std::int64_t M = desc.m, K = desc.k;
   out.m = M;
   out.rows = round_up(std::max<std::int64_t>(M, 1), kRowAlign);
   out.depth = depth;
@@ -172,24 +173,37 @@ void prepare_activations(const MatmulDesc& desc, std::int64_t depth, const KBloc
       static_cast<std::size_t>(checked_element_count("cpu_x86: A row sums", {M, blocks.count})));
   out.za.resize(static_cast<std::size_t>(M));
   out.sa.resize(static_cast<std::size_t>(M));
-  // Padded rows (up to a multiple of 16) are all zero: their dot products are discarded. In
-  // the AMX layout they are spread over the last 16-row block, whose padding rows are zeroed
-  // here (the valid rows' bytes are written by pack_activation_rows).
-  std::uint8_t* dst = out.data.data();
-  if (out.rows > M) {
-    if (amx_tiles) {
-      const std::int64_t block = M / 16 * 16;
-      for (std::int64_t m = M; m < out.rows; ++m)
-        for (std::int64_t s = 0; s < depth / 64; ++s)
-          std::memset(dst + block * depth + s * 1024 + (m % 16) * 64, 0, 64);
-    } else {
-      std::memset(dst + M * out.stride, 0, static_cast<std::size_t>((out.rows - M) * out.stride));
-    }
-  }
   const QuantizationParams& p = desc.a;
+  const bool per_row = p.scheme().granularity != Granularity::per_tensor;
   const std::int32_t shift = a_shift(p.dtype(), s8_domain);
-  if (p.scheme().granularity == Granularity::per_tensor) {
-    // One pair for every row: no lookup per row (M is a whole batch's tokens).
+  // Both shifts are +-128 or 0 and flip the top bit: the byte pattern is a ^ 0x80.
+  const std::uint8_t flip = shift != 0 ? 0x80 : 0x00;
+  const auto* src = static_cast<const std::uint8_t*>(a);
+  std::uint8_t* dst = out.data.data();
+  // Padded rows (up to a multiple of 16) are all zero: their dot products are discarded. In
+  // the AMX layout they are spread over the last 16-row block, which is zeroed whole.
+  if (out.rows > M) {
+    const std::int64_t first = amx_tiles ? M / 16 * 16 : M;
+    std::memset(dst + first * out.stride, 0,
+                static_cast<std::size_t>((out.rows - first) * out.stride));
+  }
+  constexpr std::int64_t kRowsPerTask = 16;
+  pool.parallel_for((M + kRowsPerTask - 1) / kRowsPerTask, [&](std::int64_t t) {
+    thread_local AlignedBytes row_buffer;  // one row before it is cut into tile rows
+    if (amx_tiles) row_buffer.reset(static_cast<std::size_t>(depth), /*zero=*/false);
+    for (std::int64_t m = t * kRowsPerTask; m < std::min(M, (t + 1) * kRowsPerTask); ++m) {
+      std::uint8_t* row = amx_tiles ? row_buffer.data() : dst + m * out.stride;
+      pack_row_avx2(src + m * K, row, K, flip, s8_domain, blocks.blocked ? blocks.size : K,
+                    blocks.count, out.rowsum.data() + m * blocks.count);
+      std::memset(row + K, 0, static_cast<std::size_t>((amx_tiles ? depth : out.stride) - K));
+      if (amx_tiles) {
+        std::uint8_t* block = dst + (m / 16) * 16 * depth + (m % 16) * 64;
+        for (std::int64_t s = 0; s < depth / 64; ++s)
+          std::memcpy(block + s * 1024, row + s * 64, 64);
+      }
+    }
+  });
+  if (!per_row) {  // one pair for every row: no lookup per row (M is a whole batch's tokens)
     std::fill(out.za.begin(), out.za.end(), p.zero_point(0) + shift);
     std::fill(out.sa.begin(), out.sa.end(), p.scale(0));
     return;
@@ -198,40 +212,6 @@ void prepare_activations(const MatmulDesc& desc, std::int64_t depth, const KBloc
     out.za[static_cast<std::size_t>(m)] = p.zero_point(static_cast<std::size_t>(m)) + shift;
     out.sa[static_cast<std::size_t>(m)] = p.scale(static_cast<std::size_t>(m));
   }
-}
-
-void pack_activation_rows(const MatmulDesc& desc, const void* a, const KBlocks& blocks,
-                          std::int64_t m0, std::int64_t m1, PackedA& out) {
-  const std::int64_t K = desc.k, depth = out.depth;
-  const bool amx_tiles = out.amx_tiles;
-  // Both shifts are +-128 or 0 and flip the top bit: the byte pattern is a ^ 0x80.
-  const std::uint8_t flip = a_shift(desc.a.dtype(), out.s8_domain) != 0 ? 0x80 : 0x00;
-  const auto* src = static_cast<const std::uint8_t*>(a);
-  std::uint8_t* dst = out.data.data();
-  thread_local AlignedBytes row_buffer;  // one row before it is cut into tile rows
-  if (amx_tiles) row_buffer.reset(static_cast<std::size_t>(depth), /*zero=*/false);
-  for (std::int64_t m = m0; m < m1; ++m) {
-    std::uint8_t* row = amx_tiles ? row_buffer.data() : dst + m * out.stride;
-    pack_row_avx2(src + m * K, row, K, flip, out.s8_domain, blocks.blocked ? blocks.size : K,
-                  blocks.count, out.rowsum.data() + m * blocks.count);
-    std::memset(row + K, 0, static_cast<std::size_t>((amx_tiles ? depth : out.stride) - K));
-    if (amx_tiles) {
-      std::uint8_t* block = dst + (m / 16) * 16 * depth + (m % 16) * 64;
-      for (std::int64_t s = 0; s < depth / 64; ++s) std::memcpy(block + s * 1024, row + s * 64, 64);
-    }
-  }
-}
-
-void pack_activations(const MatmulDesc& desc, const void* a, std::int64_t depth,
-                      const KBlocks& blocks, bool s8_domain, bool amx_tiles, PackedA& out,
-                      ThreadPool& pool) {
-  prepare_activations(desc, depth, blocks, s8_domain, amx_tiles, out);
-  constexpr std::int64_t kRowsPerTask = 16;
-  const std::int64_t M = desc.m;
-  pool.parallel_for((M + kRowsPerTask - 1) / kRowsPerTask, [&](std::int64_t t) {
-    pack_activation_rows(desc, a, blocks, t * kRowsPerTask, std::min(M, (t + 1) * kRowsPerTask),
-                         out);
-  });
 }
 
 }  // namespace qforge::cpu_x86

@@ -118,14 +118,4 @@ void pack_activations(const MatmulDesc& desc, const void* a, std::int64_t depth,
                       const KBlocks& blocks, bool s8_domain, bool amx_tiles, PackedA& out,
                       ThreadPool& pool);
 
-// pack_activations in two parts, for a driver whose tasks each pack the rows they then multiply
-// (the rows stay in that core's caches, and the GEMM needs no fork/join of its own for them):
-// prepare_activations sizes `out`, zeroes its padding rows and fills every row's zero point and
-// scale; pack_activation_rows then packs rows [m0, m1) with their sums. Rows of one AMX 16-row
-// block may be packed by different calls (each writes only its own rows' bytes).
-void prepare_activations(const MatmulDesc& desc, std::int64_t depth, const KBlocks& blocks,
-                         bool s8_domain, bool amx_tiles, PackedA& out);
-void pack_activation_rows(const MatmulDesc& desc, const void* a, const KBlocks& blocks,
-                          std::int64_t m0, std::int64_t m1, PackedA& out);
-
 }  // namespace qforge::cpu_x86
