@@ -86,7 +86,17 @@ void split(ThreadPool& pool, const Walk& w, Fn fn) {
   if (w.row_len > kTaskElements) {
     std::int64_t chunk = kTaskElements;
     if (!w.per_element && w.run < w.row_len) chunk = std::max(w.run, chunk / w.run * w.run);
-    const std::int64_t per_row = (w.row_len + chunk - 1) / chunk;
+    std::int64_t per_row = (w.row_len + chunk - 1) / chunk;
+    // One long run (a per-tensor tensor): slices in a multiple of the thread count, so that the
+    // last round of tasks is not left to a few threads (a [4096, 384] tensor is 24 slices of
+    // 64K elements: on 16 threads two rounds, the second half idle; 32 slices of 48K fill both).
+    const std::int64_t threads = pool.threads();
+    if (w.rows == 1 && w.run >= w.row_len && !w.per_element && per_row > threads &&
+        per_row % threads != 0) {
+      const std::int64_t slices = (per_row + threads - 1) / threads * threads;
+      chunk = ((w.row_len + slices - 1) / slices + 63) / 64 * 64;
+      per_row = (w.row_len + chunk - 1) / chunk;
+    }
     pool.parallel_for(w.rows * per_row, [&](std::int64_t t) {
       const std::int64_t r = t / per_row, e0 = (t % per_row) * chunk;
       fn(r, r + 1, e0, std::min(w.row_len, e0 + chunk));
