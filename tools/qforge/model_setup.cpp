@@ -126,6 +126,10 @@ LoadedModel load_model(const ModelOptions& o) {
   return m;
 }
 
+std::future<void> start_onnx_schemas() {
+  return std::async(std::launch::async, model::register_onnx_schemas);
+}
+
 void require_single_input(const LoadedModel& m, const std::string& what) {
   if (m.graph.inputs.size() != 1)
     throw Error(ErrorCode::unsupported, what + " feeds one model input; this model has " +

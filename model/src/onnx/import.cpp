@@ -311,4 +311,10 @@ Tensor load_onnx_tensor_file(const std::filesystem::path& path, const ImportOpti
   return load_onnx_tensor_bytes(bytes, path.string(), options);
 }
 
+void register_onnx_schemas() {
+  // Any lookup registers all of them (libonnx's registration is a function-local static, so
+  // concurrent first lookups wait for one registration).
+  onnx::OpSchemaRegistry::Schema("Relu", static_cast<int>(kMaxOnnxOpset), "");
+}
+
 }  // namespace qforge::model
