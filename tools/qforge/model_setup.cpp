@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "batch_prefetch.h"
 #include "progress.h"
 #include "qforge/error.h"
 #include "qforge/model/onnx_import.h"
@@ -250,6 +251,8 @@ Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o, StageTim
   // The first batch fixes the input shape (extents the model leaves open come from the data).
   std::optional<model::Tensor> first = fit_batch(m, *reader->next(c.batch));
   c.batch_shape = first->shape();
+  // The other batches are read on a thread while the model runs on the ones before.
+  BatchPrefetcher rest(*reader, c.batch, c.batches - 1);
   if (stages) stages->mark("recipe, data, first batch");
   ModelCache own_cache(m, nullptr, nullptr, nullptr);
   const model::Executor& f = (cache ? *cache : own_cache).float_model(c.batch_shape);
@@ -265,7 +268,7 @@ Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o, StageTim
       batch.emplace(m.input, std::move(*first));
       first.reset();
     } else {
-      batch.emplace(m.input, fit_batch(m, *reader->next(c.batch)));
+      batch.emplace(m.input, fit_batch(m, rest.next()));
     }
     ++done;
     progress.update(done * c.batch);
