@@ -9,6 +9,7 @@
 #include "progress.h"
 #include "qforge/error.h"
 #include "qforge/model/onnx_import.h"
+#include "qforge/model/onnx_schemas.h"
 #include "qforge/model/resolve.h"
 #include "qforge/registry.h"
 

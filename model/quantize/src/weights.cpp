@@ -5,6 +5,7 @@
 #include "qforge/dtype.h"
 #include "qforge/error.h"
 #include "qforge/model/weight_range.h"
+#include "weight_codes.h"
 #include "qforge/reference.h"
 
 namespace qforge::model::quantize {
@@ -29,48 +30,6 @@ std::vector<float> transposed(std::span<const float> w, std::int64_t rows, std::
 WeightRange group_range(const WeightQuantization& rule, std::span<const float> group) {
   return rule.observer == calibration::Method::mse ? mse_range(rule.dtype, rule.mapping, group)
                                                    : minmax_range(group);
-}
-
-// reference::quantize's codes for 8-bit dtypes, per tensor or per channel: the channel's scale
-// and zero point are looked up once per run of values instead of per value (reference::quantize
-// asks param_index for each value, about 45 ns a value: 10 ms of a 234k-weight MLP's plans).
-// Every value still goes through reference::quantize_value, so the bytes are the reference's.
-// Other dtypes and schemes (sub-byte packing, blocks, logarithmic) take reference::quantize.
-void quantize_codes(const Shape& shape, const QuantizationParams& p, std::span<const float> data,
-                    std::span<std::byte> codes) {
-  const Granularity g = p.scheme().granularity;
-  const bool bytes = p.dtype() == DType::int8 || p.dtype() == DType::uint8;
-  if (!bytes || p.scheme().mapping == Mapping::logarithmic ||
-      !(g == Granularity::per_tensor || g == Granularity::per_channel)) {
-    reference::quantize(QuantizeDesc{shape, p}, data.data(), codes.data());
-    return;
-  }
-  p.validate_for(shape);
-  if (codes.size() != data.size())
-    throw Error(ErrorCode::internal, "quantize_weight: " + std::to_string(codes.size()) +
-                                         " code bytes for " + std::to_string(data.size()) +
-                                         " values");
-  // [outer, channels, inner] around the channel axis; one channel for per tensor.
-  std::size_t outer = 1, channels = 1, inner = data.size();
-  if (g == Granularity::per_channel) {
-    const auto axis = static_cast<std::size_t>(p.channel_axis(shape.size()));
-    inner = 1;
-    for (std::size_t i = 0; i < axis; ++i) outer *= static_cast<std::size_t>(shape[i]);
-    channels = static_cast<std::size_t>(shape[axis]);
-    for (std::size_t i = axis + 1; i < shape.size(); ++i) inner *= static_cast<std::size_t>(shape[i]);
-  }
-  const std::int32_t qmin = p.qmin(), qmax = p.qmax();
-  const auto scales = p.scales();
-  const auto zero_points = p.zero_points();
-  std::size_t i = 0;
-  for (std::size_t o = 0; o < outer; ++o)
-    for (std::size_t c = 0; c < channels; ++c) {
-      const float scale = scales[c];
-      const std::int32_t zero_point = zero_points[c];
-      for (const std::size_t end = i + inner; i < end; ++i)
-        codes[i] = static_cast<std::byte>(static_cast<std::uint8_t>(
-            reference::quantize_value(data[i], scale, zero_point, qmin, qmax)));
-    }
 }
 
 // Each group's range for nearest rounding, in quantize_weight's order (blocks: `data` is nk).

@@ -14,6 +14,7 @@
 #include "ops/kernel.h"
 #include "qforge/error.h"
 #include "qforge/model/onnx_import.h"
+#include "qforge/model/onnx_schemas.h"
 
 namespace qforge::model {
 namespace {

@@ -40,13 +40,6 @@ QFORGE_MODEL_API Graph import_onnx_file(const std::filesystem::path& path,
 QFORGE_MODEL_API Graph import_onnx_bytes(std::span<const std::byte> bytes, std::string_view source,
                                          const ImportOptions& options = {});
 
-// Registers libonnx's operator schemas now. ONNX 1.12 registers every schema of every opset on
-// the first schema lookup (tens of milliseconds), and the checker and shape inference of every
-// import need them; import does this itself when they are missing. A tool that imports a model
-// calls this first on another thread, so the registration runs while it reads files and loads
-// plugins. Thread-safe: an import that starts meanwhile waits for the one registration.
-QFORGE_MODEL_API void register_onnx_schemas();
-
 // A serialized onnx.TensorProto (the input_*.pb / output_*.pb files of ONNX's test data, or
 // calibration samples) as a Tensor. Same rules as initializers: raw or typed data, no external
 // data, element count must match the dims.
