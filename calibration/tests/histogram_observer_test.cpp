@@ -2,14 +2,13 @@
 // values, per-channel params against per-tensor observers, the adaptive report, and errors.
 #include "qforge/calibration/histogram_observer.h"
 
-#include "qforge/calibration/minmax.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "qforge/calibration/minmax.h"
 #include "qforge/error.h"
 #include "test_support.h"
 
@@ -177,8 +176,8 @@ TEST(MinMaxObserver, SameParamsAndStatsAsHistogramMinMax) {
                                        {DType::uint8, Mapping::affine},
                                        {DType::int8, Mapping::symmetric},
                                        {DType::int16, Mapping::symmetric}};
-  for (const std::size_t n : {std::size_t{1}, std::size_t{1000}, std::size_t{20000},
-                              std::size_t{150000}})
+  for (const std::size_t n :
+       {std::size_t{1}, std::size_t{1000}, std::size_t{20000}, std::size_t{150000}})
     for (const int kind : {0, 1, 2}) {  // normal, ReLU-like (>= 0 with zeros), with non-finite
       MethodOptions method;
       method.method = Method::minmax;

@@ -8,7 +8,10 @@ namespace qforge::cli {
 
 BatchPrefetcher::BatchPrefetcher(DataReader& reader, std::int64_t rows, std::int64_t batches,
                                  std::size_t ahead)
-    : reader_(reader), rows_(rows), batches_(batches), ahead_(ahead < 1 ? 1 : ahead),
+    : reader_(reader),
+      rows_(rows),
+      batches_(batches),
+      ahead_(ahead < 1 ? 1 : ahead),
       thread_([this] { read_all(); }) {}
 
 BatchPrefetcher::~BatchPrefetcher() {
@@ -30,10 +33,10 @@ void BatchPrefetcher::read_all() {
       }
       std::optional<model::Tensor> batch = reader_.next(rows_);
       if (!batch || batch->shape().empty() || batch->shape()[0] != rows_)
-        throw Error(ErrorCode::internal,
-                    "batch prefetch: the data ended before batch " + std::to_string(i + 1) +
-                        " of " + std::to_string(batches_) + " (" + std::to_string(rows_) +
-                        " samples each)");
+        throw Error(ErrorCode::internal, "batch prefetch: the data ended before batch " +
+                                             std::to_string(i + 1) + " of " +
+                                             std::to_string(batches_) + " (" +
+                                             std::to_string(rows_) + " samples each)");
       {
         std::lock_guard lock(mutex_);
         ready_.push_back(std::move(*batch));
@@ -51,8 +54,8 @@ void BatchPrefetcher::read_all() {
 
 model::Tensor BatchPrefetcher::next() {
   if (taken_ == batches_)
-    throw Error(ErrorCode::internal, "batch prefetch: all " + std::to_string(batches_) +
-                                         " batches were taken");
+    throw Error(ErrorCode::internal,
+                "batch prefetch: all " + std::to_string(batches_) + " batches were taken");
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return !ready_.empty() || error_; });
   if (ready_.empty()) std::rethrow_exception(error_);

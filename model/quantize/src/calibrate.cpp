@@ -140,12 +140,8 @@ CalibrationResult calibrate_batches(const Executor& float_model, const RecipeRes
                       "' with different activation dtypes, mappings or methods; give both "
                       "nodes one rule or the same activation settings");
     if (!w) {
-      watched.push_back(
-          std::make_unique<Watched>(Watched{tensor,
-                                            *q->activations,
-                                            {},
-                                            make_observer(q->activations->calibration,
-                                                          options.bins)}));
+      watched.push_back(std::make_unique<Watched>(Watched{
+          tensor, *q->activations, {}, make_observer(q->activations->calibration, options.bins)}));
       w = watched.back().get();
       watch_at[i] = w;
     }

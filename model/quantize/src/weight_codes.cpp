@@ -41,8 +41,8 @@ void quantize_codes(const Shape& shape, const QuantizationParams& p, std::span<c
                     std::span<std::byte> codes) {
   const Granularity g = p.scheme().granularity;
   const bool bytes = p.dtype() == DType::int8 || p.dtype() == DType::uint8;
-  const bool mapped = p.scheme().mapping == Mapping::affine ||
-                      p.scheme().mapping == Mapping::symmetric;
+  const bool mapped =
+      p.scheme().mapping == Mapping::affine || p.scheme().mapping == Mapping::symmetric;
   if (!bytes || !mapped || !(g == Granularity::per_tensor || g == Granularity::per_channel)) {
     if (static_cast<std::int64_t>(data.size()) != element_count(shape) ||
         codes.size() != checked_storage_bytes("codes", p.dtype(), element_count(shape)))
@@ -53,8 +53,7 @@ void quantize_codes(const Shape& shape, const QuantizationParams& p, std::span<c
     return;
   }
   p.validate_for(shape);
-  if (static_cast<std::int64_t>(data.size()) != element_count(shape) ||
-      codes.size() != data.size())
+  if (static_cast<std::int64_t>(data.size()) != element_count(shape) || codes.size() != data.size())
     throw Error(ErrorCode::internal, "quantize_codes: " + std::to_string(data.size()) +
                                          " values and " + std::to_string(codes.size()) +
                                          " code bytes for shape " + to_string(shape));

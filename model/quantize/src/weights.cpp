@@ -5,8 +5,8 @@
 #include "qforge/dtype.h"
 #include "qforge/error.h"
 #include "qforge/model/weight_range.h"
-#include "weight_codes.h"
 #include "qforge/reference.h"
+#include "weight_codes.h"
 
 namespace qforge::model::quantize {
 namespace {

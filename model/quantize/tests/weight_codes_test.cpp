@@ -75,14 +75,13 @@ TEST(WeightCodes, EqualReferenceQuantizeForByteDtypes) {
             zero_points.push_back(mapping == Mapping::affine ? zp(g) : 0);
           }
           const QuantizationParams p =
-              axis < 0 ? (mapping == Mapping::affine
-                              ? QuantizationParams::per_tensor_affine(dtype, scales[0],
-                                                                      zero_points[0])
-                              : QuantizationParams::per_tensor_symmetric(dtype, scales[0]))
-                       : QuantizationParams::per_channel(dtype, mapping, axis, scales,
-                                                         mapping == Mapping::affine
-                                                             ? zero_points
-                                                             : std::vector<std::int32_t>{});
+              axis < 0
+                  ? (mapping == Mapping::affine
+                         ? QuantizationParams::per_tensor_affine(dtype, scales[0], zero_points[0])
+                         : QuantizationParams::per_tensor_symmetric(dtype, scales[0]))
+                  : QuantizationParams::per_channel(
+                        dtype, mapping, axis, scales,
+                        mapping == Mapping::affine ? zero_points : std::vector<std::int32_t>{});
           const auto n = static_cast<std::size_t>(element_count(shape));
           // Values sized for the first channel's scale; other channels see them too, so
           // saturation and tiny ratios are covered in both directions.
@@ -96,11 +95,13 @@ TEST(WeightCodes, OtherSchemesAreReferenceQuantize) {
   const Shape shape{6, 8};
   expect_reference_codes(shape, QuantizationParams::per_tensor_symmetric(DType::int4, 0.1f),
                          hard_values(g, 48, 0.1f));
-  expect_reference_codes(shape, QuantizationParams::per_channel(DType::int16, Mapping::affine, 0,
-                                                                std::vector<float>(6, 0.01f)),
+  expect_reference_codes(shape,
+                         QuantizationParams::per_channel(DType::int16, Mapping::affine, 0,
+                                                         std::vector<float>(6, 0.01f)),
                          hard_values(g, 48, 0.01f));
-  expect_reference_codes(shape, QuantizationParams::blockwise(DType::int8, Mapping::symmetric, 4,
-                                                              std::vector<float>(12, 0.05f)),
+  expect_reference_codes(shape,
+                         QuantizationParams::blockwise(DType::int8, Mapping::symmetric, 4,
+                                                       std::vector<float>(12, 0.05f)),
                          hard_values(g, 48, 0.05f));
 }
 
