@@ -1,9 +1,11 @@
 #include "model_setup.h"
 
 #include <cblas.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <charconv>
+#include <thread>
 
 #include "batch_prefetch.h"
 #include "progress.h"
@@ -129,6 +131,19 @@ LoadedModel load_model(const ModelOptions& o) {
 }
 
 std::future<void> start_onnx_schemas() {
+  // Only with a core for it: the main thread (loading OpenBLAS, reading the model) and the
+  // plugin thread already take two, and on two cores a third thread made the plugins spill into
+  // calibration, costing more than the import gained (docs/PERFORMANCE.md, branch cal2t).
+  // Without the thread the import registers the schemas itself, as it always could.
+  cpu_set_t allowed;
+  const bool known = sched_getaffinity(0, sizeof(allowed), &allowed) == 0;
+  const int cores =
+      known ? CPU_COUNT(&allowed) : static_cast<int>(std::thread::hardware_concurrency());
+  if (cores < 3) {
+    std::promise<void> none;
+    none.set_value();
+    return none.get_future();
+  }
   return std::async(std::launch::async, model::register_onnx_schemas);
 }
 
