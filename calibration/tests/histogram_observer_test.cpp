@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "qforge/calibration/minmax.h"
 #include "qforge/error.h"
 #include "test_support.h"
 
@@ -154,6 +155,54 @@ TEST(HistogramObserver, ErrorsBeforeDataAndForEmptyChannels) {
   ok.observe(std::vector<float>{1.0f});
   EXPECT_THROW((void)ok.params({DType::int8, Mapping::logarithmic}, {Method::mse}), Error);
   EXPECT_NO_THROW((void)ok.params({DType::int8, Mapping::logarithmic}, {Method::percentile}));
+}
+
+}  // namespace
+}  // namespace qforge::calibration
+
+namespace qforge::calibration {
+namespace {
+
+// calibrate() observes a min-max tensor with a MinMaxObserver instead of the histogram
+// observer (model/quantize/src/calibrate.cpp): both must give the same params and stats for
+// every target, batch after batch. Batches below and above the histogram's one-pass threshold
+// and its 64 Ki first-batch chunks; signed zeros (ReLU outputs), NaN and infinities.
+TEST(MinMaxObserver, SameParamsAndStatsAsHistogramMinMax) {
+  SCOPED_TRACE(test::seed_text());
+  auto gen = test::rng(67);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::uniform_int_distribution<int> pick(0, 99);
+  const std::vector<Target> targets = {{DType::int8, Mapping::affine},
+                                       {DType::uint8, Mapping::affine},
+                                       {DType::int8, Mapping::symmetric},
+                                       {DType::int16, Mapping::symmetric}};
+  for (const std::size_t n :
+       {std::size_t{1}, std::size_t{1000}, std::size_t{20000}, std::size_t{150000}})
+    for (const int kind : {0, 1, 2}) {  // normal, ReLU-like (>= 0 with zeros), with non-finite
+      MethodOptions method;
+      method.method = Method::minmax;
+      HistogramObserver histogram(method);
+      MinMaxObserver minmax;
+      for (int batch = 0; batch < 4; ++batch) {
+        std::vector<float> x(n);
+        const float spread = 0.5f + static_cast<float>(batch);
+        for (float& v : x) {
+          v = spread * g(gen);
+          if (kind >= 1 && v < 0.0f) v = pick(gen) < 50 ? 0.0f : -0.0f;
+          if (kind == 2 && pick(gen) == 0)
+            v = pick(gen) < 50 ? std::numeric_limits<float>::quiet_NaN()
+                               : std::numeric_limits<float>::infinity();
+        }
+        histogram.observe(x);
+        minmax.observe(x);
+        ASSERT_EQ(histogram.stats(), minmax.stats()) << "n " << n << " kind " << kind;
+        if (!minmax.has_data()) continue;
+        for (const Target& t : targets)
+          EXPECT_EQ(histogram.params(t), minmax.params(t))
+              << "n " << n << " kind " << kind << " batch " << batch << " "
+              << histogram.params(t).to_string() << " against " << minmax.params(t).to_string();
+      }
+    }
 }
 
 }  // namespace

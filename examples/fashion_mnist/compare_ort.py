@@ -8,9 +8,17 @@ the time of one batch of 256 test images, float and int8.
 
 Needs numpy and onnxruntime (the test venv: scripts/venv.sh). qforge runs as the command-line
 tool with OPENBLAS_NUM_THREADS set to --threads; its cpu_x86 plugin uses every core, so compare
-on a machine whose core count is --threads, or read the figures as such. Its calibration time
-is the wall time of `qforge quantize` (import, calibration, plans, a one-batch report) with the
-tuning cache warm (a first call fills it), ORT's that of quantize_static.
+on a machine whose core count is --threads, or read the figures as such.
+
+Calibration time, one timed call per side. qforge: the wall time of one `qforge quantize`
+process with the tuning cache warm (a first call fills it): process start and dynamic linking,
+ONNX's schema registration, import with the checker and shape inference, reading and inflating
+the calibration images from the gzip'd IDX file, loading the plugins, calibration, the plans,
+a one-batch report (one float run, two int8 runs) and writing the QDQ model. ORT: the wall time
+of the quantize_static call in this Python process: loading and checking the model, the
+augmented model's session, calibration on the images already in memory as numpy arrays,
+computing the ranges, writing the QDQ model; Python's start, importing onnx (which registers
+ONNX's schemas) and onnxruntime, and reading the images happen before its timer starts.
 """
 import argparse
 import json

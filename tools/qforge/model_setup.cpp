@@ -1,13 +1,17 @@
 #include "model_setup.h"
 
 #include <cblas.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <charconv>
+#include <thread>
 
+#include "batch_prefetch.h"
 #include "progress.h"
 #include "qforge/error.h"
 #include "qforge/model/onnx_import.h"
+#include "qforge/model/onnx_schemas.h"
 #include "qforge/model/resolve.h"
 #include "qforge/registry.h"
 
@@ -124,6 +128,23 @@ LoadedModel load_model(const ModelOptions& o) {
     if (name != m.input) m.other_shapes[name] = shape;
   if (!m.dims.empty() && m.dims[0] > 0) m.fixed_batch = m.dims[0];
   return m;
+}
+
+std::future<void> start_onnx_schemas() {
+  // Only with a core for it: the main thread (loading OpenBLAS, reading the model) and the
+  // plugin thread already take two, and on two cores a third thread made the plugins spill into
+  // calibration, costing more than the import gained (docs/PERFORMANCE.md, branch cal2t).
+  // Without the thread the import registers the schemas itself, as it always could.
+  cpu_set_t allowed;
+  const bool known = sched_getaffinity(0, sizeof(allowed), &allowed) == 0;
+  const int cores =
+      known ? CPU_COUNT(&allowed) : static_cast<int>(std::thread::hardware_concurrency());
+  if (cores < 3) {
+    std::promise<void> none;
+    none.set_value();
+    return none.get_future();
+  }
+  return std::async(std::launch::async, model::register_onnx_schemas);
 }
 
 void require_single_input(const LoadedModel& m, const std::string& what) {
@@ -246,6 +267,8 @@ Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o, StageTim
   // The first batch fixes the input shape (extents the model leaves open come from the data).
   std::optional<model::Tensor> first = fit_batch(m, *reader->next(c.batch));
   c.batch_shape = first->shape();
+  // The other batches are read on a thread while the model runs on the ones before.
+  BatchPrefetcher rest(*reader, c.batch, c.batches - 1);
   if (stages) stages->mark("recipe, data, first batch");
   ModelCache own_cache(m, nullptr, nullptr, nullptr);
   const model::Executor& f = (cache ? *cache : own_cache).float_model(c.batch_shape);
@@ -261,7 +284,7 @@ Calibrated calibrate_model(const LoadedModel& m, const ModelOptions& o, StageTim
       batch.emplace(m.input, std::move(*first));
       first.reset();
     } else {
-      batch.emplace(m.input, fit_batch(m, *reader->next(c.batch)));
+      batch.emplace(m.input, fit_batch(m, rest.next()));
     }
     ++done;
     progress.update(done * c.batch);

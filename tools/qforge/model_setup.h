@@ -50,6 +50,12 @@ struct LoadedModel {
 };
 
 LoadedModel load_model(const ModelOptions& o);
+// model::register_onnx_schemas on another thread, started now, where this process may run on
+// three cores or more: the import's checker and shape inference need every ONNX schema
+// registered, which takes libonnx tens of milliseconds that loading OpenBLAS, the plugins and
+// reading the model file need not wait for. Call it before anything else; load_model waits for
+// the registration if it is still running (and does it itself where no thread was started).
+std::future<void> start_onnx_schemas();
 // Throws qforge::Error (unsupported) naming the inputs when the model has more than one:
 // `what` (--calibration, --data) feeds exactly one.
 void require_single_input(const LoadedModel& m, const std::string& what);

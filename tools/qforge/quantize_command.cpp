@@ -75,6 +75,7 @@ CLI::App* QuantizeCommand::add_to(CLI::App& parent) {
 int QuantizeCommand::run() const {
   std::ostream& info = as_json ? std::cerr : std::cout;
   StageTimes stages(verbose);
+  const auto schemas = start_onnx_schemas();
   auto pending_accelerator = start_accelerator(model);
   const LoadedModel m = load_model(model);
   stages.mark("import");

@@ -6,6 +6,8 @@
 #include "conv_spec.h"
 #include "matmul_spec.h"
 #include "qforge/calibration/histogram_observer.h"
+#include "qforge/calibration/methods.h"
+#include "qforge/calibration/minmax.h"
 #include "qforge/error.h"
 
 namespace qforge::model {
@@ -15,8 +17,27 @@ struct Watched {
   std::string tensor;
   ActivationQuantization settings;
   std::vector<std::string> consumers;
-  std::unique_ptr<calibration::HistogramObserver> observer;
+  std::unique_ptr<calibration::Observer> observer;
 };
+
+// The observer of one watched tensor. Min-max needs only the extremes of the finite values: a
+// MinMaxObserver finds the ones the histogram observer's min-max reads (both from the same
+// extremes scan, folded with std::min / std::max) and the params come from the same
+// params_for_ranges, without binning every value into a histogram that min-max never reads
+// (the binning was most of the observers' time: docs/PERFORMANCE.md, branch cal2t). The bins
+// are still checked, as the histogram observer checks them, so a recipe's error does not
+// depend on its method.
+std::unique_ptr<calibration::Observer> make_observer(const calibration::MethodOptions& method,
+                                                     int bins) {
+  if (method.method != calibration::Method::minmax)
+    return std::make_unique<calibration::HistogramObserver>(method, bins);
+  calibration::validate(method);
+  if (bins < 1 || bins > calibration::Histogram::kMaxBins)
+    throw Error(ErrorCode::invalid_argument, "HistogramObserver: bins = " + std::to_string(bins) +
+                                                 "; expected 1 to " +
+                                                 std::to_string(calibration::Histogram::kMaxBins));
+  return std::make_unique<calibration::MinMaxObserver>();
+}
 
 // A MatMul or Gemm input whose Hessian GPTQ needs, summed when its first gptq consumer runs.
 struct Hessian {
@@ -119,12 +140,8 @@ CalibrationResult calibrate_batches(const Executor& float_model, const RecipeRes
                       "' with different activation dtypes, mappings or methods; give both "
                       "nodes one rule or the same activation settings");
     if (!w) {
-      watched.push_back(
-          std::make_unique<Watched>(Watched{tensor,
-                                            *q->activations,
-                                            {},
-                                            std::make_unique<calibration::HistogramObserver>(
-                                                q->activations->calibration, options.bins)}));
+      watched.push_back(std::make_unique<Watched>(Watched{
+          tensor, *q->activations, {}, make_observer(q->activations->calibration, options.bins)}));
       w = watched.back().get();
       watch_at[i] = w;
     }

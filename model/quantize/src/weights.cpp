@@ -6,6 +6,7 @@
 #include "qforge/error.h"
 #include "qforge/model/weight_range.h"
 #include "qforge/reference.h"
+#include "weight_codes.h"
 
 namespace qforge::model::quantize {
 namespace {
@@ -120,7 +121,7 @@ QuantizedWeight quantize_weight(const Node& node, const WeightQuantization& rule
           : reference::params_from_ranges(rule.dtype, scheme, lo, hi);
   const Shape shape = layout == MatrixLayout::kn ? Shape{k, n} : Shape{n, k};
   std::vector<std::byte> codes(storage_bytes(rule.dtype, data.size()));
-  reference::quantize(QuantizeDesc{shape, params}, data.data(), codes.data());
+  quantize_codes(shape, params, data, codes);
   return {layout, std::move(params), std::move(codes)};
 }
 

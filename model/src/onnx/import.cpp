@@ -14,6 +14,7 @@
 #include "ops/kernel.h"
 #include "qforge/error.h"
 #include "qforge/model/onnx_import.h"
+#include "qforge/model/onnx_schemas.h"
 
 namespace qforge::model {
 namespace {
@@ -309,6 +310,12 @@ Tensor load_onnx_tensor_bytes(std::span<const std::byte> bytes, std::string_view
 Tensor load_onnx_tensor_file(const std::filesystem::path& path, const ImportOptions& options) {
   const auto bytes = onnx_io::read_file_limited(path, options.max_file_bytes);
   return load_onnx_tensor_bytes(bytes, path.string(), options);
+}
+
+void register_onnx_schemas() {
+  // Any lookup registers all of them (libonnx's registration is a function-local static, so
+  // concurrent first lookups wait for one registration).
+  onnx::OpSchemaRegistry::Schema("Relu", static_cast<int>(kMaxOnnxOpset), "");
 }
 
 }  // namespace qforge::model
