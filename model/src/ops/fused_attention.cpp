@@ -14,6 +14,10 @@
 #include <string_view>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "ops/fused.h"
 #include "ops/parallel.h"
 #include "ops/parallel_blas.h"
@@ -174,16 +178,19 @@ typedef int LaneIndex __attribute__((vector_size(64)));
       for (int w = 8; w > 0; w /= 2) {
         // out[r] takes t[r + w][e - w] where bit w of e is set; out[r + w] t[r][e + w] where it
         // is clear (indices from 16 name the second operand's lanes).
+        // vpermt2ps through its intrinsic: GCC's __builtin_shuffle has no Clang spelling with
+        // indices that are not constants, and the fuzz build uses Clang.
         LaneIndex lo, hi;
         for (int e = 0; e < kLanes; ++e) {
           lo[e] = e & w ? kLanes + e - w : e;
           hi[e] = e & w ? kLanes + e : e + w;
         }
+        const __m512i lo_index = (__m512i)lo, hi_index = (__m512i)hi;
         for (int r = 0; r < kLanes; ++r)
           if (!(r & w)) {
-            const Lanes a = t[r], b = t[r + w];
-            t[r] = __builtin_shuffle(a, b, lo);
-            t[r + w] = __builtin_shuffle(a, b, hi);
+            const __m512 a = (__m512)t[r], b = (__m512)t[r + w];
+            t[r] = (Lanes)_mm512_permutex2var_ps(a, lo_index, b);
+            t[r + w] = (Lanes)_mm512_permutex2var_ps(a, hi_index, b);
           }
       }
       for (int r = 0; r < kLanes; ++r) QFORGE_LANES_TO(kt + (d + r) * kv_len + j) = t[r];
