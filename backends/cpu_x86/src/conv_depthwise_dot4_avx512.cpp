@@ -139,6 +139,7 @@ void block(const DepthwiseDot4Args& a, std::int64_t oh0, std::int64_t oh1, std::
   // offset back modulo 256, which gives the output byte.
   [[maybe_unused]] const std::int32_t offset = r && r->qmin >= 0 ? 128 : 0;
   [[maybe_unused]] const __m512i offset_dwords = _mm512_set1_epi32(offset);
+  [[maybe_unused]] const __m512i offset_bytes = _mm512_set1_epi8(static_cast<char>(offset));
   [[maybe_unused]] FixedChannels fixed(_mm512_setzero_si512(), _mm512_setzero_si512());
   [[maybe_unused]] FixedChannelsRight right(_mm512_setzero_si512(), _mm512_set1_epi32(1));
   [[maybe_unused]] __m512i order;
@@ -156,10 +157,21 @@ void block(const DepthwiseDot4Args& a, std::int64_t oh0, std::int64_t oh1, std::
       fixed = FixedChannels::load(r->fixed_table + c0 / 16 * kFixedTableWords);
       left = _mm512_loadu_si512(r->left + c0);
     }
-    // clamp(h + zy, qmin, qmax) as clamp(h, qmin - zy, qmax - zy) + zy: h + zy may leave int32.
+    // clamp(h + zy, qmin, qmax) as clamp(h, qmin - zy, qmax - zy) + zy: h + zy may leave int32
+    // (the general form's left shifts saturate to the int32 bounds).
     zy = _mm512_set1_epi32(r->zy - offset);
     q_lo = _mm512_set1_epi32(r->qmin - r->zy);
     q_hi = _mm512_set1_epi32(r->qmax - r->zy);
+  }
+  // The short form's |h| is at most 2^30 + 1 (|x| <= 2^31, m < 2^31, a right shift of 1 or
+  // more), so h + zy - offset stays inside int32: the signed saturation to bytes (the packs,
+  // vpmovsdb) clamps it to [-128, 127] and a byte clamp to [qmin, qmax] - offset, once per four
+  // columns, finishes clamp(h + zy, qmin, qmax) - offset.
+  constexpr bool kByteClamp = kOut == Out::fixed_right;
+  [[maybe_unused]] __m512i b_lo, b_hi;
+  if constexpr (kByteClamp) {
+    b_lo = _mm512_set1_epi8(static_cast<char>(r->qmin - offset));
+    b_hi = _mm512_set1_epi8(static_cast<char>(r->qmax - offset));
   }
   // The output codes less offset of 16 sums.
   [[maybe_unused]] auto requant = [&](__m512i s) {
@@ -170,7 +182,7 @@ void block(const DepthwiseDot4Args& a, std::int64_t oh0, std::int64_t oh1, std::
           _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zy);
     } else {
       __m512i q;
-      if constexpr (kOut == Out::fixed_right) q = fixed_point16_right(s, right, order);
+      if constexpr (kByteClamp) return _mm512_add_epi32(fixed_point16_right(s, right, order), zy);
       else q = fixed_point16<kOut == Out::fixed_left>(s, fixed, left);
       return _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(q, q_lo), q_hi), zy);
     }
@@ -178,6 +190,12 @@ void block(const DepthwiseDot4Args& a, std::int64_t oh0, std::int64_t oh1, std::
   auto emit = [&](std::int64_t oh, std::int64_t ow, __m512i s) {
     if constexpr (kOut == Out::sums) {
       _mm512_storeu_si512(acc + ((oh - oh0) * out_w + ow) * 16, s);
+    } else if constexpr (kByteClamp) {
+      const __m128i v = _mm_min_epi8(
+          _mm_max_epi8(_mm512_cvtsepi32_epi8(requant(s)), _mm512_castsi512_si128(b_lo)),
+          _mm512_castsi512_si128(b_hi));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(y + ((oh * out_w + ow) * channels + c0)),
+                       _mm_xor_si128(v, _mm512_castsi512_si128(offset_bytes)));
     } else {
       // q = requant(s) + offset is inside [qmin, qmax]: the byte is its low 8 bits.
       _mm512_mask_cvtepi32_storeu_epi8(y + ((oh * out_w + ow) * channels + c0), 0xFFFF,
@@ -189,12 +207,12 @@ void block(const DepthwiseDot4Args& a, std::int64_t oh0, std::int64_t oh1, std::
   // need no port 5 (an extraction would).
   [[maybe_unused]] const __m512i columns =
       _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  [[maybe_unused]] const __m512i offset_bytes = _mm512_set1_epi8(static_cast<char>(offset));
   [[maybe_unused]] auto emit4 = [&](std::int64_t oh, std::int64_t ow, __m512i s0, __m512i s1,
                                     __m512i s2, __m512i s3) {
     // Byte 16 l + 4 j + i of the packs: column j's channel 4 l + i.
-    const __m512i b = _mm512_packs_epi16(_mm512_packs_epi32(requant(s0), requant(s1)),
-                                         _mm512_packs_epi32(requant(s2), requant(s3)));
+    __m512i b = _mm512_packs_epi16(_mm512_packs_epi32(requant(s0), requant(s1)),
+                                   _mm512_packs_epi32(requant(s2), requant(s3)));
+    if constexpr (kByteClamp) b = _mm512_min_epi8(_mm512_max_epi8(b, b_lo), b_hi);
     const __m512i v = _mm512_permutexvar_epi32(columns, _mm512_xor_si512(b, offset_bytes));
     std::uint8_t* const out = y + ((oh * out_w + ow) * channels + c0);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_castsi512_si128(v));
