@@ -150,8 +150,8 @@ void block(const DepthwiseDot4Args& a, std::int64_t oh0, std::int64_t oh1, std::
     zy = _mm512_set1_epi32(r->zy - offset);
   } else if constexpr (kOut != Out::sums) {
     if constexpr (kOut == Out::fixed_right) {
-      right = FixedChannelsRight::load(r->fixed_table + c0 / 16 * kFixedTableWords +
-                                       kFixedRightWord);
+      right =
+          FixedChannelsRight::load(r->fixed_table + c0 / 16 * kFixedTableWords + kFixedRightWord);
       order = high_dwords();
     } else {
       fixed = FixedChannels::load(r->fixed_table + c0 / 16 * kFixedTableWords);
@@ -283,11 +283,12 @@ void depthwise_dot4_block_avx512(const DepthwiseDot4Args& a, std::int64_t oh0, s
   // The fixed-point form is chosen per block of 16 channels (fixed_table_avx512's flag): one
   // channel with a multiplier of 0.5 or more leaves only its own block on the general form.
   const DepthwiseRequant* r = a.requant;
-  const Out out = !r          ? Out::sums
-                  : !r->fixed ? Out::scaled
-                  : r->fixed_table[c0 / 16 * kFixedTableWords + kFixedFormWord] ? Out::fixed_right
-                  : r->any_left                                                  ? Out::fixed_left
-                                                                                 : Out::fixed;
+  Out out = Out::sums;
+  if (r && !r->fixed) out = Out::scaled;
+  if (r && r->fixed) {
+    const bool short_form = r->fixed_table[c0 / 16 * kFixedTableWords + kFixedFormWord] != 0;
+    out = short_form ? Out::fixed_right : r->any_left ? Out::fixed_left : Out::fixed;
+  }
   auto with = [&](auto kw) {
     constexpr int KW = decltype(kw)::value;
     switch (out) {
