@@ -359,6 +359,70 @@ TEST(CpuX86DepthwiseFourTaps, MatchesReferenceWhereCentredWeightsFitInt8) {
   }
 }
 
+// The four-tap kernel's fixed-point requantization in registers takes a shorter form for a block
+// of 16 channels whose multipliers all lie below 0.5 (no left shift, a right shift of 1 or more)
+// and the general one for the other blocks: layers of 3 to 5 blocks where blocks drawn at random
+// mix one or more channels of multipliers 0.5 to 8 (a zero or a left shift, saturating outputs)
+// among small ones, int8 and uint8 outputs, every activation, widths whose columns go by four
+// and one at a time.
+TEST(CpuX86DepthwiseFourTaps, FixedPointBlocksOfBothFormsMatchReference) {
+  auto l = load_plugin();
+  SKIP_UNLESS_USABLE(l);
+  const std::string kernel = "q8_dwconv_c32__avx512vnni";
+  std::string why;
+  if (!kernel_runnable(*l.ops, kernel, &why)) GTEST_SKIP() << why;
+  SCOPED_TRACE(seed_text());
+  Rng rng = test_rng();
+  QuantizationOps& ops = *l.ops;
+  int mixed_blocks = 0, right_blocks = 0;
+  for (int i = 0; i < 16; ++i) {
+    ops.set_option("threads", i % 2 ? "2" : "1");
+    ConvDesc d = random_desc(rng, OpKind::qlinear_conv, Family::depthwise, 2);
+    d.c = d.out_channels = d.groups = 16 * pick(rng, 3, 5);
+    d.h = pick(rng, 3, 9);
+    d.w = pick(rng, 3, 23);
+    d.kernel_h = d.kernel_w = 3;
+    d.stride_h = d.stride_w = pick(rng, 1, 2);
+    d.dilation_h = d.dilation_w = 1;
+    d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = pick(rng, 0, 1);
+    d.bias = ConvBias::none;  // an int32 bias left over would move the requantization out
+    d.requant_mode = RequantMode::fixed_point;
+    // Multipliers sx * sw / sy: below 0.5 in every block, then 1 to 4 channels of 0.5 to 8 in
+    // the blocks drawn for it.
+    const float sx = d.x_params.scale(), sy = 0.05f;
+    std::vector<float> target(static_cast<std::size_t>(d.c));
+    for (auto& v : target) v = 0.0005f * static_cast<float>(pick(rng, 1, 900));
+    for (std::int64_t b = 0; b < d.c / 16; ++b) {
+      if (rng() % 2) {
+        ++right_blocks;
+        continue;
+      }
+      ++mixed_blocks;
+      for (std::int64_t k = pick(rng, 1, 4); k > 0; --k)
+        target[static_cast<std::size_t>(16 * b + pick(rng, 0, 15))] =
+            0.5f + 0.01f * static_cast<float>(pick(rng, 0, 750));
+    }
+    std::vector<float> scales(target.size());
+    for (std::size_t c = 0; c < target.size(); ++c) scales[c] = target[c] * sy / sx;
+    d.w_params = QuantizationParams(
+        DType::int8, Scheme{Mapping::symmetric, Granularity::per_channel, 0}, scales, {});
+    const bool y_signed = rng() % 2;
+    d.y_params = QuantizationParams::per_tensor_affine(
+        y_signed ? DType::int8 : DType::uint8, sy,
+        static_cast<std::int32_t>(y_signed ? pick(rng, -128, 127) : pick(rng, 0, 255)));
+    reference::check_descriptor(OpKind::qlinear_conv, d);
+    const ConvCase c = case_with_data(rng, OpKind::qlinear_conv, d);
+    const Bytes want = reference_output(c);
+    Bytes got(want.size(), 0xCD);
+    const auto plan = ops.plan(OpDesc{OpKind::qlinear_conv, c.d}, PlanRequest{0, kernel, {}});
+    ASSERT_EQ(plan->kernel(), kernel);
+    plan->run(std::vector<const void*>{c.x.data(), c.w.data()}, std::vector<void*>{got.data()});
+    ASSERT_TRUE(got == want) << "case " << i << ": " << describe(OpDesc{OpKind::qlinear_conv, c.d});
+  }
+  EXPECT_GT(mixed_blocks, 0);
+  EXPECT_GT(right_blocks, 0);
+}
+
 // Plans made with W and the bias fixed (W packed once) and with every input per run, run from
 // two threads at once, each output equal to the reference's.
 TEST(CpuX86ConvPlans, PrepackedAndPerRunWeightsMatchReferenceFromSeveralThreads) {

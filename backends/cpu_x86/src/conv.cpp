@@ -408,7 +408,8 @@ bool run_depthwise_dot4(const GemmContext& ctx, const ConvDesc& d, const Geometr
                                  e.fixed_right.data(),
                                  e.zy,
                                  e.range.qmin,
-                                 e.range.qmax};
+                                 e.range.qmax,
+                                 e.fixed_table.data()};
   std::atomic<bool> ok{true};
   ctx.pool.parallel_for(tasks, [&](std::int64_t t) {
     const std::int64_t r_begin = t * rows_per_task, r_end = std::min(rows, r_begin + rows_per_task);

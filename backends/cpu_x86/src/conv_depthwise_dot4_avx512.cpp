@@ -92,8 +92,9 @@ void build_line(const DepthwiseDot4Args& a, const std::uint8_t* src, std::int64_
 }
 
 // What a block does with its sums: stores them, or requantizes them in registers (float
-// multipliers; fixed point without and with left shifts) and stores the output bytes.
-enum class Out { sums, scaled, fixed, fixed_left };
+// multipliers; fixed point in the general form without and with left shifts, or in the shorter
+// form when every channel of the block takes it) and stores the output bytes.
+enum class Out { sums, scaled, fixed, fixed_left, fixed_right };
 
 template <int KW, Out kOut>
 void block(const DepthwiseDot4Args& a, std::int64_t oh0, std::int64_t oh1, std::int64_t c0,
@@ -132,38 +133,94 @@ void block(const DepthwiseDot4Args& a, std::int64_t oh0, std::int64_t oh1, std::
   [[maybe_unused]] const DepthwiseRequant* r = a.requant;
   [[maybe_unused]] __m512 multiplier, f_lo, f_hi;
   [[maybe_unused]] __m512i zy, q_lo, q_hi, left;
+  // The output codes are made signed bytes, q - offset in [-128, 127] (offset 128 when
+  // qmin >= 0: a uint8 output, or an int8 one clamped to [0, 127]), so that four columns narrow
+  // with signed saturating packs that change no value; flipping bit 7 of each byte then adds the
+  // offset back modulo 256, which gives the output byte.
+  [[maybe_unused]] const std::int32_t offset = r && r->qmin >= 0 ? 128 : 0;
+  [[maybe_unused]] const __m512i offset_dwords = _mm512_set1_epi32(offset);
+  [[maybe_unused]] const __m512i offset_bytes = _mm512_set1_epi8(static_cast<char>(offset));
   [[maybe_unused]] FixedChannels fixed(_mm512_setzero_si512(), _mm512_setzero_si512());
+  [[maybe_unused]] FixedChannelsRight right(_mm512_setzero_si512(), _mm512_set1_epi32(1));
+  [[maybe_unused]] __m512i order;
   if constexpr (kOut == Out::scaled) {
     multiplier = _mm512_loadu_ps(r->multiplier + c0);
     f_lo = _mm512_set1_ps(static_cast<float>(r->qmin - r->zy));
     f_hi = _mm512_set1_ps(static_cast<float>(r->qmax - r->zy));
-    zy = _mm512_set1_epi32(r->zy);
+    zy = _mm512_set1_epi32(r->zy - offset);
   } else if constexpr (kOut != Out::sums) {
-    fixed = FixedChannels(_mm512_loadu_si512(r->fixed_multiplier + c0),
-                          _mm512_loadu_si512(r->right + c0));
-    left = _mm512_loadu_si512(r->left + c0);
-    // clamp(h + zy, qmin, qmax) as clamp(h, qmin - zy, qmax - zy) + zy: h + zy may leave int32.
-    zy = _mm512_set1_epi32(r->zy);
+    if constexpr (kOut == Out::fixed_right) {
+      right =
+          FixedChannelsRight::load(r->fixed_table + c0 / 16 * kFixedTableWords + kFixedRightWord);
+      order = high_dwords();
+    } else {
+      fixed = FixedChannels::load(r->fixed_table + c0 / 16 * kFixedTableWords);
+      left = _mm512_loadu_si512(r->left + c0);
+    }
+    // clamp(h + zy, qmin, qmax) as clamp(h, qmin - zy, qmax - zy) + zy: h + zy may leave int32
+    // (the general form's left shifts saturate to the int32 bounds).
+    zy = _mm512_set1_epi32(r->zy - offset);
     q_lo = _mm512_set1_epi32(r->qmin - r->zy);
     q_hi = _mm512_set1_epi32(r->qmax - r->zy);
   }
+  // The short form's |h| is at most 2^30 + 1 (|x| <= 2^31, m < 2^31, a right shift of 1 or
+  // more), so h + zy - offset stays inside int32: the signed saturation to bytes (the packs,
+  // vpmovsdb) clamps it to [-128, 127] and a byte clamp to [qmin, qmax] - offset, once per four
+  // columns, finishes clamp(h + zy, qmin, qmax) - offset.
+  constexpr bool kByteClamp = kOut == Out::fixed_right;
+  [[maybe_unused]] __m512i b_lo, b_hi;
+  if constexpr (kByteClamp) {
+    b_lo = _mm512_set1_epi8(static_cast<char>(r->qmin - offset));
+    b_hi = _mm512_set1_epi8(static_cast<char>(r->qmax - offset));
+  }
+  // The output codes less offset of 16 sums.
+  [[maybe_unused]] auto requant = [&](__m512i s) {
+    if constexpr (kOut == Out::scaled) {
+      __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(s), multiplier);
+      v = _mm512_min_ps(_mm512_max_ps(v, f_lo), f_hi);
+      return _mm512_add_epi32(
+          _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zy);
+    } else {
+      __m512i q;
+      if constexpr (kByteClamp) return _mm512_add_epi32(fixed_point16_right(s, right, order), zy);
+      else q = fixed_point16<kOut == Out::fixed_left>(s, fixed, left);
+      return _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(q, q_lo), q_hi), zy);
+    }
+  };
   auto emit = [&](std::int64_t oh, std::int64_t ow, __m512i s) {
     if constexpr (kOut == Out::sums) {
       _mm512_storeu_si512(acc + ((oh - oh0) * out_w + ow) * 16, s);
+    } else if constexpr (kByteClamp) {
+      const __m128i v = _mm_min_epi8(
+          _mm_max_epi8(_mm512_cvtsepi32_epi8(requant(s)), _mm512_castsi512_si128(b_lo)),
+          _mm512_castsi512_si128(b_hi));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(y + ((oh * out_w + ow) * channels + c0)),
+                       _mm_xor_si128(v, _mm512_castsi512_si128(offset_bytes)));
     } else {
-      __m512i q;
-      if constexpr (kOut == Out::scaled) {
-        __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(s), multiplier);
-        v = _mm512_min_ps(_mm512_max_ps(v, f_lo), f_hi);
-        q = _mm512_add_epi32(
-            _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zy);
-      } else {
-        q = fixed_point16<kOut == Out::fixed_left>(s, fixed, left);
-        q = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(q, q_lo), q_hi), zy);
-      }
-      // q is inside [qmin, qmax]: the byte is its low 8 bits.
-      _mm512_mask_cvtepi32_storeu_epi8(y + ((oh * out_w + ow) * channels + c0), 0xFFFF, q);
+      // q = requant(s) + offset is inside [qmin, qmax]: the byte is its low 8 bits.
+      _mm512_mask_cvtepi32_storeu_epi8(y + ((oh * out_w + ow) * channels + c0), 0xFFFF,
+                                       _mm512_xor_si512(requant(s), offset_dwords));
     }
+  };
+  // Four columns at once, narrowed by three packs and one permutation on port 5 where emit's
+  // narrowing store takes two port-5 operations per column; the stores are masked ones, which
+  // need no port 5 (an extraction would).
+  [[maybe_unused]] const __m512i columns =
+      _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  [[maybe_unused]] auto emit4 = [&](std::int64_t oh, std::int64_t ow, __m512i s0, __m512i s1,
+                                    __m512i s2, __m512i s3) {
+    // Byte 16 l + 4 j + i of the packs: column j's channel 4 l + i.
+    __m512i b = _mm512_packs_epi16(_mm512_packs_epi32(requant(s0), requant(s1)),
+                                   _mm512_packs_epi32(requant(s2), requant(s3)));
+    if constexpr (kByteClamp) b = _mm512_min_epi8(_mm512_max_epi8(b, b_lo), b_hi);
+    const __m512i v = _mm512_permutexvar_epi32(columns, _mm512_xor_si512(b, offset_bytes));
+    std::uint8_t* const out = y + ((oh * out_w + ow) * channels + c0);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_castsi512_si128(v));
+    // Column j's 16 bytes, lane j of v, by a store of v masked to that lane from 16 j bytes before
+    // the column (channels >= 16, so that address lies inside the output).
+    for (int j = 1; j < 4; ++j)
+      _mm512_mask_storeu_epi32(out + j * (channels - 16), static_cast<__mmask16>(0xF << (4 * j)),
+                               v);
   };
   // Step t = k * groups + g of a window: kernel row k's line, group g (the caller keeps
   // kh * groups <= kDepthwiseDot4MaxSteps); its 16 channels' 4 weights at quads + t * c * 4.
@@ -190,22 +247,31 @@ void block(const DepthwiseDot4Args& a, std::int64_t oh0, std::int64_t oh1, std::
       const __m512i w0 = _mm512_loadu_si512(q), w1 = _mm512_loadu_si512(q + a.c * 4),
                     w2 = _mm512_loadu_si512(q + 2 * a.c * 4);
       const std::int32_t *l0 = row_line[0], *l1 = row_line[1], *l2 = row_line[2];
-      for (std::int64_t ow = 0; ow < out_w; ++ow) {
+      auto sum = [&](std::int64_t ow) {
         const std::int64_t at = ow * 16;
         __m512i s = _mm512_dpbusd_epi32(init, _mm512_loadu_si512(l0 + at), w0);
         s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(l1 + at), w1);
-        s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(l2 + at), w2);
-        emit(oh, ow, s);
-      }
+        return _mm512_dpbusd_epi32(s, _mm512_loadu_si512(l2 + at), w2);
+      };
+      std::int64_t ow = 0;
+      if constexpr (kOut != Out::sums)
+        for (; ow + 4 <= out_w; ow += 4)
+          emit4(oh, ow, sum(ow), sum(ow + 1), sum(ow + 2), sum(ow + 3));
+      for (; ow < out_w; ++ow) emit(oh, ow, sum(ow));
     } else {
-      for (std::int64_t ow = 0; ow < out_w; ++ow) {
+      auto sum = [&](std::int64_t ow) {
         __m512i s = init;
         for (std::int64_t t = 0; t < n; ++t) {
           const __m512i w = _mm512_loadu_si512(a.quads + (t * a.c + c0) * 4);
           s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(row_line[t] + ow * stride), w);
         }
-        emit(oh, ow, s);
-      }
+        return s;
+      };
+      std::int64_t ow = 0;
+      if constexpr (kOut != Out::sums)
+        for (; ow + 4 <= out_w; ow += 4)
+          emit4(oh, ow, sum(ow), sum(ow + 1), sum(ow + 2), sum(ow + 3));
+      for (; ow < out_w; ++ow) emit(oh, ow, sum(ow));
     }
   }
 }
@@ -214,10 +280,15 @@ void block(const DepthwiseDot4Args& a, std::int64_t oh0, std::int64_t oh1, std::
 
 void depthwise_dot4_block_avx512(const DepthwiseDot4Args& a, std::int64_t oh0, std::int64_t oh1,
                                  std::int64_t c0, std::int32_t* acc) {
-  const Out out = !a.requant            ? Out::sums
-                  : !a.requant->fixed   ? Out::scaled
-                  : a.requant->any_left ? Out::fixed_left
-                                        : Out::fixed;
+  // The fixed-point form is chosen per block of 16 channels (fixed_table_avx512's flag): one
+  // channel with a multiplier of 0.5 or more leaves only its own block on the general form.
+  const DepthwiseRequant* r = a.requant;
+  Out out = Out::sums;
+  if (r && !r->fixed) out = Out::scaled;
+  if (r && r->fixed) {
+    const bool short_form = r->fixed_table[c0 / 16 * kFixedTableWords + kFixedFormWord] != 0;
+    out = short_form ? Out::fixed_right : r->any_left ? Out::fixed_left : Out::fixed;
+  }
   auto with = [&](auto kw) {
     constexpr int KW = decltype(kw)::value;
     switch (out) {
@@ -225,6 +296,7 @@ void depthwise_dot4_block_avx512(const DepthwiseDot4Args& a, std::int64_t oh0, s
       case Out::scaled: return block<KW, Out::scaled>(a, oh0, oh1, c0, acc);
       case Out::fixed: return block<KW, Out::fixed>(a, oh0, oh1, c0, acc);
       case Out::fixed_left: return block<KW, Out::fixed_left>(a, oh0, oh1, c0, acc);
+      case Out::fixed_right: return block<KW, Out::fixed_right>(a, oh0, oh1, c0, acc);
     }
   };
   if (a.kw == 3) with(std::integral_constant<int, 3>{});

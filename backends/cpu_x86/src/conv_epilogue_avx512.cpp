@@ -19,8 +19,7 @@
 namespace qforge::cpu_x86 {
 namespace {
 
-// Where each form of a block of the fixed-point table (kFixedTableWords int64) lies.
-constexpr std::int64_t kFixedRightWord = 64, kFixedFormWord = 64 + 8 * FixedChannelsRight::kVectors;
+// Both forms and the flag fit a block.
 static_assert(8 * 8 <= kFixedRightWord && kFixedFormWord < kFixedTableWords);
 
 inline __mmask16 tail_mask(std::int64_t valid) {

@@ -73,6 +73,8 @@ struct DepthwiseRequant {
   const float* multiplier;
   const std::int32_t *fixed_multiplier, *left, *right;
   std::int32_t zy, qmin, qmax;
+  // fixed_table_avx512's table for channels [0, c): which form each block of 16 channels takes.
+  const std::int64_t* fixed_table;
 };
 // The most kernel rows x groups of 4 taps (kh * ceil(kw / 4)) the four-tap kernel takes.
 inline constexpr std::int64_t kDepthwiseDot4MaxSteps = 64;

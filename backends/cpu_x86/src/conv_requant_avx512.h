@@ -141,6 +141,13 @@ struct FixedChannelsRight {
   FixedChannelsRight() = default;
 };
 
+// Where each form lies in a block of the fixed-point table (conv_kernels.h, kFixedTableWords int64
+// per 16 channels; fixed_table_avx512 fills it): FixedChannels from word 0, FixedChannelsRight
+// from kFixedRightWord, and at kFixedFormWord 1 when every channel of the block takes the
+// shorter form (no left shift, a right shift in [1, 31]), else 0.
+inline constexpr std::int64_t kFixedRightWord = 64;
+inline constexpr std::int64_t kFixedFormWord = kFixedRightWord + 8 * FixedChannelsRight::kVectors;
+
 // Dword j of the result: the high dword of the even half's lane j / 2 (j even) or of the odd
 // half's (j odd), for _mm512_permutex2var_epi32(even, high_dwords(), odd).
 inline __m512i high_dwords() {
