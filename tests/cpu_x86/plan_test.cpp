@@ -161,6 +161,31 @@ TEST(CpuX86Plans, DistinctPlansRunAtOnceWithSeveralBackendThreads) {
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[static_cast<std::size_t>(t)], "");
 }
 
+// The plans of one instance lend their GEMM scratch (the packed A) from one pool: on one thread
+// they all pack into the same scratch, which grows for a large plan and then serves smaller
+// ones with other layouts (GEMV, block-wise, B per run, Linear's int8 A). Each output stays
+// equal to the reference whatever plan packed into the scratch before it.
+TEST(CpuX86Plans, PlansOfOneInstanceShareScratchAcrossShapes) {
+  auto l = load_plugin();
+  SKIP_UNLESS_USABLE(l);
+  SCOPED_TRACE(seed_text());
+  Rng rng = test_rng();
+  QuantizationOps& ops = *l.ops;
+  ops.set_option("threads", "2");
+  std::vector<Job> jobs;
+  jobs.push_back(matmul_job(rng, OpKind::matmul_dequant, 130, 160, 520, false, true));  // large
+  jobs.push_back(matmul_job(rng, OpKind::matmul_integer, 1, 300, 130, false, true));    // GEMV
+  jobs.push_back(matmul_job(rng, OpKind::qlinear_matmul, 17, 33, 700, false, true));    // deeper
+  jobs.push_back(matmul_job(rng, OpKind::matmul_dequant, 9, 64, 256, true, true));    // block-wise
+  jobs.push_back(matmul_job(rng, OpKind::matmul_integer, 40, 50, 60, false, false));  // B per run
+  jobs.push_back(linear_job(rng, 20, 48, 70, true));
+  for (Job& j : jobs) j.make_plan(ops);
+  for (int r = 0; r < 3; ++r) {
+    for (const Job& j : jobs) EXPECT_EQ(j.run_and_compare(), "");
+    std::reverse(jobs.begin(), jobs.end());
+  }
+}
+
 // A plan made with kernel X runs X, with the thread count and ISA tiers it was made with, after
 // the instance's options change; the instance's per-call ops follow the new settings.
 TEST(CpuX86Plans, PlanTimeChoicesSurviveLaterInstanceSettings) {

@@ -18,6 +18,7 @@
 #include "gemm_driver.h"
 #include "isa.h"
 #include "kernel_table.h"
+#include "lending_pool.h"
 #include "qforge/error.h"
 #include "qforge/ops.h"
 #include "thread_pool.h"
@@ -129,7 +130,11 @@ class CpuX86Ops final : public QuantizationOps {
   PollTimes poll_;
   std::shared_ptr<ThreadPool> pool_;
   std::int64_t gemv_prefetch_ = kDefaultGemvPrefetch;
-  GemmScratch scratch_;
+  GemmScratch scratch_;  // the per-call ops' (one call at a time)
+  // The plans': shared by every plan made from this instance (lending_pool.h); a plan keeps it
+  // alive as it keeps its thread pool.
+  std::shared_ptr<LendingPool<GemmScratch>> plan_scratch_ =
+      std::make_shared<LendingPool<GemmScratch>>([] { return std::make_unique<GemmScratch>(); });
 };
 
 }  // namespace qforge::cpu_x86

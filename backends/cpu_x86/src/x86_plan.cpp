@@ -1,16 +1,17 @@
 // cpu_x86's plans. Everything the per-call ops decide on each call is decided once, when the
 // plan is made: the descriptor is validated, the kernel resolved, a fixed matmul B (or Linear W)
 // packed, and the thread pool and the driver's tuning (ISA tiers, GEMV prefetch) captured. A run
-// reads nothing of the backend instance and writes only its outputs and scratch of its own, so
+// reads nothing of the backend instance and writes only its outputs and scratch lent to it alone
+// (from a pool the plans of one instance share, as they share its thread pool), so
 // plans run from any number of threads at once (docs/CPU_X86.md, "Plans").
 #include <algorithm>
 #include <cstring>
 #include <functional>
-#include <mutex>
 #include <optional>
 
 #include "conv.h"
 #include "cpu_x86_ops.h"
+#include "lending_pool.h"
 #include "op_runs.h"
 #include "qforge/error.h"
 #include "qforge/op_table.h"
@@ -29,50 +30,6 @@ bool is_matmul(OpKind op) {
          op == OpKind::qlinear_matmul;
 }
 
-// Objects lent to one run at a time, so that back-to-back runs reuse them instead of allocating
-// them, and concurrent runs each get their own: GEMM scratch (the packed activations), and the
-// descriptors that carry A's params given at run (copying a descriptor would copy B's params).
-template <class T>
-class LendingPool {
- public:
-  explicit LendingPool(std::function<std::unique_ptr<T>()> make) : make_(std::move(make)) {}
-
-  class Lease {
-   public:
-    explicit Lease(LendingPool& pool) : pool_(pool), s_(pool.acquire()) {}
-    ~Lease() { pool_.give_back(std::move(s_)); }
-    Lease(const Lease&) = delete;
-    Lease& operator=(const Lease&) = delete;
-    T& get() { return *s_; }
-
-   private:
-    LendingPool& pool_;
-    std::unique_ptr<T> s_;
-  };
-
-  Lease take() { return Lease(*this); }
-
- private:
-  std::unique_ptr<T> acquire() {
-    {
-      std::lock_guard lock(mutex_);
-      if (!free_.empty()) {
-        std::unique_ptr<T> s = std::move(free_.back());
-        free_.pop_back();
-        return s;
-      }
-    }
-    return make_();
-  }
-  void give_back(std::unique_ptr<T> s) {
-    std::lock_guard lock(mutex_);
-    free_.push_back(std::move(s));
-  }
-  const std::function<std::unique_ptr<T>()> make_;
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<T>> free_;  // as many as runs were ever at once
-};
-
 // Descriptors for the runs of a matmul plan with A's params given at run
 // (MatmulDesc::a_params_at_run): the plan's, the flag cleared (A's params are filled per run).
 std::function<std::unique_ptr<MatmulDesc>()> run_descriptors(const OpDesc& op) {
@@ -85,6 +42,8 @@ std::function<std::unique_ptr<MatmulDesc>()> run_descriptors(const OpDesc& op) {
 
 struct PlanParts {
   std::shared_ptr<ThreadPool> pool;
+  // The backend instance's: every plan made from it lends GEMM scratch from the same pool.
+  std::shared_ptr<LendingPool<GemmScratch>> scratch;
   GemmTuning tuning;
   const KernelInfo* kernel = nullptr;                    // resolved when the plan was made
   FixedWeights weights;                                  // fixed inputs other than a packed one
@@ -166,7 +125,7 @@ class X86Plan final : public Plan {
     if (!w) w = &per_run.emplace(d, in[1], parts_.conv_path, &pool);
     bool ok = false;
     {
-      auto scratch = scratch_.take();
+      auto scratch = parts_.scratch->take();
       ok = cpu_x86::run_conv({pool, scratch.get(), parts_.tuning},
                              exact_for_weights(*parts_.kernel, w->holds_min()), desc().op, d, in[0],
                              *w, d.bias == ConvBias::none ? nullptr : in[2], out[0],
@@ -209,7 +168,7 @@ class X86Plan final : public Plan {
     }
     bool ok = false;
     {
-      auto scratch = scratch_.take();
+      auto scratch = parts_.scratch->take();
       ok = run_gemm(exact_for_weights(*parts_.kernel, b->holds_min), d, in[0], *b, out, pool,
                     scratch.get(), parts_.tuning);
     }
@@ -236,7 +195,7 @@ class X86Plan final : public Plan {
     if (!w) w = &per_run.emplace(linear_matmul_desc(d, 1.0f), in[1], &pool);
     std::optional<float> sx;
     {
-      auto scratch = scratch_.take();
+      auto scratch = parts_.scratch->take();
       sx = linear_forward_vector({pool, scratch.get(), parts_.tuning}, *parts_.kernel, d,
                                  static_cast<const float*>(in[0]), *w,
                                  d.has_bias ? static_cast<const float*>(in[2]) : nullptr,
@@ -247,7 +206,6 @@ class X86Plan final : public Plan {
   }
 
   PlanParts parts_;
-  mutable LendingPool<GemmScratch> scratch_{[] { return std::make_unique<GemmScratch>(); }};
   mutable LendingPool<MatmulDesc> run_descs_;
 };
 
@@ -305,6 +263,7 @@ std::shared_ptr<const Plan> CpuX86Ops::plan(const OpDesc& op, const PlanRequest&
       rest.weights[1] = request.weights[1];
   }
   PlanParts parts{.pool = pool_,
+                  .scratch = plan_scratch_,
                   .tuning = tuning(),
                   .kernel = kernel,
                   .weights = FixedWeights(op, operands, rest),  // checks the request

@@ -40,7 +40,11 @@ struct QuantizedModel::Layer {
   std::shared_ptr<const Plan> range_quantize_plan;
   std::shared_ptr<const Plan> layer_plan;
   std::size_t layer_inputs = 0;
-  mutable std::vector<std::byte> a_codes;
+  // The activation codes: a_codes_bytes at a_codes, a buffer of QuantizedModel::code_buffers_
+  // that layers whose codes are never live at once share (share_code_buffers), so that a run
+  // writes its codes into one cache-sized buffer rather than a separate one per layer.
+  std::byte* a_codes = nullptr;
+  std::size_t a_codes_bytes = 0;
   // Dynamic matmuls whose A is one tensor (a transformer's Q, K and V projections) quantize it
   // once per run: the codes and params live in layers_[codes_owner] (the group's first layer;
   // its own index when it shares with none), whichever of them runs first computes them.
@@ -554,7 +558,7 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
     std::int64_t elements = 1;
     for (std::int64_t e : layer->input_shape) elements *= e;
     if (!weight_only)
-      layer->a_codes.resize(storage_bytes(a_dtype, static_cast<std::size_t>(elements)));
+      layer->a_codes_bytes = storage_bytes(a_dtype, static_cast<std::size_t>(elements));
     if (!weight_only && act.mode != ActivationMode::dynamic)
       info.a_params = conv ? std::get<ConvDesc>(layer->op.desc).x_params
                            : std::get<MatmulDesc>(layer->op.desc).a;
@@ -566,6 +570,7 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
   plan_nhwc();
   plan_input_preludes();
   share_dynamic_codes();
+  share_code_buffers();
   std::vector<PlanSlot> slots;
   for (const std::unique_ptr<Layer>& layer : layers_) collect_plans(*layer, slots);
   make_plans(slots);
@@ -582,8 +587,55 @@ void QuantizedModel::share_dynamic_codes() {
     const auto [it, first] = owner_of_input.emplace(info_[layer.info].input, li);
     if (first || layers_[it->second]->input_shape != layer.input_shape) continue;
     layer.codes_owner = it->second;
-    layer.a_codes = {};  // the owner's buffer serves it
+    layer.a_codes_bytes = 0;  // the owner's buffer serves it
   }
+}
+
+void QuantizedModel::share_code_buffers() {
+  // The hook runs one node at a time in node order (Executor::run). A layer's codes are
+  // written and read within its own node's call, except a dynamic group's (share_dynamic_codes):
+  // written by its first member, read until its last. So codes are live over the node interval
+  // of their owner's group, and owners whose intervals are disjoint share a buffer (interval
+  // colouring, first fit by start).
+  std::vector<std::size_t> node_of_layer(layers_.size(), 0);
+  for (std::size_t node = 0; node < layer_of_node_.size(); ++node)
+    if (const std::ptrdiff_t l = layer_of_node_[node]; l >= 0)
+      node_of_layer[static_cast<std::size_t>(l)] = node;
+  struct Live {
+    std::size_t first = 0, last = 0, owner = 0;
+  };
+  std::vector<Live> live;
+  std::vector<std::ptrdiff_t> live_of(layers_.size(), -1);
+  for (std::size_t li = 0; li < layers_.size(); ++li) {
+    if (layers_[li]->a_codes_bytes == 0) continue;
+    live_of[li] = static_cast<std::ptrdiff_t>(live.size());
+    live.push_back({node_of_layer[li], node_of_layer[li], li});
+  }
+  for (std::size_t li = 0; li < layers_.size(); ++li) {
+    const std::ptrdiff_t o = live_of[layers_[li]->codes_owner];
+    if (o < 0) continue;
+    Live& l = live[static_cast<std::size_t>(o)];
+    l.first = std::min(l.first, node_of_layer[li]);
+    l.last = std::max(l.last, node_of_layer[li]);
+  }
+  std::sort(live.begin(), live.end(),
+            [](const Live& a, const Live& b) { return a.first < b.first; });
+  std::vector<std::size_t> buffer_of(live.size()), buffer_last, buffer_bytes;
+  for (std::size_t i = 0; i < live.size(); ++i) {
+    std::size_t b = 0;
+    while (b < buffer_last.size() && buffer_last[b] >= live[i].first) ++b;
+    if (b == buffer_last.size()) {
+      buffer_last.push_back(0);
+      buffer_bytes.push_back(0);
+    }
+    buffer_last[b] = live[i].last;
+    buffer_bytes[b] = std::max(buffer_bytes[b], layers_[live[i].owner]->a_codes_bytes);
+    buffer_of[i] = b;
+  }
+  code_buffers_.assign(buffer_bytes.size(), {});
+  for (std::size_t b = 0; b < buffer_bytes.size(); ++b) code_buffers_[b].resize(buffer_bytes[b]);
+  for (std::size_t i = 0; i < live.size(); ++i)
+    layers_[live[i].owner]->a_codes = code_buffers_[buffer_of[i]].data();
 }
 
 void QuantizedModel::plan_nhwc() {
@@ -986,18 +1038,18 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
           // writes the same codes: no second read of A for its min and max.
           const QuantizationParams p =
               reference::params_from_range(DType::uint8, Mapping::affine, r.lo, r.hi);
-          accelerator_->quantize(QuantizeDesc{layer.input_shape, p}, x, owner.a_codes.data());
+          accelerator_->quantize(QuantizeDesc{layer.input_shape, p}, x, owner.a_codes);
           owner.a_scale = p.scale();
           owner.a_zero_point = p.zero_point();
         } else {
           std::uint8_t zero_point = 0;
-          layer.dynamic_plan->run({x}, {owner.a_codes.data(), &owner.a_scale, &zero_point});
+          layer.dynamic_plan->run({x}, {owner.a_codes, &owner.a_scale, &zero_point});
           owner.a_zero_point = zero_point;
         }
         codes_ready[layer.codes_owner] = 1;
       }
       std::array<const void*, kMaxOperands> args{};
-      args[0] = owner.a_codes.data();
+      args[0] = owner.a_codes;
       args[layer.layer_inputs - 2] = &owner.a_scale;
       args[layer.layer_inputs - 1] = &owner.a_zero_point;
       void* const result = y;
@@ -1006,16 +1058,16 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
     } else if (layer.mode == ActivationMode::dynamic) {
       const QuantizationParams a = accelerator_->dynamic_quantize_linear(
           DynamicQuantizeDesc{layer.input_shape}, static_cast<const float*>(x),
-          reinterpret_cast<std::uint8_t*>(layer.a_codes.data()));
+          reinterpret_cast<std::uint8_t*>(layer.a_codes));
       if (layer.op.op == OpKind::conv_dequant) {
         ConvDesc desc = std::get<ConvDesc>(layer.op.desc);
         desc.x_params = a;
-        accelerator_->conv(OpKind::conv_dequant, desc, layer.a_codes.data(), info.b_codes.data(),
-                           bias, static_cast<float*>(y));
+        accelerator_->conv(OpKind::conv_dequant, desc, layer.a_codes, info.b_codes.data(), bias,
+                           static_cast<float*>(y));
       } else {
         MatmulDesc desc = std::get<MatmulDesc>(layer.op.desc);
         desc.a = a;
-        accelerator_->matmul_dequant(desc, layer.a_codes.data(), info.b_codes.data(), bias,
+        accelerator_->matmul_dequant(desc, layer.a_codes, info.b_codes.data(), bias,
                                      static_cast<float*>(y));
       }
     } else {
@@ -1029,7 +1081,7 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
         const float scale = a.scale(0);
         const std::int32_t zero_point = a.zero_point(0), qmin = a.qmin(), qmax = a.qmax();
         const bool is_signed = a.dtype() == DType::int8;
-        std::byte* codes = layer.a_codes.data();
+        std::byte* codes = layer.a_codes;
         Executor::parallel_for(static_cast<std::int64_t>(layer.prelude_values.size()),
                                kPreludeGrain, [&](std::int64_t begin, std::int64_t end) {
                                  constexpr std::size_t kBlock = 2048;
@@ -1065,9 +1117,9 @@ TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::st
         }
         x = values;
       }
-      if (!layer.int8_input && x) layer.quantize_plan->run({x}, {layer.a_codes.data()});
+      if (!layer.int8_input && x) layer.quantize_plan->run({x}, {layer.a_codes});
       std::array<const void*, kMaxOperands> args{};
-      args[0] = layer.int8_input ? x : layer.a_codes.data();
+      args[0] = layer.int8_input ? x : layer.a_codes;
       void* const result = y;
       layer.layer_plan->run(std::span<const void* const>(args.data(), layer.layer_inputs),
                             std::span<void* const>(&result, 1));

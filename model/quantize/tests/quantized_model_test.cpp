@@ -183,6 +183,44 @@ TEST_P(OnCpuPlugin, DynamicLayersSharingAnInputEqualTheReference) {
   }
 }
 
+// Layers share buffers for their codes where the codes are never live at once. A group reading
+// one tensor (mm_q, mm_k on x) keeps its codes from its first member to its last, so mm_r, which
+// runs between them on codes of the same size, must not be given the group's buffer: mm_k would
+// then multiply r's codes.
+Graph interleaved_codes_graph(std::mt19937_64& g) {
+  constexpr std::int64_t batch = 2, tokens = 5, in = 24, hidden = 16;
+  OnnxBuilder b(17);
+  b.input("x", F, {batch, tokens, in})
+      .output("y", F, {batch, tokens, hidden})
+      .output("s", F, {batch, tokens, hidden});
+  b.initializer("WQ", {in, hidden}, weights(g, in, in * hidden));
+  b.initializer("WR", {hidden, in}, weights(g, hidden, hidden * in));
+  b.initializer("WK", {in, hidden}, weights(g, in, in * hidden));
+  b.initializer("WS", {in, hidden}, weights(g, in, in * hidden));
+  b.node("MatMul", {"x", "WQ"}, {"q"}, "mm_q");
+  b.node("MatMul", {"q", "WR"}, {"r"}, "mm_r");  // r: as many codes as x
+  b.node("MatMul", {"x", "WK"}, {"k"}, "mm_k");
+  b.node("Add", {"q", "k"}, {"y"}, "add_qk");
+  b.node("MatMul", {"r", "WS"}, {"s"}, "mm_s");
+  return import_onnx_bytes(b.bytes(), "interleaved_codes");
+}
+
+TEST_P(OnCpuPlugin, DynamicGroupKeepsItsCodesAcrossAnotherLayer) {
+  SCOPED_TRACE(test::seed_text());
+  auto acc = accelerator(GetParam());
+  if (!acc) GTEST_SKIP() << GetParam() << " did not load on this machine";
+  auto g = test::rng(14);
+  const Graph graph = interleaved_codes_graph(g);
+  Prepared p = prepare(graph, matmul_recipe(dynamic_layer()), {});
+  QuantizedModel q(*p.float_model, p.recipe, p.resolution, p.calibration, *acc);
+  ASSERT_EQ(q.layers().size(), 4u);
+  for (float scale : {1.0f, 8.0f}) {
+    TensorMap batch = batches(g, graph, 1)[0];
+    for (float& v : batch.at("x").values<float>()) v *= scale;
+    expect_layers_match_reference(q, batch);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Plugins, OnCpuPlugin, ::testing::Values("cpu_scalar", "cpu_x86"));
 
 TEST(QuantizedModel, DynamicAndStaticBothStayCloseToFloat) {

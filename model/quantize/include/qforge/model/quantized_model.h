@@ -186,6 +186,9 @@ class QFORGE_QUANTIZE_API QuantizedModel {
   void plan_input_preludes();
   // Dynamic matmuls reading one tensor quantize it once per run (Layer::codes_owner).
   void share_dynamic_codes();
+  // Gives every layer's codes a buffer of code_buffers_, shared by layers whose codes are never
+  // live at once (Layer::a_codes).
+  void share_code_buffers();
   struct PlanSlot;
   // The plans a layer needs (static, explicit, weight-only, dynamic matmul) as slots to fill,
   // or, for the other dynamic layers, its accelerator decision.
@@ -210,6 +213,8 @@ class QFORGE_QUANTIZE_API QuantizedModel {
   // Those of them held NHWC, with their NCHW shape (a Flatten's output: its input's).
   std::map<std::string, Shape, std::less<>> nhwc_tensors_;
   std::vector<std::unique_ptr<NhwcPool>> nhwc_pools_;  // by node: MaxPools on NHWC codes
+  // The activation codes of all layers (share_code_buffers): written by the run (one at a time).
+  std::vector<std::vector<std::byte>> code_buffers_;
 };
 
 }  // namespace qforge::model
