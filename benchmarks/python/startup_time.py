@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Time before the first batch and the whole run's CPU, with a warm tuning cache, for two builds
-alternated: qforge_minilm_embed (MiniLM dynamic_int8) and `qforge run` on a Fashion-MNIST model.
+alternated: qforge_minilm_embed (MiniLM dynamic_int8) and `qforge run` on the Fashion-MNIST models.
 
     python3 benchmarks/python/startup_time.py --before OLD/bin --after build/bin \
         --minilm-dir build/minilm --vocab VOCAB.txt --fm-data DIR [--rounds 3] [--threads 2]
@@ -72,6 +72,10 @@ def main():
                 "--vocab", args.vocab, "--input", sentences, "--batch", "32", "--max-length",
                 "128", "--recipe", REPO / "examples/minilm/recipes/dynamic_int8.json",
                 "--output", out / "e.npy"],
+            "fashion-mnist mlp int8_static": [
+                bin_dir / "qforge", "run", fm / "mlp.onnx", "-i", tmp / "x64.npy", "-o", out,
+                "--recipe", fm / "recipes/int8_static.json", "--calibration",
+                args.fm_data / "train-images-idx3-ubyte.gz", "--calibration-limit", "1024"],
             "fashion-mnist cnn int8_static": [
                 bin_dir / "qforge", "run", fm / "cnn.onnx", "-i", tmp / "x64.npy", "-o", out,
                 "--recipe", fm / "recipes/int8_static.json", "--calibration",
