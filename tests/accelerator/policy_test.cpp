@@ -122,6 +122,44 @@ TEST(Policy, ASpentTotalBudgetFallsBackWithoutMeasuring) {
   EXPECT_NE(r.notes[0].find("total tuning budget is spent"), std::string::npos);
 }
 
+TEST(Policy, AVerifiedWinnerThatWasNeverTimedIsCachedAsIncomplete) {
+  // No time for timing (drawing a large workload's inputs can spend it all): the first verified
+  // candidate wins and is cached, so a later process answers from the cache without probing.
+  const auto cache = acc_test::scratch_dir("c") / "t.json";
+  auto o = costed(cache);
+  o.budget.per_workload_s = 0;
+  TuneReport first;
+  {
+    Accelerator acc(acc_test::plugins({"cpu_scalar", "acc_good"}), o);
+    first = acc.tune(acc_test::small_matmul(8));
+    EXPECT_EQ(first.source, DecisionSource::fallback);
+    EXPECT_FALSE(first.complete);
+    for (const auto& c : first.candidates)
+      EXPECT_EQ(c.status, CandidateStatus::not_measured) << c.id.label() << ": " << c.message;
+  }
+  ASSERT_TRUE(std::filesystem::exists(cache));
+  Accelerator again(acc_test::plugins({"cpu_scalar", "acc_good"}), costed(cache));
+  const TuneReport r = again.tune(acc_test::small_matmul(8));
+  EXPECT_EQ(r.source, DecisionSource::cache);
+  EXPECT_EQ(r.winner, first.winner);
+  EXPECT_FALSE(r.complete);
+  EXPECT_EQ(again.stats().buckets_tuned, 0u);
+  EXPECT_EQ(again.stats().cache_hits, 1u);
+}
+
+TEST(Policy, AnUnverifiedWinnerIsNotCached) {
+  // The total budget ends before the first probe: the winner is the highest-scored candidate,
+  // unverified, which must not answer for a later process.
+  const auto cache = acc_test::scratch_dir("c") / "t.json";
+  auto o = costed(cache);
+  o.budget.total_s = 1e-9;
+  Accelerator acc(acc_test::plugins({"cpu_scalar", "acc_good"}), o);
+  const TuneReport r = acc.tune(acc_test::small_matmul(8));
+  EXPECT_EQ(r.source, DecisionSource::fallback);
+  for (const auto& c : r.candidates) EXPECT_EQ(c.status, CandidateStatus::not_verified);
+  EXPECT_FALSE(std::filesystem::exists(cache));
+}
+
 TEST(Policy, BudgetRunningOutKeepsTheBestSoFar) {
   // Real timing with a budget far too small for every candidate: the decision is still made,
   // from what was measured, and marked incomplete.

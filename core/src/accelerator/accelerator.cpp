@@ -194,19 +194,23 @@ std::unique_ptr<DecisionSlot> Accelerator::Impl::by_tuning(const Workload& w) {
     // Decisions already made for it must not call into it while its thread may still run.
     std::erase_if(memo, [pi](const auto& kv) { return kv.second->plugin == pi; });
   }
-  if (out.report.source == DecisionSource::tuned) {
-    ++stats.buckets_tuned;
-    if (cache && cache_writable) {
-      try {
-        cache->store(fingerprint, to_entry(out.report));
-      } catch (const std::exception& ex) {
-        cache_writable = false;  // say it once, keep tuning in memory
-        log_format(LogLevel::warn, "accelerator: decisions are kept in memory only: {}", ex.what());
-      }
+  if (out.report.source == DecisionSource::tuned) ++stats.buckets_tuned;
+  else ++stats.fallbacks;
+  // A verified winner is cached even when the budget ran out before anything was timed (the
+  // entry says complete: false): otherwise every later process would probe the bucket and
+  // draw its timing inputs again, only to reach the same decision. An unverified one is not.
+  if (out.winner_verified && cache && cache_writable) {
+    try {
+      cache->store(fingerprint, to_entry(out.report));
+    } catch (const std::exception& ex) {
+      cache_writable = false;  // say it once, keep tuning in memory
+      log_format(LogLevel::warn, "accelerator: decisions are kept in memory only: {}", ex.what());
     }
-  } else {
-    ++stats.fallbacks;
   }
+  if (!out.winner_verified)
+    log_format(LogLevel::debug, "accelerator: {} goes to {} for this process only: {}",
+               out.report.bucket, out.report.winner.label(),
+               out.report.notes.empty() ? std::string("not verified") : out.report.notes.back());
   const CandidateId winner = out.report.winner;  // not read while the report is moved
   return make_slot(winner, std::move(out.report), std::move(out.ranking));
 }

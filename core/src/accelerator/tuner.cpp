@@ -145,9 +145,11 @@ TuneOutcome tune_workload(const Workload& w, const Enumeration& e,
   if (!measured.empty()) {
     r.winner = cands[measured.front()].id;
     r.winner_seconds = r.candidates[measured.front()].seconds;
+    out.winner_verified = true;
   } else if (!out.ranking.empty()) {
     r.winner = out.ranking.front();
     r.source = DecisionSource::fallback;
+    out.winner_verified = true;
     r.notes.push_back("nothing was timed within the budget; using the first verified candidate");
   } else {
     const auto unverified = std::find_if(

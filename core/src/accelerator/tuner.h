@@ -11,9 +11,12 @@
 namespace qforge::accel {
 
 struct TuneOutcome {
-  TuneReport report;                 // source = tuned (or fallback when nothing was verified)
+  TuneReport report;                 // source = tuned (or fallback when nothing was measured)
   std::vector<CandidateId> ranking;  // verified candidates, fastest first
-  std::vector<std::size_t> hung;     // plugin indexes that hung: quarantine them
+  // The winner passed its probe, measured or not: the decision may be cached. False only when
+  // nothing was verified (an unverified winner must never answer for a later process).
+  bool winner_verified = false;
+  std::vector<std::size_t> hung;  // plugin indexes that hung: quarantine them
 };
 
 // Verification of every candidate is bounded by `total_left_s` (what is left of the total
