@@ -368,11 +368,9 @@ bool run_depthwise_dot4(const GemmContext& ctx, const ConvDesc& d, const Geometr
            std::numeric_limits<std::int32_t>::max() - taps * 255 * 255;
   std::vector<std::int32_t> init(static_cast<std::size_t>(g.o));
   for (std::int64_t o = 0; o < g.o; ++o) {
-    std::uint32_t sum = 0;
-    for (std::int64_t t = 0; t < taps; ++t)
-      sum += static_cast<std::uint32_t>(w.taps()[t * g.o + o]);
     const std::uint32_t bias = fold ? static_cast<std::uint32_t>(e.bias_i32[o]) : 0u;
-    init[static_cast<std::size_t>(o)] = static_cast<std::int32_t>(bias - zx_code * sum);
+    init[static_cast<std::size_t>(o)] =
+        static_cast<std::int32_t>(bias - zx_code * w.dw_tap_sums()[o]);
   }
   const Epilogue* epilogue = &e;
   std::optional<Epilogue> without_bias;
@@ -944,6 +942,11 @@ ConvWeights::ConvWeights(const ConvDesc& d, const void* w, ConvPath path, Thread
             dw_quads_[static_cast<std::size_t>(((kh * groups + kw / 4) * g.o + o) * 4 + kw % 4)] =
                 static_cast<std::int8_t>(
                     taps_[static_cast<std::size_t>((kh * g.kw + kw) * g.o + o)]);
+      dw_tap_sums_.assign(static_cast<std::size_t>(g.o), 0u);
+      for (std::int64_t t = 0; t < taps; ++t)
+        for (std::int64_t o = 0; o < g.o; ++o)
+          dw_tap_sums_[static_cast<std::size_t>(o)] +=
+              static_cast<std::uint32_t>(taps_[static_cast<std::size_t>(t * g.o + o)]);
     }
     return;
   }
@@ -1022,6 +1025,7 @@ bool conv_bias_cannot_overflow(const ConvDesc& d, const void* w, const std::int3
 std::size_t ConvWeights::bytes() const noexcept {
   std::size_t b = taps_.size() * sizeof(std::int32_t) + pairs_.size() * sizeof(std::int16_t) +
                   dw_pairs_.size() * sizeof(std::int16_t) + dw_init_.size() * 4 + dw_quads_.size() +
+                  dw_tap_sums_.size() * 4 +
                   implicit_.b.size() + implicit_.c_init.size() +
                   (implicit_.rf.size() + implicit_.comp.size()) * 4;
   for (const auto& g : groups_) b += g->bytes();
