@@ -20,10 +20,8 @@ namespace {
 void expect_each_index_once(ThreadPool& pool, std::int64_t tasks, bool affine = false) {
   std::vector<std::atomic<int>> hits(static_cast<std::size_t>(tasks));
   const auto hit = [&](std::int64_t i) { hits[static_cast<std::size_t>(i)].fetch_add(1); };
-  if (affine)
-    pool.parallel_for_affine(tasks, hit);
-  else
-    pool.parallel_for(tasks, hit);
+  if (affine) pool.parallel_for_affine(tasks, hit);
+  else pool.parallel_for(tasks, hit);
   for (std::int64_t i = 0; i < tasks; ++i)
     ASSERT_EQ(hits[static_cast<std::size_t>(i)].load(), 1) << "task " << i << " of " << tasks;
 }

@@ -1025,8 +1025,7 @@ bool conv_bias_cannot_overflow(const ConvDesc& d, const void* w, const std::int3
 std::size_t ConvWeights::bytes() const noexcept {
   std::size_t b = taps_.size() * sizeof(std::int32_t) + pairs_.size() * sizeof(std::int16_t) +
                   dw_pairs_.size() * sizeof(std::int16_t) + dw_init_.size() * 4 + dw_quads_.size() +
-                  dw_tap_sums_.size() * 4 +
-                  implicit_.b.size() + implicit_.c_init.size() +
+                  dw_tap_sums_.size() * 4 + implicit_.b.size() + implicit_.c_init.size() +
                   (implicit_.rf.size() + implicit_.comp.size()) * 4;
   for (const auto& g : groups_) b += g->bytes();
   return b;

@@ -112,7 +112,8 @@ void ThreadPool::worker_loop(int self) {
     // poll without counting its idle time: the poll below then starts when the call ends, so a
     // worker that finished early is still awake for the caller's next call. Counted from its own
     // last task, the 20 us ran out within one call whose threads ended 20 us apart, and the next
-    // call waited 10-20 us for the sleepers' futex wake-ups (docs/PERFORMANCE.md, branch dw16b).
+    // call waited for the sleepers' futex wake-ups, tens of us under gVisor (docs/PERFORMANCE.md,
+    // "MobileNet's depthwise layers at 16 threads").
     poll_for(kCallerPoll, [&] {
       return seen == 0 || open_.load(std::memory_order_relaxed) != seen ||
              posted_.load(std::memory_order_relaxed) != seen || stop_.load();
@@ -136,10 +137,8 @@ void ThreadPool::worker_loop(int self) {
       const auto* fn = job_.load();
       const std::int64_t tasks = tasks_.load();
       seen = g;
-      if (affine_.load())
-        run_owned_tasks(*fn, tasks, self);
-      else
-        run_tasks(*fn, tasks);
+      if (affine_.load()) run_owned_tasks(*fn, tasks, self);
+      else run_tasks(*fn, tasks);
     } else {
       seen = latest;  // that call has closed already; wait for the next one
     }
@@ -185,10 +184,8 @@ void ThreadPool::serve(const std::function<void(std::int64_t)>& fn, std::int64_t
     { std::lock_guard lock(mutex_); }  // a worker between its check and its wait sees g
     wake_.notify_all();
   }
-  if (affine)
-    run_owned_tasks(fn, tasks, 0);
-  else
-    run_tasks(fn, tasks);
+  if (affine) run_owned_tasks(fn, tasks, 0);
+  else run_tasks(fn, tasks);
   open_.store(0);  // close: from here on no worker joins this call
   poll_for(kCallerPoll, [&] { return busy_.load() == 0; });
   if (busy_.load() != 0) {

@@ -17,7 +17,8 @@
 
 namespace qforge::cpu_x86 {
 
-// How an idle worker waits for the next call: it polls with pause instructions for `spin`, then
+// How an idle worker waits for the next call, counted from the end of the call it served (while
+// that call is open it polls, at most 2 ms): it polls with pause instructions for `spin`, then
 // for `yield` more polls between sched_yield calls (a core it holds goes to any other runnable
 // thread), then sleeps on a condition variable (a futex wait, and a wake-up the next call pays).
 // The default spin spans the gaps inside one call (dynamic quantization's range and quantize
@@ -84,9 +85,9 @@ class ThreadPool {
   alignas(64) std::atomic<std::int64_t> next_{0};  // next task index of the open call
   // Affine calls: bit i set once task i has been taken (replaces next_'s counter).
   std::atomic<std::uint64_t> claimed_tasks_{0};
-  std::atomic<bool> failed_{false};                // a task threw: stop handing out tasks
-  alignas(64) std::atomic<int> busy_{0};           // workers inside (or about to enter) run_tasks
-  std::atomic<int> sleepers_{0};  // threads asleep, or about to sleep, on a condition
+  std::atomic<bool> failed_{false};       // a task threw: stop handing out tasks
+  alignas(64) std::atomic<int> busy_{0};  // workers inside (or about to enter) run_tasks
+  std::atomic<int> sleepers_{0};          // threads asleep, or about to sleep, on a condition
   // Held by the thread whose call the workers serve; a call that cannot take it runs inline.
   alignas(64) std::atomic<bool> claimed_{false};
   std::uint64_t generation_ = 0;  // count of calls, written only by the claiming thread
