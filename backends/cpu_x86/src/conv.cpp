@@ -350,9 +350,11 @@ bool run_depthwise_dot4(const GemmContext& ctx, const ConvDesc& d, const Geometr
                         const std::uint8_t* x, const ConvWeights& w, const Epilogue& e,
                         std::uint8_t* y) {
   constexpr std::int64_t kDot4TaskPixels = 512;
-  // About two tasks per thread: with one, the 16-thread time waits on the slowest worker to
-  // start (docs/PERFORMANCE.md, "Depthwise convolution at 16 threads").
-  constexpr std::int64_t kDot4TasksPerThread = 2;
+  // Two tasks per thread where a thread has at least kDot4RowsForTwoTasks rows: a late worker's
+  // second task then goes to a neighbour. Fewer rows keep one task (one contiguous range) per
+  // thread, since every task rebuilds the kh - 1 input lines it shares with the task before
+  // (docs/PERFORMANCE.md, "Depthwise convolution at 16 threads: ... (branch dw16b)").
+  constexpr std::int64_t kDot4RowsForTwoTasks = 8;
   static std::atomic<std::uint64_t> calls{0};
   const std::size_t es = out_bytes(e.op);
   const bool x_signed = d.x_params.dtype() == DType::int8;
@@ -366,11 +368,9 @@ bool run_depthwise_dot4(const GemmContext& ctx, const ConvDesc& d, const Geometr
            std::numeric_limits<std::int32_t>::max() - taps * 255 * 255;
   std::vector<std::int32_t> init(static_cast<std::size_t>(g.o));
   for (std::int64_t o = 0; o < g.o; ++o) {
-    std::uint32_t sum = 0;
-    for (std::int64_t t = 0; t < taps; ++t)
-      sum += static_cast<std::uint32_t>(w.taps()[t * g.o + o]);
     const std::uint32_t bias = fold ? static_cast<std::uint32_t>(e.bias_i32[o]) : 0u;
-    init[static_cast<std::size_t>(o)] = static_cast<std::int32_t>(bias - zx_code * sum);
+    init[static_cast<std::size_t>(o)] =
+        static_cast<std::int32_t>(bias - zx_code * w.dw_tap_sums()[o]);
   }
   const Epilogue* epilogue = &e;
   std::optional<Epilogue> without_bias;
@@ -381,16 +381,17 @@ bool run_depthwise_dot4(const GemmContext& ctx, const ConvDesc& d, const Geometr
   }
   // qlinear_conv with no int32 bias left to add: the kernel requantizes in registers.
   const bool in_kernel = e.op == OpKind::qlinear_conv && e.avx512 && !epilogue->bias_i32;
-  // Tasks of rows_per_task whole output rows of the batch (image after image), each row with
-  // every block of 16 channels, about kDot4TasksPerThread per thread. A task writes whole output
-  // pixels: tasks that split a row's blocks between them write parts of the same cache lines,
-  // which then move between cores. It runs its rows block by block, so that a block's line ring
-  // carries over from row to row.
+  // Tasks of whole output rows of the batch (image after image; the row counts of two tasks
+  // differ by at most one), each row with every block of 16 channels. A task writes whole
+  // output pixels: tasks that split a row's blocks between them write parts of the same cache
+  // lines, which then move between cores. It runs its rows block by block, so that a block's
+  // line ring carries over from row to row. The pool's affine hand-out gives thread p the p-th
+  // contiguous share of the rows in every call, so that the input rows it reads and the output
+  // lines it writes stay in its own L2 from call to call instead of moving between cores.
   const std::int64_t blocks = g.o / 16, rows = g.n * g.oh;
-  const std::int64_t want_tasks = kDot4TasksPerThread * ctx.pool.threads();
-  const std::int64_t rows_per_task =
-      std::max<std::int64_t>(1, (rows + want_tasks - 1) / want_tasks);
-  const std::int64_t tasks = (rows + rows_per_task - 1) / rows_per_task;
+  const std::int64_t threads = ctx.pool.threads();
+  const std::int64_t tasks =
+      std::min(rows, threads * (rows >= kDot4RowsForTwoTasks * threads ? 2 : 1));
   const std::int64_t pixel_cap =
       in_kernel ? g.oh
                 : std::max<std::int64_t>(1, kDot4TaskPixels / std::max<std::int64_t>(1, g.ow));
@@ -411,8 +412,8 @@ bool run_depthwise_dot4(const GemmContext& ctx, const ConvDesc& d, const Geometr
                                  e.range.qmax,
                                  e.fixed_table.data()};
   std::atomic<bool> ok{true};
-  ctx.pool.parallel_for(tasks, [&](std::int64_t t) {
-    const std::int64_t r_begin = t * rows_per_task, r_end = std::min(rows, r_begin + rows_per_task);
+  ctx.pool.parallel_for_affine(tasks, [&](std::int64_t t) {
+    const std::int64_t r_begin = t * rows / tasks, r_end = (t + 1) * rows / tasks;
     for (std::int64_t n = r_begin / g.oh; n * g.oh < r_end; ++n) {
       const std::int64_t oh0 = std::max<std::int64_t>(0, r_begin - n * g.oh);
       const std::int64_t oh1 = std::min(g.oh, r_end - n * g.oh);
@@ -941,6 +942,11 @@ ConvWeights::ConvWeights(const ConvDesc& d, const void* w, ConvPath path, Thread
             dw_quads_[static_cast<std::size_t>(((kh * groups + kw / 4) * g.o + o) * 4 + kw % 4)] =
                 static_cast<std::int8_t>(
                     taps_[static_cast<std::size_t>((kh * g.kw + kw) * g.o + o)]);
+      dw_tap_sums_.assign(static_cast<std::size_t>(g.o), 0u);
+      for (std::int64_t t = 0; t < taps; ++t)
+        for (std::int64_t o = 0; o < g.o; ++o)
+          dw_tap_sums_[static_cast<std::size_t>(o)] +=
+              static_cast<std::uint32_t>(taps_[static_cast<std::size_t>(t * g.o + o)]);
     }
     return;
   }
@@ -1019,7 +1025,7 @@ bool conv_bias_cannot_overflow(const ConvDesc& d, const void* w, const std::int3
 std::size_t ConvWeights::bytes() const noexcept {
   std::size_t b = taps_.size() * sizeof(std::int32_t) + pairs_.size() * sizeof(std::int16_t) +
                   dw_pairs_.size() * sizeof(std::int16_t) + dw_init_.size() * 4 + dw_quads_.size() +
-                  implicit_.b.size() + implicit_.c_init.size() +
+                  dw_tap_sums_.size() * 4 + implicit_.b.size() + implicit_.c_init.size() +
                   (implicit_.rf.size() + implicit_.comp.size()) * 4;
   for (const auto& g : groups_) b += g->bytes();
   return b;

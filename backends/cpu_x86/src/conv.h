@@ -105,6 +105,9 @@ class ConvWeights {
   const std::int8_t* dw_quads() const noexcept {
     return dw_quads_.empty() ? nullptr : dw_quads_.data();
   }
+  // With dw_quads: per output channel the sum over taps of (w - zw), wrapping uint32, so that a
+  // run's initial sums cost one multiply-add per channel instead of a pass over all taps.
+  const std::uint32_t* dw_tap_sums() const noexcept { return dw_tap_sums_.data(); }
   const std::int16_t* pairs() const noexcept { return pairs_.data(); }
   const ImplicitWeights& implicit() const noexcept { return implicit_; }
   std::size_t bytes() const noexcept;
@@ -118,6 +121,7 @@ class ConvWeights {
   std::int64_t dw_channels_ = 0;
   std::vector<std::int32_t> dw_init_;
   std::vector<std::int8_t> dw_quads_;
+  std::vector<std::uint32_t> dw_tap_sums_;
   std::vector<std::int16_t> pairs_;
   ImplicitWeights implicit_;
   template <class Code>

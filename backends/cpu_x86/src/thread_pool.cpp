@@ -1,6 +1,7 @@
 #include "thread_pool.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 
 #include "qforge/hardware.h"
@@ -49,7 +50,8 @@ bool poll_for(std::chrono::microseconds limit, Done done,
 }  // namespace
 
 ThreadPool::ThreadPool(int threads, PollTimes poll) : poll_(poll) {
-  for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this] { worker_loop(); });
+  for (int i = 1; i < std::max(1, threads); ++i)
+    workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -75,9 +77,47 @@ void ThreadPool::run_tasks(const std::function<void(std::int64_t)>& fn, std::int
   }
 }
 
-void ThreadPool::worker_loop() {
+void ThreadPool::run_owned_tasks(const std::function<void(std::int64_t)>& fn, std::int64_t tasks,
+                                 int self) {
+  const std::int64_t n = threads();
+  const std::int64_t own_begin = self * tasks / n, own_end = (self + 1) * tasks / n;
+  const std::uint64_t all = tasks == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << tasks) - 1;
+  auto run = [&](std::int64_t i) {
+    const std::uint64_t bit = std::uint64_t{1} << i;
+    if (claimed_tasks_.fetch_or(bit) & bit) return;  // another thread took it
+    try {
+      fn(i);
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+      failed_.store(true, std::memory_order_relaxed);
+    }
+  };
+  for (std::int64_t i = own_begin; i < own_end && !failed_.load(std::memory_order_relaxed); ++i)
+    run(i);
+  // Then the free tasks, the nearest after our own first (a late neighbour's), wrapping around.
+  const int from = static_cast<int>(own_end % 64);
+  while (!failed_.load(std::memory_order_relaxed)) {
+    const std::uint64_t free = ~claimed_tasks_.load() & all;
+    if (free == 0) return;
+    const std::uint64_t after = from == 0 ? free : free >> from;
+    run(after != 0 ? from + std::countr_zero(after) : std::countr_zero(free));
+  }
+}
+
+void ThreadPool::worker_loop(int self) {
   std::uint64_t seen = 0;
   for (;;) {
+    // While the call this worker served is still open (other threads still on their tasks),
+    // poll without counting its idle time: the poll below then starts when the call ends, so a
+    // worker that finished early is still awake for the caller's next call. Counted from its own
+    // last task, the 20 us ran out within one call whose threads ended 20 us apart, and the next
+    // call waited for the sleepers' futex wake-ups, tens of us under gVisor (docs/PERFORMANCE.md,
+    // "MobileNet's depthwise layers at 16 threads").
+    poll_for(kCallerPoll, [&] {
+      return seen == 0 || open_.load(std::memory_order_relaxed) != seen ||
+             posted_.load(std::memory_order_relaxed) != seen || stop_.load();
+    });
     poll_for(
         poll_.spin, [&] { return posted_.load(std::memory_order_acquire) != seen || stop_.load(); },
         poll_.yield);
@@ -97,7 +137,8 @@ void ThreadPool::worker_loop() {
       const auto* fn = job_.load();
       const std::int64_t tasks = tasks_.load();
       seen = g;
-      run_tasks(*fn, tasks);
+      if (affine_.load()) run_owned_tasks(*fn, tasks, self);
+      else run_tasks(*fn, tasks);
     } else {
       seen = latest;  // that call has closed already; wait for the next one
     }
@@ -109,6 +150,16 @@ void ThreadPool::worker_loop() {
 }
 
 void ThreadPool::parallel_for(std::int64_t tasks, const std::function<void(std::int64_t)>& fn) {
+  serve(fn, tasks, false);
+}
+
+void ThreadPool::parallel_for_affine(std::int64_t tasks,
+                                     const std::function<void(std::int64_t)>& fn) {
+  serve(fn, tasks, tasks <= kMaxAffineTasks);
+}
+
+void ThreadPool::serve(const std::function<void(std::int64_t)>& fn, std::int64_t tasks,
+                       bool affine) {
   if (tasks <= 0) return;
   // Inline when there is nothing to share, or when another call holds the workers: waiting
   // for it would only add the latency of its tasks to ours.
@@ -124,6 +175,8 @@ void ThreadPool::parallel_for(std::int64_t tasks, const std::function<void(std::
   job_.store(&fn);
   tasks_.store(tasks);
   next_.store(0);
+  claimed_tasks_.store(0);
+  affine_.store(affine);
   failed_.store(false);
   open_.store(g);
   posted_.store(g);
@@ -131,7 +184,8 @@ void ThreadPool::parallel_for(std::int64_t tasks, const std::function<void(std::
     { std::lock_guard lock(mutex_); }  // a worker between its check and its wait sees g
     wake_.notify_all();
   }
-  run_tasks(fn, tasks);
+  if (affine) run_owned_tasks(fn, tasks, 0);
+  else run_tasks(fn, tasks);
   open_.store(0);  // close: from here on no worker joins this call
   poll_for(kCallerPoll, [&] { return busy_.load() == 0; });
   if (busy_.load() != 0) {

@@ -17,7 +17,8 @@
 
 namespace qforge::cpu_x86 {
 
-// How an idle worker waits for the next call: it polls with pause instructions for `spin`, then
+// How an idle worker waits for the next call, counted from the end of the call it served (while
+// that call is open it polls, at most 2 ms): it polls with pause instructions for `spin`, then
 // for `yield` more polls between sched_yield calls (a core it holds goes to any other runnable
 // thread), then sleeps on a condition variable (a futex wait, and a wake-up the next call pays).
 // The default spin spans the gaps inside one call (dynamic quantization's range and quantize
@@ -46,9 +47,19 @@ class ThreadPool {
   // from the caller's threads, each of which then does its own work).
   void parallel_for(std::int64_t tasks, const std::function<void(std::int64_t)>& fn);
 
+  // Like parallel_for, but each task has an owner: thread p (0 = the caller, p = the p-th
+  // worker) first runs tasks [p * tasks / threads(), (p + 1) * tasks / threads()) in order, so
+  // that call after call a thread reads and writes the same part of the data and finds it in
+  // its own cache; then it takes any task not yet started, the nearest after its own first, so
+  // a worker that is late or asleep delays nothing. Above kMaxAffineTasks tasks: parallel_for.
+  static constexpr std::int64_t kMaxAffineTasks = 64;
+  void parallel_for_affine(std::int64_t tasks, const std::function<void(std::int64_t)>& fn);
+
  private:
-  void worker_loop();
+  void worker_loop(int self);
   void run_tasks(const std::function<void(std::int64_t)>& fn, std::int64_t tasks);
+  void run_owned_tasks(const std::function<void(std::int64_t)>& fn, std::int64_t tasks, int self);
+  void serve(const std::function<void(std::int64_t)>& fn, std::int64_t tasks, bool affine);
 
   // No lock and no system call on the hot path while the workers poll: on the GPU host, whose
   // kernel runs in user space (gVisor), every futex call costs tens of microseconds, and 15
@@ -70,10 +81,13 @@ class ThreadPool {
   std::atomic<std::uint64_t> open_{0};    // generation of the open call, 0 when none is open
   std::atomic<std::uint64_t> posted_{0};  // generation of the latest call (workers poll it)
   std::atomic<bool> stop_{false};
+  std::atomic<bool> affine_{false};  // the open call hands out owned tasks (claimed_tasks_)
   alignas(64) std::atomic<std::int64_t> next_{0};  // next task index of the open call
-  std::atomic<bool> failed_{false};                // a task threw: stop handing out tasks
-  alignas(64) std::atomic<int> busy_{0};           // workers inside (or about to enter) run_tasks
-  std::atomic<int> sleepers_{0};  // threads asleep, or about to sleep, on a condition
+  // Affine calls: bit i set once task i has been taken (replaces next_'s counter).
+  std::atomic<std::uint64_t> claimed_tasks_{0};
+  std::atomic<bool> failed_{false};       // a task threw: stop handing out tasks
+  alignas(64) std::atomic<int> busy_{0};  // workers inside (or about to enter) run_tasks
+  std::atomic<int> sleepers_{0};          // threads asleep, or about to sleep, on a condition
   // Held by the thread whose call the workers serve; a call that cannot take it runs inline.
   alignas(64) std::atomic<bool> claimed_{false};
   std::uint64_t generation_ = 0;  // count of calls, written only by the claiming thread
