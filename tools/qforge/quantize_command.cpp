@@ -117,7 +117,7 @@ int QuantizeCommand::run() const {
   if (no_report) return run_without_report();
   std::ostream& info = as_json ? std::cerr : std::cout;
   StageTimes stages(verbose);
-  const auto schemas = start_onnx_schemas();
+  const auto schemas = start_onnx_schemas(/*plugin_thread=*/true);
   auto pending_accelerator = start_accelerator(model);
   const LoadedModel m = load_model(model);
   stages.mark("import");
@@ -160,7 +160,10 @@ int QuantizeCommand::run() const {
 
 int QuantizeCommand::run_without_report() const {
   StageTimes stages(verbose);
-  const auto schemas = start_onnx_schemas();
+  // No plugin thread: on two cores the schemas register beside the main thread, which loads
+  // OpenBLAS and reads and parses the model meanwhile.
+  const auto schemas = start_onnx_schemas(/*plugin_thread=*/false);
+  load_openblas();
   const LoadedModel m = load_model(model);
   stages.mark("import");
   ModelCache cache(m, nullptr, nullptr, nullptr);
