@@ -10,15 +10,19 @@ Needs numpy and onnxruntime (the test venv: scripts/venv.sh). qforge runs as the
 tool with OPENBLAS_NUM_THREADS set to --threads; its cpu_x86 plugin uses every core, so compare
 on a machine whose core count is --threads, or read the figures as such.
 
-Calibration time, one timed call per side. qforge: the wall time of one `qforge quantize`
-process with the tuning cache warm (a first call fills it): process start and dynamic linking,
-ONNX's schema registration, import with the checker and shape inference, reading and inflating
-the calibration images from the gzip'd IDX file, loading the plugins, calibration, the plans,
-a one-batch report (one float run, two int8 runs) and writing the QDQ model. ORT: the wall time
-of the quantize_static call in this Python process: loading and checking the model, the
-augmented model's session, calibration on the images already in memory as numpy arrays,
-computing the ranges, writing the QDQ model; Python's start, importing onnx (which registers
-ONNX's schemas) and onnxruntime, and reading the images happen before its timer starts.
+Calibration time, one timed call each. qforge, two figures, each the wall time of one
+`qforge quantize` process: "calibrate s" is `--no-report -o FILE`, the like-for-like figure
+against quantize_static (process start and dynamic linking, ONNX's schema registration, import
+with the checker and shape inference, reading and inflating the calibration images from the
+gzip'd IDX file, calibration, the quantized weights, writing the QDQ model; no plugin is loaded
+and no plan made); "with report s" is `--report-batches 1 --timed-runs 1 -o FILE`, with the
+tuning cache warm (a first call fills it): all of the above plus loading the plugins, the plans
+and a one-batch report (one float run, two int8 runs). ORT: the wall time of the
+quantize_static call in this Python process: loading and checking the model, the augmented
+model's session, calibration on the images already in memory as numpy arrays, computing the
+ranges, writing the QDQ model; Python's start, importing onnx (which registers ONNX's schemas)
+and onnxruntime, and reading the images happen before its timer starts, and it writes no
+report.
 """
 import argparse
 import json
@@ -82,12 +86,17 @@ def qforge_side(exe, name, data_dir, recipe, calibration, repeats, batch_file, e
         qforge(exe, *args, env=env)  # fills the tuning cache
         start = time.perf_counter()
         qforge(exe, *args, env=env)
+        with_report = time.perf_counter() - start
+        start = time.perf_counter()
+        qforge(exe, "quantize", model, *quant, "--no-report", "-o", Path(tmp) / "qdq_only.onnx",
+               env=env)
         seconds = time.perf_counter() - start
         run = ["run", model, "-i", batch_file, "-o", tmp, "--repeat", repeats]
         float_s = median_seconds(qforge(exe, *run, env=env).stderr)
         int8_s = median_seconds(qforge(exe, *run, *quant, env=env).stderr)
     return {"float_top1": ev["float"]["top1"], "int8_top1": ev["quantized"]["top1"],
             "agreement": ev["quantized"]["agreement"], "calibrate_s": seconds,
+            "calibrate_with_report_s": with_report,
             "float_batch256_s": float_s, "int8_batch256_s": int8_s}
 
 
@@ -116,17 +125,19 @@ def main():
             theirs = ort_side(name, args.data, args.threads, args.calibration, args.repeats,
                               train_x, test_x, test_y)
             result["models"][name] = {"qforge": ours, "onnxruntime": theirs}
-    print("| model | | float top-1 | int8 top-1 | calibrate s | float batch-256 ms | "
-          "int8 batch-256 ms |")
-    print("|---|---|---|---|---|---|---|")
+    print("| model | | float top-1 | int8 top-1 | calibrate s | with report s | "
+          "float batch-256 ms | int8 batch-256 ms |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, sides in result["models"].items():
         for side, r in sides.items():
+            report = r.get("calibrate_with_report_s")
             print(f"| {name} | {side} | {r['float_top1']:.4f} | {r['int8_top1']:.4f} | "
-                  f"{r['calibrate_s']:.3f} | {r['float_batch256_s'] * 1e3:.2f} | "
-                  f"{r['int8_batch256_s'] * 1e3:.2f} |")
+                  f"{r['calibrate_s']:.3f} | {'' if report is None else f'{report:.3f}'} | "
+                  f"{r['float_batch256_s'] * 1e3:.2f} | {r['int8_batch256_s'] * 1e3:.2f} |")
         q, o = sides["qforge"], sides["onnxruntime"]
         print(f"| {name} | qforge / ORT | | {q['int8_top1'] - o['int8_top1']:+.4f} | "
               f"{q['calibrate_s'] / o['calibrate_s']:.2f}x | "
+              f"{q['calibrate_with_report_s'] / o['calibrate_s']:.2f}x | "
               f"{q['float_batch256_s'] / o['float_batch256_s']:.2f}x | "
               f"{q['int8_batch256_s'] / o['int8_batch256_s']:.2f}x |")
     if args.json:

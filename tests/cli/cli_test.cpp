@@ -133,6 +133,79 @@ TEST_F(Cli, QuantizePrintsTheReportAndWritesItsJson) {
   EXPECT_EQ(nlohmann::json::parse(js.out)["layers"].size(), 2u) << js.out;
 }
 
+std::string file_bytes(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// --no-report: the same QDQ model as with the report, and none of the report.
+TEST_F(Cli, QuantizeWithoutTheReportWritesTheSameQdqModel) {
+  const std::string args = "quantize " + path("mlp.onnx") + " --recipe " + path("recipe.json") +
+                           " --calibration " + path("calib.npy") + " --batch-size 32";
+  const ToolRun with = qforge(args + " --report-batches 1 -o " + path("with.onnx"));
+  ASSERT_EQ(with.exit_code, 0) << with.out << with.err << model::test::seed_text();
+  const ToolRun without = qforge(args + " --no-report -o " + path("without.onnx") + " -v");
+  ASSERT_EQ(without.exit_code, 0) << without.out << without.err << model::test::seed_text();
+  const std::string a = file_bytes(dir / "with.onnx"), b = file_bytes(dir / "without.onnx");
+  ASSERT_FALSE(a.empty());
+  EXPECT_TRUE(a == b) << "the QDQ models differ (" << a.size() << " and " << b.size() << " bytes) "
+                      << model::test::seed_text();
+  EXPECT_NE(without.out.find("QDQ model: "), std::string::npos) << without.out;
+  EXPECT_NE(with.out.find("SQNR"), std::string::npos) << with.out;
+  EXPECT_EQ(without.out.find("SQNR"), std::string::npos) << without.out;
+  // Nothing ran but calibration: no plugin loading, no plans, no report among the stages.
+  EXPECT_NE(without.err.find("quantized model (no plans)"), std::string::npos) << without.err;
+  EXPECT_EQ(without.err.find("plugins"), std::string::npos) << without.err;
+  EXPECT_EQ(without.err.find("report"), std::string::npos) << without.err;
+}
+
+TEST_F(Cli, QuantizeWithoutTheReportRefusesTheReportsOptions) {
+  const std::string args = "quantize " + path("mlp.onnx") + " --recipe " + path("recipe.json") +
+                           " --calibration " + path("calib.npy") + " --no-report ";
+  const std::string out = " -o " + path("q.onnx");
+  const std::vector<std::string> options = {"--json",
+                                            "--report " + path("r.json"),
+                                            "--chart " + path("c.svg"),
+                                            "--report-batches 2",
+                                            "--timed-runs 2",
+                                            "--plugins cpu_scalar"};
+  for (const std::string& option : options) {
+    SCOPED_TRACE(option);
+    const ToolRun r = qforge(args + option + out, true);
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    const std::string name = option.substr(0, option.find(' '));
+    EXPECT_NE(r.out.find("--no-report contradicts " + name), std::string::npos) << r.out;
+  }
+  const ToolRun r = qforge(args, true);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--no-report needs -o/--output"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(dir / "q.onnx"));
+}
+
+// The Fashion-MNIST example CNN (convs on the int8 path, NHWC, int32 biases) on random images:
+// the QDQ model without the report equals the one with it.
+TEST(CliExample, CnnQuantizedWithoutTheReportWritesTheSameQdqModel) {
+  TempDir tmp;
+  auto g = model::test::rng(13);
+  std::uniform_int_distribution<std::int64_t> count(70, 200);
+  const Tensor images = model::test::random_tensor(g, {count(g), 1, 28, 28}, 0.0f, 1.0f);
+  save_npy(tmp / "images.npy", images);
+  const std::string example = std::string(QFORGE_SOURCE_DIR) + "/examples/fashion_mnist/";
+  const std::string args = "quantize " + quote(example + "cnn.onnx") + " --recipe " +
+                           quote(example + "recipes/int8_static.json") + " --calibration " +
+                           quote((tmp / "images.npy").string()) + " --batch-size 32";
+  const ToolRun with =
+      qforge(args + " --report-batches 1 --timed-runs 1 -o " + quote((tmp / "with.onnx").string()));
+  ASSERT_EQ(with.exit_code, 0) << with.out << with.err << model::test::seed_text();
+  const ToolRun without =
+      qforge(args + " --no-report -o " + quote((tmp / "without.onnx").string()));
+  ASSERT_EQ(without.exit_code, 0) << without.out << without.err << model::test::seed_text();
+  const std::string a = file_bytes(tmp / "with.onnx"), b = file_bytes(tmp / "without.onnx");
+  ASSERT_FALSE(a.empty());
+  EXPECT_TRUE(a == b) << "the QDQ models differ (" << a.size() << " and " << b.size() << " bytes) "
+                      << model::test::seed_text();
+}
+
 TEST_F(Cli, RunWritesFloatAndQuantizedOutputs) {
   const ToolRun f = qforge("run " + path("mlp.onnx") + " --input x=" + path("data.npy") +
                            " --output-dir " + path("out"));

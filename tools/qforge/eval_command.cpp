@@ -90,7 +90,7 @@ CLI::App* EvalCommand::add_to(CLI::App& parent) {
 }
 
 int EvalCommand::run() const {
-  const auto schemas = start_onnx_schemas();
+  const auto schemas = start_onnx_schemas(/*plugin_thread=*/!model.recipe.empty());
   std::future<std::unique_ptr<Accelerator>> pending_accelerator;
   if (!model.recipe.empty()) pending_accelerator = start_accelerator(model);
   const LoadedModel m = load_model(model);

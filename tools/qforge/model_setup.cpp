@@ -130,16 +130,16 @@ LoadedModel load_model(const ModelOptions& o) {
   return m;
 }
 
-std::future<void> start_onnx_schemas() {
-  // Only with a core for it: the main thread (loading OpenBLAS, reading the model) and the
-  // plugin thread already take two, and on two cores a third thread made the plugins spill into
-  // calibration, costing more than the import gained (docs/PERFORMANCE.md, branch cal2t).
-  // Without the thread the import registers the schemas itself, as it always could.
+std::future<void> start_onnx_schemas(bool plugin_thread) {
+  // Only with a core for it: the main thread (loading OpenBLAS, reading the model) takes one and
+  // the plugin thread, where there is one, another; on two cores a third thread made the plugins
+  // spill into calibration, costing more than the import gained (docs/PERFORMANCE.md, branch
+  // cal2t). Without the thread the import registers the schemas itself, as it always could.
   cpu_set_t allowed;
   const bool known = sched_getaffinity(0, sizeof(allowed), &allowed) == 0;
   const int cores =
       known ? CPU_COUNT(&allowed) : static_cast<int>(std::thread::hardware_concurrency());
-  if (cores < 3) {
+  if (cores < (plugin_thread ? 3 : 2)) {
     std::promise<void> none;
     none.set_value();
     return none.get_future();
@@ -236,12 +236,17 @@ std::unique_ptr<Accelerator> make_accelerator(const ModelOptions& o) {
   return std::make_unique<Accelerator>(*registry, a);
 }
 
+void load_openblas() {
+  // The schema thread may run meanwhile: libonnx reads no environment variable.
+  openblas_get_num_threads();
+}
+
 std::future<std::unique_ptr<Accelerator>> start_accelerator(const ModelOptions& o) {
   // OpenBLAS loads here, on this thread, before the plugin thread starts: its loader sets
   // OPENBLAS_CORETYPE with setenv as it loads (blas/openblas_loader.cpp), and a setenv while
   // another thread reads the environment (plugins and their libraries call getenv) is a data
   // race in glibc. With the variable set, the model library's loader finds it and sets nothing.
-  openblas_get_num_threads();
+  load_openblas();
   return std::async(std::launch::async, [o] { return make_accelerator(o); });
 }
 

@@ -50,12 +50,14 @@ struct LoadedModel {
 };
 
 LoadedModel load_model(const ModelOptions& o);
-// model::register_onnx_schemas on another thread, started now, where this process may run on
-// three cores or more: the import's checker and shape inference need every ONNX schema
-// registered, which takes libonnx tens of milliseconds that loading OpenBLAS, the plugins and
-// reading the model file need not wait for. Call it before anything else; load_model waits for
-// the registration if it is still running (and does it itself where no thread was started).
-std::future<void> start_onnx_schemas();
+// model::register_onnx_schemas on another thread, started now, where this process has a core
+// for it: the import's checker and shape inference need every ONNX schema registered, which
+// takes libonnx over ten milliseconds that loading OpenBLAS, the plugins and reading the model
+// file need not wait for. `plugin_thread`: the command loads the plugins on a thread of its own
+// too (start_accelerator), so the registration needs a third core; without it, a second.
+// Call it before anything else; load_model waits for the registration if it is still running
+// (and does it itself where no thread was started).
+std::future<void> start_onnx_schemas(bool plugin_thread);
 // Throws qforge::Error (unsupported) naming the inputs when the model has more than one:
 // `what` (--calibration, --data) feeds exactly one.
 void require_single_input(const LoadedModel& m, const std::string& what);
@@ -92,6 +94,9 @@ class ModelCache {
 // The accelerator for quantized layers: options from the environment, plugins restricted by
 // --plugins when given.
 std::unique_ptr<Accelerator> make_accelerator(const ModelOptions& o);
+// Loads OpenBLAS now, on this thread (its loader sets OPENBLAS_CORETYPE with setenv: see
+// start_accelerator); a command that runs float layers calls it while the schemas register.
+void load_openblas();
 // make_accelerator on another thread, started now: loading the plugins (dlopen of large
 // libraries, a Vulkan instance, a CUDA context) takes a tenth of a second or more, which the
 // import and the float calibration need not wait for. get() waits; its errors come out of get().

@@ -17,6 +17,22 @@ std::string shown(const std::string& path) {
   return fs::absolute(path).lexically_normal().string();
 }
 
+void print_calibration(const Calibrated& c, std::ostream& info) {
+  info << "calibration: " << c.data_description << "\n  " << c.batches << " batch"
+       << (c.batches == 1 ? "" : "es") << " of " << c.batch;
+  if (c.left_out > 0)
+    info << " (the last " << c.left_out
+         << " samples left out: every calibration batch has the same shape)";
+  info << "\n";
+}
+
+// Which rule quantizes each node, as the recipe resolves on the float graph.
+void print_resolution(const model::Recipe& recipe, const model::Executor& float_model,
+                      std::ostream& info) {
+  const auto nodes = model::node_refs(float_model.graph());
+  info << "\n" << model::format_report(recipe, model::resolve(recipe, nodes), nodes) << "\n";
+}
+
 // Everything quantize writes, from the finished model and its report; each file atomically.
 void write_outputs(const QuantizeCommand& c, const model::QuantizedModel& quantized,
                    const model::ModelReport& report, const std::string& report_json,
@@ -33,6 +49,24 @@ void write_outputs(const QuantizeCommand& c, const model::QuantizedModel& quanti
     write_file_atomically(c.chart_path, model::report_to_svg(report), "chart");
     info << "chart: " << shown(c.chart_path) << "\n";
   }
+}
+
+// --no-report skips everything only the report needs: the options that shape the report, or
+// choose who runs it, contradict it, and without -o there would be nothing to write.
+void check_no_report(const CLI::App& app) {
+  if (app.count("--no-report") == 0) return;
+  for (const char* option : {"--report", "--chart", "--json", "--report-batches", "--timed-runs"})
+    if (app.count(option) > 0)
+      throw CLI::ValidationError(std::string("--no-report contradicts ") + option +
+                                 ": that option shapes the report, which --no-report skips; "
+                                 "drop one of the two");
+  if (app.count("--plugins") > 0)
+    throw CLI::ValidationError(
+        "--no-report contradicts --plugins: the plugins run the report's quantized layers, and "
+        "with --no-report nothing runs them (the QDQ model needs no plugin); drop one of the two");
+  if (app.count("--output") == 0)
+    throw CLI::ValidationError(
+        "--no-report needs -o/--output: without the report the QDQ model is all quantize writes");
 }
 
 }  // namespace
@@ -60,9 +94,16 @@ CLI::App* QuantizeCommand::add_to(CLI::App& parent) {
       ->check(CLI::PositiveNumber);
   app->add_option("--timed-runs", timed_runs, "Timed runs of each report batch (default 3)")
       ->check(CLI::PositiveNumber);
+  app->add_flag("--no-report", no_report,
+                "Calibrate and write the QDQ model (-o, required) without the report: no plugin "
+                "is loaded, no plan made and nothing run but calibration (the QDQ model is the "
+                "same as with the report). Excludes the report's options");
+  app->parse_complete_callback([this, app] { check_no_report(*app); });
   app->footer(
       "Examples:\n"
       "  qforge quantize mlp.onnx --recipe int8.json --calibration train.npy\n"
+      "  qforge quantize mlp.onnx --recipe int8.json --calibration train.npy --no-report "
+      "-o mlp_qdq.onnx\n"
       "  qforge quantize cnn.onnx --recipe int8.json \\\n"
       "      --calibration /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz \\\n"
       "      --batch-size 128 --report report.json --chart sqnr.svg -o cnn_qdq.onnx\n"
@@ -73,9 +114,10 @@ CLI::App* QuantizeCommand::add_to(CLI::App& parent) {
 }
 
 int QuantizeCommand::run() const {
+  if (no_report) return run_without_report();
   std::ostream& info = as_json ? std::cerr : std::cout;
   StageTimes stages(verbose);
-  const auto schemas = start_onnx_schemas();
+  const auto schemas = start_onnx_schemas(/*plugin_thread=*/true);
   auto pending_accelerator = start_accelerator(model);
   const LoadedModel m = load_model(model);
   stages.mark("import");
@@ -84,12 +126,7 @@ int QuantizeCommand::run() const {
   Calibrated c;
   ModelCache cache(m, &c.recipe, &c.calibration, nullptr);
   c = calibrate_model(m, model, &stages, &cache);
-  info << "calibration: " << c.data_description << "\n  " << c.batches << " batch"
-       << (c.batches == 1 ? "" : "es") << " of " << c.batch;
-  if (c.left_out > 0)
-    info << " (the last " << c.left_out
-         << " samples left out: every calibration batch has the same shape)";
-  info << "\n";
+  print_calibration(c, info);
 
   const auto accelerator = pending_accelerator.get();
   stages.mark("plugins (loaded meanwhile)");
@@ -97,10 +134,7 @@ int QuantizeCommand::run() const {
   const model::Executor& float_model = cache.float_model(c.batch_shape);
   const model::QuantizedModel& quantized = cache.quantized(c.batch_shape);
   stages.mark("quantized model (plans)");
-  if (!as_json) {
-    const auto nodes = model::node_refs(float_model.graph());
-    info << "\n" << model::format_report(c.recipe, model::resolve(c.recipe, nodes), nodes) << "\n";
-  }
+  if (!as_json) print_resolution(c.recipe, float_model, info);
 
   // The report compares both models on the first calibration batches, held together (a few
   // batches: layer_report takes them as one span).
@@ -119,6 +153,30 @@ int QuantizeCommand::run() const {
   if (as_json) std::cout << json << "\n";
   else std::cout << model::format_report(report);
   write_outputs(*this, quantized, report, json, info);
+  stages.mark("outputs");
+  stages.print();
+  return 0;
+}
+
+int QuantizeCommand::run_without_report() const {
+  StageTimes stages(verbose);
+  // No plugin thread: on two cores the schemas register beside the main thread, which loads
+  // OpenBLAS and reads and parses the model meanwhile.
+  const auto schemas = start_onnx_schemas(/*plugin_thread=*/false);
+  load_openblas();
+  const LoadedModel m = load_model(model);
+  stages.mark("import");
+  ModelCache cache(m, nullptr, nullptr, nullptr);
+  const Calibrated c = calibrate_model(m, model, &stages, &cache);
+  print_calibration(c, std::cout);
+  const model::Executor& float_model = cache.float_model(c.batch_shape);
+  const auto nodes = model::node_refs(float_model.graph());
+  const model::QuantizedModel quantized(float_model, c.recipe, model::resolve(c.recipe, nodes),
+                                        c.calibration, model::QuantizedModel::without_plans);
+  stages.mark("quantized model (no plans)");
+  print_resolution(c.recipe, float_model, std::cout);
+  model::export_qdq_onnx(quantized, output_path);
+  std::cout << "QDQ model: " << shown(output_path) << "\n";
   stages.mark("outputs");
   stages.print();
   return 0;

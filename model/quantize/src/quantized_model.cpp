@@ -377,7 +377,7 @@ QuantizedModel::QuantizedModel(const Executor& float_model, const Recipe& recipe
                                const RecipeResolution& resolution,
                                const CalibrationResult& calibration, Accelerator& accelerator)
     : accelerator_(&accelerator), executor_(std::make_unique<Executor>(float_model)) {
-  build(recipe, resolution, calibration);
+  build(recipe, resolution, calibration, /*with_plans=*/true);
 }
 
 QuantizedModel::QuantizedModel(const Executor& float_model, const Recipe& recipe,
@@ -386,7 +386,14 @@ QuantizedModel::QuantizedModel(const Executor& float_model, const Recipe& recipe
     : owned_(std::make_unique<Accelerator>(AcceleratorOptions::from_environment())),
       accelerator_(owned_.get()),
       executor_(std::make_unique<Executor>(float_model)) {
-  build(recipe, resolution, calibration);
+  build(recipe, resolution, calibration, /*with_plans=*/true);
+}
+
+QuantizedModel::QuantizedModel(const Executor& float_model, const Recipe& recipe,
+                               const RecipeResolution& resolution,
+                               const CalibrationResult& calibration, WithoutPlans)
+    : accelerator_(nullptr), executor_(std::make_unique<Executor>(float_model)) {
+  build(recipe, resolution, calibration, /*with_plans=*/false);
 }
 
 QuantizedModel::~QuantizedModel() {
@@ -399,7 +406,7 @@ const Graph& QuantizedModel::graph() const noexcept { return executor_->graph();
 std::span<const QuantizedLayerInfo> QuantizedModel::layers() const noexcept { return info_; }
 
 void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolution,
-                           const CalibrationResult& calibration) {
+                           const CalibrationResult& calibration, bool with_plans) {
   const Graph& graph = executor_->graph();
   if (resolution.nodes.size() != graph.nodes.size())
     throw Error(ErrorCode::invalid_argument,
@@ -571,6 +578,7 @@ void QuantizedModel::build(const Recipe& recipe, const RecipeResolution& resolut
   plan_input_preludes();
   share_dynamic_codes();
   share_code_buffers();
+  if (!with_plans) return;
   std::vector<PlanSlot> slots;
   for (const std::unique_ptr<Layer>& layer : layers_) collect_plans(*layer, slots);
   make_plans(slots);
@@ -970,6 +978,10 @@ void QuantizedModel::make_plans(std::vector<PlanSlot>& slots) {
 
 TensorMap QuantizedModel::run(const TensorMap& inputs, const std::vector<std::string>& keep,
                               LayerTimes* times) const {
+  if (!accelerator_)
+    throw Error(ErrorCode::invalid_argument,
+                "QuantizedModel::run: this model was built without plans (for export only); "
+                "build it with an accelerator to run it");
   if (times) times->assign(layers_.size(), 0.0);
   // The layers whose input prelude runs fused in this run: their source is given as float32 of
   // the expected size and no prelude tensor is kept (those nodes then compute nothing).

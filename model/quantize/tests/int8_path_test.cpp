@@ -13,6 +13,7 @@
 #include "fixtures.h"
 #include "qforge/error.h"
 #include "qforge/model/layer_report.h"
+#include "qforge/model/qdq_export.h"
 #include "qforge/reference.h"
 
 namespace qforge::model {
@@ -226,6 +227,26 @@ TEST(Int8Path, TheReportShowsWhereCodesFlow) {
   EXPECT_EQ(r1.layers[3].path, "int8->float nhwc");
   EXPECT_NE(format_report(report).find("int8->int8"), std::string::npos);
   EXPECT_NE(report_to_json(report).find("\"path\": \"float->int8\""), std::string::npos);
+}
+
+// The int8 path (its int32 biases, NCHW and NHWC chains) needs no plan: a model built without
+// plans exports the same QDQ bytes.
+TEST(Int8Path, WithoutPlansTheQdqExportIsTheSame) {
+  SCOPED_TRACE(test::seed_text());
+  auto g = test::rng(33);
+  auto acc = accelerator("cpu_scalar");
+  ASSERT_TRUE(acc);
+  for (const std::int64_t channels : {3, 1}) {
+    SCOPED_TRACE("input channels " + std::to_string(channels));
+    const Graph graph = chain_cnn(g, channels);
+    Prepared p = prepare(graph, all_layers(minmax_layer()), batches(g, graph, 4));
+    const QuantizedModel planned(*p.float_model, p.recipe, p.resolution, p.calibration, *acc);
+    const QuantizedModel bare(*p.float_model, p.recipe, p.resolution, p.calibration,
+                              QuantizedModel::without_plans);
+    ASSERT_TRUE(layer(bare, "c1").int8_output);
+    EXPECT_EQ(layer(bare, "fc").nhwc, channels == 1);
+    EXPECT_EQ(export_qdq_onnx_bytes(bare), export_qdq_onnx_bytes(planned));
+  }
 }
 
 TEST(Int8Path, FloatConsumersAndDynamicLayersKeepFloat) {

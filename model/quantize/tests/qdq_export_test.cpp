@@ -251,6 +251,31 @@ TEST(QdqExport, RoundTripThroughImportMatchesQuantizedModel) {
   }
 }
 
+// A model built without plans (for export only) exports the same bytes as one with plans, and
+// refuses to run.
+TEST(QdqExport, WithoutPlansExportsTheSameBytes) {
+  SCOPED_TRACE(test::seed_text());
+  std::uint64_t salt = 70;
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    auto g = test::rng(++salt);
+    auto q = quantize(c.graph(g), c.layer, g);
+    const QuantizedModel bare(*q.p.float_model, q.p.recipe, q.p.resolution, q.p.calibration,
+                              QuantizedModel::without_plans);
+    EXPECT_EQ(export_qdq_onnx_bytes(bare), export_qdq_onnx_bytes(*q));
+    ASSERT_EQ(bare.layers().size(), q->layers().size());
+    for (const QuantizedLayerInfo& l : bare.layers()) EXPECT_TRUE(l.backend.empty()) << l.name;
+    const std::vector<TensorMap> batch = batches(g, q->graph(), 1);
+    try {
+      (void)bare.run(batch.front());
+      ADD_FAILURE() << "run() of a model without plans did not throw";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("without plans"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(QdqExport, WritesTheFileAtomically) {
   SCOPED_TRACE(test::seed_text());
   auto g = test::rng(44);

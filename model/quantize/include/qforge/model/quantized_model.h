@@ -154,6 +154,17 @@ class QFORGE_QUANTIZE_API QuantizedModel {
   // The same with an accelerator of its own, options from the environment.
   QuantizedModel(const Executor& float_model, const Recipe& recipe,
                  const RecipeResolution& resolution, const CalibrationResult& calibration);
+  // For export only (qdq_graph, export_qdq_onnx): layers() and graph() exactly as the
+  // constructors above make them (codes, params, biases, the int8 path and its NHWC chains all
+  // follow from the recipe and the calibration alone), but no plan is made and no plugin is
+  // asked, so QuantizedLayerInfo::backend and kernel stay empty and run() throws
+  // qforge::Error (invalid_argument). A plan decides only which kernel runs a layer, never what
+  // the export writes; `qforge quantize --no-report` saves loading the plugins and tuning so.
+  struct WithoutPlans {};
+  static constexpr WithoutPlans without_plans{};
+  QuantizedModel(const Executor& float_model, const Recipe& recipe,
+                 const RecipeResolution& resolution, const CalibrationResult& calibration,
+                 WithoutPlans);
   ~QuantizedModel();
   QuantizedModel(const QuantizedModel&) = delete;
   QuantizedModel& operator=(const QuantizedModel&) = delete;
@@ -172,8 +183,9 @@ class QFORGE_QUANTIZE_API QuantizedModel {
  private:
   struct Layer;
   struct NhwcPool;
+  // Makes the layers, and their plans when `with_plans` (accelerator_ is then set).
   void build(const Recipe& recipe, const RecipeResolution& resolution,
-             const CalibrationResult& calibration);
+             const CalibrationResult& calibration, bool with_plans);
   // Finds the static Conv layers whose output only reaches another static layer through nodes
   // that pass codes on, and sets them up for the int8 path (QuantizedLayerInfo::int8_output).
   void link_int8_layers();
@@ -198,7 +210,7 @@ class QFORGE_QUANTIZE_API QuantizedModel {
   void make_plans(std::vector<PlanSlot>& slots);
 
   std::unique_ptr<Accelerator> owned_;
-  Accelerator* accelerator_;
+  Accelerator* accelerator_;  // null when built without_plans
   std::unique_ptr<Executor> executor_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<QuantizedLayerInfo> info_;
