@@ -68,8 +68,10 @@ inline float fast_exp(float x) {
 // fast_exp(x) bit for bit where x <= 0, -inf or NaN (Softmax's x - max), in fewer operations:
 // no result can overflow, so the clamp to ln(FLT_MAX) goes, and 2^n is one float: with
 // x >= ln(FLT_MIN), n >= -126 and 2^n is normal, so p * 2^n is rounded once, as
-// p * 2^half * 2^(n - half) is (p * 2^half is exact). Checked against fast_exp for every such
-// float (docs/PERFORMANCE.md, branch attn2).
+// p * 2^half * 2^(n - half) is (p * 2^half is exact). Nor is x clamped to ln(FLT_MIN): the lanes
+// below it compute garbage (infinities, NaN, a wrong exponent field, in unsigned arithmetic, so
+// without overflow) that the final mask replaces by 0. Checked against fast_exp for every such
+// float (docs/PERFORMANCE.md, branches attn2 and expfma).
 inline float fast_exp_nonpositive(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
@@ -78,14 +80,12 @@ inline float fast_exp_nonpositive(float x) {
   const std::uint32_t ux = std::bit_cast<std::uint32_t>(x);
   const bool under = (ux > std::bit_cast<std::uint32_t>(kLow)) & (ux <= 0xff800000u);  // -inf too
   const std::uint32_t mu = 0u - under;
-  // Clamped so that the masked-off lanes' arithmetic stays in range.
-  const float c = std::bit_cast<float>((std::bit_cast<std::uint32_t>(kLow) & mu) | (ux & ~mu));
-  const float t = std::fma(c, kLog2e, kRound);
+  const float t = std::fma(x, kLog2e, kRound);
   const float n = t - kRound;
-  const std::int32_t ni = std::bit_cast<std::int32_t>(t) - std::bit_cast<std::int32_t>(kRound);
-  const float r = std::fma(n, -kLn2Lo, std::fma(n, -kLn2Hi, c));
+  const std::uint32_t ni = std::bit_cast<std::uint32_t>(t) - std::bit_cast<std::uint32_t>(kRound);
+  const float r = std::fma(n, -kLn2Lo, std::fma(n, -kLn2Hi, x));
   const float p = exp_reduced(r);
-  const float e = p * std::bit_cast<float>(static_cast<std::uint32_t>(ni + 127) << 23);
+  const float e = p * std::bit_cast<float>((ni + 127u) << 23);
   return std::bit_cast<float>(std::bit_cast<std::uint32_t>(e) & ~mu);
 }
 
