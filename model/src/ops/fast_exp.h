@@ -8,11 +8,11 @@
 // separate multiplies and adds took 20 operations. std::fma is exact wherever it runs, so code
 // compiled for any instruction set gives the same bits; where the target has FMA it is one
 // vfmadd instruction (and vectorises), elsewhere a libm call (Softmax's baseline x86-64 clone,
-// run only on CPUs without AVX2 and FMA). Within 0.9 units in the last place of double-precision exp over the
-// whole range (checked for every float once, docs/PERFORMANCE.md, branch expfma; fast_exp_test.cpp
-// checks every 61st float against a bound of 1); below ln(FLT_MIN) ≈ -87.34 it returns 0 (where
-// expf gives subnormals under 1.2e-38), above 88.72 infinity; NaN stays NaN. No branches, so a
-// loop over it vectorises.
+// run only on CPUs without AVX2 and FMA). Within 0.9 units in the last place of double-precision
+// exp over the whole range (checked for every float once, docs/PERFORMANCE.md, branch expfma;
+// fast_exp_test.cpp checks every 61st float against a bound of 1); below ln(FLT_MIN) ≈ -87.34 it
+// returns 0 (where expf gives subnormals under 1.2e-38), above 88.72 infinity; NaN stays NaN. No
+// branches, so a loop over it vectorises.
 #pragma once
 
 #include <bit>

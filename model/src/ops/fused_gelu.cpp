@@ -5,8 +5,8 @@
 // lane equal to fast_erf bit for bit. The vector paths need AVX2 with FMA or AVX-512F; other CPUs
 // take the scalar loop (std::fma a libm call there). With AVX-512 four vectors go through each
 // step together: one erf is a chain of 10 dependent FMAs after the reduction, so a single chain
-// leaves the units idle most of the time. A tail goes through the same vector code on masked or padded lanes, so an
-// element's result does not depend on where a task's range ends.
+// leaves the units idle most of the time. A tail goes through the same vector code on masked or
+// padded lanes, so an element's result does not depend on where a task's range ends.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -38,8 +38,7 @@ inline __m256 erf8(__m256 x) {
   const __m256 a = _mm256_andnot_ps(sign, x);
   const __m256 x2 = _mm256_mul_ps(x, x);
   __m256 ps = _mm256_set1_ps(kErfSmall[0]);
-  for (int i = 1; i < 6; ++i)
-    ps = _mm256_fmadd_ps(ps, x2, _mm256_set1_ps(kErfSmall[i]));
+  for (int i = 1; i < 6; ++i) ps = _mm256_fmadd_ps(ps, x2, _mm256_set1_ps(kErfSmall[i]));
   const __m256 small = _mm256_mul_ps(x, ps);
   const __m256 middle = _mm256_cmp_ps(a, _mm256_set1_ps(2.0f), _CMP_LT_OQ);
   const __m256 tm =
@@ -49,8 +48,9 @@ inline __m256 erf8(__m256 x) {
   const __m256 t = _mm256_blendv_ps(tl, tm, middle);
   __m256 p = _mm256_blendv_ps(_mm256_set1_ps(kErfLarge[0]), _mm256_set1_ps(kErfMiddle[0]), middle);
   for (int i = 1; i < 11; ++i)
-    p = _mm256_fmadd_ps(p, t, _mm256_blendv_ps(_mm256_set1_ps(kErfLarge[i]),
-                                               _mm256_set1_ps(kErfMiddle[i]), middle));
+    p = _mm256_fmadd_ps(
+        p, t,
+        _mm256_blendv_ps(_mm256_set1_ps(kErfLarge[i]), _mm256_set1_ps(kErfMiddle[i]), middle));
   // copysign(a < 3.92 ? p : 1, x)
   const __m256 inside = _mm256_cmp_ps(a, _mm256_set1_ps(3.92f), _CMP_LT_OQ);
   const __m256 mag = _mm256_andnot_ps(sign, _mm256_blendv_ps(_mm256_set1_ps(1.0f), p, inside));
@@ -149,8 +149,7 @@ QFORGE_ERF_INLINE void erf16(__m512 (&x)[N]) {
 #pragma GCC unroll 16
   for (int i = 1; i < 6; ++i)
 #pragma GCC unroll 16
-    for (int k = 0; k < N; ++k)
-      ps[k] = _mm512_fmadd_ps(ps[k], x2[k], _mm512_set1_ps(kErfSmall[i]));
+    for (int k = 0; k < N; ++k) ps[k] = _mm512_fmadd_ps(ps[k], x2[k], _mm512_set1_ps(kErfSmall[i]));
 #pragma GCC unroll 16
   for (int i = 1; i < 11; ++i)
 #pragma GCC unroll 16

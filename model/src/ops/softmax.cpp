@@ -29,8 +29,7 @@ std::vector<TensorType> infer_softmax(const Node& n, std::span<const InferInput>
 // -ffp-contract=off (model/CMakeLists.txt): every clone computes the same operations in the same
 // order and gives the same bits.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define QFORGE_SOFTMAX_CLONES \
-  __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
+#define QFORGE_SOFTMAX_CLONES __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
 #else
 #define QFORGE_SOFTMAX_CLONES
 #endif
