@@ -7,8 +7,10 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <iomanip>
 #include <limits>
 #include <random>
+#include <sstream>
 
 #include "onnx_builder.h"
 #include "ops/fast_erf.h"
@@ -52,6 +54,10 @@ TEST(Erf, WithinOneUnitOfDoublePrecision) {
     x.push_back(-v);
   }
   const std::vector<float> y = run_erf(x);
+  // Every positive normal float up to 4.5 was measured once within 1.83e-7 relative below 0.9
+  // and 5.1e-8 absolute above (docs/PERFORMANCE.md, branch expfma): the bounds leave a little
+  // room, not enough for a wrong coefficient.
+  constexpr double kRelative = 2.2e-7, kAbsolute = 7e-8;
   double worst_rel = 0, worst_abs = 0;
   for (std::size_t i = 0; i < x.size(); ++i) {
     const double want = std::erf(static_cast<double>(x[i]));
@@ -63,16 +69,19 @@ TEST(Erf, WithinOneUnitOfDoublePrecision) {
       const double rel = want == 0 ? err : err / std::fabs(want);
       if (std::fabs(want) >= std::numeric_limits<float>::min())
         worst_rel = std::max(worst_rel, rel);
-      ASSERT_LE(err, 3e-7 * std::fabs(want) + 2 * kSubnormalUnit)
+      ASSERT_LE(err, kRelative * std::fabs(want) + 2 * kSubnormalUnit)
           << "erf(" << x[i] << ") = " << y[i] << ", want " << want;
     } else {
       worst_abs = std::max(worst_abs, err);
-      ASSERT_LE(err, 1.2e-7) << "erf(" << x[i] << ") = " << y[i] << ", want " << want;
+      ASSERT_LE(err, kAbsolute) << "erf(" << x[i] << ") = " << y[i] << ", want " << want;
     }
     ASSERT_EQ(std::signbit(y[i]), std::signbit(x[i])) << "erf(" << x[i] << ")";
   }
-  RecordProperty("worst_relative_below_0_9", std::to_string(worst_rel));
-  RecordProperty("worst_absolute_above_0_9", std::to_string(worst_abs));
+  std::ostringstream rel, abs;
+  rel << std::setprecision(3) << worst_rel;
+  abs << std::setprecision(3) << worst_abs;
+  RecordProperty("worst_relative_below_0_9", rel.str());
+  RecordProperty("worst_absolute_above_0_9", abs.str());
 }
 
 TEST(Erf, SpecialValues) {

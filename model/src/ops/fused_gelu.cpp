@@ -1,11 +1,12 @@
 // erf over spans and the fused GELU (ops/fused.h). GCC does not vectorise fast_erf's loop
 // (its per-lane choice of coefficients compiles to branches: measured at a tenth of a MiniLM
 // batch), so the vector paths spell it with intrinsics: both intervals' coefficients blended per
-// lane, and separate multiplies and adds like the scalar code (no FMA), which keeps every lane
-// equal to fast_erf bit for bit. With AVX-512 four vectors go through each step together: one
-// erf is a chain of 17 dependent multiplies and adds, so a single chain leaves the units idle
-// most of the time. A tail goes through the same vector code on masked or padded lanes, so an
-// element's result does not depend on where a task's range ends.
+// lane, and Horner's steps as FMA instructions like the scalar code's std::fma, which keeps every
+// lane equal to fast_erf bit for bit. The vector paths need AVX2 with FMA or AVX-512F; other CPUs
+// take the scalar loop (std::fma a libm call there). With AVX-512 four vectors go through each
+// step together: one erf is a chain of 10 dependent FMAs after the reduction, so a single chain
+// leaves the units idle most of the time. A tail goes through the same vector code on masked or
+// padded lanes, so an element's result does not depend on where a task's range ends.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -26,18 +27,18 @@ inline float gelu_scalar(const GeluErf& g, float v) {
 }
 
 #ifdef QFORGE_ERF_AVX2
-// Everything down to pop_options is compiled for AVX2 (lambdas included) and called only
-// when the CPU has it.
+// Everything down to pop_options is compiled for AVX2 with FMA (lambdas included) and called
+// only when the CPU has both. No contraction: only the Horner steps are fused, as in fast_erf.
 #pragma GCC push_options
-#pragma GCC target("avx2")
+#pragma GCC target("avx2,fma")
+#pragma GCC optimize("fp-contract=off")
 
 inline __m256 erf8(__m256 x) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   const __m256 a = _mm256_andnot_ps(sign, x);
   const __m256 x2 = _mm256_mul_ps(x, x);
   __m256 ps = _mm256_set1_ps(kErfSmall[0]);
-  for (int i = 1; i < 6; ++i)
-    ps = _mm256_add_ps(_mm256_mul_ps(ps, x2), _mm256_set1_ps(kErfSmall[i]));
+  for (int i = 1; i < 6; ++i) ps = _mm256_fmadd_ps(ps, x2, _mm256_set1_ps(kErfSmall[i]));
   const __m256 small = _mm256_mul_ps(x, ps);
   const __m256 middle = _mm256_cmp_ps(a, _mm256_set1_ps(2.0f), _CMP_LT_OQ);
   const __m256 tm =
@@ -47,8 +48,9 @@ inline __m256 erf8(__m256 x) {
   const __m256 t = _mm256_blendv_ps(tl, tm, middle);
   __m256 p = _mm256_blendv_ps(_mm256_set1_ps(kErfLarge[0]), _mm256_set1_ps(kErfMiddle[0]), middle);
   for (int i = 1; i < 11; ++i)
-    p = _mm256_add_ps(_mm256_mul_ps(p, t), _mm256_blendv_ps(_mm256_set1_ps(kErfLarge[i]),
-                                                            _mm256_set1_ps(kErfMiddle[i]), middle));
+    p = _mm256_fmadd_ps(
+        p, t,
+        _mm256_blendv_ps(_mm256_set1_ps(kErfLarge[i]), _mm256_set1_ps(kErfMiddle[i]), middle));
   // copysign(a < 3.92 ? p : 1, x)
   const __m256 inside = _mm256_cmp_ps(a, _mm256_set1_ps(3.92f), _CMP_LT_OQ);
   const __m256 mag = _mm256_andnot_ps(sign, _mm256_blendv_ps(_mm256_set1_ps(1.0f), p, inside));
@@ -113,8 +115,8 @@ void gelu_avx2(const GeluErf& g, const float* x, float* y, std::int64_t n) {
 // The same arithmetic on sixteen lanes, N vectors per step (Horner's steps interleaved).
 #pragma GCC push_options
 #pragma GCC target("avx512f")
-// AVX-512F brings FMA, and GCC contracts a * b + c in C++ whatever the -std: keep the multiply
-// and the add apart, as fast_erf (compiled for plain x86-64) has them.
+// AVX-512F brings FMA, and GCC contracts a * b + c in C++ whatever the -std: only the Horner
+// steps are fused (as fast_erf's std::fma), every other multiply and add stays apart.
 #pragma GCC optimize("fp-contract=off")
 
 // Forced inline with every loop unrolled: the vectors must stay in registers (a call or a
@@ -147,15 +149,14 @@ QFORGE_ERF_INLINE void erf16(__m512 (&x)[N]) {
 #pragma GCC unroll 16
   for (int i = 1; i < 6; ++i)
 #pragma GCC unroll 16
-    for (int k = 0; k < N; ++k)
-      ps[k] = _mm512_add_ps(_mm512_mul_ps(ps[k], x2[k]), _mm512_set1_ps(kErfSmall[i]));
+    for (int k = 0; k < N; ++k) ps[k] = _mm512_fmadd_ps(ps[k], x2[k], _mm512_set1_ps(kErfSmall[i]));
 #pragma GCC unroll 16
   for (int i = 1; i < 11; ++i)
 #pragma GCC unroll 16
     for (int k = 0; k < N; ++k)
-      p[k] = _mm512_add_ps(_mm512_mul_ps(p[k], t[k]),
-                           _mm512_mask_blend_ps(middle[k], _mm512_set1_ps(kErfLarge[i]),
-                                                _mm512_set1_ps(kErfMiddle[i])));
+      p[k] = _mm512_fmadd_ps(p[k], t[k],
+                             _mm512_mask_blend_ps(middle[k], _mm512_set1_ps(kErfLarge[i]),
+                                                  _mm512_set1_ps(kErfMiddle[i])));
 #pragma GCC unroll 16
   for (int k = 0; k < N; ++k) {
     const __m512 small = _mm512_mul_ps(x[k], ps[k]);
@@ -243,8 +244,8 @@ bool has_avx512() {
   return yes;
 }
 
-bool has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2");
+bool has_avx2_fma() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return yes;
 }
 
@@ -255,7 +256,7 @@ bool has_avx2() {
 void erf_values(const float* x, float* y, std::int64_t n) {
 #ifdef QFORGE_ERF_AVX2
   if (has_avx512()) return erf_avx512(x, y, n);
-  if (has_avx2()) return erf_avx2(x, y, n);
+  if (has_avx2_fma()) return erf_avx2(x, y, n);
 #endif
   for (std::int64_t i = 0; i < n; ++i) y[i] = fast_erf(x[i]);
 }
@@ -263,7 +264,7 @@ void erf_values(const float* x, float* y, std::int64_t n) {
 void gelu_erf(const GeluErf& g, const float* x, float* y, std::int64_t n) {
 #ifdef QFORGE_ERF_AVX2
   if (has_avx512()) return gelu_avx512(g, x, y, n);
-  if (has_avx2()) return gelu_avx2(g, x, y, n);
+  if (has_avx2_fma()) return gelu_avx2(g, x, y, n);
 #endif
   if (!g.bias) {
     for (std::int64_t i = 0; i < n; ++i) y[i] = gelu_scalar(g, x[i]);

@@ -22,12 +22,14 @@ std::vector<TensorType> infer_softmax(const Node& n, std::span<const InferInput>
   return {*in[0].type};
 }
 
-// The row kernels are compiled three times (AVX-512, AVX2, baseline x86-64), picked once at
-// load time through an ifunc. This file is compiled with -ffp-contract=off (model/CMakeLists.txt):
-// the AVX-512 clone may not fuse the exp's multiply-adds into FMAs, so every clone computes the
-// same operations in the same order and gives the same bits.
+// The row kernels are compiled three times (AVX-512, x86-64-v3 = AVX2 with FMA, baseline
+// x86-64), picked once at load time through an ifunc. The exp's multiply-adds are explicit
+// std::fma calls (ops/fast_exp.h), exact in every clone: vfmadd in the first two, a libm call in
+// the baseline one. Everything else must not be contracted, so this file is compiled with
+// -ffp-contract=off (model/CMakeLists.txt): every clone computes the same operations in the same
+// order and gives the same bits.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define QFORGE_SOFTMAX_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define QFORGE_SOFTMAX_CLONES __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
 #else
 #define QFORGE_SOFTMAX_CLONES
 #endif
@@ -140,6 +142,32 @@ QFORGE_SOFTMAX_CLONES void softmax_rows(const float* x, float* y, std::int64_t b
     softmax_row(x + row * len, y + row * len, len, log);
 }
 
+// Lines [begin, end) of a Softmax whose axis is not the last one (elements `inner` apart).
+QFORGE_SOFTMAX_CLONES void softmax_strided_lines(const float* x, float* y, std::int64_t begin,
+                                                 std::int64_t end, std::int64_t len,
+                                                 std::int64_t inner, bool log) {
+  for (std::int64_t line = begin; line < end; ++line) {
+    const std::int64_t o = line / inner, i = line % inner;
+    const float* xp = x + o * len * inner + i;
+    float* yp = y + o * len * inner + i;
+    float mx = -std::numeric_limits<float>::infinity();
+    for (std::int64_t j = 0; j < len; ++j) mx = xp[j * inner] > mx ? xp[j * inner] : mx;
+    float sum = 0.0f;
+    for (std::int64_t j = 0; j < len; ++j) {
+      const float e = fast_exp_nonpositive(xp[j * inner] - mx);
+      yp[j * inner] = e;
+      sum += e;
+    }
+    if (log) {
+      const float ls = std::log(sum);
+      for (std::int64_t j = 0; j < len; ++j) yp[j * inner] = xp[j * inner] - mx - ls;
+    } else {
+      const float inv = 1.0f / sum;
+      for (std::int64_t j = 0; j < len; ++j) yp[j * inner] *= inv;
+    }
+  }
+}
+
 void run_softmax(const Node& n, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Shape& s = in[0]->shape();
   const auto rank = static_cast<std::int64_t>(s.size());
@@ -164,26 +192,7 @@ void run_softmax(const Node& n, std::span<const Tensor* const> in, std::span<Ten
     return;
   }
   parallel_for(outer * inner, grain, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t line = begin; line < end; ++line) {
-      const std::int64_t o = line / inner, i = line % inner;
-      const float* xp = x + o * len * inner + i;
-      float* yp = y + o * len * inner + i;
-      float mx = -std::numeric_limits<float>::infinity();
-      for (std::int64_t j = 0; j < len; ++j) mx = xp[j * inner] > mx ? xp[j * inner] : mx;
-      float sum = 0.0f;
-      for (std::int64_t j = 0; j < len; ++j) {
-        const float e = fast_exp_nonpositive(xp[j * inner] - mx);
-        yp[j * inner] = e;
-        sum += e;
-      }
-      if (log) {
-        const float ls = std::log(sum);
-        for (std::int64_t j = 0; j < len; ++j) yp[j * inner] = xp[j * inner] - mx - ls;
-      } else {
-        const float inv = 1.0f / sum;
-        for (std::int64_t j = 0; j < len; ++j) yp[j * inner] *= inv;
-      }
-    }
+    softmax_strided_lines(x, y, begin, end, len, inner, log);
   });
 }
 
