@@ -6,12 +6,14 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -60,6 +62,65 @@ struct RangeLanes {
   }
 };
 
+// The cache lines of the next head's rows, asked into L2 a few at a time between the blocks of
+// this head's products. A head's rows lie a whole [heads * depth] row apart, a stride the
+// hardware's prefetchers do not follow, so without this every head waited on its lines from L3:
+// in the keys' transpose, the values' copy, the first blocks of the scores (the queries) and the
+// context's stores (its output). Asked for all at once, the requests stalled the core on its
+// few dozen outstanding misses instead of overlapping the products' multiply-adds. Prefetches
+// never fault and change no value.
+class NextHeadLines {
+ public:
+  // Rows [0, rows) of `width` floats at p, `stride` floats apart.
+  void add(const float* p, std::int64_t stride, std::int64_t rows, std::int64_t width) {
+    if (rows == 0 || width == 0 || count_ == kRegions) return;
+    const auto first = reinterpret_cast<std::uintptr_t>(p);
+    regions_[count_++] = {first, stride * 4, rows, width * 4};
+    // Every row starts at the first one's offset in its line when the stride is whole lines;
+    // otherwise a row may take one line more.
+    const std::int64_t first_row = static_cast<std::int64_t>(
+        ((first + static_cast<std::uintptr_t>(width * 4) - 1) >> 6) - (first >> 6) + 1);
+    lines_ += rows * (stride * 4 % 64 == 0 ? first_row : (width * 4 + 63) / 64 + 1);
+  }
+  // Spreads the lines over `work` units of the products (one output vector's multiply-add): a
+  // block asks for its share after its units.
+  void spread(std::int64_t work) { work_ = std::max<std::int64_t>(work, 1); }
+  void step(std::int64_t units) {
+    owed_ += units * lines_;
+    const std::int64_t n = owed_ / work_;
+    owed_ -= n * work_;
+    issue(n);
+  }
+  // The lines not asked for yet.
+  void rest() { issue(lines_); }
+
+ private:
+  void issue(std::int64_t n) {
+    for (; n > 0 && region_ < count_; --n) {
+      const Region& r = regions_[region_];
+      const std::uintptr_t row = r.first + static_cast<std::uintptr_t>(row_ * r.stride);
+      const std::uintptr_t line = (row & ~std::uintptr_t{63}) + static_cast<std::uintptr_t>(line_);
+      __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 2);  // into L2
+      line_ += 64;
+      if (line >= ((row + static_cast<std::uintptr_t>(r.bytes) - 1) & ~std::uintptr_t{63})) {
+        line_ = 0;
+        if (++row_ == r.rows) {
+          row_ = 0;
+          ++region_;
+        }
+      }
+    }
+  }
+  struct Region {
+    std::uintptr_t first;
+    std::int64_t stride, rows, bytes;
+  };
+  static constexpr int kRegions = 4;
+  Region regions_[kRegions] = {};
+  int count_ = 0, region_ = 0;
+  std::int64_t row_ = 0, line_ = 0, lines_ = 0, work_ = 1, owed_ = 0;
+};
+
 // c[r, j] for r < R, j < C * kLanes: one block, accumulators in registers (the loops over r
 // and cc have constant trip counts and are unrolled); with Range, its values widen *range.
 template <int R, int C, bool Range>
@@ -89,28 +150,55 @@ template <int R, int C, bool Range>
   }
 }
 
+// The n < R rows left under the blocks of R: one block of n rows, n a run-time value.
+template <int R, int C, bool Range>
+[[gnu::always_inline]] inline void product_block_rows_left(std::int64_t n, const float* a,
+                                                           std::int64_t lda, const float* b,
+                                                           std::int64_t ldb, float* c,
+                                                           std::int64_t ldc, std::int64_t len,
+                                                           RangeLanes* range) {
+  if constexpr (R > 1) {
+    if (n == R - 1) product_block<R - 1, C, Range>(a, lda, b, ldb, c, ldc, len, range);
+    else product_block_rows_left<R - 1, C, Range>(n, a, lda, b, ldb, c, ldc, len, range);
+  }
+}
+
 // c[i, j] = sum_t a[i * lda + t] * b[t * ldb + j] for i < rows, j < cols, t < len: both
 // products (scores: a = q's rows, b = the transposed keys; context: a = the probabilities,
-// b = v's rows). Blocks of R x C vectors, then of R x 1 vector for the columns left, then single
-// rows, then single columns. With Range, what it writes widens *range.
+// b = v's rows). Blocks of R x C vectors, then of R x 1 vector for the columns left; the rows
+// left under them in one block of fewer rows; then single columns. With Range, what it writes
+// widens *range; with `lines`, each block asks for a few of them.
 template <int R, int C, bool Range>
 [[gnu::always_inline]] inline void product_rows_blocked(const float* a, std::int64_t lda,
                                                         const float* b, std::int64_t ldb, float* c,
                                                         std::int64_t ldc, std::int64_t rows,
                                                         std::int64_t cols, std::int64_t len,
-                                                        RangeLanes* range) {
+                                                        RangeLanes* range, NextHeadLines* lines) {
   constexpr std::int64_t wide = C * kLanes;
   const std::int64_t wide_cols = cols / wide * wide, whole_cols = cols / kLanes * kLanes;
-  const std::int64_t whole_rows = rows / R * R;
+  const std::int64_t whole_rows = rows / R * R, left = rows - whole_rows;
   for (std::int64_t i = 0; i < whole_rows; i += R) {
-    for (std::int64_t j = 0; j < wide_cols; j += wide)
+    for (std::int64_t j = 0; j < wide_cols; j += wide) {
       product_block<R, C, Range>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, len, range);
-    for (std::int64_t j = wide_cols; j < whole_cols; j += kLanes)
+      if (lines) lines->step(R * C * len);
+    }
+    for (std::int64_t j = wide_cols; j < whole_cols; j += kLanes) {
       product_block<R, 1, Range>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, len, range);
+      if (lines) lines->step(R * len);
+    }
   }
-  for (std::int64_t i = whole_rows; i < rows; ++i)
-    for (std::int64_t j = 0; j < whole_cols; j += kLanes)
-      product_block<1, 1, Range>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, len, range);
+  if (left > 0) {
+    const float* ai = a + whole_rows * lda;
+    float* ci = c + whole_rows * ldc;
+    for (std::int64_t j = 0; j < wide_cols; j += wide) {
+      product_block_rows_left<R, C, Range>(left, ai, lda, b + j, ldb, ci + j, ldc, len, range);
+      if (lines) lines->step(left * C * len);
+    }
+    for (std::int64_t j = wide_cols; j < whole_cols; j += kLanes) {
+      product_block_rows_left<R, 1, Range>(left, ai, lda, b + j, ldb, ci + j, ldc, len, range);
+      if (lines) lines->step(left * len);
+    }
+  }
   for (std::int64_t i = 0; i < rows; ++i)
     for (std::int64_t j = whole_cols; j < cols; ++j) {
       float acc = 0.0f;
@@ -129,9 +217,11 @@ template <int R, int C>
                                                     const float* b, std::int64_t ldb, float* c,
                                                     std::int64_t ldc, std::int64_t rows,
                                                     std::int64_t cols, std::int64_t len,
-                                                    RangeLanes* range) {
-  if (range) product_rows_blocked<R, C, true>(a, lda, b, ldb, c, ldc, rows, cols, len, range);
-  else product_rows_blocked<R, C, false>(a, lda, b, ldb, c, ldc, rows, cols, len, nullptr);
+                                                    RangeLanes* range, NextHeadLines* lines) {
+  if (range)
+    product_rows_blocked<R, C, true>(a, lda, b, ldb, c, ldc, rows, cols, len, range, lines);
+  else
+    product_rows_blocked<R, C, false>(a, lda, b, ldb, c, ldc, rows, cols, len, nullptr, lines);
 }
 
 // The instruction sets as functions of their own, so that each can be asked for by name.
@@ -141,20 +231,21 @@ template <int R, int C>
                                                     const float* b, std::int64_t ldb, float* c,
                                                     std::int64_t ldc, std::int64_t rows,
                                                     std::int64_t cols, std::int64_t len,
-                                                    RangeLanes* range) {
-  product_rows_any<8, 2>(a, lda, b, ldb, c, ldc, rows, cols, len, range);
+                                                    RangeLanes* range, NextHeadLines* lines) {
+  product_rows_any<8, 2>(a, lda, b, ldb, c, ldc, rows, cols, len, range, lines);
 }
 [[gnu::target("avx2")]] void product_rows_avx2(const float* a, std::int64_t lda, const float* b,
                                                std::int64_t ldb, float* c, std::int64_t ldc,
                                                std::int64_t rows, std::int64_t cols,
-                                               std::int64_t len, RangeLanes* range) {
-  product_rows_any<4, 1>(a, lda, b, ldb, c, ldc, rows, cols, len, range);
+                                               std::int64_t len, RangeLanes* range,
+                                               NextHeadLines* lines) {
+  product_rows_any<4, 1>(a, lda, b, ldb, c, ldc, rows, cols, len, range, lines);
 }
 #endif
 void product_rows_baseline(const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
                            float* c, std::int64_t ldc, std::int64_t rows, std::int64_t cols,
-                           std::int64_t len, RangeLanes* range) {
-  product_rows_any<4, 1>(a, lda, b, ldb, c, ldc, rows, cols, len, range);
+                           std::int64_t len, RangeLanes* range, NextHeadLines* lines) {
+  product_rows_any<4, 1>(a, lda, b, ldb, c, ldc, rows, cols, len, range, lines);
 }
 
 // The head's keys, [kv_len] rows of `depth` a `row` apart, into kt [depth][kv_len]: a copy, so
@@ -167,41 +258,64 @@ void transpose_keys_scalar(const float* k, std::int64_t row, float* kt, std::int
     for (std::int64_t d = j < j0 ? d0 : 0; d < depth; ++d) kt[d * kv_len + j] = k[j * row + d];
 }
 #ifdef QFORGE_ATTENTION_X86
+// One round of the 16 x 16 tile transpose: rows r and r + W (bit W of r clear) exchange the
+// lanes whose bit W differs. out[r] takes t[r + W][e - W] where bit W of e is set; out[r + W]
+// t[r][e + W] where it is clear (indices from 16 name the second operand's lanes). Written as
+// templates over constant row numbers so that the tile is sixteen registers: with loops over
+// the rounds and rows GCC kept it in a stack array, a store and a reload per shuffle.
+// vpermt2ps through its intrinsic: GCC's __builtin_shuffle has no Clang spelling with indices
+// that are not constants, and the fuzz build uses Clang.
 typedef int LaneIndex __attribute__((vector_size(64)));
+constexpr int transpose_lane(int e, int w, bool high) {
+  return high ? (e & w ? kLanes + e : e + w) : (e & w ? kLanes + e - w : e);
+}
+template <int W, bool High, int... E>
+[[gnu::target("avx512f"), gnu::always_inline]] inline __m512i transpose_indices(
+    std::integer_sequence<int, E...>) {
+  return (__m512i)LaneIndex{transpose_lane(E, W, High)...};
+}
+template <int W, int R>
+[[gnu::target("avx512f"), gnu::always_inline]] inline void transpose_pair(__m512 (&t)[kLanes],
+                                                                          __m512i lo, __m512i hi) {
+  if constexpr (!(R & W)) {
+    const __m512 a = t[R], b = t[R + W];
+    t[R] = _mm512_permutex2var_ps(a, lo, b);
+    t[R + W] = _mm512_permutex2var_ps(a, hi, b);
+  }
+}
+template <int W, int... R>
+[[gnu::target("avx512f"), gnu::always_inline]] inline void transpose_round(
+    __m512 (&t)[kLanes], std::integer_sequence<int, R...> rows) {
+  const __m512i lo = transpose_indices<W, false>(rows), hi = transpose_indices<W, true>(rows);
+  (transpose_pair<W, R>(t, lo, hi), ...);
+}
+// The tile at k (rows `row` apart) into kt (rows `kv_len` apart), transposed.
+template <int... R>
+[[gnu::target("avx512f"), gnu::always_inline]] inline void transpose_tile(
+    const float* k, std::int64_t row, float* kt, std::int64_t kv_len,
+    std::integer_sequence<int, R...> rows) {
+  __m512 t[kLanes] = {_mm512_loadu_ps(k + R * row)...};
+  transpose_round<8>(t, rows);
+  transpose_round<4>(t, rows);
+  transpose_round<2>(t, rows);
+  transpose_round<1>(t, rows);
+  (_mm512_storeu_ps(kt + R * kv_len, t[R]), ...);
+}
 [[gnu::target("avx512f")]] void transpose_keys_avx512(const float* k, std::int64_t row, float* kt,
                                                       std::int64_t kv_len, std::int64_t depth) {
   const std::int64_t j0 = kv_len / kLanes * kLanes, d0 = depth / kLanes * kLanes;
   for (std::int64_t j = 0; j < j0; j += kLanes)
-    for (std::int64_t d = 0; d < d0; d += kLanes) {
-      Lanes t[kLanes];
-      for (int r = 0; r < kLanes; ++r) t[r] = QFORGE_LANES_AT(k + (j + r) * row + d);
-      for (int w = 8; w > 0; w /= 2) {
-        // out[r] takes t[r + w][e - w] where bit w of e is set; out[r + w] t[r][e + w] where it
-        // is clear (indices from 16 name the second operand's lanes).
-        // vpermt2ps through its intrinsic: GCC's __builtin_shuffle has no Clang spelling with
-        // indices that are not constants, and the fuzz build uses Clang.
-        LaneIndex lo, hi;
-        for (int e = 0; e < kLanes; ++e) {
-          lo[e] = e & w ? kLanes + e - w : e;
-          hi[e] = e & w ? kLanes + e : e + w;
-        }
-        const __m512i lo_index = (__m512i)lo, hi_index = (__m512i)hi;
-        for (int r = 0; r < kLanes; ++r)
-          if (!(r & w)) {
-            const __m512 a = (__m512)t[r], b = (__m512)t[r + w];
-            t[r] = (Lanes)_mm512_permutex2var_ps(a, lo_index, b);
-            t[r + w] = (Lanes)_mm512_permutex2var_ps(a, hi_index, b);
-          }
-      }
-      for (int r = 0; r < kLanes; ++r) QFORGE_LANES_TO(kt + (d + r) * kv_len + j) = t[r];
-    }
+    for (std::int64_t d = 0; d < d0; d += kLanes)
+      transpose_tile(k + j * row + d, row, kt + d * kv_len + j, kv_len,
+                     std::make_integer_sequence<int, kLanes>());
   // The keys past the last whole tile, and the depth past it for the tiled keys.
   transpose_keys_scalar(k, row, kt, kv_len, depth, j0, d0);
 }
 #endif
 
 using ProductRows = void (*)(const float*, std::int64_t, const float*, std::int64_t, float*,
-                             std::int64_t, std::int64_t, std::int64_t, std::int64_t, RangeLanes*);
+                             std::int64_t, std::int64_t, std::int64_t, std::int64_t, RangeLanes*,
+                             NextHeadLines*);
 
 ProductRows product_rows_for(AttentionProducts kind) {
 #ifdef QFORGE_ATTENTION_X86
@@ -247,6 +361,11 @@ void fused_attention(const FusedAttention& a) {
             dv = blas_extent(a.v_depth), ldq = blas_extent(q_row), ldv = blas_extent(v_row);
   const bool blas = a.products == AttentionProducts::blas;
   const ProductRows product_rows = product_rows_for(a.products);
+  // The products' vector multiply-adds (output vectors x summed length), over which the next
+  // head's lines are spread.
+  const std::int64_t vectors_s = a.q_len * ((a.kv_len + kLanes - 1) / kLanes);
+  const std::int64_t vectors_c = a.q_len * ((a.v_depth + kLanes - 1) / kLanes);
+  const std::int64_t product_work = vectors_s * a.depth + vectors_c * a.kv_len;
   auto heads = [&](std::int64_t begin, std::int64_t end) {
     thread_local std::vector<float> scratch;
     scratch.resize(
@@ -272,6 +391,16 @@ void fused_attention(const FusedAttention& a) {
         for (std::int64_t i = 0; i < a.q_len; ++i) std::fill_n(y + i * v_row, a.v_depth, 0.0f);
         continue;
       }
+      // The next head of this task, in the order its work reads it.
+      NextHeadLines next;
+      if (!blas && t + 1 < end) {
+        const std::int64_t b1 = (t + 1) / a.heads, h1 = (t + 1) % a.heads;
+        next.add(a.k + b1 * a.kv_len * q_row + h1 * a.depth, q_row, a.kv_len, a.depth);
+        next.add(a.q + b1 * a.q_len * q_row + h1 * a.depth, q_row, a.q_len, a.depth);
+        next.add(a.v + b1 * a.kv_len * v_row + h1 * a.v_depth, v_row, a.kv_len, a.v_depth);
+        next.add(a.y + b1 * a.q_len * v_row + h1 * a.v_depth, v_row, a.q_len, a.v_depth);
+        next.spread(product_work);
+      }
       if (a.depth == 0) {
         std::fill_n(s, a.q_len * a.kv_len, 0.0f);
       } else if (blas) {
@@ -284,7 +413,8 @@ void fused_attention(const FusedAttention& a) {
         else
 #endif
           transpose_keys_scalar(kh, q_row, kt, a.kv_len, a.depth, 0, 0);
-        product_rows(q, q_row, kt, a.kv_len, s, a.kv_len, a.q_len, a.kv_len, a.depth, nullptr);
+        product_rows(q, q_row, kt, a.kv_len, s, a.kv_len, a.q_len, a.kv_len, a.depth, nullptr,
+                     &next);
       }
       const float* mask = a.mask ? a.mask + b * a.mask_strides[0] + h * a.mask_strides[1] : nullptr;
       masked_softmax_rows(s, s, a.q_len, a.kv_len, mask, a.mask_strides[2], a.mask_strides[3],
@@ -297,7 +427,8 @@ void fused_attention(const FusedAttention& a) {
         for (std::int64_t j = 0; j < a.kv_len; ++j)
           for (std::int64_t d = 0; d < a.v_depth; ++d) vc[j * a.v_depth + d] = v[j * v_row + d];
         product_rows(s, a.kv_len, vc, a.v_depth, y, v_row, a.q_len, a.v_depth, a.kv_len,
-                     a.range ? &written : nullptr);
+                     a.range ? &written : nullptr, &next);
+        next.rest();
       }
     }
     if (a.range) {
