@@ -220,8 +220,7 @@ template <int R, int C>
                                                     RangeLanes* range, NextHeadLines* lines) {
   if (range)
     product_rows_blocked<R, C, true>(a, lda, b, ldb, c, ldc, rows, cols, len, range, lines);
-  else
-    product_rows_blocked<R, C, false>(a, lda, b, ldb, c, ldc, rows, cols, len, nullptr, lines);
+  else product_rows_blocked<R, C, false>(a, lda, b, ldb, c, ldc, rows, cols, len, nullptr, lines);
 }
 
 // The instruction sets as functions of their own, so that each can be asked for by name.
