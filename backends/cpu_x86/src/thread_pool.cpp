@@ -108,16 +108,6 @@ void ThreadPool::run_owned_tasks(const std::function<void(std::int64_t)>& fn, st
 void ThreadPool::worker_loop(int self) {
   std::uint64_t seen = 0;
   for (;;) {
-    // While the call this worker served is still open (other threads still on their tasks),
-    // poll without counting its idle time: the poll below then starts when the call ends, so a
-    // worker that finished early is still awake for the caller's next call. Counted from its own
-    // last task, the 20 us ran out within one call whose threads ended 20 us apart, and the next
-    // call waited for the sleepers' futex wake-ups, tens of us under gVisor (docs/PERFORMANCE.md,
-    // "MobileNet's depthwise layers at 16 threads").
-    poll_for(kCallerPoll, [&] {
-      return seen == 0 || open_.load(std::memory_order_relaxed) != seen ||
-             posted_.load(std::memory_order_relaxed) != seen || stop_.load();
-    });
     poll_for(
         poll_.spin, [&] { return posted_.load(std::memory_order_acquire) != seen || stop_.load(); },
         poll_.yield);

@@ -17,15 +17,15 @@
 
 namespace qforge::cpu_x86 {
 
-// How an idle worker waits for the next call, counted from the end of the call it served (while
-// that call is open it polls, at most 2 ms): it polls with pause instructions for `spin`, then
-// for `yield` more polls between sched_yield calls (a core it holds goes to any other runnable
-// thread), then sleeps on a condition variable (a futex wait, and a wake-up the next call pays).
-// The default spin spans the gaps inside one call (dynamic quantization's range and quantize
-// passes, the packing of A, the GEMM) but not the float work a model runs between two calls:
-// there the model executor's pool and OpenBLAS need every core, and 15 workers polling for a
-// millisecond each made MiniLM's dynamic_int8 batch on the GPU host's 16 cores 1.4x slower
-// (docs/PERFORMANCE.md, "MiniLM dynamic_int8 on the GPU host's CPU: profile and the pool").
+// How an idle worker waits for the next call, counted from its own last task: it polls with pause
+// instructions for `spin`, then for `yield` more polls between sched_yield calls (a core it holds
+// goes to any other runnable thread), then sleeps on a condition variable (a futex wait, and a
+// wake-up the next call pays). The default spin spans the gaps inside one call (dynamic
+// quantization's range and quantize passes, the packing of A, the GEMM) but not the float work a
+// model runs between two calls: there the model executor's pool and OpenBLAS need every core, and
+// 15 workers polling for a millisecond each made MiniLM's dynamic_int8 batch on the GPU host's 16
+// cores 1.4x slower (docs/PERFORMANCE.md, "MiniLM dynamic_int8 on the GPU host's CPU: profile and
+// the pool").
 struct PollTimes {
   std::chrono::microseconds spin{20};
   std::chrono::microseconds yield{0};
